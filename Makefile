@@ -1,0 +1,25 @@
+# The two commands a newcomer needs (see README): `make demo` and `make test`.
+# Each creates or reuses the virtual environment in .venv and installs what it needs.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+
+.PHONY: demo test test-nojit bench clean
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e ".[dev]"
+	touch $@
+
+demo: $(VENV)/.installed
+	$(VENV)/bin/anchorstream demo
+
+# The whole suite, then the numba kernels once more as plain Python against their slow twins
+# (catches a kernel whose compiled and interpreted behaviour differ).
+test: $(VENV)/.installed
+	$(PY) -m pytest
+	NUMBA_DISABLE_JIT=1 $(PY) -m pytest -q tests/test_kernels.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis

@@ -1,0 +1,1 @@
+"""The anchorstream service: configuration, Kafka ingest, refresh, snapshots, HTTP and metrics."""
