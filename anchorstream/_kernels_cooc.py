@@ -1,0 +1,190 @@
+"""numba kernels of the co-occurrence estimator (to be merged into ``_kernels.py``).
+
+Arrays in, arrays out; the public wrapper in ``anchorstream/cooccurrence.py`` validates input
+(canonical CSR: sorted indices, no duplicates; float64 non-negative integer counts). Slow loop
+twins live in ``tests/naive_cooc.py``.
+
+Every product is formed as ``w_d * (h_di * h_dj)``: the integer product is exact, so the term
+for ``(i, j)`` and ``(j, i)`` is the same float and, summed over documents in the same order,
+the matrix is exactly symmetric whichever way :func:`cooc_add_rows` fills it.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+
+@numba.njit(cache=True)
+def cooc_transpose(indptr, indices, data, n_words):
+    """Per-document weights, marginals and the CSC transpose of the counted documents.
+
+    Serial: one counting-sort pass over the non-zeros, O(nnz + n_docs + n_words).
+
+    Parameters
+    ----------
+    indptr : int ndarray of shape (n_docs + 1,)
+    indices : int ndarray of shape (nnz,)
+    data : float64 ndarray of shape (nnz,)
+    n_words : int
+
+    Returns
+    -------
+    weights : float64 ndarray of shape (n_docs,)
+        ``1 / (n_d (n_d - 1))`` for documents with ``n_d >= 2``, else 0 (document skipped).
+    col_ptr : int64 ndarray of shape (n_words + 1,)
+    col_docs : int64 ndarray of shape (m,)
+    col_pos : int64 ndarray of shape (m,)
+        Column ``i`` lists, for each counted document ``d`` with ``h_di > 0`` in increasing
+        ``d``, the document and the position of its ``(d, i)`` entry in ``indices``/``data``.
+    unigram : float64 ndarray of shape (n_words,)
+        Sum of counts over counted documents.
+    doc_freq : float64 ndarray of shape (n_words,)
+        Number of counted documents containing the word.
+    num_docs : int
+    num_tokens : float
+        Sum of ``n_d`` over counted documents.
+    """
+    n_docs = indptr.shape[0] - 1
+    weights = np.zeros(n_docs, dtype=np.float64)
+    unigram = np.zeros(n_words, dtype=np.float64)
+    doc_freq = np.zeros(n_words, dtype=np.float64)
+    col_ptr = np.zeros(n_words + 1, dtype=np.int64)
+    num_docs = 0
+    num_tokens = 0.0
+    for d in range(n_docs):
+        n = 0.0
+        for k in range(indptr[d], indptr[d + 1]):
+            n += data[k]
+        if n < 2.0:
+            continue
+        weights[d] = 1.0 / (n * (n - 1.0))
+        num_docs += 1
+        num_tokens += n
+        for k in range(indptr[d], indptr[d + 1]):
+            if data[k] > 0.0:
+                j = indices[k]
+                unigram[j] += data[k]
+                doc_freq[j] += 1.0
+                col_ptr[j + 1] += 1
+    for i in range(n_words):
+        col_ptr[i + 1] += col_ptr[i]
+    m = col_ptr[n_words]
+    col_docs = np.empty(m, dtype=np.int64)
+    col_pos = np.empty(m, dtype=np.int64)
+    fill = col_ptr[:-1].copy()
+    for d in range(n_docs):
+        if weights[d] == 0.0:
+            continue
+        for k in range(indptr[d], indptr[d + 1]):
+            if data[k] > 0.0:
+                j = indices[k]
+                col_docs[fill[j]] = d
+                col_pos[fill[j]] = k
+                fill[j] += 1
+    return weights, col_ptr, col_docs, col_pos, unigram, doc_freq, num_docs, num_tokens
+
+
+@numba.njit(parallel=True, cache=True)
+def cooc_add_rows(indptr, indices, data, weights, col_ptr, col_docs, col_pos, full, n_stripes, out):
+    """Add ``Σ_d w_d (h_d h_dᵀ − diag h_d)`` into ``out``, parallel over rows.
+
+    Row ``i`` of the sum is ``Σ_{d ∋ i} w_d h_di h_d`` with ``h_di² − h_di`` on the diagonal. A
+    thread owns whole rows, so no two threads write the same memory (race-free without
+    per-thread buffers or atomics), and the row being built stays in cache while the documents
+    containing ``i`` stream past.
+
+    Parameters
+    ----------
+    indptr, indices, data : CSR arrays of shape (n_docs + 1,), (nnz,), (nnz,)
+        Canonical: sorted indices within a row, which is what lets the upper triangle start
+        right after the ``(d, i)`` entry.
+    weights, col_ptr, col_docs, col_pos : outputs of :func:`cooc_transpose`
+    full : bool
+        Fill whole rows; otherwise only ``j >= i`` (half the work; the caller mirrors it with
+        :func:`cooc_mirror_upper`).
+    n_stripes : int
+        Rows are dealt round-robin to ``n_stripes`` parallel tasks (use the thread count). Work
+        per row follows word frequency, which falls along a frequency-sorted vocabulary, so
+        contiguous blocks of rows would leave one thread with most of the work.
+    out : float64 ndarray of shape (n_words, n_words), C-contiguous
+        Accumulated into (``+=``), so a running state can be passed.
+    """
+    n_words = col_ptr.shape[0] - 1
+    for t in numba.prange(n_stripes):
+        for i in range(t, n_words, n_stripes):
+            for p in range(col_ptr[i], col_ptr[i + 1]):
+                d = col_docs[p]
+                k0 = col_pos[p]
+                w = weights[d]
+                h_i = data[k0]
+                out[i, i] += w * (h_i * (h_i - 1.0))
+                if full:
+                    for k in range(indptr[d], k0):
+                        out[i, indices[k]] += w * (h_i * data[k])
+                for k in range(k0 + 1, indptr[d + 1]):
+                    out[i, indices[k]] += w * (h_i * data[k])
+
+
+@numba.njit(parallel=True, cache=True)
+def cooc_mirror_upper(out, n_stripes):
+    """Copy the upper triangle of square ``out`` onto its lower triangle, in place.
+
+    Parameters
+    ----------
+    out : float64 ndarray of shape (n, n)
+    n_stripes : int
+        Parallel tasks; block rows are dealt round-robin because block row ``b`` holds ``b + 1``
+        blocks.
+    """
+    n = out.shape[0]
+    # 64 x 64 tiles: both the rows read and the rows written stay in L1/L2 while a tile is copied.
+    tile = 64
+    n_tiles = (n + tile - 1) // tile
+    for t in numba.prange(n_stripes):
+        for bi in range(t, n_tiles, n_stripes):
+            i_end = min(n, (bi + 1) * tile)
+            for bj in range(bi + 1):
+                for i in range(bi * tile, i_end):
+                    for j in range(bj * tile, min(i, (bj + 1) * tile)):
+                        out[i, j] = out[j, i]
+
+
+@numba.njit(cache=True)
+def cooc_counts(indptr, indices, data, full, n_stripes, out):
+    """The whole estimator: add a CSR batch's co-occurrence into ``out``, return marginals.
+
+    Parameters
+    ----------
+    indptr : int ndarray of shape (n_docs + 1,)
+    indices : int ndarray of shape (nnz,)
+    data : float64 ndarray of shape (nnz,)
+        Canonical CSR of non-negative integer counts.
+    full : bool
+        Compute whole rows (cheaper for short documents) or the upper triangle and mirror it
+        (cheaper when the pair work ``Σ_d nnz_d²`` is large against ``n_words²``). Both give
+        bit-identical results.
+    n_stripes : int
+        Number of parallel tasks, normally the numba thread count.
+    out : float64 ndarray of shape (n_words, n_words)
+        ``Σ_d (h_d h_dᵀ − diag h_d) / (n_d (n_d − 1))`` over documents with ``n_d ≥ 2`` is added
+        into it. With ``full=False`` its lower triangle is overwritten by its upper one, so it
+        must be symmetric on entry.
+
+    Returns
+    -------
+    unigram : float64 ndarray of shape (n_words,)
+    doc_freq : float64 ndarray of shape (n_words,)
+    num_docs : int
+    num_tokens : float
+    """
+    n_words = out.shape[0]
+    weights, col_ptr, col_docs, col_pos, unigram, doc_freq, num_docs, num_tokens = (
+        cooc_transpose(indptr, indices, data, n_words)
+    )
+    cooc_add_rows(
+        indptr, indices, data, weights, col_ptr, col_docs, col_pos, full, n_stripes, out
+    )
+    if not full:
+        cooc_mirror_upper(out, n_stripes)
+    return unigram, doc_freq, num_docs, num_tokens

@@ -1,0 +1,321 @@
+"""The word co-occurrence estimator: a mergeable sum over documents.
+
+For a document with word-count vector ``h_d`` and length ``n_d = Σ_i h_di``, the unbiased
+estimate of the word-pair distribution (Arora et al. 2013, supplementary D) is
+
+    (h_d h_dᵀ − diag h_d) / (n_d (n_d − 1)),
+
+which sums to 1 over all entries. :func:`cooccurrence` adds it up over the documents with
+``n_d ≥ 2`` (shorter ones carry no pair) together with the unigram counts, document frequencies,
+number of documents and number of tokens of the same documents. Because every field is a sum
+over documents, partial results merge exactly: ``a.merge(b)`` is the result on the union, which
+is what streaming, checkpoints and multi-worker ingestion rely on.
+
+The sum is computed by a numba kernel: the CSR batch is transposed to CSC, then each word's row
+``Σ_{d ∋ i} w_d h_di h_d`` is built by one thread (race-free, cache-friendly, and the same bits
+whatever the thread count). It was measured against ``X̃ᵀ X̃ − diag`` with ``X̃ = diag(√w) X`` in
+scipy (a single-threaded sparse product, then densified); see :func:`cooccurrence` for figures.
+The kernel is ~3x faster on long documents, on par on short ones (where allocating the dense
+result dominates both), and it can add into a running state without a ``V × V`` temporary.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+import scipy.sparse as sp
+
+from anchorstream._kernels_cooc import cooc_counts
+from anchorstream.errors import InputError
+
+__all__ = ["Cooccurrence", "accumulate", "cooccurrence"]
+
+
+@dataclass(eq=False)
+class Cooccurrence:
+    """Summed co-occurrence statistics of a set of documents.
+
+    Every field is a sum over the documents with at least two tokens, so two instances over
+    disjoint document sets merge by addition.
+
+    Parameters
+    ----------
+    counts : ndarray of shape (n_words, n_words), float64
+        ``Σ_d (h_d h_dᵀ − diag h_d) / (n_d (n_d − 1))``; symmetric, non-negative, sums to
+        ``num_docs``.
+    unigram : ndarray of shape (n_words,), float64
+        ``Σ_d h_d``, the word counts of the same documents.
+    doc_freq : ndarray of shape (n_words,), float64
+        Number of those documents containing each word.
+    num_docs : int
+        Number of documents with ``n_d ≥ 2`` (a float when a caller stores decayed sums).
+    num_tokens : int
+        ``Σ_d n_d`` over those documents (likewise).
+
+    Examples
+    --------
+    >>> import scipy.sparse as sp
+    >>> a = cooccurrence(sp.csr_matrix([[1.0, 1.0, 0.0]]))
+    >>> b = cooccurrence(sp.csr_matrix([[0.0, 2.0, 0.0], [0.0, 0.0, 1.0]]))
+    >>> (a + b).counts
+    array([[0. , 0.5, 0. ],
+           [0.5, 1. , 0. ],
+           [0. , 0. , 0. ]])
+    >>> (a + b).num_docs, (a + b).num_tokens
+    (2, 4)
+    """
+
+    counts: np.ndarray
+    unigram: np.ndarray
+    doc_freq: np.ndarray
+    num_docs: int
+    num_tokens: int
+
+    def __post_init__(self) -> None:
+        self.counts = np.asarray(self.counts, dtype=np.float64)
+        self.unigram = np.asarray(self.unigram, dtype=np.float64)
+        self.doc_freq = np.asarray(self.doc_freq, dtype=np.float64)
+        V = self.unigram.shape[0] if self.unigram.ndim == 1 else -1
+        if self.counts.shape != (V, V) or self.doc_freq.shape != (V,):
+            raise InputError(
+                "Cooccurrence needs counts of shape (n_words, n_words) and unigram, doc_freq of "
+                f"shape (n_words,); got {self.counts.shape}, {self.unigram.shape}, "
+                f"{self.doc_freq.shape}"
+            )
+        for name in ("num_docs", "num_tokens"):
+            value = getattr(self, name)
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, (int, float, np.integer, np.floating))
+                or not np.isfinite(value)
+                or value < 0
+            ):
+                raise InputError(f"{name} must be a finite number >= 0, got {value!r}")
+            # Counted documents give whole numbers, kept as int; a store with exponential
+            # forgetting holds decayed sums, which stay float (merge must not round them).
+            setattr(self, name, int(value) if float(value).is_integer() else float(value))
+
+    @classmethod
+    def zeros(cls, n_words: int) -> Cooccurrence:
+        """The empty state over ``n_words`` words (the identity of :meth:`merge`)."""
+        if isinstance(n_words, bool) or not isinstance(n_words, (int, np.integer)) or n_words < 0:
+            raise InputError(f"n_words must be an int >= 0, got {n_words!r}")
+        return cls(
+            np.zeros((n_words, n_words)), np.zeros(n_words), np.zeros(n_words), 0, 0
+        )
+
+    @property
+    def n_words(self) -> int:
+        """Vocabulary size ``V``."""
+        return self.unigram.shape[0]
+
+    def merge(self, other: Cooccurrence) -> Cooccurrence:
+        """Statistics of the union of both document sets (a new object; inputs unchanged).
+
+        Raises
+        ------
+        InputError
+            If ``other`` is not a Cooccurrence over the same number of words.
+        """
+        if not isinstance(other, Cooccurrence):
+            raise InputError(f"can only merge a Cooccurrence, got {type(other).__name__}")
+        if other.n_words != self.n_words:
+            raise InputError(
+                f"cannot merge co-occurrences over {self.n_words} and {other.n_words} words; "
+                "align both to one vocabulary first"
+            )
+        return Cooccurrence(
+            self.counts + other.counts,
+            self.unigram + other.unigram,
+            self.doc_freq + other.doc_freq,
+            self.num_docs + other.num_docs,
+            self.num_tokens + other.num_tokens,
+        )
+
+    def __add__(self, other: Cooccurrence) -> Cooccurrence:
+        if not isinstance(other, Cooccurrence):
+            return NotImplemented
+        return self.merge(other)
+
+    def __radd__(self, other: object) -> Cooccurrence:
+        # Lets the builtin sum() start from its default 0: sum(parts) merges them all.
+        if isinstance(other, int) and other == 0:
+            return self
+        return NotImplemented
+
+    def normalized(self) -> np.ndarray:
+        """The co-occurrence matrix ``C = counts / num_docs`` used for inference.
+
+        Returns
+        -------
+        ndarray of shape (n_words, n_words)
+            Symmetric, non-negative, sums to 1 (up to rounding); a new array.
+
+        Raises
+        ------
+        InputError
+            If no document with at least two tokens has been counted.
+        """
+        if self.num_docs == 0:
+            raise InputError(
+                "the co-occurrence is empty (no document with at least two tokens); "
+                "there is nothing to normalise"
+            )
+        return self.counts / self.num_docs
+
+
+def _as_counts_csr(X: object) -> sp.csr_array | sp.csr_matrix:
+    """Validate ``X`` and return it as canonical CSR with float64 data."""
+    if sp.issparse(X):
+        if X.ndim != 2:
+            raise InputError(f"counts must be 2-D (n_docs, n_words), got shape {X.shape}")
+        if X.format != "csr":
+            X = X.tocsr()
+    elif isinstance(X, np.ndarray) or isinstance(X, (list, tuple)):
+        arr = np.asarray(X)
+        if arr.ndim != 2:
+            raise InputError(f"counts must be 2-D (n_docs, n_words), got shape {arr.shape}")
+        if not (np.issubdtype(arr.dtype, np.number) or arr.dtype == np.bool_):
+            raise InputError(f"counts must be numeric, got dtype {arr.dtype}")
+        X = sp.csr_matrix(arr)
+    else:
+        raise InputError(
+            "counts must be a scipy sparse matrix/array (CSR preferred) or a 2-D ndarray of "
+            f"shape (n_docs, n_words), got {type(X).__name__}"
+        )
+    if X.dtype == np.bool_ or np.issubdtype(X.dtype, np.integer) or np.issubdtype(
+        X.dtype, np.floating
+    ):
+        if X.dtype != np.float64:
+            X = X.astype(np.float64)
+    else:
+        raise InputError(f"counts must be real numbers, got dtype {X.dtype}")
+    if not X.has_canonical_format:
+        # Duplicate (row, column) entries would be squared separately by the kernel and give a
+        # wrong diagonal; summing them first is the documented meaning of a duplicate.
+        X = X.copy()
+        X.sum_duplicates()
+    data = X.data
+    if data.size:
+        if not np.isfinite(data).all():
+            raise InputError("counts contain NaN or infinity")
+        if data.min() < 0:
+            raise InputError(f"counts must be non-negative, found {data.min()!r}")
+        if not np.array_equal(data, np.floor(data)):
+            bad = data[data != np.floor(data)][0]
+            raise InputError(
+                f"counts must be whole numbers of tokens, found {bad!r}; the estimator "
+                "h hᵀ − diag h is unbiased only for integer counts"
+            )
+    return X
+
+
+# Pair work Σ_d nnz_d² above this multiple of n_words² selects the upper-triangle kernel plus a
+# mirror pass (half the pair work, one extra sweep over the matrix) over whole rows. Measured on
+# 2 cores: whole rows win for short documents (npm summaries, ~6 distinct words each), the
+# triangle for long ones (100-token synthetic documents, ~90 distinct words each).
+_TRIANGLE_MIN_PAIRS_PER_CELL = 0.4
+
+
+def _counts_into(
+    X, out: np.ndarray, full: bool | None = None
+) -> tuple[np.ndarray, np.ndarray, int, int]:
+    """Run the kernel on validated CSR ``X``, adding into symmetric ``out``; return marginals.
+
+    ``full`` forces the whole-row (True) or upper-triangle (False) kernel; both give identical
+    bits, so the choice only affects speed.
+    """
+    if X.shape[1] != out.shape[0]:
+        raise InputError(
+            f"counts have {X.shape[1]} columns (words) but the state has {out.shape[0]} words"
+        )
+    if full is None:
+        nnz_per_doc = np.diff(X.indptr).astype(np.float64)
+        pairs = float(nnz_per_doc @ nnz_per_doc)
+        full = pairs <= _TRIANGLE_MIN_PAIRS_PER_CELL * float(out.shape[0]) ** 2
+    unigram, doc_freq, num_docs, num_tokens = cooc_counts(
+        np.ascontiguousarray(X.indptr),
+        np.ascontiguousarray(X.indices),
+        np.ascontiguousarray(X.data),
+        bool(full),
+        numba.get_num_threads(),
+        out,
+    )
+    return unigram, doc_freq, int(num_docs), int(round(num_tokens))
+
+
+def cooccurrence(X: object) -> Cooccurrence:
+    """Co-occurrence statistics of a batch of documents.
+
+    Parameters
+    ----------
+    X : scipy.sparse matrix or array of shape (n_docs, n_words)
+        Word counts, one row per document (CSR preferred; other sparse formats and dense 2-D
+        arrays are converted). Non-negative whole numbers of any real dtype. Rows with fewer
+        than two tokens are ignored.
+
+    Returns
+    -------
+    Cooccurrence
+        Over ``n_words`` words.
+
+    Raises
+    ------
+    InputError
+        For a non-2-D or non-numeric input, or negative, non-integer, NaN or infinite counts.
+
+    Notes
+    -----
+    Implementation: a numba kernel parallel over words (``_kernels_cooc.py``). Against the
+    scipy formulation ``X̃ᵀX̃ − diag(Σ_d w_d h_d)``, 2 numba threads on a shared 2-core machine,
+    V = 5000, 50k documents, best of 3 (medians in brackets):
+
+    - 100-token semi-synthetic documents (4.7M non-zeros): kernel 1.9 s (2.3 s), scipy 5.5 s
+      (6.0 s);
+    - npm package summaries, ~6 words each (0.29M non-zeros): kernel 0.04 s (0.11 s), scipy
+      0.05 s (0.09 s); both are dominated by allocating the 200 MB dense result.
+    """
+    X = _as_counts_csr(X)
+    V = X.shape[1]
+    out = np.zeros((V, V), dtype=np.float64)
+    unigram, doc_freq, num_docs, num_tokens = _counts_into(X, out)
+    return Cooccurrence(out, unigram, doc_freq, num_docs, num_tokens)
+
+
+def accumulate(state: Cooccurrence, X: object) -> Cooccurrence:
+    """Add a batch of documents to a running state: ``state + cooccurrence(X)``.
+
+    The batch is added straight into a copy of ``state.counts``, which saves one
+    ``(n_words, n_words)`` temporary over computing ``cooccurrence(X)`` and merging; ``state``
+    itself is not modified.
+
+    Parameters
+    ----------
+    state : Cooccurrence
+        Over ``n_words`` words.
+    X : sparse matrix or array of shape (n_docs, n_words)
+        As for :func:`cooccurrence`.
+
+    Returns
+    -------
+    Cooccurrence
+        A new state.
+
+    Raises
+    ------
+    InputError
+        If ``state`` is not a Cooccurrence, the widths differ, or ``X`` is invalid.
+    """
+    if not isinstance(state, Cooccurrence):
+        raise InputError(f"state must be a Cooccurrence, got {type(state).__name__}")
+    out = np.array(state.counts, dtype=np.float64, order="C", copy=True)
+    unigram, doc_freq, num_docs, num_tokens = _counts_into(_as_counts_csr(X), out)
+    return Cooccurrence(
+        out,
+        state.unigram + unigram,
+        state.doc_freq + doc_freq,
+        state.num_docs + num_docs,
+        state.num_tokens + num_tokens,
+    )

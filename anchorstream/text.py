@@ -1,0 +1,464 @@
+"""Text to word counts: tokenizer, stopword lists, vocabulary selection and count matrices.
+
+What a *word* is
+----------------
+The tokenizer is one compiled regular expression applied to normalised text:
+
+1. **Normalisation.** Unicode NFKC (so full-width letters, ligatures and compatibility forms
+   fold onto their plain forms), then ``str.casefold`` (so ``"Straße"`` and ``"STRASSE"`` are one
+   word), then NFKC once more because case folding can leave a string non-normalised; this is
+   Unicode's ``NFKC_Casefold`` up to a few rare code points. Typographic apostrophes (``’``,
+   ``ʼ``) become ``'`` so contractions match the stopword list. ASCII text, the common case, takes
+   a fast path (``str.lower``, which equals ``casefold`` on ASCII).
+2. **Splitting.** A word is a run of Unicode letters, digits and combining marks (the marks keep
+   Devanagari, Thai or Hebrew words whole). Runs may be joined by internal apostrophes
+   (``don't``, ``rock'n'roll``, ``l'homme``), except that a possessive ``'s`` is dropped
+   (``npm's`` → ``npm``). Everything else separates words: hyphens (``real-time`` → ``real``,
+   ``time``, so compounds share counts with their parts, as in scikit-learn's and gensim's
+   defaults), underscores, dots, slashes and all punctuation and symbols.
+3. **Filters.** Words shorter than ``min_length`` or longer than ``max_length`` code points are
+   dropped (not truncated); with ``drop_numbers`` a word made only of number characters
+   (``str.isnumeric``: ``2024``, ``٣``, ``½``) is dropped, while ``mp3`` or ``es6`` stay;
+   stopwords are dropped.
+
+Pre-tokenized input (a sequence of strings) gets steps 1 and 3 but is not split, so a caller's
+own tokenizer decides the word boundaries and anchorstream still decides case and filtering.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.resources
+import os
+import re
+import unicodedata
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.sparse as sp
+
+from anchorstream.errors import InputError
+
+__all__ = [
+    "Tokenizer",
+    "available_stopword_lists",
+    "count_matrix",
+    "load_stopwords",
+    "select_vocabulary",
+]
+
+_STOPWORD_PREFIX = "stopwords_"
+_STOPWORD_SUFFIX = ".txt"
+
+# Apostrophe look-alikes folded onto ASCII "'" (NFKC keeps them distinct).
+_APOSTROPHES = str.maketrans({"\u2019": "'", "\u02bc": "'"})
+
+
+@functools.cache
+def _word_pattern() -> re.Pattern[str]:
+    """The compiled word regex, built on first use.
+
+    Python's ``re`` has no ``\\p{M}``, and ``\\w`` excludes combining marks (categories Mn, Mc,
+    Me), which would cut Indic, Thai or Hebrew words apart. The mark ranges are therefore read
+    from ``unicodedata`` (so they follow the running Python's Unicode version) and added to the
+    class. Scanning planes 0, 1 and 14 takes ~30 ms, hence the lazy cache rather than import time.
+    """
+    ranges: list[tuple[int, int]] = []
+    start = -1
+    for cp in (*range(0x20000), *range(0xE0000, 0xE1000)):
+        is_mark = unicodedata.category(chr(cp))[0] == "M"
+        if is_mark and start < 0:
+            start = cp
+        elif not is_mark and start >= 0:
+            ranges.append((start, cp - 1))
+            start = -1
+    if start >= 0:
+        ranges.append((start, 0xE0FFF))
+    marks = "".join(
+        re.escape(chr(a)) if a == b else f"{re.escape(chr(a))}-{re.escape(chr(b))}"
+        for a, b in ranges
+    )
+    w = rf"[\w{marks}]"
+    # Group 1 is the word; the optional non-captured tail swallows a possessive 's so that it
+    # does not come back as a one-letter word. findall returns group 1 only.
+    return re.compile(rf"({w}+(?:'(?![sS]\b){w}+)*)(?:'[sS]\b)?")
+
+
+def _normalize(word: str, lowercase: bool) -> str:
+    """NFKC (+ casefold) normalisation described in the module docstring."""
+    if word.isascii():
+        # ASCII is already NFKC and lower() == casefold() on it; this path is ~all of English.
+        return word.lower() if lowercase else word
+    word = unicodedata.normalize("NFKC", word)
+    if lowercase:
+        word = unicodedata.normalize("NFKC", word.casefold())
+    return word.translate(_APOSTROPHES)
+
+
+def available_stopword_lists() -> list[str]:
+    """Names of the stopword lists shipped with anchorstream, sorted.
+
+    Returns
+    -------
+    list of str
+        Names accepted by :func:`load_stopwords`, e.g. ``["english"]``.
+    """
+    data = importlib.resources.files("anchorstream") / "data"
+    names = []
+    for entry in data.iterdir():
+        n = entry.name
+        if n.startswith(_STOPWORD_PREFIX) and n.endswith(_STOPWORD_SUFFIX):
+            names.append(n[len(_STOPWORD_PREFIX) : -len(_STOPWORD_SUFFIX)])
+    return sorted(names)
+
+
+def _parse_stopwords(text: str) -> frozenset[str]:
+    words = set()
+    for line in text.splitlines():
+        word = line.split("#", 1)[0].strip()
+        if word:
+            words.add(_normalize(word, lowercase=True))
+    return frozenset(words)
+
+
+@functools.cache
+def _load_shipped(name: str) -> frozenset[str]:
+    resource = importlib.resources.files("anchorstream") / "data" / (
+        f"{_STOPWORD_PREFIX}{name}{_STOPWORD_SUFFIX}"
+    )
+    return _parse_stopwords(resource.read_text(encoding="utf-8"))
+
+
+def load_stopwords(name: str | os.PathLike[str] = "english") -> frozenset[str]:
+    """Load a stopword list shipped with the package, or one from a file.
+
+    The file format is one word per line, UTF-8; ``#`` starts a comment and blank lines are
+    ignored. Words are normalised like the tokenizer's output (NFKC, casefolded) so that a list
+    written in any case matches.
+
+    Parameters
+    ----------
+    name : str or path-like, default "english"
+        Either the name of a shipped list (see :func:`available_stopword_lists`) or the path of
+        a file. A ``os.PathLike`` or a string containing a path separator or ending in ``.txt``
+        is read as a path.
+
+    Returns
+    -------
+    frozenset of str
+
+    Raises
+    ------
+    InputError
+        For an unknown list name (the message names the available lists) or a path that cannot
+        be read.
+
+    Examples
+    --------
+    >>> "the" in load_stopwords("english")
+    True
+    """
+    is_path = isinstance(name, os.PathLike) or (
+        isinstance(name, str) and ("/" in name or os.sep in name or name.endswith(".txt"))
+    )
+    if is_path:
+        try:
+            with open(name, encoding="utf-8") as f:
+                return _parse_stopwords(f.read())
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InputError(f"cannot read stopword file {os.fspath(name)!r}: {exc}") from exc
+    if not isinstance(name, str):
+        raise InputError(
+            f"stopword list must be a name or a path, got {type(name).__name__}: {name!r}"
+        )
+    available = available_stopword_lists()
+    if name not in available:
+        raise InputError(
+            f"unknown stopword list {name!r}; available lists are {available}, "
+            "or pass the path of a file with one word per line"
+        )
+    return _load_shipped(name)
+
+
+def _default_stopwords() -> frozenset[str]:
+    return load_stopwords("english")
+
+
+@dataclass(frozen=True, repr=False)
+class Tokenizer:
+    """Turn a document into a list of normalised, filtered words.
+
+    Parameters
+    ----------
+    stopwords : iterable of str, str or None, default: the shipped English list
+        Words to drop. A string is the name of a shipped list or a path (see
+        :func:`load_stopwords`); ``None`` keeps every word. The words are normalised like tokens,
+        and stored as a frozenset.
+    min_length, max_length : int, default 2 and 30
+        Inclusive bounds on a word's length in code points; words outside are dropped.
+    drop_numbers : bool, default True
+        Drop words made only of number characters (``str.isnumeric``).
+    lowercase : bool, default True
+        Casefold the text. With ``False`` case is kept in the output, but stopwords still match
+        regardless of case.
+
+    Examples
+    --------
+    >>> tok = Tokenizer()
+    >>> tok("The Café's 2 real-time APIs, in 2024!")
+    ['café', 'real', 'time', 'apis']
+    >>> tok(["Pre", "tokenized", "of", "input"])
+    ['pre', 'tokenized', 'input']
+    """
+
+    stopwords: frozenset[str] | None = field(default_factory=_default_stopwords)
+    min_length: int = 2
+    max_length: int = 30
+    drop_numbers: bool = True
+    lowercase: bool = True
+
+    def __post_init__(self) -> None:
+        stop = self.stopwords
+        if isinstance(stop, (str, os.PathLike)):
+            stop = load_stopwords(stop)
+        elif stop is not None:
+            try:
+                items = list(stop)
+            except TypeError:
+                raise InputError(
+                    "stopwords must be an iterable of str, a list name, a path or None; "
+                    f"got {type(stop).__name__}"
+                ) from None
+            if not all(isinstance(w, str) for w in items):
+                raise InputError("stopwords must contain only str")
+            stop = frozenset(_normalize(w, lowercase=True) for w in items)
+        # Frozen dataclass: store the normalised set through object.__setattr__.
+        object.__setattr__(self, "stopwords", stop)
+        for name in ("min_length", "max_length"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+                raise InputError(f"{name} must be an int >= 1, got {value!r}")
+        if self.max_length < self.min_length:
+            raise InputError(
+                f"max_length ({self.max_length}) must be >= min_length ({self.min_length})"
+            )
+
+    def _stopwords_label(self) -> str | list[str] | None:
+        """The shipped list's name when the stopwords are one, else the sorted words."""
+        if self.stopwords is None:
+            return None
+        for name in available_stopword_lists():
+            if self.stopwords == _load_shipped(name):
+                return name
+        return sorted(self.stopwords)
+
+    def describe(self) -> dict:
+        """The settings as a JSON-serialisable dict, e.g. for a snapshot manifest.
+
+        Returns
+        -------
+        dict
+            ``stopwords`` is the name of a shipped list, ``None``, or the sorted custom words,
+            so that the tokenizer can be rebuilt with ``Tokenizer(**tok.describe())``.
+
+        Examples
+        --------
+        >>> Tokenizer().describe()["stopwords"]
+        'english'
+        >>> Tokenizer(**Tokenizer(stopwords=["b", "a"]).describe()).stopwords == {"a", "b"}
+        True
+        """
+        return {
+            "stopwords": self._stopwords_label(),
+            "min_length": int(self.min_length),
+            "max_length": int(self.max_length),
+            "drop_numbers": bool(self.drop_numbers),
+            "lowercase": bool(self.lowercase),
+        }
+
+    def __repr__(self) -> str:
+        # The default repr would print hundreds of stopwords.
+        label = self._stopwords_label()
+        if isinstance(label, list):
+            label = f"<{len(label)} custom words>"
+        settings = {**self.describe(), "stopwords": label}
+        return "Tokenizer(" + ", ".join(f"{k}={v!r}" for k, v in settings.items()) + ")"
+
+    def __call__(self, doc: str | Sequence[str]) -> list[str]:
+        """Tokenize one document.
+
+        Parameters
+        ----------
+        doc : str or sequence of str
+            Raw text, or pre-tokenized words (normalised and filtered, but not split).
+
+        Returns
+        -------
+        list of str
+            The words in document order, duplicates kept.
+
+        Raises
+        ------
+        InputError
+            If ``doc`` is neither a str nor a sequence of str.
+        """
+        if isinstance(doc, str):
+            # Python's \w counts "_" as a word character; here it separates words.
+            text = _normalize(doc, self.lowercase).replace("_", " ")
+            words = _word_pattern().findall(text)
+        elif isinstance(doc, (list, tuple)) or (
+            isinstance(doc, Sequence) and not isinstance(doc, (bytes, bytearray))
+        ):
+            lowercase = self.lowercase
+            words = []
+            for w in doc:
+                if not isinstance(w, str):
+                    raise InputError(
+                        "a pre-tokenized document must contain only str, "
+                        f"got {type(w).__name__}: {w!r}"
+                    )
+                words.append(_normalize(w, lowercase))
+        else:
+            raise InputError(
+                "a document must be a str or a sequence of str (pre-tokenized), "
+                f"got {type(doc).__name__}"
+                + ("; decode bytes first" if isinstance(doc, (bytes, bytearray)) else "")
+            )
+        return self._filter(words)
+
+    def _filter(self, words: list[str]) -> list[str]:
+        # One comprehension per setting combination: this is the hot loop of ingestion, and
+        # folding the tests into a single pass is ~2x faster than chained filters.
+        lo, hi = self.min_length, self.max_length
+        stop = self.stopwords or frozenset()
+        if not self.lowercase and stop:
+            words = [w for w in words if w.casefold() not in stop]
+            stop = frozenset()
+        if self.drop_numbers:
+            return [w for w in words if lo <= len(w) <= hi and w not in stop and not w.isnumeric()]
+        return [w for w in words if lo <= len(w) <= hi and w not in stop]
+
+
+def _check_token_list(tokens: object, where: str) -> None:
+    if isinstance(tokens, str):
+        raise InputError(
+            f"{where} expects token lists (e.g. from Tokenizer), got a str; tokenize first"
+        )
+
+
+def select_vocabulary(
+    token_lists: Iterable[Sequence[str]],
+    *,
+    min_df: int = 5,
+    max_df: float = 0.5,
+    max_size: int | None = 5000,
+) -> list[str]:
+    """Choose a vocabulary by document frequency (batch mode).
+
+    Parameters
+    ----------
+    token_lists : iterable of sequences of str
+        One token list per document (read once, so a generator is fine).
+    min_df : int, default 5
+        Keep words occurring in at least this many documents.
+    max_df : float in (0, 1], default 0.5
+        Drop words occurring in more than this fraction of the documents.
+    max_size : int or None, default 5000
+        Keep at most this many words (the most document-frequent); ``None`` for no cap.
+
+    Returns
+    -------
+    list of str
+        Most document-frequent first, ties broken alphabetically (by code point), so the result
+        is deterministic.
+
+    Raises
+    ------
+    InputError
+        For out-of-range parameters or a str instead of a token list.
+
+    Examples
+    --------
+    >>> docs = [["apple", "pie"], ["apple", "tart"], ["pie", "apple"], ["tart"]]
+    >>> select_vocabulary(docs, min_df=2, max_df=0.7)
+    ['pie', 'tart']
+    """
+    if isinstance(min_df, bool) or not isinstance(min_df, (int, np.integer)) or min_df < 1:
+        raise InputError(f"min_df must be an int >= 1 (a number of documents), got {min_df!r}")
+    if isinstance(max_df, bool) or not isinstance(max_df, (int, float, np.floating)) or not (
+        0.0 < max_df <= 1.0
+    ):
+        raise InputError(f"max_df must be a fraction of documents in (0, 1], got {max_df!r}")
+    if max_size is not None and (
+        isinstance(max_size, bool) or not isinstance(max_size, (int, np.integer)) or max_size < 1
+    ):
+        raise InputError(f"max_size must be an int >= 1 or None, got {max_size!r}")
+    df: Counter[str] = Counter()
+    n_docs = 0
+    for tokens in token_lists:
+        _check_token_list(tokens, "select_vocabulary")
+        df.update(set(tokens))
+        n_docs += 1
+    max_count = max_df * n_docs
+    kept = [(-c, w) for w, c in df.items() if min_df <= c <= max_count]
+    kept.sort()
+    if max_size is not None:
+        kept = kept[:max_size]
+    return [w for _, w in kept]
+
+
+def count_matrix(token_lists: Iterable[Sequence[str]], vocabulary: Sequence[str]) -> sp.csr_matrix:
+    """Count vocabulary words per document.
+
+    Parameters
+    ----------
+    token_lists : iterable of sequences of str
+        One token list per document; tokens outside ``vocabulary`` are ignored.
+    vocabulary : sequence of str
+        Distinct words; word ``vocabulary[j]`` is column ``j``.
+
+    Returns
+    -------
+    scipy.sparse.csr_matrix of shape (n_docs, n_words), float64
+        Canonical CSR (sorted indices, no duplicates); a document with no vocabulary word is an
+        empty row.
+
+    Raises
+    ------
+    InputError
+        If the vocabulary has duplicates or a document is a str instead of a token list.
+
+    Examples
+    --------
+    >>> count_matrix([["b", "a", "b"], ["c"]], ["a", "b"]).toarray()
+    array([[1., 2.],
+           [0., 0.]])
+    """
+    if isinstance(vocabulary, str):
+        raise InputError("vocabulary must be a sequence of words, got a str")
+    index = {w: j for j, w in enumerate(vocabulary)}
+    if len(index) != len(vocabulary):
+        dupes = sorted(w for w, c in Counter(vocabulary).items() if c > 1)
+        raise InputError(f"vocabulary has duplicate words: {dupes[:10]}")
+    lookup = index.get
+    cols: list[int] = []
+    indptr = [0]
+    for tokens in token_lists:
+        _check_token_list(tokens, "count_matrix")
+        cols.extend([j for j in map(lookup, tokens) if j is not None])
+        indptr.append(len(cols))
+    n_docs, n_words = len(indptr) - 1, len(index)
+    idx_dtype = np.int32 if max(len(cols), n_words) < 2**31 else np.int64
+    X = sp.csr_matrix(
+        (
+            np.ones(len(cols), dtype=np.float64),
+            np.asarray(cols, dtype=idx_dtype),
+            np.asarray(indptr, dtype=idx_dtype),
+        ),
+        shape=(n_docs, n_words),
+    )
+    # Repeated words arrive as duplicate entries; summing them gives the counts in canonical form.
+    X.sum_duplicates()
+    return X

@@ -1,0 +1,100 @@
+"""Slow, loop-based twins of the co-occurrence kernels in ``anchorstream/_kernels_cooc.py``.
+
+Written for clarity, not speed: plain Python loops over the CSR arrays, straight from the
+definition ``Q = Σ_d (h_d h_dᵀ − diag h_d) / (n_d (n_d − 1))`` over documents with ``n_d ≥ 2``.
+Each document adds ``w_d * (h_di * h_dj)``, visiting documents in increasing order, which is
+the order the kernels use, so results agree to the last bit.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def cooc_transpose(indptr, indices, data, n_words):
+    """Twin of ``_kernels_cooc.cooc_transpose``."""
+    n_docs = len(indptr) - 1
+    weights = np.zeros(n_docs)
+    unigram = np.zeros(n_words)
+    doc_freq = np.zeros(n_words)
+    columns = [[] for _ in range(n_words)]
+    num_docs = 0
+    num_tokens = 0.0
+    for d in range(n_docs):
+        entries = range(indptr[d], indptr[d + 1])
+        n = sum(float(data[k]) for k in entries)
+        if n < 2:
+            continue
+        weights[d] = 1.0 / (n * (n - 1.0))
+        num_docs += 1
+        num_tokens += n
+        for k in entries:
+            if data[k] > 0:
+                unigram[indices[k]] += data[k]
+                doc_freq[indices[k]] += 1
+                columns[indices[k]].append((d, k))
+    col_ptr = np.zeros(n_words + 1, dtype=np.int64)
+    for i in range(n_words):
+        col_ptr[i + 1] = col_ptr[i] + len(columns[i])
+    col_docs = np.array([d for col in columns for d, _ in col], dtype=np.int64)
+    col_pos = np.array([k for col in columns for _, k in col], dtype=np.int64)
+    return weights, col_ptr, col_docs, col_pos, unigram, doc_freq, num_docs, num_tokens
+
+
+def cooc_add_rows(indptr, indices, data, weights, col_ptr, col_docs, col_pos, full, n_stripes, out):
+    """Twin of ``_kernels_cooc.cooc_add_rows`` (``n_stripes`` and the transpose unused)."""
+    n_docs = len(indptr) - 1
+    for d in range(n_docs):
+        w = weights[d]
+        if w == 0.0:
+            continue
+        for a in range(indptr[d], indptr[d + 1]):
+            i, h_i = indices[a], data[a]
+            if h_i <= 0:
+                continue
+            for b in range(indptr[d], indptr[d + 1]):
+                j, h_j = indices[b], data[b]
+                if i == j:
+                    out[i, i] += w * (h_i * (h_i - 1.0))
+                elif full or j > i:
+                    out[i, j] += w * (h_i * h_j)
+
+
+def cooc_mirror_upper(out, n_stripes):
+    """Twin of ``_kernels_cooc.cooc_mirror_upper``."""
+    n = out.shape[0]
+    for i in range(n):
+        for j in range(i):
+            out[i, j] = out[j, i]
+
+
+def cooc_counts(indptr, indices, data, full, n_stripes, out):
+    """Twin of ``_kernels_cooc.cooc_counts``, from the definition with a dense ``h_d``.
+
+    ``full`` and ``n_stripes`` only change how the kernel works, not the result.
+    """
+    n_words = out.shape[0]
+    unigram = np.zeros(n_words)
+    doc_freq = np.zeros(n_words)
+    num_docs = 0
+    num_tokens = 0.0
+    for d in range(len(indptr) - 1):
+        h = np.zeros(n_words)
+        for k in range(indptr[d], indptr[d + 1]):
+            h[indices[k]] += data[k]
+        n = h.sum()
+        if n < 2:
+            continue
+        w = 1.0 / (n * (n - 1.0))
+        for i in range(n_words):
+            if h[i] == 0:
+                continue
+            unigram[i] += h[i]
+            doc_freq[i] += 1
+            for j in range(n_words):
+                if h[j] == 0:
+                    continue
+                out[i, j] += w * (h[i] * (h[j] - 1.0) if i == j else h[i] * h[j])
+        num_docs += 1
+        num_tokens += n
+    return unigram, doc_freq, num_docs, num_tokens

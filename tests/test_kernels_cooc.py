@@ -1,0 +1,115 @@
+"""The co-occurrence kernels against their slow twins in tests/naive_cooc.py.
+
+Sizes are tiny so that the file also runs with NUMBA_DISABLE_JIT=1 (kernels as plain Python).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from anchorstream import _kernels_cooc as kernels
+from tests import naive_cooc as naive
+
+
+def _random_csr(rng, n_docs, n_words, *, explicit_zeros=False):
+    """Canonical CSR counts with empty, one-token and repeated-word documents mixed in."""
+    dense = rng.poisson(0.6, size=(n_docs, n_words)).astype(np.float64)
+    dense[rng.random(n_docs) < 0.2] = 0.0  # empty documents
+    single = rng.random(n_docs) < 0.15  # one-token documents: n_d = 1, ignored
+    dense[single] = 0.0
+    dense[single, rng.integers(n_words, size=single.sum())] = 1.0
+    if n_docs > 1:
+        dense[1] = 0.0
+        dense[1, 0] = 2.0  # one word twice: n_d = 2, only a diagonal term
+    X = sp.csr_matrix(dense)
+    if explicit_zeros and X.nnz:
+        # A stored 0 is legal canonical CSR; it must not count as an occurrence.
+        X.data[rng.random(X.nnz) < 0.2] = 0.0
+    return X
+
+
+CASES = [(1, 1), (3, 1), (5, 4), (12, 7), (20, 9)]
+
+
+@pytest.mark.parametrize("explicit_zeros", [False, True])
+@pytest.mark.parametrize(("n_docs", "n_words"), CASES)
+def test_transpose_matches_twin(rng, n_docs, n_words, explicit_zeros):
+    X = _random_csr(rng, n_docs, n_words, explicit_zeros=explicit_zeros)
+    got = kernels.cooc_transpose(X.indptr, X.indices, X.data, n_words)
+    want = naive.cooc_transpose(X.indptr, X.indices, X.data, n_words)
+    for g, w in zip(got[:6], want[:6]):
+        np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+    assert got[6] == want[6]
+    assert got[7] == want[7]
+
+
+@pytest.mark.parametrize("full", [True, False])
+@pytest.mark.parametrize(("n_docs", "n_words"), CASES)
+def test_add_rows_matches_twin(rng, n_docs, n_words, full):
+    X = _random_csr(rng, n_docs, n_words, explicit_zeros=True)
+    weights, col_ptr, col_docs, col_pos = kernels.cooc_transpose(
+        X.indptr, X.indices, X.data, n_words
+    )[:4]
+    start = rng.random((n_words, n_words))
+    got, want = start.copy(), start.copy()
+    args = (X.indptr, X.indices, X.data, weights, col_ptr, col_docs, col_pos, full, 2)
+    kernels.cooc_add_rows(*args, got)
+    naive.cooc_add_rows(*args, want)
+    np.testing.assert_allclose(got, want, rtol=1e-15, atol=0)
+
+
+@pytest.mark.parametrize("n", [1, 2, 5, 70, 130])
+@pytest.mark.parametrize("n_stripes", [1, 3])
+def test_mirror_matches_twin(rng, n, n_stripes):
+    # 70 and 130 cross the 64-wide tile boundaries.
+    got = rng.random((n, n))
+    want = got.copy()
+    kernels.cooc_mirror_upper(got, n_stripes)
+    naive.cooc_mirror_upper(want, n_stripes)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(got, got.T)
+
+
+@pytest.mark.parametrize("full", [True, False])
+@pytest.mark.parametrize("n_stripes", [1, 2, 5])
+@pytest.mark.parametrize(("n_docs", "n_words"), CASES)
+def test_counts_matches_twin(rng, n_docs, n_words, full, n_stripes):
+    X = _random_csr(rng, n_docs, n_words, explicit_zeros=True)
+    sym = rng.random((n_words, n_words))
+    start = sym + sym.T  # the kernel may mirror, so a running state must be symmetric
+    got_out, want_out = start.copy(), start.copy()
+    got = kernels.cooc_counts(X.indptr, X.indices, X.data, full, n_stripes, got_out)
+    want = naive.cooc_counts(X.indptr, X.indices, X.data, full, n_stripes, want_out)
+    np.testing.assert_allclose(got_out, want_out, rtol=1e-14, atol=0)
+    np.testing.assert_array_equal(got_out, got_out.T)
+    np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_array_equal(got[1], want[1])
+    assert got[2] == want[2]
+    assert got[3] == want[3]
+
+
+def test_whole_rows_and_triangle_agree_bitwise(rng):
+    X = _random_csr(rng, 30, 11)
+    a, b = np.zeros((11, 11)), np.zeros((11, 11))
+    kernels.cooc_counts(X.indptr, X.indices, X.data, True, 2, a)
+    kernels.cooc_counts(X.indptr, X.indices, X.data, False, 3, b)
+    np.testing.assert_array_equal(a, b)
+
+
+def test_int64_indices(rng):
+    X = _random_csr(rng, 8, 5)
+    a, b = np.zeros((5, 5)), np.zeros((5, 5))
+    kernels.cooc_counts(X.indptr, X.indices, X.data, True, 2, a)
+    kernels.cooc_counts(X.indptr.astype(np.int64), X.indices.astype(np.int64), X.data, True, 2, b)
+    np.testing.assert_array_equal(a, b)
+
+
+def test_no_documents():
+    out = np.zeros((3, 3))
+    unigram, doc_freq, num_docs, num_tokens = kernels.cooc_counts(
+        np.zeros(1, dtype=np.int32), np.zeros(0, dtype=np.int32), np.zeros(0), True, 2, out
+    )
+    assert num_docs == 0 and num_tokens == 0.0
+    assert not out.any() and not unigram.any() and not doc_freq.any()

@@ -1,0 +1,354 @@
+"""Tokenizer, stopword lists, vocabulary selection and count matrices."""
+
+from __future__ import annotations
+
+import collections.abc
+import dataclasses
+import doctest
+import importlib.resources
+import json
+import pickle
+import unicodedata
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import anchorstream.text as text_mod
+from anchorstream.errors import InputError
+from anchorstream.text import (
+    Tokenizer,
+    available_stopword_lists,
+    count_matrix,
+    load_stopwords,
+    select_vocabulary,
+)
+
+PLAIN = Tokenizer(stopwords=None, min_length=1, max_length=50, drop_numbers=False)
+
+
+def test_module_doctests():
+    result = doctest.testmod(text_mod)
+    assert result.failed == 0 and result.attempted > 0
+
+
+# --- normalisation and splitting -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("doc", "expected"),
+    [
+        ("Hello WORLD", ["hello", "world"]),
+        ("Straße STRASSE strasse", ["strasse", "strasse", "strasse"]),  # casefold, not lower
+        ("ΣΊΣΥΦΟΣ", ["σίσυφοσ"]),  # casefold maps final sigma too: one spelling per word
+        ("Ｆｕｌｌｗｉｄｔｈ ﬁle", ["fullwidth", "file"]),  # NFKC compatibility forms
+        ("cafe\u0301 café", ["café", "café"]),  # decomposed and composed forms agree
+        ("naïve Zürich", ["naïve", "zürich"]),
+        ("हिन्दी भाषा", ["हिन्दी", "भाषा"]),  # combining vowel signs stay inside the word
+        ("東京 タワー", ["東京", "タワー"]),
+        ("real-time e-mail", ["real", "time", "e", "mail"]),  # hyphens separate
+        ("snake_case __init__", ["snake", "case", "init"]),  # so do underscores
+        ("node.js/vue.js, (react)!", ["node", "js", "vue", "js", "react"]),
+        ("don't rock'n'roll l'homme", ["don't", "rock'n'roll", "l'homme"]),
+        ("don’t it’s", ["don't", "it"]),  # typographic apostrophes fold to "'"
+        ("npm's API's users' 'quoted'", ["npm", "api", "users", "quoted"]),  # possessive 's
+        ("", []),
+        ("  \n\t ", []),
+        ("--- !!! ...", []),
+    ],
+)
+def test_splitting_and_normalisation(doc, expected):
+    assert PLAIN(doc) == expected
+
+
+def test_output_is_nfkc_normalised():
+    words = PLAIN("Ｃａｆé ﬃ ½ Ⅻ ǅungla ẞ")
+    assert all(unicodedata.is_normalized("NFKC", w) for w in words)
+    assert all(w == w.casefold() for w in words)
+
+
+def test_lowercase_false_keeps_case_but_stopwords_still_match():
+    tok = Tokenizer(lowercase=False)
+    assert tok("The Apple and THE Orange") == ["Apple", "Orange"]
+    assert Tokenizer(stopwords=None, lowercase=False)("Ｆｕｌｌ") == ["Full"]
+
+
+# --- filters -----------------------------------------------------------------------------------
+
+
+def test_numbers_are_dropped_by_default():
+    tok = Tokenizer(stopwords=None)
+    assert tok("in 2024 version 3.14 costs ½ ٣٣ mp3 es6 3d") == [
+        "in", "version", "costs", "mp3", "es6", "3d"
+    ]
+    assert Tokenizer(stopwords=None, drop_numbers=False)("in 2024") == ["in", "2024"]
+
+
+def test_length_bounds_are_inclusive_code_points():
+    tok = Tokenizer(stopwords=None, min_length=3, max_length=5)
+    assert tok("ab abc abcde abcdef ñññ") == ["abc", "abcde", "ñññ"]
+    assert Tokenizer(stopwords=None)("a b cd") == ["cd"]  # default min_length=2
+    assert Tokenizer(stopwords=None)("x" * 30 + " " + "y" * 31) == ["x" * 30]  # dropped, not cut
+
+
+def test_default_stopwords_are_english():
+    tok = Tokenizer()
+    assert tok.stopwords == load_stopwords("english")
+    assert tok("The cat and the hat are on the mat") == ["cat", "hat", "mat"]
+    assert tok("We're sure it isn't what you'd think") == ["sure", "think"]
+
+
+def test_custom_stopwords_are_normalised():
+    tok = Tokenizer(stopwords=["CAT", "Straße", "ｈａｔ"])
+    assert tok.stopwords == frozenset({"cat", "strasse", "hat"})
+    assert tok("the cat in the STRASSE hat") == ["the", "in", "the"]
+    assert Tokenizer(stopwords=None)("the") == ["the"]
+    assert Tokenizer(stopwords=set())("the") == ["the"]
+
+
+def test_stopwords_by_name_or_path(tmp_path):
+    assert Tokenizer(stopwords="english").stopwords == load_stopwords()
+    path = tmp_path / "mine.txt"
+    path.write_text("# comment\nfoo\n\nBAR  # trailing comment\n", encoding="utf-8")
+    assert Tokenizer(stopwords=path).stopwords == frozenset({"foo", "bar"})
+    assert Tokenizer(stopwords=str(path))("foo bar baz") == ["baz"]
+
+
+# --- pre-tokenized input -----------------------------------------------------------------------
+
+
+def test_pretokenized_input_is_normalised_and_filtered_not_split():
+    tok = Tokenizer()
+    assert tok(["New York", "snake_case", "THE", "Ｆｕｌｌ", "2024", "x", "real-time"]) == [
+        "new york",
+        "snake_case",
+        "full",
+        "real-time",
+    ]
+    assert tok(("Café", "don’t")) == ["café"]  # "don’t" folds to the stopword "don't"
+    assert tok([]) == []
+
+
+def test_pretokenized_accepts_any_sequence():
+    class Words(collections.abc.Sequence):  # neither list nor tuple
+        def __init__(self, words):
+            self._w = words
+
+        def __len__(self):
+            return len(self._w)
+
+        def __getitem__(self, i):
+            return self._w[i]
+
+    assert Tokenizer()(Words(["Alpha", "beta"])) == ["alpha", "beta"]
+
+
+@pytest.mark.parametrize(
+    ("doc", "match"),
+    [
+        (b"bytes", "decode bytes first"),
+        (bytearray(b"x"), "decode bytes first"),
+        (None, "NoneType"),
+        (42, "int"),
+        ({"text": "x"}, "dict"),
+        (["ok", 3], "only str"),
+        (["ok", None], "only str"),
+        ([b"bytes"], "only str"),
+    ],
+)
+def test_bad_documents_raise_input_error(doc, match):
+    with pytest.raises(InputError, match=match):
+        Tokenizer()(doc)
+
+
+# --- tokenizer settings ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"min_length": 0}, "min_length"),
+        ({"min_length": 2.5}, "min_length"),
+        ({"min_length": True}, "min_length"),
+        ({"max_length": 0}, "max_length"),
+        ({"min_length": 5, "max_length": 4}, "max_length"),
+        ({"stopwords": 3}, "stopwords"),
+        ({"stopwords": ["ok", 1]}, "only str"),
+        ({"stopwords": "klingon"}, "unknown stopword list"),
+    ],
+)
+def test_bad_settings_raise(kwargs, match):
+    with pytest.raises(InputError, match=match):
+        Tokenizer(**kwargs)
+
+
+def test_tokenizer_is_frozen_hashable_and_picklable():
+    tok = Tokenizer(min_length=3)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        tok.min_length = 4
+    assert tok == Tokenizer(min_length=3)
+    assert hash(tok) == hash(Tokenizer(min_length=3))
+    clone = pickle.loads(pickle.dumps(tok))
+    assert clone == tok and clone("The big Café's menu") == tok("The big Café's menu")
+
+
+def test_describe_round_trips_and_repr_is_short():
+    custom = Tokenizer(stopwords=["z", "Y"])
+    for tok in (Tokenizer(), Tokenizer(stopwords=None, min_length=1), custom):
+        settings = tok.describe()
+        assert json.loads(json.dumps(settings)) == settings
+        assert Tokenizer(**settings) == tok
+    assert Tokenizer(stopwords=["z", "Y"]).describe()["stopwords"] == ["y", "z"]
+    assert repr(Tokenizer()) == (
+        "Tokenizer(stopwords='english', min_length=2, max_length=30, drop_numbers=True, "
+        "lowercase=True)"
+    )
+    assert "<2 custom words>" in repr(Tokenizer(stopwords=["z", "Y"]))
+
+
+# --- stopword lists ----------------------------------------------------------------------------
+
+
+def test_shipped_english_list():
+    words = load_stopwords("english")
+    assert isinstance(words, frozenset)
+    assert 250 <= len(words) <= 400
+    assert {"the", "and", "of", "don't", "yourselves"} <= words
+    assert all(w == w.casefold() and unicodedata.is_normalized("NFKC", w) for w in words)
+    assert all(Tokenizer(stopwords=None, min_length=1)(w) for w in words)  # tokenizable words
+    raw = (importlib.resources.files("anchorstream") / "data" / "stopwords_english.txt").read_text(
+        encoding="utf-8"
+    )
+    entries = [ln for ln in raw.splitlines() if ln and not ln.startswith("#")]
+    assert len(entries) == len(set(entries)), "duplicate lines in the shipped list"
+
+
+def test_available_lists():
+    assert available_stopword_lists() == ["english"]
+
+
+def test_unknown_list_names_the_available_ones():
+    with pytest.raises(InputError, match=r"unknown stopword list 'french'.*\['english'\]"):
+        load_stopwords("french")
+
+
+def test_load_from_path(tmp_path):
+    path = tmp_path / "words"
+    path.write_text("Alpha\n# skip\nβήτα\n", encoding="utf-8")
+    assert load_stopwords(path) == frozenset({"alpha", "βήτα"})
+    with pytest.raises(InputError, match="cannot read stopword file"):
+        load_stopwords(tmp_path / "missing.txt")
+    with pytest.raises(InputError, match="cannot read stopword file"):
+        load_stopwords(str(Path(tmp_path) / "nope" / "list"))
+    bad = tmp_path / "latin1.txt"
+    bad.write_bytes("caf\xe9\n".encode("latin-1"))
+    with pytest.raises(InputError, match="cannot read stopword file"):
+        load_stopwords(bad)
+    with pytest.raises(InputError, match="name or a path"):
+        load_stopwords(7)
+
+
+# --- vocabulary selection ----------------------------------------------------------------------
+
+DOCS = [
+    ["apple", "apple", "pie"],
+    ["apple", "tart", "kiwi"],
+    ["pie", "apple", "fig"],
+    ["tart", "fig"],
+    ["fig", "kiwi", "plum"],
+    ["apple"],
+]
+
+
+def test_select_by_document_frequency():
+    # df: apple 4, fig 3, kiwi 2, pie 2, tart 2, plum 1 (n_docs = 6)
+    everything = ["apple", "fig", "kiwi", "pie", "tart", "plum"]
+    assert select_vocabulary(DOCS, min_df=1, max_df=1.0) == everything
+    assert select_vocabulary(DOCS, min_df=2, max_df=1.0) == everything[:5]
+    # apple is in 4/6 > 0.5 of the documents
+    assert select_vocabulary(DOCS, min_df=2, max_df=0.5) == ["fig", "kiwi", "pie", "tart"]
+    assert select_vocabulary(DOCS, min_df=2, max_df=0.5, max_size=2) == ["fig", "kiwi"]
+    assert select_vocabulary(DOCS, min_df=5, max_df=1.0) == []
+
+
+def test_selection_is_deterministic_and_order_free():
+    shuffled = [DOCS[i] for i in np.random.default_rng(3).permutation(len(DOCS))]
+    assert select_vocabulary(iter(shuffled), min_df=1, max_df=1.0) == select_vocabulary(
+        DOCS, min_df=1, max_df=1.0
+    )
+
+
+def test_select_from_empty_corpus():
+    assert select_vocabulary([], min_df=1) == []
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"min_df": 0}, "min_df"),
+        ({"min_df": 1.5}, "min_df"),
+        ({"max_df": 0.0}, "max_df"),
+        ({"max_df": 1.5}, "max_df"),
+        ({"max_df": "0.5"}, "max_df"),
+        ({"max_size": 0}, "max_size"),
+        ({"max_size": 2.0}, "max_size"),
+    ],
+)
+def test_select_rejects_bad_parameters(kwargs, match):
+    with pytest.raises(InputError, match=match):
+        select_vocabulary(DOCS, **kwargs)
+
+
+def test_select_rejects_raw_strings():
+    with pytest.raises(InputError, match="tokenize first"):
+        select_vocabulary(["raw text", "more text"])
+
+
+def test_select_without_size_cap():
+    assert len(select_vocabulary(DOCS, min_df=1, max_df=1.0, max_size=None)) == 6
+
+
+# --- count matrices ----------------------------------------------------------------------------
+
+
+def test_count_matrix():
+    vocab = ["apple", "fig", "pie"]
+    X = count_matrix(iter(DOCS), vocab)
+    assert X.shape == (6, 3) and X.dtype == np.float64 and X.format == "csr"
+    assert X.has_canonical_format
+    np.testing.assert_array_equal(
+        X.toarray(),
+        [[2, 0, 1], [1, 0, 0], [1, 1, 1], [0, 1, 0], [0, 1, 0], [1, 0, 0]],
+    )
+
+
+def test_count_matrix_empty_cases():
+    assert count_matrix([], ["a"]).shape == (0, 1)
+    X = count_matrix([[], ["zzz"]], ["a", "b"])
+    assert X.shape == (2, 2) and X.nnz == 0
+    assert count_matrix([["a"]], []).shape == (1, 0)
+
+
+def test_count_matrix_rejects_bad_input():
+    with pytest.raises(InputError, match="duplicate words: \\['a'\\]"):
+        count_matrix([["a"]], ["a", "b", "a"])
+    with pytest.raises(InputError, match="tokenize first"):
+        count_matrix(["raw text"], ["raw"])
+    with pytest.raises(InputError, match="sequence of words"):
+        count_matrix([["a"]], "abc")
+
+
+def test_text_to_counts_end_to_end():
+    tok = Tokenizer()
+    docs = [
+        "Fast JSON parser for Node.js",
+        "A JSON schema validator",
+        "Node.js HTTP server",
+        "HTTP client for Node.js",
+        "Parser combinators",
+    ]
+    tokens = [tok(d) for d in docs]
+    vocab = select_vocabulary(tokens, min_df=2, max_df=0.7)
+    assert vocab == ["js", "node", "http", "json", "parser"]
+    X = count_matrix(tokens, vocab)
+    assert X.sum() == 12
