@@ -1,0 +1,500 @@
+"""numba kernels of the recovery step (``anchorstream.recover``), one per solver.
+
+Every kernel solves, for each word ``i`` listed in ``rows``, a small simplex-constrained problem
+``min_{y in simplex} loss(C̄_i, yᵀ C̄_S)`` and writes ``y`` into row ``i`` of ``coef``; words are
+independent, so the loop over them is a ``prange`` and each iteration owns its output row (no
+reduction, no race). Work vectors are allocated once per word, not per iteration.
+
+Arrays in, arrays out; the public wrapper ``anchorstream.recover.recover`` checks dtypes, shapes
+and contiguity. Kernels import numba and numpy only, so they can be merged into
+``anchorstream/_kernels.py``. Slow loop twins live in ``tests/naive_recover.py``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+# Armijo sufficient-decrease and Wolfe curvature constants of the exponentiated-gradient line
+# search (Arora et al. 2013, supplementary D.2, after Nocedal & Wright): the usual textbook values.
+_RECOVER_ARMIJO_C1 = 1e-4
+_RECOVER_WOLFE_C2 = 0.9
+# Largest multiplicative change of any coordinate ratio in one step: η is capped at this value
+# over max(λ). Without the cap a long early step (η = 50 on the KL loss, whose gradient is O(1))
+# can drive a coordinate to 1e-20 while it still lowers the loss; if that topic is needed later,
+# a multiplicative update takes thousands of steps to bring it back (or never, once its share is
+# below rounding of the others). The cap only binds while the gradient is large.
+_RECOVER_MAX_EXPONENT = 1.0
+# Halvings of the step before a line search gives up (the step has then shrunk by 2^-60 and the
+# iterate can no longer move in floating point, so the word stops, unconverged).
+_RECOVER_MAX_HALVINGS = 60
+# Incremental updates of ``G y`` (or of ``Uᵀ y``) drift by rounding; recompute them exactly every
+# this many accepted steps.
+_RECOVER_REFRESH_EVERY = 32
+
+
+@njit(cache=True)
+def recover_project_simplex(x, out, work):
+    """Euclidean projection of ``x`` onto the probability simplex, written into ``out``.
+
+    Sort-based algorithm (Held, Wolfe & Crowder 1974; Duchi et al. 2008): with ``u`` sorted
+    descending, ``rho`` is the largest ``j`` with ``u_j > (Σ_{l<=j} u_l - 1) / j`` and the result
+    is ``max(x - θ, 0)`` for ``θ = (Σ_{l<=rho} u_l - 1) / rho``. ``work`` is scratch of ``x``'s
+    size; ``out`` may be ``x`` itself.
+    """
+    K = x.shape[0]
+    for k in range(K):
+        work[k] = x[k]
+    work.sort()
+    csum = 0.0
+    theta = 0.0
+    for j in range(K):
+        u = work[K - 1 - j]
+        csum += u
+        t = (csum - 1.0) / (j + 1)
+        # The indices satisfying the test form a prefix, so the last one that passes is rho.
+        if u - t > 0.0:
+            theta = t
+    for k in range(K):
+        v = x[k] - theta
+        out[k] = v if v > 0.0 else 0.0
+
+
+@njit(cache=True, fastmath={"reassoc", "contract", "nsz"})
+def _recover_matvec(G, y, out):
+    K = y.shape[0]
+    for a in range(K):
+        s = 0.0
+        for b in range(K):
+            s += G[a, b] * y[b]
+        out[a] = s
+
+
+@njit(cache=True)
+def _recover_expgrad_step(y, g, eta, y_new):
+    """Multiplicative update ``y e^{-η g}`` followed by the ℓ1 normalization (the projection).
+
+    The gradient is shifted by its minimum first: this leaves the normalized result unchanged and
+    keeps every exponent <= 0, so nothing overflows.
+    """
+    K = y.shape[0]
+    gmin = g[0]
+    for k in range(1, K):
+        if g[k] < gmin:
+            gmin = g[k]
+    total = 0.0
+    for k in range(K):
+        y_new[k] = y[k] * np.exp(-eta * (g[k] - gmin))
+        total += y_new[k]
+    for k in range(K):
+        y_new[k] /= total
+
+
+@njit(cache=True)
+def _recover_step_cap(g, eta):
+    """``min(η, _RECOVER_MAX_EXPONENT / (max g - min g))``."""
+    K = g.shape[0]
+    gmin = g[0]
+    gmax = g[0]
+    for k in range(1, K):
+        if g[k] < gmin:
+            gmin = g[k]
+        if g[k] > gmax:
+            gmax = g[k]
+    spread = gmax - gmin
+    if spread * eta > _RECOVER_MAX_EXPONENT:
+        return _RECOVER_MAX_EXPONENT / spread
+    return eta
+
+
+@njit(cache=True)
+def _recover_slope(g, d):
+    """``(g - min g)ᵀ d``: the directional derivative along a step ``d`` that sums to zero.
+
+    In exact arithmetic ``Σd = 0`` and this equals ``gᵀd``. In floating point ``Σd`` is a
+    rounding error, and near the optimum the gradient's common part (about -1 for the KL loss)
+    times that error is larger than the slope itself, which would stall the line search.
+    """
+    K = g.shape[0]
+    gmin = g[0]
+    for k in range(1, K):
+        if g[k] < gmin:
+            gmin = g[k]
+    s = 0.0
+    for k in range(K):
+        s += (g[k] - gmin) * d[k]
+    return s
+
+
+@njit(cache=True)
+def _recover_gap(y, g):
+    """The duality gap ``λᵀy`` with ``λ = g - min(g)`` (KKT complementary slackness)."""
+    K = y.shape[0]
+    gmin = g[0]
+    for k in range(1, K):
+        if g[k] < gmin:
+            gmin = g[k]
+    gap = 0.0
+    for k in range(K):
+        gap += y[k] * (g[k] - gmin)
+    return gap
+
+
+@njit(cache=True, parallel=True)
+def recover_expgrad_l2(G, H, vnorm2, init, rows, tol, max_iter, step, lift):
+    """RecoverL2 by exponentiated gradient for every word in ``rows``.
+
+    Minimizes ``‖C̄_i - yᵀC̄_S‖² = const - 2 yᵀh + yᵀGy`` over the simplex, with the Gram
+    matrices ``G = C̄_S C̄_Sᵀ`` and ``h = H[i] = C̄_S C̄_iᵀ`` precomputed, so an iteration costs
+    O(K²) whatever the vocabulary size (Arora et al. 2013, §3 and Algorithm 5).
+
+    Parameters
+    ----------
+    G : float64 array of shape (K, K)
+    H : float64 array of shape (V, K)
+    vnorm2 : float64 array of shape (V,)
+        ``‖C̄_i‖²``, the loss at ``y = 0``: the gap is measured relative to it.
+    init : float64 array of shape (V, K)
+        Starting point per word, rows on the simplex.
+    rows : int64 array of shape (n,)
+        Words to solve; other rows of the output are left at zero.
+    tol : float
+        Stop a word when its duality gap ``λᵀy`` falls below ``tol * vnorm2[i]`` (the gap bounds
+        the suboptimality, so this is a relative accuracy and does not depend on V).
+    max_iter : int
+    step : float
+        Initial step size η of the line search, per word.
+    lift : float
+        If the start does not already meet the tolerance, it is first mixed with this share of
+        the uniform vector: a multiplicative update can never move an exact zero. (The gap is a
+        valid bound with zeros too, so an optimal start with zeros stops at once, unlifted.)
+
+    Returns
+    -------
+    coef : float64 array of shape (V, K)
+    n_iter : int64 array of shape (V,)
+        Accepted steps per word.
+    converged : bool array of shape (V,)
+    """
+    V, K = H.shape
+    coef = np.zeros((V, K))
+    n_iter = np.zeros(V, dtype=np.int64)
+    converged = np.zeros(V, dtype=np.bool_)
+    for r in prange(rows.shape[0]):
+        i = rows[r]
+        h = H[i]
+        y = init[i].copy()
+        y_new = np.empty(K)
+        d = np.empty(K)
+        Gy = np.empty(K)
+        Gd = np.empty(K)
+        g = np.empty(K)
+        _recover_matvec(G, y, Gy)
+        for k in range(K):
+            g[k] = 2.0 * (Gy[k] - h[k])
+        eta = step
+        it = 0
+        done = False
+        stop = tol * vnorm2[i]
+        if lift > 0.0 and not _recover_gap(y, g) < stop:
+            for k in range(K):
+                y[k] = (1.0 - lift) * y[k] + lift / K
+            _recover_matvec(G, y, Gy)
+            for k in range(K):
+                g[k] = 2.0 * (Gy[k] - h[k])
+        while True:
+            if _recover_gap(y, g) < stop:
+                done = True
+                break
+            if it >= max_iter:
+                break
+            eta = _recover_step_cap(g, eta)
+            accepted = False
+            gd = 0.0
+            for _ in range(_RECOVER_MAX_HALVINGS):
+                _recover_expgrad_step(y, g, eta, y_new)
+                for k in range(K):
+                    d[k] = y_new[k] - y[k]
+                gd = _recover_slope(g, d)
+                _recover_matvec(G, d, Gd)
+                dGd = 0.0
+                for k in range(K):
+                    dGd += d[k] * Gd[k]
+                # f(y + d) - f(y) = gᵀd + dᵀGd exactly (gᵀd taken as the slope above); written
+                # this way it does not cancel two nearly equal objective values.
+                if gd + dGd <= _RECOVER_ARMIJO_C1 * gd:
+                    accepted = True
+                    break
+                eta *= 0.5
+            if not accepted:
+                break
+            it += 1
+            if it % _RECOVER_REFRESH_EVERY == 0:
+                _recover_matvec(G, y_new, Gy)
+            else:
+                for k in range(K):
+                    Gy[k] += Gd[k]
+            for k in range(K):
+                g[k] = 2.0 * (Gy[k] - h[k])
+                y[k] = y_new[k]
+            # Weak Wolfe curvature condition: if the slope along the step is still steep the
+            # step was too short; lengthen the next one.
+            if _recover_slope(g, d) < _RECOVER_WOLFE_C2 * gd:
+                eta *= 2.0
+        for k in range(K):
+            coef[i, k] = y[k]
+        n_iter[i] = it
+        converged[i] = done
+    return coef, n_iter, converged
+
+
+@njit(cache=True)
+def _recover_kl_residual(Ut, y, cols, out):
+    """``out[c] = (Uᵀ y)[cols[c]]`` over a word's support columns."""
+    K = y.shape[0]
+    for c in range(cols.shape[0]):
+        j = cols[c]
+        s = 0.0
+        for k in range(K):
+            s += Ut[j, k] * y[k]
+        out[c] = s
+
+
+@njit(cache=True)
+def _recover_kl_gradient(Ut, v, r, cols, g):
+    """``g = -Σ_j v_j U_{:,j} / r_j``, the gradient of ``KL(v ‖ Uᵀy)`` in ``y``."""
+    K = g.shape[0]
+    for k in range(K):
+        g[k] = 0.0
+    for c in range(cols.shape[0]):
+        j = cols[c]
+        w = v[c] / r[c]
+        for k in range(K):
+            g[k] -= w * Ut[j, k]
+
+
+@njit(cache=True, parallel=True)
+def recover_expgrad_kl(C, p, Ut, valid, init, rows, tol, max_iter, step, lift):
+    """RecoverKL by exponentiated gradient for every word in ``rows``.
+
+    Minimizes ``KL(C̄_i ‖ yᵀC̄_S)`` over the simplex (Arora et al. 2013, Algorithm 3 and 5). Only
+    columns where ``C̄_i`` is positive enter the loss, and of those only columns some anchor row
+    covers (``valid``): a column no anchor covers adds the same infinite constant for every ``y``
+    and so cannot change the minimizer. An iteration costs O(nnz(C_i) K).
+
+    Parameters
+    ----------
+    C : float64 array of shape (V, V)
+        Co-occurrence (not row-normalized; row ``i`` is divided by ``p[i]`` on the fly, which
+        avoids a second V×V array).
+    p : float64 array of shape (V,)
+        Row sums of ``C``.
+    Ut : float64 array of shape (V, K)
+        ``C̄_Sᵀ``: column k is the normalized row of anchor k.
+    valid : bool array of shape (V,)
+        Columns covered by at least one anchor row.
+    tol : float
+        Stop a word when its duality gap ``λᵀy`` (in nats) falls below ``tol``.
+    init, rows, max_iter, step, lift
+        As in :func:`recover_expgrad_l2`.
+
+    Returns
+    -------
+    coef, n_iter, converged
+        As in :func:`recover_expgrad_l2`.
+    """
+    V = C.shape[0]
+    K = Ut.shape[1]
+    coef = np.zeros((V, K))
+    n_iter = np.zeros(V, dtype=np.int64)
+    converged = np.zeros(V, dtype=np.bool_)
+    for r_ in prange(rows.shape[0]):
+        i = rows[r_]
+        n = 0
+        for j in range(V):
+            if C[i, j] > 0.0 and valid[j]:
+                n += 1
+        cols = np.empty(n, dtype=np.int64)
+        v = np.empty(n)
+        n = 0
+        for j in range(V):
+            if C[i, j] > 0.0 and valid[j]:
+                cols[n] = j
+                v[n] = C[i, j] / p[i]
+                n += 1
+        y = init[i].copy()
+        y_new = np.empty(K)
+        d = np.empty(K)
+        g = np.empty(K)
+        r = np.empty(n)
+        s = np.empty(n)
+        _recover_kl_residual(Ut, y, cols, r)
+        # A start with zeros may leave a column of the word's support uncovered (infinite loss);
+        # it is lifted like a start that is not yet optimal.
+        covered = True
+        for c in range(n):
+            if not r[c] > 0.0:
+                covered = False
+        if covered:
+            _recover_kl_gradient(Ut, v, r, cols, g)
+        if not covered or (lift > 0.0 and not _recover_gap(y, g) < tol):
+            for k in range(K):
+                y[k] = (1.0 - lift) * y[k] + lift / K
+            _recover_kl_residual(Ut, y, cols, r)
+            _recover_kl_gradient(Ut, v, r, cols, g)
+        eta = step
+        it = 0
+        done = False
+        while True:
+            if _recover_gap(y, g) < tol:
+                done = True
+                break
+            if it >= max_iter:
+                break
+            eta = _recover_step_cap(g, eta)
+            accepted = False
+            gd = 0.0
+            for _ in range(_RECOVER_MAX_HALVINGS):
+                _recover_expgrad_step(y, g, eta, y_new)
+                dsum = 0.0
+                for k in range(K):
+                    d[k] = y_new[k] - y[k]
+                    dsum += d[k]
+                gd = _recover_slope(g, d)
+                _recover_kl_residual(Ut, d, cols, s)
+                # f(y + d) - f(y) = -Σ v_j log(1 + x_j), x = Uᵀd / Uᵀy, computed from the step
+                # itself: no cancellation between two nearly equal objective values. Its
+                # first-order part is gᵀd, so the rounding Σd carries in is taken out as in the
+                # slope (see _recover_slope). The logarithms cost more than the rest of the
+                # iteration together, so the upper bound log(1 + x) >= x - x² / (2 min(1, 1 + x))
+                # is tried first: if it passes the Armijo test so does the exact value, and the
+                # accept/reject decision is the same as with the exact test.
+                shift = -g.min() * dsum
+                bound = shift
+                feasible = True
+                for c in range(n):
+                    x = s[c] / r[c]
+                    if x <= -1.0:
+                        feasible = False  # the step empties a column: infinite loss
+                        break
+                    m = 1.0 + x if x < 0.0 else 1.0
+                    bound -= v[c] * (x - x * x / (2.0 * m))
+                if feasible:
+                    if bound <= _RECOVER_ARMIJO_C1 * gd:
+                        accepted = True
+                        break
+                    df = shift
+                    for c in range(n):
+                        df -= v[c] * np.log1p(s[c] / r[c])
+                    if df <= _RECOVER_ARMIJO_C1 * gd:
+                        accepted = True
+                        break
+                eta *= 0.5
+            if not accepted:
+                break
+            it += 1
+            for k in range(K):
+                y[k] = y_new[k]
+            if it % _RECOVER_REFRESH_EVERY == 0:
+                _recover_kl_residual(Ut, y, cols, r)
+            else:
+                for c in range(n):
+                    r[c] += s[c]
+            _recover_kl_gradient(Ut, v, r, cols, g)
+            if _recover_slope(g, d) < _RECOVER_WOLFE_C2 * gd:
+                eta *= 2.0
+        for k in range(K):
+            coef[i, k] = y[k]
+        n_iter[i] = it
+        converged[i] = done
+    return coef, n_iter, converged
+
+
+@njit(cache=True, parallel=True)
+def recover_admm_dr(G, H, F, G_pinv, init, use_init, rows, lam, gamma, tol, max_iter):
+    """ADMM by Douglas–Rachford splitting for every word in ``rows`` (JSMF Algorithm 3).
+
+    Solves ``min_{y in simplex} ½‖Uy - v‖²`` with ``U = C̄_Sᵀ`` and ``v = C̄_iᵀ`` through
+    ``UᵀU = G`` and ``Uᵀv = H[i]``; ``F = (γG + I)⁻¹`` is factored once by the caller, so an
+    iteration is one K×K product and one simplex projection.
+
+    Parameters
+    ----------
+    G, H
+        As in :func:`recover_expgrad_l2`.
+    F : float64 array of shape (K, K)
+        ``(γG + I)⁻¹``.
+    G_pinv : float64 array of shape (K, K)
+        Pseudo-inverse of ``G``, for the least-squares initialization.
+    init : float64 array of shape (V, K)
+        Warm start, used when ``use_init``.
+    use_init : bool
+        Start from ``init`` (with ``q`` set to the Douglas–Rachford fixed point that belongs to
+        it, ``q = y - γ∇f(y)``, so an optimal start stops at once) instead of the paper's
+        start: the least-squares solution projected onto the simplex, with ``q = y``.
+    rows : int64 array of shape (n,)
+    lam, gamma : float
+        Relaxation λ and proximal parameter γ.
+    tol : float
+        Stop when both the change of ``y`` and the primal residual ``p - y`` are below ``tol``
+        in the max norm.
+    max_iter : int
+
+    Returns
+    -------
+    coef, n_iter, converged
+        As in :func:`recover_expgrad_l2`.
+    """
+    V, K = H.shape
+    coef = np.zeros((V, K))
+    n_iter = np.zeros(V, dtype=np.int64)
+    converged = np.zeros(V, dtype=np.bool_)
+    for r in prange(rows.shape[0]):
+        i = rows[r]
+        h = H[i]
+        f = np.empty(K)
+        y = np.empty(K)
+        q = np.empty(K)
+        p = np.empty(K)
+        x = np.empty(K)
+        y_new = np.empty(K)
+        work = np.empty(K)
+        for k in range(K):
+            f[k] = gamma * h[k]
+        if use_init:
+            recover_project_simplex(init[i], y, work)
+            _recover_matvec(G, y, x)
+            for k in range(K):
+                q[k] = y[k] - gamma * (x[k] - h[k])
+        else:
+            _recover_matvec(G_pinv, h, x)
+            recover_project_simplex(x, y, work)
+            for k in range(K):
+                q[k] = y[k]
+        it = 0
+        done = False
+        while it < max_iter:
+            for k in range(K):
+                x[k] = 2.0 * y[k] - q[k] + f[k]
+            _recover_matvec(F, x, p)
+            for k in range(K):
+                q[k] += lam * (p[k] - y[k])
+            recover_project_simplex(q, y_new, work)
+            it += 1
+            change = 0.0
+            for k in range(K):
+                a = abs(y_new[k] - y[k])
+                b = abs(p[k] - y[k])
+                if a > change:
+                    change = a
+                if b > change:
+                    change = b
+                y[k] = y_new[k]
+            if change < tol:
+                done = True
+                break
+        for k in range(K):
+            coef[i, k] = y[k]
+        n_iter[i] = it
+        converged[i] = done
+    return coef, n_iter, converged

@@ -1,0 +1,151 @@
+"""Recovery kernels against their slow loop twins (tests/naive_recover.py).
+
+Tiny sizes: this file also runs with NUMBA_DISABLE_JIT=1, where the kernels are plain Python.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.linalg
+
+from anchorstream import _kernels_recover as kr
+from tests import naive_recover as naive
+
+
+def _problem(seed, V=10, K=3, noise=0.3):
+    """A small non-negative co-occurrence with anchors 0..K-1 and the recovery's Gram matrices."""
+    rng = np.random.default_rng(seed)
+    B = rng.dirichlet(np.full(V, 0.5), size=K).T
+    B[:K] = 0.0
+    B[np.arange(K), np.arange(K)] = 0.1
+    B /= B.sum(axis=0)
+    R = rng.dirichlet(np.ones(K * K)).reshape(K, K)
+    C = B @ (R + R.T) @ B.T + noise * rng.random((V, V)) / V**2
+    C = (C + C.T) / C.sum() / 2.0
+    p = C.sum(axis=1)
+    S = np.arange(K)
+    U = C[S] / p[S, None]
+    G = U @ U.T
+    H = (C @ U.T) / p[:, None]
+    vnorm2 = (C**2).sum(axis=1) / p**2
+    rows = np.arange(K, V, dtype=np.int64)
+    return C, p, U, G, H, vnorm2, rows
+
+
+def _same_iterations(got, want):
+    # The kernels update ``Gy`` / ``Uᵀy`` incrementally and the twins recompute them, so a word
+    # whose gap lands next to the tolerance may stop a few steps apart; anything more is a bug.
+    assert np.all(np.abs(got - want) <= np.maximum(2, want // 10))
+
+
+def test_constants_match_the_twins():
+    assert kr._RECOVER_ARMIJO_C1 == naive.ARMIJO_C1
+    assert kr._RECOVER_WOLFE_C2 == naive.WOLFE_C2
+    assert kr._RECOVER_MAX_EXPONENT == naive.MAX_EXPONENT
+    assert kr._RECOVER_MAX_HALVINGS == naive.MAX_HALVINGS
+
+
+@pytest.mark.parametrize("K", [1, 2, 5, 9])
+def test_project_simplex_matches_twin(K):
+    rng = np.random.default_rng(K)
+    for scale in (0.01, 1.0, 10.0):
+        x = scale * rng.normal(size=K)
+        out = np.empty(K)
+        kr.recover_project_simplex(x, out, np.empty(K))
+        np.testing.assert_allclose(out, naive.naive_project_simplex(x), atol=1e-14)
+        assert out.min() >= 0 and abs(out.sum() - 1.0) < 1e-12
+
+
+def test_project_simplex_in_place_and_fixed_points():
+    y = np.array([0.2, 0.0, 0.8])
+    kr.recover_project_simplex(y, y, np.empty(3))  # out may alias x
+    np.testing.assert_allclose(y, [0.2, 0.0, 0.8], atol=1e-15)
+    x = np.array([3.0, 1.0, -2.0])
+    kr.recover_project_simplex(x, x, np.empty(3))
+    np.testing.assert_allclose(x, [1.0, 0.0, 0.0])
+
+
+def _warm_start(V, K, seed):
+    """Rows on the simplex with exact zeros, which the expgrad kernels must lift."""
+    y = np.random.default_rng(seed).dirichlet(np.ones(K), size=V)
+    y[::2, 0] = 0.0
+    return y / y.sum(axis=1, keepdims=True)
+
+
+@pytest.mark.parametrize("seed, warm", [(0, False), (1, False), (2, True)])
+def test_expgrad_l2_matches_twin(seed, warm):
+    C, p, U, G, H, vnorm2, rows = _problem(seed)
+    V, K = H.shape
+    init = _warm_start(V, K, seed) if warm else np.full((V, K), 1.0 / K)
+    got = kr.recover_expgrad_l2(G, H, vnorm2, init, rows, 1e-9, 3000, 50.0, 1e-6)
+    want = naive.naive_expgrad_l2(G, H, vnorm2, init, rows, 1e-9, 3000, 50.0, 1e-6)
+    np.testing.assert_allclose(got[0], want[0], atol=1e-7)
+    assert got[2][rows].all() and want[2][rows].all()
+    _same_iterations(got[1], want[1])
+    assert np.all(got[0][:K] == 0)  # rows not asked for are left alone
+
+
+@pytest.mark.parametrize("seed, warm", [(0, False), (1, False), (2, True)])
+def test_expgrad_kl_matches_twin(seed, warm):
+    C, p, U, G, H, vnorm2, rows = _problem(seed)
+    C[5, 7] = C[7, 5] = 0.0  # a zero that the support loop must skip
+    p = C.sum(axis=1)
+    V, K = H.shape
+    Ut = np.ascontiguousarray((C[:K] / p[:K, None]).T)
+    valid = Ut.max(axis=1) > 0
+    init = _warm_start(V, K, seed) if warm else np.full((V, K), 1.0 / K)
+    got = kr.recover_expgrad_kl(C, p, Ut, valid, init, rows, 1e-9, 3000, 50.0, 1e-6)
+    want = naive.naive_expgrad_kl(C, p, Ut, valid, init, rows, 1e-9, 3000, 50.0, 1e-6)
+    np.testing.assert_allclose(got[0], want[0], atol=1e-7)
+    assert got[2][rows].all() and want[2][rows].all()
+    _same_iterations(got[1], want[1])
+
+
+@pytest.mark.parametrize("use_init", [False, True])
+def test_admm_dr_matches_twin(use_init):
+    C, p, U, G, H, vnorm2, rows = _problem(2)
+    V, K = H.shape
+    gamma, lam = 3.0, 1.9
+    F = scipy.linalg.inv(gamma * G + np.eye(K))
+    G_pinv = scipy.linalg.pinvh(G)
+    init = _warm_start(V, K, 3)
+    got = kr.recover_admm_dr(G, H, F, G_pinv, init, use_init, rows, lam, gamma, 1e-10, 2000)
+    want = naive.naive_admm_dr(G, H, F, G_pinv, init, use_init, rows, lam, gamma, 1e-10, 2000)
+    np.testing.assert_allclose(got[0], want[0], atol=1e-9)
+    np.testing.assert_array_equal(got[1], want[1])
+    np.testing.assert_array_equal(got[2], want[2])
+
+
+def test_l2_solvers_reach_the_exact_minimizer():
+    # Both L2 solvers against the support-enumeration oracle, on a problem with an interior
+    # optimum (expgrad converges there in a few hundred steps).
+    C, p, U, G, H, vnorm2, rows = _problem(4, noise=1.0)
+    V, K = H.shape
+    F = scipy.linalg.inv(3.0 * G + np.eye(K))
+    admm = kr.recover_admm_dr(
+        G, H, F, scipy.linalg.pinvh(G), H, False, rows, 1.9, 3.0, 1e-12, 20000
+    )
+    eg = kr.recover_expgrad_l2(
+        G, H, vnorm2, np.full((V, K), 1.0 / K), rows, 1e-12, 20000, 50.0, 0.0
+    )
+    for i in rows:
+        exact = naive.exact_simplex_least_squares(G, H[i])
+        np.testing.assert_allclose(admm[0][i], exact, atol=1e-8)
+        np.testing.assert_allclose(eg[0][i], exact, atol=1e-3)
+
+
+def test_expgrad_kl_lifts_a_start_that_leaves_a_column_uncovered():
+    C, p, U, G, H, vnorm2, rows = _problem(5)
+    C[0, 8] = C[8, 0] = 0.0  # anchor 0 never meets word 8 ...
+    p = C.sum(axis=1)
+    V, K = H.shape
+    Ut = np.ascontiguousarray((C[:K] / p[:K, None]).T)
+    valid = Ut.max(axis=1) > 0
+    init = np.zeros((V, K))
+    init[:, 0] = 1.0  # ... so a start on topic 0 alone gives word 8 zero probability
+    got = kr.recover_expgrad_kl(C, p, Ut, valid, init, rows, 1e-9, 3000, 50.0, 1e-6)
+    want = naive.naive_expgrad_kl(C, p, Ut, valid, init, rows, 1e-9, 3000, 50.0, 1e-6)
+    np.testing.assert_allclose(got[0], want[0], atol=1e-7)
+    assert got[2][rows].all() and want[2][rows].all()
+    _same_iterations(got[1], want[1])

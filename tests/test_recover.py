@@ -1,0 +1,277 @@
+"""recover(): planted-model recovery, simplex constraints, warm starts, input errors."""
+
+from __future__ import annotations
+
+import doctest
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import anchorstream.recover as recover_module
+from anchorstream.errors import InputError
+from anchorstream.recover import METHODS, RecoverResult, bayes_topic_word, recover
+from anchorstream.synthetic import planted_model, population_cooccurrence, sample_documents
+from tests.naive_recover import exact_simplex_least_squares
+
+
+def _population(V=120, K=6, seed=2):
+    m = planted_model(V, K, random_state=seed)
+    return m, population_cooccurrence(m.topic_word, m.topic_topic)
+
+
+def _cooccurrence(X, doc_length):
+    """The co-occurrence estimator for documents of equal length, normalized to sum 1."""
+    w = 1.0 / (doc_length * (doc_length - 1))
+    C = w * (X.T @ X).toarray()
+    C[np.diag_indices(X.shape[1])] -= w * np.asarray(X.sum(axis=0)).ravel()
+    C = np.clip(C, 0.0, None)  # the diagonal is h² - h >= 0; clip its rounding
+    return C / C.sum()
+
+
+def _empirical(V=80, K=4, n_docs=2000, doc_length=40, seed=0):
+    """A planted model and the co-occurrence of documents drawn from it."""
+    m = planted_model(V, K, random_state=seed)
+    X, _ = sample_documents(m, n_docs, doc_length, random_state=seed + 1)
+    return m, _cooccurrence(X, doc_length)
+
+
+def _l1_per_topic(B, B_true):
+    return np.abs(B - B_true).sum(axis=0)
+
+
+# Per-method settings for exact recovery on the population matrix. The expgrad methods converge
+# sublinearly towards coefficients of ~1e-8 (Arora et al. 2013 note the same: "we do not solve
+# the optimization problems to perfect optimality"), so L2 gets a tighter gap and more steps.
+EXACT = {
+    "l2": dict(tol=1e-10, max_iter=2000),
+    "kl": dict(),
+    "admm": dict(),
+    "inverse": dict(),
+}
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_recovers_planted_topics_from_population_matrix(method):
+    m, Q = _population()
+    res = recover(Q, m.anchors, method=method, **EXACT[method])
+    assert isinstance(res, RecoverResult)
+    assert _l1_per_topic(res.topic_word, m.topic_word).max() < 1e-3
+    # The coefficients are p(z | w) = B[w, k] p(z = k) / p(w).
+    prior = m.topic_topic.sum(axis=1)
+    true_coef = m.topic_word * prior / (m.topic_word @ prior)[:, None]
+    assert np.abs(res.coef - true_coef).sum(axis=1).max() < 5e-3
+
+
+def test_admm_and_inverse_are_exact_on_population_matrix():
+    m, Q = _population(V=200, K=10, seed=3)
+    for method in ("admm", "inverse"):
+        res = recover(Q, m.anchors, method=method)
+        np.testing.assert_allclose(res.topic_word, m.topic_word, atol=1e-10)
+        assert res.converged == 1.0
+
+
+def test_anchor_rows_are_unit_vectors():
+    m, C = _empirical()
+    for method in METHODS:
+        res = recover(C, m.anchors, method=method)
+        np.testing.assert_array_equal(res.coef[m.anchors], np.eye(len(m.anchors)))
+
+
+@pytest.mark.parametrize("method", ["l2", "admm"])
+def test_l2_methods_solve_the_same_problem_exactly(method):
+    # Against an independent oracle: exact simplex least squares by support enumeration.
+    m, C = _empirical(V=30, K=3, n_docs=500, doc_length=20)
+    res = recover(C, m.anchors, method=method, tol=1e-12, max_iter=20000)
+    p = C.sum(axis=1)
+    U = C[m.anchors] / p[m.anchors, None]
+    G = U @ U.T
+    for i in np.flatnonzero(p[3:] > 0) + 3:
+        exact = exact_simplex_least_squares(G, U @ (C[i] / p[i]))
+        np.testing.assert_allclose(res.coef[i], exact, atol=1e-4 if method == "l2" else 1e-7)
+
+
+def test_kl_meets_its_optimality_conditions():
+    m, C = _empirical(V=40, K=3, n_docs=800, doc_length=20)
+    res = recover(C, m.anchors, method="kl", tol=1e-10, max_iter=20000)
+    assert res.converged == 1.0
+    p = C.sum(axis=1)
+    U = C[m.anchors] / p[m.anchors, None]
+    for i in np.flatnonzero(p[3:] > 0) + 3:
+        v = C[i] / p[i]
+        keep = (v > 0) & (U.max(axis=0) > 0)  # columns no anchor covers are a constant
+        g = -U[:, keep] @ (v[keep] / (res.coef[i] @ U[:, keep]))
+        assert res.coef[i] @ (g - g.min()) < 1e-10  # the KKT duality gap
+
+
+def test_methods_agree_on_sampled_documents():
+    m, C = _empirical(V=100, K=5, n_docs=5000, doc_length=50)
+    B = {method: recover(C, m.anchors, method=method).topic_word for method in METHODS}
+    assert _l1_per_topic(B["l2"], B["admm"]).max() < 1e-2  # same loss, different solvers
+    for method in METHODS:
+        assert _l1_per_topic(B[method], m.topic_word).mean() < 0.3
+
+
+@pytest.mark.parametrize("method", ["l2", "kl", "admm"])
+def test_warm_start_from_the_solution_converges_immediately(method):
+    m, C = _empirical()
+    cold = recover(C, m.anchors, method=method, max_iter=20000)
+    assert cold.converged == 1.0
+    warm = recover(C, m.anchors, method=method, init=cold.coef, max_iter=20000)
+    assert warm.converged == 1.0
+    # The expgrad gap is checked before any step; ADMM needs one step to see that it is still.
+    assert warm.n_iter <= (0 if method != "admm" else 3)
+    np.testing.assert_allclose(warm.topic_word, cold.topic_word, atol=1e-6)
+
+
+@pytest.mark.parametrize("method", ["l2", "kl", "admm"])
+def test_warm_start_on_a_perturbed_matrix_reaches_the_cold_answer(method):
+    # A streaming refresh: the same documents plus 5% more.
+    m = planted_model(80, 4, random_state=0)
+    X, _ = sample_documents(m, 2100, 40, random_state=1)
+    previous = recover(_cooccurrence(X[:2000], 40), m.anchors, method=method)
+    C_new = _cooccurrence(X, 40)
+    cold = recover(C_new, m.anchors, method=method, tol=1e-8, max_iter=20000)
+    warm = recover(C_new, m.anchors, method=method, init=previous.coef, tol=1e-8, max_iter=20000)
+    assert warm.converged == 1.0
+    assert _l1_per_topic(warm.topic_word, cold.topic_word).max() < 1e-3
+
+
+def test_warm_start_zero_rows_start_uniform():
+    m, C = _empirical()
+    init = recover(C, m.anchors, method="admm").coef
+    init[10:20] = 0.0  # words the previous model did not know
+    res = recover(C, m.anchors, method="l2", init=init)
+    ref = recover(C, m.anchors, method="l2")
+    assert _l1_per_topic(res.topic_word, ref.topic_word).max() < 1e-2
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    V=st.integers(2, 25),
+    K=st.integers(1, 5),
+    seed=st.integers(0, 2**31 - 1),
+    method=st.sampled_from(METHODS),
+    sparsity=st.floats(0.0, 0.8),
+    with_init=st.booleans(),
+)
+def test_simplex_constraints_hold_on_random_inputs(V, K, seed, method, sparsity, with_init):
+    K = min(K, V)
+    rng = np.random.default_rng(seed)
+    C = rng.random((V, V)) * (rng.random((V, V)) >= sparsity)
+    C = C + C.T
+    anchors = rng.permutation(V)[:K]
+    C[anchors, anchors] += 1e-3  # every anchor must have mass
+    C /= C.sum()
+    init = rng.dirichlet(np.ones(K), size=V) if with_init else None
+    try:
+        res = recover(C, anchors, method=method, init=init, max_iter=50)
+    except InputError:
+        # Only the inversion may refuse, for a singular anchor block.
+        assert method == "inverse"
+        return
+    assert res.coef.shape == res.topic_word.shape == (V, K)
+    assert res.coef.min() >= 0 and res.topic_word.min() >= 0
+    np.testing.assert_allclose(res.coef.sum(axis=1), 1.0, atol=1e-12)
+    np.testing.assert_allclose(res.topic_word.sum(axis=0), 1.0, atol=1e-12)
+    assert 0.0 <= res.converged <= 1.0 and res.n_iter >= 0
+
+
+def test_inverse_clips_negative_probabilities():
+    m, C = _empirical(n_docs=200, doc_length=10)
+    res = recover(C, m.anchors, method="inverse")
+    assert res.topic_word.min() >= 0
+    np.testing.assert_allclose(res.topic_word.sum(axis=0), 1.0)
+    np.testing.assert_allclose(res.coef.sum(axis=1), 1.0)
+
+
+def test_inverse_rejects_a_singular_anchor_block():
+    C = np.full((4, 4), 1.0 / 16)  # every row alike: the anchor block has rank 1
+    with pytest.raises(InputError, match="singular"):
+        recover(C, [0, 1], method="inverse")
+
+
+def test_zero_mass_words_get_uniform_coefficients_and_no_probability():
+    m, C = _empirical()
+    C[50, :] = 0.0
+    C[:, 50] = 0.0
+    for method in METHODS:
+        res = recover(C, m.anchors, method=method)
+        np.testing.assert_allclose(res.coef[50], 1.0 / len(m.anchors))
+        np.testing.assert_array_equal(res.topic_word[50], 0.0)
+
+
+def test_scale_sparse_input_and_rounding_negatives_are_accepted():
+    m, C = _empirical()
+    ref = recover(C, m.anchors, method="admm")
+    scaled = recover(3.0 * C, m.anchors, method="admm")
+    np.testing.assert_allclose(scaled.topic_word, ref.topic_word)
+    np.testing.assert_allclose(
+        recover(sp.csr_matrix(C), m.anchors, method="admm").topic_word, ref.topic_word
+    )
+    D = C.copy()
+    D[5, 5] = -1e-24  # what the estimator's diagonal can round to
+    assert recover(D, m.anchors, method="admm").topic_word.min() >= 0
+
+
+def test_bayes_rule():
+    coef = np.array([[1.0, 0.0], [0.5, 0.5], [0.0, 1.0]])
+    p = np.array([0.2, 0.4, 0.4])
+    np.testing.assert_allclose(
+        bayes_topic_word(coef, p), [[0.5, 0.0], [0.5, 1 / 3], [0.0, 2 / 3]]
+    )
+    with pytest.raises(InputError, match="no probability mass"):
+        bayes_topic_word(coef, np.array([0.0, 0.0, 1.0]))
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(method="nmf"), "method must be one of"),
+        (dict(tol=-1.0), "tol"),
+        (dict(max_iter=0), "max_iter"),
+        (dict(max_iter=2.5), "max_iter"),
+        (dict(step_size=0.0), "step_size"),
+        (dict(admm_lambda=2.0), "admm_lambda"),
+        (dict(admm_gamma=-1.0), "admm_gamma"),
+        (dict(init=np.ones((5, 4))), "shape"),
+        (dict(init=-np.ones((80, 4))), "non-negative"),
+    ],
+)
+def test_bad_arguments(kwargs, match):
+    m, C = _empirical()
+    with pytest.raises(InputError, match=match):
+        recover(C, m.anchors, **kwargs)
+
+
+def test_bad_matrices_and_anchors():
+    m, C = _empirical()
+    with pytest.raises(InputError, match="square"):
+        recover(C[:, :10], m.anchors)
+    with pytest.raises(InputError, match="NaN"):
+        recover(np.full((4, 4), np.nan), [0, 1])
+    bad = C.copy()
+    bad[3, 4] = -0.1
+    with pytest.raises(InputError, match="negative"):
+        recover(bad, m.anchors)
+    with pytest.raises(InputError, match="sums to zero"):
+        recover(np.zeros((4, 4)), [0, 1])
+    with pytest.raises(InputError, match="distinct"):
+        recover(C, [0, 0, 1])
+    with pytest.raises(InputError, match="lie in"):
+        recover(C, [0, 80])
+    with pytest.raises(InputError, match="integer"):
+        recover(C, [0.5, 1.0])
+    with pytest.raises(InputError, match="non-empty"):
+        recover(C, [])
+    empty = C.copy()
+    empty[2, :] = 0.0
+    empty[:, 2] = 0.0
+    with pytest.raises(InputError, match="zero mass"):
+        recover(empty, m.anchors)
+
+
+def test_docstring_examples():
+    assert doctest.testmod(recover_module, optionflags=doctest.ELLIPSIS).failed == 0
