@@ -1,0 +1,269 @@
+"""numba kernels of the co-occurrence store (merged into ``_kernels.py`` later).
+
+Arrays in, arrays out; the callers in ``anchorstream/accumulator.py`` and
+``anchorstream/store.py`` check dtypes and shapes. Slow loop twins live in
+``tests/naive_store.py``. Serial on purpose: the ingest path is budgeted to one core, and a
+serial kernel is also safe in a process that forks.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+
+@numba.njit(cache=True)
+def store_unique_counts(indptr, slots, n_slots):
+    """Collapse each document's token slots into distinct ``(slot, count)`` pairs.
+
+    Parameters
+    ----------
+    indptr : int64 ndarray of shape (n_docs + 1,)
+    slots : int32 ndarray of shape (n_tokens,)
+        Slot of every in-vocabulary token, documents concatenated; values in ``[0, n_slots)``.
+    n_slots : int
+
+    Returns
+    -------
+    uindptr : int64 ndarray of shape (n_docs + 1,)
+    uslots : int32 ndarray of shape (m,)
+        Distinct slots of each document, in order of first appearance.
+    ucounts : float64 ndarray of shape (m,)
+        How often each appears in its document.
+    """
+    n_docs = indptr.shape[0] - 1
+    pos = np.full(n_slots, -1, dtype=np.int64)
+    uindptr = np.zeros(n_docs + 1, dtype=np.int64)
+    uslots = np.empty(slots.shape[0], dtype=np.int32)
+    ucounts = np.empty(slots.shape[0], dtype=np.float64)
+    m = 0
+    for d in range(n_docs):
+        start = m
+        for k in range(indptr[d], indptr[d + 1]):
+            s = slots[k]
+            p = pos[s]
+            # pos[s] >= start means the slot was already seen in *this* document; stale
+            # positions from earlier documents are all < start, so pos never needs resetting.
+            if p >= start:
+                ucounts[p] += 1.0
+            else:
+                pos[s] = m
+                uslots[m] = s
+                ucounts[m] = 1.0
+                m += 1
+        uindptr[d + 1] = m
+    return uindptr, uslots[:m].copy(), ucounts[:m].copy()
+
+
+@numba.njit(cache=True)
+def store_pair_delta(uindptr, uslots, ucounts, doc_scale, n_slots, dense):
+    """Add ``Σ_d s_d (h_d h_dᵀ − diag h_d)``, upper triangle: hot rows densely, the rest as CSR.
+
+    Rows ``i < H`` (``H = dense.shape[0]``, the hot slots of frequent words) are added straight
+    into ``dense``; rows ``i >= H`` are returned as CSR, built by Gustavson's algorithm: each
+    document's distinct slots are sorted, documents are transposed to slot → (document,
+    position) lists, and row ``i`` is accumulated in a dense work row from the documents
+    containing ``i``, reading each only from ``i``'s position on (the ``j >= i`` half), then
+    emitted with sorted columns. Documents are visited in order. The work is
+    ``Σ_d m_d (m_d + 1) / 2`` multiply-adds for ``m_d`` distinct slots; the CSR part is
+    allocated at its bound for rows ``>= H`` (kept within budget by the accumulator) and
+    trimmed.
+
+    Parameters
+    ----------
+    uindptr, uslots, ucounts : as returned by :func:`store_unique_counts`
+        A slot of ``-1`` marks a voided entry (its word was evicted) and is skipped.
+    doc_scale : float64 ndarray of shape (n_docs,)
+        ``w_d / (n_d (n_d − 1))``; 0 skips the document.
+    n_slots : int
+    dense : float64 ndarray of shape (H, n_slots), C-contiguous, ``0 <= H <= n_slots``
+        Added into (upper triangle only: ``dense[i, j]`` with ``j >= i``).
+
+    Returns
+    -------
+    indptr : int64 ndarray of shape (n_slots + 1,)
+        Rows ``< H`` are empty.
+    indices : int32 ndarray of shape (nnz,)
+        Column ``j >= i`` of each entry of row ``i``, increasing within a row.
+    data : float64 ndarray of shape (nnz,)
+    """
+    n_docs = uindptr.shape[0] - 1
+    H = dense.shape[0]
+    # Sorted copy of every counted document's valid entries.
+    dptr = np.zeros(n_docs + 1, dtype=np.int64)
+    sl = np.empty(uslots.shape[0], dtype=np.int32)
+    ct = np.empty(uslots.shape[0], dtype=np.float64)
+    m = 0
+    bound = 0
+    for d in range(n_docs):
+        if doc_scale[d] != 0.0:
+            start = m
+            cold = 0
+            for k in range(uindptr[d], uindptr[d + 1]):
+                if uslots[k] >= 0:
+                    sl[m] = uslots[k]
+                    ct[m] = ucounts[k]
+                    if uslots[k] >= H:
+                        cold += 1
+                    m += 1
+            if m - start > 1:
+                order = np.argsort(sl[start:m])
+                s_sorted = sl[start:m][order]
+                c_sorted = ct[start:m][order]
+                sl[start:m] = s_sorted
+                ct[start:m] = c_sorted
+            bound += cold * (cold + 1) // 2
+        dptr[d + 1] = m
+    # Transpose: for every slot, the (document, position) pairs containing it, document order.
+    col_ptr = np.zeros(n_slots + 1, dtype=np.int64)
+    for k in range(m):
+        col_ptr[sl[k] + 1] += 1
+    for i in range(n_slots):
+        col_ptr[i + 1] += col_ptr[i]
+    col_doc = np.empty(m, dtype=np.int64)
+    col_pos = np.empty(m, dtype=np.int64)
+    fill = col_ptr[:-1].copy()
+    for d in range(n_docs):
+        for k in range(dptr[d], dptr[d + 1]):
+            s = sl[k]
+            col_doc[fill[s]] = d
+            col_pos[fill[s]] = k
+            fill[s] += 1
+    # Hot rows: straight into the dense block, no bookkeeping.
+    for i in range(min(H, n_slots)):
+        row = dense[i]
+        for p in range(col_ptr[i], col_ptr[i + 1]):
+            d = col_doc[p]
+            k0 = col_pos[p]
+            h_i = ct[k0]
+            coef = doc_scale[d] * h_i
+            # h_i (h_i − 1) folded in directly, as in the batch estimator, so a word seen
+            # once leaves an exact 0 on the diagonal.
+            row[i] += coef * (h_i - 1.0)
+            for k in range(k0 + 1, dptr[d + 1]):
+                row[sl[k]] += coef * ct[k]
+    # Cold rows: Gustavson into CSR.
+    indptr = np.zeros(n_slots + 1, dtype=np.int64)
+    indices = np.empty(bound, dtype=np.int32)
+    data = np.empty(bound, dtype=np.float64)
+    acc = np.zeros(n_slots, dtype=np.float64)
+    marker = np.full(n_slots, -1, dtype=np.int64)
+    q = 0
+    for i in range(H, n_slots):
+        q0 = q
+        for p in range(col_ptr[i], col_ptr[i + 1]):
+            d = col_doc[p]
+            k0 = col_pos[p]
+            h_i = ct[k0]
+            coef = doc_scale[d] * h_i
+            if marker[i] != i:
+                marker[i] = i
+                indices[q] = i
+                q += 1
+            acc[i] += coef * (h_i - 1.0)
+            for k in range(k0 + 1, dptr[d + 1]):
+                j = sl[k]
+                if marker[j] != i:
+                    marker[j] = i
+                    indices[q] = j
+                    q += 1
+                acc[j] += coef * ct[k]
+        row_idx = indices[q0:q]
+        row_idx.sort()
+        for p in range(q0, q):
+            j = indices[p]
+            data[p] = acc[j]
+            acc[j] = 0.0
+        indptr[i + 1] = q
+    return indptr, indices[:q].copy(), data[:q].copy()
+
+
+@numba.njit(cache=True)
+def store_dense_nonzero(dense):
+    """Coordinates and values of the non-zeros of a dense block, row-major.
+
+    Parameters
+    ----------
+    dense : float64 ndarray of shape (n_rows, n_cols)
+
+    Returns
+    -------
+    rows, cols : int32 ndarray of shape (nnz,)
+    vals : float64 ndarray of shape (nnz,)
+    """
+    n_rows, n_cols = dense.shape
+    nnz = 0
+    for i in range(n_rows):
+        for j in range(n_cols):
+            if dense[i, j] != 0.0:
+                nnz += 1
+    rows = np.empty(nnz, dtype=np.int32)
+    cols = np.empty(nnz, dtype=np.int32)
+    vals = np.empty(nnz, dtype=np.float64)
+    q = 0
+    for i in range(n_rows):
+        for j in range(n_cols):
+            v = dense[i, j]
+            if v != 0.0:
+                rows[q] = i
+                cols[q] = j
+                vals[q] = v
+                q += 1
+    return rows, cols, vals
+
+
+@numba.njit(cache=True)
+def store_add_doc_freq(df, indptr, slots, weights, skip):
+    """Add each document's weight to the frequency of each distinct slot it contains.
+
+    Parameters
+    ----------
+    df : float64 ndarray of shape (n_slots,)
+        Added into.
+    indptr : int64 ndarray of shape (n_docs + 1,)
+    slots : int32 ndarray of shape (n_tokens,)
+    weights : float64 ndarray of shape (n_docs,)
+    skip : bool ndarray of shape (n_docs,)
+        Documents already counted (left out).
+    """
+    seen = np.full(df.shape[0], -1, dtype=np.int64)
+    for d in range(indptr.shape[0] - 1):
+        if skip[d]:
+            continue
+        w = weights[d]
+        for k in range(indptr[d], indptr[d + 1]):
+            s = slots[k]
+            if seen[s] != d:
+                seen[s] = d
+                df[s] += w
+
+
+@numba.njit(cache=True)
+def store_scatter_symmetric(out, row_map, col_map, rows, cols, vals):
+    """Add upper-triangle entries and their mirror images into a dense block.
+
+    Entry ``(i, j, v)`` adds ``v`` at ``(row_map[i], col_map[j])`` and, when ``i != j``, at
+    ``(row_map[j], col_map[i])``; a position whose map value is ``-1`` is outside the block and
+    skipped. With maps ``slot → dense index`` this densifies a whole matrix; with maps
+    ``slot → slot − offset`` (or ``-1``) it updates one shard.
+
+    Parameters
+    ----------
+    out : float64 ndarray of shape (n_rows, n_cols), C-contiguous; added into
+    row_map, col_map : int64 ndarray of shape (n_slots,)
+    rows, cols : int32 ndarray of shape (nnz,)
+    vals : float64 ndarray of shape (nnz,)
+    """
+    for k in range(rows.shape[0]):
+        i = rows[k]
+        j = cols[k]
+        v = vals[k]
+        a = row_map[i]
+        b = col_map[j]
+        if a >= 0 and b >= 0:
+            out[a, b] += v
+        if i != j:
+            a = row_map[j]
+            b = col_map[i]
+            if a >= 0 and b >= 0:
+                out[a, b] += v

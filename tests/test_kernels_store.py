@@ -1,0 +1,140 @@
+"""The store's numba kernels against their loop twins in ``tests/naive_store.py``.
+
+Sizes are tiny so that the file also runs quickly with ``NUMBA_DISABLE_JIT=1``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from anchorstream._kernels_store import (
+    store_add_doc_freq,
+    store_dense_nonzero,
+    store_pair_delta,
+    store_scatter_symmetric,
+    store_unique_counts,
+)
+from tests.naive_store import (
+    naive_add_doc_freq,
+    naive_pair_delta,
+    naive_scatter_symmetric,
+    naive_unique_counts,
+)
+
+
+def _random_docs(rng, n_docs, n_slots, max_len):
+    lens = rng.integers(0, max_len + 1, size=n_docs)
+    indptr = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
+    # Zipf-ish slots so that repeats within a document are common.
+    slots = np.minimum(rng.zipf(1.5, size=indptr[-1]) - 1, n_slots - 1).astype(np.int32)
+    return indptr, slots
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_unique_counts_matches_twin(seed):
+    rng = np.random.default_rng(seed)
+    indptr, slots = _random_docs(rng, 12, 9, 7)
+    got = store_unique_counts(indptr, slots, 9)
+    want = naive_unique_counts(indptr, slots, 9)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+
+
+def test_unique_counts_empty():
+    uindptr, uslots, ucounts = store_unique_counts(
+        np.zeros(1, np.int64), np.empty(0, np.int32), 4
+    )
+    assert uindptr.tolist() == [0] and uslots.size == 0 and ucounts.size == 0
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("hot", [0, 3, 8])
+def test_pair_delta_matches_twin(seed, hot):
+    rng = np.random.default_rng(100 + seed)
+    n_slots = 8
+    indptr, slots = _random_docs(rng, 10, n_slots, 6)
+    uindptr, uslots, ucounts = store_unique_counts(indptr, slots, n_slots)
+    # Void some entries (evicted words) and give documents varied weights, some zero.
+    uslots = uslots.copy()
+    uslots[rng.random(uslots.size) < 0.15] = -1
+    n = np.diff(indptr).astype(float)
+    scale = np.where(n >= 2, rng.uniform(0.5, 2.0, n.size) / np.maximum(n * (n - 1), 1), 0.0)
+    start = rng.normal(size=(hot, n_slots))
+    got_dense, want_dense = start.copy(), start.copy()
+    got = store_pair_delta(uindptr, uslots, ucounts, scale, n_slots, got_dense)
+    want = naive_pair_delta(uindptr, uslots, ucounts, scale, n_slots, want_dense)
+    np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_array_equal(got[1], want[1])
+    np.testing.assert_allclose(got[2], want[2], rtol=1e-14, atol=0)
+    np.testing.assert_allclose(got_dense, want_dense, rtol=1e-14, atol=1e-15)
+
+
+def test_pair_delta_no_documents():
+    indptr, indices, data = store_pair_delta(
+        np.zeros(1, np.int64), np.empty(0, np.int32), np.empty(0), np.empty(0), 3,
+        np.zeros((0, 3)),
+    )
+    assert indptr.tolist() == [0, 0, 0, 0] and indices.size == 0 and data.size == 0
+
+
+@pytest.mark.parametrize("hot", [0, 3])
+def test_pair_delta_single_word_documents_leave_exact_zero_diagonal(hot):
+    # Each document has two distinct words once each: the diagonal must be exactly 0.
+    uindptr = np.array([0, 2, 4], np.int64)
+    uslots = np.array([0, 1, 1, 2], np.int32)
+    ucounts = np.ones(4)
+    scale = np.array([0.5, 0.5])
+    dense = np.zeros((hot, 3))
+    indptr, indices, data = store_pair_delta(uindptr, uslots, ucounts, scale, 3, dense)
+    full = np.zeros((3, 3))
+    full[:hot] = dense
+    for i in range(3):
+        for p in range(indptr[i], indptr[i + 1]):
+            full[i, indices[p]] = data[p]
+    assert full[0, 0] == 0.0 and full[1, 1] == 0.0 and full[2, 2] == 0.0
+    assert full[0, 1] == 0.5 and full[1, 2] == 0.5
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_scatter_symmetric_matches_twin(seed):
+    rng = np.random.default_rng(200 + seed)
+    n_slots, nnz = 10, 25
+    rows = rng.integers(0, n_slots, nnz).astype(np.int32)
+    cols = rng.integers(0, n_slots, nnz).astype(np.int32)
+    rows, cols = np.minimum(rows, cols), np.maximum(rows, cols)
+    vals = rng.normal(size=nnz)
+    # A block [2, 7) x [4, 10) of the matrix, so the maps have holes.
+    row_map = np.full(n_slots, -1, np.int64)
+    col_map = np.full(n_slots, -1, np.int64)
+    row_map[2:7] = np.arange(5)
+    col_map[4:10] = np.arange(6)
+    got = np.zeros((5, 6))
+    want = np.zeros((5, 6))
+    store_scatter_symmetric(got, row_map, col_map, rows, cols, vals)
+    naive_scatter_symmetric(want, row_map, col_map, rows, cols, vals)
+    np.testing.assert_allclose(got, want, rtol=1e-14, atol=1e-15)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_add_doc_freq_matches_twin(seed):
+    rng = np.random.default_rng(300 + seed)
+    indptr, slots = _random_docs(rng, 9, 6, 7)
+    weights = rng.uniform(0.1, 2.0, size=9)
+    skip = rng.random(9) < 0.3
+    got = np.zeros(6)
+    want = np.zeros(6)
+    store_add_doc_freq(got, indptr, slots, weights, skip)
+    naive_add_doc_freq(want, indptr, slots, weights, skip)
+    np.testing.assert_allclose(got, want, rtol=1e-14)
+
+
+def test_dense_nonzero_matches_numpy():
+    rng = np.random.default_rng(5)
+    dense = np.where(rng.random((4, 7)) < 0.4, rng.normal(size=(4, 7)), 0.0)
+    rows, cols, vals = store_dense_nonzero(dense)
+    r, c = np.nonzero(dense)
+    np.testing.assert_array_equal(rows, r)
+    np.testing.assert_array_equal(cols, c)
+    np.testing.assert_array_equal(vals, dense[r, c])
+    assert rows.dtype == np.int32 and store_dense_nonzero(np.zeros((0, 3)))[0].size == 0
