@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from kafka_broker import kafka_broker  # noqa: F401 - the session-wide real broker
 
 
 @pytest.fixture

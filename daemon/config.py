@@ -1,0 +1,819 @@
+"""The daemon's configuration: the only reader of ``config.yaml`` and the environment.
+
+:func:`load_config` reads a YAML file, applies environment overrides, validates every value and
+returns a frozen :class:`Config` of per-section frozen dataclasses. The rest of the daemon receives
+plain values from it and never looks at YAML or ``os.environ`` itself.
+
+Environment overrides
+---------------------
+``ANCHORSTREAM_<SECTION>__<KEY>=value`` (double underscore between section and key) overrides
+``<section>.<key>``. The value is parsed as a YAML scalar or flow sequence, so ``true``, ``42``,
+``0.5``, ``null`` and ``[news, posts]`` mean what they mean in the file. Variables that start with
+``ANCHORSTREAM_`` but have no ``__`` (for example ``ANCHORSTREAM_CONFIG``) are not overrides and
+are ignored; an override naming an unknown section or key is an error, because a typo in a
+deployment manifest should not be silently ignored.
+
+Errors
+------
+Every problem raises :class:`ConfigError` (an ``AnchorstreamError`` and a ``ValueError``) whose
+message names the dotted key, the value received and what is allowed, e.g.::
+
+    kafka.security_protocol: got 'SASL'; allowed: one of 'PLAINTEXT', 'SSL', 'SASL_PLAINTEXT',
+    'SASL_SSL'
+
+Secrets
+-------
+``kafka.sasl_plain_password`` and ``http.bearer_token`` are held in :class:`Secret`, whose
+``repr``/``str`` is ``'***'``; call :meth:`Secret.reveal` where the value is really needed (the
+Kafka client, the token comparison). Error messages about a secret never show its value and
+:meth:`Config.to_dict` redacts it by default, so logging the effective configuration is safe.
+
+Paths
+-----
+Relative paths (``store.path``, ``snapshots.path``, ``vocab.seed_file``, ``kafka.ssl_*``) are kept
+as written and so are relative to the daemon's working directory.
+
+Example
+-------
+>>> cfg = load_config(None, env={"ANCHORSTREAM_MODEL__NUM_TOPICS": "30"})
+>>> cfg.model.num_topics, cfg.http.host
+(30, '127.0.0.1')
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import os
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from anchorstream.errors import AnchorstreamError
+
+__all__ = [
+    "Config",
+    "ConfigError",
+    "HttpConfig",
+    "KafkaConfig",
+    "LoggingConfig",
+    "MessageConfig",
+    "MetricsConfig",
+    "ModelConfig",
+    "RefreshConfig",
+    "Secret",
+    "SnapshotsConfig",
+    "StoreConfig",
+    "VocabConfig",
+    "ENV_PREFIX",
+    "load_config",
+    "parse_config",
+]
+
+ENV_PREFIX = "ANCHORSTREAM_"
+
+#: Value of ``kafka.bootstrap_servers`` that asks the daemon to start the bundled broker.
+EMBEDDED = "embedded"
+
+
+class ConfigError(AnchorstreamError, ValueError):
+    """The configuration file or an environment override is invalid."""
+
+
+class Secret:
+    """A string that never shows itself in ``repr``, ``str``, logs or tracebacks.
+
+    >>> s = Secret("hunter2")
+    >>> s, str(s), s.reveal()
+    (***, '***', 'hunter2')
+    """
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str):
+        self._value = value
+
+    def reveal(self) -> str:
+        """The secret itself; only for the code that must send or compare it."""
+        return self._value
+
+    def __repr__(self) -> str:
+        return "***"
+
+    __str__ = __repr__
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Secret) and other._value == self._value
+
+    def __hash__(self) -> int:
+        return hash(("Secret", self._value))
+
+
+# --------------------------------------------------------------------------------------------
+# Validators. Each takes (dotted_key, value, where) and returns the normalized value or raises
+# ConfigError. ``where`` says where the value came from ("" for the file, or " (from environment
+# variable X)") so that the message points at the place to fix.
+
+
+class _Invalid(Exception):
+    """Raised by a validator with the 'allowed' text; turned into a ConfigError by the caller."""
+
+    def __init__(self, allowed: str, shown: Any = dataclasses.MISSING):
+        super().__init__(allowed)
+        self.allowed = allowed
+        self.shown = shown
+
+
+Validator = Callable[[Any], Any]
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def v_int(lo: int | None = None, hi: int | None = None, optional: bool = False) -> Validator:
+    def check(v):
+        if v is None and optional:
+            return None
+        if not _is_int(v) or (lo is not None and v < lo) or (hi is not None and v > hi):
+            rng = ("an integer" + (f" >= {lo}" if lo is not None else "")
+                   + (f" and <= {hi}" if hi is not None else ""))
+            raise _Invalid(rng + (" or null" if optional else ""))
+        return int(v)
+
+    return check
+
+
+def v_float(lo: float | None = None, hi: float | None = None, *, lo_open: bool = False,
+            optional: bool = False) -> Validator:
+    def check(v):
+        if v is None and optional:
+            return None
+        ok = _is_number(v) and v == v and abs(v) != float("inf")
+        if ok and lo is not None:
+            ok = v > lo if lo_open else v >= lo
+        if ok and hi is not None:
+            ok = v <= hi
+        if not ok:
+            text = "a finite number"
+            if lo is not None:
+                text += f" {'>' if lo_open else '>='} {lo}"
+            if hi is not None:
+                text += f" and <= {hi}"
+            raise _Invalid(text + (" or null" if optional else ""))
+        return float(v)
+
+    return check
+
+
+def v_bool() -> Validator:
+    def check(v):
+        if not isinstance(v, bool):
+            raise _Invalid("true or false")
+        return v
+
+    return check
+
+
+def v_str(*, optional: bool = False, pattern: str | None = None, what: str = "a non-empty string",
+          secret: bool = False) -> Validator:
+    rx = re.compile(pattern) if pattern else None
+
+    def check(v):
+        if v is None and optional:
+            return None
+        # A secret's value is never echoed: only its type is shown.
+        shown = f"<a {type(v).__name__}>" if secret else dataclasses.MISSING
+        if not isinstance(v, str) or not v or (rx is not None and not rx.fullmatch(v)):
+            raise _Invalid(what + (" or null" if optional else ""), shown)
+        return Secret(v) if secret else v
+
+    return check
+
+
+def v_choice(*allowed: Any, optional: bool = False) -> Validator:
+    def check(v):
+        if v is None and optional:
+            return None
+        if v not in allowed:
+            text = "one of " + ", ".join(repr(a) for a in allowed)
+            raise _Invalid(text + (" or null" if optional else ""))
+        return v
+
+    return check
+
+
+_TOPIC_RX = r"[A-Za-z0-9._-]{1,249}"
+_TOPIC_TEXT = "a Kafka topic name (1-249 characters of letters, digits, '.', '_', '-')"
+
+
+def v_topic(optional: bool = False) -> Validator:
+    return v_str(optional=optional, pattern=_TOPIC_RX, what=_TOPIC_TEXT)
+
+
+def v_topics() -> Validator:
+    def check(v):
+        items = [v] if isinstance(v, str) else v
+        if (not isinstance(items, list) or not items
+                or not all(isinstance(t, str) and re.fullmatch(_TOPIC_RX, t) for t in items)):
+            raise _Invalid("a non-empty list of Kafka topic names (letters, digits, '.', '_', '-')")
+        if len(set(items)) != len(items):
+            raise _Invalid("a list of distinct topic names")
+        return tuple(items)
+
+    return check
+
+
+_HOSTPORT_RX = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+):(\d{1,5})")
+
+
+def v_bootstrap() -> Validator:
+    def check(v):
+        if v == EMBEDDED:
+            return (EMBEDDED,)
+        items = [s.strip() for s in v.split(",")] if isinstance(v, str) else v
+        allowed = (f"'{EMBEDDED}', or HOST:PORT, or a list / comma-separated string of "
+                   "HOST:PORT addresses")
+        if not isinstance(items, list) or not items:
+            raise _Invalid(allowed)
+        for item in items:
+            m = _HOSTPORT_RX.fullmatch(item) if isinstance(item, str) else None
+            if m is None or not 0 < int(m.group(2)) < 65536:
+                raise _Invalid(allowed)
+        return tuple(items)
+
+    return check
+
+
+def v_existing_file(optional: bool = True) -> Validator:
+    def check(v):
+        if v is None and optional:
+            return None
+        if not isinstance(v, str) or not v:
+            raise _Invalid("a path to an existing file" + (" or null" if optional else ""))
+        if not Path(v).is_file():
+            raise _Invalid(f"a path to an existing file (no file at {str(Path(v).resolve())!r})")
+        return v
+
+    return check
+
+
+def v_stopwords() -> Validator:
+    def check(v):
+        if v is None or v == "none":
+            return "none"
+        if not isinstance(v, str) or not v:
+            raise _Invalid("'english' (a shipped list), 'none', or a path to a file of "
+                           "stopwords (one per line)")
+        return v
+
+    return check
+
+
+def v_log_level() -> Validator:
+    levels = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
+    def check(v):
+        if not isinstance(v, str) or v.upper() not in levels:
+            raise _Invalid("one of " + ", ".join(repr(s) for s in levels))
+        return v.upper()
+
+    return check
+
+
+def _spec(default: Any, check: Validator, doc: str, *, secret: bool = False) -> Any:
+    """A dataclass field carrying its validator and one line of documentation."""
+    kwargs: dict[str, Any] = {"metadata": {"check": check, "doc": doc, "secret": secret}}
+    if isinstance(default, (list, dict, set)):
+        raise TypeError("mutable default")  # pragma: no cover - a programming error here
+    return field(default=default, **kwargs)
+
+
+# --------------------------------------------------------------------------------------------
+# Sections. Field defaults are the shipped defaults; config.yaml at the repository root lists
+# every key with a comment.
+
+_SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+# Mechanisms that need only a user name and password; GSSAPI/OAUTHBEARER/AWS_MSK_IAM need
+# client-side plumbing (Kerberos, token providers) the daemon does not offer yet.
+_SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+
+
+@dataclass(frozen=True)
+class KafkaConfig:
+    """``kafka``: where documents come from and how to talk to the cluster."""
+
+    bootstrap_servers: tuple[str, ...] = _spec(
+        ("127.0.0.1:9092",), v_bootstrap(),
+        "HOST:PORT list, or 'embedded' to start the bundled broker")
+    topics: tuple[str, ...] = _spec(("documents",), v_topics(), "topics to consume")
+    group_id: str = _spec("anchorstream", v_str(), "consumer group id")
+    client_id: str = _spec("anchorstream", v_str(), "client id sent to the brokers")
+    security_protocol: str = _spec("PLAINTEXT", v_choice(*_SECURITY_PROTOCOLS),
+                                   "PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL")
+    sasl_mechanism: str | None = _spec(None, v_choice(*_SASL_MECHANISMS, optional=True),
+                                       "SASL mechanism")
+    sasl_plain_username: str | None = _spec(None, v_str(optional=True), "SASL user name")
+    sasl_plain_password: Secret | None = _spec(
+        None, v_str(optional=True, secret=True), "SASL password (secret)", secret=True)
+    ssl_cafile: str | None = _spec(None, v_existing_file(), "CA bundle (PEM)")
+    ssl_certfile: str | None = _spec(None, v_existing_file(), "client certificate (PEM)")
+    ssl_keyfile: str | None = _spec(None, v_existing_file(), "client private key (PEM)")
+    ssl_check_hostname: bool = _spec(True, v_bool(), "verify the broker's host name")
+    allow_plaintext_sasl: bool = _spec(
+        False, v_bool(), "allow SASL_PLAINTEXT with PLAIN (password in clear text)")
+    dead_letter_topic: str | None = _spec(None, v_topic(optional=True),
+                                          "topic receiving rejected messages, or null")
+    model_updates_topic: str | None = _spec(None, v_topic(optional=True),
+                                            "topic receiving a compact JSON per snapshot")
+    auto_offset_reset: str = _spec("earliest", v_choice("earliest", "latest"),
+                                   "where to start a partition with no stored offset")
+    fetch_max_bytes: int = _spec(16 * 1024 * 1024, v_int(1024),
+                                 "max bytes of record data per fetch response")
+    max_partition_fetch_bytes: int = _spec(1024 * 1024, v_int(1024),
+                                           "max bytes per partition per fetch")
+    max_poll_records: int = _spec(1000, v_int(1), "max records returned by one poll")
+    session_timeout_ms: int = _spec(6000, v_int(1000), "consumer group session timeout")
+    heartbeat_interval_ms: int = _spec(1000, v_int(100), "group heartbeat interval")
+    max_poll_interval_ms: int = _spec(60000, v_int(1000),
+                                      "max time between polls before leaving the group")
+    # kafka-python needs fetch_max_wait_ms (500) < request_timeout_ms < connections_max_idle_ms
+    # (540000); the bounds keep any accepted value inside that window.
+    request_timeout_ms: int = _spec(30000, v_int(1000, 300000), "broker request timeout")
+    reconnect_backoff_ms: int = _spec(100, v_int(1), "first reconnect delay")
+    reconnect_backoff_max_ms: int = _spec(10000, v_int(1), "reconnect delay cap")
+    retry_backoff_ms: int = _spec(200, v_int(1), "delay before retrying a failed request")
+    compression_type: str | None = _spec(None, v_choice("gzip", optional=True),
+                                         "compression of what the daemon produces")
+
+    @property
+    def embedded(self) -> bool:
+        """True when the daemon should start the bundled broker itself."""
+        return self.bootstrap_servers == (EMBEDDED,)
+
+
+@dataclass(frozen=True)
+class MessageConfig:
+    """``message``: how a Kafka message value becomes a document."""
+
+    format: str = _spec("json", v_choice("json", "text", "tokens"),
+                        "json object, UTF-8 text, or a JSON array of tokens")
+    text_field: str = _spec("text", v_str(), "JSON field with the text (format json)")
+    id_field: str | None = _spec(None, v_str(optional=True), "JSON field with a document id")
+    timestamp_field: str | None = _spec(None, v_str(optional=True),
+                                        "JSON field with a document timestamp")
+    max_bytes: int = _spec(1024 * 1024, v_int(1), "larger messages are rejected as oversized")
+    max_tokens: int = _spec(10000, v_int(1), "max tokens counted per document")
+
+
+@dataclass(frozen=True)
+class StoreConfig:
+    """``store``: the on-disk co-occurrence store (its format is the store's business)."""
+
+    path: str = _spec("store", v_str(), "store directory (or URL)")
+    chunk_size: int | None = _spec(None, v_int(1, optional=True),
+                                   "words per chunk side; null = store default")
+    shard_size: int | None = _spec(None, v_int(1, optional=True),
+                                   "words per shard side, a multiple of chunk_size; null = "
+                                   "store default")
+    checkpoint_every_docs: int = _spec(10000, v_int(1), "checkpoint after this many documents")
+    checkpoint_every_seconds: float = _spec(30.0, v_float(0, lo_open=True),
+                                            "... or after this many seconds")
+    accumulator_budget_bytes: int = _spec(256 * 1024 * 1024, v_int(1024 * 1024),
+                                          "memory of the in-memory delta before a checkpoint")
+    keep_versions: int = _spec(10, v_int(1), "store versions kept before garbage collection")
+    half_life_docs: float | None = _spec(None, v_float(0, lo_open=True, optional=True),
+                                         "exponential forgetting: half-life in documents")
+    half_life_seconds: float | None = _spec(None, v_float(0, lo_open=True, optional=True),
+                                            "exponential forgetting: half-life in seconds")
+    window_docs: int | None = _spec(None, v_int(1, optional=True),
+                                    "tumbling windows: documents per window")
+    windows: int | None = _spec(None, v_int(1, optional=True),
+                                "tumbling windows: number of windows summed")
+
+    def forgetting_kwargs(self) -> dict[str, Any] | None:
+        """Keyword arguments for ``anchorstream.accumulator.Forgetting``, or None to remember all.
+
+        >>> StoreConfig(half_life_docs=1e5).forgetting_kwargs()
+        {'half_life': 100000.0, 'window': None, 'n_windows': 1, 'unit': 'documents'}
+        """
+        if self.half_life_docs is None and self.half_life_seconds is None \
+                and self.window_docs is None:
+            return None
+        seconds = self.half_life_seconds is not None
+        return {
+            "half_life": self.half_life_seconds if seconds else self.half_life_docs,
+            "window": None if self.window_docs is None else float(self.window_docs),
+            "n_windows": self.windows or 1,
+            "unit": "seconds" if seconds else "documents",
+        }
+
+
+@dataclass(frozen=True)
+class VocabConfig:
+    """``vocab``: the bounded, growing vocabulary."""
+
+    capacity: int = _spec(20000, v_int(2), "vocabulary slots")
+    min_df: int = _spec(5, v_int(1), "min document frequency of a word used by the model")
+    max_df_ratio: float = _spec(0.5, v_float(0, 1, lo_open=True),
+                                "words in a larger share of documents are ignored")
+    admit_threshold: float = _spec(5.0, v_float(0, lo_open=True),
+                                   "sketched document frequency that admits a new word")
+    seed_file: str | None = _spec(None, v_existing_file(), "words admitted at start, one a line")
+    stopwords: str = _spec("english", v_stopwords(), "'english', 'none', or a file path")
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """``model``: the topic model fitted at every refresh."""
+
+    num_topics: int = _spec(20, v_int(1), "number of topics K")
+    rectify: bool = _spec(True, v_bool(), "rectify the co-occurrence (JSMF)")
+    anchor_method: str = _spec("qr", v_choice("qr", "fast"), "anchor finder")
+    recover_method: str = _spec("admm", v_choice("admm", "l2", "kl", "inverse"), "recovery")
+    anchor_min_df: int = _spec(10, v_int(1), "min document frequency of an anchor word")
+    random_state: int = _spec(0, v_int(0), "seed")
+    rectify_max_iter: int = _spec(150, v_int(1), "rectification iteration cap")
+
+    def model_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments for ``anchorstream.model.AnchorModel``."""
+        return {
+            "n_topics": self.num_topics,
+            "rectify": self.rectify,
+            "rectify_max_iter": self.rectify_max_iter,
+            "anchor_method": self.anchor_method,
+            "anchor_min_df": self.anchor_min_df,
+            "recover_method": self.recover_method,
+            "random_state": self.random_state,
+        }
+
+
+@dataclass(frozen=True)
+class RefreshConfig:
+    """``refresh``: when the model is re-fitted and how topic ids are carried over."""
+
+    interval_seconds: float = _spec(60.0, v_float(0, lo_open=True), "time between refreshes")
+    min_new_docs: int = _spec(1000, v_int(0), "new documents needed for a refresh")
+    warm_start: bool = _spec(True, v_bool(), "seed each refresh with the previous model")
+    align_min_similarity: float = _spec(
+        0.5, v_float(0, 1), "1 - total variation needed to keep a topic id")
+
+
+@dataclass(frozen=True)
+class SnapshotsConfig:
+    """``snapshots``: where published models go and how many stay."""
+
+    path: str = _spec("snapshots", v_str(), "snapshot directory")
+    keep: int = _spec(20, v_int(1), "newest snapshots kept")
+    keep_seconds: float | None = _spec(None, v_float(0, lo_open=True, optional=True),
+                                       "also drop snapshots older than this; null = no limit")
+    # The snapshot format lists at least 20 words per topic (anchorstream.snapshot).
+    n_top_words: int = _spec(20, v_int(20), "top words stored per topic")
+
+
+@dataclass(frozen=True)
+class HttpConfig:
+    """``http``: the JSON API."""
+
+    host: str = _spec("127.0.0.1", v_str(), "bind address")
+    port: int = _spec(8080, v_int(0, 65535), "port; 0 = any free port")
+    bearer_token: Secret | None = _spec(
+        None, v_str(optional=True, secret=True), "require 'Authorization: Bearer <token>'",
+        secret=True)
+    max_body_bytes: int = _spec(1024 * 1024, v_int(1), "largest accepted request body")
+    max_wait_seconds: float = _spec(60.0, v_float(0), "cap on ?wait= long polls")
+
+
+@dataclass(frozen=True)
+class MetricsConfig:
+    """``metrics``: Prometheus exposition."""
+
+    port: int = _spec(0, v_int(0, 65535), "0 = serve /metrics on the HTTP API's port")
+    host: str = _spec("127.0.0.1", v_str(), "bind address of a separate metrics port")
+
+
+@dataclass(frozen=True)
+class LoggingConfig:
+    """``logging``."""
+
+    level: str = _spec("INFO", v_log_level(), "DEBUG, INFO, WARNING, ERROR or CRITICAL")
+
+
+_SECTIONS: dict[str, type] = {
+    "kafka": KafkaConfig,
+    "message": MessageConfig,
+    "store": StoreConfig,
+    "vocab": VocabConfig,
+    "model": ModelConfig,
+    "refresh": RefreshConfig,
+    "snapshots": SnapshotsConfig,
+    "http": HttpConfig,
+    "metrics": MetricsConfig,
+    "logging": LoggingConfig,
+}
+
+
+@dataclass(frozen=True)
+class Config:
+    """The whole validated configuration; one frozen dataclass per section."""
+
+    kafka: KafkaConfig = field(default_factory=KafkaConfig)
+    message: MessageConfig = field(default_factory=MessageConfig)
+    store: StoreConfig = field(default_factory=StoreConfig)
+    vocab: VocabConfig = field(default_factory=VocabConfig)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    refresh: RefreshConfig = field(default_factory=RefreshConfig)
+    snapshots: SnapshotsConfig = field(default_factory=SnapshotsConfig)
+    http: HttpConfig = field(default_factory=HttpConfig)
+    metrics: MetricsConfig = field(default_factory=MetricsConfig)
+    logging: LoggingConfig = field(default_factory=LoggingConfig)
+
+    def to_dict(self, *, redact: bool = True) -> dict[str, dict[str, Any]]:
+        """Plain JSON-able dict of every value; secrets become ``"***"`` unless ``redact=False``.
+
+        The redacted form is what goes into logs and snapshot manifests.
+        """
+        out: dict[str, dict[str, Any]] = {}
+        for name in _SECTIONS:
+            section = getattr(self, name)
+            values: dict[str, Any] = {}
+            for f in dataclasses.fields(section):
+                v = getattr(section, f.name)
+                if isinstance(v, Secret):
+                    v = "***" if redact else v.reveal()
+                elif isinstance(v, tuple):
+                    v = list(v)
+                values[f.name] = v
+            out[name] = values
+        return out
+
+
+def describe_keys() -> dict[str, dict[str, str]]:
+    """``{section: {key: one-line doc}}`` for every key; used to keep config.yaml complete."""
+    return {
+        name: {f.name: f.metadata["doc"] for f in dataclasses.fields(cls)}
+        for name, cls in _SECTIONS.items()
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# Loading
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """SafeLoader that refuses duplicate keys (PyYAML silently keeps the last one)."""
+
+
+def _construct_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode, deep: bool = False):
+    seen: set[Any] = set()
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        if key in seen:
+            raise ConfigError(
+                f"duplicate key {key!r} at line {key_node.start_mark.line + 1}; "
+                "each key may appear once per section"
+            )
+        seen.add(key)
+    return loader.construct_mapping(node, deep=deep)
+
+
+_UniqueKeyLoader.add_constructor(
+    yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping
+)
+
+
+def _suggest(name: str, allowed: list[str]) -> str:
+    close = difflib.get_close_matches(name, allowed, n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _fmt_value(v: Any) -> str:
+    return repr(list(v) if isinstance(v, tuple) else v)
+
+
+def _env_overrides(env: Mapping[str, str]) -> list[tuple[str, str, Any, str, str]]:
+    """``[(section, key, parsed value, raw text, variable name)]`` from override variables."""
+    out = []
+    for var in sorted(env):
+        if not var.startswith(ENV_PREFIX) or "__" not in var:
+            continue
+        section, _, key = var[len(ENV_PREFIX):].partition("__")
+        section, key = section.lower(), key.lower()
+        if section not in _SECTIONS:
+            raise ConfigError(
+                f"environment variable {var}: unknown section {section!r}"
+                f"{_suggest(section, list(_SECTIONS))}; allowed sections: "
+                + ", ".join(_SECTIONS)
+            )
+        raw = env[var]
+        try:
+            value = yaml.load(raw, Loader=_UniqueKeyLoader) if raw.strip() else None
+        except yaml.YAMLError:
+            # Not valid YAML on its own (e.g. "a: b: c"): take the text verbatim.
+            value = raw
+        if isinstance(value, dict):
+            value = raw  # a 'key: value' looking string is meant literally
+        out.append((section, key, value, raw, var))
+    return out
+
+
+def parse_config(data: Mapping[str, Any] | None, env: Mapping[str, str] | None = None) -> Config:
+    """Validate a parsed YAML mapping plus environment overrides into a :class:`Config`.
+
+    Parameters
+    ----------
+    data : mapping or None
+        The YAML document (``None`` or empty means all defaults).
+    env : mapping, optional
+        Environment; only ``ANCHORSTREAM_<SECTION>__<KEY>`` entries are read.
+
+    Returns
+    -------
+    Config
+
+    Raises
+    ------
+    ConfigError
+        Naming the dotted key, the value received and what is allowed.
+    """
+    if data is None:
+        data = {}
+    if not isinstance(data, Mapping):
+        raise ConfigError(
+            f"the configuration must be a mapping of sections, got {type(data).__name__}"
+        )
+    # Section -> key -> (value, where it came from, raw environment text or None)
+    raw: dict[str, dict[str, tuple[Any, str, str | None]]] = {name: {} for name in _SECTIONS}
+    for section, values in data.items():
+        if section not in _SECTIONS:
+            raise ConfigError(
+                f"unknown section {section!r}{_suggest(str(section), list(_SECTIONS))}; "
+                "allowed sections: " + ", ".join(_SECTIONS)
+            )
+        if values is None:
+            continue
+        if not isinstance(values, Mapping):
+            raise ConfigError(
+                f"{section}: got {_fmt_value(values)}; allowed: a mapping of keys to values"
+            )
+        for key, value in values.items():
+            raw[section][str(key)] = (value, "", None)
+    for section, key, value, text, var in _env_overrides(env or {}):
+        raw[section][key] = (value, f" (from environment variable {var})", text)
+
+    sections = {}
+    for name, cls in _SECTIONS.items():
+        fields = {f.name: f for f in dataclasses.fields(cls)}
+        kwargs = {}
+        for key, (value, where, text) in raw[name].items():
+            if key not in fields:
+                raise ConfigError(
+                    f"unknown key '{name}.{key}'{where}{_suggest(key, list(fields))}; "
+                    f"allowed keys in '{name}': " + ", ".join(fields)
+                )
+            meta = fields[key].metadata
+            try:
+                try:
+                    kwargs[key] = meta["check"](value)
+                except _Invalid:
+                    # An environment value is text; YAML may have read a password "123456" or a
+                    # topic "2024" as a number. When the parsed value does not fit but the text
+                    # does, the text is what was meant.
+                    if text is None or isinstance(value, str):
+                        raise
+                    kwargs[key] = meta["check"](text)
+            except _Invalid as exc:
+                shown = exc.shown
+                if shown is dataclasses.MISSING:
+                    shown = "<redacted>" if meta["secret"] else _fmt_value(value)
+                raise ConfigError(f"{name}.{key}{where}: got {shown}; allowed: {exc.allowed}") \
+                    from None
+        sections[name] = cls(**kwargs)
+    config = Config(**sections)
+    _check_consistency(config)
+    return config
+
+
+def _check_consistency(c: Config) -> None:
+    """Rules that involve more than one key."""
+    k = c.kafka
+    sasl = k.security_protocol.startswith("SASL_")
+    if sasl and k.sasl_mechanism is None:
+        raise ConfigError(
+            f"kafka.sasl_mechanism: got None with kafka.security_protocol={k.security_protocol!r};"
+            " allowed: one of " + ", ".join(repr(m) for m in _SASL_MECHANISMS)
+        )
+    if sasl and (k.sasl_plain_username is None or k.sasl_plain_password is None):
+        missing = "sasl_plain_username" if k.sasl_plain_username is None else "sasl_plain_password"
+        raise ConfigError(
+            f"kafka.{missing}: got None with kafka.security_protocol={k.security_protocol!r}; "
+            f"allowed: the credential for SASL mechanism {k.sasl_mechanism!r}"
+        )
+    if (k.security_protocol == "SASL_PLAINTEXT" and k.sasl_mechanism == "PLAIN"
+            and not k.allow_plaintext_sasl):
+        raise ConfigError(
+            "kafka.security_protocol: got 'SASL_PLAINTEXT' with kafka.sasl_mechanism='PLAIN', "
+            "which sends the password in clear text; allowed: 'SASL_SSL', a SCRAM mechanism, or "
+            "set kafka.allow_plaintext_sasl: true to accept the risk"
+        )
+    if k.heartbeat_interval_ms >= k.session_timeout_ms:
+        raise ConfigError(
+            f"kafka.heartbeat_interval_ms: got {k.heartbeat_interval_ms}; allowed: less than "
+            f"kafka.session_timeout_ms ({k.session_timeout_ms})"
+        )
+    if k.reconnect_backoff_max_ms < k.reconnect_backoff_ms:
+        raise ConfigError(
+            f"kafka.reconnect_backoff_max_ms: got {k.reconnect_backoff_max_ms}; allowed: at least "
+            f"kafka.reconnect_backoff_ms ({k.reconnect_backoff_ms})"
+        )
+    for key in ("dead_letter_topic", "model_updates_topic"):
+        topic = getattr(k, key)
+        if topic is not None and topic in k.topics:
+            # Consuming our own output would loop forever (a rejected message rejected again).
+            raise ConfigError(
+                f"kafka.{key}: got {topic!r}, which is also in kafka.topics; allowed: a topic "
+                "the daemon does not consume"
+            )
+    s = c.store
+    if s.shard_size is not None and s.shard_size % (s.chunk_size or 256) != 0:
+        raise ConfigError(
+            f"store.shard_size: got {s.shard_size}; allowed: a multiple of store.chunk_size "
+            f"({s.chunk_size or '256, the default'})"
+        )
+    if s.half_life_docs is not None and s.half_life_seconds is not None:
+        raise ConfigError(
+            f"store.half_life_seconds: got {s.half_life_seconds} while store.half_life_docs is "
+            f"{s.half_life_docs}; allowed: at most one of the two"
+        )
+    if (s.window_docs is None) != (s.windows is None):
+        missing = "windows" if s.windows is None else "window_docs"
+        raise ConfigError(
+            f"store.{missing}: got None; allowed: an integer >= 1, because store.window_docs and "
+            "store.windows are set together"
+        )
+    if s.window_docs is not None and s.half_life_seconds is not None:
+        # The store measures decay and windows in one unit (documents or seconds).
+        raise ConfigError(
+            f"store.half_life_seconds: got {s.half_life_seconds} with windows counted in "
+            "documents (store.window_docs); allowed: store.half_life_docs together with "
+            "windows, or no windows"
+        )
+    if c.model.num_topics >= c.vocab.capacity:
+        raise ConfigError(
+            f"model.num_topics: got {c.model.num_topics}; allowed: fewer than vocab.capacity "
+            f"({c.vocab.capacity})"
+        )
+    if c.metrics.port != 0 and c.metrics.port == c.http.port:
+        raise ConfigError(
+            f"metrics.port: got {c.metrics.port}, the same as http.port; allowed: 0 (serve "
+            "/metrics on the HTTP port) or a different port"
+        )
+
+
+def load_config(path: str | os.PathLike | None, env: Mapping[str, str] | None = os.environ
+                ) -> Config:
+    """Read ``path`` (YAML), apply ``ANCHORSTREAM_SECTION__KEY`` overrides from ``env``, validate.
+
+    Parameters
+    ----------
+    path : path-like or None
+        The YAML file; ``None`` uses the defaults (plus ``env``).
+    env : mapping, optional
+        The environment (default ``os.environ``); pass ``{}`` to ignore it.
+
+    Returns
+    -------
+    Config
+
+    Raises
+    ------
+    ConfigError
+        For a missing or unreadable file, invalid YAML, unknown keys, bad values or inconsistent
+        settings.
+    """
+    data = None
+    if path is not None:
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise ConfigError(
+                f"configuration file {str(path)!r} does not exist; pass --config with the path "
+                "of a config.yaml (the repository root has a commented example)"
+            ) from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"cannot read configuration file {str(path)!r}: {exc}") from None
+        try:
+            data = yaml.load(text, Loader=_UniqueKeyLoader)
+        except ConfigError as exc:
+            raise ConfigError(f"{path}: {exc}") from None
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"{path}: not valid YAML: {exc}") from None
+    return parse_config(data, env)

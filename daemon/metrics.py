@@ -1,0 +1,332 @@
+"""Every Prometheus metric of the daemon, on an injectable registry.
+
+:class:`Metrics` creates all metrics on one :class:`prometheus_client.CollectorRegistry` (a fresh
+one unless given, never the global default, so tests and several daemons in one process do not
+collide). Names carry the ``anchorstream_`` prefix and their unit.
+
+Two kinds of values:
+
+* **events** the loop, refresher and API record as they happen (counters and histograms):
+  ``metrics.messages_consumed.labels(topic).inc()``, ``with metrics.refresh_stage("rectify"):``,
+  ``metrics.observe_churn(alignment.churn())``;
+* **state read at scrape time** (consumer lag, vocabulary size, snapshot version and age, store
+  size, accumulator memory) from callables registered with :meth:`Metrics.bind`; a callable that
+  raises is logged and its metric left out of that scrape, so a scrape never fails because the
+  store is mid-checkpoint. The callables run in the HTTP thread, so they must be thread-safe and
+  cheap — return cached values (e.g. :meth:`daemon.source.KafkaSource.lag`), do no network I/O.
+
+Process memory and CPU come from prometheus_client's ``ProcessCollector`` under the same prefix
+(``anchorstream_process_resident_memory_bytes``; Linux only, where ``/proc`` exists).
+
+=================================================  =========  ===================================
+name                                               type       labels
+=================================================  =========  ===================================
+anchorstream_messages_consumed_total               counter    topic
+anchorstream_messages_rejected_total               counter    reason
+anchorstream_dead_letter_messages_total            counter    outcome (sent, failed)
+anchorstream_documents_accumulated_total           counter
+anchorstream_tokens_accumulated_total              counter
+anchorstream_source_errors_total                   counter    kind
+anchorstream_checkpoints_total                     counter
+anchorstream_checkpoint_failures_total             counter
+anchorstream_checkpoint_duration_seconds           histogram
+anchorstream_checkpoint_size_bytes                 histogram
+anchorstream_refreshes_total                       counter
+anchorstream_refresh_failures_total                counter    stage
+anchorstream_refresh_duration_seconds              histogram  stage
+anchorstream_snapshots_published_total             counter
+anchorstream_vocabulary_admissions_total           counter
+anchorstream_vocabulary_evictions_total            counter
+anchorstream_topic_births_total                    counter
+anchorstream_topic_deaths_total                    counter
+anchorstream_topic_churn                           gauge      kind (births, deaths, matched,
+                                                              splits, merges): last refresh
+anchorstream_topic_match_similarity                gauge      mean similarity of kept topics
+anchorstream_rectification_residual                gauge
+anchorstream_rectification_iterations              gauge
+anchorstream_http_requests_total                   counter    route, code
+anchorstream_build_info                            gauge      version
+anchorstream_consumer_lag_messages                 gauge      topic, partition (scrape time)
+anchorstream_vocabulary_size_words                 gauge      (scrape time)
+anchorstream_snapshot_version                      gauge      (scrape time)
+anchorstream_snapshot_age_seconds                  gauge      (scrape time)
+anchorstream_snapshot_documents                    gauge      (scrape time)
+anchorstream_snapshots_retained                    gauge      (scrape time)
+anchorstream_store_size_bytes                      gauge      (scrape time)
+anchorstream_accumulator_bytes                     gauge      (scrape time)
+anchorstream_process_*                             (process)  resident memory, CPU, open fds
+=================================================  =========  ===================================
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    ProcessCollector,
+    start_http_server,
+)
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.exposition import choose_encoder
+from prometheus_client.registry import Collector
+
+from anchorstream import __version__
+from anchorstream.decode import REASONS
+
+__all__ = ["PREFIX", "REFRESH_STAGES", "Metrics"]
+
+log = logging.getLogger("anchorstream.metrics")
+
+PREFIX = "anchorstream"
+#: Stages of a refresh, timed separately (label values of refresh_duration_seconds).
+REFRESH_STAGES = ("read", "rectify", "anchors", "recover", "correlations", "align", "publish",
+                  "total")
+
+# Checkpoints and refreshes span milliseconds (a few documents) to minutes (V = 20,000).
+_DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300,
+                     600, float("inf"))
+_BYTES_BUCKETS = tuple(float(4 ** k * 1024) for k in range(12)) + (float("inf"),)  # 1 KiB..4 GiB
+
+
+class _ScrapeCollector(Collector):
+    """Turns the callables bound to :class:`Metrics` into gauges at every scrape."""
+
+    def __init__(self, metrics: Metrics):
+        self._metrics = metrics
+
+    def describe(self):
+        # No pre-declaration: the families depend on which callables are bound.
+        return []
+
+    def _call(self, name: str) -> Any:
+        fn = self._metrics._sources.get(name)
+        if fn is None:
+            return None
+        try:
+            return fn()
+        except Exception:  # noqa: BLE001 - a failing source must not break the scrape
+            log.warning("metrics source %r failed during a scrape", name, exc_info=True)
+            return None
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        lag = self._call("lag")
+        if lag is not None:
+            g = GaugeMetricFamily(f"{PREFIX}_consumer_lag_messages",
+                                  "Messages behind the partition's high watermark (clamped at 0).",
+                                  labels=["topic", "partition"])
+            for (topic, partition), value in sorted(lag.items()):
+                g.add_metric([str(topic), str(partition)], max(float(value), 0.0))
+            yield g
+        simple = (
+            ("vocabulary_size", "vocabulary_size_words", "Words in the active vocabulary."),
+            ("store_bytes", "store_size_bytes", "Bytes of the co-occurrence store on disk."),
+            ("accumulator_bytes", "accumulator_bytes",
+             "Memory held by the not yet checkpointed delta."),
+        )
+        for source, name, doc in simple:
+            value = self._call(source)
+            if value is not None:
+                yield GaugeMetricFamily(f"{PREFIX}_{name}", doc, value=float(value))
+        snap = self._call("snapshot")
+        if snap is not None:
+            version, created, num_docs = snap
+            yield GaugeMetricFamily(f"{PREFIX}_snapshot_version",
+                                    "Version of the latest published snapshot.",
+                                    value=float(version))
+            yield GaugeMetricFamily(f"{PREFIX}_snapshot_age_seconds",
+                                    "Seconds since the latest snapshot was created.",
+                                    value=max(time.time() - float(created), 0.0))
+            yield GaugeMetricFamily(f"{PREFIX}_snapshot_documents",
+                                    "Documents the latest snapshot was fitted on.",
+                                    value=float(num_docs))
+        retained = self._call("snapshots_retained")
+        if retained is not None:
+            yield GaugeMetricFamily(f"{PREFIX}_snapshots_retained",
+                                    "Snapshots currently kept on disk.", value=float(retained))
+
+
+class Metrics:
+    """All metrics of the daemon on one registry.
+
+    Parameters
+    ----------
+    registry : CollectorRegistry, optional
+        Where to register; a fresh registry by default.
+    process : bool, default True
+        Also export process memory/CPU (``anchorstream_process_*``).
+
+    Attributes
+    ----------
+    registry : CollectorRegistry
+    messages_consumed, messages_rejected, dead_letters, documents_accumulated,
+    tokens_accumulated, source_errors, checkpoints, checkpoint_failures, checkpoint_duration,
+    checkpoint_size, refreshes, refresh_failures, refresh_duration, snapshots_published,
+    vocabulary_admissions, vocabulary_evictions, topic_births, topic_deaths, topic_churn,
+    topic_match_similarity, rectification_residual, rectification_iterations, http_requests
+        The prometheus_client metric objects (see the module table for names and labels).
+    """
+
+    def __init__(self, registry: CollectorRegistry | None = None, *, process: bool = True):
+        self.registry = registry if registry is not None else CollectorRegistry()
+        r = self.registry
+        p = PREFIX
+        self.messages_consumed = Counter(f"{p}_messages_consumed", "Kafka messages consumed.",
+                                         ["topic"], registry=r)
+        self.messages_rejected = Counter(
+            f"{p}_messages_rejected", "Messages skipped as bad input, by reason.", ["reason"],
+            registry=r)
+        for reason in REASONS:
+            # Present from the start at 0, so rate() and alerts work before the first rejection.
+            self.messages_rejected.labels(reason)
+        self.dead_letters = Counter(
+            f"{p}_dead_letter_messages", "Rejected messages forwarded to the dead-letter topic.",
+            ["outcome"], registry=r)
+        self.documents_accumulated = Counter(
+            f"{p}_documents_accumulated", "Documents added to the co-occurrence state.", registry=r)
+        self.tokens_accumulated = Counter(
+            f"{p}_tokens_accumulated", "Tokens of the documents accumulated.", registry=r)
+        self.source_errors = Counter(
+            f"{p}_source_errors", "Kafka errors met while consuming (retried).", ["kind"],
+            registry=r)
+        self.checkpoints = Counter(f"{p}_checkpoints", "Store checkpoints committed.", registry=r)
+        self.checkpoint_failures = Counter(f"{p}_checkpoint_failures",
+                                           "Store checkpoints that failed.", registry=r)
+        self.checkpoint_duration = Histogram(
+            f"{p}_checkpoint_duration_seconds", "Time to commit a checkpoint.",
+            buckets=_DURATION_BUCKETS, registry=r)
+        self.checkpoint_size = Histogram(
+            f"{p}_checkpoint_size_bytes", "Bytes written by a checkpoint.",
+            buckets=_BYTES_BUCKETS, registry=r)
+        self.refreshes = Counter(f"{p}_refreshes", "Successful model refreshes.", registry=r)
+        self.refresh_failures = Counter(
+            f"{p}_refresh_failures", "Refreshes that failed, by the stage that failed.", ["stage"],
+            registry=r)
+        self.refresh_duration = Histogram(
+            f"{p}_refresh_duration_seconds", "Time per refresh stage.", ["stage"],
+            buckets=_DURATION_BUCKETS, registry=r)
+        self.snapshots_published = Counter(f"{p}_snapshots_published", "Snapshots published.",
+                                           registry=r)
+        self.vocabulary_admissions = Counter(f"{p}_vocabulary_admissions",
+                                             "Words admitted into the vocabulary.", registry=r)
+        self.vocabulary_evictions = Counter(f"{p}_vocabulary_evictions",
+                                            "Words evicted from the vocabulary.", registry=r)
+        self.topic_births = Counter(f"{p}_topic_births", "Topics born (new ids).", registry=r)
+        self.topic_deaths = Counter(f"{p}_topic_deaths", "Topics that disappeared.", registry=r)
+        self.topic_churn = Gauge(
+            f"{p}_topic_churn", "Topics by fate in the last alignment.", ["kind"], registry=r)
+        self.topic_match_similarity = Gauge(
+            f"{p}_topic_match_similarity",
+            "Mean similarity (1 - total variation) of topics that kept their id.", registry=r)
+        self.rectification_residual = Gauge(
+            f"{p}_rectification_residual", "Residual of the last rectification.", registry=r)
+        self.rectification_iterations = Gauge(
+            f"{p}_rectification_iterations", "Iterations of the last rectification.", registry=r)
+        self.http_requests = Counter(f"{p}_http_requests", "HTTP API requests.",
+                                     ["route", "code"], registry=r)
+        build = Gauge(f"{p}_build_info", "anchorstream version (value 1).", ["version"],
+                      registry=r)
+        build.labels(__version__).set(1)
+        self._sources: dict[str, Callable[[], Any]] = {}
+        r.register(_ScrapeCollector(self))
+        if process:
+            ProcessCollector(namespace=p, registry=r)
+
+    # ----------------------------------------------------------------------------------------
+    # scrape-time sources
+
+    _SOURCES = ("lag", "vocabulary_size", "snapshot", "snapshots_retained", "store_bytes",
+                "accumulator_bytes")
+
+    def bind(self, **sources: Callable[[], Any] | None) -> None:
+        """Register (or with ``None`` remove) callables read at scrape time.
+
+        Parameters
+        ----------
+        lag : callable -> mapping of (topic, partition) to int
+        vocabulary_size : callable -> int
+        snapshot : callable -> (version, created_timestamp, num_docs) or None
+        snapshots_retained : callable -> int
+        store_bytes : callable -> int
+        accumulator_bytes : callable -> int
+
+        Raises
+        ------
+        TypeError
+            For an unknown source name.
+        """
+        for name, fn in sources.items():
+            if name not in self._SOURCES:
+                raise TypeError(f"unknown metrics source {name!r}; known: {self._SOURCES}")
+            if fn is None:
+                self._sources.pop(name, None)
+            else:
+                self._sources[name] = fn
+
+    def bind_publisher(self, publisher) -> None:
+        """Read snapshot version, age, documents and count from a :class:`Publisher`."""
+        def snapshot():
+            info = publisher.latest_info()
+            return None if info is None else (info.version, info.created_timestamp,
+                                              info.num_docs)
+
+        self.bind(snapshot=snapshot, snapshots_retained=lambda: len(publisher.list()))
+
+    # ----------------------------------------------------------------------------------------
+    # event helpers
+
+    @contextlib.contextmanager
+    def refresh_stage(self, stage: str) -> Iterator[None]:
+        """Time a refresh stage; on an exception count a failure of that stage and re-raise."""
+        start = time.perf_counter()
+        try:
+            yield
+        except BaseException:
+            self.refresh_failures.labels(stage).inc()
+            raise
+        finally:
+            self.refresh_duration.labels(stage).observe(time.perf_counter() - start)
+
+    def observe_rejected(self, reason: str) -> None:
+        self.messages_rejected.labels(reason).inc()
+
+    def observe_churn(self, churn: Mapping[str, Any]) -> None:
+        """Record :meth:`anchorstream.align.Alignment.churn` of a refresh."""
+        births, deaths = len(churn.get("births", ())), len(churn.get("deaths", ()))
+        matched = churn.get("matched", ())
+        self.topic_births.inc(births)
+        self.topic_deaths.inc(deaths)
+        for kind in ("births", "deaths", "matched", "splits", "merges"):
+            self.topic_churn.labels(kind).set(len(churn.get(kind, ())))
+        if matched:
+            self.topic_match_similarity.set(
+                sum(m["similarity"] for m in matched) / len(matched))
+
+    def observe_checkpoint(self, seconds: float, nbytes: int | None = None) -> None:
+        self.checkpoints.inc()
+        self.checkpoint_duration.observe(seconds)
+        if nbytes is not None:
+            self.checkpoint_size.observe(nbytes)
+
+    # ----------------------------------------------------------------------------------------
+    # exposition
+
+    def exposition(self, accept: str | None = None) -> tuple[bytes, str]:
+        """``(body, content_type)`` of a scrape, honouring an ``Accept`` header (OpenMetrics)."""
+        encoder, content_type = choose_encoder(accept or "")
+        return encoder(self.registry), content_type
+
+    def serve(self, host: str, port: int):
+        """Serve ``/metrics`` on a separate port (``metrics.port`` != 0); returns the server.
+
+        Call ``server.shutdown()`` to stop it.
+        """
+        server, _thread = start_http_server(port, addr=host, registry=self.registry)
+        return server

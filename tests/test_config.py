@@ -1,0 +1,262 @@
+"""Configuration: the shipped file, environment overrides, validation messages, secrets."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+import yaml
+
+from daemon.config import (
+    Config,
+    ConfigError,
+    Secret,
+    describe_keys,
+    load_config,
+    parse_config,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+SHIPPED = ROOT / "config.yaml"
+
+
+def error_of(data=None, env=None) -> str:
+    with pytest.raises(ConfigError) as info:
+        parse_config(data, env or {})
+    return str(info.value)
+
+
+def test_shipped_config_lists_every_key_with_its_default():
+    text = SHIPPED.read_text()
+    data = yaml.safe_load(text)
+    assert {s: set(v) for s, v in data.items()} == {
+        s: set(keys) for s, keys in describe_keys().items()}
+    assert load_config(SHIPPED, env={}) == Config()
+    # Every key is explained: the line before each key (or its section) is a comment.
+    assert text.count("#") > len([k for keys in describe_keys().values() for k in keys]) // 2
+
+
+def test_defaults_and_frozen():
+    cfg = load_config(None, env={})
+    assert cfg == Config()
+    assert cfg.http.host == "127.0.0.1" and cfg.metrics.port == 0
+    assert cfg.kafka.bootstrap_servers == ("127.0.0.1:9092",) and not cfg.kafka.embedded
+    assert cfg.kafka.allow_plaintext_sasl is False
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        cfg.model.num_topics = 3
+
+
+def test_file_values_are_normalized(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text(
+        "kafka:\n"
+        "  bootstrap_servers: 'a:9092, b:9093'\n"
+        "  topics: news\n"
+        "logging:\n"
+        "  level: debug\n"
+        "store:\n"
+        "  checkpoint_every_seconds: 5\n"
+    )
+    cfg = load_config(path, env={})
+    assert cfg.kafka.bootstrap_servers == ("a:9092", "b:9093")
+    assert cfg.kafka.topics == ("news",)
+    assert cfg.logging.level == "DEBUG"
+    assert cfg.store.checkpoint_every_seconds == 5.0
+    assert isinstance(cfg.store.checkpoint_every_seconds, float)
+    embedded = load_config(path, env={"ANCHORSTREAM_KAFKA__BOOTSTRAP_SERVERS": "embedded"})
+    assert embedded.kafka.embedded
+
+
+def test_environment_overrides_are_yaml_scalars():
+    env = {
+        "ANCHORSTREAM_MODEL__NUM_TOPICS": "30",
+        "ANCHORSTREAM_MODEL__RECTIFY": "false",
+        "ANCHORSTREAM_KAFKA__TOPICS": "[news, posts]",
+        "ANCHORSTREAM_SNAPSHOTS__KEEP_SECONDS": "86400",
+        "ANCHORSTREAM_MESSAGE__ID_FIELD": "null",
+        "ANCHORSTREAM_HTTP__BEARER_TOKEN": "123456",     # read as text, not the number
+        "ANCHORSTREAM_KAFKA__GROUP_ID": "2024",
+        "ANCHORSTREAM_CONFIG": "/etc/anchorstream.yaml",  # not an override: no "__"
+        "OTHER__THING": "x",
+    }
+    cfg = parse_config({"model": {"num_topics": 10}, "message": {"id_field": "id"}}, env)
+    assert cfg.model.num_topics == 30 and cfg.model.rectify is False
+    assert cfg.kafka.topics == ("news", "posts")
+    assert cfg.snapshots.keep_seconds == 86400.0
+    assert cfg.message.id_field is None
+    assert cfg.http.bearer_token.reveal() == "123456"
+    assert cfg.kafka.group_id == "2024"
+
+
+def test_unknown_keys_name_the_key_and_suggest():
+    msg = error_of({"kafka": {"bootstrap_server": "x:1"}})
+    assert "unknown key 'kafka.bootstrap_server'" in msg
+    assert "did you mean 'bootstrap_servers'" in msg
+    msg = error_of({"kafkaa": {}})
+    assert "unknown section 'kafkaa'" in msg and "did you mean 'kafka'" in msg
+    msg = error_of(env={"ANCHORSTREAM_MODEL__NUM_TOPIC": "5"})
+    assert "unknown key 'model.num_topic'" in msg
+    assert "ANCHORSTREAM_MODEL__NUM_TOPIC" in msg
+    msg = error_of(env={"ANCHORSTREAM_NOPE__X": "5"})
+    assert "ANCHORSTREAM_NOPE__X" in msg and "unknown section 'nope'" in msg
+
+
+@pytest.mark.parametrize(
+    "section, key, value, allowed",
+    [
+        ("kafka", "security_protocol", "SASL", "one of 'PLAINTEXT', 'SSL'"),
+        ("kafka", "bootstrap_servers", "localhost", "HOST:PORT"),
+        ("kafka", "bootstrap_servers", ["a:1", "b:99999"], "HOST:PORT"),
+        ("kafka", "topics", [], "non-empty list"),
+        ("kafka", "topics", ["a", "a"], "distinct"),
+        ("kafka", "dead_letter_topic", "bad topic!", "Kafka topic name"),
+        ("kafka", "sasl_mechanism", "GSSAPI", "'PLAIN', 'SCRAM-SHA-256'"),
+        ("kafka", "fetch_max_bytes", 10, "an integer >= 1024"),
+        ("kafka", "request_timeout_ms", 600000, "<= 300000"),
+        ("message", "format", "xml", "one of 'json', 'text', 'tokens'"),
+        ("message", "max_bytes", "1MB", "an integer >= 1"),
+        ("model", "num_topics", 0, "an integer >= 1"),
+        ("model", "num_topics", True, "an integer >= 1"),
+        ("model", "recover_method", "svd", "'admm', 'l2', 'kl', 'inverse'"),
+        ("vocab", "max_df_ratio", 1.5, "<= 1"),
+        ("vocab", "max_df_ratio", 0, "> 0"),
+        ("vocab", "seed_file", "/no/such/file.txt", "existing file"),
+        ("refresh", "interval_seconds", -1, "> 0"),
+        ("refresh", "interval_seconds", float("nan"), "finite"),
+        ("snapshots", "keep", 0, ">= 1"),
+        ("snapshots", "n_top_words", 10, ">= 20"),
+        ("http", "port", 70000, "<= 65535"),
+        ("http", "host", "", "non-empty string"),
+        ("logging", "level", "LOUD", "'DEBUG', 'INFO'"),
+        ("store", "window_docs", 2.5, "an integer >= 1 or null"),
+    ],
+)
+def test_bad_values_name_key_value_and_allowed(section, key, value, allowed):
+    msg = error_of({section: {key: value}})
+    assert msg.startswith(f"{section}.{key}: got {value!r}"), msg
+    assert "allowed:" in msg and allowed in msg
+
+
+def test_bad_environment_value_names_the_variable():
+    msg = error_of(env={"ANCHORSTREAM_HTTP__PORT": "eighty"})
+    assert msg.startswith("http.port (from environment variable ANCHORSTREAM_HTTP__PORT): "
+                          "got 'eighty'")
+
+
+@pytest.mark.parametrize(
+    "data, key",
+    [
+        ({"kafka": {"security_protocol": "SASL_SSL", "sasl_plain_username": "u",
+                    "sasl_plain_password": "p"}}, "kafka.sasl_mechanism"),
+        ({"kafka": {"security_protocol": "SASL_SSL", "sasl_mechanism": "PLAIN",
+                    "sasl_plain_username": "u"}}, "kafka.sasl_plain_password"),
+        ({"kafka": {"topics": ["a", "dlq"], "dead_letter_topic": "dlq"}},
+         "kafka.dead_letter_topic"),
+        ({"kafka": {"topics": ["a"], "model_updates_topic": "a"}}, "kafka.model_updates_topic"),
+        ({"kafka": {"heartbeat_interval_ms": 6000}}, "kafka.heartbeat_interval_ms"),
+        ({"kafka": {"reconnect_backoff_ms": 500, "reconnect_backoff_max_ms": 100}},
+         "kafka.reconnect_backoff_max_ms"),
+        ({"store": {"half_life_docs": 1e5, "half_life_seconds": 3600}},
+         "store.half_life_seconds"),
+        ({"store": {"window_docs": 1000}}, "store.windows"),
+        ({"store": {"window_docs": 1000, "windows": 4, "half_life_seconds": 10}},
+         "store.half_life_seconds"),
+        ({"model": {"num_topics": 50}, "vocab": {"capacity": 50}}, "model.num_topics"),
+        ({"metrics": {"port": 8080}}, "metrics.port"),
+        ({"store": {"chunk_size": 100, "shard_size": 250}}, "store.shard_size"),
+    ],
+)
+def test_inconsistent_settings(data, key):
+    msg = error_of(data)
+    assert msg.startswith(key + ":"), msg
+    assert "allowed:" in msg
+
+
+def test_forgetting_settings_map_to_the_store():
+    assert parse_config({}).store.forgetting_kwargs() is None
+    store = parse_config({"store": {"half_life_seconds": 3600}}).store
+    assert store.forgetting_kwargs() == {"half_life": 3600.0, "window": None, "n_windows": 1,
+                                         "unit": "seconds"}
+    store = parse_config({"store": {"window_docs": 1000, "windows": 4,
+                                    "half_life_docs": 500}}).store
+    assert store.forgetting_kwargs() == {"half_life": 500.0, "window": 1000.0, "n_windows": 4,
+                                         "unit": "documents"}
+    accumulator = pytest.importorskip("anchorstream.accumulator")
+    forgetting = accumulator.Forgetting(**store.forgetting_kwargs())
+    assert forgetting.n_windows == 4
+
+
+def test_plaintext_sasl_plain_is_refused_unless_allowed():
+    creds = {"sasl_mechanism": "PLAIN", "sasl_plain_username": "u",
+             "sasl_plain_password": "hunter2"}
+    msg = error_of({"kafka": {"security_protocol": "SASL_PLAINTEXT", **creds}})
+    assert "clear text" in msg and "allow_plaintext_sasl" in msg and "hunter2" not in msg
+    cfg = parse_config({"kafka": {"security_protocol": "SASL_PLAINTEXT",
+                                  "allow_plaintext_sasl": True, **creds}})
+    assert cfg.kafka.sasl_plain_password.reveal() == "hunter2"
+    # SCRAM never sends the password itself, so it is fine without TLS.
+    parse_config({"kafka": {"security_protocol": "SASL_PLAINTEXT", **creds,
+                            "sasl_mechanism": "SCRAM-SHA-256"}})
+
+
+def test_secrets_never_show():
+    cfg = parse_config(
+        {"kafka": {"security_protocol": "SASL_SSL", "sasl_mechanism": "SCRAM-SHA-512",
+                   "sasl_plain_username": "anchor", "sasl_plain_password": "hunter2"},
+         "http": {"bearer_token": "tok-3141"}})
+    for text in (repr(cfg), str(cfg), repr(cfg.kafka), str(cfg.to_dict()), f"{cfg.http}"):
+        assert "hunter2" not in text and "tok-3141" not in text
+    assert cfg.to_dict()["kafka"]["sasl_plain_password"] == "***"
+    assert cfg.to_dict(redact=False)["http"]["bearer_token"] == "tok-3141"
+    assert repr(Secret("x")) == "***" and Secret("x") == Secret("x") != Secret("y")
+    msg = error_of({"http": {"bearer_token": ["hunter2"]}})
+    assert "hunter2" not in msg and msg.startswith("http.bearer_token: got <a list>")
+
+
+def test_ssl_files_must_exist(tmp_path):
+    ca = tmp_path / "ca.pem"
+    ca.write_text("pem")
+    cfg = parse_config({"kafka": {"security_protocol": "SSL", "ssl_cafile": str(ca)}})
+    assert cfg.kafka.ssl_cafile == str(ca)
+    msg = error_of({"kafka": {"ssl_certfile": str(tmp_path / "missing.pem")}})
+    assert msg.startswith("kafka.ssl_certfile: got") and "no file at" in msg
+
+
+def test_file_problems(tmp_path):
+    with pytest.raises(ConfigError, match="does not exist"):
+        load_config(tmp_path / "nope.yaml", env={})
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("kafka: [unclosed\n")
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        load_config(bad, env={})
+    dup = tmp_path / "dup.yaml"
+    dup.write_text("model:\n  num_topics: 5\n  num_topics: 6\n")
+    with pytest.raises(ConfigError, match="duplicate key 'num_topics' at line 3"):
+        load_config(dup, env={})
+    top = tmp_path / "top.yaml"
+    top.write_text("- a\n- b\n")
+    with pytest.raises(ConfigError, match="mapping of sections"):
+        load_config(top, env={})
+    section = tmp_path / "section.yaml"
+    section.write_text("model: 5\n")
+    with pytest.raises(ConfigError, match="model: got 5; allowed: a mapping"):
+        load_config(section, env={})
+    empty = tmp_path / "empty.yaml"
+    empty.write_text("# nothing set\nmodel:\n")
+    assert load_config(empty, env={}) == Config()
+
+
+def test_model_settings_match_the_estimator():
+    model = pytest.importorskip("anchorstream.model")
+    from daemon.config import ModelConfig
+
+    fields = {f.name: f for f in dataclasses.fields(ModelConfig)}
+    assert fields["anchor_method"].metadata["check"]("qr") == "qr"
+    for method in model.ANCHOR_METHODS:
+        fields["anchor_method"].metadata["check"](method)
+    for method in model.RECOVER_METHODS:
+        fields["recover_method"].metadata["check"](method)
+    kwargs = ModelConfig(num_topics=7).model_kwargs()
+    settings = model.ModelSettings(**kwargs)
+    assert settings.n_topics == 7
