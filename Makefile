@@ -19,7 +19,7 @@ demo: $(VENV)/.installed
 # (catches a kernel whose compiled and interpreted behaviour differ).
 test: $(VENV)/.installed
 	$(PY) -m pytest
-	NUMBA_DISABLE_JIT=1 $(PY) -m pytest -q tests/test_kernels.py
+	NUMBA_DISABLE_JIT=1 $(PY) -m pytest -q tests/test_kernels_*.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

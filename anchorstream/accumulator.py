@@ -56,7 +56,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from anchorstream._kernels_store import (
+from anchorstream._kernels.store import (
     store_dense_nonzero,
     store_pair_delta,
     store_unique_counts,

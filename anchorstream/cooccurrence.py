@@ -27,7 +27,7 @@ import numba
 import numpy as np
 import scipy.sparse as sp
 
-from anchorstream._kernels_cooc import cooc_counts
+from anchorstream._kernels.cooc import cooc_counts
 from anchorstream.errors import InputError
 
 __all__ = ["Cooccurrence", "accumulate", "cooccurrence"]

@@ -39,7 +39,7 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
 
-from anchorstream._kernels_recover import (
+from anchorstream._kernels.recover import (
     recover_admm_dr,
     recover_expgrad_kl,
     recover_expgrad_l2,

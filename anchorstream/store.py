@@ -91,7 +91,7 @@ import zarr
 from zarr.codecs import ZstdCodec
 from zarr.core.sync import sync as zarr_sync  # runs a coroutine on Zarr's own event loop
 
-from anchorstream._kernels_store import store_scatter_symmetric
+from anchorstream._kernels.store import store_scatter_symmetric
 from anchorstream.accumulator import Accumulator, Delta, Forgetting
 from anchorstream.errors import InputError, StoreError, StoreFormatError
 from anchorstream.vocabulary import StreamingVocabulary, decode_words, encode_words

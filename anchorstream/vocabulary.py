@@ -49,7 +49,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from anchorstream._kernels_store import store_add_doc_freq
+from anchorstream._kernels.store import store_add_doc_freq
 from anchorstream.errors import InputError
 
 __all__ = ["StreamingVocabulary", "decode_words", "encode_words", "read_seed_vocabulary"]

@@ -42,7 +42,7 @@ ZYGOTE = textwrap.dedent(
     """
     import json, os, signal, sys, time, traceback
     import numpy as np
-    from anchorstream._kernels_store import store_pair_delta, store_unique_counts
+    from anchorstream._kernels.store import store_pair_delta, store_unique_counts
     from anchorstream.store import CooccurrenceStore
     from anchorstream.text import Tokenizer
     from daemon.cmd_ingest import ingest_files

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from anchorstream import _kernels_cooc as kernels
+from anchorstream._kernels import cooc as kernels
 from tests import naive_cooc as naive
 
 

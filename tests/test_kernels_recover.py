@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import scipy.linalg
 
-from anchorstream import _kernels_recover as kr
+from anchorstream._kernels import recover as kr
 from tests import naive_recover as naive
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from anchorstream._kernels_store import (
+from anchorstream._kernels.store import (
     store_add_doc_freq,
     store_dense_nonzero,
     store_pair_delta,
