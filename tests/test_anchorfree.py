@@ -1,0 +1,151 @@
+"""AnchorFree (Huang et al. 2016): exact recovery without anchors, where anchor methods fail."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from anchorstream.anchorfree import anchor_free, square_root_factor
+from anchorstream.cooccurrence import Cooccurrence
+from anchorstream.errors import InputError
+from anchorstream.evaluate import recovery_error
+from anchorstream.model import AnchorModel
+from anchorstream.synthetic import (
+    dirichlet_second_moment,
+    planted_model,
+    population_cooccurrence,
+)
+
+
+def scattered_topics(n_words, n_topics, rng):
+    """The paper's supplementary construction, with no anchor words at all.
+
+    Exponential entries with about half set to zero (Huang et al. 2016, App. D); rows with
+    fewer than two non-zeros are redrawn, so no word belongs to a single topic (non-separable),
+    while the zero patterns scatter the rows over the faces of the orthant (sufficiently
+    scattered with high probability).
+    """
+    C = rng.exponential(size=(n_words, n_topics)) * (rng.random((n_words, n_topics)) < 0.5)
+    while True:
+        bad = (C > 0).sum(axis=1) < 2
+        if not bad.any():
+            break
+        C[bad] = rng.exponential(size=(bad.sum(), n_topics)) * (
+            rng.random((bad.sum(), n_topics)) < 0.5
+        )
+    return C / C.sum(axis=0)
+
+
+def as_cooccurrence(P, num_docs=1000):
+    V = P.shape[0]
+    return Cooccurrence(P * num_docs, P.sum(axis=1) * num_docs, np.full(V, float(num_docs)),
+                        num_docs, 100 * num_docs)
+
+
+@pytest.fixture(scope="module")
+def scattered():
+    rng = np.random.default_rng(7)
+    V, K = 300, 10
+    C = scattered_topics(V, K, rng)
+    E = dirichlet_second_moment(np.full(K, 0.3))
+    return C, E, population_cooccurrence(C, E)
+
+
+def test_scattered_model_has_no_anchor_words(scattered):
+    C, _, _ = scattered
+    assert np.all((C > 0).sum(axis=1) >= 2)
+
+
+def test_recovers_non_separable_topics_where_anchor_methods_fail(scattered):
+    C, E, P = scattered
+    K = C.shape[1]
+    result = anchor_free(P, K)
+    err, _, matching = recovery_error(C, result.topic_word)
+    # Exact population input: identifiability (Theorem 1) means recovery to rounding.
+    assert err < 1e-8
+    E_est = result.topic_topic[np.ix_(matching, matching)]
+    np.testing.assert_allclose(E_est, E, atol=1e-10)
+    assert result.converged
+
+    anchor_model = AnchorModel(K, anchor_min_df=0).fit(as_cooccurrence(P))
+    anchor_err = recovery_error(C, anchor_model.topic_word_)[0]
+    # The anchor pipeline must pick rows that are not vertices: a clear, measurable error.
+    assert anchor_err > 0.05
+    assert anchor_err > 1e6 * err
+
+
+def test_columns_on_simplex_and_topic_topic_normalized(scattered):
+    C, _, P = scattered
+    r = anchor_free(P, C.shape[1])
+    assert r.topic_word.min() >= 0
+    np.testing.assert_allclose(r.topic_word.sum(axis=0), 1.0)
+    np.testing.assert_allclose(r.topic_topic, r.topic_topic.T)
+    assert r.topic_topic.sum() == pytest.approx(1.0)
+    np.testing.assert_allclose(r.factor @ r.factor.T, P, atol=1e-12)
+
+
+def test_separable_model_is_recovered_too():
+    # Proposition 1: with anchors the criterion still identifies the truth.
+    truth = planted_model(80, 4, random_state=3)
+    P = population_cooccurrence(truth.topic_word, truth.topic_topic)
+    r = anchor_free(P, 4)
+    assert recovery_error(truth.topic_word, r.topic_word)[0] < 1e-8
+
+
+def test_warm_start_from_previous_topics(scattered):
+    C, _, P = scattered
+    K = C.shape[1]
+    first = anchor_free(P, K)
+    again = anchor_free(P, K, init=first.topic_word)
+    # Started at the optimum, a sweep cannot improve it: stop after the second sweep.
+    assert again.n_iter <= 2
+    assert recovery_error(first.topic_word, again.topic_word)[0] < 1e-8
+
+
+def test_sampled_cooccurrence_is_close():
+    from anchorstream.cooccurrence import cooccurrence
+    from anchorstream.rectify import rectify
+    from anchorstream.synthetic import PlantedModel, sample_documents
+
+    rng = np.random.default_rng(11)
+    V, K = 100, 4
+    C = scattered_topics(V, K, rng)
+    alpha = np.full(K, 0.3)
+    truth = PlantedModel(C, np.full(K, -1), dirichlet_second_moment(alpha), alpha)
+    X, _ = sample_documents(truth, 10000, random_state=12)
+    R = rectify(cooccurrence(X).normalized(), K, random_state=0).matrix
+    r = anchor_free(R, K)
+    assert recovery_error(C, r.topic_word)[0] < 0.1
+
+
+def test_deterministic(scattered):
+    C, _, P = scattered
+    a = anchor_free(P, C.shape[1])
+    b = anchor_free(P, C.shape[1])
+    np.testing.assert_array_equal(a.topic_word, b.topic_word)
+
+
+def test_square_root_factor_clips_negative_eigenvalues():
+    P = np.diag([0.5, 0.3, -0.2])
+    B = square_root_factor(P, 3)
+    np.testing.assert_allclose(B @ B.T, np.diag([0.5, 0.3, 0.0]), atol=1e-15)
+
+
+@pytest.mark.parametrize(
+    "P, K, match",
+    [
+        (np.ones((3, 4)), 2, "square"),
+        (np.full((3, 3), np.nan), 2, "NaN"),
+        (np.eye(4) / 4, 4, "n_topics"),
+        (np.eye(4) / 4, 0, "n_topics"),
+    ],
+)
+def test_bad_input(P, K, match):
+    with pytest.raises(InputError, match=match):
+        anchor_free(P, K)
+
+
+def test_bad_init(scattered):
+    C, _, P = scattered
+    with pytest.raises(InputError, match="init"):
+        anchor_free(P, C.shape[1], init=np.ones((3, 3)))
