@@ -1,0 +1,258 @@
+"""deploy/ is consistent with the daemon: its files parse, and every metric they use exists.
+
+The metric names come from a real scrape: a :class:`daemon.api.ApiServer` on an ephemeral port
+with a :class:`daemon.metrics.Metrics` registry whose scrape-time sources are bound (as the
+daemon binds them) and a published snapshot, parsed with ``prometheus_client.parser``.
+Docker and Kubernetes are not available here, so the compose file and the manifests are checked
+as data: structure, probes, mounts that point at files which exist, configs that the daemon's
+own loader accepts.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import urllib.request
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+from prometheus_client.parser import text_string_to_metric_families
+
+from daemon.api import ApiServer
+from daemon.config import parse_config
+from daemon.metrics import Metrics
+from daemon.publisher import Publisher
+
+DEPLOY = Path(__file__).resolve().parent.parent / "deploy"
+METRIC = re.compile(r"\banchorstream_[A-Za-z0-9_]+")
+# Names a query may use that the daemon does not export: Prometheus' own series.
+NOT_OURS = {"up"}
+
+
+def load_yaml(name: str):
+    return yaml.safe_load((DEPLOY / name).read_text(encoding="utf-8"))
+
+
+def dashboard() -> dict:
+    return json.loads((DEPLOY / "grafana/dashboards/anchorstream.json").read_text("utf-8"))
+
+
+def dashboard_exprs(dash: dict) -> list[str]:
+    exprs = [t["expr"] for p in dash["panels"] for t in p.get("targets", [])]
+    exprs += [a["expr"] for a in dash["annotations"]["list"] if "expr" in a]
+    for var in dash["templating"]["list"]:
+        if var["type"] == "query":
+            exprs.append(var["query"]["query"] if isinstance(var["query"], dict) else var["query"])
+    return exprs
+
+
+def alert_rules() -> list[dict]:
+    return [r for g in load_yaml("prometheus/alerts.yml")["groups"] for r in g["rules"]]
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory) -> set[str]:
+    """Every series name the daemon's /metrics can expose, from a real scrape."""
+    pub = Publisher(tmp_path_factory.mktemp("snapshots"))
+    words = [f"w{i}" for i in range(30)]
+    pub.publish(vocabulary=words, topic_word=np.full((3, 30), 1 / 30), topic_topic=np.eye(3) / 3,
+                anchors=words[:3], num_docs=10, settings={}, source={})
+    metrics = Metrics()
+    metrics.bind_publisher(pub)
+    metrics.bind(lag=lambda: {("documents", 0): 5, ("documents", 1): 0},
+                 vocabulary_size=lambda: 30, store_bytes=lambda: 1 << 20,
+                 accumulator_bytes=lambda: 4096)
+    try:
+        with ApiServer(pub, metrics=metrics) as server, \
+                urllib.request.urlopen(f"{server.url}/metrics", timeout=30) as resp:
+            text = resp.read().decode("utf-8")
+    finally:
+        pub.close()
+    names: set[str] = set()
+    # The series a family of each type produces (the parser strips _total from counters).
+    suffixes = {"counter": ("_total", "_created"), "histogram": ("_bucket", "_sum", "_count",
+                                                                 "_created"),
+                "summary": ("_sum", "_count", "_created"), "info": ("_info",)}
+    for family in text_string_to_metric_families(text):
+        names.update(family.name + s for s in suffixes.get(family.type, ("",)))
+        names.update(sample.name for sample in family.samples)
+    return names
+
+
+def referenced(exprs) -> set[str]:
+    return {m for e in exprs for m in METRIC.findall(e)}
+
+
+# ----------------------------------------------------------------------------------------------
+# Grafana
+
+
+def test_dashboard_parses_and_covers_the_operator_questions():
+    dash = dashboard()
+    assert dash["uid"] == "anchorstream" and dash["panels"]
+    ids = [p["id"] for p in dash["panels"]]
+    assert len(ids) == len(set(ids))
+    for p in dash["panels"]:
+        assert {"x", "y", "w", "h"} <= p["gridPos"].keys()
+        for t in p.get("targets", []):
+            assert t["expr"].strip(), p["title"]
+    names = referenced(dashboard_exprs(dash))
+    # ingest rate, lag per partition, rejected messages, checkpoint and refresh durations by
+    # stage, snapshot age, vocabulary size, topic churn
+    for needed in ("anchorstream_messages_consumed_total", "anchorstream_consumer_lag_messages",
+                   "anchorstream_messages_rejected_total",
+                   "anchorstream_checkpoint_duration_seconds_bucket",
+                   "anchorstream_refresh_duration_seconds_bucket",
+                   "anchorstream_snapshot_age_seconds", "anchorstream_vocabulary_size_words",
+                   "anchorstream_topic_churn"):
+        assert needed in names, needed
+    exprs = " ".join(dashboard_exprs(dash))
+    assert "by (topic, partition)" in exprs and "by (le, stage)" in exprs
+
+
+def test_grafana_provisioning_points_at_the_dashboard_and_prometheus():
+    ds = load_yaml("grafana/provisioning/datasources/prometheus.yml")["datasources"][0]
+    assert ds["type"] == "prometheus" and ds["url"] == "http://prometheus:9090"
+    provider = load_yaml("grafana/provisioning/dashboards/anchorstream.yml")["providers"][0]
+    compose = load_yaml("docker-compose.yml")["services"]["grafana"]
+    assert f"./grafana/dashboards:{provider['options']['path']}:ro" in compose["volumes"]
+    var = next(v for v in dashboard()["templating"]["list"] if v["type"] == "datasource")
+    assert var["query"] == ds["type"]
+
+
+# ----------------------------------------------------------------------------------------------
+# Prometheus
+
+
+def test_alert_rules_parse_and_cover_the_failure_modes():
+    rules = alert_rules()
+    names = {r["alert"] for r in rules}
+    assert len(names) == len(rules)
+    for wanted in ("AnchorstreamConsumerLagGrowing", "AnchorstreamNoRecentSnapshot",
+                   "AnchorstreamRefreshFailing", "AnchorstreamRejectedRatioHigh",
+                   "AnchorstreamStoreDiskFillingUp"):
+        assert wanted in names
+    for r in rules:
+        assert r["expr"].strip() and r["labels"]["severity"] in ("warning", "critical"), r
+        assert r["annotations"]["summary"] and r["annotations"]["description"], r
+        if "for" in r:
+            assert re.fullmatch(r"\d+[smh]", r["for"]), r
+        assert r["expr"].count("(") == r["expr"].count(")"), r["alert"]
+        assert METRIC.search(r["expr"]) or set(re.findall(r"[a-z_]+", r["expr"])) & NOT_OURS
+
+
+def test_prometheus_scrapes_the_daemon_and_loads_the_rules():
+    prom = load_yaml("prometheus/prometheus.yml")
+    job = next(j for j in prom["scrape_configs"] if j["job_name"] == "anchorstream")
+    assert job["static_configs"][0]["targets"] == ["anchorstream:8080"]
+    compose = load_yaml("docker-compose.yml")["services"]["prometheus"]
+    mounted = {v.split(":")[1] for v in compose["volumes"] if v.startswith("./")}
+    assert set(prom["rule_files"]) <= mounted
+    # The alert on `up` must name the job that scrapes the daemon.
+    assert any('job="anchorstream"' in r["expr"] for r in alert_rules())
+
+
+def test_every_metric_used_in_deploy_is_exported(exported):
+    used = referenced(dashboard_exprs(dashboard())) | referenced(r["expr"] for r in alert_rules())
+    assert len(used) >= 15
+    missing = sorted(used - exported)
+    assert not missing, f"deploy/ uses metrics the daemon does not export: {missing}"
+
+
+# ----------------------------------------------------------------------------------------------
+# docker compose, Dockerfile, Kubernetes
+
+
+def test_compose_file_is_consistent():
+    compose = load_yaml("docker-compose.yml")
+    services = compose["services"]
+    assert {"kafka", "kafka-init", "anchorstream", "prometheus", "grafana"} <= services.keys()
+    kafka = services["kafka"]["environment"]
+    assert kafka["KAFKA_PROCESS_ROLES"] == "broker,controller"  # KRaft, no ZooKeeper
+    assert services["kafka"]["image"].startswith("apache/kafka:")
+    build = services["anchorstream"]["build"]
+    assert (DEPLOY / build["context"] / build["dockerfile"]).is_file()
+    for name, svc in services.items():
+        for vol in svc.get("volumes", []):
+            source = vol.split(":")[0]
+            if source.startswith("."):
+                assert (DEPLOY / source).exists(), f"{name} mounts missing {source}"
+            else:
+                assert source in compose["volumes"], f"{name} uses undeclared volume {source}"
+        for port in svc.get("ports", []):
+            assert port.startswith("127.0.0.1:"), f"{name} publishes {port} beyond loopback"
+    cfg = parse_config(load_yaml("config.yaml"), env={})
+    assert cfg.kafka.bootstrap_servers == ("kafka:9092",)
+    assert cfg.http.host == "0.0.0.0" and cfg.http.port == 8080
+    mount = "./config.yaml:/etc/anchorstream/config.yaml:ro"
+    assert mount in services["anchorstream"]["volumes"]
+
+
+def test_dockerfile_runs_the_daemon_with_the_shipped_config():
+    text = (DEPLOY / "Dockerfile").read_text(encoding="utf-8")
+    assert 'ENTRYPOINT ["anchorstream"]' in text
+    assert 'CMD ["run", "--config", "/etc/anchorstream/config.yaml"]' in text
+    assert "COPY deploy/config.yaml /etc/anchorstream/config.yaml" in text
+    assert "/healthz" in text and "EXPOSE 8080" in text
+
+
+def test_kubernetes_manifests():
+    docs = {}
+    for path in sorted((DEPLOY / "k8s").glob("*.yaml")):
+        for doc in yaml.safe_load_all(path.read_text(encoding="utf-8")):
+            docs[(doc["kind"], doc.get("metadata", {}).get("name"))] = doc
+    kust = docs[("Kustomization", None)]
+    assert sorted(kust["resources"]) == sorted(
+        p.name for p in (DEPLOY / "k8s").glob("*.yaml") if p.name != "kustomization.yaml")
+
+    sts = docs[("StatefulSet", "anchorstream")]["spec"]
+    assert sts["replicas"] == 1 and sts["serviceName"] in {n for k, n in docs if k == "Service"}
+    claim = sts["volumeClaimTemplates"][0]
+    assert claim["spec"]["resources"]["requests"]["storage"]
+    pod = sts["template"]["spec"]
+    (container,) = pod["containers"]
+    assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
+    assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
+    assert {"cpu", "memory"} <= container["resources"]["limits"].keys()
+    mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
+    assert mounts[claim["metadata"]["name"]] == "/var/lib/anchorstream"
+    assert sts["selector"]["matchLabels"].items() <= sts["template"]["metadata"]["labels"].items()
+
+    cm = docs[("ConfigMap", "anchorstream-config")]
+    cfg = parse_config(yaml.safe_load(cm["data"]["config.yaml"]), env={})
+    assert str(cfg.store.path).startswith(mounts[claim["metadata"]["name"]])
+    assert str(cfg.snapshots.path).startswith(mounts[claim["metadata"]["name"]])
+    assert container["args"] == ["run", "--config", f"{mounts['config']}/config.yaml"]
+    assert cfg.http.port == container["ports"][0]["containerPort"]
+
+    svc = docs[("Service", "anchorstream")]["spec"]
+    assert svc["selector"].items() <= sts["template"]["metadata"]["labels"].items()
+
+
+PROMTOOL = shutil.which("promtool")
+
+
+@pytest.mark.skipif(PROMTOOL is None,
+                    reason="promtool is not installed (apt-get install prometheus)")
+def test_promql_is_valid_according_to_promtool(tmp_path):
+    """Prometheus' own checker on the alert rules and on every dashboard query."""
+    result = subprocess.run([PROMTOOL, "check", "rules", str(DEPLOY / "prometheus/alerts.yml")],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stdout + result.stderr
+    grafana_vars = {"$__rate_interval": "1m", "$__range": "1h", "$job": ".*"}
+    rules = []
+    for i, expr in enumerate(dashboard_exprs(dashboard())):
+        for var, value in grafana_vars.items():
+            expr = expr.replace(var, value)
+        if expr.startswith("label_values("):  # a Grafana templating function, not PromQL
+            continue
+        rules.append({"record": f"dashboard:query{i}", "expr": expr})
+    path = tmp_path / "dashboard_rules.yml"
+    path.write_text(yaml.safe_dump({"groups": [{"name": "dashboard", "rules": rules}]}))
+    result = subprocess.run([PROMTOOL, "check", "rules", str(path)], capture_output=True,
+                            text=True, timeout=60)
+    assert result.returncode == 0, result.stdout + result.stderr
