@@ -1,0 +1,364 @@
+"""The rectified anchor-word pipeline as one estimator.
+
+:class:`AnchorModel` composes the stages — rectify (JSMF Alg. 1), find anchors (JSMF Alg. 2 or
+Arora 2013 Alg. 4), recover (RecoverL2/KL, ADMM-DR or the inversion baseline) and the topic-topic
+matrix with Dirichlet α (JSMF Alg. 4) — on a :class:`~anchorstream.cooccurrence.Cooccurrence`.
+The constructor only stores settings; :meth:`AnchorModel.fit` learns the attributes that end in
+``_``. Passing the previous model as ``init`` warm-starts every stage: the eigenvectors seed the
+truncated eigensolver, the anchors seed the anchor search and the coefficients seed recovery.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from anchorstream.anchors import candidate_words, find_anchors
+from anchorstream.cooccurrence import Cooccurrence
+from anchorstream.correlations import dirichlet_alpha, topic_topic
+from anchorstream.errors import AnchorstreamError, InputError, NotFittedError
+from anchorstream.recover import recover
+from anchorstream.rectify import rectify
+
+__all__ = ["ANCHOR_METHODS", "RECOVER_METHODS", "AnchorModel", "ModelSettings"]
+
+ANCHOR_METHODS = ("qr", "fast")
+RECOVER_METHODS = ("admm", "l2", "kl", "inverse")
+RECTIFY_METHODS = ("ap",)
+CORRELATION_METHODS = ("diagonal", "pinv")
+
+#: A progress hook: called with the stage name when it starts and its seconds when it ends.
+StageCallback = Callable[[str, float | None], None]
+
+
+@dataclass(frozen=True)
+class ModelSettings:
+    """Every setting of the pipeline; recorded verbatim in each snapshot's manifest."""
+
+    n_topics: int
+    rectify: bool = True
+    rectify_method: str = "ap"
+    rectify_max_iter: int = 150
+    rectify_tol: float = 1e-6
+    anchor_method: str = "qr"
+    anchor_min_df: int = 10
+    projection_dim: int = 1000
+    pinned_anchors: tuple[int, ...] = field(default_factory=tuple)
+    recover_method: str = "admm"
+    recover_max_iter: int = 500
+    recover_tol: float = 1e-6
+    correlation_method: str = "diagonal"
+    random_state: int = 0
+
+    def __post_init__(self):
+        def choice(name, allowed):
+            value = getattr(self, name)
+            if value not in allowed:
+                raise InputError(f"{name} must be one of {allowed}, got {value!r}")
+
+        if not isinstance(self.n_topics, (int, np.integer)) or self.n_topics < 1:
+            raise InputError(f"n_topics must be a positive integer, got {self.n_topics!r}")
+        choice("rectify_method", RECTIFY_METHODS)
+        choice("anchor_method", ANCHOR_METHODS)
+        choice("recover_method", RECOVER_METHODS)
+        choice("correlation_method", CORRELATION_METHODS)
+        for name in ("rectify_max_iter", "recover_max_iter", "projection_dim"):
+            if getattr(self, name) < 1:
+                raise InputError(f"{name} must be >= 1, got {getattr(self, name)!r}")
+        if self.anchor_min_df < 0:
+            raise InputError(f"anchor_min_df must be >= 0, got {self.anchor_min_df!r}")
+        object.__setattr__(self, "pinned_anchors", tuple(int(a) for a in self.pinned_anchors))
+
+    def as_dict(self) -> dict:
+        d = asdict(self)
+        d["pinned_anchors"] = list(self.pinned_anchors)
+        return d
+
+
+class AnchorModel:
+    """Rectified anchor-word topic model fitted on a co-occurrence matrix.
+
+    Parameters
+    ----------
+    n_topics : int
+    **settings
+        Any field of :class:`ModelSettings` (``rectify``, ``anchor_method``,
+        ``recover_method``, ...).
+
+    Attributes
+    ----------
+    topic_word_ : ndarray of shape (n_words, n_topics)
+        ``p(word | topic)``; columns sum to 1. Words that never occur get zero rows.
+    coef_ : ndarray of shape (n_words, n_topics)
+        ``p(topic | word)`` from recovery (rows on the simplex; zero rows for absent words).
+    anchors_ : ndarray of shape (n_topics,)
+        Word index of each topic's anchor.
+    topic_topic_ : ndarray of shape (n_topics, n_topics)
+        Joint topic co-occurrence ``A``; sums to 1.
+    prevalence_ : ndarray of shape (n_topics,)
+        Row sums of ``A``: the share of the corpus each topic accounts for.
+    alpha_ : ndarray of shape (n_topics,) or None
+        Dirichlet parameter fitted to ``A`` (None where the fit failed).
+    eigvecs_ : ndarray of shape (n_words, n_topics) or None
+        Leading eigenvectors of the rectified matrix (warm start of the next fit).
+    rectify_residual_ : float
+        Relative change in the last rectification iteration (0 when not rectified).
+    n_iter_ : dict
+        Iterations used per stage.
+    timings_ : dict
+        Seconds per stage: ``rectify``, ``anchors``, ``recover``, ``correlations``.
+
+    Examples
+    --------
+    >>> from anchorstream.synthetic import planted_model, sample_documents
+    >>> from anchorstream.cooccurrence import cooccurrence
+    >>> truth = planted_model(200, 5, random_state=0)
+    >>> X, _ = sample_documents(truth, 2000, random_state=0)
+    >>> model = AnchorModel(5, anchor_min_df=0).fit(cooccurrence(X))
+    >>> model.topic_word_.shape
+    (200, 5)
+    """
+
+    def __init__(self, n_topics: int, **settings):
+        self.settings = ModelSettings(n_topics=n_topics, **settings)
+
+    @property
+    def n_topics(self) -> int:
+        return self.settings.n_topics
+
+    def get_params(self) -> dict:
+        """The settings as a plain JSON-serialisable dict."""
+        return self.settings.as_dict()
+
+    def _check_fitted(self):
+        if not hasattr(self, "topic_word_"):
+            raise NotFittedError("this AnchorModel is not fitted yet; call fit() first")
+
+    def fit(
+        self,
+        cooc: Cooccurrence,
+        *,
+        init: AnchorModel | None = None,
+        on_stage: StageCallback | None = None,
+    ) -> AnchorModel:
+        """Learn topics from a co-occurrence.
+
+        Parameters
+        ----------
+        cooc : Cooccurrence
+            Sufficient statistics over ``n_words`` words.
+        init : AnchorModel, optional
+            A model fitted earlier on the same vocabulary (same ``n_words``): warm start.
+        on_stage : callable, optional
+            ``on_stage(name, None)`` when a stage starts, ``on_stage(name, seconds)`` when it ends.
+
+        Returns
+        -------
+        self
+
+        Raises
+        ------
+        InputError
+            When the co-occurrence has fewer usable words than topics, or ``init`` does not
+            match the vocabulary size.
+        """
+        s = self.settings
+        K = s.n_topics
+        if not isinstance(cooc, Cooccurrence):
+            raise InputError(f"fit expects a Cooccurrence, got {type(cooc).__name__}")
+        if cooc.num_docs < 1:
+            raise InputError("the co-occurrence holds no documents (need documents of >= 2 tokens)")
+        V = cooc.n_words
+        if init is not None:
+            init._check_fitted()
+            if init.topic_word_.shape != (V, K):
+                raise InputError(
+                    f"init was fitted on {init.topic_word_.shape[0]} words and "
+                    f"{init.topic_word_.shape[1]} topics; this fit has {V} words and {K} topics "
+                    "(remap the warm start to the new vocabulary first)"
+                )
+
+        # Words that never occur in a document of >= 2 tokens have zero rows: no anchor can be
+        # one and row normalisation would divide by zero, so the stages run on the others.
+        C_full = cooc.normalized()
+        active = np.flatnonzero(C_full.sum(axis=1) > 0)
+        if active.size <= K:
+            raise InputError(
+                f"only {active.size} words occur in documents of >= 2 tokens, need more than "
+                f"n_topics={K}; use fewer topics or more documents"
+            )
+        C = C_full[np.ix_(active, active)]
+        position = np.full(V, -1)
+        position[active] = np.arange(active.size)
+
+        def sub(warm, rows=True):
+            if warm is None:
+                return None
+            return warm[active] if rows else warm
+
+        timings: dict[str, float] = {}
+        n_iter: dict[str, int] = {}
+
+        def stage(name, fn):
+            if on_stage:
+                on_stage(name, None)
+            t0 = time.perf_counter()
+            out = fn()
+            timings[name] = time.perf_counter() - t0
+            if on_stage:
+                on_stage(name, timings[name])
+            return out
+
+        eigvecs = None
+        residual = 0.0
+        if s.rectify:
+            warm_eig = sub(init.eigvecs_) if init is not None and init.eigvecs_ is not None else None
+            if warm_eig is not None and not np.any(warm_eig):
+                warm_eig = None
+            rect = stage(
+                "rectify",
+                lambda: rectify(
+                    C,
+                    K,
+                    method=s.rectify_method,
+                    max_iter=s.rectify_max_iter,
+                    tol=s.rectify_tol,
+                    init_eigvecs=warm_eig,
+                    random_state=s.random_state,
+                ),
+            )
+            C = rect.matrix
+            eigvecs = np.zeros((V, K))
+            eigvecs[active] = rect.eigvecs
+            residual = float(rect.residual)
+            n_iter["rectify"] = int(rect.n_iter)
+
+        candidates = candidate_words(cooc.doc_freq[active], s.anchor_min_df)
+        if candidates.sum() < K:
+            raise InputError(
+                f"only {int(candidates.sum())} words appear in >= anchor_min_df="
+                f"{s.anchor_min_df} documents, need at least n_topics={K} anchor candidates; "
+                "lower anchor_min_df or the number of topics"
+            )
+        pinned = []
+        for word in s.pinned_anchors:
+            if not 0 <= word < V or position[word] < 0:
+                raise InputError(f"pinned anchor {word} is not a word that occurs in the corpus")
+            pinned.append(int(position[word]))
+        warm_anchors = None
+        if init is not None:
+            mapped = position[init.anchors_] if init.anchors_.size == K else np.full(K, -1)
+            warm_anchors = mapped if np.all(mapped >= 0) else None
+        anchors = stage(
+            "anchors",
+            lambda: find_anchors(
+                C,
+                K,
+                method=s.anchor_method,
+                candidates=candidates,
+                pinned=tuple(pinned),
+                init=warm_anchors,
+                **({"projection_dim": s.projection_dim, "random_state": s.random_state}
+                   if s.anchor_method == "fast" else {}),
+            ),
+        )
+
+        warm_coef = None
+        if init is not None:
+            warm_coef = init.coef_[active]
+            # Words that were absent last time have zero rows: start them uniform.
+            empty = warm_coef.sum(axis=1) <= 0
+            if empty.any():
+                warm_coef = warm_coef.copy()
+                warm_coef[empty] = 1.0 / K
+        rec = stage(
+            "recover",
+            lambda: recover(
+                C,
+                anchors,
+                method=s.recover_method,
+                init=warm_coef,
+                tol=s.recover_tol,
+                max_iter=s.recover_max_iter,
+            ),
+        )
+        n_iter["recover"] = int(rec.n_iter)
+
+        def correlations():
+            A = topic_topic(C, rec.topic_word, anchors, method=s.correlation_method)
+            try:
+                alpha = dirichlet_alpha(A)
+            except (AnchorstreamError, ValueError, FloatingPointError, np.linalg.LinAlgError):
+                alpha = None  # the Dirichlet fit is optional: a correlated A may not admit one
+            return A, alpha
+
+        A, alpha = stage("correlations", correlations)
+
+        topic_word = np.zeros((V, K))
+        topic_word[active] = rec.topic_word
+        coef = np.zeros((V, K))
+        coef[active] = rec.coef
+        self.topic_word_ = topic_word
+        self.coef_ = coef
+        self.anchors_ = active[np.asarray(anchors, dtype=np.int64)]
+        self.topic_topic_ = A
+        self.prevalence_ = A.sum(axis=1)
+        self.alpha_ = alpha
+        self.eigvecs_ = eigvecs
+        self.rectify_residual_ = residual
+        self.recover_converged_ = float(rec.converged)
+        self.n_iter_ = n_iter
+        self.timings_ = timings
+        self.num_docs_ = int(cooc.num_docs)
+        return self
+
+    def top_words(self, n: int = 20) -> np.ndarray:
+        """Indices of each topic's ``n`` most probable words, shape (n_topics, n)."""
+        self._check_fitted()
+        order = np.argsort(-self.topic_word_, axis=0, kind="stable")[:n]
+        return order.T
+
+    def remapped(self, old_vocabulary: Sequence[str], new_vocabulary: Sequence[str]) -> AnchorModel:
+        """This fitted model's warm-start state moved onto another vocabulary.
+
+        Words new to ``new_vocabulary`` get zero rows (recovery starts them uniform); anchors
+        that left the vocabulary disable the anchor warm start. Used by the daemon when the
+        streaming vocabulary admitted or evicted words between two refreshes.
+
+        Returns
+        -------
+        AnchorModel
+            A copy carrying ``topic_word_``, ``coef_``, ``eigvecs_`` and ``anchors_`` in the
+            new word order.
+        """
+        self._check_fitted()
+        index = {w: i for i, w in enumerate(old_vocabulary)}
+        src = np.array([index.get(w, -1) for w in new_vocabulary], dtype=np.int64)
+        keep = src >= 0
+        V, K = len(new_vocabulary), self.n_topics
+
+        def move(arr):
+            if arr is None:
+                return None
+            out = np.zeros((V, K))
+            out[keep] = arr[src[keep]]
+            return out
+
+        clone = AnchorModel.__new__(AnchorModel)
+        clone.settings = self.settings
+        for name, value in vars(self).items():
+            if name.endswith("_"):
+                setattr(clone, name, value)
+        clone.topic_word_ = move(self.topic_word_)
+        clone.coef_ = move(self.coef_)
+        clone.eigvecs_ = move(self.eigvecs_)
+        new_index = {w: i for i, w in enumerate(new_vocabulary)}
+        mapped = [new_index.get(old_vocabulary[a], -1) for a in self.anchors_]
+        clone.anchors_ = np.array(mapped, dtype=np.int64)
+        if np.any(clone.anchors_ < 0):
+            # position lookup in fit() treats any missing anchor as "no anchor warm start"
+            clone.anchors_ = np.zeros(0, dtype=np.int64)
+        return clone

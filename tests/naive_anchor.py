@@ -1,0 +1,105 @@
+"""Slow, obviously-correct twins of the rectification and anchor-finding code.
+
+Loops and dense textbook linear algebra only: each function mirrors a paper's pseudo-code line
+by line, so a disagreement with the fast version points at the fast version.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.linalg
+
+
+def naive_rectify_clip(block, shift, old, out):
+    """Loop twin of ``anchor_rectify_clip``."""
+    n_rows, n_cols = block.shape
+    partial = np.zeros((n_rows, 3))
+    for i in range(n_rows):
+        for j in range(n_cols):
+            v = max(block[i, j] + shift, 0.0)
+            o = old[i, j]
+            partial[i, 0] += (v - o) ** 2
+            partial[i, 1] += o * o
+            partial[i, 2] += v
+            block[i, j] = v
+            out[i, j] = v
+    return partial
+
+
+def naive_rectify(C, K, max_iter, tol=0.0):
+    """JSMF Algorithm 1 with a full ``scipy.linalg.eigh`` per iteration.
+
+    Returns the normalised matrix, the number of iterations and the last relative change.
+    """
+    V = C.shape[0]
+    nn = np.array(C, dtype=np.float64)
+    change = np.inf
+    t = 0
+    for t in range(1, max_iter + 1):
+        w, U = scipy.linalg.eigh(nn)
+        w, U = w[::-1][:K], U[:, ::-1][:, :K]
+        psd = (U * np.maximum(w, 0.0)) @ U.T
+        nor = psd + (1.0 - psd.sum()) / V**2
+        new = np.maximum(nor, 0.0)
+        change = np.linalg.norm(new - nn) / np.linalg.norm(nn)
+        nn = new
+        if change <= tol:
+            break
+    return nn / nn.sum(), t, change
+
+
+def _row_normalized(C):
+    C = np.asarray(C, dtype=np.float64)
+    s = C.sum(axis=1, keepdims=True)
+    return np.divide(C, s, out=np.zeros_like(C), where=s > 0)
+
+
+def naive_pivoted_qr(C, K, candidates=None):
+    """Explicit column-pivoted QR on the rows of the row-normalised ``C``.
+
+    Every step projects all rows onto the orthogonal complement of the new direction (the
+    explicit version that JSMF Algorithm 2 avoids).
+    """
+    P = _row_normalized(C)
+    V = P.shape[0]
+    allowed = np.ones(V, bool) if candidates is None else np.asarray(candidates, bool).copy()
+    allowed &= np.asarray(C).sum(axis=1) > 0
+    chosen = []
+    for _ in range(K):
+        norms = np.array([P[i] @ P[i] if allowed[i] and i not in chosen else -1.0 for i in range(V)])
+        n = int(np.argmax(norms))
+        chosen.append(n)
+        q = P[n] / np.sqrt(P[n] @ P[n])
+        for i in range(V):
+            P[i] = P[i] - (P[i] @ q) * q
+    return np.array(chosen)
+
+
+def _distance_to_span(x, rows):
+    """Euclidean distance of ``x`` to the linear span of ``rows`` (least squares)."""
+    if len(rows) == 0:
+        return float(np.linalg.norm(x))
+    A = np.asarray(rows).T
+    coef = np.linalg.lstsq(A, x, rcond=None)[0]
+    return float(np.linalg.norm(x - A @ coef))
+
+
+def naive_fast_anchor_words(points, K, candidates=None, cleanup=True):
+    """Arora et al. 2013 Algorithm 4 on given points (rows), distances by least squares."""
+    X = np.asarray(points, dtype=np.float64)
+    V = X.shape[0]
+    allowed = np.ones(V, bool) if candidates is None else np.asarray(candidates, bool)
+    S = []
+    for _ in range(K):
+        d = [_distance_to_span(X[i], X[S]) if allowed[i] and i not in S else -1.0
+             for i in range(V)]
+        S.append(int(np.argmax(d)))
+    if cleanup:
+        for pos in range(K):
+            others = S[:pos] + S[pos + 1 :]
+            d = [_distance_to_span(X[i], X[others]) if allowed[i] and i not in others else -1.0
+                 for i in range(V)]
+            best = int(np.argmax(d))
+            if d[best] > d[S[pos]] * (1 + 1e-9):
+                S[pos] = best
+    return np.array(S)

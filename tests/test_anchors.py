@@ -1,0 +1,322 @@
+"""Anchor finding: JSMF sparse implicit pivoted QR and Arora et al. FastAnchorWords."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from anchorstream import anchors as anchors_mod
+from anchorstream.anchors import (
+    candidate_words,
+    fast_anchor_words,
+    find_anchors,
+    pivoted_qr_anchors,
+)
+from anchorstream.errors import InputError
+from anchorstream.synthetic import dirichlet_second_moment, planted_model, population_cooccurrence
+from tests.naive_anchor import naive_fast_anchor_words, naive_pivoted_qr
+
+METHODS = ["qr", "fast"]
+
+
+def _population(V, K, seed, **kw):
+    model = planted_model(V, K, random_state=seed, **kw)
+    return model, population_cooccurrence(model.topic_word, model.topic_topic)
+
+
+@pytest.fixture(scope="module")
+def planted():
+    return _population(150, 8, 11)
+
+
+def _find(method, C, K, **kw):
+    if method == "fast":
+        kw.setdefault("random_state", 0)
+    return find_anchors(C, K, method=method, **kw)
+
+
+# --------------------------------------------------------------------------------------------
+# Planted anchors
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("V, K, seed", [(60, 3, 0), (150, 8, 1), (400, 20, 2)])
+def test_population_matrix_gives_the_planted_anchors(method, V, K, seed):
+    model, Q = _population(V, K, seed)
+    got = _find(method, Q, K)
+    assert got.dtype == np.int64 and got.shape == (K,)
+    assert set(got.tolist()) == set(model.anchors.tolist())
+
+
+def test_sparse_input_gives_the_same_anchors(planted):
+    model, Q = planted
+    Q = Q.copy()
+    Q[Q < 1e-7] = 0.0  # a genuinely sparse matrix (the anchors are unaffected)
+    dense = pivoted_qr_anchors(Q, 8)
+    np.testing.assert_array_equal(pivoted_qr_anchors(sp.csr_matrix(Q), 8), dense)
+    np.testing.assert_array_equal(pivoted_qr_anchors(sp.csc_matrix(Q), 8), dense)
+    np.testing.assert_array_equal(
+        fast_anchor_words(sp.csr_matrix(Q), 8, random_state=3),
+        fast_anchor_words(Q, 8, random_state=3),
+    )
+
+
+def test_unprojected_fast_anchor_words(planted):
+    model, Q = planted
+    for dim in (None, 150, 10**6):
+        assert set(fast_anchor_words(Q, 8, projection_dim=dim).tolist()) == set(range(8))
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    V=st.integers(20, 80),
+    K=st.integers(2, 8),
+    alpha=st.floats(0.05, 1.0),
+    seed=st.integers(0, 2**32 - 1),
+    method=st.sampled_from(METHODS),
+)
+def test_random_separable_models_with_shuffled_words(V, K, alpha, seed, method):
+    rng = np.random.default_rng(seed)
+    model = planted_model(V, K, alpha=alpha, anchor_mass=0.1, random_state=rng)
+    perm = rng.permutation(V)  # anchors anywhere, not just the first K words
+    B = model.topic_word[perm]
+    R = dirichlet_second_moment(rng.uniform(0.2, 1.0, K) * alpha * K)
+    Q = population_cooccurrence(B, R)
+    got = _find(method, Q, K)
+    # Small sparse Dirichlet topics can give another word (numerically) zero mass outside one
+    # topic, making it an anchor too: any word with p(z | w) one-hot will do, one per topic.
+    p_topic = B[got] / B[got].sum(axis=1, keepdims=True)
+    assert np.all(p_topic.max(axis=1) >= 1.0 - 1e-12)
+    assert sorted(np.argmax(p_topic, axis=1).tolist()) == list(range(K))
+
+
+# --------------------------------------------------------------------------------------------
+# Agreement with the explicit textbook versions
+# --------------------------------------------------------------------------------------------
+
+
+def _noisy(rng, V):
+    A = rng.random((V, V)) ** 4
+    return A + A.T
+
+
+def test_pivoted_qr_matches_explicit_qr(rng):
+    C = _noisy(rng, 70)
+    cand = rng.random(70) < 0.7
+    np.testing.assert_array_equal(pivoted_qr_anchors(C, 9), naive_pivoted_qr(C, 9))
+    np.testing.assert_array_equal(
+        pivoted_qr_anchors(C, 9, candidates=cand), naive_pivoted_qr(C, 9, candidates=cand)
+    )
+
+
+@pytest.mark.parametrize("dim", [None, 20])
+def test_fast_anchor_words_matches_least_squares_version(rng, dim):
+    V, K = 60, 7
+    C = _noisy(rng, V)
+    cand = rng.random(V) < 0.8
+    points = C / C.sum(axis=1, keepdims=True)
+    if dim is not None:
+        R = np.random.default_rng(5).standard_normal((V, dim)) / np.sqrt(dim)
+        points = points @ R
+    want = naive_fast_anchor_words(points, K, candidates=cand)
+    got = fast_anchor_words(C, K, candidates=cand, projection_dim=dim, random_state=5)
+    np.testing.assert_array_equal(got, want)
+
+
+# --------------------------------------------------------------------------------------------
+# candidates, pinned, init
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_candidates_restrict_the_anchors(method, planted):
+    model, Q = planted
+    cand = np.ones(150, dtype=bool)
+    cand[[2, 5]] = False
+    got = _find(method, Q, 8, candidates=cand)
+    assert cand[got].all()
+    assert set(got.tolist()) >= {0, 1, 3, 4, 6, 7}
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_pinned_come_first_in_order(method, planted):
+    _, Q = planted
+    got = _find(method, Q, 8, pinned=[40, 3])
+    assert got[:2].tolist() == [40, 3]
+    assert len(set(got.tolist())) == 8
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_zero_rows_are_never_anchors(method, planted):
+    _, Q = planted
+    Q = Q.copy()
+    Q[9, :] = 0.0
+    Q[:, 9] = 0.0
+    cand = np.zeros(150, dtype=bool)
+    cand[:10] = True  # 9 candidates with mass for 8 topics, plus the empty word 9
+    got = _find(method, Q, 8, candidates=cand)
+    assert 9 not in got.tolist()
+
+
+def _passes(monkeypatch):
+    """Count passes over the matrix (products of the rows with a vector or block)."""
+    counter = []
+    original = anchors_mod._SpanSearch.product
+
+    def product(self, Z):
+        counter.append(1)
+        return original(self, Z)
+
+    monkeypatch.setattr(anchors_mod._SpanSearch, "product", product)
+    return counter
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_warm_start_from_true_anchors_returns_them_in_one_pass(method, planted, monkeypatch):
+    _, Q = planted
+    init = np.random.default_rng(0).permutation(8)
+    counter = _passes(monkeypatch)
+    cold = _find(method, Q, 8)
+    cold_passes = len(counter)
+    counter.clear()
+    warm = _find(method, Q, 8, init=init)
+    np.testing.assert_array_equal(warm, init)  # same anchors, same topic order
+    assert len(counter) == 1 < cold_passes
+    assert set(cold.tolist()) == set(init.tolist())
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_warm_start_repairs_a_wrong_anchor(method, planted):
+    _, Q = planted
+    init = [0, 1, 2, 77, 4, 5, 6, 7]  # word 77 is not an anchor; topic 3's anchor is missing
+    got = _find(method, Q, 8, init=init)
+    assert got.tolist() == [0, 1, 2, 3, 4, 5, 6, 7]
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_partial_and_stale_warm_starts(method, planted):
+    _, Q = planted
+    cand = np.ones(150, dtype=bool)
+    cand[6] = False
+    # Word 6 is no longer a candidate and word 3 is pinned: both are skipped; the rest are
+    # kept in order and the missing anchors are found greedily.
+    got = _find(method, Q, 8, candidates=cand, pinned=[3], init=[5, 6, 3, 1])
+    assert got[:3].tolist() == [3, 5, 1]
+    assert 6 not in got.tolist()
+    assert set(got.tolist()) >= {0, 1, 2, 3, 4, 5, 7}
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_pinned_are_kept_by_the_cleanup(method, planted):
+    _, Q = planted
+    got = _find(method, Q, 8, pinned=[50], init=list(range(7)))
+    assert got[0] == 50  # not an anchor, but pinned: the cleanup pass leaves it alone
+    # The others are revisited (with word 50 in the span, dropping anchor 0 for anchor 7 can
+    # be farther), and each is still a vertex: a true anchor.
+    assert len(set(got.tolist())) == 8 and set(got[1:].tolist()) <= set(range(8))
+
+
+def test_fast_anchor_words_is_deterministic(rng):
+    C = _noisy(rng, 80)
+    a = fast_anchor_words(C, 6, projection_dim=10, random_state=4)
+    b = fast_anchor_words(C, 6, projection_dim=10, random_state=4)
+    np.testing.assert_array_equal(a, b)
+
+
+def test_find_anchors_dispatches(planted):
+    _, Q = planted
+    np.testing.assert_array_equal(find_anchors(Q, 8), pivoted_qr_anchors(Q, 8))
+    np.testing.assert_array_equal(
+        find_anchors(Q, 8, method="fast", random_state=1), fast_anchor_words(Q, 8, random_state=1)
+    )
+    with pytest.raises(InputError, match="method"):
+        find_anchors(Q, 8, method="lp")
+
+
+# --------------------------------------------------------------------------------------------
+# Errors
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"candidates": np.arange(150) < 5}, "only 5 candidate"),
+        ({"candidates": np.ones(149, dtype=bool)}, "boolean mask"),
+        ({"candidates": np.ones(150)}, "boolean mask"),
+        ({"pinned": [3, 3]}, "duplicate"),
+        ({"pinned": [200]}, r"\[0, 150\)"),
+        ({"pinned": [1.5]}, "word indices"),
+        ({"pinned": list(range(9))}, "9 pinned"),
+        ({"pinned": [7], "candidates": np.arange(150) != 7}, "not candidates"),
+        ({"init": [1, 2, 1]}, "duplicate"),
+        ({"init": [-1]}, "word indices"),
+        ({"init": ["a"]}, "word indices"),
+        ({"init": list(range(9))}, "init has 9"),
+    ],
+)
+def test_bad_arguments(method, planted, kwargs, match):
+    _, Q = planted
+    with pytest.raises(InputError, match=match):
+        _find(method, Q, 8, **kwargs)
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize(
+    "C, K, match",
+    [
+        (np.ones((3, 4)), 1, "square"),
+        (np.array([[1.0, np.inf], [1.0, 1.0]]), 1, "NaN"),
+        (np.eye(3), 4, "n_topics"),
+        (np.eye(3), 0, "n_topics"),
+        (np.ones((4, 4)), 2, "span only 1"),
+        (np.array([["a"]]), 1, "real numbers"),
+    ],
+)
+def test_bad_matrices(method, C, K, match):
+    with pytest.raises(InputError, match=match):
+        _find(method, C, K)
+
+
+def test_bad_projection_dim(planted):
+    _, Q = planted
+    with pytest.raises(InputError, match="projection_dim"):
+        fast_anchor_words(Q, 8, projection_dim=0)
+
+
+def test_pinned_rows_must_have_mass():
+    C = np.diag([1.0, 1.0, 0.0, 1.0])
+    with pytest.raises(InputError, match="zero rows"):
+        pivoted_qr_anchors(C, 2, pinned=[2])
+
+
+def test_dependent_pinned_anchors_are_an_error():
+    C = np.array([[2.0, 2.0, 0.0], [2.0, 2.0, 0.0], [0.0, 0.0, 1.0]])
+    with pytest.raises(InputError, match="combination"):
+        pivoted_qr_anchors(C, 2, pinned=[0, 1])
+
+
+# --------------------------------------------------------------------------------------------
+# candidate_words
+# --------------------------------------------------------------------------------------------
+
+
+def test_candidate_words():
+    np.testing.assert_array_equal(
+        candidate_words(np.array([0.0, 4.0, 5.0, 9.0]), 5), [False, False, True, True]
+    )
+    assert candidate_words([1, 2], 0).all()
+
+
+@pytest.mark.parametrize(
+    "doc_freq, min_df",
+    [([[1, 2]], 1), ([1, -1], 1), ([1, np.nan], 1), (["a"], 1), ([1, 2], -1), ([1, 2], np.inf)],
+)
+def test_candidate_words_bad_input(doc_freq, min_df):
+    with pytest.raises(InputError):
+        candidate_words(doc_freq, min_df)

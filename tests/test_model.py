@@ -1,0 +1,100 @@
+"""End-to-end: the composed pipeline recovers planted topics."""
+
+import numpy as np
+import pytest
+
+from anchorstream.cooccurrence import Cooccurrence, cooccurrence
+from anchorstream.errors import InputError, NotFittedError
+from anchorstream.evaluate import recovery_error
+from anchorstream.model import AnchorModel
+from anchorstream.synthetic import planted_model, population_cooccurrence, sample_documents
+
+V, K = 120, 6
+
+
+def population(truth, num_docs=10_000):
+    """A Cooccurrence whose normalized matrix is exactly B R Bᵀ."""
+    Q = population_cooccurrence(truth.topic_word, truth.topic_topic)
+    return Cooccurrence(
+        counts=Q * num_docs,
+        unigram=Q.sum(axis=1) * num_docs * 50,
+        doc_freq=np.full(truth.n_words, float(num_docs)),
+        num_docs=num_docs,
+        num_tokens=num_docs * 50,
+    )
+
+
+@pytest.fixture(scope="module")
+def truth():
+    return planted_model(V, K, anchor_mass=0.05, random_state=1)
+
+
+@pytest.mark.parametrize("anchor_method", ["qr", "fast"])
+@pytest.mark.parametrize("recover_method", ["admm", "l2", "kl", "inverse"])
+@pytest.mark.parametrize("rectify", [True, False])
+def test_population_matrix_recovers_planted_topics(truth, anchor_method, recover_method, rectify):
+    model = AnchorModel(
+        K, rectify=rectify, anchor_method=anchor_method, recover_method=recover_method,
+        anchor_min_df=0, recover_tol=1e-10, recover_max_iter=5000,
+    ).fit(population(truth))
+    assert set(model.anchors_.tolist()) == set(truth.anchors.tolist())
+    _, per_topic, _ = recovery_error(truth.topic_word, model.topic_word_)
+    assert per_topic.max() < 1e-3
+    np.testing.assert_allclose(model.topic_word_.sum(axis=0), 1.0, atol=1e-9)
+    assert model.topic_topic_.shape == (K, K)
+    np.testing.assert_allclose(model.prevalence_.sum(), 1.0, atol=1e-9)
+
+
+def test_error_falls_with_more_documents(truth):
+    errors = []
+    for n_docs in (500, 4000, 32000):
+        X, _ = sample_documents(truth, n_docs, doc_length=60, random_state=n_docs)
+        model = AnchorModel(K, anchor_min_df=0).fit(cooccurrence(X))
+        errors.append(recovery_error(truth.topic_word, model.topic_word_)[0])
+    assert errors[0] > errors[1] > errors[2], errors
+
+
+def test_warm_start_is_cheaper_and_agrees(truth):
+    X, _ = sample_documents(truth, 20000, doc_length=60, random_state=3)
+    cold = AnchorModel(K, anchor_min_df=0).fit(cooccurrence(X[:19800]))
+    full = cooccurrence(X)
+    again_cold = AnchorModel(K, anchor_min_df=0).fit(full)
+    warm = AnchorModel(K, anchor_min_df=0).fit(full, init=cold)
+    assert set(warm.anchors_.tolist()) == set(again_cold.anchors_.tolist())
+    assert warm.n_iter_["rectify"] <= again_cold.n_iter_["rectify"]
+    assert recovery_error(again_cold.topic_word_, warm.topic_word_)[0] < 0.02
+
+
+def test_absent_words_get_zero_rows(truth):
+    X, _ = sample_documents(truth, 3000, doc_length=60, random_state=4)
+    X = X.tolil()
+    X[:, V - 1] = 0  # a word nobody uses
+    model = AnchorModel(K, anchor_min_df=0).fit(cooccurrence(X.tocsr()))
+    assert np.all(model.topic_word_[V - 1] == 0)
+    assert V - 1 not in model.anchors_
+
+
+def test_remapped_moves_warm_start_by_word(truth):
+    X, _ = sample_documents(truth, 3000, doc_length=60, random_state=5)
+    model = AnchorModel(K, anchor_min_df=0).fit(cooccurrence(X))
+    old = [f"w{i}" for i in range(V)]
+    new = list(reversed(old)) + ["brand-new"]
+    moved = model.remapped(old, new)
+    assert moved.topic_word_.shape == (V + 1, K)
+    np.testing.assert_array_equal(moved.topic_word_[0], model.topic_word_[V - 1])
+    assert np.all(moved.coef_[V] == 0)
+    assert [new[a] for a in moved.anchors_] == [old[a] for a in model.anchors_]
+
+
+def test_bad_settings_and_inputs_are_named():
+    with pytest.raises(InputError, match="recover_method must be one of"):
+        AnchorModel(3, recover_method="magic")
+    with pytest.raises(InputError, match="n_topics"):
+        AnchorModel(0)
+    with pytest.raises(NotFittedError):
+        AnchorModel(3).top_words()
+    with pytest.raises(InputError, match="expects a Cooccurrence"):
+        AnchorModel(3).fit(np.eye(4))
+    tiny = Cooccurrence.zeros(4)
+    with pytest.raises(InputError, match="no documents"):
+        AnchorModel(3).fit(tiny)

@@ -1,0 +1,233 @@
+"""Rectification by alternating projection (JSMF Algorithm 1) and its truncated eigensolver."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.linalg
+import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from anchorstream.errors import InputError
+from anchorstream.rectify import RectifyResult, rectify, top_eigh
+from anchorstream.synthetic import planted_model, population_cooccurrence, sample_documents
+from tests.naive_anchor import naive_rectify
+
+
+def _cooccurrence(X: sp.csr_matrix) -> np.ndarray:
+    """Σ_d (h hᵀ − diag h) / (n_d (n_d − 1)) / M, written with X̃ᵀX̃ (X̃ = diag(√w) X)."""
+    n = np.asarray(X.sum(axis=1)).ravel()
+    X = X[n >= 2]
+    n = n[n >= 2]
+    w = 1.0 / (n * (n - 1.0))
+    Xw = sp.diags(np.sqrt(w)) @ X
+    C = (Xw.T @ Xw).toarray()
+    C -= np.diag(np.asarray(X.multiply(w[:, None]).sum(axis=0)).ravel())
+    return C / X.shape[0]
+
+
+def _random_symmetric(rng, V, power=3.0):
+    A = rng.random((V, V)) ** power
+    C = A + A.T
+    return C / C.sum()
+
+
+def _check_invariants(res: RectifyResult, V: int, K: int) -> None:
+    M = res.matrix
+    assert M.shape == (V, V)
+    np.testing.assert_array_equal(M, M.T)
+    assert M.min() >= 0.0
+    assert M.sum() == pytest.approx(1.0, abs=1e-12)
+    assert res.eigvecs.shape == (V, K) and res.eigvals.shape == (K,)
+    assert np.all(np.diff(res.eigvals) <= 1e-15)
+
+
+@pytest.fixture(scope="module")
+def planted():
+    model = planted_model(120, 6, random_state=7)
+    return model, population_cooccurrence(model.topic_word, model.topic_topic)
+
+
+def test_feasible_low_rank_matrix_is_a_fixed_point(planted):
+    model, Q = planted
+    res = rectify(Q, model.n_topics, tol=1e-12, random_state=0)
+    assert res.converged
+    assert res.n_iter <= 2
+    np.testing.assert_allclose(res.matrix, Q, rtol=1e-9, atol=1e-14 * Q.max())
+
+
+def test_invariants_on_a_noisy_sampled_matrix(rng):
+    model = planted_model(150, 5, random_state=1)
+    X, _ = sample_documents(model, 400, 30, random_state=2)
+    C = _cooccurrence(X)
+    res = rectify(C, 5, max_iter=40, random_state=0)
+    _check_invariants(res, 150, 5)
+    # The rank-K eigen-part carries nearly all of the rectified matrix.
+    assert np.sum(res.eigvals**2) >= 0.99 * np.sum(res.matrix**2)
+
+
+def test_rectification_moves_a_sampled_matrix_towards_the_population():
+    model = planted_model(150, 6, alpha=0.1, random_state=3)
+    X, theta = sample_documents(model, 800, 30, random_state=4)
+    C = _cooccurrence(X)
+    res = rectify(C, 6, random_state=0)
+    population = population_cooccurrence(model.topic_word, model.topic_topic)
+    assert np.linalg.norm(res.matrix - population) < np.linalg.norm(C - population)
+    # Given the drawn topic proportions, E[C] = B (ΘᵀΘ / M) Bᵀ: the sampling noise of the words
+    # is what rectification can remove (measured: about 11% of it, Frobenius).
+    posterior = population_cooccurrence(model.topic_word, theta.T @ theta / theta.shape[0])
+    assert np.linalg.norm(res.matrix - posterior) < 0.95 * np.linalg.norm(C - posterior)
+
+
+def test_matches_the_textbook_algorithm(rng):
+    C = _random_symmetric(rng, 60)
+    want, n_iter, change = naive_rectify(C, 4, max_iter=12)
+    res = rectify(C, 4, max_iter=12, tol=0.0, eig_tol=1e-12, random_state=0)
+    assert res.n_iter == n_iter == 12
+    assert not res.converged
+    assert res.residual == pytest.approx(change, rel=1e-6)
+    np.testing.assert_allclose(res.matrix, want, rtol=1e-7, atol=1e-9 * want.max())
+
+
+def test_stops_at_tolerance_like_the_textbook_algorithm(rng):
+    C = _random_symmetric(rng, 40)
+    want, n_iter, _ = naive_rectify(C, 3, max_iter=200, tol=1e-7)
+    res = rectify(C, 3, max_iter=200, tol=1e-7, eig_tol=1e-12, random_state=0)
+    assert res.converged and res.residual <= 1e-7
+    assert abs(res.n_iter - n_iter) <= 1
+    np.testing.assert_allclose(res.matrix, want, rtol=1e-5, atol=1e-8 * want.max())
+
+
+def test_eigvecs_agree_with_scipy_eigh(rng):
+    C = _random_symmetric(rng, 80)
+    res = rectify(C, 5, max_iter=20, eig_tol=1e-12, random_state=0)
+    w, U = scipy.linalg.eigh(res.matrix)
+    w, U = w[::-1][:5], U[:, ::-1][:, :5]
+    np.testing.assert_allclose(res.eigvals, w, rtol=1e-10, atol=1e-12 * w[0])
+    # Signs are fixed: the largest-magnitude entry of every eigenvector is positive.
+    U *= np.sign(U[np.argmax(np.abs(U), axis=0), np.arange(5)])
+    np.testing.assert_allclose(res.eigvecs, U, atol=1e-8)
+    top = res.eigvecs[np.argmax(np.abs(res.eigvecs), axis=0), np.arange(5)]
+    assert np.all(top > 0)
+
+
+def test_warm_start_needs_fewer_eigensolver_products():
+    model = planted_model(300, 10, random_state=5)
+    C1 = _cooccurrence(sample_documents(model, 3000, 50, random_state=6)[0])
+    C2 = _cooccurrence(sample_documents(model, 3000, 50, random_state=7)[0])
+    previous = rectify(C1, 10, random_state=0)
+    cold = rectify(C2, 10, random_state=0)
+    warm = rectify(C2, 10, init_eigvecs=previous.eigvecs, random_state=0)
+    assert warm.n_products < cold.n_products
+    assert warm.n_iter <= cold.n_iter
+    np.testing.assert_allclose(warm.matrix, cold.matrix, rtol=1e-5, atol=1e-7 * cold.matrix.max())
+
+
+def test_float32_working_precision_stays_close(rng):
+    model = planted_model(150, 5, random_state=8)
+    C = _cooccurrence(sample_documents(model, 600, 30, random_state=9)[0])
+    exact = rectify(C, 5, max_iter=20, random_state=0)
+    fast = rectify(C, 5, max_iter=20, random_state=0, dtype=np.float32)
+    _check_invariants(fast, 150, 5)
+    assert fast.matrix.dtype == np.float64
+    np.testing.assert_allclose(fast.matrix, exact.matrix, rtol=0, atol=1e-4 * exact.matrix.max())
+    # Its eigenpairs are those of the returned matrix, to the full tolerance.
+    w = scipy.linalg.eigh(fast.matrix, eigvals_only=True)[::-1][:5]
+    np.testing.assert_allclose(fast.eigvals, w, rtol=1e-9)
+    with pytest.raises(InputError, match="dtype"):
+        rectify(C, 5, dtype=np.int64)
+
+
+def test_deterministic_and_accepts_sparse_input(rng):
+    C = _random_symmetric(rng, 30)
+    a = rectify(C, 3, max_iter=5, random_state=11)
+    b = rectify(sp.csr_matrix(C), 3, max_iter=5, random_state=11)
+    np.testing.assert_array_equal(a.matrix, b.matrix)
+    np.testing.assert_array_equal(a.eigvecs, b.eigvecs)
+
+
+def test_input_is_not_modified(rng):
+    C = _random_symmetric(rng, 25)
+    copy = C.copy()
+    rectify(C, 2, max_iter=3)
+    np.testing.assert_array_equal(C, copy)
+
+
+@pytest.mark.parametrize(
+    "C, K, kwargs, match",
+    [
+        (np.ones((3, 4)), 1, {}, "square"),
+        (np.ones(5), 1, {}, "square"),
+        (np.array([[1.0, 2.0], [0.0, 1.0]]), 1, {}, "symmetric"),
+        (np.array([[1.0, np.nan], [np.nan, 1.0]]), 1, {}, "NaN"),
+        (np.eye(3), 3, {}, "n_topics"),
+        (np.eye(3), 0, {}, "n_topics"),
+        (np.eye(3), 1.5, {}, "n_topics"),
+        (np.eye(3), 1, {"method": "enn"}, "method"),
+        (np.eye(3), 1, {"max_iter": 0}, "max_iter"),
+        (np.eye(3), 1, {"tol": -1.0}, "tol"),
+        (np.eye(3), 1, {"eig_tol": 0.0}, "eig_tol"),
+        (np.eye(3), 1, {"init_eigvecs": np.ones((2, 1))}, "init_eigvecs"),
+        (np.eye(3), 1, {"init_eigvecs": np.full((3, 1), np.inf)}, "init_eigvecs"),
+        (np.array([["a", "b"], ["b", "a"]]), 1, {}, "real numbers"),
+    ],
+)
+def test_bad_input(C, K, kwargs, match):
+    with pytest.raises(InputError, match=match):
+        rectify(C, K, **kwargs)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    V=st.integers(3, 25),
+    data=st.data(),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_random_psd_inputs_keep_the_invariants(V, data, seed):
+    K = data.draw(st.integers(1, V - 1))
+    r = np.random.default_rng(seed)
+    F = r.random((V, K + 2))
+    C = F @ F.T  # PSD, non-negative, of rank K + 2 > K: something to rectify
+    C /= C.sum()
+    res = rectify(C, K, max_iter=30, random_state=seed)
+    _check_invariants(res, V, K)
+    assert res.n_iter <= 30
+
+
+# --------------------------------------------------------------------------------------------
+# top_eigh
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("n, k", [(150, 6), (40, 35), (8, 8)])
+def test_top_eigh_matches_scipy_on_indefinite_matrices(rng, n, k):
+    A = rng.standard_normal((n, n))
+    A = A + A.T  # both ends of the spectrum are large: only the algebraic top is wanted
+    calls = []
+    theta, X, AX, info = top_eigh(lambda Z: calls.append(1) or A @ Z, n, k, tol=1e-12,
+                                  random_state=0)
+    w, U = scipy.linalg.eigh(A)
+    w, U = w[::-1][:k], U[:, ::-1][:, :k]
+    assert info["converged"] and info["n_products"] == len(calls)
+    np.testing.assert_allclose(theta[:k], w, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(np.abs(np.sum(X[:, :k] * U, axis=0)), 1.0, atol=1e-8)
+    np.testing.assert_allclose(AX, A @ X, atol=1e-10)
+    np.testing.assert_allclose(X.T @ X, np.eye(X.shape[1]), atol=1e-12)
+
+
+def test_top_eigh_warm_start_from_nearby_eigenvectors(rng):
+    n, k = 200, 5
+    base = rng.standard_normal((n, n))
+    A = base + base.T
+    B = A + 1e-4 * (lambda E: E + E.T)(rng.standard_normal((n, n)))
+    _, XA, _, cold_a = top_eigh(lambda Z: A @ Z, n, k, tol=1e-10, random_state=0)
+    _, _, _, cold_b = top_eigh(lambda Z: B @ Z, n, k, tol=1e-10, random_state=0)
+    theta, _, _, warm_b = top_eigh(lambda Z: B @ Z, n, k, init=XA, tol=1e-10, random_state=0)
+    assert warm_b["n_products"] < cold_b["n_products"]
+    np.testing.assert_allclose(theta[:k], scipy.linalg.eigh(B)[0][::-1][:k], rtol=1e-9)
+
+
+def test_top_eigh_bad_size():
+    with pytest.raises(InputError, match="n_eig"):
+        top_eigh(lambda Z: Z, 3, 4)
