@@ -1,0 +1,191 @@
+"""One entry point over every topic-inference method, for batch fits and comparisons.
+
+The rectified anchor-word pipeline (:class:`anchorstream.model.AnchorModel`) needs only the
+co-occurrence; the other methods of the seed papers need more:
+
+========================  ===========================================  ====================
+method / anchors          paper                                        needs
+========================  ===========================================  ====================
+anchor + qr / fast        JSMF Alg. 2 / Arora 2013 Alg. 4               co-occurrence
+anchor + ddp / rp         Ding et al. 2014, Alg. 1 / 2 (+ 3, 4)         documents
+anchorfree                Huang et al. 2016                             co-occurrence
+tsvd                      Bansal et al. 2014                            documents
+========================  ===========================================  ====================
+
+:func:`fit_topics` runs any of them and returns a :class:`TopicFit` with the word-topic matrix,
+a topic-topic matrix and one representative word per topic, which is all a snapshot needs.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from anchorstream.anchorfree import anchor_free
+from anchorstream.cooccurrence import Cooccurrence, cooccurrence
+from anchorstream.correlations import topic_topic
+from anchorstream.errors import InputError
+from anchorstream.model import AnchorModel
+from anchorstream.novelwords import ddp_topics, rp_sketch, rp_topics, split_statistic
+from anchorstream.rectify import rectify
+from anchorstream.tsvd import tsvd
+
+__all__ = ["DOCUMENT_METHODS", "METHODS", "TopicFit", "fit_topics"]
+
+METHODS = ("anchor", "anchorfree", "tsvd")
+#: Anchor finders that work on documents rather than on the co-occurrence.
+DOCUMENT_ANCHORS = ("ddp", "rp")
+DOCUMENT_METHODS = ("tsvd",)
+
+
+@dataclass(frozen=True, eq=False)
+class TopicFit:
+    """The outcome of :func:`fit_topics`.
+
+    Attributes
+    ----------
+    topic_word : ndarray of shape (n_words, n_topics)
+        ``p(word | topic)``, columns sum to 1.
+    topic_topic : ndarray of shape (n_topics, n_topics)
+        Topic co-occurrence, sums to 1.
+    anchors : ndarray of shape (n_topics,)
+        A representative word per topic: the anchor (anchor methods), the first novel word
+        (DDP/RP), or the most probable word (AnchorFree, TSVD, which have no anchors).
+    timings : dict
+        Seconds per stage.
+    model : AnchorModel or None
+        The fitted estimator for ``method="anchor"`` with ``qr``/``fast`` (warm-startable).
+    """
+
+    topic_word: np.ndarray
+    topic_topic: np.ndarray
+    anchors: np.ndarray
+    timings: dict = field(default_factory=dict)
+    model: AnchorModel | None = None
+
+    @property
+    def prevalence(self) -> np.ndarray:
+        return self.topic_topic.sum(axis=1)
+
+
+def _most_probable(topic_word: np.ndarray) -> np.ndarray:
+    return np.argmax(topic_word, axis=0).astype(np.int64)
+
+
+def _correlations(C: np.ndarray, topic_word: np.ndarray, anchors: np.ndarray) -> np.ndarray:
+    # The diagonal form (JSMF Alg. 4) needs each topic to give its anchor positive mass; the
+    # pseudo-inverse form works for any B, so it is the fallback for anchorless methods.
+    try:
+        return topic_topic(C, topic_word, anchors, method="diagonal")
+    except InputError:
+        return topic_topic(C, topic_word, anchors, method="pinv")
+
+
+def fit_topics(
+    n_topics: int,
+    *,
+    cooc: Cooccurrence | None = None,
+    documents=None,
+    method: str = "anchor",
+    anchor_method: str = "qr",
+    random_state: int = 0,
+    on_stage=None,
+    **settings,
+) -> TopicFit:
+    """Fit topics with any of the supported methods.
+
+    Parameters
+    ----------
+    n_topics : int
+    cooc : Cooccurrence, optional
+        Needed by the co-occurrence methods; computed from ``documents`` when omitted.
+    documents : sparse matrix of shape (n_docs, n_words), optional
+        Word counts; needed by ``tsvd`` and by the ``ddp``/``rp`` anchor finders. Row ``d``
+        is document id ``d`` (the seed of its random direction in RP).
+    method : {"anchor", "anchorfree", "tsvd"}
+    anchor_method : {"qr", "fast", "ddp", "rp"}
+        With ``method="anchor"``.
+    random_state : int
+    on_stage : callable, optional
+        As for :meth:`AnchorModel.fit`.
+    **settings
+        Further :class:`~anchorstream.model.ModelSettings` fields (``rectify``,
+        ``recover_method``, ``anchor_min_df``, ...).
+
+    Returns
+    -------
+    TopicFit
+
+    Raises
+    ------
+    InputError
+        For an unknown method, or a document method without ``documents``.
+    """
+    if method not in METHODS:
+        raise InputError(f"method must be one of {METHODS}, got {method!r}")
+    needs_docs = method in DOCUMENT_METHODS or (method == "anchor" and anchor_method in DOCUMENT_ANCHORS)
+    if needs_docs and documents is None:
+        what = method if method != "anchor" else f"anchors={anchor_method!r}"
+        raise InputError(
+            f"{what} works on documents, not on a co-occurrence matrix alone: pass documents "
+            "(batch fit from files), or choose anchors qr/fast or method anchorfree"
+        )
+    if cooc is None:
+        if documents is None:
+            raise InputError("fit_topics needs cooc or documents")
+        cooc = cooccurrence(documents)
+    timings: dict[str, float] = {}
+
+    def stage(name, fn):
+        if on_stage:
+            on_stage(name, None)
+        t0 = time.perf_counter()
+        out = fn()
+        timings[name] = time.perf_counter() - t0
+        if on_stage:
+            on_stage(name, timings[name])
+        return out
+
+    if method == "anchor" and anchor_method not in DOCUMENT_ANCHORS:
+        model = AnchorModel(
+            n_topics, anchor_method=anchor_method, random_state=random_state, **settings
+        ).fit(cooc, on_stage=on_stage)
+        return TopicFit(model.topic_word_, model.topic_topic_, model.anchors_,
+                        dict(model.timings_), model)
+
+    C = cooc.normalized()
+    K = n_topics
+    if method == "anchor":  # DDP / RP (Ding et al. 2014)
+        doc_ids = np.arange(documents.shape[0], dtype=np.int64)
+        min_df = float(settings.get("anchor_min_df", 0))
+        split = stage("statistics", lambda: split_statistic(documents, doc_ids, seed=random_state))
+        if anchor_method == "ddp":
+            res = stage("novel_words", lambda: ddp_topics(
+                split, K, min_df=min_df, random_state=random_state))
+        else:
+            sketch = stage("sketch", lambda: rp_sketch(
+                documents, doc_ids, n_projections=50 * K, seed=random_state))
+            res = stage("novel_words", lambda: rp_topics(
+                sketch, split, K, min_df=min_df, random_state=random_state))
+        anchors = np.asarray(res.anchors, dtype=np.int64)
+        A = stage("correlations", lambda: _correlations(C, res.topic_word, anchors))
+        return TopicFit(res.topic_word, A, anchors, timings)
+
+    if method == "anchorfree":
+        active = np.flatnonzero(C.sum(axis=1) > 0)
+        P = C[np.ix_(active, active)]
+        if settings.get("rectify", True):
+            P = stage("rectify", lambda: rectify(
+                P, K, max_iter=settings.get("rectify_max_iter", 150),
+                random_state=random_state).matrix)
+        res = stage("anchorfree", lambda: anchor_free(P, K))
+        B = np.zeros((C.shape[0], K))
+        B[active] = res.topic_word
+        return TopicFit(B, res.topic_topic, _most_probable(B), timings)
+
+    res = stage("tsvd", lambda: tsvd(documents, K, random_state=random_state))
+    anchors = _most_probable(res.topic_word)
+    A = stage("correlations", lambda: topic_topic(C, res.topic_word, anchors, method="pinv"))
+    return TopicFit(res.topic_word, A, anchors, timings)

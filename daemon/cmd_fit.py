@@ -1,0 +1,221 @@
+"""``anchorstream fit``: the whole pipeline over files (or a store), written as one snapshot."""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import logging
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+from tqdm import tqdm
+
+from anchorstream.cooccurrence import cooccurrence
+from anchorstream.decode import FORMATS, DecodeError, decode
+from anchorstream.errors import InputError
+from anchorstream.methods import DOCUMENT_ANCHORS, METHODS, fit_topics
+from anchorstream.model import ANCHOR_METHODS, RECOVER_METHODS
+from anchorstream.snapshot import write_snapshot
+from anchorstream.text import Tokenizer, count_matrix, load_stopwords, select_vocabulary
+from daemon.files import iter_lines
+
+log = logging.getLogger("anchorstream.fit")
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "fit",
+        help="fit topics on files (or a store) and write a snapshot",
+        description=(
+            "Read documents, build the co-occurrence matrix, run rectification, anchor finding "
+            "and recovery, and write a snapshot directory. Bad lines are counted and skipped."
+        ),
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--input", nargs="+", type=Path, metavar="FILE",
+                     help="JSON-lines or text files (.gz allowed)")
+    src.add_argument("--store", type=Path, metavar="DIR",
+                     help="fit on the last committed state of a co-occurrence store")
+    p.add_argument("--out", type=Path, required=True, help="snapshot directory to create")
+    p.add_argument("--topics", "-k", type=int, required=True, help="number of topics K")
+    p.add_argument("--format", choices=FORMATS, default="json", help="input record format")
+    p.add_argument("--text-field", default="text", help="JSON field holding the text")
+    p.add_argument("--vocab-size", type=int, default=5000, help="vocabulary size cap V")
+    p.add_argument("--min-df", type=int, default=5, help="minimum document frequency of a word")
+    p.add_argument("--max-df", type=float, default=0.5,
+                   help="maximum document frequency of a word, as a ratio of documents")
+    p.add_argument("--stopwords", default="english",
+                   help="stopword list: a shipped list name, a file path, or 'none'")
+    p.add_argument("--method", choices=METHODS, default="anchor",
+                   help="anchor = anchor words + recovery (JSMF/Arora); anchorfree = "
+                        "determinant maximization (Huang 2016); tsvd = thresholded SVD "
+                        "(Bansal 2014, needs --input)")
+    p.add_argument("--anchors", choices=ANCHOR_METHODS + DOCUMENT_ANCHORS, default="qr",
+                   help="anchor finder: qr = sparse implicit pivoted QR (JSMF), "
+                        "fast = FastAnchorWords (Arora 2013), ddp/rp = data-dependent / random "
+                        "projections (Ding 2014, need --input)")
+    p.add_argument("--anchor-min-df", type=int, default=10,
+                   help="only words in at least this many documents may be anchors")
+    p.add_argument("--recover", choices=RECOVER_METHODS, default="admm",
+                   help="recovery: admm (JSMF), l2/kl (exponentiated gradient), inverse (baseline)")
+    p.add_argument("--no-rectify", dest="rectify", action="store_false",
+                   help="skip alternating-projection rectification")
+    p.add_argument("--rectify-iters", type=int, default=150, help="rectification iteration cap")
+    p.add_argument("--supertopics", type=int, default=0, metavar="N",
+                   help="also factorize the topic-topic matrix into N supertopics (JSMF §4) "
+                        "and store the hierarchy in the snapshot; 0 = off")
+    p.add_argument("--seed", type=int, default=0, help="random seed")
+    p.add_argument("--top-words", type=int, default=20, help="top words stored per topic")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress bars")
+    p.set_defaults(func=run)
+
+
+def read_documents(paths, *, format, text_field, tokenizer, progress=True):
+    """Read and tokenize every record of ``paths``.
+
+    Returns
+    -------
+    docs : list of list of str
+    stats : dict with ``lines``, ``documents`` and ``rejected`` (a reason -> count mapping)
+    """
+    docs: list[list[str]] = []
+    rejected: collections.Counter[str] = collections.Counter()
+    lines = 0
+    bar = tqdm(desc="reading", unit=" docs", disable=not progress, file=sys.stderr)
+    for path in paths:
+        if not Path(path).is_file():
+            raise InputError(f"input file {str(path)!r} does not exist")
+        for _, raw in iter_lines(path):
+            lines += 1
+            try:
+                doc = decode(raw, format=format, text_field=text_field)
+            except DecodeError as exc:
+                rejected[exc.reason] += 1
+                continue
+            tokens = tokenizer(doc.content)
+            if not tokens:
+                rejected["no_tokens"] += 1
+                continue
+            docs.append(tokens)
+            bar.update()
+    bar.close()
+    return docs, {"lines": lines, "documents": len(docs), "rejected": dict(rejected)}
+
+
+def run(args) -> int:
+    t_start = time.perf_counter()
+    progress = not args.quiet and sys.stderr.isatty()
+    stopwords = None if args.stopwords == "none" else load_stopwords(args.stopwords)
+    tokenizer = Tokenizer(stopwords=stopwords)
+
+    if args.store is not None:
+        from anchorstream.store import read_committed
+
+        cooc, vocabulary, offsets, version = read_committed(args.store)
+        X = None
+        source = {"store": str(args.store), "store_version": version, "offsets": offsets}
+    else:
+        docs, stats = read_documents(
+            args.input, format=args.format, text_field=args.text_field,
+            tokenizer=tokenizer, progress=progress,
+        )
+        bad = sum(stats["rejected"].values())
+        print(
+            f"read {stats['lines']} lines: {stats['documents']} documents, {bad} rejected"
+            + (f" {stats['rejected']}" if bad else ""),
+            file=sys.stderr,
+        )
+        if not docs:
+            raise InputError("no usable documents in the input")
+        vocabulary = select_vocabulary(
+            docs, min_df=args.min_df, max_df=args.max_df, max_size=args.vocab_size
+        )
+        if len(vocabulary) <= args.topics:
+            raise InputError(
+                f"the vocabulary has {len(vocabulary)} words (min_df={args.min_df}, "
+                f"max_df={args.max_df}), need more than --topics={args.topics}; "
+                "lower --min-df or add documents"
+            )
+        X = count_matrix(docs, vocabulary)
+        cooc = cooccurrence(X)
+        source = {
+            "input": [str(p) for p in args.input],
+            "format": args.format,
+            "text_field": args.text_field,
+            **stats,
+        }
+    print(f"{cooc.num_docs} documents, {len(vocabulary)} words, fitting {args.topics} topics",
+          file=sys.stderr)
+
+    def on_stage(name, seconds):
+        if seconds is not None and not args.quiet:
+            print(f"  {name:<13} {seconds:7.2f} s", file=sys.stderr)
+
+    fitted = fit_topics(
+        args.topics,
+        cooc=cooc,
+        documents=X,
+        method=args.method,
+        anchor_method=args.anchors,
+        random_state=args.seed,
+        on_stage=on_stage,
+        rectify=args.rectify,
+        rectify_max_iter=args.rectify_iters,
+        anchor_min_df=args.anchor_min_df,
+        recover_method=args.recover,
+    )
+    model = fitted.model
+    settings = {
+        **(model.get_params() if model is not None else {
+            "n_topics": args.topics, "rectify": args.rectify, "anchor_method": args.anchors,
+            "anchor_min_df": args.anchor_min_df, "random_state": args.seed,
+        }),
+        "method": args.method,
+        "vocab_size": args.vocab_size,
+        "min_df": args.min_df,
+        "max_df": args.max_df,
+        "stopwords": args.stopwords,
+        "tokenizer": tokenizer.describe() if hasattr(tokenizer, "describe") else repr(tokenizer),
+    }
+    hierarchy = None
+    if args.supertopics:
+        from anchorstream.correlations import supertopics
+
+        weights, super_A = supertopics(fitted.topic_topic, args.supertopics,
+                                       random_state=args.seed)
+        hierarchy = {
+            "supertopics": [
+                {"id": s, "prevalence": float(super_A[s].sum()),
+                 "topics": [[int(k), float(weights[k, s])] for k in np.argsort(-weights[:, s])
+                            if weights[k, s] > 1e-6]}
+                for s in range(args.supertopics)
+            ]
+        }
+    quality = {} if model is None else {
+        "rectify_iterations": model.n_iter_.get("rectify", 0),
+        "rectify_residual": model.rectify_residual_,
+    }
+    path = write_snapshot(
+        args.out,
+        vocabulary=list(vocabulary),
+        topic_word=fitted.topic_word.T,
+        topic_topic=fitted.topic_topic,
+        anchors=[vocabulary[a] for a in fitted.anchors],
+        prevalence=fitted.prevalence,
+        num_docs=int(cooc.num_docs),
+        settings=settings,
+        source=source,
+        extra={
+            "alpha": None if model is None or model.alpha_ is None
+            else np.asarray(model.alpha_).tolist(),
+            "timings_seconds": fitted.timings,
+            "fit": quality,
+            **({"hierarchy": hierarchy} if hierarchy else {}),
+        },
+        n_top_words=args.top_words,
+    )
+    print(f"wrote {path} in {time.perf_counter() - t_start:.1f} s", file=sys.stderr)
+    return 0

@@ -1,0 +1,92 @@
+"""`anchorstream fit` and `inspect` end to end on files: real files in, a real snapshot out."""
+
+import json
+
+import numpy as np
+import pytest
+
+from anchorstream.evaluate import recovery_error
+from anchorstream.snapshot import read_snapshot
+from anchorstream.synthetic import planted_model, sample_documents
+from daemon.cli import main
+
+V, K = 150, 5
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    """A JSON-lines file of documents drawn from a planted model, plus some bad lines."""
+    truth = planted_model(V, K, anchor_mass=0.08, random_state=7)
+    X, _ = sample_documents(truth, 3000, doc_length=40, random_state=7)
+    words = [f"word{chr(97 + i // 26)}{chr(97 + i % 26)}" for i in range(V)]
+    path = tmp_path_factory.mktemp("corpus") / "docs.jsonl"
+    with open(path, "w") as fh:
+        for d in range(X.shape[0]):
+            row = X.getrow(d)
+            tokens = [words[i] for i, c in zip(row.indices, row.data) for _ in range(int(c))]
+            fh.write(json.dumps({"text": " ".join(tokens)}) + "\n")
+        fh.write("{not json\n")
+        fh.write(json.dumps({"text": 42}) + "\n")
+        fh.write(json.dumps({"body": "no text field"}) + "\n")
+    return path, truth, words
+
+
+def fitted_error(out, truth, words):
+    snap = read_snapshot(out)
+    index = {w: i for i, w in enumerate(words)}
+    B = np.zeros((V, snap.num_topics))
+    for j, w in enumerate(snap.vocabulary):
+        B[index[w]] = snap.topic_word[:, j]
+    return snap, recovery_error(truth.topic_word, B / B.sum(axis=0))[0]
+
+
+@pytest.mark.parametrize(
+    "flags, tolerance",
+    [
+        ([], 0.15),
+        (["--anchors", "fast", "--recover", "l2"], 0.15),
+        (["--recover", "inverse"], 0.15),
+        (["--no-rectify", "--recover", "kl"], 0.3),
+        (["--anchors", "ddp"], 0.2),
+        # RP picks rare words as novel without a document-frequency floor (0.9 at 5 here).
+        (["--anchors", "rp", "--anchor-min-df", "50"], 0.25),
+        (["--method", "anchorfree"], 0.3),
+        (["--method", "tsvd"], 0.2),
+    ],
+)
+def test_fit_writes_a_valid_snapshot(corpus, tmp_path, capsys, flags, tolerance):
+    path, truth, words = corpus
+    out = tmp_path / "snap"
+    code = main(["fit", "--input", str(path), "--topics", str(K), "--vocab-size", "500",
+                 "--min-df", "2", "--anchor-min-df", "5", "--out", str(out), "--quiet", *flags])
+    # (a later --anchor-min-df in flags overrides the 5)
+    assert code == 0
+    err = capsys.readouterr().err
+    assert "3 rejected" in err  # bad lines are counted and reported, never fatal
+    snap, error = fitted_error(out, truth, words)
+    assert snap.num_topics == K and len(snap.topics[0]["top_words"]) >= 20
+    assert snap.manifest["source"]["rejected"] == {"invalid_json": 1, "wrong_type": 1,
+                                                   "missing_field": 1}
+    assert error < tolerance, error
+
+
+def test_supertopics_hierarchy_and_inspect(corpus, tmp_path, capsys):
+    path, _, _ = corpus
+    out = tmp_path / "snap"
+    assert main(["fit", "--input", str(path), "-k", str(K), "--min-df", "2", "--anchor-min-df",
+                 "5", "--supertopics", "2", "--out", str(out), "--quiet"]) == 0
+    hierarchy = read_snapshot(out).manifest["extra"]["hierarchy"]["supertopics"]
+    assert len(hierarchy) == 2
+    assert {k for s in hierarchy for k, _ in s["topics"]} <= set(range(K))
+    capsys.readouterr()
+    assert main(["inspect", str(out), "--words", "5"]) == 0
+    listing = capsys.readouterr().out
+    assert listing.count("\n") >= K
+
+
+def test_errors_are_one_line_not_tracebacks(tmp_path, capsys):
+    assert main(["fit", "--input", str(tmp_path / "missing.jsonl"), "-k", "3",
+                 "--out", str(tmp_path / "o")]) == 1
+    assert "does not exist" in capsys.readouterr().err
+    assert main(["inspect", str(tmp_path / "nothing")]) == 1
+    assert "error" in capsys.readouterr().err
