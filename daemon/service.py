@@ -1,0 +1,236 @@
+"""The daemon assembled from its parts: store, source, loop, refresher, publisher, API, metrics.
+
+:class:`Daemon` builds everything from a :class:`daemon.config.Config` and runs the ingest loop
+in the calling (main) thread; the refresher, the HTTP server and the Kafka clients have their
+own threads.
+
+Shutdown: SIGTERM or SIGINT (handlers installed by :meth:`Daemon.run` when called from the main
+thread) set a stop event. The loop notices it within one poll (``poll_timeout``, 0.5 s), commits
+what it accumulated with its offsets (:meth:`daemon.loop.IngestLoop.flush`), and the daemon then
+stops the refresher (waiting at most ``refresh_join_seconds``; a refresh still running is
+abandoned: publication is atomic, so nothing half-written is ever visible), closes the consumer
+(leaving the group), flushes the dead-letter producer, and stops the HTTP server. The time
+to exit is bounded by one poll + one checkpoint + ``refresh_join_seconds`` + the clients'
+close timeouts (5 s each). A second signal during shutdown exits at once (status 1); state is
+still consistent, only the not yet committed tail is replayed at the next start.
+
+Exit status of :meth:`Daemon.run`: 0 after a requested stop, 1 when ingestion could not go on
+(the store is broken: checkpoints keep failing, or its offsets cannot be read).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import threading
+from pathlib import Path
+from typing import Any
+
+from anchorstream.accumulator import Forgetting
+from anchorstream.store import CooccurrenceStore
+from anchorstream.text import Tokenizer
+from anchorstream.vocabulary import read_seed_vocabulary
+from daemon.api import ApiServer
+from daemon.config import Config
+from daemon.loop import IngestLoop
+from daemon.metrics import Metrics
+from daemon.publisher import Publisher
+from daemon.refresher import Refresher
+
+__all__ = ["Daemon", "build_tokenizer", "open_store"]
+
+log = logging.getLogger("anchorstream.daemon")
+
+
+def build_tokenizer(cfg: Config) -> Tokenizer:
+    """The tokenizer of ingestion and ``/v1/infer`` (they must be the same)."""
+    stop = cfg.vocab.stopwords
+    return Tokenizer(stopwords=None if stop == "none" else stop)
+
+
+def open_store(cfg: Config) -> CooccurrenceStore:
+    """Open the store of ``cfg.store.path``, creating it with the configured settings.
+
+    The vocabulary's stopwords are not given to the store: the tokenizer drops them already.
+    ``vocab.max_df_ratio`` is applied when a model is fitted (words are kept in the store, so a
+    word that becomes less common can be used again), not by blocking words in the store.
+    """
+    s, v = cfg.store, cfg.vocab
+    forgetting_kw = s.forgetting_kwargs()
+    create: dict[str, Any] = {
+        "capacity": v.capacity,
+        "admit_threshold": v.admit_threshold,
+        "seed": read_seed_vocabulary(v.seed_file) if v.seed_file else (),
+        "forgetting": Forgetting(**forgetting_kw) if forgetting_kw else None,
+    }
+    if s.chunk_size is not None:
+        create["chunk_size"] = s.chunk_size
+    if s.shard_size is not None:
+        create["shard_size"] = s.shard_size
+    return CooccurrenceStore.open_or_create(
+        s.path, budget_bytes=s.accumulator_budget_bytes, keep_versions=s.keep_versions,
+        **create)
+
+
+class Daemon:
+    """The long-running service.
+
+    Parameters
+    ----------
+    config : Config
+    bootstrap_servers : str or list of str, optional
+        Overrides ``config.kafka.bootstrap_servers`` (the embedded broker's address).
+    ready_file : path-like, optional
+        Written (atomically, JSON) once the HTTP server listens: ``pid``, ``http_url``,
+        ``http_port``, ``metrics_port``, ``bootstrap_servers``. For tests and supervisors that
+        start the daemon on port 0.
+    poll_timeout : float, default 0.5
+    refresh_join_seconds : float, default 10
+    """
+
+    def __init__(self, config: Config, *, bootstrap_servers=None, ready_file=None,
+                 poll_timeout: float = 0.5, refresh_join_seconds: float = 10.0):
+        self.config = config
+        self.bootstrap_servers = bootstrap_servers
+        self.ready_file = Path(ready_file) if ready_file is not None else None
+        self.poll_timeout = float(poll_timeout)
+        self.refresh_join_seconds = float(refresh_join_seconds)
+        self.stop_event = threading.Event()
+        self.metrics: Metrics | None = None
+        self.store: CooccurrenceStore | None = None
+        self.publisher: Publisher | None = None
+        self.source = None
+        self.dead_letter = None
+        self.model_updates = None
+        self.loop: IngestLoop | None = None
+        self.refresher: Refresher | None = None
+        self.api: ApiServer | None = None
+        self._metrics_server = None
+        self._signals = 0
+
+    # ----------------------------------------------------------------------------------------
+    # assembly
+
+    def start(self) -> Daemon:
+        """Build every part and start the background threads (not the ingest loop)."""
+        # Imported here: kafka-python is only needed by a daemon that consumes.
+        from daemon.source import DeadLetterProducer, KafkaSource, ModelUpdatesProducer
+
+        cfg = self.config
+        k = cfg.kafka
+        self.metrics = metrics = Metrics()
+        self.store = store = open_store(cfg)
+        log.info("store %s at version %s (%d documents committed)", cfg.store.path,
+                 store.version, store.n_docs_added)
+        on_publish = None
+        if k.model_updates_topic:
+            self.model_updates = ModelUpdatesProducer(k, bootstrap_servers=self.bootstrap_servers)
+            on_publish = self.model_updates
+        self.publisher = publisher = Publisher(
+            cfg.snapshots.path, keep=cfg.snapshots.keep, keep_seconds=cfg.snapshots.keep_seconds,
+            n_top_words=cfg.snapshots.n_top_words, on_publish=on_publish)
+        if k.dead_letter_topic:
+            self.dead_letter = DeadLetterProducer(
+                k, bootstrap_servers=self.bootstrap_servers,
+                on_outcome=lambda outcome: metrics.dead_letters.labels(outcome).inc())
+        tokenizer = build_tokenizer(cfg)
+        self.refresher = refresher = Refresher(
+            cfg.store.path, publisher, model_kwargs=cfg.model.model_kwargs(), metrics=metrics,
+            interval_seconds=cfg.refresh.interval_seconds,
+            min_new_docs=cfg.refresh.min_new_docs, warm_start=cfg.refresh.warm_start,
+            min_df=cfg.vocab.min_df, max_df_ratio=cfg.vocab.max_df_ratio,
+            align_min_similarity=cfg.refresh.align_min_similarity,
+            settings={"daemon": {"vocab": cfg.to_dict()["vocab"],
+                                 "message": cfg.to_dict()["message"]}},
+            source_info={"kafka_topics": list(k.topics), "group_id": k.group_id})
+        self.loop = loop = IngestLoop(
+            store, tokenizer=tokenizer, message=cfg.message, metrics=metrics,
+            dead_letter=self.dead_letter,
+            checkpoint_every_docs=cfg.store.checkpoint_every_docs,
+            checkpoint_every_seconds=cfg.store.checkpoint_every_seconds,
+            max_poll_records=k.max_poll_records, poll_timeout=self.poll_timeout,
+            on_checkpoint=refresher.notify)
+        self.source = KafkaSource(k, bootstrap_servers=self.bootstrap_servers)
+        loop.attach(self.source)
+        metrics.bind(lag=self.source.lag, vocabulary_size=lambda: loop.vocabulary_size,
+                     store_bytes=lambda: loop.store_bytes)
+        metrics.bind_publisher(publisher)
+        # What is committed already counts towards the first refresh after a restart.
+        refresher.notify(loop.committed)
+        refresher.start()
+        self.api = ApiServer(
+            publisher, host=cfg.http.host, port=cfg.http.port,
+            bearer_token=cfg.http.bearer_token, metrics=metrics, ready=loop.healthy,
+            tokenizer=tokenizer, max_body_bytes=cfg.http.max_body_bytes,
+            max_wait_seconds=cfg.http.max_wait_seconds).start()
+        metrics_port = self.api.port
+        if cfg.metrics.port:
+            self._metrics_server = metrics.serve(cfg.metrics.host, cfg.metrics.port)
+            metrics_port = self._metrics_server.server_address[1]
+        info = {"pid": os.getpid(), "http_url": self.api.url, "http_port": self.api.port,
+                "metrics_port": metrics_port,
+                "bootstrap_servers": self.bootstrap_servers or list(k.bootstrap_servers)}
+        log.info("anchorstream daemon up: %s", json.dumps(info))
+        if self.ready_file is not None:
+            tmp = self.ready_file.with_name(self.ready_file.name + ".tmp")
+            tmp.write_text(json.dumps(info))
+            os.replace(tmp, self.ready_file)
+        return self
+
+    # ----------------------------------------------------------------------------------------
+    # running
+
+    def install_signal_handlers(self) -> None:
+        """SIGTERM/SIGINT: stop gracefully; a second one exits at once."""
+        def handler(signum, _frame):
+            self._signals += 1
+            if self._signals > 1:
+                log.warning("second signal: exiting without waiting")
+                os._exit(1)
+            log.info("signal %s: flushing, checkpointing and stopping",
+                     signal.Signals(signum).name)
+            self.stop_event.set()
+
+        signal.signal(signal.SIGTERM, handler)
+        signal.signal(signal.SIGINT, handler)
+
+    def run(self) -> int:
+        """Start (if needed), ingest until stopped, shut down. Returns the exit status."""
+        if self.loop is None:
+            self.start()
+        if threading.current_thread() is threading.main_thread():
+            self.install_signal_handlers()
+        status = 0
+        try:
+            self.loop.run(self.stop_event)
+        except Exception:
+            log.exception("ingestion stopped")
+            status = 1
+        finally:
+            self.close()
+        return status
+
+    def stop(self) -> None:
+        """Ask :meth:`run` to return (from any thread)."""
+        self.stop_event.set()
+
+    def close(self) -> None:
+        """Stop every part (the loop must not be running any more)."""
+        self.stop_event.set()
+        if self.refresher is not None and not self.refresher.stop(self.refresh_join_seconds):
+            log.warning("a refresh is still running; abandoning it (nothing was published)")
+        if self.source is not None:
+            self.source.close()
+        for producer in (self.dead_letter, self.model_updates):
+            if producer is not None:
+                producer.flush(timeout=5)
+                producer.close(timeout=5)
+        if self.publisher is not None:
+            self.publisher.close()  # releases long polls first, so the server stops at once
+        if self.api is not None:
+            self.api.stop()
+        if self._metrics_server is not None:
+            self._metrics_server.shutdown()
+        log.info("anchorstream daemon stopped")

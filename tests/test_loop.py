@@ -1,0 +1,211 @@
+"""The ingest loop on a real store, fed by a scripted in-memory record source.
+
+The source here is a stand-in for :class:`daemon.source.KafkaSource` (which has its own tests
+against a real broker); the loop, the store and the offsets logic are the real ones. The whole
+chain with a real broker and a real daemon process is in ``tests/test_daemon.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import pytest
+
+from anchorstream.errors import StoreError
+from anchorstream.store import CooccurrenceStore, open_committed
+from anchorstream.text import Tokenizer
+from daemon.config import MessageConfig
+from daemon.loop import TOPIC_IDS_KEY, IngestLoop, LoopError, offset_key, parse_offset_key
+from daemon.metrics import Metrics
+from daemon.source import SourceRecord
+
+WORDS = ["apple", "banana", "cherry", "grape", "lemon", "mango", "melon", "peach", "pear", "plum"]
+
+
+def doc(i: int) -> bytes:
+    words = [WORDS[(i + k) % len(WORDS)] for k in range(4)]
+    return json.dumps({"text": " ".join(words)}).encode()
+
+
+class ScriptedSource:
+    """Hands out the given records in batches; remembers commits; like KafkaSource's API."""
+
+    def __init__(self, records, batch=7, topic_ids=None):
+        self.records = list(records)
+        self.batch = batch
+        self.pos = 0
+        self.commits = []
+        self._ids = dict(topic_ids or {})
+        self.offsets_for = None
+        self.on_topic_reset = None
+
+    def poll_batch(self, max_records=None, timeout=0.0):
+        out = self.records[self.pos:self.pos + self.batch]
+        self.pos += len(out)
+        return out
+
+    def topic_ids(self):
+        return dict(self._ids)
+
+    def commit(self, offsets):
+        self.commits.append(dict(offsets))
+
+
+class DeadLetters:
+    def __init__(self):
+        self.sent = []
+
+    def send(self, record, reason, detail=None):
+        self.sent.append((record.offset, reason))
+        return True
+
+
+def records(values, topic="docs", partition=0, start=0):
+    return [SourceRecord(topic, partition, start + i, v) for i, v in enumerate(values)]
+
+
+@pytest.fixture
+def store(tmp_path):
+    return CooccurrenceStore.create(tmp_path / "store", capacity=64, admit_threshold=1)
+
+
+def make_loop(store, source=None, **kw):
+    kw.setdefault("checkpoint_every_docs", 1000)
+    kw.setdefault("checkpoint_every_seconds", 3600)
+    return IngestLoop(store, source, tokenizer=Tokenizer(),
+                      message=kw.pop("message", MessageConfig(max_bytes=200)), **kw)
+
+
+def test_offset_keys_round_trip():
+    assert parse_offset_key(offset_key("a.b-c_d", 12)) == ("a.b-c_d", 12)
+    assert parse_offset_key(TOPIC_IDS_KEY) is None
+    assert parse_offset_key("file:/x") is None
+
+
+def test_bad_records_are_counted_forwarded_and_skipped(store):
+    bad = {
+        2: b"{not json",
+        5: b'{"text": 5}',
+        7: b'{"text": "   "}',
+        9: b"\xff\xfe\xfd",
+        11: b'{"text": "' + b"x" * 300 + b'"}',
+        13: b"[1, 2]",
+        15: b'{"body": "no text field"}',
+        17: None,
+    }
+    values = [bad.get(i, doc(i)) for i in range(20)]
+    metrics, dead = Metrics(process=False), DeadLetters()
+    source = ScriptedSource(records(values), topic_ids={"docs": "id-1"})
+    loop = make_loop(store, source, metrics=metrics, dead_letter=dead)
+    while loop.step():
+        pass
+    assert loop.documents == 12 and loop.records == 20
+    assert dict(loop.rejected) == {"invalid_json": 1, "wrong_type": 1, "empty": 2,
+                                   "invalid_utf8": 1, "oversized": 1, "not_an_object": 1,
+                                   "missing_field": 1}
+    assert sorted(o for o, _ in dead.sent) == sorted(bad)
+    reg = metrics.registry
+    assert reg.get_sample_value("anchorstream_messages_rejected_total",
+                                {"reason": "empty"}) == 2
+    assert reg.get_sample_value("anchorstream_messages_consumed_total", {"topic": "docs"}) == 20
+    assert reg.get_sample_value("anchorstream_documents_accumulated_total") == 12
+    assert reg.get_sample_value("anchorstream_vocabulary_admissions_total") == len(WORDS)
+    assert loop.flush()
+    st = open_committed(store.url)
+    # Bad records advance the offset like good ones.
+    assert st.offsets[offset_key("docs", 0)] == 20
+    assert st.offsets[TOPIC_IDS_KEY] == {"docs": "id-1"}
+    assert st.n_docs_added == 12
+    assert source.commits[-1] == {("docs", 0): 20}
+    assert reg.get_sample_value("anchorstream_checkpoints_total") == 1
+
+
+def test_checkpoints_every_n_records_and_on_stop(store):
+    source = ScriptedSource(records([doc(i) for i in range(50)]), batch=10)
+    versions = []
+    loop = make_loop(store, source, checkpoint_every_docs=20, on_checkpoint=versions.append)
+    for _ in range(5):
+        loop.step()
+    assert [c.n_docs for c in versions] == [20, 40]
+    stop = threading.Event()
+    stop.set()
+    loop.run(stop)  # returns at once and commits the rest
+    assert [c.n_docs for c in versions] == [20, 40, 50]
+    assert loop.committed.n_docs == 50
+    assert open_committed(store.url).offsets[offset_key("docs", 0)] == 50
+
+
+def test_crash_and_replay_counts_every_document_once(tmp_path):
+    path = tmp_path / "store"
+    values = [doc(i) for i in range(100)] + [b"bad"]
+    recs = records(values, partition=1)
+    store = CooccurrenceStore.create(path, capacity=64, admit_threshold=1)
+    loop = make_loop(store, ScriptedSource(recs[:55], batch=10), checkpoint_every_docs=20)
+    while loop.step():
+        pass
+    # "Crash": the loop and its uncommitted records (40..54) vanish without a flush.
+    assert open_committed(path).offsets[offset_key("docs", 1)] == 40
+    del loop, store
+    store = CooccurrenceStore.open(path)
+    source = ScriptedSource([], batch=10)
+    loop = make_loop(store, source)
+    start = loop.offsets_for("docs", 1)
+    assert start == 40 and loop.offsets_for("docs", 0) is None
+    source.records = recs[start:]
+    while loop.step():
+        pass
+    loop.flush()
+    st = open_committed(path)
+    assert st.n_docs_added == 100
+    assert st.offsets[offset_key("docs", 1)] == 101
+    # The matrix equals the one of a single uninterrupted pass.
+    ref = CooccurrenceStore.create(tmp_path / "ref", capacity=64, admit_threshold=1)
+    ref_loop = make_loop(ref, ScriptedSource(recs, batch=10))
+    while ref_loop.step():
+        pass
+    ref_loop.flush()
+    a, b = st.cooccurrence, open_committed(tmp_path / "ref").cooccurrence
+    assert a.num_docs == b.num_docs
+    assert abs(a.counts.sum() - b.counts.sum()) < 1e-9
+
+
+def test_recreated_topic_rewinds_offsets(store):
+    source = ScriptedSource(records([doc(i) for i in range(30)]), topic_ids={"docs": "old"})
+    loop = make_loop(store, source)
+    while loop.step():
+        pass
+    loop.flush()
+    assert loop.offsets_for("docs", 0) == 30
+    # While running: the source reports a reset; positions restart at 0.
+    loop.on_topic_reset("docs")
+    assert loop.offsets()[offset_key("docs", 0)] == 0
+    # At start-up: offsets stored under another topic id are ignored.
+    source2 = ScriptedSource([], topic_ids={"docs": "new"})
+    loop2 = make_loop(store, source2)
+    assert loop2.offsets_for("docs", 0) is None
+
+
+def test_failed_checkpoint_is_retried_then_fatal(store, monkeypatch):
+    source = ScriptedSource(records([doc(i) for i in range(10)]), batch=10)
+    metrics = Metrics(process=False)
+    loop = make_loop(store, source, metrics=metrics, checkpoint_every_docs=5,
+                     max_checkpoint_failures=3)
+    real = store.checkpoint
+    calls = []
+
+    def failing(*a, **kw):
+        calls.append(1)
+        raise StoreError("disk full")
+
+    monkeypatch.setattr(store, "checkpoint", failing)
+    loop.step()
+    assert not loop.healthy()[0] and len(calls) == 1
+    assert store.pending_docs == 10  # nothing lost in memory
+    assert not loop.checkpoint()
+    with pytest.raises(LoopError, match="seems broken"):
+        loop.checkpoint()
+    assert metrics.registry.get_sample_value("anchorstream_checkpoint_failures_total") == 3
+    monkeypatch.setattr(store, "checkpoint", real)
+    assert loop.checkpoint() and loop.healthy() == (True, "ok")
+    assert open_committed(store.url).n_docs_added == 10

@@ -1,0 +1,122 @@
+"""The refresher on a real store and a real snapshot directory (planted topics, small sizes)."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+from anchorstream.model import AnchorModel
+from anchorstream.store import CooccurrenceStore
+from anchorstream.synthetic import planted_model, sample_documents
+from daemon.loop import Committed
+from daemon.metrics import Metrics
+from daemon.publisher import Publisher
+from daemon.refresher import Refresher, select_words
+
+K = 6
+
+
+def planted_docs(n_docs: int, seed: int, n_words: int = 300) -> list[list[str]]:
+    truth = planted_model(n_words, K, random_state=0)
+    X, _ = sample_documents(truth, n_docs, doc_length=40, random_state=seed)
+    docs = []
+    for i in range(X.shape[0]):
+        lo, hi = X.indptr[i], X.indptr[i + 1]
+        docs.append([f"w{j:04d}" for j, c in zip(X.indices[lo:hi], X.data[lo:hi])
+                     for _ in range(int(c))])
+    return docs
+
+
+@pytest.fixture
+def setup(tmp_path):
+    store = CooccurrenceStore.create(tmp_path / "store", capacity=400, admit_threshold=2)
+    pub = Publisher(tmp_path / "snaps", keep=5)
+    metrics = Metrics(process=False)
+    ref = Refresher(store.url, pub, model_kwargs={"n_topics": K, "anchor_min_df": 5},
+                    metrics=metrics, interval_seconds=0.05, min_new_docs=1, min_df=2)
+    return store, pub, metrics, ref
+
+
+def test_refresh_publishes_then_warm_starts_and_keeps_ids(setup):
+    store, pub, metrics, ref = setup
+    store.add(planted_docs(2000, seed=1))
+    v1 = store.checkpoint({"kafka:docs:0": 2000})
+    first = ref.refresh_once()
+    assert first["version"] == 1 and not first["warm"] and first["store_version"] == v1
+    version, snap = pub.latest()
+    assert version == 1 and snap.num_docs == 2000 and snap.num_topics == K
+    assert snap.source["store_version"] == v1
+    assert snap.source["offsets"]["kafka:docs:0"] == 2000
+    assert sorted(snap.topic_ids) == list(range(K))
+    assert snap.extra["next_topic_id"] == K
+
+    store.add(planted_docs(40, seed=2))  # 2 % new documents
+    store.checkpoint({"kafka:docs:0": 2040})
+    second = ref.refresh_once()
+    assert second["warm"] and second["num_docs"] == 2040
+    _, snap2 = pub.latest()
+    # The same planted topics keep their ids.
+    assert sorted(snap2.topic_ids) == list(range(K))
+    assert snap2.extra["churn"]["births"] == [] and snap2.extra["churn"]["deaths"] == []
+    by_id = {t["id"]: t["anchor"] for t in snap.topics}
+    by_id2 = {t["id"]: t["anchor"] for t in snap2.topics}
+    assert sum(by_id[i] == by_id2[i] for i in by_id) >= K - 1
+    # Nothing new: skipped.
+    assert ref.refresh_once() is None
+    reg = metrics.registry
+    assert reg.get_sample_value("anchorstream_refreshes_total") == 2
+    for stage in ("read", "rectify", "anchors", "recover", "align", "publish", "total"):
+        assert reg.get_sample_value("anchorstream_refresh_duration_seconds_count",
+                                    {"stage": stage}) == 2
+    assert reg.get_sample_value("anchorstream_topic_churn", {"kind": "matched"}) == K
+
+
+def test_failing_refresh_is_counted_and_last_snapshot_stays(setup, monkeypatch):
+    store, pub, metrics, ref = setup
+    store.add(planted_docs(1500, seed=3))
+    store.checkpoint()
+    ref.refresh_once()
+    store.add(planted_docs(100, seed=4))
+    store.checkpoint()
+
+    def broken(self, *a, **kw):
+        raise FloatingPointError("boom")
+
+    monkeypatch.setattr(AnchorModel, "fit", broken)
+    with pytest.raises(FloatingPointError):
+        ref.refresh_once()
+    assert pub.latest_version == 1 and "boom" in ref.last_error
+    assert metrics.registry.get_sample_value("anchorstream_refresh_failures_total",
+                                             {"stage": "fit"}) == 1
+
+
+def test_too_little_data_is_skipped_not_failed(setup):
+    store, pub, metrics, ref = setup
+    store.add([["w0001", "w0002"], ["w0001", "w0002"]])
+    store.checkpoint()
+    assert ref.refresh_once() is None
+    assert pub.latest() is None and ref.failures == 0
+
+
+def test_background_thread_refreshes_when_notified(setup):
+    store, pub, metrics, ref = setup
+    ref.start()
+    try:
+        time.sleep(0.2)
+        assert pub.latest() is None  # nothing committed: no refresh
+        store.add(planted_docs(1500, seed=5))
+        store.checkpoint()
+        ref.notify(Committed(store.version, store.n_docs_added, time.monotonic()))
+        assert pub.wait_for_newer(None, timeout=120) == 1
+    finally:
+        assert ref.stop(timeout=60)
+
+
+def test_select_words_applies_min_and_max_df():
+    from anchorstream.cooccurrence import Cooccurrence
+
+    c = Cooccurrence(np.zeros((4, 4)), np.ones(4), np.array([1.0, 5.0, 9.0, 10.0]), 10, 40)
+    assert select_words(c, min_df=2, max_df_ratio=0.9).tolist() == [1, 2]
+    assert select_words(c, min_df=1, max_df_ratio=1.0).tolist() == [0, 1, 2, 3]
