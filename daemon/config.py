@@ -312,8 +312,9 @@ class KafkaConfig:
     """``kafka``: where documents come from and how to talk to the cluster."""
 
     bootstrap_servers: tuple[str, ...] = _spec(
-        ("127.0.0.1:9092",), v_bootstrap(),
-        "HOST:PORT list, or 'embedded' to start the bundled broker")
+        (EMBEDDED,), v_bootstrap(),
+        "HOST:PORT list, or 'embedded' to start the bundled broker (the default, so a fresh "
+        "machine runs without a cluster)")
     topics: tuple[str, ...] = _spec(("documents",), v_topics(), "topics to consume")
     group_id: str = _spec("anchorstream", v_str(), "consumer group id")
     client_id: str = _spec("anchorstream", v_str(), "client id sent to the brokers")

@@ -41,7 +41,7 @@ def test_defaults_and_frozen():
     cfg = load_config(None, env={})
     assert cfg == Config()
     assert cfg.http.host == "127.0.0.1" and cfg.metrics.port == 0
-    assert cfg.kafka.bootstrap_servers == ("127.0.0.1:9092",) and not cfg.kafka.embedded
+    assert cfg.kafka.bootstrap_servers == ("embedded",) and cfg.kafka.embedded
     assert cfg.kafka.allow_plaintext_sasl is False
     with pytest.raises(dataclasses.FrozenInstanceError):
         cfg.model.num_topics = 3
