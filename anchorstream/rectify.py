@@ -31,6 +31,7 @@ it within ~4e-7 (relative, Frobenius, after 40 iterations) of the exact trajecto
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -39,6 +40,8 @@ import scipy.sparse as sp
 
 from anchorstream._kernels_anchor import anchor_rectify_clip
 from anchorstream.errors import InputError
+
+log = logging.getLogger(__name__)
 
 __all__ = ["RectifyResult", "rectify", "top_eigh"]
 
@@ -310,6 +313,7 @@ def rectify(
     random_state: int | np.random.Generator | None = None,
     eig_tol: float = 1e-8,
     dtype=np.float64,
+    init_matrix: np.ndarray | None = None,
 ) -> RectifyResult:
     """Rectify a co-occurrence matrix by alternating projection (JSMF Algorithm 1).
 
@@ -348,6 +352,12 @@ def rectify(
         1e-6 and, on a real corpus, the iterate after 30 iterations differs from the float64
         one by ~2e-5 (relative, Frobenius). The result is float64 either way and its
         eigenpairs are computed to ``eig_tol`` on it.
+
+    init_matrix : ndarray of shape (n_words, n_words), optional
+        Starting iterate ``C_NN⁽⁰⁾`` in place of ``C`` (the warm start of a refresh after a
+        small change: ``C_new + (R_prev − C_prev)``, the new data plus the correction the
+        previous rectification applied, starts next to the previous fixed point instead of
+        at the raw matrix). Not modified.
 
     Returns
     -------
@@ -400,6 +410,10 @@ def rectify(
     loop_tol = max(eig_tol, _FLOAT32_EIG_TOL) if single else eig_tol
     rng = np.random.default_rng(random_state)
 
+    if init_matrix is not None:
+        C = _check_matrix(init_matrix)
+        if C.shape != (V, V):
+            raise InputError(f"init_matrix must have shape ({V}, {V}), got {C.shape}")
     theta, X, AX, info = top_eigh(
         lambda Z: C @ Z, V, K, init=init_eigvecs, tol=eig_tol, random_state=rng
     )
@@ -440,6 +454,7 @@ def rectify(
         residual = float(np.sqrt(sums[0] / sums[1])) if sums[1] > 0 else 0.0
         total = float(sums[2])
         converged = residual <= tol
+        log.debug("rectify iteration %d: residual %.3e", n_iter, residual)
         theta, X, AX, info = top_eigh(
             lambda Z: _upper_matmul(nn, Z, step),
             V,

@@ -240,12 +240,15 @@ def test_page_shows_topics_and_follows_new_snapshots(server, publisher, browser,
     ids = browser.js("return Array.from(document.querySelectorAll('#topics tr'))"
                      ".map(tr => Number(tr.dataset.topicId));")
     assert ids[0] == 4  # the rising topic leads now
-    changes = browser.js("""
+    # The rows learn each topic's change from its history, which can arrive after the chart's
+    # (seen on a loaded CI machine): wait for the markers rather than reading them once.
+    changes = browser.wait_for("""
         const out = {};
         for (const tr of document.querySelectorAll('#topics tr')) {
           out[tr.dataset.topicId] = tr.querySelector('.delta').className;
         }
-        return out;""")
+        return Object.values(out).some(c => c.includes('muted')) ? null : out;""",
+        "the change markers of every topic")
     assert "up" in changes["4"] and "down" in changes["0"] and "new" in changes["5"]
     assert browser.js("return document.getElementById('conn').dataset.state;") == "live"
     assert browser.js("return document.getElementById('docs').innerText;") == "15,000"
