@@ -21,5 +21,17 @@ test: $(VENV)/.installed
 	$(PY) -m pytest
 	NUMBA_DISABLE_JIT=1 $(PY) -m pytest -q tests/test_kernels_*.py
 
+# Benchmarks against the peers (anchortopics, gensim) in their own environment, so the peers'
+# pins never touch the project's .venv. Prints figures and rewrites benchmarks/README.md.
+BENCH_VENV ?= benchmarks/.cache/venv
+$(BENCH_VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(BENCH_VENV)
+	$(BENCH_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(BENCH_VENV)/bin/python -m pip install --quiet -e ".[dev,bench]"
+	touch $@
+
+bench: $(BENCH_VENV)/.installed
+	$(BENCH_VENV)/bin/python benchmarks/bench_fit.py --markdown
+
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

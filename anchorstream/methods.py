@@ -179,6 +179,7 @@ def fit_topics(
         if settings.get("rectify", True):
             P = stage("rectify", lambda: rectify(
                 P, K, max_iter=settings.get("rectify_max_iter", 150),
+                tol=settings.get("rectify_tol", 1e-4),
                 random_state=random_state).matrix)
         res = stage("anchorfree", lambda: anchor_free(P, K))
         B = np.zeros((C.shape[0], K))

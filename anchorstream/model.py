@@ -42,7 +42,7 @@ class ModelSettings:
     rectify: bool = True
     rectify_method: str = "ap"
     rectify_max_iter: int = 150
-    rectify_tol: float = 1e-6
+    rectify_tol: float = 1e-4
     anchor_method: str = "qr"
     anchor_min_df: int = 10
     projection_dim: int = 1000

@@ -64,6 +64,9 @@ def register(subparsers) -> None:
     p.add_argument("--no-rectify", dest="rectify", action="store_false",
                    help="skip alternating-projection rectification")
     p.add_argument("--rectify-iters", type=int, default=150, help="rectification iteration cap")
+    p.add_argument("--rectify-tol", type=float, default=1e-4,
+                   help="stop rectifying when an iteration changes the matrix by less than this "
+                        "(relative); smaller is slower and closer to the exact fixed point")
     p.add_argument("--supertopics", type=int, default=0, metavar="N",
                    help="also factorize the topic-topic matrix into N supertopics (JSMF §4) "
                         "and store the hierarchy in the snapshot; 0 = off")
@@ -164,6 +167,7 @@ def run(args) -> int:
         on_stage=on_stage,
         rectify=args.rectify,
         rectify_max_iter=args.rectify_iters,
+        rectify_tol=args.rectify_tol,
         anchor_min_df=args.anchor_min_df,
         recover_method=args.recover,
     )

@@ -443,6 +443,9 @@ class ModelConfig:
     anchor_min_df: int = _spec(10, v_int(1), "min document frequency of an anchor word")
     random_state: int = _spec(0, v_int(0), "seed")
     rectify_max_iter: int = _spec(150, v_int(1), "rectification iteration cap")
+    rectify_tol: float = _spec(
+        1e-4, v_float(0.0), "rectification stops when an iteration changes the matrix by less "
+        "than this (relative, Frobenius)")
 
     def model_kwargs(self) -> dict[str, Any]:
         """Keyword arguments for ``anchorstream.model.AnchorModel``."""
@@ -450,6 +453,7 @@ class ModelConfig:
             "n_topics": self.num_topics,
             "rectify": self.rectify,
             "rectify_max_iter": self.rectify_max_iter,
+            "rectify_tol": self.rectify_tol,
             "anchor_method": self.anchor_method,
             "anchor_min_df": self.anchor_min_df,
             "recover_method": self.recover_method,
