@@ -286,3 +286,44 @@ def supertopics(
         raise InputError(f"anchors_fn returned shape {anchors.shape}, expected ({n_super},)")
     rec = recover(C, anchors, method=recover_method)
     return rec.topic_word, topic_topic(C, rec.topic_word, anchors)
+
+
+def hierarchy(A, n_super: int, *, topic_ids=None, random_state=0, min_weight: float = 1e-6) -> dict:
+    """Supertopics of a topic-topic matrix as a JSON-ready hierarchy (for snapshots).
+
+    Parameters
+    ----------
+    A : ndarray of shape (n_topics, n_topics)
+        Topic co-occurrence.
+    n_super : int
+        Number of supertopics, ``1 <= n_super < n_topics``.
+    topic_ids : sequence of int, optional
+        Public id of each topic (row order of ``A``); default ``0..K-1``.
+    random_state : int
+    min_weight : float
+        Topics with a smaller weight in a supertopic are left out of its list.
+
+    Returns
+    -------
+    dict
+        ``{"supertopics": [{"id", "prevalence", "topics": [[topic_id, weight], ...]}, ...]}``
+        with each supertopic's topics by decreasing weight ``p(topic | supertopic)``.
+    """
+    A = np.asarray(A, dtype=np.float64)
+    K = A.shape[0]
+    if not 1 <= n_super < K:
+        raise InputError(f"n_super must be in [1, {K}) for {K} topics, got {n_super!r}")
+    ids = list(range(K)) if topic_ids is None else [int(i) for i in topic_ids]
+    weights, super_A = supertopics(A, n_super, random_state=random_state)
+    return {
+        "supertopics": [
+            {
+                "id": s,
+                "prevalence": float(super_A[s].sum()),
+                "topics": [[ids[k], float(weights[k, s])]
+                           for k in np.argsort(-weights[:, s], kind="stable")
+                           if weights[k, s] > min_weight],
+            }
+            for s in range(n_super)
+        ]
+    }

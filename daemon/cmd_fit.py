@@ -186,18 +186,10 @@ def run(args) -> int:
     }
     hierarchy = None
     if args.supertopics:
-        from anchorstream.correlations import supertopics
+        from anchorstream.correlations import hierarchy as build_hierarchy
 
-        weights, super_A = supertopics(fitted.topic_topic, args.supertopics,
-                                       random_state=args.seed)
-        hierarchy = {
-            "supertopics": [
-                {"id": s, "prevalence": float(super_A[s].sum()),
-                 "topics": [[int(k), float(weights[k, s])] for k in np.argsort(-weights[:, s])
-                            if weights[k, s] > 1e-6]}
-                for s in range(args.supertopics)
-            ]
-        }
+        hierarchy = build_hierarchy(fitted.topic_topic, args.supertopics,
+                                    random_state=args.seed)
     quality = {} if model is None else {
         "rectify_iterations": model.n_iter_.get("rectify", 0),
         "rectify_residual": model.rectify_residual_,

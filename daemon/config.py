@@ -443,6 +443,8 @@ class ModelConfig:
     anchor_min_df: int = _spec(10, v_int(1), "min document frequency of an anchor word")
     random_state: int = _spec(0, v_int(0), "seed")
     rectify_max_iter: int = _spec(150, v_int(1), "rectification iteration cap")
+    supertopics: int = _spec(
+        0, v_int(0), "supertopics (JSMF §4) stored as a hierarchy in each snapshot; 0 = off")
     rectify_tol: float = _spec(
         1e-4, v_float(0.0), "rectification stops when an iteration changes the matrix by less "
         "than this (relative, Frobenius)")
@@ -709,6 +711,12 @@ def parse_config(data: Mapping[str, Any] | None, env: Mapping[str, str] | None =
 
 def _check_consistency(c: Config) -> None:
     """Rules that involve more than one key."""
+    m = c.model
+    if m.supertopics and not m.supertopics < m.num_topics:
+        raise ConfigError(
+            f"model.supertopics: got {m.supertopics} with model.num_topics={m.num_topics}; "
+            "allowed: 0 (off) or fewer supertopics than topics"
+        )
     k = c.kafka
     sasl = k.security_protocol.startswith("SASL_")
     if sasl and k.sasl_mechanism is None:

@@ -55,6 +55,7 @@ import numpy as np
 from anchorstream.align import align_topics
 from anchorstream.cooccurrence import Cooccurrence
 from anchorstream.evaluate import topic_sparsity, topic_specificity
+from anchorstream.correlations import hierarchy
 from anchorstream.model import AnchorModel
 from anchorstream.store import open_committed
 
@@ -129,10 +130,12 @@ class Refresher:
                  warm_start: bool = True, min_df: float = 1, max_df_ratio: float = 1.0,
                  align_min_similarity: float = 0.5, settings: Mapping[str, Any] | None = None,
                  source_info: Mapping[str, Any] | None = None,
+                 supertopics: int = 0,
                  clock: Callable[[], float] = time.monotonic):
         self.store_url = str(store_url)
         self.publisher = publisher
         self.model_kwargs = dict(model_kwargs)
+        self.supertopics = int(supertopics)
         self.n_topics = int(self.model_kwargs["n_topics"])
         self.metrics = metrics
         self.interval_seconds = float(interval_seconds)
@@ -319,6 +322,12 @@ class Refresher:
                 "specificity": topic_specificity(model.topic_word_, unigram).tolist(),
             }
             churn = alignment.churn()
+            extra_hierarchy = {}
+            if 0 < self.supertopics < self.n_topics:
+                # JSMF §4: the rectified A factorized again; ids are the aligned public ones.
+                extra_hierarchy["hierarchy"] = hierarchy(
+                    model.topic_topic_, self.supertopics, topic_ids=alignment.ids.tolist(),
+                    random_state=int(self.model_kwargs.get("random_state", 0)))
             info = self.publisher.publish(
                 vocabulary=words,
                 topic_word=model.topic_word_.T,
@@ -342,6 +351,7 @@ class Refresher:
                     "rectify_residual": model.rectify_residual_,
                     "iterations": model.n_iter_,
                     "timings_seconds": dict(timings),
+                    **extra_hierarchy,
                 },
             )
             observe("publish", time.perf_counter() - t0)

@@ -142,6 +142,7 @@ class Daemon:
             min_new_docs=cfg.refresh.min_new_docs, warm_start=cfg.refresh.warm_start,
             min_df=cfg.vocab.min_df, max_df_ratio=cfg.vocab.max_df_ratio,
             align_min_similarity=cfg.refresh.align_min_similarity,
+            supertopics=cfg.model.supertopics,
             settings={"daemon": {"vocab": cfg.to_dict()["vocab"],
                                  "message": cfg.to_dict()["message"]}},
             source_info={"kafka_topics": list(k.topics), "group_id": k.group_id})

@@ -260,3 +260,9 @@ def test_model_settings_match_the_estimator():
     kwargs = ModelConfig(num_topics=7).model_kwargs()
     settings = model.ModelSettings(**kwargs)
     assert settings.n_topics == 7
+
+
+def test_supertopics_must_be_fewer_than_topics():
+    with pytest.raises(ConfigError, match=r"model.supertopics: got 20 .*num_topics=20"):
+        parse_config({"model": {"num_topics": 20, "supertopics": 20}})
+    assert parse_config({"model": {"num_topics": 20, "supertopics": 4}}).model.supertopics == 4

@@ -120,3 +120,22 @@ def test_select_words_applies_min_and_max_df():
     c = Cooccurrence(np.zeros((4, 4)), np.ones(4), np.array([1.0, 5.0, 9.0, 10.0]), 10, 40)
     assert select_words(c, min_df=2, max_df_ratio=0.9).tolist() == [1, 2]
     assert select_words(c, min_df=1, max_df_ratio=1.0).tolist() == [0, 1, 2, 3]
+
+
+def test_supertopic_hierarchy_is_published_with_public_ids(tmp_path):
+    store = CooccurrenceStore.create(tmp_path / "store", capacity=400, admit_threshold=2)
+    pub = Publisher(tmp_path / "snaps", keep=5)
+    ref = Refresher(store.url, pub, model_kwargs={"n_topics": K, "anchor_min_df": 5},
+                    interval_seconds=0.05, min_new_docs=1, min_df=2, supertopics=2)
+    store.add(planted_docs(2000, seed=5))
+    store.checkpoint()
+    assert ref.refresh_once() is not None
+    _, snap = pub.latest()
+    supers = snap.extra["hierarchy"]["supertopics"]
+    assert len(supers) == 2
+    members = [topic_id for s in supers for topic_id, _ in s["topics"]]
+    assert set(members) <= set(snap.topic_ids) and members
+    for s in supers:
+        weights = [w for _, w in s["topics"]]
+        assert weights == sorted(weights, reverse=True)
+        assert sum(weights) == pytest.approx(1.0, abs=1e-4)
