@@ -43,6 +43,7 @@ class ModelSettings:
     rectify_method: str = "ap"
     rectify_max_iter: int = 150
     rectify_tol: float = 1e-4
+    rectify_dtype: str = "float32"
     anchor_method: str = "qr"
     anchor_min_df: int = 10
     projection_dim: int = 1000
@@ -62,6 +63,7 @@ class ModelSettings:
         if not isinstance(self.n_topics, (int, np.integer)) or self.n_topics < 1:
             raise InputError(f"n_topics must be a positive integer, got {self.n_topics!r}")
         choice("rectify_method", RECTIFY_METHODS)
+        choice("rectify_dtype", ("float64", "float32"))
         choice("anchor_method", ANCHOR_METHODS)
         choice("recover_method", RECOVER_METHODS)
         choice("correlation_method", CORRELATION_METHODS)
@@ -243,6 +245,7 @@ class AnchorModel:
                     init_eigvecs=warm_eig,
                     init_matrix=warm_matrix,
                     random_state=s.random_state,
+                    dtype=np.dtype(s.rectify_dtype),
                 ),
             )
             del warm_matrix

@@ -64,6 +64,9 @@ def register(subparsers) -> None:
     p.add_argument("--no-rectify", dest="rectify", action="store_false",
                    help="skip alternating-projection rectification")
     p.add_argument("--rectify-iters", type=int, default=150, help="rectification iteration cap")
+    p.add_argument("--rectify-dtype", choices=("float64", "float32"), default="float32",
+                   help="working precision of rectification: float32 halves its memory and "
+                        "is ~1.8x faster, at ~2e-5 relative deviation of the iterate")
     p.add_argument("--rectify-tol", type=float, default=1e-4,
                    help="stop rectifying when an iteration changes the matrix by less than this "
                         "(relative); smaller is slower and closer to the exact fixed point")
@@ -168,6 +171,7 @@ def run(args) -> int:
         rectify=args.rectify,
         rectify_max_iter=args.rectify_iters,
         rectify_tol=args.rectify_tol,
+        rectify_dtype=args.rectify_dtype,
         anchor_min_df=args.anchor_min_df,
         recover_method=args.recover,
     )

@@ -445,6 +445,9 @@ class ModelConfig:
     rectify_max_iter: int = _spec(150, v_int(1), "rectification iteration cap")
     supertopics: int = _spec(
         0, v_int(0), "supertopics (JSMF §4) stored as a hierarchy in each snapshot; 0 = off")
+    rectify_dtype: str = _spec(
+        "float32", v_choice("float32", "float64"),
+        "working precision of rectification (float32: half the memory, ~1.5x faster)")
     rectify_tol: float = _spec(
         1e-4, v_float(0.0), "rectification stops when an iteration changes the matrix by less "
         "than this (relative, Frobenius)")
@@ -456,6 +459,7 @@ class ModelConfig:
             "rectify": self.rectify,
             "rectify_max_iter": self.rectify_max_iter,
             "rectify_tol": self.rectify_tol,
+            "rectify_dtype": self.rectify_dtype,
             "anchor_method": self.anchor_method,
             "anchor_min_df": self.anchor_min_df,
             "recover_method": self.recover_method,
