@@ -18,7 +18,6 @@ a topic-topic matrix and one representative word per topic, which is all a snaps
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -27,7 +26,7 @@ from anchorstream.anchorfree import anchor_free
 from anchorstream.cooccurrence import Cooccurrence, cooccurrence
 from anchorstream.correlations import topic_topic
 from anchorstream.errors import InputError
-from anchorstream.model import AnchorModel
+from anchorstream.model import AnchorModel, StageTimer
 from anchorstream.novelwords import ddp_topics, rp_sketch, rp_topics, split_statistic
 from anchorstream.rectify import rectify
 from anchorstream.tsvd import tsvd
@@ -137,16 +136,7 @@ def fit_topics(
             raise InputError("fit_topics needs cooc or documents")
         cooc = cooccurrence(documents)
     timings: dict[str, float] = {}
-
-    def stage(name, fn):
-        if on_stage:
-            on_stage(name, None)
-        t0 = time.perf_counter()
-        out = fn()
-        timings[name] = time.perf_counter() - t0
-        if on_stage:
-            on_stage(name, timings[name])
-        return out
+    stage = StageTimer(timings, on_stage)
 
     if method == "anchor" and anchor_method not in DOCUMENT_ANCHORS:
         model = AnchorModel(

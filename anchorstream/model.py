@@ -38,6 +38,28 @@ _WARM_AP_MIN_ITER = 10
 StageCallback = Callable[[str, float | None], None]
 
 
+class StageTimer:
+    """Runs pipeline stages, recording their seconds in ``timings`` and reporting to a hook.
+
+    ``stage(name, fn)`` calls ``on_stage(name, None)``, runs ``fn()``, stores its duration in
+    ``timings[name]``, calls ``on_stage(name, seconds)`` and returns ``fn``'s result.
+    """
+
+    def __init__(self, timings: dict[str, float], on_stage: StageCallback | None = None):
+        self.timings = timings
+        self.on_stage = on_stage
+
+    def __call__(self, name: str, fn):
+        if self.on_stage:
+            self.on_stage(name, None)
+        t0 = time.perf_counter()
+        out = fn()
+        self.timings[name] = time.perf_counter() - t0
+        if self.on_stage:
+            self.on_stage(name, self.timings[name])
+        return out
+
+
 @dataclass(frozen=True)
 class ModelSettings:
     """Every setting of the pipeline; recorded verbatim in each snapshot's manifest."""
@@ -210,16 +232,7 @@ class AnchorModel:
 
         timings: dict[str, float] = {}
         n_iter: dict[str, int] = {}
-
-        def stage(name, fn):
-            if on_stage:
-                on_stage(name, None)
-            t0 = time.perf_counter()
-            out = fn()
-            timings[name] = time.perf_counter() - t0
-            if on_stage:
-                on_stage(name, timings[name])
-            return out
+        stage = StageTimer(timings, on_stage)
 
         eigvecs = None
         correction = None
