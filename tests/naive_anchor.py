@@ -66,7 +66,9 @@ def naive_pivoted_qr(C, K, candidates=None):
     allowed &= np.asarray(C).sum(axis=1) > 0
     chosen = []
     for _ in range(K):
-        norms = np.array([P[i] @ P[i] if allowed[i] and i not in chosen else -1.0 for i in range(V)])
+        norms = np.array(
+            [P[i] @ P[i] if allowed[i] and i not in chosen else -1.0 for i in range(V)]
+        )
         n = int(np.argmax(norms))
         chosen.append(n)
         q = P[n] / np.sqrt(P[n] @ P[n])

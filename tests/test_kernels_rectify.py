@@ -1,11 +1,11 @@
-"""The numba kernels of rectification against their loop twins (also run with NUMBA_DISABLE_JIT=1)."""
+"""The rectification kernel against its loop twin (tiny sizes: also run without the JIT)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from anchorstream._kernels_anchor import anchor_rectify_clip
+from anchorstream._kernels.rectify import anchor_rectify_clip
 from tests.naive_anchor import naive_rectify_clip
 
 
