@@ -33,6 +33,22 @@ from anchorstream.errors import InputError
 __all__ = ["Cooccurrence", "accumulate", "cooccurrence"]
 
 
+def _check_count(name: str, value):
+    """A document or token count: a finite number >= 0, as int when whole.
+
+    Counted documents give whole numbers, kept as int; a store with exponential forgetting
+    holds decayed sums, which stay float (merge must not round them).
+    """
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float, np.integer, np.floating))
+        or not np.isfinite(value)
+        or value < 0
+    ):
+        raise InputError(f"{name} must be a finite number >= 0, got {value!r}")
+    return int(value) if float(value).is_integer() else float(value)
+
+
 @dataclass(eq=False)
 class Cooccurrence:
     """Summed co-occurrence statistics of a set of documents.
@@ -85,17 +101,7 @@ class Cooccurrence:
                 f"{self.doc_freq.shape}"
             )
         for name in ("num_docs", "num_tokens"):
-            value = getattr(self, name)
-            if (
-                isinstance(value, bool)
-                or not isinstance(value, (int, float, np.integer, np.floating))
-                or not np.isfinite(value)
-                or value < 0
-            ):
-                raise InputError(f"{name} must be a finite number >= 0, got {value!r}")
-            # Counted documents give whole numbers, kept as int; a store with exponential
-            # forgetting holds decayed sums, which stay float (merge must not round them).
-            setattr(self, name, int(value) if float(value).is_integer() else float(value))
+            setattr(self, name, _check_count(name, getattr(self, name)))
 
     @classmethod
     def zeros(cls, n_words: int) -> Cooccurrence:

@@ -46,7 +46,7 @@ import scipy.sparse as sp
 import scipy.sparse.csgraph
 import scipy.spatial.distance
 
-from anchorstream.cooccurrence import _as_counts_csr
+from anchorstream.cooccurrence import _as_counts_csr, _check_count
 from anchorstream.errors import InputError
 
 __all__ = [
@@ -221,17 +221,6 @@ def _frequencies(X: sp.csr_matrix) -> tuple[sp.csr_matrix, np.ndarray]:
 # --------------------------------------------------------------------------------------------
 
 
-def _check_number(name, value):
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, (int, float, np.integer, np.floating))
-        or not np.isfinite(value)
-        or value < 0
-    ):
-        raise InputError(f"{name} must be a finite number >= 0, got {value!r}")
-    return int(value) if float(value).is_integer() else float(value)
-
-
 @dataclass(eq=False)
 class RPSketch:
     """Random projections of every word's cross-document pattern, as sums over documents.
@@ -272,7 +261,7 @@ class RPSketch:
                 f"doc_freq of shape (n_words,); got {self.projections.shape}, "
                 f"{self.mass.shape}, {self.doc_freq.shape}"
             )
-        self.num_docs = _check_number("num_docs", self.num_docs)
+        self.num_docs = _check_count("num_docs", self.num_docs)
         self.seed = _check_seed(self.seed)
 
     @classmethod
@@ -366,7 +355,7 @@ class SplitStatistic:
                 f"(n_words,); got {self.cross.shape}, {self.mass_first.shape}, "
                 f"{self.mass_second.shape}, {self.doc_freq.shape}"
             )
-        self.num_docs = _check_number("num_docs", self.num_docs)
+        self.num_docs = _check_count("num_docs", self.num_docs)
         self.seed = _check_seed(self.seed)
 
     @classmethod

@@ -336,14 +336,8 @@ def _densify(root, meta, state, reset_seq, active: np.ndarray) -> np.ndarray:
     for seg in state["segments"]:
         if not _live(seg["window"], current, R):
             continue
-        g = root[f"segments/{seg['name']}"]
-        rows, cols, vals = _get(g, "rows"), _get(g, "cols"), _get(g, "vals")
-        keep = _valid_entries(rows, cols, seg["seq"], reset_seq)
-        vals = vals[keep]
-        factor = forgetting.readout(T, seg["t_ref"])
-        if factor != 1.0:
-            vals *= factor
-        store_scatter_symmetric(out, pos, pos, rows[keep], cols[keep], vals)
+        rows, cols, vals = _segment_entries(root, seg, reset_seq, forgetting, T)
+        store_scatter_symmetric(out, pos, pos, rows, cols, vals)
     return out
 
 
@@ -1259,18 +1253,25 @@ def _initialize(repo, meta, vocab: StreamingVocabulary, forgetting: Forgetting) 
     return session.commit("create anchorstream store", metadata={"kind": "create", "seq": 0})
 
 
+def _segment_entries(root, seg, reset, forgetting, t_ref):
+    """The valid ``(rows, cols, vals)`` of one delta segment, in the units of ``t_ref``.
+
+    Entries of slots evicted after the segment was written are dropped; decayed values are
+    converted from the segment's reference time.
+    """
+    g = root[f"segments/{seg['name']}"]
+    rows, cols, vals = _get(g, "rows"), _get(g, "cols"), _get(g, "vals")
+    keep = _valid_entries(rows, cols, seg["seq"], reset)
+    vals = vals[keep]
+    factor = forgetting.readout(t_ref, seg["t_ref"])
+    if factor != 1.0:
+        vals *= factor
+    return rows[keep], cols[keep], vals
+
+
 def _concat_segments(root, segs, reset, forgetting, t_ref):
     """Valid entries of ``segs``, values converted to the units of ``t_ref``."""
-    parts = []
-    for s in segs:
-        g = root[f"segments/{s['name']}"]
-        rows, cols, vals = _get(g, "rows"), _get(g, "cols"), _get(g, "vals")
-        keep = _valid_entries(rows, cols, s["seq"], reset)
-        vals = vals[keep]
-        factor = forgetting.readout(t_ref, s["t_ref"])
-        if factor != 1.0:
-            vals *= factor
-        parts.append((rows[keep], cols[keep], vals))
+    parts = [_segment_entries(root, s, reset, forgetting, t_ref) for s in segs]
     if not parts:
         return np.empty(0, np.int32), np.empty(0, np.int32), np.empty(0)
     return tuple(np.concatenate(p) for p in zip(*parts))  # type: ignore[return-value]
