@@ -280,7 +280,8 @@ class _Handler(BaseHTTPRequestHandler):
     def _dispatch(self, method: str) -> None:
         url = urlsplit(self.path)
         path = url.path.rstrip("/") or "/"
-        route_label, status = "unmatched", 500
+        self._route_label, status = "unmatched", 500
+        self._counted = False
         self._body_read = False
         try:
             self.query = parse_qs(url.query, keep_blank_values=True)
@@ -292,7 +293,7 @@ class _Handler(BaseHTTPRequestHandler):
                 allowed.append(m)
                 if m != method:
                     continue
-                route_label = label
+                self._route_label = label
                 if auth and not self.app.authorized(self.headers.get("Authorization")):
                     raise _HttpError(401, "unauthorized", "a valid bearer token is required",
                                      {"WWW-Authenticate": 'Bearer realm="anchorstream"'})
@@ -315,11 +316,19 @@ class _Handler(BaseHTTPRequestHandler):
             status = 500
             self._send_json(500, {"error": "internal", "message": "internal server error"})
         finally:
-            if self.app.metrics is not None:
-                self.app.metrics.http_requests.labels(route_label, str(status)).inc()
+            self._count(status)  # a request that ended without an answer (499) or raised late
+
+    def _count(self, status: int) -> None:
+        """Count this request once, before its answer goes out: a client that has read its
+        response must find it in the next /metrics scrape."""
+        if self._counted or self.app.metrics is None:
+            return
+        self._counted = True
+        self.app.metrics.http_requests.labels(self._route_label, str(status)).inc()
 
     def _send(self, status: int, body: bytes, content_type: str,
               headers: dict | None = None) -> int:
+        self._count(status)
         try:
             self.send_response(status)
             if status != 304:
