@@ -20,6 +20,8 @@ Layout (format version 1)
     unigram, doc_freq    (R, V) float64 per ring slot;  totals (R, 2): documents, tokens
     reset_seq            (V,) int64: first checkpoint whose contributions to a slot are valid
     vocab/...            the streaming vocabulary (slot words, frequencies, sketch, blocked)
+    docstats/...         optional: document statistics for DDP, RP and TSVD
+                         (:mod:`anchorstream.docstats`), in the same commits
 
 ``V`` is the vocabulary capacity, ``R`` the number of windows kept (1 without windows). The
 matrix stored is ``Σ_d s_d (h_d h_dᵀ − diag h_d)`` in the scaled units of
@@ -52,6 +54,11 @@ by readers and dropped (zeroed) by the next compaction.
 Slots: the vocabulary hands out the lowest free slot, so the frequent words admitted early sit
 in the first rows (the hot shards); an evicted slot is reused by the word that evicted it. There
 is no re-ordering of slots yet: under heavy churn, rare words can end up in low slots.
+
+Document statistics (the split-document statistic and RP sketch of Ding et al., a reservoir
+of documents for TSVD) are kept only when the store is opened with
+``document_stats=DocStatsSettings(...)``; they follow the same rules (same commit, same
+``reset_seq``, same forgetting) and are described in :mod:`anchorstream.docstats`.
 
 Window roll-over is also done by compaction (an expired window's base array is recreated
 empty). With decay, every stored array carries its own reference time (the base, each segment,
@@ -93,6 +100,9 @@ from zarr.core.sync import sync as zarr_sync  # runs a coroutine on Zarr's own e
 
 from anchorstream._kernels.store import store_scatter_symmetric
 from anchorstream.accumulator import Accumulator, Delta, Forgetting
+from anchorstream.docstats import GROUP as _DOCSTATS
+from anchorstream.docstats import MAX_SEGMENTS as MAX_DOCSTATS_SEGMENTS
+from anchorstream.docstats import DocStatsSettings, DocumentStatistics
 from anchorstream.errors import InputError, StoreError, StoreFormatError
 from anchorstream.vocabulary import StreamingVocabulary, decode_words, encode_words
 
@@ -550,7 +560,7 @@ class CooccurrenceStore:
         "gc_min_age": 60.0,
     }
 
-    def __init__(self, repo, url, local, meta, root_attrs, arrays, runtime):
+    def __init__(self, repo, url, local, meta, root_attrs, arrays, runtime, docstats=None):
         self._repo = repo
         self.url = os.fspath(url)
         self._local = local
@@ -585,6 +595,13 @@ class CooccurrenceStore:
             setattr(self, key, runtime.pop(key, default))
         if runtime:
             raise InputError(f"unknown store options: {sorted(runtime)}")
+        # (statistics kept, whether the committed docstats group must go at the next checkpoint)
+        self._docstats: DocumentStatistics | None
+        self._docstats, self._docstats_drop = docstats or (None, False)
+        if self._docstats is not None:
+            # The store's segment limit bounds the statistics' segments too (at most 8: a
+            # refresh reads every segment of the sketch).
+            self._docstats.max_segments = min(int(self.max_segments), MAX_DOCSTATS_SEGMENTS)
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -604,6 +621,7 @@ class CooccurrenceStore:
         seed: Sequence[str] = (),
         pin_seed: bool = True,
         forgetting: Forgetting | None = None,
+        document_stats: DocStatsSettings | None = None,
         **runtime,
     ) -> CooccurrenceStore:
         """Create a new, empty store (its first commit holds the layout and the seed words).
@@ -621,6 +639,8 @@ pin_seed
             Vocabulary settings, see :class:`~anchorstream.vocabulary.StreamingVocabulary`.
         forgetting : Forgetting, optional
             Decay and windows; default none.
+        document_stats : DocStatsSettings, optional
+            Document statistics to keep (DDP, RP, TSVD); see :meth:`open`.
         **runtime
             Runtime options (see the class notes).
 
@@ -659,7 +679,7 @@ pin_seed
             storage = icechunk.local_filesystem_storage(tmp)
         try:
             repo = icechunk.Repository.create(storage)
-            _initialize(repo, meta, vocab, forgetting)
+            _initialize(repo, meta, vocab, forgetting, document_stats)
             if local is not None:
                 if os.path.isdir(local):
                     os.rmdir(local)  # empty (checked above); rename needs it gone or empty
@@ -670,11 +690,23 @@ pin_seed
             if local is not None:
                 shutil.rmtree(tmp, ignore_errors=True)
             raise _wrap(exc, f"cannot create a store at {target or os.fspath(url)!r}") from exc
-        return cls._load(repo, url, target, runtime)
+        return cls._load(repo, url, target, runtime, document_stats)
 
     @classmethod
-    def open(cls, url, **runtime) -> CooccurrenceStore:
+    def open(cls, url, *, document_stats: DocStatsSettings | None = None,
+             **runtime) -> CooccurrenceStore:
         """Open an existing store for writing, at its last commit.
+
+        Parameters
+        ----------
+        url : str or path-like
+        document_stats : DocStatsSettings, optional
+            The document statistics to keep from now on. None (default) keeps what the store
+            keeps. Other settings than the stored ones (``DocStatsSettings()`` for none) drop
+            the stored statistics at the next checkpoint and start new ones from the current
+            document on (logged as a warning); a reader sees their ``since_docs``.
+        **runtime
+            Runtime options (see the class notes).
 
         Raises
         ------
@@ -685,10 +717,11 @@ pin_seed
         """
         _check_runtime(runtime)
         repo, local = _open_repo(url)
-        return cls._load(repo, url, local, runtime)
+        return cls._load(repo, url, local, runtime, document_stats)
 
     @classmethod
-    def open_or_create(cls, url, **kwargs) -> CooccurrenceStore:
+    def open_or_create(cls, url, *, document_stats: DocStatsSettings | None = None,
+                       **kwargs) -> CooccurrenceStore:
         """Open the store at ``url`` if there is one, else :meth:`create` it with ``kwargs``.
 
         An Icechunk repository whose anchorstream initialization never committed (a creation
@@ -704,7 +737,7 @@ pin_seed
             _pass_through(exc)
             raise _wrap(exc, f"cannot reach store {os.fspath(url)!r}") from exc
         if not exists:
-            return cls.create(url, **kwargs)
+            return cls.create(url, document_stats=document_stats, **kwargs)
         runtime = {k: kwargs.pop(k) for k in list(kwargs) if k in cls._RUNTIME_DEFAULTS}
         repo, local = _open_repo(url)
         try:
@@ -716,14 +749,14 @@ pin_seed
             # Nothing but Icechunk's own first commit: our initialization never happened.
             meta, vocab, forgetting = _build_config(**kwargs)
             try:
-                _initialize(repo, meta, vocab, forgetting)
+                _initialize(repo, meta, vocab, forgetting, document_stats)
             except BaseException as exc:
                 _pass_through(exc)
                 raise _wrap(exc, f"cannot initialize store {os.fspath(url)!r}") from exc
-        return cls._load(repo, url, local, runtime)
+        return cls._load(repo, url, local, runtime, document_stats)
 
     @classmethod
-    def _load(cls, repo, url, local, runtime) -> CooccurrenceStore:
+    def _load(cls, repo, url, local, runtime, document_stats=None) -> CooccurrenceStore:
         where = os.fspath(url)
         try:
             session = repo.readonly_session(branch=_BRANCH)
@@ -749,12 +782,18 @@ pin_seed
                     **vg.attrs["scalars"],
                 },
             }
+            stored = None
+            if _DOCSTATS in root:
+                stored = DocumentStatistics.load(
+                    root[_DOCSTATS], meta["config"]["capacity"],
+                    Forgetting.from_dict(meta["config"]["forgetting"]))
         except (StoreFormatError, StoreError):
             raise
         except BaseException as exc:
             _pass_through(exc)
             raise _wrap(exc, f"cannot open store {where!r}") from exc
-        return cls(repo, url, local, meta, attrs, arrays, dict(runtime))
+        docstats = _choose_docstats(stored, document_stats, meta, attrs["state"], where)
+        return cls(repo, url, local, meta, attrs, arrays, dict(runtime), docstats)
 
     # ------------------------------------------------------------------ properties
     @property
@@ -765,9 +804,10 @@ pin_seed
     @property
     def needs_checkpoint(self) -> bool:
         """True when the uncommitted delta has reached ``budget_bytes``."""
-        return sum(a.nbytes for a in self._accs.values()) >= self.budget_bytes or any(
-            a.is_full for a in self._accs.values()
-        )
+        held = sum(a.nbytes for a in self._accs.values())
+        if self._docstats is not None:
+            held += self._docstats.nbytes  # the documents buffered for their statistics
+        return held >= self.budget_bytes or any(a.is_full for a in self._accs.values())
 
     @property
     def n_docs_added(self) -> int:
@@ -778,6 +818,11 @@ pin_seed
     def pending_docs(self) -> int:
         """Documents added since the last commit."""
         return int(self._state["n_docs_added"]) - self._committed_docs
+
+    @property
+    def document_stats(self) -> DocStatsSettings | None:
+        """The document statistics kept (None: none)."""
+        return None if self._docstats is None else self._docstats.settings
 
     @property
     def has_pending(self) -> bool:
@@ -829,13 +874,14 @@ pin_seed
         horizon = np.maximum.accumulate(np.maximum(win, st["current_window"]))
         keep = win > horizon - R
         first = st["n_docs_added"] == 0
+        positions = st["n_docs_added"] + np.arange(n, dtype=np.int64)  # stream positions
         st["n_docs_added"] += n
         st["clock"] = float(t.max()) if first else max(float(st["clock"]), float(t.max()))
         self._dirty = True
         if not keep.all():
             self.n_skipped_late += int((~keep).sum())
             docs = [d for d, k in zip(docs, keep) if k]
-            t, win = t[keep], win[keep]
+            t, win, positions = t[keep], win[keep], positions[keep]
             if not docs:
                 return 0
         if F.decays:
@@ -864,6 +910,10 @@ pin_seed
                 run_ev.append((d - a, s))
                 k += 1
             acc.add(indptr[a : b + 1] - indptr[a], slots[indptr[a] : indptr[b]], w[a:b], run_ev)
+        if self._docstats is not None:
+            self._docstats.add(positions=positions, times=t, weights=w, windows=win,
+                               indptr=indptr, slots=slots, evictions=evictions, seq=st["seq"])
+            self._docstats.roll(st["current_window"])
         return int(win.size)
 
     def _renormalize(self, t_new: float) -> None:
@@ -881,6 +931,8 @@ pin_seed
         self.vocabulary.rescale(f)
         for acc in self._accs.values():
             acc.rescale(f)
+        if self._docstats is not None:
+            self._docstats.rescale(f)
         st["t_ref"] = t_new
         self._dirty = True
 
@@ -914,6 +966,8 @@ pin_seed
         """
         slot = self.vocabulary.evict(word)
         self._evict_slot(slot)
+        if self._docstats is not None:
+            self._docstats.evict(slot, self.n_docs_added)
         return slot
 
     # ------------------------------------------------------------------ commits
@@ -970,6 +1024,13 @@ pin_seed
                 )
             st["segments"] = segments
             st["seq"] = seq + 1
+            prepared = None
+            if self._docstats_drop and _DOCSTATS in root:
+                del root[_DOCSTATS]
+            if self._docstats is not None:
+                prepared = self._docstats.prepare(
+                    root, seq=seq, t_ref=st["t_ref"], current_window=st["current_window"],
+                    reset_seq=self._reset_seq)
             self._write_common(root, st, new_offsets, unigram, doc_freq, totals, items)
             meta = {"kind": "checkpoint", "seq": seq, "offsets": new_offsets}
             meta.update(metadata or {})
@@ -987,6 +1048,9 @@ pin_seed
         self._dirty = False
         self.version = version
         self._committed_docs = st["n_docs_added"]
+        self._docstats_drop = False
+        if prepared is not None:
+            self._docstats.adopt(prepared)
         self._after_commit()
         return self.version
 
@@ -1187,6 +1251,27 @@ def _build_config(
     return meta, vocab, forgetting
 
 
+def _choose_docstats(stored, requested, meta, state, where):
+    """``(DocumentStatistics or None, drop the committed group?)`` for a writer."""
+    if requested is None or (stored is not None and stored.settings == requested):
+        return stored, False
+    if not isinstance(requested, DocStatsSettings):
+        raise InputError(
+            f"document_stats must be a DocStatsSettings or None, got {type(requested).__name__}")
+    if stored is not None:
+        log.warning(
+            "store %s keeps document statistics %s; %s were asked for: the stored ones are "
+            "dropped at the next checkpoint and new ones count documents from %d on",
+            where, stored.settings.to_dict(), requested.to_dict(), state["n_docs_added"])
+    if not requested.enabled:
+        return None, stored is not None
+    cfg = meta["config"]
+    fresh = DocumentStatistics(requested, cfg["capacity"],
+                               Forgetting.from_dict(cfg["forgetting"]),
+                               since_docs=int(state["n_docs_added"]))
+    return fresh, stored is not None
+
+
 def _remove_creation_debris(local: str) -> None:
     parent, name = os.path.split(local)
     if not os.path.isdir(parent or "."):
@@ -1216,7 +1301,8 @@ def _vocab_items(g: zarr.Group, vs: dict) -> list:
     return items
 
 
-def _initialize(repo, meta, vocab: StreamingVocabulary, forgetting: Forgetting) -> str:
+def _initialize(repo, meta, vocab: StreamingVocabulary, forgetting: Forgetting,
+                document_stats: DocStatsSettings | None = None) -> str:
     cfg = meta["config"]
     V, R = cfg["capacity"], forgetting.ring
     session = repo.writable_session(_BRANCH)
@@ -1249,6 +1335,11 @@ def _initialize(repo, meta, vocab: StreamingVocabulary, forgetting: Forgetting) 
         ]
         + _vocab_items(root.create_group("vocab"), vocab.get_state())
     )
+    if document_stats is not None and document_stats.enabled:
+        # Recorded from the first commit on, so that a writer reopening the store after a
+        # crash before its first checkpoint keeps them.
+        DocumentStatistics(document_stats, V, forgetting).prepare(
+            root, seq=0, t_ref=0.0, current_window=0, reset_seq=np.zeros(V, dtype=np.int64))
     root.attrs.update({_META: meta, "state": state, "offsets": {}})
     return session.commit("create anchorstream store", metadata={"kind": "create", "seq": 0})
 

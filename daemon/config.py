@@ -302,6 +302,10 @@ def _spec(default: Any, check: Validator, doc: str, *, secret: bool = False) -> 
 # every key with a comment.
 
 _SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+# Topic methods (anchorstream.methods.METHODS) and anchor finders; ddp and rp are the document
+# anchor finders, kept as plain strings so that this module reads no library code.
+_METHODS = ("anchor", "anchorfree", "tsvd")
+_ANCHOR_METHODS = ("qr", "fast", "ddp", "rp")
 # Mechanisms that need only a user name and password; GSSAPI/OAUTHBEARER/AWS_MSK_IAM need
 # client-side plumbing (Kerberos, token providers) the daemon does not offer yet.
 _SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
@@ -437,9 +441,17 @@ class ModelConfig:
     """``model``: the topic model fitted at every refresh."""
 
     num_topics: int = _spec(20, v_int(1), "number of topics K")
+    method: str = _spec(
+        "anchor", v_choice(*_METHODS),
+        "anchor words, AnchorFree (Huang 2016) or TSVD over a reservoir of documents "
+        "(Bansal 2014)")
     rectify: bool = _spec(True, v_bool(), "rectify the co-occurrence (JSMF)")
-    anchor_method: str = _spec("qr", v_choice("qr", "fast"), "anchor finder")
-    recover_method: str = _spec("admm", v_choice("admm", "l2", "kl", "inverse"), "recovery")
+    anchor_method: str = _spec(
+        "qr", v_choice(*_ANCHOR_METHODS),
+        "anchor finder (method anchor): qr, fast, or the novel words ddp, rp (Ding 2014) from "
+        "document statistics kept with the store")
+    recover_method: str = _spec("admm", v_choice("admm", "l2", "kl", "inverse"),
+                                "recovery (anchors qr and fast)")
     anchor_min_df: int = _spec(10, v_int(1), "min document frequency of an anchor word")
     random_state: int = _spec(0, v_int(0), "seed")
     rectify_max_iter: int = _spec(150, v_int(1), "rectification iteration cap")
@@ -451,6 +463,32 @@ class ModelConfig:
     rectify_tol: float = _spec(
         1e-4, v_float(0.0), "rectification stops when an iteration changes the matrix by less "
         "than this (relative, Frobenius)")
+    rp_projections: int | None = _spec(
+        None, v_int(1, optional=True),
+        "random projections P of anchors rp; null = 50 x num_topics (the paper)")
+    tsvd_documents: int = _spec(
+        10000, v_int(2), "documents in the reservoir that method tsvd fits on")
+
+    @property
+    def needs_documents(self) -> bool:
+        """Whether the store must keep document statistics (anchors ddp/rp, method tsvd)."""
+        return self.method == "tsvd" or (
+            self.method == "anchor" and self.anchor_method in ("ddp", "rp"))
+
+    def document_stats_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments for ``anchorstream.docstats.DocStatsSettings.for_method``.
+
+        >>> ModelConfig(anchor_method="rp", num_topics=4).document_stats_kwargs()["method"]
+        'anchor'
+        """
+        return {
+            "method": self.method,
+            "anchor_method": self.anchor_method,
+            "n_topics": self.num_topics,
+            "n_projections": self.rp_projections,
+            "reservoir": self.tsvd_documents,
+            "seed": self.random_state,
+        }
 
     def model_kwargs(self) -> dict[str, Any]:
         """Keyword arguments for ``anchorstream.model.AnchorModel``."""
@@ -716,6 +754,25 @@ def parse_config(data: Mapping[str, Any] | None, env: Mapping[str, str] | None =
 def _check_consistency(c: Config) -> None:
     """Rules that involve more than one key."""
     m = c.model
+    if m.method != "anchor" and m.anchor_method in ("ddp", "rp"):
+        raise ConfigError(
+            f"model.anchor_method: got {m.anchor_method!r} with model.method={m.method!r}; "
+            "allowed: 'qr' or 'fast' (ignored), because anchor finders apply only to "
+            "model.method 'anchor' (set model.method: anchor to use the novel words "
+            f"{m.anchor_method!r})"
+        )
+    if m.method == "tsvd" and m.tsvd_documents <= m.num_topics:
+        raise ConfigError(
+            f"model.tsvd_documents: got {m.tsvd_documents} with model.num_topics="
+            f"{m.num_topics}; allowed: more documents than topics (TSVD clusters the "
+            "documents into num_topics groups; thousands are usual)"
+        )
+    if m.needs_documents and m.random_state >= 2**62:
+        raise ConfigError(
+            f"model.random_state: got {m.random_state}; allowed: an integer < 2**62 with "
+            f"model.method={m.method!r} and model.anchor_method={m.anchor_method!r} (it seeds "
+            "the document statistics kept with the store)"
+        )
     if m.supertopics and not m.supertopics < m.num_topics:
         raise ConfigError(
             f"model.supertopics: got {m.supertopics} with model.num_topics={m.num_topics}; "

@@ -17,6 +17,15 @@ One refresh:
    (:meth:`~anchorstream.model.AnchorModel.remapped`): eigenvectors, anchors and recovery
    coefficients seed the next fit, so a refresh after a small change costs a fraction of a cold
    one. Each stage's seconds go to ``anchorstream_refresh_duration_seconds{stage}``.
+
+   The other methods (``model.method`` / ``model.anchor_method``): AnchorFree runs
+   :func:`anchorstream.methods.fit_topics` on the same co-occurrence (cold: ``fit_topics`` has no
+   warm start for it); DDP and RP novel words (:func:`anchorstream.docstats.fit_novel_words`)
+   and TSVD (``fit_topics`` over the reservoir's documents) read the document statistics the
+   store keeps for them (:func:`anchorstream.docstats.read_document_state`) from the *same*
+   store version as the counts, restricted to the same words. Every snapshot records
+   ``method`` and ``anchor_method`` in its settings and, for the document methods, what the
+   statistics cover in ``source["document_stats"]``.
 3. **align** — :func:`anchorstream.align.align_topics` against the latest published snapshot
    (which survives restarts), with the id counter carried in its ``extra["next_topic_id"]``.
 4. **publish** — :meth:`daemon.publisher.Publisher.publish` with the store version, the
@@ -54,8 +63,10 @@ import numpy as np
 
 from anchorstream.align import align_topics
 from anchorstream.cooccurrence import Cooccurrence
-from anchorstream.evaluate import topic_sparsity, topic_specificity
 from anchorstream.correlations import hierarchy
+from anchorstream.docstats import DocumentState, fit_novel_words, read_document_state
+from anchorstream.evaluate import topic_sparsity, topic_specificity
+from anchorstream.methods import TopicFit, fit_topics
 from anchorstream.model import AnchorModel
 from anchorstream.store import open_committed
 
@@ -109,7 +120,11 @@ class Refresher:
         The store (read with :func:`~anchorstream.store.open_committed`).
     publisher : daemon.publisher.Publisher
     model_kwargs : mapping
-        ``AnchorModel`` arguments (``ModelConfig.model_kwargs()``), ``n_topics`` included.
+        ``AnchorModel`` arguments (``ModelConfig.model_kwargs()``), ``n_topics`` included;
+        ``anchor_method`` may also be ``"ddp"`` or ``"rp"`` (novel words).
+    method : {"anchor", "anchorfree", "tsvd"}, default "anchor"
+        ``anchor`` with ``ddp``/``rp`` anchors and ``tsvd`` need a store that keeps document
+        statistics (``CooccurrenceStore.open(..., document_stats=...)``).
     metrics : daemon.metrics.Metrics, optional
     interval_seconds : float, default 60
     min_new_docs : int, default 1000
@@ -130,11 +145,13 @@ class Refresher:
                  warm_start: bool = True, min_df: float = 1, max_df_ratio: float = 1.0,
                  align_min_similarity: float = 0.5, settings: Mapping[str, Any] | None = None,
                  source_info: Mapping[str, Any] | None = None,
-                 supertopics: int = 0,
+                 supertopics: int = 0, method: str = "anchor",
                  clock: Callable[[], float] = time.monotonic):
         self.store_url = str(store_url)
         self.publisher = publisher
         self.model_kwargs = dict(model_kwargs)
+        self.method = str(method)
+        self.anchor_method = str(self.model_kwargs.get("anchor_method", "qr"))
         self.supertopics = int(supertopics)
         self.n_topics = int(self.model_kwargs["n_topics"])
         self.metrics = metrics
@@ -169,7 +186,7 @@ class Refresher:
             # Every stage's failure counter exists from the start, at 0, so alerts on
             # increase() work before the first failure.
             for stage in ("read", "fit", "rectify", "anchors", "recover", "correlations",
-                          "align", "publish"):
+                          "novel_words", "anchorfree", "tsvd", "align", "publish"):
                 metrics.refresh_failures.labels(stage)
 
     # ----------------------------------------------------------------------------------------
@@ -281,13 +298,14 @@ class Refresher:
             words = [st.words[i] for i in idx]
             cooc = _subset(cooc_all, idx)
             self._check_enough(cooc, len(words))
+            docs = None
+            if self.needs_documents:
+                # The same store version as the counts, over the same words.
+                docs = read_document_state(self.store_url, st.version, st.slots[idx])
+                self._check_documents(docs)
             observe("read", time.perf_counter() - t0)
 
             stage = "fit"
-            model = AnchorModel(**self.model_kwargs)
-            init = None
-            if self.warm_start and self._model is not None:
-                init = self._model.remapped(self._model_words, words)
 
             def on_stage(name: str, seconds: float | None) -> None:
                 nonlocal stage
@@ -296,7 +314,7 @@ class Refresher:
                 else:
                     observe(name, seconds)
 
-            model.fit(cooc, init=init, on_stage=on_stage)
+            model, fit, init, settings = self._fit(cooc, words, docs, on_stage)
 
             stage = "align"
             t0 = time.perf_counter()
@@ -304,13 +322,13 @@ class Refresher:
             if latest is not None:
                 prev = latest[1]
                 alignment = align_topics(
-                    model.topic_word_, words, np.asarray(prev.topic_word, np.float64).T,
+                    fit.topic_word, words, np.asarray(prev.topic_word, np.float64).T,
                     list(prev.vocabulary), prev.topic_ids,
                     next_id=max(int((prev.extra or {}).get("next_topic_id", 0)),
                                 max(prev.topic_ids, default=-1) + 1),
                     min_similarity=self.align_min_similarity)
             else:
-                alignment = align_topics(model.topic_word_, words,
+                alignment = align_topics(fit.topic_word, words,
                                          min_similarity=self.align_min_similarity)
             observe("align", time.perf_counter() - t0)
 
@@ -318,38 +336,41 @@ class Refresher:
             t0 = time.perf_counter()
             unigram = cooc.unigram / max(float(cooc.unigram.sum()), 1e-300)
             quality = {
-                "sparsity": topic_sparsity(model.topic_word_).tolist(),
-                "specificity": topic_specificity(model.topic_word_, unigram).tolist(),
+                "sparsity": topic_sparsity(fit.topic_word).tolist(),
+                "specificity": topic_specificity(fit.topic_word, unigram).tolist(),
             }
             churn = alignment.churn()
             extra_hierarchy = {}
             if 0 < self.supertopics < self.n_topics:
                 # JSMF §4: the rectified A factorized again; ids are the aligned public ones.
                 extra_hierarchy["hierarchy"] = hierarchy(
-                    model.topic_topic_, self.supertopics, topic_ids=alignment.ids.tolist(),
+                    fit.topic_topic, self.supertopics, topic_ids=alignment.ids.tolist(),
                     random_state=int(self.model_kwargs.get("random_state", 0)))
+            source_docs = {} if docs is None else {"document_stats": docs.summary()}
             info = self.publisher.publish(
                 vocabulary=words,
-                topic_word=model.topic_word_.T,
-                topic_topic=model.topic_topic_,
-                anchors=[words[a] for a in model.anchors_],
+                topic_word=fit.topic_word.T,
+                topic_topic=fit.topic_topic,
+                anchors=[words[a] for a in fit.anchors],
                 topic_ids=alignment.ids.tolist(),
-                prevalence=model.prevalence_,
+                prevalence=fit.prevalence,
                 num_docs=int(st.n_docs_added),
-                settings={**model.get_params(), "min_df": self.min_df,
+                settings={**settings, "min_df": self.min_df,
                           "max_df_ratio": self.max_df_ratio, "warm_start": self.warm_start,
                           **self.settings},
                 source={**self.source_info, "store": self.store_url,
                         "store_version": st.version, "offsets": st.offsets,
-                        "matrix_docs": float(cooc.num_docs), "clock": st.clock},
+                        "matrix_docs": float(cooc.num_docs), "clock": st.clock,
+                        **source_docs},
                 quality=quality,
                 extra={
                     "churn": churn,
                     "next_topic_id": alignment.next_id,
                     "warm_started": init is not None,
-                    "alpha": None if model.alpha_ is None else np.asarray(model.alpha_).tolist(),
-                    "rectify_residual": model.rectify_residual_,
-                    "iterations": model.n_iter_,
+                    "alpha": (None if model is None or model.alpha_ is None
+                              else np.asarray(model.alpha_).tolist()),
+                    "rectify_residual": None if model is None else model.rectify_residual_,
+                    "iterations": {} if model is None else model.n_iter_,
                     "timings_seconds": dict(timings),
                     **extra_hierarchy,
                 },
@@ -376,8 +397,9 @@ class Refresher:
             m.refreshes.inc()
             m.snapshots_published.inc()
             m.observe_churn(churn)
-            m.rectification_residual.set(model.rectify_residual_)
-            m.rectification_iterations.set(model.n_iter_.get("rectify", 0))
+            if model is not None:
+                m.rectification_residual.set(model.rectify_residual_)
+                m.rectification_iterations.set(model.n_iter_.get("rectify", 0))
         result = RefreshResult(version=info.version, store_version=st.version,
                                num_docs=int(st.n_docs_added), n_words=len(words),
                                warm=init is not None, timings=timings, churn=churn)
@@ -387,6 +409,66 @@ class Refresher:
                  "warm" if init is not None else "cold", total)
         return result
 
+    @property
+    def needs_documents(self) -> bool:
+        """Whether the configured method reads the store's document statistics."""
+        return self.method == "tsvd" or (
+            self.method == "anchor" and self.anchor_method in ("ddp", "rp"))
+
+    def _fit(self, cooc: Cooccurrence, words: list[str], docs: DocumentState | None,
+             on_stage) -> tuple[AnchorModel | None, TopicFit, Any, dict]:
+        """Run the configured method: ``(AnchorModel or None, TopicFit, warm start, settings)``."""
+        kw = self.model_kwargs
+        K, seed = self.n_topics, int(kw.get("random_state", 0))
+        common = {"method": self.method, "n_topics": K, "random_state": seed}
+        if self.method == "anchor" and not self.needs_documents:
+            model = AnchorModel(**kw)
+            init = None
+            if self.warm_start and self._model is not None:
+                init = self._model.remapped(self._model_words, words)
+            model.fit(cooc, init=init, on_stage=on_stage)
+            fit = TopicFit(model.topic_word_, model.topic_topic_, model.anchors_,
+                           dict(model.timings_), model)
+            return model, fit, init, {**model.get_params(), "method": "anchor"}
+        if self.method == "anchor":
+            fit = fit_novel_words(K, cooc, docs, anchor_method=self.anchor_method,
+                                  min_df=float(kw.get("anchor_min_df", 0)), random_state=seed,
+                                  on_stage=on_stage)
+            return None, fit, None, {**common, "anchor_method": self.anchor_method,
+                                     "anchor_min_df": kw.get("anchor_min_df", 0),
+                                     **docs.settings.to_dict()}
+        if self.method == "anchorfree":
+            # Rectification as configured (every rectify_* setting, defaults included).
+            params = AnchorModel(**kw).get_params()
+            rect = {k: v for k, v in params.items() if k.startswith("rectify")}
+            fit = fit_topics(K, cooc=cooc, method="anchorfree", random_state=seed,
+                             on_stage=on_stage, **rect)
+            return None, fit, None, {**common, "anchor_method": None, **rect}
+        fit = fit_topics(K, cooc=cooc, documents=docs.documents, method="tsvd",
+                         random_state=seed, on_stage=on_stage)
+        return None, fit, None, {**common, "anchor_method": None, **docs.settings.to_dict()}
+
+    def _check_documents(self, docs: DocumentState | None) -> None:
+        K = self.n_topics
+        if docs is None:
+            raise _Skip("the store keeps no document statistics yet (the first checkpoint "
+                        "after the method changed starts them)")
+        if self.method == "tsvd":
+            n = 0 if docs.documents is None else docs.documents.shape[0]
+            if n <= K:
+                raise _Skip(f"{n} documents in the reservoir, need more than {K}")
+            return
+        if docs.split is None or (self.anchor_method == "rp" and docs.sketch is None):
+            raise _Skip(f"the store's document statistics {docs.settings.to_dict()} do not "
+                        f"serve anchors {self.anchor_method!r} yet")
+        min_df = float(self.model_kwargs.get("anchor_min_df", 0))
+        s = docs.split
+        candidates = int(np.count_nonzero(
+            (s.mass_first > 0) & (s.mass_second > 0) & (s.doc_freq >= min_df)))
+        if candidates < K:
+            raise _Skip(f"{candidates} novel-word candidates (in both document halves, "
+                        f"document frequency >= {min_df:g}), need {K}")
+
     def _check_enough(self, cooc: Cooccurrence, n_words: int) -> None:
         K = self.n_topics
         if float(cooc.num_docs) <= 0:
@@ -394,6 +476,8 @@ class Refresher:
         active = int(np.count_nonzero(cooc.counts.sum(axis=1) > 0))
         if active <= K:
             raise _Skip(f"{active} usable words (of {n_words}), need more than {K}")
+        if self.method != "anchor":
+            return  # no anchor words to choose
         min_df = int(self.model_kwargs.get("anchor_min_df", 0))
         candidates = int(np.count_nonzero(cooc.doc_freq >= min_df))
         if candidates < K:

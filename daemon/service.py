@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from anchorstream.accumulator import Forgetting
+from anchorstream.docstats import DocStatsSettings
 from anchorstream.store import CooccurrenceStore
 from anchorstream.text import Tokenizer
 from anchorstream.vocabulary import read_seed_vocabulary
@@ -56,6 +57,11 @@ def open_store(cfg: Config) -> CooccurrenceStore:
     The vocabulary's stopwords are not given to the store: the tokenizer drops them already.
     ``vocab.max_df_ratio`` is applied when a model is fitted (words are kept in the store, so a
     word that becomes less common can be used again), not by blocking words in the store.
+
+    The store keeps the document statistics ``model.method`` / ``model.anchor_method`` need
+    (DDP, RP, TSVD) and no others: with a co-occurrence method, statistics a previous run kept
+    are dropped, so they cost nothing; after a change of method, new statistics count the
+    documents from the current one on (see :mod:`anchorstream.docstats`).
     """
     s, v = cfg.store, cfg.vocab
     forgetting_kw = s.forgetting_kwargs()
@@ -69,9 +75,10 @@ def open_store(cfg: Config) -> CooccurrenceStore:
         create["chunk_size"] = s.chunk_size
     if s.shard_size is not None:
         create["shard_size"] = s.shard_size
+    document_stats = DocStatsSettings.for_method(**cfg.model.document_stats_kwargs())
     return CooccurrenceStore.open_or_create(
         s.path, budget_bytes=s.accumulator_budget_bytes, keep_versions=s.keep_versions,
-        **create)
+        document_stats=document_stats, **create)
 
 
 class Daemon:
@@ -142,7 +149,7 @@ class Daemon:
             min_new_docs=cfg.refresh.min_new_docs, warm_start=cfg.refresh.warm_start,
             min_df=cfg.vocab.min_df, max_df_ratio=cfg.vocab.max_df_ratio,
             align_min_similarity=cfg.refresh.align_min_similarity,
-            supertopics=cfg.model.supertopics,
+            supertopics=cfg.model.supertopics, method=cfg.model.method,
             settings={"daemon": {"vocab": cfg.to_dict()["vocab"],
                                  "message": cfg.to_dict()["message"]}},
             source_info={"kafka_topics": list(k.topics), "group_id": k.group_id})

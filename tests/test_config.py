@@ -119,6 +119,10 @@ def test_unknown_keys_name_the_key_and_suggest():
         ("model", "num_topics", 0, "an integer >= 1"),
         ("model", "num_topics", True, "an integer >= 1"),
         ("model", "recover_method", "svd", "'admm', 'l2', 'kl', 'inverse'"),
+        ("model", "method", "lda", "one of 'anchor', 'anchorfree', 'tsvd'"),
+        ("model", "anchor_method", "spa", "one of 'qr', 'fast', 'ddp', 'rp'"),
+        ("model", "rp_projections", 0, "an integer >= 1 or null"),
+        ("model", "tsvd_documents", 1, "an integer >= 2"),
         ("vocab", "max_df_ratio", 1.5, "<= 1"),
         ("vocab", "max_df_ratio", 0, "> 0"),
         ("vocab", "seed_file", "/no/such/file.txt", "existing file"),
@@ -165,6 +169,11 @@ def test_bad_environment_value_names_the_variable():
         ({"model": {"num_topics": 50}, "vocab": {"capacity": 50}}, "model.num_topics"),
         ({"metrics": {"port": 8080}}, "metrics.port"),
         ({"store": {"chunk_size": 100, "shard_size": 250}}, "store.shard_size"),
+        ({"model": {"method": "tsvd", "anchor_method": "ddp"}}, "model.anchor_method"),
+        ({"model": {"method": "anchorfree", "anchor_method": "rp"}}, "model.anchor_method"),
+        ({"model": {"method": "tsvd", "num_topics": 20, "tsvd_documents": 20}},
+         "model.tsvd_documents"),
+        ({"model": {"anchor_method": "rp", "random_state": 2**62}}, "model.random_state"),
     ],
 )
 def test_inconsistent_settings(data, key):
@@ -266,3 +275,48 @@ def test_supertopics_must_be_fewer_than_topics():
     with pytest.raises(ConfigError, match=r"model.supertopics: got 20 .*num_topics=20"):
         parse_config({"model": {"num_topics": 20, "supertopics": 20}})
     assert parse_config({"model": {"num_topics": 20, "supertopics": 4}}).model.supertopics == 4
+
+
+def test_methods_and_the_document_statistics_they_need():
+    docstats = pytest.importorskip("anchorstream.docstats")
+    methods = pytest.importorskip("anchorstream.methods")
+    from daemon.config import ModelConfig
+
+    fields = {f.name: f for f in dataclasses.fields(ModelConfig)}
+    for method in methods.METHODS:
+        assert fields["method"].metadata["check"](method) == method
+    for anchors in methods.DOCUMENT_ANCHORS:
+        assert fields["anchor_method"].metadata["check"](anchors) == anchors
+    msg = error_of({"model": {"method": "tsvd", "anchor_method": "ddp"}})
+    assert "got 'ddp' with model.method='tsvd'" in msg and "'qr' or 'fast'" in msg
+
+    def settings(**model):
+        m = parse_config({"model": model}).model
+        return m.needs_documents, docstats.DocStatsSettings.for_method(
+            **m.document_stats_kwargs())
+
+    assert settings() == (False, docstats.DocStatsSettings())
+    assert settings(method="anchorfree") == (False, docstats.DocStatsSettings())
+    assert settings(anchor_method="ddp", random_state=4) == (
+        True, docstats.DocStatsSettings(split=True, seed=4))
+    assert settings(anchor_method="rp", num_topics=8) == (
+        True, docstats.DocStatsSettings(split=True, n_projections=400))
+    assert settings(anchor_method="rp", rp_projections=30)[1].n_projections == 30
+    assert settings(method="tsvd", tsvd_documents=500) == (
+        True, docstats.DocStatsSettings(reservoir=500))
+
+
+def test_readme_configuration_table_is_generated_from_the_keys():
+    import json
+
+    defaults = Config().to_dict()
+    rows = [f"| `{s}.{k}` | `{json.dumps(defaults[s][k], ensure_ascii=False)}` | {doc} |"
+            for s, keys in describe_keys().items() for k, doc in keys.items()]
+    lines = (ROOT / "README.md").read_text().splitlines()
+    start = lines.index("| key | default | meaning |") + 2
+    end = start
+    while end < len(lines) and lines[end].startswith("| `"):
+        end += 1
+    assert lines[start:end] == rows, (
+        "README's configuration table differs from daemon/config.py's keys; regenerate it "
+        "from describe_keys() (one row per key: name, JSON default, doc)")
