@@ -22,14 +22,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from anchorstream.anchorfree import anchor_free
 from anchorstream.cooccurrence import Cooccurrence, cooccurrence
 from anchorstream.correlations import topic_topic
 from anchorstream.errors import InputError
 from anchorstream.model import AnchorModel, StageTimer
-from anchorstream.novelwords import ddp_topics, rp_sketch, rp_topics, split_statistic
 from anchorstream.rectify import rectify
-from anchorstream.tsvd import tsvd
+
+# The other methods' modules are imported where they are used: AnchorFree pulls in
+# scipy.optimize (HiGHS), ~0.2 s of the start-up of every `anchorstream fit` otherwise.
 
 __all__ = ["DOCUMENT_METHODS", "METHODS", "TopicFit", "fit_topics"]
 
@@ -148,6 +148,8 @@ def fit_topics(
     C = cooc.normalized()
     K = n_topics
     if method == "anchor":  # DDP / RP (Ding et al. 2014)
+        from anchorstream.novelwords import ddp_topics, rp_sketch, rp_topics, split_statistic
+
         doc_ids = np.arange(documents.shape[0], dtype=np.int64)
         min_df = float(settings.get("anchor_min_df", 0))
         split = stage("statistics", lambda: split_statistic(documents, doc_ids, seed=random_state))
@@ -164,17 +166,23 @@ def fit_topics(
         return TopicFit(res.topic_word, A, anchors, timings)
 
     if method == "anchorfree":
+        from anchorstream.anchorfree import anchor_free
+
         active = np.flatnonzero(C.sum(axis=1) > 0)
         P = C[np.ix_(active, active)]
         if settings.get("rectify", True):
             P = stage("rectify", lambda: rectify(
                 P, K, max_iter=settings.get("rectify_max_iter", 150),
                 tol=settings.get("rectify_tol", 1e-4),
+                dtype=np.dtype(settings.get("rectify_dtype", "float32")),
+                anderson=settings.get("rectify_anderson", 5),
                 random_state=random_state).matrix)
         res = stage("anchorfree", lambda: anchor_free(P, K))
         B = np.zeros((C.shape[0], K))
         B[active] = res.topic_word
         return TopicFit(B, res.topic_topic, _most_probable(B), timings)
+
+    from anchorstream.tsvd import tsvd
 
     res = stage("tsvd", lambda: tsvd(documents, K, random_state=random_state))
     anchors = _most_probable(res.topic_word)

@@ -70,6 +70,7 @@ class ModelSettings:
     rectify_max_iter: int = 150
     rectify_tol: float = 1e-4
     rectify_dtype: str = "float32"
+    rectify_anderson: int = 5
     anchor_method: str = "qr"
     anchor_min_df: int = 10
     projection_dim: int = 1000
@@ -96,6 +97,9 @@ class ModelSettings:
         for name in ("rectify_max_iter", "recover_max_iter", "projection_dim"):
             if getattr(self, name) < 1:
                 raise InputError(f"{name} must be >= 1, got {getattr(self, name)!r}")
+        if not isinstance(self.rectify_anderson, (int, np.integer)) or self.rectify_anderson < 0:
+            raise InputError(
+                f"rectify_anderson must be an integer >= 0, got {self.rectify_anderson!r}")
         if self.anchor_min_df < 0:
             raise InputError(f"anchor_min_df must be >= 0, got {self.anchor_min_df!r}")
         object.__setattr__(self, "pinned_anchors", tuple(int(a) for a in self.pinned_anchors))
@@ -221,7 +225,8 @@ class AnchorModel:
                 f"only {active.size} words occur in documents of >= 2 tokens, need more than "
                 f"n_topics={K}; use fewer topics or more documents"
             )
-        C = C_full[np.ix_(active, active)]
+        # Usually every word is active: no copy of the V x V matrix then.
+        C = C_full if active.size == V else C_full[np.ix_(active, active)]
         position = np.full(V, -1)
         position[active] = np.arange(active.size)
 
@@ -267,12 +272,16 @@ class AnchorModel:
                     init_matrix=warm_matrix,
                     random_state=s.random_state,
                     dtype=np.dtype(s.rectify_dtype),
+                    anderson=s.rectify_anderson,
                 ),
             )
             del warm_matrix
             # float32 halves the memory; the correction only seeds the next warm start.
             correction = np.zeros((V, V), dtype=np.float32)
-            correction[np.ix_(active, active)] = rect.matrix - C
+            if active.size == V:
+                np.subtract(rect.matrix, C, out=correction, casting="same_kind")
+            else:
+                correction[np.ix_(active, active)] = rect.matrix - C
             C = rect.matrix
             eigvecs = np.zeros((V, K))
             eigvecs[active] = rect.eigvecs

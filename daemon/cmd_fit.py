@@ -70,6 +70,9 @@ def register(subparsers) -> None:
     p.add_argument("--rectify-tol", type=float, default=1e-4,
                    help="stop rectifying when an iteration changes the matrix by less than this "
                         "(relative); smaller is slower and closer to the exact fixed point")
+    p.add_argument("--rectify-anderson", type=int, default=5, metavar="M",
+                   help="history length of the Anderson acceleration of rectification; "
+                        "0 = plain alternating projection (JSMF Algorithm 1 as published)")
     p.add_argument("--supertopics", type=int, default=0, metavar="N",
                    help="also factorize the topic-topic matrix into N supertopics (JSMF §4) "
                         "and store the hierarchy in the snapshot; 0 = off")
@@ -113,6 +116,10 @@ def read_documents(paths, *, format, text_field, tokenizer, progress=True):
 
 def run(args) -> int:
     t_start = time.perf_counter()
+    if args.out.exists():
+        # Checked again when the snapshot is written; here so that a fit is not wasted.
+        raise InputError(f"{args.out} already exists; snapshots are immutable, "
+                         "choose a new path")
     progress = not args.quiet and sys.stderr.isatty()
     stopwords = None if args.stopwords == "none" else load_stopwords(args.stopwords)
     tokenizer = Tokenizer(stopwords=stopwords)
@@ -131,7 +138,8 @@ def run(args) -> int:
         bad = sum(stats["rejected"].values())
         print(
             f"read {stats['lines']} lines: {stats['documents']} documents, {bad} rejected"
-            + (f" {stats['rejected']}" if bad else ""),
+            + (f" {stats['rejected']}" if bad else "")
+            + f" ({time.perf_counter() - t_start:.1f} s)",
             file=sys.stderr,
         )
         if not docs:
@@ -146,6 +154,7 @@ def run(args) -> int:
                 "lower --min-df or add documents"
             )
         X = count_matrix(docs, vocabulary)
+        del docs  # token lists of the whole corpus: by far the largest Python object here
         cooc = cooccurrence(X)
         source = {
             "input": [str(p) for p in args.input],
@@ -153,8 +162,8 @@ def run(args) -> int:
             "text_field": args.text_field,
             **stats,
         }
-    print(f"{cooc.num_docs} documents, {len(vocabulary)} words, fitting {args.topics} topics",
-          file=sys.stderr)
+    print(f"{cooc.num_docs} documents, {len(vocabulary)} words, fitting {args.topics} topics"
+          f" ({time.perf_counter() - t_start:.1f} s)", file=sys.stderr)
 
     def on_stage(name, seconds):
         if seconds is not None and not args.quiet:
@@ -172,6 +181,7 @@ def run(args) -> int:
         rectify_max_iter=args.rectify_iters,
         rectify_tol=args.rectify_tol,
         rectify_dtype=args.rectify_dtype,
+        rectify_anderson=args.rectify_anderson,
         anchor_min_df=args.anchor_min_df,
         recover_method=args.recover,
     )

@@ -54,16 +54,19 @@ def test_error_falls_with_more_documents(truth):
     assert errors[0] > errors[1] > errors[2], errors
 
 
-def test_warm_start_is_cheaper_and_agrees(truth):
-    X, _ = sample_documents(truth, 20000, doc_length=60, random_state=3)
-    # A tight tolerance so that rectification needs enough iterations to show the saving.
-    settings = dict(anchor_min_df=0, rectify_tol=1e-8)
+@pytest.mark.parametrize("anderson", [0, 5])
+def test_warm_start_is_cheaper_and_agrees(truth, anderson):
+    # Short documents and a tight tolerance, so that rectification needs enough iterations to
+    # show the saving (measured: plain AP 150 cold, 7 warm; accelerated 27 cold, 4 warm).
+    X, _ = sample_documents(truth, 20000, doc_length=10, random_state=3)
+    settings = dict(anchor_min_df=0, rectify_tol=1e-8, rectify_dtype="float64",
+                    rectify_anderson=anderson)
     cold = AnchorModel(K, **settings).fit(cooccurrence(X[:19800]))
     full = cooccurrence(X)
     again_cold = AnchorModel(K, **settings).fit(full)
     warm = AnchorModel(K, **settings).fit(full, init=cold)
     assert set(warm.anchors_.tolist()) == set(again_cold.anchors_.tolist())
-    assert warm.n_iter_["rectify"] < again_cold.n_iter_["rectify"], (warm.n_iter_, again_cold.n_iter_)
+    assert warm.n_iter_["rectify"] < again_cold.n_iter_["rectify"] / 3
     assert warm.rectify_residual_ <= max(cold.rectify_residual_, 1e-6)
     assert recovery_error(again_cold.topic_word_, warm.topic_word_)[0] < 0.02
 

@@ -83,7 +83,7 @@ def test_rectification_moves_a_sampled_matrix_towards_the_population():
 def test_matches_the_textbook_algorithm(rng):
     C = _random_symmetric(rng, 60)
     want, n_iter, change = naive_rectify(C, 4, max_iter=12)
-    res = rectify(C, 4, max_iter=12, tol=0.0, eig_tol=1e-12, random_state=0)
+    res = rectify(C, 4, max_iter=12, tol=0.0, eig_tol=1e-12, anderson=0, random_state=0)
     assert res.n_iter == n_iter == 12
     assert not res.converged
     assert res.residual == pytest.approx(change, rel=1e-6)
@@ -93,7 +93,7 @@ def test_matches_the_textbook_algorithm(rng):
 def test_stops_at_tolerance_like_the_textbook_algorithm(rng):
     C = _random_symmetric(rng, 40)
     want, n_iter, _ = naive_rectify(C, 3, max_iter=200, tol=1e-7)
-    res = rectify(C, 3, max_iter=200, tol=1e-7, eig_tol=1e-12, random_state=0)
+    res = rectify(C, 3, max_iter=200, tol=1e-7, eig_tol=1e-12, anderson=0, random_state=0)
     assert res.converged and res.residual <= 1e-7
     assert abs(res.n_iter - n_iter) <= 1
     np.testing.assert_allclose(res.matrix, want, rtol=1e-5, atol=1e-8 * want.max())
@@ -116,9 +116,10 @@ def test_warm_start_needs_fewer_eigensolver_products():
     model = planted_model(300, 10, random_state=5)
     C1 = _cooccurrence(sample_documents(model, 3000, 50, random_state=6)[0])
     C2 = _cooccurrence(sample_documents(model, 3000, 50, random_state=7)[0])
-    previous = rectify(C1, 10, random_state=0)
-    cold = rectify(C2, 10, random_state=0)
-    warm = rectify(C2, 10, init_eigvecs=previous.eigvecs, random_state=0)
+    # Plain AP: with Anderson acceleration a different start takes a different path.
+    previous = rectify(C1, 10, anderson=0, random_state=0)
+    cold = rectify(C2, 10, anderson=0, random_state=0)
+    warm = rectify(C2, 10, init_eigvecs=previous.eigvecs, anderson=0, random_state=0)
     assert warm.n_products < cold.n_products
     assert warm.n_iter <= cold.n_iter
     np.testing.assert_allclose(warm.matrix, cold.matrix, rtol=1e-5, atol=1e-7 * cold.matrix.max())
@@ -127,8 +128,9 @@ def test_warm_start_needs_fewer_eigensolver_products():
 def test_float32_working_precision_stays_close(rng):
     model = planted_model(150, 5, random_state=8)
     C = _cooccurrence(sample_documents(model, 600, 30, random_state=9)[0])
-    exact = rectify(C, 5, max_iter=20, random_state=0)
-    fast = rectify(C, 5, max_iter=20, random_state=0, dtype=np.float32)
+    # Plain AP, whose path does not amplify rounding differences (see the Anderson test).
+    exact = rectify(C, 5, max_iter=20, anderson=0, random_state=0)
+    fast = rectify(C, 5, max_iter=20, anderson=0, random_state=0, dtype=np.float32)
     _check_invariants(fast, 150, 5)
     assert fast.matrix.dtype == np.float64
     np.testing.assert_allclose(fast.matrix, exact.matrix, rtol=0, atol=1e-4 * exact.matrix.max())
@@ -137,6 +139,21 @@ def test_float32_working_precision_stays_close(rng):
     np.testing.assert_allclose(fast.eigvals, w, rtol=1e-9)
     with pytest.raises(InputError, match="dtype"):
         rectify(C, 5, dtype=np.int64)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_anderson_acceleration_reaches_a_fixed_point_of_plain_ap_sooner(dtype):
+    model = planted_model(200, 8, alpha=0.1, random_state=12)
+    C = _cooccurrence(sample_documents(model, 500, 20, random_state=13)[0])
+    plain = rectify(C, 8, tol=1e-6, max_iter=500, anderson=0, dtype=dtype, random_state=0)
+    fast = rectify(C, 8, tol=1e-6, max_iter=500, anderson=5, dtype=dtype, random_state=0)
+    assert plain.converged and fast.converged
+    _check_invariants(fast, 200, 8)
+    assert fast.n_iter < 0.6 * plain.n_iter
+    # Its limit may differ from plain AP's (AP's limit depends on the path), but it is a fixed
+    # point of the plain iteration: one more textbook step barely moves it.
+    _, _, change = naive_rectify(fast.matrix, 8, max_iter=1)
+    assert change < 1e-5
 
 
 def test_deterministic_and_accepts_sparse_input(rng):
@@ -166,6 +183,9 @@ def test_input_is_not_modified(rng):
         (np.eye(3), 1.5, {}, "n_topics"),
         (np.eye(3), 1, {"method": "enn"}, "method"),
         (np.eye(3), 1, {"max_iter": 0}, "max_iter"),
+        (np.eye(3), 1, {"anderson": -1}, "anderson"),
+        (np.eye(3), 1, {"tol": 1e-8, "dtype": np.float32}, "float32"),
+        (np.eye(3), 1, {"anderson": 1.5}, "anderson"),
         (np.eye(3), 1, {"tol": -1.0}, "tol"),
         (np.eye(3), 1, {"eig_tol": 0.0}, "eig_tol"),
         (np.eye(3), 1, {"init_eigvecs": np.ones((2, 1))}, "init_eigvecs"),
@@ -243,14 +263,16 @@ def test_init_matrix_starts_next_to_the_previous_fixed_point():
     noise = rng.normal(scale=2e-5, size=Q.shape)
     C1 = Q + (noise + noise.T)
     C1 /= C1.sum()
-    cold1 = rectify(C1, 4, max_iter=100, tol=0.0)
+    # Plain AP: accelerated, tol=0 runs into rounding and no residual is left to stop at.
+    cold1 = rectify(C1, 4, max_iter=100, tol=0.0, anderson=0)
     noise = rng.normal(scale=2e-6, size=Q.shape)
     C2 = C1 + (noise + noise.T)
     C2 /= C2.sum()
-    cold2 = rectify(C2, 4, max_iter=100, tol=0.0)
+    cold2 = rectify(C2, 4, max_iter=100, tol=0.0, anderson=0)
     # The model's rule: a warm refresh stops at the residual the previous fit ended with.
     warm2 = rectify(C2, 4, max_iter=100, tol=cold1.residual,
-                    init_matrix=C2 + (cold1.matrix - C1), init_eigvecs=cold1.eigvecs)
+                    init_matrix=C2 + (cold1.matrix - C1), init_eigvecs=cold1.eigvecs,
+                    anderson=0)
     assert warm2.converged and warm2.n_iter < cold2.n_iter / 2, (warm2.n_iter, cold2.n_iter)
     np.testing.assert_allclose(warm2.matrix.sum(), 1.0)
     assert np.all(warm2.matrix >= 0)
