@@ -463,6 +463,9 @@ class ModelConfig:
     rectify_tol: float = _spec(
         1e-4, v_float(0.0), "rectification stops when an iteration changes the matrix by less "
         "than this (relative, Frobenius)")
+    rectify_anderson: int = _spec(
+        5, v_int(0), "history length of the Anderson acceleration of rectification; 0 = "
+        "plain alternating projection (JSMF Algorithm 1)")
     rp_projections: int | None = _spec(
         None, v_int(1, optional=True),
         "random projections P of anchors rp; null = 50 x num_topics (the paper)")
@@ -498,6 +501,7 @@ class ModelConfig:
             "rectify_max_iter": self.rectify_max_iter,
             "rectify_tol": self.rectify_tol,
             "rectify_dtype": self.rectify_dtype,
+            "rectify_anderson": self.rectify_anderson,
             "anchor_method": self.anchor_method,
             "anchor_min_df": self.anchor_min_df,
             "recover_method": self.recover_method,
@@ -772,6 +776,12 @@ def _check_consistency(c: Config) -> None:
             f"model.random_state: got {m.random_state}; allowed: an integer < 2**62 with "
             f"model.method={m.method!r} and model.anchor_method={m.anchor_method!r} (it seeds "
             "the document statistics kept with the store)"
+        )
+    if m.rectify_dtype == "float32" and 0 < m.rectify_tol < 1e-6:
+        raise ConfigError(
+            f"model.rectify_tol: got {m.rectify_tol!r} with model.rectify_dtype='float32'; "
+            "allowed: 0 or >= 1e-6 (a float32 iterate's own rounding is ~1e-7), or set "
+            "model.rectify_dtype: float64 for tighter tolerances"
         )
     if m.supertopics and not m.supertopics < m.num_topics:
         raise ConfigError(

@@ -277,6 +277,14 @@ def test_supertopics_must_be_fewer_than_topics():
     assert parse_config({"model": {"num_topics": 20, "supertopics": 4}}).model.supertopics == 4
 
 
+def test_float32_rectification_refuses_a_tolerance_below_its_rounding():
+    with pytest.raises(ConfigError, match=r"model.rectify_tol: got 1e-08 .*float32"):
+        parse_config({"model": {"rectify_tol": 1e-8}})
+    m = parse_config({"model": {"rectify_tol": 1e-8, "rectify_dtype": "float64"}}).model
+    assert m.model_kwargs()["rectify_tol"] == 1e-8
+    assert parse_config({"model": {"rectify_anderson": 0}}).model.rectify_anderson == 0
+
+
 def test_methods_and_the_document_statistics_they_need():
     docstats = pytest.importorskip("anchorstream.docstats")
     methods = pytest.importorskip("anchorstream.methods")
