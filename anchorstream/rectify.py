@@ -83,6 +83,8 @@ class RectifyResult:
         Relative change of the last iteration, ``‖C_NN⁽ᵗ⁾ − C_NN⁽ᵗ⁻¹⁾‖_F / ‖C_NN⁽ᵗ⁻¹⁾‖_F``.
     converged : bool
         Whether ``residual <= tol`` was reached within ``max_iter`` iterations.
+    correction : ndarray of shape (n_words, n_words) or None
+        ``matrix − C`` in float32, with ``return_correction``.
     n_products : int
         Products of the matrix with a block of at most ``n_topics + oversample`` vectors spent
         by the eigensolver (the first solve on ``C`` included), beyond the one fused into every
@@ -96,6 +98,7 @@ class RectifyResult:
     residual: float
     converged: bool
     n_products: int = 0
+    correction: np.ndarray | None = None
 
 
 # --------------------------------------------------------------------------------------------
@@ -374,6 +377,8 @@ def rectify(
     dtype=np.float64,
     init_matrix: np.ndarray | None = None,
     anderson: int = 5,
+    return_correction: bool = False,
+    overwrite_input: bool = False,
 ) -> RectifyResult:
     """Rectify a co-occurrence matrix by alternating projection (JSMF Algorithm 1).
 
@@ -424,6 +429,14 @@ def rectify(
     anderson : int
         History length of the Anderson acceleration of the iteration (see the module
         docstring); 0 runs plain alternating projection, JSMF Algorithm 1 as published.
+    return_correction : bool
+        Also return ``R − C`` (float32; ``C`` being ``init_matrix`` when given), what
+        rectification added: the state of a warm start of the next rectification.
+    overwrite_input : bool
+        With ``dtype=float32``, write the result into the input's own memory (``C``, or
+        ``init_matrix`` when given; only if it is a C-contiguous float64 array, else into the
+        converted copy) instead of a new array. Saves a V x V float64 allocation when the
+        caller has no further use for the input.
 
     Returns
     -------
@@ -571,11 +584,23 @@ def rectify(
         diag[...] = (diag + diag.T) * 0.5
         nn[e:, s:e] = nn[s:e, e:].T
     if single:
-        nn = nn.astype(np.float64)
-        total = float(nn.sum())  # storing in float32 rounded every entry
+        total = float(nn.sum(dtype=np.float64))  # storing in float32 rounded every entry
     # total >= 1: the iterate summed to 1 before clipping, which only raises entries.
     scale = 1.0 / total
-    nn *= scale
+    # Scale (and widen) row block by row block into the result, computing the correction
+    # R − C on the way: no V x V temporary beyond the result itself.
+    result = nn if not single else (C if overwrite_input else np.empty((V, V)))
+    correction = np.empty((V, V), dtype=np.float32) if return_correction else None
+    rows = np.empty((min(step, V), V))
+    for s in range(0, V, step):
+        e = min(s + step, V)
+        block = rows[: e - s]
+        block[...] = nn[s:e]  # widen first: a float32 array times a float stays float32
+        block *= scale
+        if correction is not None:  # before the block replaces C's rows (overwrite_input)
+            np.subtract(block, C[s:e], out=correction[s:e], casting="same_kind")
+        result[s:e] = block
+    nn = result
     if single:
         # The eigenpairs of the returned float64 matrix, to the full tolerance.
         theta, X, _, info = top_eigh(
@@ -586,6 +611,7 @@ def rectify(
     eigvals = theta[:K] * scale
     eigvecs = _fix_signs(np.ascontiguousarray(X[:, :K]))
     return RectifyResult(
+        correction=correction,
         matrix=nn,
         eigvecs=eigvecs,
         eigvals=eigvals,

@@ -156,6 +156,21 @@ def test_anderson_acceleration_reaches_a_fixed_point_of_plain_ap_sooner(dtype):
     assert change < 1e-5
 
 
+def test_correction_and_overwriting_the_input():
+    model = planted_model(120, 5, random_state=14)
+    C = _cooccurrence(sample_documents(model, 400, 20, random_state=15)[0])
+    plain = rectify(C, 5, dtype=np.float32, random_state=0)
+    assert plain.correction is None
+    mine = C.copy()
+    res = rectify(mine, 5, dtype=np.float32, random_state=0, return_correction=True,
+                  overwrite_input=True)
+    assert np.shares_memory(res.matrix, mine)
+    np.testing.assert_array_equal(res.matrix, plain.matrix)
+    assert res.correction.dtype == np.float32
+    np.testing.assert_allclose(res.correction, plain.matrix - C, rtol=1e-6,
+                               atol=1e-7 * np.abs(C).max())
+
+
 def test_deterministic_and_accepts_sparse_input(rng):
     C = _random_symmetric(rng, 30)
     a = rectify(C, 3, max_iter=5, random_state=11)
