@@ -83,7 +83,7 @@ class ModelSettings:
     pinned_anchors: tuple[int, ...] = field(default_factory=tuple)
     recover_method: str = "admm"
     recover_max_iter: int = 500
-    recover_tol: float = 1e-6
+    recover_tol: float | None = None  # None: the method's own default (recover.DEFAULT_TOL)
     correlation_method: str = "diagonal"
     random_state: int = 0
 

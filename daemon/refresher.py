@@ -402,7 +402,8 @@ class Refresher:
                 m.rectification_iterations.set(model.n_iter_.get("rectify", 0))
         result = RefreshResult(version=info.version, store_version=st.version,
                                num_docs=int(st.n_docs_added), n_words=len(words),
-                               warm=init is not None, timings=timings, churn=churn)
+                               warm=init is not None, timings=timings, churn=churn,
+                               iterations={} if model is None else dict(model.n_iter_))
         self.last_result = result
         log.info("refresh: snapshot %d from store version %s (%d documents, %d words, %s, "
                  "%.2f s)", info.version, st.version, st.n_docs_added, len(words),
