@@ -10,6 +10,21 @@ one (NOR). Alternating projection (Lee et al., JSMF Algorithm 1) repeats
 
 until ``C_NN`` stops changing, then divides by the sum.
 
+Anderson acceleration (default)
+-------------------------------
+The iterate is ``C_NN = max(Y Yᵀ + shift, 0)`` with ``Y = U Λ^½``, so AP is a fixed-point
+iteration ``Y ← G(Y)`` on a ``V × K`` factor. Type-II Anderson acceleration (Walker & Ni 2011)
+combines the last ``anderson`` values of ``G`` (each first rotated onto the current ``Y``: the
+factor is only defined up to an orthogonal ``K × K`` matrix) into the next ``Y``; it costs a few
+``V K``-sized vector operations per iteration, nothing next to the ``O(V² K)`` projection. The
+limit is a fixed point of the same map (a test checks that one textbook step barely moves it),
+but AP's limit depends on the path, so it is not plain AP's point. Measured with
+``benchmarks/bench_rectify.py`` (8-word semi-synthetic documents, V = 5000, K = 50): at tol 1e-4
+plain AP needed 66 / 48 iterations for 20k / 50k documents, the accelerated one 24 / 29, and
+the accelerated topics were closer to the truth (ℓ1 1.234 / 1.051 against 1.258 / 1.172, and
+against 1.256 / 1.111 for plain AP after 150 iterations). ``anderson=0`` is the published
+algorithm.
+
 The cost is dominated by step 1 and by forming ``C_PSD``, both ``O(V² K)``. Step 1 uses a
 restarted block Krylov eigensolver (:func:`top_eigh`) seeded with the previous iteration's Ritz
 vectors: from one AP iteration to the next the matrix changes little, so Rayleigh–Ritz on the old
