@@ -91,6 +91,7 @@ def fit_topics(
     anchor_method: str = "qr",
     random_state: int = 0,
     on_stage=None,
+    init: np.ndarray | None = None,
     **settings,
 ) -> TopicFit:
     """Fit topics with any of the supported methods.
@@ -109,6 +110,9 @@ def fit_topics(
     random_state : int
     on_stage : callable, optional
         As for :meth:`AnchorModel.fit`.
+    init : ndarray of shape (n_words, n_topics), optional
+        A previous word-topic matrix on the same words (zero rows for new ones): the warm
+        start of ``anchorfree``. Ignored by the other methods.
     **settings
         Further :class:`~anchorstream.model.ModelSettings` fields (``rectify``,
         ``recover_method``, ``anchor_min_df``, ...).
@@ -177,7 +181,12 @@ def fit_topics(
                 dtype=np.dtype(settings.get("rectify_dtype", "float32")),
                 anderson=settings.get("rectify_anderson", 5),
                 random_state=random_state).matrix)
-        res = stage("anchorfree", lambda: anchor_free(P, K))
+        warm = None
+        if init is not None:
+            warm = np.asarray(init, dtype=np.float64)[active]
+            if warm.shape != (active.size, K) or not np.any(warm):
+                warm = None
+        res = stage("anchorfree", lambda: anchor_free(P, K, init=warm))
         B = np.zeros((C.shape[0], K))
         B[active] = res.topic_word
         return TopicFit(B, res.topic_topic, _most_probable(B), timings)

@@ -107,6 +107,16 @@ def _subset(cooc: Cooccurrence, idx: np.ndarray) -> Cooccurrence:
     return out
 
 
+def _by_word(rows: np.ndarray, old_words: list[str], new_words: list[str]) -> np.ndarray:
+    """``rows`` (one per word of ``old_words``) moved to ``new_words``' order; zeros for words
+    that are new."""
+    index = {w: i for i, w in enumerate(old_words)}
+    src = np.array([index.get(w, -1) for w in new_words], dtype=np.int64)
+    out = np.zeros((len(new_words),) + rows.shape[1:])
+    out[src >= 0] = rows[src[src >= 0]]
+    return out
+
+
 class RefreshResult(dict):
     """What one successful refresh did (a dict: version, store_version, num_docs, timings...)."""
 
@@ -166,6 +176,8 @@ class Refresher:
         self._clock = clock
         self._model: AnchorModel | None = None
         self._model_words: list[str] | None = None
+        # AnchorFree's warm start: the last word-topic matrix, by word.
+        self._topic_word: np.ndarray | None = None
         latest = publisher.latest()
         # Documents covered by what is already published (a restart does not refresh again
         # for nothing).
@@ -390,6 +402,7 @@ class Refresher:
         total = time.perf_counter() - t_total
         observe("total", total)
         self._model, self._model_words = model, words
+        self._topic_word = fit.topic_word
         self._published_docs = int(st.n_docs_added)
         self._published_store_version = st.version
         self.last_error = None
@@ -442,9 +455,12 @@ class Refresher:
             # Rectification as configured (every rectify_* setting, defaults included).
             params = AnchorModel(**kw).get_params()
             rect = {k: v for k, v in params.items() if k.startswith("rectify")}
+            init = None
+            if self.warm_start and self._topic_word is not None:
+                init = _by_word(self._topic_word, self._model_words, words)
             fit = fit_topics(K, cooc=cooc, method="anchorfree", random_state=seed,
-                             on_stage=on_stage, **rect)
-            return None, fit, None, {**common, "anchor_method": None, **rect}
+                             on_stage=on_stage, init=init, **rect)
+            return None, fit, init, {**common, "anchor_method": None, **rect}
         fit = fit_topics(K, cooc=cooc, documents=docs.documents, method="tsvd",
                          random_state=seed, on_stage=on_stage)
         return None, fit, None, {**common, "anchor_method": None, **docs.settings.to_dict()}

@@ -393,6 +393,28 @@ def test_anchorfree_refresh_recovers_planted_topics(tmp_path):
     assert "document_stats" not in snap.source and snap.settings["rectify"] is True
 
 
+def test_anchorfree_refresh_is_warm_started_from_the_previous_topics(tmp_path):
+    truth = planted_model(100, 4, alpha=0.03, random_state=2)
+    X, _ = sample_documents(truth, 3100, random_state=12)
+    docs = as_words(X)
+    store = CooccurrenceStore.create(tmp_path / "store", capacity=400, admit_threshold=1)
+    store.add(docs[:3000])
+    store.checkpoint({"n": 3000})
+    pub = Publisher(tmp_path / "snaps", keep=2)
+    ref = Refresher(store.url, pub, model_kwargs={"n_topics": 4}, method="anchorfree",
+                    min_new_docs=1, min_df=1)
+    assert ref.refresh_once()["warm"] is False
+    store.add(docs[3000:])
+    store.checkpoint({"n": 3100})
+    assert ref.refresh_once()["warm"] is True
+    _, snap = pub.latest()
+    idx = [int(w[1:]) for w in snap.vocabulary]
+    B = np.zeros((100, 4))
+    B[idx] = np.asarray(snap.topic_word, np.float64).T
+    assert recovery_error(truth.topic_word, B)[0] < 0.2
+    assert snap.extra["churn"]["matched"] and len(snap.extra["churn"]["matched"]) == 4
+
+
 def test_tsvd_refresh_recovers_dominant_topics(tmp_path):
     from test_tsvd import dominant_corpus
 
