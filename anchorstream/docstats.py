@@ -81,14 +81,11 @@ import numpy as np
 import scipy.sparse as sp
 
 from anchorstream.accumulator import Forgetting
-from anchorstream.correlations import topic_topic
 from anchorstream.errors import InputError, StoreError, StoreFormatError
 from anchorstream.novelwords import (
     RPSketch,
     SplitStatistic,
-    ddp_topics,
     random_directions,
-    rp_topics,
     split_documents,
 )
 
@@ -883,8 +880,7 @@ def fit_novel_words(
     InputError
         For a state without the needed statistics, or too little data (from the algorithms).
     """
-    from anchorstream.methods import TopicFit
-    from anchorstream.model import StageTimer
+    from anchorstream.methods import fit_topics
 
     if anchor_method not in ("ddp", "rp"):
         raise InputError(f"anchor_method must be 'ddp' or 'rp', got {anchor_method!r}")
@@ -895,24 +891,7 @@ def fit_novel_words(
             "; open the store with DocStatsSettings.for_method('anchor', "
             f"{anchor_method!r}, ...)"
         )
-    timings: dict[str, float] = {}
-    stage = StageTimer(timings, on_stage)
-    K = int(n_topics)
-    if anchor_method == "ddp":
-        res = stage("novel_words", lambda: ddp_topics(
-            state.split, K, min_df=min_df, random_state=random_state))
-    else:
-        res = stage("novel_words", lambda: rp_topics(
-            state.sketch, state.split, K, min_df=min_df, random_state=random_state))
-    anchors = np.asarray(res.anchors, dtype=np.int64)
-    C = cooc.normalized()
-
-    def correlations():
-        # As fit_topics: JSMF's diagonal form where every anchor has mass, else the pinv fit.
-        try:
-            return topic_topic(C, res.topic_word, anchors, method="diagonal")
-        except InputError:
-            return topic_topic(C, res.topic_word, anchors, method="pinv")
-
-    A = stage("correlations", correlations)
-    return TopicFit(res.topic_word, A, anchors, timings)
+    return fit_topics(int(n_topics), cooc=cooc, method="anchor", anchor_method=anchor_method,
+                      random_state=random_state, on_stage=on_stage, split=state.split,
+                      sketch=state.sketch if anchor_method == "rp" else None,
+                      anchor_min_df=min_df)

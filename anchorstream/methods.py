@@ -92,6 +92,8 @@ def fit_topics(
     random_state: int = 0,
     on_stage=None,
     init: np.ndarray | None = None,
+    split=None,
+    sketch=None,
     **settings,
 ) -> TopicFit:
     """Fit topics with any of the supported methods.
@@ -113,6 +115,9 @@ def fit_topics(
     init : ndarray of shape (n_words, n_topics), optional
         A previous word-topic matrix on the same words (zero rows for new ones): the warm
         start of ``anchorfree``. Ignored by the other methods.
+    split, sketch : SplitStatistic, RPSketch, optional
+        The statistics of ``ddp``/``rp`` (:mod:`anchorstream.novelwords`) when they were kept
+        elsewhere (a store); then ``documents`` are not needed.
     **settings
         Further :class:`~anchorstream.model.ModelSettings` fields (``rectify``,
         ``recover_method``, ``anchor_min_df``, ...).
@@ -129,6 +134,8 @@ def fit_topics(
     if method not in METHODS:
         raise InputError(f"method must be one of {METHODS}, got {method!r}")
     needs_docs = method in DOCUMENT_METHODS or (method == "anchor" and anchor_method in DOCUMENT_ANCHORS)
+    if method == "anchor" and split is not None and (anchor_method == "ddp" or sketch is not None):
+        needs_docs = False
     if needs_docs and documents is None:
         what = method if method != "anchor" else f"anchors={anchor_method!r}"
         raise InputError(
@@ -154,15 +161,19 @@ def fit_topics(
     if method == "anchor":  # DDP / RP (Ding et al. 2014)
         from anchorstream.novelwords import ddp_topics, rp_sketch, rp_topics, split_statistic
 
-        doc_ids = np.arange(documents.shape[0], dtype=np.int64)
         min_df = float(settings.get("anchor_min_df", 0))
-        split = stage("statistics", lambda: split_statistic(documents, doc_ids, seed=random_state))
+        if documents is not None:
+            doc_ids = np.arange(documents.shape[0], dtype=np.int64)
+        if split is None:
+            split = stage("statistics",
+                          lambda: split_statistic(documents, doc_ids, seed=random_state))
         if anchor_method == "ddp":
             res = stage("novel_words", lambda: ddp_topics(
                 split, K, min_df=min_df, random_state=random_state))
         else:
-            sketch = stage("sketch", lambda: rp_sketch(
-                documents, doc_ids, n_projections=50 * K, seed=random_state))
+            if sketch is None:
+                sketch = stage("sketch", lambda: rp_sketch(
+                    documents, doc_ids, n_projections=50 * K, seed=random_state))
             res = stage("novel_words", lambda: rp_topics(
                 sketch, split, K, min_df=min_df, random_state=random_state))
         anchors = np.asarray(res.anchors, dtype=np.int64)
