@@ -91,8 +91,9 @@ NOTES = {  # guidance drawn from the figures of the committed run; each line get
         "real text (lowest NPMI); competitive only on mid-sized correlated corpora.",
     "anchor rp":
         "random projections of the documents (Ding et al.), the sketch updatable in a stream; "
-        "its error barely falls with more documents here and its real-text NPMI is low. Choose it "
-        "only when a streaming document sketch is required.",
+        "each cluster of RP's noisy picks is re-anchored on its most extreme words, after which "
+        "the error falls with more documents, though it stays behind the co-occurrence anchors; "
+        "low real-text NPMI. Choose it when a streaming document sketch is required.",
     "anchorfree":
         "no anchor assumption: behind the anchor methods when anchors exist (as in (a) and (b)); "
         "best held-out NPMI on real text but fewer distinct words, and one of the slowest fits there. "

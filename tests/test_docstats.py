@@ -372,7 +372,7 @@ def separable():
     return truth.topic_word, as_words(X)
 
 
-@pytest.mark.parametrize("anchor_method, tolerance", [("ddp", 0.12), ("rp", 0.25)])
+@pytest.mark.parametrize("anchor_method, tolerance", [("ddp", 0.12), ("rp", 0.12)])
 def test_novel_word_refresh_recovers_separable_topics(tmp_path, separable, anchor_method,
                                                       tolerance):
     truth, docs = separable
@@ -380,7 +380,7 @@ def test_novel_word_refresh_recovers_separable_topics(tmp_path, separable, ancho
     err, snap = refresh_error(tmp_path, docs, truth, method="anchor",
                               anchor_method=anchor_method, n_topics=5, stats=stats,
                               anchor_min_df=60)
-    assert err < tolerance  # the batch fits on the same corpus: 0.04 (ddp), 0.13 (rp)
+    assert err < tolerance  # the batch fits on the same corpus: 0.04 (ddp), 0.04 (rp)
     assert snap.source["document_stats"]["split_docs"] == 3000
 
 

@@ -169,7 +169,95 @@ def test_ddp_threshold_clustering(planted):
 def test_rp_recovers_separable_topics(planted):
     truth, split, sketch = planted
     result = nw.rp_topics(sketch, split, 5, min_df=60, random_state=0)
-    assert recovery_error(truth.topic_word, result.topic_word)[0] < 0.25  # measured 0.13
+    assert recovery_error(truth.topic_word, result.topic_word)[0] < 0.12  # measured 0.04
+
+
+def test_rp_error_falls_with_more_documents():
+    # Issue #6: averaging RP's clusters as they are stalls at ~0.08 here (0.235 at 50 000
+    # documents in the benchmark), because RP's picks stay noisy, nearly novel words however
+    # many documents arrive. Re-anchored on each cluster's direction, the error falls.
+    truth = planted_model(300, 5, alpha=0.03, random_state=0)
+    X, _ = sample_documents(truth, 16000, random_state=100)
+    ids = np.arange(16000)
+    small = (nw.split_statistic(X[:2000], ids[:2000], seed=1),
+             nw.rp_sketch(X[:2000], ids[:2000], 250, seed=1))
+    # The large corpus is the small one plus a streamed update.
+    large = tuple(nw.update(state, X[2000:], ids[2000:]) for state in small)
+
+    def error(states, **kw):
+        split, sketch = states
+        res = nw.rp_topics(sketch, split, 5, min_df=0.01 * split.num_docs, random_state=0, **kw)
+        return recovery_error(truth.topic_word, res.topic_word)[0]
+
+    err_small, err_large = error(small), error(large)
+    assert err_large < 0.06  # measured 0.027
+    assert err_large < 0.6 * err_small  # measured 0.057 -> 0.027
+    # The paper's plain cluster average: 0.104 -> 0.082.
+    assert err_large < 0.5 * error(large, n_extreme=None)
+
+
+def _population_split(n_docs=400, n_words=30, n_topics=3, seed=0):
+    """A noise-free SplitStatistic: both halves hold every document's expected frequencies."""
+    rng = np.random.default_rng(seed)
+    B = np.zeros((n_words, n_topics))
+    B[n_topics:] = rng.dirichlet(np.full(n_topics, 0.3), n_words - n_topics)  # mixed words
+    B[np.arange(n_topics), np.arange(n_topics)] = 1.0  # word k is topic k's only novel word
+    B /= B.sum(axis=0)
+    A = rng.dirichlet(np.full(n_topics, 0.2), n_docs) @ B.T  # (docs, words), rows sum to 1
+    mass = A.sum(axis=0)
+    split = nw.SplitStatistic(A.T @ A, mass, mass, (A > 0).sum(axis=0), n_docs)
+    return split, B
+
+
+def test_extreme_words_finds_the_corner_from_impure_groups():
+    split, B = _population_split()
+    share = B / B.sum(axis=1, keepdims=True)  # p(topic | word)
+    mixed = np.arange(3, B.shape[0])
+    # Groups of mixed words that only lean to their topic; the novel word is left out.
+    groups = [mixed[share[mixed].argmax(axis=1) == k] for k in range(3)]
+    assert all(g.size for g in groups)
+    found = nw.extreme_words(split, groups, 1)
+    assert [int(g[0]) for g in found] == [0, 1, 2]
+    more = nw.extreme_words(split, groups, 4)
+    assert all(g.size == 4 and g[0] == k for k, g in enumerate(more))
+
+
+def test_extreme_words_scores_match_the_correlation_matrix(planted):
+    _, split, sketch = planted
+    novel = nw.rp_novel_words(sketch, min_df=60)
+    groups = nw.cluster_novel_words(split, novel, 5, random_state=0)
+    found = nw.extreme_words(split, groups, 7, min_df=60)
+    # Dense oracle: min of C Avgᵀ and Cᵀ Avgᵀ over the candidates, best first.
+    C = split.correlation()
+    cand = np.flatnonzero((split.mass_first > 0) & (split.mass_second > 0)
+                          & (split.doc_freq >= 60))
+    for k, g in enumerate(groups):
+        score = np.minimum(C[cand][:, g].mean(axis=1), C[g][:, cand].mean(axis=0))
+        np.testing.assert_array_equal(found[k], cand[np.lexsort((cand, -score))[:7]])
+
+
+def test_extreme_words_checks_input(planted):
+    _, split, _ = planted
+    with pytest.raises(InputError, match="n_words"):
+        nw.extreme_words(split, [[0], [1]], 0)
+    with pytest.raises(InputError, match="non-empty"):
+        nw.extreme_words(split, [[0], []], 2)
+    with pytest.raises(InputError, match="lie in"):
+        nw.extreme_words(split, [[0], [500]], 2)
+    with pytest.raises(InputError, match="candidate"):
+        nw.extreme_words(split, [[0], [1]], 2, min_df=1e9)
+    empty = nw.SplitStatistic.zeros(split.n_words)
+    with pytest.raises(InputError, match="both document halves"):
+        nw.extreme_words(empty, [[0], [1]], 2)
+
+
+def test_rp_paper_average_keeps_the_clusters(planted):
+    _, split, sketch = planted
+    paper = nw.rp_topics(sketch, split, 5, min_df=60, n_extreme=None, random_state=0)
+    assert paper.groups == paper.clusters
+    default = nw.rp_topics(sketch, split, 5, min_df=60, random_state=0)
+    assert [g.tolist() for g in default.clusters] == [g.tolist() for g in paper.clusters]
+    assert all(g.size == 5 for g in default.groups)
 
 
 def test_estimation_from_true_anchors(planted):
