@@ -94,6 +94,7 @@ def fit_topics(
     init: np.ndarray | None = None,
     split=None,
     sketch=None,
+    overwrite_cooc: bool = False,
     **settings,
 ) -> TopicFit:
     """Fit topics with any of the supported methods.
@@ -115,6 +116,8 @@ def fit_topics(
     init : ndarray of shape (n_words, n_topics), optional
         A previous word-topic matrix on the same words (zero rows for new ones): the warm
         start of ``anchorfree``. Ignored by the other methods.
+    overwrite_cooc : bool
+        As for :meth:`AnchorModel.fit` (anchors qr/fast only): ``cooc`` may be overwritten.
     split, sketch : SplitStatistic, RPSketch, optional
         The statistics of ``ddp``/``rp`` (:mod:`anchorstream.novelwords`) when they were kept
         elsewhere (a store); then ``documents`` are not needed.
@@ -152,7 +155,7 @@ def fit_topics(
     if method == "anchor" and anchor_method not in DOCUMENT_ANCHORS:
         model = AnchorModel(
             n_topics, anchor_method=anchor_method, random_state=random_state, **settings
-        ).fit(cooc, on_stage=on_stage)
+        ).fit(cooc, on_stage=on_stage, overwrite_cooc=overwrite_cooc)
         return TopicFit(model.topic_word_, model.topic_topic_, model.anchors_,
                         dict(model.timings_), model)
 

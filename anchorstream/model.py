@@ -184,6 +184,7 @@ class AnchorModel:
         *,
         init: AnchorModel | None = None,
         on_stage: StageCallback | None = None,
+        overwrite_cooc: bool = False,
     ) -> AnchorModel:
         """Learn topics from a co-occurrence.
 
@@ -195,6 +196,10 @@ class AnchorModel:
             A model fitted earlier on the same vocabulary (same ``n_words``): warm start.
         on_stage : callable, optional
             ``on_stage(name, None)`` when a stage starts, ``on_stage(name, seconds)`` when it ends.
+        overwrite_cooc : bool
+            Let the fit work in ``cooc.counts``' memory (it is left holding an intermediate
+            matrix, and ``cooc`` must not be used afterwards): saves a V x V copy when the
+            caller built ``cooc`` for this fit only.
 
         Returns
         -------
@@ -224,7 +229,13 @@ class AnchorModel:
 
         # Words that never occur in a document of >= 2 tokens have zero rows: no anchor can be
         # one and row normalisation would divide by zero, so the stages run on the others.
-        C_full = cooc.normalized()
+        counts = cooc.counts
+        if (overwrite_cooc and isinstance(counts, np.ndarray) and counts.dtype == np.float64
+                and counts.flags.c_contiguous and counts.flags.writeable):
+            C_full = counts
+            C_full /= cooc.num_docs  # what normalized() returns, in place
+        else:
+            C_full = cooc.normalized()
         active = np.flatnonzero(C_full.sum(axis=1) > 0)
         if active.size <= K:
             raise InputError(

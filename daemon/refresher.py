@@ -100,6 +100,12 @@ def select_words(cooc: Cooccurrence, *, min_df: float, max_df_ratio: float) -> n
 
 
 def _subset(cooc: Cooccurrence, idx: np.ndarray) -> Cooccurrence:
+    """The words ``idx`` of ``cooc``; shares its arrays when that is every word (the fit may
+    then overwrite them: ``cooc`` is a fresh read that nothing else uses)."""
+    if idx.size == cooc.n_words:
+        out = Cooccurrence(cooc.counts, cooc.unigram, cooc.doc_freq, 0, 0)
+        out.num_docs, out.num_tokens = cooc.num_docs, cooc.num_tokens
+        return out
     out = Cooccurrence(cooc.counts[np.ix_(idx, idx)], cooc.unigram[idx], cooc.doc_freq[idx],
                        0, 0)
     # Decayed stores have float totals; keep them as they are (the constructor wants ints).
@@ -440,7 +446,8 @@ class Refresher:
             init = None
             if self.warm_start and self._model is not None:
                 init = self._model.remapped(self._model_words, words)
-            model.fit(cooc, init=init, on_stage=on_stage)
+            # cooc is this refresh's own subset; only its vectors are read afterwards.
+            model.fit(cooc, init=init, on_stage=on_stage, overwrite_cooc=True)
             fit = TopicFit(model.topic_word_, model.topic_topic_, model.anchors_,
                            dict(model.timings_), model)
             return model, fit, init, {**model.get_params(), "method": "anchor"}

@@ -104,3 +104,15 @@ def test_bad_settings_and_inputs_are_named():
     tiny = Cooccurrence.zeros(4)
     with pytest.raises(InputError, match="no documents"):
         AnchorModel(3).fit(tiny)
+
+
+def test_overwriting_the_cooccurrence_gives_the_same_model(truth):
+    X, _ = sample_documents(truth, 2000, doc_length=30, random_state=8)
+    keep = AnchorModel(K, anchor_min_df=0).fit(cooccurrence(X))
+    cooc = cooccurrence(X)
+    counts = cooc.counts
+    mine = AnchorModel(K, anchor_min_df=0).fit(cooc, overwrite_cooc=True)
+    np.testing.assert_array_equal(mine.topic_word_, keep.topic_word_)
+    np.testing.assert_array_equal(mine.anchors_, keep.anchors_)
+    # The fit worked in the counts' memory (they now hold an intermediate matrix).
+    assert not np.array_equal(counts, cooccurrence(X).counts)
