@@ -18,16 +18,19 @@ import logging
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tqdm import tqdm
 
 from anchorstream.accumulator import Forgetting
 from anchorstream.decode import FORMATS, DecodeError, decode
 from anchorstream.errors import InputError
-from anchorstream.store import CooccurrenceStore
 from anchorstream.text import Tokenizer, load_stopwords
 from anchorstream.vocabulary import read_seed_vocabulary
 from daemon.files import iter_lines
+
+if TYPE_CHECKING:
+    from anchorstream.store import CooccurrenceStore
 
 log = logging.getLogger("anchorstream.ingest")
 
@@ -206,6 +209,8 @@ def run(args) -> int:
         half_life=args.half_life, window=args.window, n_windows=args.n_windows,
         unit=args.time_unit,
     )
+    from anchorstream.store import CooccurrenceStore  # icechunk and zarr: only for this command
+
     store = CooccurrenceStore.open_or_create(
         args.store, capacity=args.capacity, admit_threshold=args.admit_threshold, seed=seed,
         max_df=args.max_df, forgetting=forgetting, chunk_size=args.chunk_size,

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 
-from anchorstream.store import store_info
 
 __all__ = ["register", "run"]
 
@@ -27,6 +26,8 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
+    from anchorstream.store import store_info  # icechunk and zarr: only for this command
+
     info = store_info(args.store, version=args.store_version)
     if args.json:
         print(json.dumps(info, indent=2, sort_keys=True))
