@@ -82,7 +82,7 @@ import scipy.sparse as sp
 
 from anchorstream.accumulator import Forgetting
 from anchorstream.errors import InputError, StoreError, StoreFormatError
-from anchorstream.novelwords import (
+from anchorstream.wordpatterns import (
     RPSketch,
     SplitStatistic,
     random_directions,
@@ -278,8 +278,8 @@ def _scaled_rows(M: sp.csr_matrix, scale: np.ndarray, void: np.ndarray) -> sp.cs
 def _delta(X, ids, weights, doc_index, evict_pos, settings: DocStatsSettings) -> _Part:
     """The statistics of some pending documents (one window), voided entries zeroed.
 
-    Exactly :func:`~anchorstream.novelwords.split_statistic` and
-    :func:`~anchorstream.novelwords.rp_sketch` of ``X`` when every weight is 1 and nothing was
+    Exactly :func:`~anchorstream.wordpatterns.split_statistic` and
+    :func:`~anchorstream.wordpatterns.rp_sketch` of ``X`` when every weight is 1 and nothing was
     evicted (tested), so streaming through the store equals the batch statistic.
     """
     lengths = np.asarray(X.sum(axis=1)).ravel()

@@ -162,7 +162,8 @@ def fit_topics(
     C = cooc.normalized()
     K = n_topics
     if method == "anchor":  # DDP / RP (Ding et al. 2014)
-        from anchorstream.novelwords import ddp_topics, rp_sketch, rp_topics, split_statistic
+        from anchorstream.novelwords import ddp_topics, rp_topics
+        from anchorstream.wordpatterns import rp_sketch, split_statistic
 
         min_df = float(settings.get("anchor_min_df", 0))
         if documents is not None:

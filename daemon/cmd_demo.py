@@ -574,7 +574,7 @@ def run(args) -> int:
             ends.append(f"after {args.duration:g} s")
         if args.limit is not None:
             ends.append(f"after the snapshot of document {args.limit}")
-        _say(f"  stop:     Ctrl-C" + (f" (or ends by itself {' or '.join(ends)})"
+        _say("  stop:     Ctrl-C" + (f" (or ends by itself {' or '.join(ends)})"
                                       if ends else ""))
 
         # The replay stops with the daemon (signal, --duration, end of --limit).

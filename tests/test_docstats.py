@@ -1,7 +1,7 @@
 """Document statistics kept with the store (DDP/RP split statistic and sketch, TSVD reservoir).
 
 Real stores on disk throughout. The statistics read back from a committed version are held
-against: the batch functions of :mod:`anchorstream.novelwords` (streaming equals batch, any
+against: the batch functions of :mod:`anchorstream.wordpatterns` (streaming equals batch, any
 cuts, checkpoints and crashes), a per-document slow twin that applies the eviction, decay and
 window rules literally, and a writer killed with SIGKILL mid-stream. Refreshes with every
 method run on planted corpora through the real refresher and publisher.
@@ -23,7 +23,7 @@ import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from anchorstream import novelwords as nw
+from anchorstream import wordpatterns as wp
 from anchorstream.accumulator import Forgetting
 from anchorstream.docstats import DocStatsSettings, read_document_state, reservoir_keys
 from anchorstream.errors import InputError
@@ -105,8 +105,8 @@ def test_streaming_with_checkpoints_and_crashes_equals_batch(tmp_path_factory, s
     s.checkpoint({"n": len(docs)})
     state = read_all(s)
     X, ids = slot_matrix(s, docs), np.arange(len(docs))
-    assert_close(state.split, nw.split_statistic(X, ids, seed=ALL.seed))
-    assert_close(state.sketch, nw.rp_sketch(X, ids, ALL.n_projections, seed=ALL.seed))
+    assert_close(state.split, wp.split_statistic(X, ids, seed=ALL.seed))
+    assert_close(state.sketch, wp.rp_sketch(X, ids, ALL.n_projections, seed=ALL.seed))
     # The reservoir: the 40 non-empty documents of smallest key, in stream order.
     keys = reservoir_keys(ids, ids.astype(float), Forgetting(), ALL.seed)
     nonempty = np.flatnonzero(np.diff(X.indptr) > 0)
@@ -149,7 +149,7 @@ def naive_statistics(records, evictions, capacity, cfg: DocStatsSettings, T=None
         valid = last <= pos
         n = x.sum()
         if n >= 2:
-            a, b = nw.split_documents(sp.csr_matrix(x), [pos], seed=cfg.seed)
+            a, b = wp.split_documents(sp.csr_matrix(x), [pos], seed=cfg.seed)
             f1 = a.toarray()[0] / a.sum() * valid
             f2 = b.toarray()[0] / b.sum() * valid
             cross += w * np.outer(f1, f2)
@@ -159,13 +159,13 @@ def naive_statistics(records, evictions, capacity, cfg: DocStatsSettings, T=None
             docs2 += w
         if n >= 1:
             f = x / n * valid
-            g = nw.random_directions([pos], P, seed=cfg.seed)[0]
+            g = wp.random_directions([pos], P, seed=cfg.seed)[0]
             proj += w * np.outer(g, f)
             mass += w * f
             df1 += w * ((x > 0) & valid)
             docs1 += w
-    return (nw.SplitStatistic(cross, m1, m2, df2, docs2, cfg.seed),
-            nw.RPSketch(proj, mass, df1, docs1, cfg.seed))
+    return (wp.SplitStatistic(cross, m1, m2, df2, docs2, cfg.seed),
+            wp.RPSketch(proj, mass, df1, docs1, cfg.seed))
 
 
 class Recorder:
