@@ -52,6 +52,7 @@ the caller declared convergence.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -68,6 +69,9 @@ __all__ = ["RectifyResult", "rectify", "top_eigh"]
 #: Rows per block of the fused projection pass: a block of ``C_PSD`` should stay in cache (a
 #: few MiB) while it is clipped and multiplied by the eigensolver basis.
 _BLOCK_BYTES = 4 << 20
+
+#: Seconds between INFO progress lines of a long rectification.
+_PROGRESS_SECONDS = 10.0
 
 #: Side of the square tiles compared by the symmetry check.
 _TILE = 256
@@ -559,6 +563,7 @@ def rectify(
     converged = False
     total = 1.0
     n_iter = 0
+    next_report = time.monotonic() + _PROGRESS_SECONDS
     for n_iter in range(1, max_iter + 1):
         # Σ_ij (Y Yᵀ)_ij = ‖Yᵀ1‖², in O(VK) instead of a pass over V² entries.
         col_sums = ones_V @ Y
@@ -582,7 +587,14 @@ def rectify(
         residual = float(np.sqrt(sums[0] / sums[1])) if sums[1] > 0 else 0.0
         total = float(sums[2])
         converged = residual <= tol
-        log.debug("rectify iteration %d: residual %.3e", n_iter, residual)
+        # Long rectifications (large V) report progress; a short one stays quiet.
+        now = time.monotonic()
+        if now >= next_report:
+            log.info("rectify: iteration %d of at most %d, change %.2e (stops at %.1e)",
+                     n_iter, max_iter, residual, tol)
+            next_report = now + _PROGRESS_SECONDS
+        else:
+            log.debug("rectify iteration %d: residual %.3e", n_iter, residual)
         last = converged or n_iter == max_iter
         theta, X, AX, info = top_eigh(
             lambda Z: _upper_matmul(nn, Z, step),

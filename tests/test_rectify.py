@@ -293,3 +293,19 @@ def test_init_matrix_starts_next_to_the_previous_fixed_point():
     assert np.all(warm2.matrix >= 0)
     # Not the same point as the cold run (AP's limit depends on the start) but close to it.
     assert np.linalg.norm(warm2.matrix - cold2.matrix) < 0.05 * np.linalg.norm(cold2.matrix)
+
+
+def test_long_rectifications_report_progress(rng, monkeypatch, caplog):
+    import logging
+
+    import anchorstream.rectify as module
+
+    C = _random_symmetric(rng, 30)
+    with caplog.at_level(logging.INFO, logger="anchorstream.rectify"):
+        rectify(C, 3, max_iter=3, tol=0.0)
+    assert not any("iteration" in r.getMessage() for r in caplog.records)  # quick: quiet
+    monkeypatch.setattr(module, "_PROGRESS_SECONDS", 0.0)
+    with caplog.at_level(logging.INFO, logger="anchorstream.rectify"):
+        rectify(C, 3, max_iter=3, tol=0.0)
+    lines = [r.getMessage() for r in caplog.records if r.levelno == logging.INFO]
+    assert lines[-1].startswith("rectify: iteration 3 of at most 3, change ")
