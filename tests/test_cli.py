@@ -52,6 +52,7 @@ def fitted_error(out, truth, words):
         (["--anchors", "rp", "--anchor-min-df", "50"], 0.25),
         (["--method", "anchorfree"], 0.3),
         (["--method", "tsvd"], 0.2),
+        (["--rectify-anderson", "0", "--rectify-tol", "1e-5"], 0.15),
     ],
 )
 def test_fit_writes_a_valid_snapshot(corpus, tmp_path, capsys, flags, tolerance):
@@ -90,3 +91,21 @@ def test_errors_are_one_line_not_tracebacks(tmp_path, capsys):
     assert "does not exist" in capsys.readouterr().err
     assert main(["inspect", str(tmp_path / "nothing")]) == 1
     assert "error" in capsys.readouterr().err
+
+
+def test_fit_records_the_rectification_settings(corpus, tmp_path):
+    path, _, _ = corpus
+    out = tmp_path / "snap"
+    assert main(["fit", "--input", str(path), "-k", str(K), "--min-df", "2", "--out", str(out),
+                 "--quiet", "--rectify-anderson", "0", "--rectify-tol", "1e-5"]) == 0
+    settings = read_snapshot(out).manifest["settings"]
+    assert settings["rectify_anderson"] == 0 and settings["rectify_tol"] == 1e-5
+
+
+def test_fit_refuses_an_existing_output_before_working(corpus, tmp_path, capsys):
+    path, _, _ = corpus
+    out = tmp_path / "taken"
+    out.mkdir()
+    assert main(["fit", "--input", str(path), "-k", str(K), "--out", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert "already exists" in err and "read " not in err  # no document was read
