@@ -179,6 +179,35 @@ def test_deterministic_and_accepts_sparse_input(rng):
     np.testing.assert_array_equal(a.eigvecs, b.eigvecs)
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_a_sparse_matrix_is_solved_cold_on_a_csr_copy_with_the_same_result(monkeypatch, dtype):
+    import anchorstream.rectify as module
+
+    # Short documents over many words: few pairs ever co-occur.
+    model = planted_model(400, 5, random_state=16)
+    X, _ = sample_documents(model, 300, 4, random_state=17)
+    C = _cooccurrence(X)
+    assert 0 < np.count_nonzero(C) <= module._SPARSE_DENSITY * C.size
+    copies = []
+    original = module._sparse_copy
+    monkeypatch.setattr(module, "_sparse_copy", lambda M: copies.append(original(M)) or copies[-1])
+    sparse = rectify(C, 5, dtype=dtype, eig_tol=1e-9 if dtype == np.float64 else None,
+                     random_state=0)
+    assert len(copies) == 1 and sp.issparse(copies[0])
+    monkeypatch.setattr(module, "_SPARSE_DENSITY", 0.0)
+    dense = rectify(C, 5, dtype=dtype, eig_tol=1e-9 if dtype == np.float64 else None,
+                    random_state=0)
+    _check_invariants(sparse, 400, 5)
+    distance = np.linalg.norm(sparse.matrix - dense.matrix) / np.linalg.norm(dense.matrix)
+    if dtype == np.float64:
+        assert sparse.n_iter == dense.n_iter
+        assert distance < 1e-7
+    else:
+        # The dense path's cold products round to float32, the sparse copy's do not: the
+        # accelerated paths part by rounding (as in test_float32_working_precision_stays_close).
+        assert distance < 1e-4
+
+
 def test_input_is_not_modified(rng):
     C = _random_symmetric(rng, 25)
     copy = C.copy()
