@@ -25,7 +25,7 @@ import numpy as np
 from anchorstream.cooccurrence import Cooccurrence, cooccurrence
 from anchorstream.correlations import topic_topic
 from anchorstream.errors import InputError
-from anchorstream.model import AnchorModel, StageTimer
+from anchorstream.model import AnchorModel, ModelSettings, StageTimer
 from anchorstream.rectify import rectify
 
 # The other methods' modules are imported where they are used: AnchorFree pulls in
@@ -95,6 +95,7 @@ def fit_topics(
     split=None,
     sketch=None,
     overwrite_cooc: bool = False,
+    warm_state: bool = True,
     **settings,
 ) -> TopicFit:
     """Fit topics with any of the supported methods.
@@ -118,6 +119,9 @@ def fit_topics(
         start of ``anchorfree``. Ignored by the other methods.
     overwrite_cooc : bool
         As for :meth:`AnchorModel.fit` (anchors qr/fast only): ``cooc`` may be overwritten.
+    warm_state : bool
+        As for :meth:`AnchorModel.fit`: False drops the rectification correction, which only
+        a later warm-started refit of the returned ``model`` would use.
     split, sketch : SplitStatistic, RPSketch, optional
         The statistics of ``ddp``/``rp`` (:mod:`anchorstream.novelwords`) when they were kept
         elsewhere (a store); then ``documents`` are not needed.
@@ -155,7 +159,7 @@ def fit_topics(
     if method == "anchor" and anchor_method not in DOCUMENT_ANCHORS:
         model = AnchorModel(
             n_topics, anchor_method=anchor_method, random_state=random_state, **settings
-        ).fit(cooc, on_stage=on_stage, overwrite_cooc=overwrite_cooc)
+        ).fit(cooc, on_stage=on_stage, overwrite_cooc=overwrite_cooc, warm_state=warm_state)
         return TopicFit(model.topic_word_, model.topic_topic_, model.anchors_,
                         dict(model.timings_), model)
 
@@ -189,12 +193,11 @@ def fit_topics(
 
         active = np.flatnonzero(C.sum(axis=1) > 0)
         P = C[np.ix_(active, active)]
-        if settings.get("rectify", True):
+        s = ModelSettings(n_topics=K, random_state=random_state, **settings)
+        if s.rectify:
             P = stage("rectify", lambda: rectify(
-                P, K, max_iter=settings.get("rectify_max_iter", 150),
-                tol=settings.get("rectify_tol", 1e-4),
-                dtype=np.dtype(settings.get("rectify_dtype", "float32")),
-                anderson=settings.get("rectify_anderson", 5),
+                P, K, max_iter=s.rectify_max_iter, tol=s.rectify_tol,
+                dtype=np.dtype(s.rectify_dtype), anderson=s.rectify_anderson,
                 random_state=random_state).matrix)
         warm = None
         if init is not None:

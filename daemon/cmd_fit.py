@@ -183,6 +183,7 @@ def run(args) -> int:
         rectify_dtype=args.rectify_dtype,
         rectify_anderson=args.rectify_anderson,
         overwrite_cooc=True,  # built for this fit; only num_docs is read afterwards
+        warm_state=False,  # no refit follows a one-off fit
         anchor_min_df=args.anchor_min_df,
         recover_method=args.recover,
     )

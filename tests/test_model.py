@@ -116,3 +116,15 @@ def test_overwriting_the_cooccurrence_gives_the_same_model(truth):
     np.testing.assert_array_equal(mine.anchors_, keep.anchors_)
     # The fit worked in the counts' memory (they now hold an intermediate matrix).
     assert not np.array_equal(counts, cooccurrence(X).counts)
+
+
+def test_a_fit_without_warm_state_gives_the_same_model_and_keeps_no_correction(truth):
+    X, _ = sample_documents(truth, 2000, doc_length=30, random_state=9)
+    warm = AnchorModel(K, anchor_min_df=0).fit(cooccurrence(X))
+    once = AnchorModel(K, anchor_min_df=0).fit(cooccurrence(X), warm_state=False)
+    assert warm.rectify_correction_ is not None and once.rectify_correction_ is None
+    np.testing.assert_array_equal(once.topic_word_, warm.topic_word_)
+    np.testing.assert_array_equal(once.anchors_, warm.anchors_)
+    # It still warm-starts a refit, from its eigenvectors only.
+    again = AnchorModel(K, anchor_min_df=0).fit(cooccurrence(X), init=once)
+    assert recovery_error(warm.topic_word_.T, again.topic_word_.T)[0] < 0.05
