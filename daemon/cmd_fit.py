@@ -16,7 +16,7 @@ from anchorstream.cooccurrence import cooccurrence
 from anchorstream.decode import FORMATS, DecodeError, decode
 from anchorstream.errors import InputError
 from anchorstream.methods import DOCUMENT_ANCHORS, METHODS, fit_topics
-from anchorstream.model import ANCHOR_METHODS, RECOVER_METHODS
+from anchorstream.model import ANCHOR_METHODS, RECOVER_METHODS, ModelSettings
 from anchorstream.snapshot import write_snapshot
 from anchorstream.text import Tokenizer, count_matrix, load_stopwords, select_vocabulary
 from daemon.files import iter_lines
@@ -67,9 +67,10 @@ def register(subparsers) -> None:
     p.add_argument("--rectify-dtype", choices=("float64", "float32"), default="float32",
                    help="working precision of rectification: float32 halves its memory and "
                         "is ~1.8x faster, at ~2e-5 relative deviation of the iterate")
-    p.add_argument("--rectify-tol", type=float, default=1e-4,
+    p.add_argument("--rectify-tol", type=float, default=ModelSettings.rectify_tol,
                    help="stop rectifying when an iteration changes the matrix by less than this "
-                        "(relative); smaller is slower and closer to the exact fixed point")
+                        "(relative, default %(default)g); 1e-4 is ~1.5x slower and gives more "
+                        "distinct topics (benchmarks/README.md)")
     p.add_argument("--rectify-anderson", type=int, default=5, metavar="M",
                    help="history length of the Anderson acceleration of rectification; "
                         "0 = plain alternating projection (JSMF Algorithm 1 as published)")
