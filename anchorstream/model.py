@@ -210,8 +210,8 @@ class AnchorModel:
         warm_state : bool
             Keep what a warm-started refit needs beyond the eigenvectors: the rectification's
             correction, a V x V float32 array (``rectify_correction_``). A one-off fit passes
-            False; measured at V = 5000 that saves 0.15-0.35 s, mostly first-touch page
-            faults of a fresh 100 MB array.
+            False; measured at V = 5000 that saves 0.15-0.35 s of a rectification (forming
+            and writing the 100 MB array).
 
         Returns
         -------

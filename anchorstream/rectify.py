@@ -547,9 +547,8 @@ def rectify(
         C = _check_matrix(init_matrix)
         if C.shape != (V, V):
             raise InputError(f"init_matrix must have shape ({V}, {V}), got {C.shape}")
-    # The iterate's storage; in float32 it first holds C for the cold solve, the most
-    # expensive one (~25 products), which then costs half. (Measured here: a fresh 100-200 MB
-    # array costs 0.2-0.5 s of first-touch page faults, more than the arithmetic on it.)
+    # The iterate's storage; in float32 it first holds C for a dense cold solve (~20 products),
+    # which then costs half. A sparse C is solved cold on a CSR copy instead.
     nn = np.empty((V, V), dtype=work)
     sparse = _sparse_copy(C) if init_eigvecs is None else None
     if sparse is not None:
