@@ -78,7 +78,7 @@ class ModelSettings:
     # documents 1e-3 took 12 accelerated iterations against 25 at 1e-4 (rectify 2.5 s against
     # 3.7 s), with higher held-out NPMI (+0.002 against -0.030, mean of 4 splits) but more
     # shared top words (unique@10 0.56 against 0.67); semi-synthetic ℓ1 error was equal on
-    # 8-word documents and 7-10% higher on 20-word ones at 10k-30k documents. A service that
+    # 8-word documents and 7-27% higher on 20-word ones at 10k-30k documents. A service that
     # refreshes all day takes the faster default; 1e-4 is one setting away.
     rectify_tol: float = 1e-3
     rectify_dtype: str = "float32"
