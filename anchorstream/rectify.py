@@ -60,7 +60,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from anchorstream._kernels.rectify import anchor_rectify_clip
+from anchorstream._kernels.rectify import anchor_dense_to_csr, anchor_rectify_clip
 from anchorstream.errors import InputError
 
 log = logging.getLogger(__name__)
@@ -439,9 +439,11 @@ def _check_matrix(C) -> np.ndarray:
 
 def _sparse_copy(C: np.ndarray) -> sp.csr_array | None:
     """A CSR copy of ``C`` if at most :data:`_SPARSE_DENSITY` of its entries are nonzero."""
-    if np.count_nonzero(C) > _SPARSE_DENSITY * C.size:
+    nnz = int(np.count_nonzero(C))
+    if nnz > _SPARSE_DENSITY * C.size:
         return None
-    return sp.csr_array(C)
+    indptr, indices, data = anchor_dense_to_csr(C, nnz)
+    return sp.csr_array((data, indices, indptr), shape=C.shape)
 
 
 def rectify(

@@ -105,3 +105,18 @@ def naive_fast_anchor_words(points, K, candidates=None, cleanup=True):
             if d[best] > d[S[pos]] * (1 + 1e-9):
                 S[pos] = best
     return np.array(S)
+
+
+def naive_dense_to_csr(dense, nnz):
+    """Loop twin of ``anchor_dense_to_csr``: each nonzero appended row by row."""
+    indptr = [0]
+    indices, data = [], []
+    for row in dense:
+        for j, v in enumerate(row):
+            if v != 0.0:
+                indices.append(j)
+                data.append(v)
+        indptr.append(len(indices))
+    assert len(indices) == nnz
+    return (np.array(indptr, dtype=np.int64), np.array(indices, dtype=np.int32),
+            np.array(data, dtype=dense.dtype))

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from anchorstream._kernels.rectify import anchor_rectify_clip
-from tests.naive_anchor import naive_rectify_clip
+from anchorstream._kernels.rectify import anchor_dense_to_csr, anchor_rectify_clip
+from tests.naive_anchor import naive_dense_to_csr, naive_rectify_clip
 
 
 @pytest.mark.parametrize("shape", [(1, 1), (3, 7), (6, 4)])
@@ -34,3 +34,19 @@ def test_rectify_clip_in_place_on_strided_views(rng):
     np.testing.assert_allclose(got, want, rtol=1e-13)
     np.testing.assert_array_equal(full, twin_full)
     np.testing.assert_array_equal(block, twin_block)
+
+
+@pytest.mark.parametrize("shape, density", [((1, 1), 0.0), ((1, 1), 1.0), ((6, 9), 0.3),
+                                            ((9, 6), 0.0), ((7, 7), 1.0)])
+def test_dense_to_csr_matches_twin_and_scipy(rng, shape, density):
+    import scipy.sparse as sp
+
+    dense = rng.standard_normal(shape) * (rng.random(shape) < density)
+    nnz = int(np.count_nonzero(dense))
+    got = anchor_dense_to_csr(dense, nnz)
+    want = naive_dense_to_csr(dense, nnz)
+    for a, b in zip(got, want):
+        assert a.dtype == b.dtype
+        np.testing.assert_array_equal(a, b)
+    csr = sp.csr_array((got[2], got[1], got[0]), shape=shape)
+    np.testing.assert_array_equal(csr.toarray(), dense)

@@ -62,3 +62,40 @@ def anchor_rectify_clip(block, shift, old, out):
         partial[i, 1] = old2
         partial[i, 2] = total
     return partial
+
+
+@numba.njit(cache=True)
+def anchor_dense_to_csr(dense, nnz):
+    """CSR arrays of a dense matrix known to hold ``nnz`` nonzero entries.
+
+    One serial pass over the matrix, writing each nonzero as it is met: scipy's conversion
+    (``np.nonzero``, then COO, then CSR) makes three and took 0.10-0.15 s at V = 5000 with
+    3% nonzeros, this ~0.03 s.
+
+    Parameters
+    ----------
+    dense : float64 ndarray of shape (n_rows, n_cols), C-contiguous
+    nnz : int
+        ``np.count_nonzero(dense)``; the output arrays are allocated at that size.
+
+    Returns
+    -------
+    indptr : int64 ndarray of shape (n_rows + 1,)
+    indices : int32 ndarray of shape (nnz,)
+    data : float64 ndarray of shape (nnz,)
+        In the order of the rows, and within a row of the columns.
+    """
+    n_rows, n_cols = dense.shape
+    indptr = np.zeros(n_rows + 1, dtype=np.int64)
+    indices = np.empty(nnz, dtype=np.int32)
+    data = np.empty(nnz, dtype=dense.dtype)
+    k = 0
+    for i in range(n_rows):
+        for j in range(n_cols):
+            v = dense[i, j]
+            if v != 0.0:
+                indices[k] = j
+                data[k] = v
+                k += 1
+        indptr[i + 1] = k
+    return indptr, indices, data
