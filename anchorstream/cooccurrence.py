@@ -30,7 +30,7 @@ import scipy.sparse as sp
 from anchorstream._kernels.cooc import cooc_counts
 from anchorstream.errors import InputError
 
-__all__ = ["Cooccurrence", "accumulate", "cooccurrence"]
+__all__ = ["Cooccurrence", "accumulate", "cooccurrence", "take_square"]
 
 
 def _check_count(name: str, value):
@@ -325,3 +325,44 @@ def accumulate(state: Cooccurrence, X: object) -> Cooccurrence:
         state.num_docs + num_docs,
         state.num_tokens + num_tokens,
     )
+
+
+def take_square(matrix: np.ndarray, index) -> np.ndarray:
+    """``matrix[np.ix_(index, index)]``, where an index of ``-1`` gives a zero row and column.
+
+    Moves a square word-by-word matrix onto another word list (a subset, a reordering, or a
+    vocabulary with new words). Rows are gathered a block at a time and their columns taken
+    into the result while the block is in cache: measured at 5000 words, 0.03 s against
+    0.2-0.45 s for ``np.ix_`` indexing, which computes a flat index per element.
+
+    Parameters
+    ----------
+    matrix : ndarray of shape (n, n)
+    index : sequence of int, length m
+        Row (and column) of ``matrix`` for each row of the result, or -1.
+
+    Returns
+    -------
+    ndarray of shape (m, m), of ``matrix``'s dtype; a new array.
+    """
+    matrix = np.asarray(matrix)
+    index = np.asarray(index, dtype=np.int64).reshape(-1)
+    if matrix.ndim != 2 or matrix.shape[0] != matrix.shape[1]:
+        raise InputError(f"take_square needs a square matrix, got shape {matrix.shape}")
+    n = matrix.shape[0]
+    if index.size and (index.max() >= n or index.min() < -1):
+        raise InputError(f"take_square: indices must lie in [-1, {n}), got "
+                         f"[{index.min()}, {index.max()}]")
+    missing = index < 0
+    src = np.where(missing, 0, index)
+    m = index.size
+    out = np.empty((m, m), dtype=matrix.dtype)
+    step = max(1, (4 << 20) // (matrix.itemsize * max(n, 1)))
+    for start in range(0, m, step):
+        rows = matrix[src[start : start + step]]
+        # mode="clip" skips the bounds check (done above), which would buffer the output.
+        np.take(rows, src, axis=1, out=out[start : start + step], mode="clip")
+    if missing.any():
+        out[missing] = 0
+        out[:, missing] = 0
+    return out

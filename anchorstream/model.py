@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from anchorstream.anchors import candidate_words, find_anchors
-from anchorstream.cooccurrence import Cooccurrence
+from anchorstream.cooccurrence import Cooccurrence, take_square
 from anchorstream.correlations import dirichlet_alpha, topic_topic
 from anchorstream.errors import AnchorstreamError, InputError, NotFittedError
 from anchorstream.recover import recover
@@ -255,7 +255,7 @@ class AnchorModel:
                 f"n_topics={K}; use fewer topics or more documents"
             )
         # Usually every word is active: no copy of the V x V matrix then.
-        C = C_full if active.size == V else C_full[np.ix_(active, active)]
+        C = C_full if active.size == V else take_square(C_full, active)
         position = np.full(V, -1)
         position[active] = np.arange(active.size)
 
@@ -286,7 +286,7 @@ class AnchorModel:
             # settle; a matrix that rectified cold in a few iterations is cheaper cold.
             if (previous is not None and previous.shape == (V, V)
                     and init.n_iter_.get("rectify", 0) > _WARM_AP_MIN_ITER):
-                prev_corr = previous if active.size == V else previous[np.ix_(active, active)]
+                prev_corr = previous if active.size == V else take_square(previous, active)
                 # C is this fit's own array (normalized() returns a new one): the start is
                 # formed in place, not in another V x V temporary.
                 C += prev_corr
@@ -313,9 +313,7 @@ class AnchorModel:
             if correction is not None and prev_corr is not None:
                 correction += prev_corr
             if correction is not None and active.size < V:
-                full = np.zeros((V, V), dtype=np.float32)
-                full[np.ix_(active, active)] = correction
-                correction = full
+                correction = take_square(correction, position)  # zeros for inactive words
             C = rect.matrix
             eigvecs = np.zeros((V, K))
             eigvecs[active] = rect.eigvecs
@@ -443,11 +441,12 @@ class AnchorModel:
         clone.coef_ = move(self.coef_)
         clone.eigvecs_ = move(self.eigvecs_)
         if self.rectify_correction_ is not None:
-            corr = np.zeros((V, V), dtype=np.float32)
-            corr[np.ix_(np.flatnonzero(keep), np.flatnonzero(keep))] = (
-                self.rectify_correction_[np.ix_(src[keep], src[keep])]
-            )
-            clone.rectify_correction_ = corr
+            # Zeros for new words. Shared, not copied, when the vocabulary is unchanged: a
+            # fit reads its init's correction and never writes it.
+            same = src.size == self.rectify_correction_.shape[0] and np.array_equal(
+                src, np.arange(src.size))
+            clone.rectify_correction_ = (self.rectify_correction_ if same
+                                         else take_square(self.rectify_correction_, src))
         new_index = {w: i for i, w in enumerate(new_vocabulary)}
         mapped = [new_index.get(old_vocabulary[a], -1) for a in self.anchors_]
         clone.anchors_ = np.array(mapped, dtype=np.int64)

@@ -62,7 +62,7 @@ from typing import Any
 import numpy as np
 
 from anchorstream.align import align_topics
-from anchorstream.cooccurrence import Cooccurrence
+from anchorstream.cooccurrence import Cooccurrence, take_square
 from anchorstream.correlations import hierarchy
 from anchorstream.docstats import DocumentState, fit_novel_words, read_document_state
 from anchorstream.evaluate import topic_sparsity, topic_specificity
@@ -106,7 +106,7 @@ def _subset(cooc: Cooccurrence, idx: np.ndarray) -> Cooccurrence:
         out = Cooccurrence(cooc.counts, cooc.unigram, cooc.doc_freq, 0, 0)
         out.num_docs, out.num_tokens = cooc.num_docs, cooc.num_tokens
         return out
-    out = Cooccurrence(cooc.counts[np.ix_(idx, idx)], cooc.unigram[idx], cooc.doc_freq[idx],
+    out = Cooccurrence(take_square(cooc.counts, idx), cooc.unigram[idx], cooc.doc_freq[idx],
                        0, 0)
     # Decayed stores have float totals; keep them as they are (the constructor wants ints).
     out.num_docs, out.num_tokens = cooc.num_docs, cooc.num_tokens

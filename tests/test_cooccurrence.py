@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import anchorstream.cooccurrence as cooc_mod
-from anchorstream.cooccurrence import Cooccurrence, accumulate, cooccurrence
+from anchorstream.cooccurrence import Cooccurrence, accumulate, cooccurrence, take_square
 from anchorstream.errors import InputError
 from anchorstream.synthetic import planted_model, sample_documents
 from tests import naive_cooc as naive
@@ -280,3 +280,29 @@ def test_bad_input_raises(X, match):
 def test_complex_sparse_raises():
     with pytest.raises(InputError, match="real numbers"):
         cooccurrence(sp.csr_matrix(np.array([[1 + 0j, 2 + 0j]])))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 12).flatmap(lambda n: st.tuples(
+    st.just(n), st.lists(st.integers(-1, n - 1), max_size=15),
+    st.sampled_from([np.float64, np.float32]))))
+def test_take_square_is_ix_indexing_with_zeros_for_missing(case):
+    n, index, dtype = case
+    M = np.arange(n * n, dtype=dtype).reshape(n, n) + 1
+    got = take_square(M, index)
+    idx = np.asarray(index, dtype=np.int64)
+    want = np.zeros((idx.size, idx.size), dtype=dtype)
+    ok = np.flatnonzero(idx >= 0)
+    want[np.ix_(ok, ok)] = M[np.ix_(idx[ok], idx[ok])]
+    assert got.dtype == M.dtype
+    np.testing.assert_array_equal(got, want)
+
+
+def test_take_square_spans_several_row_blocks_and_rejects_bad_input(rng):
+    M = rng.standard_normal((1000, 1000))  # rows of 8 kB: blocks of 524 rows at 4 MiB
+    idx = rng.permutation(1000)[:900]
+    np.testing.assert_array_equal(take_square(M, idx), M[np.ix_(idx, idx)])
+    with pytest.raises(InputError, match="square"):
+        take_square(M[:3], [0])
+    with pytest.raises(InputError, match=r"\[-1, 1000\)"):
+        take_square(M, [1000])
