@@ -307,6 +307,8 @@ class AnchorModel:
                     # not needed afterwards, so the result takes its memory.
                     return_correction=warm_state,
                     overwrite_input=True,
+                    # Exact eigenvectors only serve a warm start.
+                    refine_eigvecs=warm_state,
                 ),
             )
             correction = rect.correction  # R − start, start = C (+ the previous correction)

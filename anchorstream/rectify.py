@@ -461,6 +461,7 @@ def rectify(
     anderson: int = 5,
     return_correction: bool = False,
     overwrite_input: bool = False,
+    refine_eigvecs: bool = True,
 ) -> RectifyResult:
     """Rectify a co-occurrence matrix by alternating projection (JSMF Algorithm 1).
 
@@ -519,6 +520,11 @@ def rectify(
         ``init_matrix`` when given; only if it is a C-contiguous float64 array, else into the
         converted copy) instead of a new array. Saves a V x V float64 allocation when the
         caller has no further use for the input.
+    refine_eigvecs : bool
+        With ``dtype=float32``, solve the returned eigenpairs again on the float64 result, to
+        ``min(eig_tol, 1e-8)``. False returns those of the last float32 iterate (to the loop's
+        tolerance, at least 1e-6): enough for a fit that no warm start will follow, and it
+        saves a V x V product and its Rayleigh-Ritz work (~0.1 s at V = 5000).
 
     Returns
     -------
@@ -697,7 +703,7 @@ def rectify(
             np.subtract(block, C[s:e], out=correction[s:e], casting="same_kind")
         result[s:e] = block
     nn = result
-    if single:
+    if single and refine_eigvecs:
         # The eigenpairs of the returned float64 matrix, to the full tolerance.
         theta, X, _, info = top_eigh(
             lambda Z: nn @ Z, V, K, init=X, init_product=nn @ X, tol=final_tol, random_state=rng

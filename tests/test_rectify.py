@@ -137,6 +137,14 @@ def test_float32_working_precision_stays_close(rng):
     # Its eigenpairs are those of the returned matrix, to the full tolerance.
     w = scipy.linalg.eigh(fast.matrix, eigvals_only=True)[::-1][:5]
     np.testing.assert_allclose(fast.eigvals, w, rtol=1e-9)
+    # Unrefined, they are the last float32 iterate's: the same matrix, eigenpairs to ~1e-6.
+    rough = rectify(C, 5, max_iter=20, anderson=0, random_state=0, dtype=np.float32,
+                    refine_eigvecs=False)
+    np.testing.assert_array_equal(rough.matrix, fast.matrix)
+    np.testing.assert_allclose(rough.eigvals, w, rtol=1e-5)
+    np.testing.assert_allclose(np.abs(np.sum(rough.eigvecs * fast.eigvecs, axis=0)), 1.0,
+                               atol=1e-5)
+    assert rough.n_products < fast.n_products
     with pytest.raises(InputError, match="dtype"):
         rectify(C, 5, dtype=np.int64)
 
