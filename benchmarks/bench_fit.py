@@ -167,6 +167,7 @@ def run_anchorstream(args, train: Path, work: Path) -> Result:
     res = Result("anchorstream")
     base, env = anchorstream_command(args.anchorstream_cmd)
     out = work / "anchorstream-snapshot"
+    shutil.rmtree(out, ignore_errors=True)  # an earlier run's (--repeat); snapshots are immutable
     cmd = base + [
         "fit", "--input", str(train), "--text-field", "text", "--topics", str(args.topics),
         "--vocab-size", str(args.vocab_size), "--seed", str(args.seed), "--out", str(out),
@@ -261,6 +262,63 @@ def run_gensim(args, train: Path) -> Result:
     res.prep_seconds = bow.seconds
     res.vocabulary = bow.vocabulary
     return res
+
+
+def median_run(runs: list[Result]) -> Result:
+    """The run of median wall time (the fits are seeded, so every run has the same topics),
+    carrying every run's seconds in ``extra["all_seconds"]``; a failed run is reported."""
+    failed = [r for r in runs if r.status != "ok"]
+    if failed:
+        return failed[0]
+    ordered = sorted(runs, key=lambda r: r.seconds)
+    chosen = ordered[(len(ordered) - 1) // 2]
+    chosen.extra["all_seconds"] = [r.seconds for r in runs]
+    return chosen
+
+
+def run_isolated(peer: str, args, train: Path, work: Path) -> Result:
+    """Fit a library peer in a fresh Python process, timed like ``anchorstream fit``: from
+    process start (interpreter, imports) to its topics read back from disk."""
+    out = work / f"{peer}-out"
+    shutil.rmtree(out, ignore_errors=True)
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--child", peer,
+           "--child-train", str(train), "--child-out", str(out), "--topics", str(args.topics),
+           "--vocab-size", str(args.vocab_size), "--seed", str(args.seed),
+           "--gensim-passes", str(args.gensim_passes)]
+    log = work / f"{peer}.log"
+    cpu0 = _children_cpu()
+    t0 = time.perf_counter()
+    with open(log, "w") as fh:
+        proc = subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT)
+    if proc.returncode != 0:
+        tail = log.read_text().strip().splitlines()[-8:]
+        print("\n".join("    " + line for line in tail), flush=True)
+        return Result(peer, status=f"failed (exit {proc.returncode}): {tail[-1] if tail else ''}")
+    meta = json.loads((out / "result.json").read_text())
+    res = Result(peer, status=meta["status"], settings=meta["settings"])
+    if res.status == "ok":
+        res.topic_word = np.load(out / "topic_word.npy")
+        res.vocabulary = meta["vocabulary"]
+        res.seconds = time.perf_counter() - t0
+        res.cpu_seconds = _children_cpu() - cpu0
+        res.prep_seconds = meta["prep_seconds"]
+        res.extra = {**meta["extra"], "in_process_seconds": meta["seconds"]}
+    return res
+
+
+def child_main(args) -> int:
+    """``--child PEER``: fit one library peer and leave its topics in ``--child-out``."""
+    run = {"anchortopics": run_anchortopics, "gensim": run_gensim}[args.child]
+    r = run(args, args.child_train)
+    args.child_out.mkdir(parents=True)
+    if r.status == "ok":
+        np.save(args.child_out / "topic_word.npy", np.asarray(r.topic_word, dtype=np.float64))
+    (args.child_out / "result.json").write_text(json.dumps({
+        "status": r.status, "settings": r.settings, "vocabulary": r.vocabulary,
+        "seconds": r.seconds, "prep_seconds": r.prep_seconds,
+        "extra": {k: v for k, v in r.extra.items() if isinstance(v, (int, float, str))},
+    }))
+    return 0
 
 
 def score(results: list[Result], heldout_texts: list[str]) -> None:
@@ -433,10 +491,15 @@ def report(args, results: list[Result], synth: dict | None, info: dict) -> str:
         f"### Real text: {args.data.name}, {info['n_train']} training / {info['n_heldout']} "
         f"held-out documents (seed {args.seed}), V = {args.vocab_size}, K = {args.topics}",
         "",
-        "Seconds are end to end, file in, topics out (anchorstream as a subprocess; the others "
-        "in-process, including reading the file and building their bag of words with "
+        "Seconds are end to end, file in, topics out, "
+        + ("anchorstream as a subprocess, the others in this process (their imports excluded)"
+           if args.in_process else "each peer in a fresh Python process (interpreter start and "
+           "imports included, as for any command)")
+        + (f"; the median of {args.repeat} runs in rotating order, every run in brackets"
+           if args.repeat > 1 else "")
+        + ". anchortopics and gensim read the file and build their bag of words with "
         "anchorstream's `Tokenizer` and `select_vocabulary`, so all peers share one tokenizer "
-        "and vocabulary). NPMI: mean over topics of the mean pairwise NPMI of the top-10 words, "
+        "and vocabulary. NPMI: mean over topics of the mean pairwise NPMI of the top-10 words, "
         "document co-occurrence in the held-out documents (pairs never seen together score -1). "
         "Unique: distinct words among all top-10 words / (10·K).",
         "",
@@ -452,8 +515,10 @@ def report(args, results: list[Result], synth: dict | None, info: dict) -> str:
             continue
         same = {True: "yes", False: "no", None: "–"}[r.same_vocab]
         prep = _fmt(r.prep_seconds, ".1f") if r.prep_seconds is not None else "(inside)"
+        runs = r.extra.get("all_seconds", [r.seconds])
+        spread = f" ({' / '.join(f'{x:.1f}' for x in runs)})" if len(runs) > 1 else ""
         lines.append(
-            f"| {r.peer} | {peer_version(r.peer)} | {r.seconds:.1f} | "
+            f"| {r.peer} | {peer_version(r.peer)} | {r.seconds:.1f}{spread} | "
             f"{_fmt(r.cpu_seconds, '.1f')} | "
             f"{prep} | "
             f"{_fmt(r.npmi, '.4f')} | {_fmt(r.unique, '.3f')} | {same} | {r.settings} |"
@@ -548,7 +613,19 @@ def parse_args(argv=None):
     p.add_argument("--markdown", action="store_true",
                    help=f"write the output into {README.relative_to(REPO)}")
     p.add_argument("--keep", action="store_true", help="keep the work directory")
+    p.add_argument("--repeat", type=int, default=1,
+                   help="fit every peer this many times, in rotating order, and report the "
+                        "median seconds (the machine is shared: single runs vary by ~20%%)")
+    p.add_argument("--in-process", action="store_true",
+                   help="fit anchortopics and gensim inside this process (their imports, "
+                        "interpreter start and a warm tokenizer then cost them nothing) "
+                        "instead of in a fresh Python process each, as anchorstream runs")
+    p.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    p.add_argument("--child-train", type=Path, default=None, help=argparse.SUPPRESS)
+    p.add_argument("--child-out", type=Path, default=None, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
+    if args.repeat < 1:
+        p.error("--repeat must be >= 1")
     unknown = set(args.peers) - set(PEERS)
     if unknown:
         p.error(f"unknown peers {sorted(unknown)}; choose from {', '.join(PEERS)}")
@@ -558,6 +635,8 @@ def parse_args(argv=None):
 def main(argv=None) -> int:
     args = parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
+    if args.child:
+        return child_main(args)
     t_all = time.perf_counter()
     load_start = os.getloadavg()[0]
     rng = np.random.default_rng(args.seed)
@@ -583,21 +662,28 @@ def main(argv=None) -> int:
         print(f"{len(train_texts)} training / {len(heldout_texts)} held-out documents, "
               f"V={args.vocab_size}, K={args.topics}", flush=True)
 
-        results = []
         runners = {
             "anchorstream": lambda: run_anchorstream(args, train, work),
-            "anchortopics": lambda: run_anchortopics(args, train),
-            "gensim": lambda: run_gensim(args, train),
+            "anchortopics": (lambda: run_anchortopics(args, train)) if args.in_process
+            else (lambda: run_isolated("anchortopics", args, train, work)),
+            "gensim": (lambda: run_gensim(args, train)) if args.in_process
+            else (lambda: run_isolated("gensim", args, train, work)),
         }
-        for peer in args.peers:
-            print(f"fitting {peer} ...", flush=True)
-            try:
-                r = runners[peer]()
-            except Exception as exc:  # a peer failing must not end the benchmark
-                r = Result(peer, status=f"failed: {type(exc).__name__}: {exc}")
-            print(f"  {peer}: {r.status}" + (f", {r.seconds:.1f} s" if r.status == "ok" else ""),
-                  flush=True)
-            results.append(r)
+        runs: dict[str, list[Result]] = {peer: [] for peer in args.peers}
+        for rep in range(args.repeat):
+            # Rotating the order spreads whatever else the machine does over every peer.
+            shift = rep % len(args.peers)
+            for peer in args.peers[shift:] + args.peers[:shift]:
+                print(f"fitting {peer}" + (f" (run {rep + 1} of {args.repeat})"
+                                           if args.repeat > 1 else "") + " ...", flush=True)
+                try:
+                    r = runners[peer]()
+                except Exception as exc:  # a peer failing must not end the benchmark
+                    r = Result(peer, status=f"failed: {type(exc).__name__}: {exc}")
+                print(f"  {peer}: {r.status}"
+                      + (f", {r.seconds:.1f} s" if r.status == "ok" else ""), flush=True)
+                runs[peer].append(r)
+        results = [median_run(runs[peer]) for peer in args.peers]
         shared = next((r.vocabulary for r in results
                        if r.status == "ok" and r.peer != "anchorstream"), None)
         for r in results:
