@@ -252,7 +252,7 @@ def _counts_into(
     return unigram, doc_freq, int(num_docs), int(round(num_tokens))
 
 
-def cooccurrence(X: object) -> Cooccurrence:
+def cooccurrence(X: object, *, out: np.ndarray | None = None) -> Cooccurrence:
     """Co-occurrence statistics of a batch of documents.
 
     Parameters
@@ -261,6 +261,9 @@ def cooccurrence(X: object) -> Cooccurrence:
         Word counts, one row per document (CSR preferred; other sparse formats and dense 2-D
         arrays are converted). Non-negative whole numbers of any real dtype. Rows with fewer
         than two tokens are ignored.
+    out : float64 ndarray of shape (n_words, n_words), C-contiguous, optional
+        Memory for the counts (overwritten; it becomes the result's ``counts``), e.g. prepared
+        ahead of time by a caller that knows the size (see ``anchorstream fit``).
 
     Returns
     -------
@@ -285,7 +288,15 @@ def cooccurrence(X: object) -> Cooccurrence:
     """
     X = _as_counts_csr(X)
     V = X.shape[1]
-    out = np.zeros((V, V), dtype=np.float64)
+    if out is None:
+        out = np.zeros((V, V), dtype=np.float64)
+    else:
+        if not (isinstance(out, np.ndarray) and out.shape == (V, V)
+                and out.dtype == np.float64 and out.flags.c_contiguous and out.flags.writeable):
+            raise InputError(f"out must be a writeable C-contiguous float64 array of shape "
+                             f"({V}, {V}), got {getattr(out, 'dtype', type(out))} "
+                             f"{getattr(out, 'shape', '')}")
+        out.fill(0.0)
     unigram, doc_freq, num_docs, num_tokens = _counts_into(X, out)
     return Cooccurrence(out, unigram, doc_freq, num_docs, num_tokens)
 

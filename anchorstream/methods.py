@@ -96,6 +96,7 @@ def fit_topics(
     sketch=None,
     overwrite_cooc: bool = False,
     warm_state: bool = True,
+    rectify_workspace: np.ndarray | None = None,
     **settings,
 ) -> TopicFit:
     """Fit topics with any of the supported methods.
@@ -122,6 +123,8 @@ def fit_topics(
     warm_state : bool
         As for :meth:`AnchorModel.fit`: False drops the rectification correction, which only
         a later warm-started refit of the returned ``model`` would use.
+    rectify_workspace : ndarray, optional
+        As for :meth:`AnchorModel.fit` (anchors qr/fast only).
     split, sketch : SplitStatistic, RPSketch, optional
         The statistics of ``ddp``/``rp`` (:mod:`anchorstream.novelwords`) when they were kept
         elsewhere (a store); then ``documents`` are not needed.
@@ -159,7 +162,8 @@ def fit_topics(
     if method == "anchor" and anchor_method not in DOCUMENT_ANCHORS:
         model = AnchorModel(
             n_topics, anchor_method=anchor_method, random_state=random_state, **settings
-        ).fit(cooc, on_stage=on_stage, overwrite_cooc=overwrite_cooc, warm_state=warm_state)
+        ).fit(cooc, on_stage=on_stage, overwrite_cooc=overwrite_cooc, warm_state=warm_state,
+              rectify_workspace=rectify_workspace)
         return TopicFit(model.topic_word_, model.topic_topic_, model.anchors_,
                         dict(model.timings_), model)
 

@@ -462,6 +462,7 @@ def rectify(
     return_correction: bool = False,
     overwrite_input: bool = False,
     refine_eigvecs: bool = True,
+    workspace: np.ndarray | None = None,
 ) -> RectifyResult:
     """Rectify a co-occurrence matrix by alternating projection (JSMF Algorithm 1).
 
@@ -525,6 +526,11 @@ def rectify(
         ``min(eig_tol, 1e-8)``. False returns those of the last float32 iterate (to the loop's
         tolerance, at least 1e-6): enough for a fit that no warm start will follow, and it
         saves a V x V product and its Rayleigh-Ritz work (~0.1 s at V = 5000).
+    workspace : ndarray, optional
+        A C-contiguous array of the working ``dtype`` with at least ``n_words²`` elements
+        that holds the iterate (overwritten) instead of a new array: memory a caller has
+        already allocated and touched (``anchorstream fit`` prepares it while it reads).
+        Not used with float64 (the iterate is then the result, a new array).
 
     Returns
     -------
@@ -596,7 +602,17 @@ def rectify(
             raise InputError(f"init_matrix must have shape ({V}, {V}), got {C.shape}")
     # The iterate's storage; in float32 it first holds C for a dense cold solve (~20 products),
     # which then costs half. A sparse C is solved cold on a CSR copy instead.
-    nn = np.empty((V, V), dtype=work)
+    if workspace is not None and single:
+        if not (isinstance(workspace, np.ndarray) and workspace.dtype == work
+                and workspace.flags.c_contiguous and workspace.flags.writeable
+                and workspace.size >= V * V):
+            raise InputError(
+                f"workspace must be a writeable C-contiguous {work} array of at least {V * V} "
+                f"elements, got {getattr(workspace, 'dtype', type(workspace))} of size "
+                f"{getattr(workspace, 'size', '?')}")
+        nn = workspace.reshape(-1)[: V * V].reshape(V, V)
+    else:
+        nn = np.empty((V, V), dtype=work)
     sparse = _sparse_copy(C) if init_eigvecs is None else None
     if sparse is not None:
         cold = _sparse_top_eigh(sparse, K, loop_tol, rng)

@@ -109,3 +109,24 @@ def test_fit_refuses_an_existing_output_before_working(corpus, tmp_path, capsys)
     assert main(["fit", "--input", str(path), "-k", str(K), "--out", str(out)]) == 1
     err = capsys.readouterr().err
     assert "already exists" in err and "read " not in err  # no document was read
+
+
+def test_fit_prepares_its_arrays_in_the_background_within_a_memory_bound(monkeypatch):
+    import daemon.cmd_fit as cmd_fit
+
+    pre = cmd_fit._Prefault(30, np.float32)
+    assert pre.enabled
+    pre.start()
+    counts, iterate = pre.take(20)  # a vocabulary smaller than the cap: leading views
+    assert counts.shape == (20, 20) and counts.flags.c_contiguous and not counts.any()
+    assert iterate.dtype == np.float32 and iterate.size == 400
+    assert np.shares_memory(counts, pre.counts)
+    assert pre.take(31) == (None, None)  # larger than prepared: the fit allocates its own
+    only_counts = cmd_fit._Prefault(10)
+    only_counts.start()
+    assert only_counts.take(10)[1] is None
+    monkeypatch.setattr(cmd_fit, "_PREFAULT_MAX_BYTES", 30 * 30 * 12 - 1)
+    big = cmd_fit._Prefault(30, np.float32)
+    assert not big.enabled
+    big.start()
+    assert big.take(30) == (None, None)

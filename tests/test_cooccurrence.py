@@ -306,3 +306,16 @@ def test_take_square_spans_several_row_blocks_and_rejects_bad_input(rng):
         take_square(M[:3], [0])
     with pytest.raises(InputError, match=r"\[-1, 1000\)"):
         take_square(M, [1000])
+
+
+def test_cooccurrence_into_given_memory(rng):
+    X = sp.random(40, 12, density=0.4, random_state=5, format="csr")
+    X.data = np.ceil(X.data * 3)
+    want = cooccurrence(X)
+    out = np.full((12, 12), 7.0)  # stale contents are overwritten
+    got = cooccurrence(X, out=out)
+    assert got.counts is out
+    np.testing.assert_array_equal(out, want.counts)
+    for bad in (np.zeros((12, 12), np.float32), np.zeros((11, 11)), np.zeros((12, 24))[:, ::2]):
+        with pytest.raises(InputError, match="out must be"):
+            cooccurrence(X, out=bad)

@@ -370,3 +370,15 @@ def test_the_sparse_cold_solve_returns_top_eigh_answer(rng):
     np.testing.assert_allclose(X.T @ X, np.eye(b), atol=1e-10)
     # A block nearly as wide as the matrix is left to top_eigh.
     assert _sparse_top_eigh(sp.csr_array(np.eye(40)), 6, 1e-10, np.random.default_rng(0)) is None
+
+
+def test_a_workspace_holds_the_float32_iterate_without_changing_the_result(rng):
+    C = _random_symmetric(rng, 40)
+    plain = rectify(C, 3, max_iter=8, random_state=1, dtype=np.float32)
+    space = np.full(45 * 45, np.nan, dtype=np.float32)  # larger than needed, stale contents
+    got = rectify(C, 3, max_iter=8, random_state=1, dtype=np.float32, workspace=space)
+    np.testing.assert_array_equal(got.matrix, plain.matrix)
+    assert not np.isnan(space[: 40 * 40]).any()  # it was used
+    for bad in (np.zeros(40 * 40), np.zeros(39 * 39, np.float32)):
+        with pytest.raises(InputError, match="workspace"):
+            rectify(C, 3, max_iter=2, dtype=np.float32, workspace=bad)
