@@ -338,7 +338,7 @@ def accumulate(state: Cooccurrence, X: object) -> Cooccurrence:
     )
 
 
-def take_square(matrix: np.ndarray, index) -> np.ndarray:
+def take_square(matrix: np.ndarray, index, *, out: np.ndarray | None = None) -> np.ndarray:
     """``matrix[np.ix_(index, index)]``, where an index of ``-1`` gives a zero row and column.
 
     Moves a square word-by-word matrix onto another word list (a subset, a reordering, or a
@@ -351,10 +351,13 @@ def take_square(matrix: np.ndarray, index) -> np.ndarray:
     matrix : ndarray of shape (n, n)
     index : sequence of int, length m
         Row (and column) of ``matrix`` for each row of the result, or -1.
+    out : ndarray, optional
+        A C-contiguous array of ``matrix``'s dtype whose first ``m²`` elements receive the
+        result (used when it is large enough and does not overlap ``matrix``).
 
     Returns
     -------
-    ndarray of shape (m, m), of ``matrix``'s dtype; a new array.
+    ndarray of shape (m, m), of ``matrix``'s dtype: a view of ``out``, or a new array.
     """
     matrix = np.asarray(matrix)
     index = np.asarray(index, dtype=np.int64).reshape(-1)
@@ -367,7 +370,12 @@ def take_square(matrix: np.ndarray, index) -> np.ndarray:
     missing = index < 0
     src = np.where(missing, 0, index)
     m = index.size
-    out = np.empty((m, m), dtype=matrix.dtype)
+    if (out is not None and out.dtype == matrix.dtype and out.flags.c_contiguous
+            and out.flags.writeable and out.size >= m * m
+            and not np.shares_memory(out, matrix)):
+        out = out.reshape(-1)[: m * m].reshape(m, m)
+    else:
+        out = np.empty((m, m), dtype=matrix.dtype)
     step = max(1, (4 << 20) // (matrix.itemsize * max(n, 1)))
     for start in range(0, m, step):
         rows = matrix[src[start : start + step]]

@@ -193,6 +193,7 @@ class AnchorModel:
         overwrite_cooc: bool = False,
         warm_state: bool = True,
         rectify_workspace: np.ndarray | None = None,
+        rectify_correction_out: np.ndarray | None = None,
     ) -> AnchorModel:
         """Learn topics from a co-occurrence.
 
@@ -216,6 +217,9 @@ class AnchorModel:
         rectify_workspace : ndarray, optional
             Memory for the rectification's iterate: a C-contiguous array of ``rectify_dtype``
             with at least ``n_words²`` elements (see :func:`~anchorstream.rectify.rectify`).
+        rectify_correction_out : ndarray, optional
+            Memory for ``rectify_correction_`` (float32, at least ``n_words²`` elements), e.g.
+            that of a model two refreshes old. Must not be ``init``'s correction.
 
         Returns
         -------
@@ -314,6 +318,7 @@ class AnchorModel:
                     # Exact eigenvectors only serve a warm start.
                     refine_eigvecs=warm_state,
                     workspace=rectify_workspace,
+                    correction_out=rectify_correction_out,
                 ),
             )
             correction = rect.correction  # R − start, start = C (+ the previous correction)

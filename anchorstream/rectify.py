@@ -463,6 +463,7 @@ def rectify(
     overwrite_input: bool = False,
     refine_eigvecs: bool = True,
     workspace: np.ndarray | None = None,
+    correction_out: np.ndarray | None = None,
 ) -> RectifyResult:
     """Rectify a co-occurrence matrix by alternating projection (JSMF Algorithm 1).
 
@@ -531,6 +532,9 @@ def rectify(
         that holds the iterate (overwritten) instead of a new array: memory a caller has
         already allocated and touched (``anchorstream fit`` prepares it while it reads).
         Not used with float64 (the iterate is then the result, a new array).
+    correction_out : ndarray, optional
+        With ``return_correction``: a C-contiguous float32 array whose first ``n_words²``
+        elements receive the correction (used when it is large enough), instead of a new array.
 
     Returns
     -------
@@ -708,7 +712,14 @@ def rectify(
     # Scale (and widen) row block by row block into the result, computing the correction
     # R − C on the way: no V x V temporary beyond the result itself.
     result = nn if not single else (C if overwrite_input else np.empty((V, V)))
-    correction = np.empty((V, V), dtype=np.float32) if return_correction else None
+    correction = None
+    if return_correction:
+        if (isinstance(correction_out, np.ndarray) and correction_out.dtype == np.float32
+                and correction_out.flags.c_contiguous and correction_out.flags.writeable
+                and correction_out.size >= V * V):
+            correction = correction_out.reshape(-1)[: V * V].reshape(V, V)
+        else:
+            correction = np.empty((V, V), dtype=np.float32)
     rows = np.empty((min(step, V), V))
     for s in range(0, V, step):
         e = min(s + step, V)

@@ -99,14 +99,45 @@ def select_words(cooc: Cooccurrence, *, min_df: float, max_df_ratio: float) -> n
     return np.flatnonzero(keep).astype(np.int64)
 
 
-def _subset(cooc: Cooccurrence, idx: np.ndarray) -> Cooccurrence:
-    """The words ``idx`` of ``cooc``; shares its arrays when that is every word (the fit may
-    then overwrite them: ``cooc`` is a fresh read that nothing else uses)."""
+class _Buffers:
+    """V x V arrays a refresher keeps from one refresh to the next.
+
+    Every refresh needs the dense counts, often a copy of them over the selected words, and
+    the rectification's float32 iterate: 500 MB at 5000 words. Fresh memory costs a page
+    fault per page on first write; on the benchmark machine (a VM whose freed memory returns
+    to its host within seconds) that was 1-2.5 ms per MB, up to ~1 s per refresh. Kept, the
+    memory stays mapped; the price is holding it between refreshes (see the README's Limits).
+    """
+
+    def __init__(self):
+        self._arrays: dict[str, np.ndarray] = {}
+
+    def adopt(self, name: str, array: np.ndarray) -> None:
+        """Keep ``array``'s memory as buffer ``name`` (if it is larger than the one held)."""
+        held = self._arrays.get(name)
+        if array.flags.c_contiguous and (held is None or held.size < array.size):
+            self._arrays[name] = array.reshape(-1)
+
+    def get(self, name: str, n_elements: int, dtype) -> np.ndarray:
+        """A flat array of at least ``n_elements`` (grown by 10% headroom when too small)."""
+        arr = self._arrays.get(name)
+        if arr is None or arr.size < n_elements or arr.dtype != np.dtype(dtype):
+            self._arrays.pop(name, None)  # free the old one first
+            arr = np.empty(int(n_elements * 1.1) + 1, dtype=dtype)
+            self._arrays[name] = arr
+        return arr
+
+
+def _subset(cooc: Cooccurrence, idx: np.ndarray, out: np.ndarray | None = None) -> Cooccurrence:
+    """The words ``idx`` of ``cooc`` (counts copied into ``out`` when given and large enough);
+    shares its arrays when that is every word (the fit may then overwrite them: ``cooc`` is a
+    fresh read that nothing else uses)."""
     if idx.size == cooc.n_words:
         out = Cooccurrence(cooc.counts, cooc.unigram, cooc.doc_freq, 0, 0)
         out.num_docs, out.num_tokens = cooc.num_docs, cooc.num_tokens
         return out
-    out = Cooccurrence(take_square(cooc.counts, idx), cooc.unigram[idx], cooc.doc_freq[idx],
+    out = Cooccurrence(take_square(cooc.counts, idx, out=out), cooc.unigram[idx],
+                       cooc.doc_freq[idx],
                        0, 0)
     # Decayed stores have float totals; keep them as they are (the constructor wants ints).
     out.num_docs, out.num_tokens = cooc.num_docs, cooc.num_tokens
@@ -196,6 +227,8 @@ class Refresher:
         self._requested = False
         self._stop = False
         self._thread: threading.Thread | None = None
+        self._buffers = _Buffers()
+        self._n_read = 0  # words in the last read (sizes the counts buffer)
         self._busy = False
         self.failures = 0
         self.last_error: str | None = None
@@ -306,7 +339,11 @@ class Refresher:
 
         try:
             t0 = time.perf_counter()
-            st = open_committed(self.store_url, version)
+            # The counts go into the buffer of the last read, if the vocabulary still fits.
+            st = open_committed(self.store_url, version,
+                                out=self._buffers.get("counts", self._n_read ** 2, np.float64))
+            self._n_read = len(st.words)
+            self._buffers.adopt("counts", st.cooccurrence.counts)
             if st.version == self._published_store_version:
                 log.debug("store version %s is already published", st.version)
                 self._published_docs = max(self._published_docs, st.n_docs_added)
@@ -314,7 +351,8 @@ class Refresher:
             cooc_all = st.cooccurrence
             idx = select_words(cooc_all, min_df=self.min_df, max_df_ratio=self.max_df_ratio)
             words = [st.words[i] for i in idx]
-            cooc = _subset(cooc_all, idx)
+            cooc = _subset(cooc_all, idx, out=None if idx.size == cooc_all.n_words
+                           else self._buffers.get("subset", idx.size ** 2, np.float64))
             self._check_enough(cooc, len(words))
             docs = None
             if self.needs_documents:
@@ -446,8 +484,22 @@ class Refresher:
             init = None
             if self.warm_start and self._model is not None:
                 init = self._model.remapped(self._model_words, words)
+            s = model.settings
+            workspace = (self._buffers.get("iterate", len(words) ** 2, np.float32)
+                         if s.rectify and np.dtype(s.rectify_dtype) == np.float32 else None)
+            # Two correction buffers take turns: the new one must not be the one the warm
+            # start (the current model) reads.
+            corr_out = None
+            if s.rectify:
+                current = None if self._model is None else self._model.rectify_correction_
+                for name in ("correction-a", "correction-b"):
+                    buf = self._buffers.get(name, len(words) ** 2, np.float32)
+                    if current is None or not np.shares_memory(buf, current):
+                        corr_out = buf
+                        break
             # cooc is this refresh's own subset; only its vectors are read afterwards.
-            model.fit(cooc, init=init, on_stage=on_stage, overwrite_cooc=True)
+            model.fit(cooc, init=init, on_stage=on_stage, overwrite_cooc=True,
+                      rectify_workspace=workspace, rectify_correction_out=corr_out)
             fit = TopicFit(model.topic_word_, model.topic_topic_, model.anchors_,
                            dict(model.timings_), model)
             return model, fit, init, {**model.get_params(), "method": "anchor"}

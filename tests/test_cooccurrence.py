@@ -302,6 +302,11 @@ def test_take_square_spans_several_row_blocks_and_rejects_bad_input(rng):
     M = rng.standard_normal((1000, 1000))  # rows of 8 kB: blocks of 524 rows at 4 MiB
     idx = rng.permutation(1000)[:900]
     np.testing.assert_array_equal(take_square(M, idx), M[np.ix_(idx, idx)])
+    out = np.empty(1000 * 1000)
+    got = take_square(M, idx, out=out)
+    assert np.shares_memory(got, out)
+    np.testing.assert_array_equal(got, M[np.ix_(idx, idx)])
+    assert not np.shares_memory(take_square(M, idx, out=M), M)  # never into its own input
     with pytest.raises(InputError, match="square"):
         take_square(M[:3], [0])
     with pytest.raises(InputError, match=r"\[-1, 1000\)"):

@@ -382,3 +382,14 @@ def test_a_workspace_holds_the_float32_iterate_without_changing_the_result(rng):
     for bad in (np.zeros(40 * 40), np.zeros(39 * 39, np.float32)):
         with pytest.raises(InputError, match="workspace"):
             rectify(C, 3, max_iter=2, dtype=np.float32, workspace=bad)
+
+
+def test_the_correction_can_go_to_given_memory(rng):
+    C = _random_symmetric(rng, 30)
+    plain = rectify(C, 3, max_iter=6, random_state=2, dtype=np.float32, return_correction=True)
+    out = np.full(31 * 31, np.nan, dtype=np.float32)
+    got = rectify(C, 3, max_iter=6, random_state=2, dtype=np.float32, return_correction=True,
+                  correction_out=out)
+    assert np.shares_memory(got.correction, out) and got.correction.shape == (30, 30)
+    np.testing.assert_array_equal(got.correction, plain.correction)
+    np.testing.assert_array_equal(got.matrix, plain.matrix)

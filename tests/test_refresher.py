@@ -139,3 +139,27 @@ def test_supertopic_hierarchy_is_published_with_public_ids(tmp_path):
         weights = [w for _, w in s["topics"]]
         assert weights == sorted(weights, reverse=True)
         assert sum(weights) == pytest.approx(1.0, abs=1e-4)
+
+
+def test_refreshes_reuse_their_buffers_and_never_overwrite_the_warm_start(setup):
+    store, pub, metrics, ref = setup
+    store.add(planted_docs(1500, seed=1))
+    store.checkpoint()
+    ref.refresh_once()
+    corrections, counts = [], []
+    for seed in (2, 3, 4):
+        previous = ref._model.rectify_correction_.copy()
+        prev_array = ref._model.rectify_correction_
+        store.add(planted_docs(30, seed=seed))
+        store.checkpoint()
+        result = ref.refresh_once()
+        assert result["warm"]
+        new = ref._model.rectify_correction_
+        # The new correction went to the other buffer: the warm start read intact memory...
+        assert not np.shares_memory(new, prev_array)
+        np.testing.assert_array_equal(prev_array, previous)
+        corrections.append(new)
+        counts.append(ref._buffers.get("counts", 1, np.float64))
+    # ...and two buffers take turns, and the counts are read into the same memory each time.
+    assert np.shares_memory(corrections[0], corrections[2])
+    assert all(np.shares_memory(c, counts[0]) for c in counts)
