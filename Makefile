@@ -31,7 +31,7 @@ $(BENCH_VENV)/.installed: pyproject.toml
 	touch $@
 
 bench: $(BENCH_VENV)/.installed
-	$(BENCH_VENV)/bin/python benchmarks/bench_fit.py --markdown
+	$(BENCH_VENV)/bin/python benchmarks/bench_fit.py --markdown --repeat 3
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis
