@@ -228,6 +228,7 @@ class Refresher:
         self._stop = False
         self._thread: threading.Thread | None = None
         self._buffers = _Buffers()
+        self._refresh_lock = threading.Lock()
         self._n_read = 0  # words in the last read (sizes the counts buffer)
         self._busy = False
         self.failures = 0
@@ -327,6 +328,11 @@ class Refresher:
         Exception
             Whatever failed, after logging it and counting it under the failing stage.
         """
+        # One refresh at a time: they share the buffers and the warm-start state.
+        with self._refresh_lock:
+            return self._refresh_once(version)
+
+    def _refresh_once(self, version: str | None) -> RefreshResult | None:
         stage = "read"
         t_total = time.perf_counter()
         timings: dict[str, float] = {}
