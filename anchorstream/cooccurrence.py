@@ -27,6 +27,7 @@ import numba
 import numpy as np
 import scipy.sparse as sp
 
+from anchorstream._buffers import leading_view
 from anchorstream._kernels.cooc import cooc_counts
 from anchorstream.errors import InputError
 
@@ -370,11 +371,10 @@ def take_square(matrix: np.ndarray, index, *, out: np.ndarray | None = None) -> 
     missing = index < 0
     src = np.where(missing, 0, index)
     m = index.size
-    if (out is not None and out.dtype == matrix.dtype and out.flags.c_contiguous
-            and out.flags.writeable and out.size >= m * m
-            and not np.shares_memory(out, matrix)):
-        out = out.reshape(-1)[: m * m].reshape(m, m)
-    else:
+    if out is not None and np.shares_memory(out, matrix):
+        out = None
+    out = leading_view(out, (m, m), matrix.dtype)
+    if out is None:
         out = np.empty((m, m), dtype=matrix.dtype)
     step = max(1, (4 << 20) // (matrix.itemsize * max(n, 1)))
     for start in range(0, m, step):

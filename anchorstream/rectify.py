@@ -60,6 +60,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from anchorstream._buffers import leading_view
 from anchorstream._kernels.rectify import anchor_dense_to_csr, anchor_rectify_clip
 from anchorstream.errors import InputError
 
@@ -606,16 +607,13 @@ def rectify(
             raise InputError(f"init_matrix must have shape ({V}, {V}), got {C.shape}")
     # The iterate's storage; in float32 it first holds C for a dense cold solve (~20 products),
     # which then costs half. A sparse C is solved cold on a CSR copy instead.
-    if workspace is not None and single:
-        if not (isinstance(workspace, np.ndarray) and workspace.dtype == work
-                and workspace.flags.c_contiguous and workspace.flags.writeable
-                and workspace.size >= V * V):
+    nn = leading_view(workspace, (V, V), work) if single else None
+    if nn is None:
+        if workspace is not None and single:
             raise InputError(
                 f"workspace must be a writeable C-contiguous {work} array of at least {V * V} "
                 f"elements, got {getattr(workspace, 'dtype', type(workspace))} of size "
                 f"{getattr(workspace, 'size', '?')}")
-        nn = workspace.reshape(-1)[: V * V].reshape(V, V)
-    else:
         nn = np.empty((V, V), dtype=work)
     sparse = _sparse_copy(C) if init_eigvecs is None else None
     if sparse is not None:
@@ -714,11 +712,8 @@ def rectify(
     result = nn if not single else (C if overwrite_input else np.empty((V, V)))
     correction = None
     if return_correction:
-        if (isinstance(correction_out, np.ndarray) and correction_out.dtype == np.float32
-                and correction_out.flags.c_contiguous and correction_out.flags.writeable
-                and correction_out.size >= V * V):
-            correction = correction_out.reshape(-1)[: V * V].reshape(V, V)
-        else:
+        correction = leading_view(correction_out, (V, V), np.float32)
+        if correction is None:
             correction = np.empty((V, V), dtype=np.float32)
     rows = np.empty((min(step, V), V))
     for s in range(0, V, step):

@@ -98,6 +98,7 @@ import zarr
 from zarr.codecs import ZstdCodec
 from zarr.core.sync import sync as zarr_sync  # runs a coroutine on Zarr's own event loop
 
+from anchorstream._buffers import leading_view
 from anchorstream._kernels.store import store_scatter_symmetric
 from anchorstream.accumulator import Accumulator, Delta, Forgetting
 from anchorstream.docstats import GROUP as _DOCSTATS
@@ -315,12 +316,11 @@ def _densify(root, meta, state, reset_seq, active: np.ndarray, out=None) -> np.n
     T = state["clock"]
     current = state["current_window"]
     n = active.size
-    if out is not None and out.dtype == np.float64 and out.flags.c_contiguous \
-            and out.flags.writeable and out.size >= n * n:
-        out = out.reshape(-1)[: n * n].reshape(n, n)
-        out.fill(0.0)
-    else:
+    out = leading_view(out, (n, n), np.float64)
+    if out is None:
         out = np.zeros((n, n))
+    else:
+        out.fill(0.0)
     pos = np.full(V, -1, dtype=np.int64)
     pos[active] = np.arange(n)
     base_ok = reset_seq <= state["base_seq"]
