@@ -11,6 +11,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from anchorstream._kernels.rectify import anchor_dense_to_csr
+
 
 @numba.njit(cache=True)
 def store_unique_counts(indptr, slots, n_slots):
@@ -197,18 +199,11 @@ def store_dense_nonzero(dense):
         for j in range(n_cols):
             if dense[i, j] != 0.0:
                 nnz += 1
+    # The row-major scan is the CSR conversion's; its row pointers give the row of each entry.
+    indptr, cols, vals = anchor_dense_to_csr(dense, nnz)
     rows = np.empty(nnz, dtype=np.int32)
-    cols = np.empty(nnz, dtype=np.int32)
-    vals = np.empty(nnz, dtype=np.float64)
-    q = 0
     for i in range(n_rows):
-        for j in range(n_cols):
-            v = dense[i, j]
-            if v != 0.0:
-                rows[q] = i
-                cols[q] = j
-                vals[q] = v
-                q += 1
+        rows[indptr[i]:indptr[i + 1]] = i
     return rows, cols, vals
 
 
