@@ -191,7 +191,6 @@ def run(args) -> int:
     stopwords = None if args.stopwords == "none" else load_stopwords(args.stopwords)
     tokenizer = Tokenizer(stopwords=stopwords)
 
-    prefault = None
     iterate = None
     if args.store is not None:
         from anchorstream.store import read_committed
@@ -230,7 +229,7 @@ def run(args) -> int:
             )
         X = count_matrix(docs, vocabulary)
         del docs  # token lists of the whole corpus: by far the largest Python object here
-        counts, iterate = (None, None) if prefault is None else prefault.take(len(vocabulary))
+        counts, iterate = prefault.take(len(vocabulary))
         cooc = cooccurrence(X, out=counts)
         source = {
             "input": [str(p) for p in args.input],

@@ -112,6 +112,10 @@ class _Buffers:
     def __init__(self):
         self._arrays: dict[str, np.ndarray] = {}
 
+    def held(self, name: str) -> np.ndarray | None:
+        """The buffer ``name`` as it is (None if there is none yet)."""
+        return self._arrays.get(name)
+
     def adopt(self, name: str, array: np.ndarray) -> None:
         """Keep ``array``'s memory as buffer ``name`` (if it is larger than the one held)."""
         held = self._arrays.get(name)
@@ -229,7 +233,6 @@ class Refresher:
         self._thread: threading.Thread | None = None
         self._buffers = _Buffers()
         self._refresh_lock = threading.Lock()
-        self._n_read = 0  # words in the last read (sizes the counts buffer)
         self._busy = False
         self.failures = 0
         self.last_error: str | None = None
@@ -345,10 +348,8 @@ class Refresher:
 
         try:
             t0 = time.perf_counter()
-            # The counts go into the buffer of the last read, if the vocabulary still fits.
-            st = open_committed(self.store_url, version,
-                                out=self._buffers.get("counts", self._n_read ** 2, np.float64))
-            self._n_read = len(st.words)
+            # The counts go into the memory of the last read's, if the vocabulary still fits.
+            st = open_committed(self.store_url, version, out=self._buffers.held("counts"))
             self._buffers.adopt("counts", st.cooccurrence.counts)
             if st.version == self._published_store_version:
                 log.debug("store version %s is already published", st.version)

@@ -159,7 +159,7 @@ def test_refreshes_reuse_their_buffers_and_never_overwrite_the_warm_start(setup)
         assert not np.shares_memory(new, prev_array)
         np.testing.assert_array_equal(prev_array, previous)
         corrections.append(new)
-        counts.append(ref._buffers.get("counts", 1, np.float64))
+        counts.append(ref._buffers.held("counts"))
     # ...and two buffers take turns, and the counts are read into the same memory each time.
     assert np.shares_memory(corrections[0], corrections[2])
     assert all(np.shares_memory(c, counts[0]) for c in counts)
