@@ -111,6 +111,7 @@ __all__ = [
     "FORMAT_VERSION",
     "CommittedState",
     "CooccurrenceStore",
+    "DenseRead",
     "fingerprint",
     "merge_committed",
     "open_committed",
@@ -243,6 +244,9 @@ class CommittedState:
         Time of the last document (its index, or its timestamp in seconds).
     n_docs_added : int
         Documents ever added (including those too short to count).
+    dense : DenseRead
+        What the dense counts hold; pass it as ``since`` to :func:`open_committed`, with the
+        same array as ``out``, to read a later version by adding only what changed.
     """
 
     cooccurrence: Any
@@ -252,6 +256,73 @@ class CommittedState:
     version: str
     clock: float
     n_docs_added: int
+    dense: DenseRead | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class DenseRead:
+    """What the dense counts of one read are made of (see ``open_committed(since=)``).
+
+    The live base arrays (each ``(ring slot, window)``, with the compaction that wrote them),
+    the segments added to them, the eviction state and the read-out time. A later version
+    whose base, live windows and active slots are the same, and which only added segments and
+    evicted slots since, differs from these counts by those segments, by zero rows and columns
+    for the evicted slots and, with decay, by one factor.
+    """
+
+    base: tuple
+    segments: frozenset
+    active: np.ndarray
+    reset_seq: np.ndarray
+    seq: int
+    clock: float
+
+
+def _dense_read(meta, state, reset_seq, active) -> DenseRead:
+    R = Forgetting.from_dict(meta["config"]["forgetting"]).ring
+    current = state["current_window"]
+    live_base = tuple((r, w) for r, w in enumerate(state["base_window"])
+                      if w >= 0 and _live(w, current, R))
+    return DenseRead(
+        base=(state["base_seq"], state["base_t_ref"], live_base),
+        segments=frozenset(seg["name"] for seg in state["segments"]
+                           if _live(seg["window"], current, R)),
+        active=active, reset_seq=reset_seq, seq=int(state["seq"]), clock=float(state["clock"]))
+
+
+def _catch_up(root, meta, state, reset_seq, active, out, since: DenseRead | None):
+    """Bring ``out`` (holding the dense read ``since``) up to this version in place, or
+    return None when that is not possible and a full read is needed."""
+    if since is None:
+        return None
+    now = _dense_read(meta, state, reset_seq, active)
+    n = active.size
+    counts = leading_view(out, (n, n), np.float64)
+    if (counts is None or now.base != since.base or not since.segments <= now.segments
+            or not np.array_equal(active, since.active)
+            or since.reset_seq.shape != reset_seq.shape):
+        return None
+    evicted = np.flatnonzero(reset_seq != since.reset_seq)
+    # An eviction since the read voids every entry of the slot read then: its reset is at
+    # least the sequence number of the next checkpoint, after all those segments.
+    if np.any(reset_seq[evicted] < since.seq):
+        return None
+    forgetting = Forgetting.from_dict(meta["config"]["forgetting"])
+    T = state["clock"]
+    factor = forgetting.readout(T, since.clock)  # the same for every stored reference time
+    if factor != 1.0:
+        counts *= factor
+    pos = np.full(reset_seq.size, -1, dtype=np.int64)
+    pos[active] = np.arange(n)
+    gone = pos[evicted]
+    gone = gone[gone >= 0]
+    counts[gone, :] = 0.0
+    counts[:, gone] = 0.0
+    for seg in state["segments"]:
+        if seg["name"] in now.segments and seg["name"] not in since.segments:
+            rows, cols, vals = _segment_entries(root, seg, reset_seq, forgetting, T)
+            store_scatter_symmetric(counts, pos, pos, rows, cols, vals)
+    return counts, now
 
 
 def _check_format(attrs: Mapping, where: str) -> dict:
@@ -358,7 +429,7 @@ def _densify(root, meta, state, reset_seq, active: np.ndarray, out=None) -> np.n
 
 
 def _read(repo: icechunk.Repository, where: str, version: str | None,
-          out=None) -> CommittedState:
+          out=None, since: DenseRead | None = None) -> CommittedState:
     from anchorstream.cooccurrence import Cooccurrence
 
     try:
@@ -373,7 +444,12 @@ def _read(repo: icechunk.Repository, where: str, version: str | None,
         words_all = _get_words(root["vocab"], "slot_words")
         reset_seq = _get(root, "reset_seq")
         active = np.asarray([s for s, w in enumerate(words_all) if w], dtype=np.int64)
-        counts = _densify(root, meta, state, reset_seq, active, out)
+        caught_up = _catch_up(root, meta, state, reset_seq, active, out, since)
+        if caught_up is not None:
+            counts, dense = caught_up
+        else:
+            counts = _densify(root, meta, state, reset_seq, active, out)
+            dense = _dense_read(meta, state, reset_seq, active)
         forgetting = Forgetting.from_dict(meta["config"]["forgetting"])
         R = forgetting.ring
         live = np.asarray(
@@ -400,11 +476,12 @@ def _read(repo: icechunk.Repository, where: str, version: str | None,
         cooc.num_tokens = float(totals[1])
     return CommittedState(
         cooc, [words_all[s] for s in active], active, offsets, session.snapshot_id,
-        float(state["clock"]), int(state["n_docs_added"]),
+        float(state["clock"]), int(state["n_docs_added"]), dense,
     )
 
 
-def open_committed(url, version: str | None = None, *, out=None) -> CommittedState:
+def open_committed(url, version: str | None = None, *, out=None,
+                   since: DenseRead | None = None) -> CommittedState:
     """Read one committed version of a store (the latest by default), read-only.
 
     Parameters
@@ -418,6 +495,12 @@ def open_committed(url, version: str | None = None, *, out=None) -> CommittedSta
         elements, overwritten) when it is large enough; else they get a new array. The
         refresher passes the same buffer every time: fresh memory costs a page fault per
         page, which dominated the read on the benchmark machine.
+    since : DenseRead, optional
+        The ``dense`` of an earlier read whose counts ``out`` still holds, unchanged. When
+        this version only added segments and evicted slots since (no compaction, no window
+        expired, the same active slots), ``out`` is brought up to date in place, reading only
+        the new segments: the result equals a full read (to rounding, with decay). Otherwise
+        this is a full read.
 
     Returns
     -------
@@ -431,7 +514,7 @@ def open_committed(url, version: str | None = None, *, out=None) -> CommittedSta
         If it is not an anchorstream store or has another format version.
     """
     repo, _ = _open_repo(url)
-    return _read(repo, os.fspath(url), version, out)
+    return _read(repo, os.fspath(url), version, out, since)
 
 
 def read_committed(url, version: str | None = None):

@@ -11,7 +11,11 @@ One refresh:
 1. **read** — :func:`anchorstream.store.open_committed` pins one committed store version while
    ingestion goes on (Icechunk read-only session), so a snapshot is computed from exactly the
    offsets it records. Words with document frequency below ``vocab.min_df`` or above
-   ``vocab.max_df_ratio`` of the documents are left out of the model.
+   ``vocab.max_df_ratio`` of the documents are left out of the model. Warm, the refresher
+   keeps the dense counts it read last and brings them up to the new version by adding the
+   segments committed since (``open_committed(since=)``; a compaction, an expired window or
+   a changed set of slots means a full read): 1% new documents at 5000 words read in
+   ~0.05 s instead of ~0.3 s.
 2. **rectify, anchors, recover, correlations** — :meth:`anchorstream.model.AnchorModel.fit`,
    warm-started from the previous model moved onto the new vocabulary
    (:meth:`~anchorstream.model.AnchorModel.remapped`): eigenvectors, anchors and recovery
@@ -134,9 +138,9 @@ class _Buffers:
 
 def _subset(cooc: Cooccurrence, idx: np.ndarray, out: np.ndarray | None = None) -> Cooccurrence:
     """The words ``idx`` of ``cooc`` (counts copied into ``out`` when given and large enough);
-    shares its arrays when that is every word (the fit may then overwrite them: ``cooc`` is a
-    fresh read that nothing else uses)."""
-    if idx.size == cooc.n_words:
+    shares its arrays when that is every word and there is no ``out`` (the fit may then
+    overwrite them: ``cooc`` is a fresh read that nothing else uses)."""
+    if idx.size == cooc.n_words and out is None:
         out = Cooccurrence(cooc.counts, cooc.unigram, cooc.doc_freq, 0, 0)
         out.num_docs, out.num_tokens = cooc.num_docs, cooc.num_tokens
         return out
@@ -232,6 +236,8 @@ class Refresher:
         self._stop = False
         self._thread: threading.Thread | None = None
         self._buffers = _Buffers()
+        # What the counts buffer holds (a DenseRead), when it still holds it.
+        self._dense = None
         self._refresh_lock = threading.Lock()
         self._busy = False
         self.failures = 0
@@ -348,9 +354,15 @@ class Refresher:
 
         try:
             t0 = time.perf_counter()
-            # The counts go into the memory of the last read's, if the vocabulary still fits.
-            st = open_committed(self.store_url, version, out=self._buffers.held("counts"))
+            # The counts go into the memory of the last read's, if the vocabulary still fits;
+            # warm, they are that read's counts plus the segments committed since, when the
+            # store allows (see open_committed). Until this read succeeds they are unknown.
+            since, self._dense = self._dense, None
+            st = open_committed(self.store_url, version, out=self._buffers.held("counts"),
+                                since=since if self.warm_start else None)
             self._buffers.adopt("counts", st.cooccurrence.counts)
+            # Warm, the fit works on a copy (below), so the counts stay this read's.
+            self._dense = st.dense if self.warm_start else None
             if st.version == self._published_store_version:
                 log.debug("store version %s is already published", st.version)
                 self._published_docs = max(self._published_docs, st.n_docs_added)
@@ -358,7 +370,9 @@ class Refresher:
             cooc_all = st.cooccurrence
             idx = select_words(cooc_all, min_df=self.min_df, max_df_ratio=self.max_df_ratio)
             words = [st.words[i] for i in idx]
-            cooc = _subset(cooc_all, idx, out=None if idx.size == cooc_all.n_words
+            # Cold with every word selected, the fit may take the counts' memory itself.
+            share = idx.size == cooc_all.n_words and not self.warm_start
+            cooc = _subset(cooc_all, idx, out=None if share
                            else self._buffers.get("subset", idx.size ** 2, np.float64))
             self._check_enough(cooc, len(words))
             docs = None

@@ -163,3 +163,34 @@ def test_refreshes_reuse_their_buffers_and_never_overwrite_the_warm_start(setup)
     # ...and two buffers take turns, and the counts are read into the same memory each time.
     assert np.shares_memory(corrections[0], corrections[2])
     assert all(np.shares_memory(c, counts[0]) for c in counts)
+
+
+def test_warm_refreshes_read_only_what_was_committed_since(setup, monkeypatch):
+    import anchorstream.store as store_mod
+    from anchorstream.store import open_committed
+
+    store, pub, metrics, ref = setup
+    store.add(planted_docs(1500, seed=1))
+    store.checkpoint()
+    ref.refresh_once()
+    full_reads = []
+    densify = store_mod._densify
+    monkeypatch.setattr(store_mod, "_densify",
+                        lambda *a, **kw: full_reads.append(1) or densify(*a, **kw))
+    for seed in (2, 3):
+        store.add(planted_docs(30, seed=seed))
+        store.checkpoint()
+        assert ref.refresh_once()["warm"]
+        # The counts the refresher holds are exactly what a full read gives...
+        fresh = open_committed(store.url).cooccurrence.counts
+        n = fresh.shape[0]
+        np.testing.assert_allclose(ref._buffers.held("counts")[: n * n].reshape(n, n), fresh,
+                                   rtol=1e-12, atol=1e-12 * fresh.max())
+    # ...though the refresher itself never read the whole matrix again (only the test did).
+    assert len(full_reads) == 2
+    # A compaction rewrites the base: the next warm refresh reads everything.
+    store.add(planted_docs(30, seed=4))
+    store.checkpoint()
+    store.compact()
+    full_reads.clear()
+    assert ref.refresh_once()["warm"] and len(full_reads) == 1

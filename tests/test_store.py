@@ -218,6 +218,71 @@ def test_streaming_any_split_equals_batch(seed, cuts, compact_after, reopen_afte
     assert_equals_batch(read_committed(url), docs)
 
 
+FORGETTINGS = {
+    "none": Forgetting(),
+    "decay": Forgetting(half_life=9.0),
+    "windows": Forgetting(window=12, n_windows=3),
+}
+
+
+@settings(max_examples=12, deadline=None)
+@given(
+    seed=st.integers(0, 2**16),
+    cuts=st.lists(st.integers(0, 90), min_size=1, max_size=5),
+    compact_after=st.sets(st.integers(0, 6)),
+    evict_after=st.sets(st.integers(0, 6)),
+    forgetting=st.sampled_from(sorted(FORGETTINGS)),
+    capacity=st.sampled_from([6, 12]),
+)
+def test_a_read_that_catches_up_equals_a_full_read(seed, cuts, compact_after, evict_after,
+                                                   forgetting, capacity):
+    # The refresher's incremental read: the previous read's counts plus what was committed
+    # since must equal reading this version from scratch, whatever happened in between
+    # (evictions by a full vocabulary or by hand, compaction, decay, windows expiring).
+    rng = np.random.default_rng(seed)
+    docs = corpus(rng, 90)
+    url = f"memory://catch-up-{uuid.uuid4().hex}"
+    s = CooccurrenceStore.create(url, capacity=capacity, admit_threshold=1, chunk_size=2,
+                                 shard_size=4, sketch_size=4,
+                                 forgetting=FORGETTINGS[forgetting])
+    buffer = np.empty(capacity * capacity)
+    previous = None
+    bounds = sorted({0, len(docs), *cuts})
+    for k, (a, b) in enumerate(zip(bounds[:-1], bounds[1:])):
+        s.add(docs[a:b])
+        present = [w for w in s.vocabulary.words if w]
+        if k in evict_after and present:
+            s.evict(present[0])
+        s.checkpoint({"n": b})
+        if k in compact_after:
+            s.compact()
+        full = open_committed(url)
+        read = open_committed(url, out=buffer, since=previous)
+        assert read.words == full.words
+        assert_matches(read.cooccurrence, read.words, full.cooccurrence.counts)
+        previous = read.dense
+
+
+def test_a_read_catches_up_by_reading_only_the_new_segments(tmp_path, rng, monkeypatch):
+    docs = corpus(rng, 60)
+    url = str(tmp_path / "s")
+    s = CooccurrenceStore.create(url, capacity=len(WORDS), admit_threshold=1)
+    s.add(docs[:40])
+    s.checkpoint()
+    buffer = np.empty(len(WORDS) ** 2)
+    first = open_committed(url, out=buffer)
+    s.add(docs[40:])
+    s.checkpoint()
+
+    def no_full_read(*args, **kwargs):
+        raise AssertionError("a full read")
+
+    monkeypatch.setattr(store_mod, "_densify", no_full_read)
+    again = open_committed(url, out=buffer, since=first.dense)
+    assert np.shares_memory(again.cooccurrence.counts, buffer)
+    assert_equals_batch(again, docs)
+
+
 def test_merging_partial_stores_equals_one_store(tmp_path, rng):
     docs = corpus(rng, 100)
     urls = [str(tmp_path / n) for n in ("a", "b", "all")]
