@@ -30,8 +30,9 @@ RECOVER_METHODS = ("admm", "l2", "kl", "inverse")
 RECTIFY_METHODS = ("ap",)
 CORRELATION_METHODS = ("diagonal", "pinv")
 
-#: Alternating projection is warm-started from the previous fixed point only when the previous
-#: fit needed more iterations than this (see AnchorModel.fit).
+#: Alternating projection is warm-started from the previous fixed point only when the cold
+#: rectification the chain of warm starts began with needed more iterations than this (see
+#: AnchorModel.fit).
 _WARM_AP_MIN_ITER = 10
 
 #: A warm-started AP stops once its change is within this factor of the residual the previous
@@ -83,6 +84,12 @@ class ModelSettings:
     rectify_tol: float = 1e-3
     rectify_dtype: str = "float32"
     rectify_anderson: int = 5
+    # Each warm-started rectification runs a few more iterations from where the last one
+    # stopped, so a chain of them drifts towards AP's limit, as a tighter rectify_tol would:
+    # on 50k npm documents + 8 rounds of 1% the warm chain's held-out NPMI fell to ~0.06
+    # below a cold refit's and stayed there (benchmarks/README.md, "Refresh cold vs warm").
+    # After this many warm-started rectifications in a row the next one starts cold.
+    rectify_warm_limit: int = 1
     anchor_method: str = "qr"
     anchor_min_df: int = 10
     projection_dim: int = 1000
@@ -109,6 +116,10 @@ class ModelSettings:
         for name in ("rectify_max_iter", "recover_max_iter", "projection_dim"):
             if getattr(self, name) < 1:
                 raise InputError(f"{name} must be >= 1, got {getattr(self, name)!r}")
+        if (not isinstance(self.rectify_warm_limit, (int, np.integer))
+                or self.rectify_warm_limit < 0):
+            raise InputError(
+                f"rectify_warm_limit must be an integer >= 0, got {self.rectify_warm_limit!r}")
         if not isinstance(self.rectify_anderson, (int, np.integer)) or self.rectify_anderson < 0:
             raise InputError(
                 f"rectify_anderson must be an integer >= 0, got {self.rectify_anderson!r}")
@@ -153,6 +164,12 @@ class AnchorModel:
         begins (added to the new raw matrix).
     rectify_residual_ : float
         Relative change in the last rectification iteration (0 when not rectified).
+    rectify_warm_chain_ : int
+        Warm-started rectifications in a row that ended with this fit's (0: it started cold).
+    rectify_cold_iterations_ : int
+        Iterations of the last rectification that started cold: this fit's, or the one that
+        began the chain of warm starts leading to it. A warm start of the rectification pays
+        off only where this is large (0 when not rectified).
     n_iter_ : dict
         Iterations used per stage.
     timings_ : dict
@@ -279,6 +296,8 @@ class AnchorModel:
         eigvecs = None
         correction = None
         residual = 0.0
+        cold_iterations = 0
+        warm_chain = 0
         if s.rectify:
             warm_eig = sub(init.eigvecs_) if init is not None and init.eigvecs_ is not None else None
             if warm_eig is not None and not np.any(warm_eig):
@@ -292,8 +311,11 @@ class AnchorModel:
             # A start next to the old fixed point carries the new data's change into its first
             # step (~1e-2 relative after 1% new documents) and needs a few iterations to
             # settle; a matrix that rectified cold in a few iterations is cheaper cold.
+            # The cold count, not the previous fit's own: a warm fit's few iterations say
+            # nothing about what a cold one would cost.
             if (previous is not None and previous.shape == (V, V)
-                    and init.n_iter_.get("rectify", 0) > _WARM_AP_MIN_ITER):
+                    and getattr(init, "rectify_cold_iterations_", 0) > _WARM_AP_MIN_ITER
+                    and getattr(init, "rectify_warm_chain_", 0) < s.rectify_warm_limit):
                 prev_corr = previous if active.size == V else take_square(previous, active)
                 # C is this fit's own array (normalized() returns a new one): the start is
                 # formed in place, not in another V x V temporary.
@@ -331,6 +353,9 @@ class AnchorModel:
             eigvecs[active] = rect.eigvecs
             residual = float(rect.residual)
             n_iter["rectify"] = int(rect.n_iter)
+            cold_iterations = (init.rectify_cold_iterations_ if prev_corr is not None
+                               else int(rect.n_iter))
+            warm_chain = init.rectify_warm_chain_ + 1 if prev_corr is not None else 0
 
         candidates = candidate_words(cooc.doc_freq[active], s.anchor_min_df)
         if candidates.sum() < K:
@@ -406,6 +431,8 @@ class AnchorModel:
         self.eigvecs_ = eigvecs
         self.rectify_correction_ = correction
         self.rectify_residual_ = residual
+        self.rectify_cold_iterations_ = cold_iterations
+        self.rectify_warm_chain_ = warm_chain
         self.recover_converged_ = float(rec.converged)
         self.n_iter_ = n_iter
         self.timings_ = timings

@@ -15,10 +15,11 @@ Three measurements, each printed side by side with a peer measured in the same r
    model (V = ``--vocab``, K = ``--topics``), or taken from a real corpus
    (``--refresh-corpus FILE``), then ``--refresh-rounds`` rounds of 1 % new documents. Two
    :class:`daemon.refresher.Refresher` follow every version, as a long-running daemon does: one
-   warm-started from its previous model (eigenvectors, rectification correction, anchors,
-   recovery coefficients), its peer with ``warm_start=False``. The last round is reported
-   (both then reuse their buffers, so the difference is the warm start alone): times per
-   stage and held-out NPMI@10 of both models on documents neither saw.
+   warm-started from its previous model (the counts read last, eigenvectors, rectification
+   correction, anchors, recovery coefficients), its peer with ``warm_start=False``. Every
+   round is reported (total seconds, rectification iterations and held-out NPMI@10 of both
+   models on documents neither saw), then their means, then the last round by stage. Both
+   reuse their buffers after the base fit, so the difference is the warm start alone.
 3. **Arrival-to-snapshot latency** — a daemon (in-process :class:`daemon.service.Daemon`, with
    ``checkpoint_every_seconds`` and ``refresh.interval_seconds`` set by ``--latency-interval``)
    consumes a steady stream; for several batches, the time from producing a batch to the first
@@ -190,26 +191,43 @@ def bench_refresh(args, work: Path) -> None:
     kwargs = {"n_topics": K, "anchor_min_df": 10}
     # A long-running daemon refreshes again and again: both refreshers, the warm-started one
     # and its cold peer (warm_start=False, everything else equal), fit the base version and
-    # then follow the same rounds of 1 % new documents. The last round counts: by then both
-    # reuse their buffers (a refresher keeps its V x V arrays), so the difference is the warm
-    # start alone, not first-touch page faults.
+    # then follow the same rounds of 1 % new documents. By then both reuse their buffers (a
+    # refresher keeps its V x V arrays), so the difference is the warm start alone, not
+    # first-touch page faults.
     warm_ref = Refresher(store.url, Publisher(work / "snaps-warm"), model_kwargs=kwargs,
                          min_df=3)
     cold_ref = Refresher(store.url, Publisher(work / "snaps-cold"), model_kwargs=kwargs,
                          min_df=3, warm_start=False)
     first = warm_ref.refresh_once()
     cold_ref.refresh_once()
-    per_round = max(len(new) // args.refresh_rounds, 1)
-    for r in range(args.refresh_rounds):
-        store.add(new[r * per_round:(r + 1) * per_round])
-        version = store.checkpoint()
-        warm = warm_ref.refresh_once(version)
-        cold = cold_ref.refresh_once(version)
 
     def npmi(ref):
         snap = ref.publisher.latest()[1]
         top = top_words(np.asarray(snap.topic_word, np.float64).T, 10)
         return float(npmi_coherence(top, held_matrix(snap.vocabulary)).mean())
+
+    # Every round counts in the means: with model.rectify_warm_limit = 1 the warm refresher
+    # alternates warm-started and cold-started rectifications, and the last round alone would
+    # show one kind only.
+    per_round = max(len(new) // args.refresh_rounds, 1)
+    rounds = []
+    print(f"{'round':<7}{'warm (s)':>10}{'cold (s)':>10}{'rectify iters':>15}"
+          f"{'NPMI warm':>11}{'NPMI cold':>11}")
+    for r in range(args.refresh_rounds):
+        store.add(new[r * per_round:(r + 1) * per_round])
+        version = store.checkpoint()
+        warm = warm_ref.refresh_once(version)
+        cold = cold_ref.refresh_once(version)
+        rounds.append((warm["timings"]["total"], cold["timings"]["total"], npmi(warm_ref),
+                       npmi(cold_ref)))
+        print(f"{r + 1:<7}{rounds[-1][0]:>10.2f}{rounds[-1][1]:>10.2f}"
+              f"{warm['iterations'].get('rectify', 0):>8} / {cold['iterations'].get('rectify', 0):<4}"
+              f"{rounds[-1][2]:>11.4f}{rounds[-1][3]:>11.4f}")
+    mean = np.mean(np.asarray(rounds), axis=0)
+    print(f"mean over {len(rounds)} rounds: warm {mean[0]:.2f} s, cold {mean[1]:.2f} s, "
+          f"warm / cold {mean[0] / mean[1]:.0%} (target <= 25 %); held-out NPMI@10 warm "
+          f"{mean[2]:.4f}, cold {mean[3]:.4f}")
+    print("\nthe last round by stage:")
 
     stages = ["read", "rectify", "anchors", "recover", "correlations", "align", "publish",
               "total"]
@@ -223,7 +241,6 @@ def bench_refresh(args, work: Path) -> None:
     warm_fit = sum(warm["timings"][s] for s in fit)
     print(f"warm / cold: total {warm['timings']['total'] / cold['timings']['total']:.0%}, "
           f"model stages {warm_fit / cold_fit:.0%} (target <= 25 %)")
-    print(f"held-out NPMI@10: cold {npmi(cold_ref):.4f}, warm {npmi(warm_ref):.4f}")
     print("iterations (rectify, recover): " + ", ".join(
         f"{name} {r['iterations'].get('rectify')}, {r['iterations'].get('recover')}"
         for name, r in (("first", first), ("cold", cold), ("warm", warm))))
@@ -297,8 +314,8 @@ def main(argv=None) -> int:
     p.add_argument("--vocab", type=int, default=5000, help="refresh: V")
     p.add_argument("--topics", type=int, default=50, help="refresh: K")
     p.add_argument("--refresh-docs", type=int, default=50_000)
-    p.add_argument("--refresh-rounds", type=int, default=3,
-                   help="rounds of 1 %% new documents; the last one is reported")
+    p.add_argument("--refresh-rounds", type=int, default=4,
+                   help="rounds of 1 %% new documents (means over all; the last by stage)")
     p.add_argument("--refresh-corpus", default="planted",
                    help="refresh: 'planted' (a planted model, 100-word documents) or a "
                         "JSON-lines file with a 'text' field, e.g. "

@@ -466,6 +466,9 @@ class ModelConfig:
     rectify_anderson: int = _spec(
         5, v_int(0), "history length of the Anderson acceleration of rectification; 0 = "
         "plain alternating projection (JSMF Algorithm 1)")
+    rectify_warm_limit: int = _spec(
+        1, v_int(0), "warm-started rectifications in a row before one starts cold again "
+        "(a chain of them drifts to a tighter fixed point: lower NPMI); 0 = never")
     rp_projections: int | None = _spec(
         None, v_int(1, optional=True),
         "random projections P of anchors rp; null = 50 x num_topics (the paper)")
@@ -502,6 +505,7 @@ class ModelConfig:
             "rectify_tol": self.rectify_tol,
             "rectify_dtype": self.rectify_dtype,
             "rectify_anderson": self.rectify_anderson,
+            "rectify_warm_limit": self.rectify_warm_limit,
             "anchor_method": self.anchor_method,
             "anchor_min_df": self.anchor_min_df,
             "recover_method": self.recover_method,

@@ -71,6 +71,25 @@ def test_warm_start_is_cheaper_and_agrees(truth, anderson):
     assert recovery_error(again_cold.topic_word_, warm.topic_word_)[0] < 0.02
 
 
+def test_a_chain_of_warm_starts_stays_warm(truth):
+    # A warm refit rectifies in a few iterations; the refit after it must warm-start too
+    # (it once judged by the previous fit's own few iterations and went cold every other time).
+    X, _ = sample_documents(truth, 20000, doc_length=10, random_state=3)
+    settings = dict(anchor_min_df=0, rectify_tol=1e-8, rectify_dtype="float64",
+                    rectify_warm_limit=2)
+    model = AnchorModel(K, **settings).fit(cooccurrence(X[:19400]))
+    cold_iterations = model.n_iter_["rectify"]
+    for chain, n in enumerate((19600, 19800), start=1):
+        model = AnchorModel(K, **settings).fit(cooccurrence(X[:n]), init=model)
+        assert model.n_iter_["rectify"] < cold_iterations / 3, n
+        assert model.rectify_cold_iterations_ == cold_iterations
+        assert model.rectify_warm_chain_ == chain
+    # The limit reached, the next rectification starts cold (the eigenvectors still seed it).
+    model = AnchorModel(K, **settings).fit(cooccurrence(X), init=model)
+    assert model.rectify_warm_chain_ == 0
+    assert model.n_iter_["rectify"] > cold_iterations / 3
+
+
 def test_absent_words_get_zero_rows(truth):
     X, _ = sample_documents(truth, 3000, doc_length=60, random_state=4)
     X = X.tolil()
@@ -95,6 +114,8 @@ def test_remapped_moves_warm_start_by_word(truth):
 def test_bad_settings_and_inputs_are_named():
     with pytest.raises(InputError, match="recover_method must be one of"):
         AnchorModel(3, recover_method="magic")
+    with pytest.raises(InputError, match="rectify_warm_limit must be an integer >= 0"):
+        AnchorModel(3, rectify_warm_limit=-1)
     with pytest.raises(InputError, match="n_topics"):
         AnchorModel(0)
     with pytest.raises(NotFittedError):
