@@ -318,10 +318,9 @@ def _catch_up(root, meta, state, reset_seq, active, out, since: DenseRead | None
     gone = gone[gone >= 0]
     counts[gone, :] = 0.0
     counts[:, gone] = 0.0
-    for seg in state["segments"]:
-        if seg["name"] in now.segments and seg["name"] not in since.segments:
-            rows, cols, vals = _segment_entries(root, seg, reset_seq, forgetting, T)
-            store_scatter_symmetric(counts, pos, pos, rows, cols, vals)
+    new = now.segments - since.segments
+    _add_segments(counts, pos, root, [seg for seg in state["segments"] if seg["name"] in new],
+                  reset_seq, forgetting, T)
     return counts, now
 
 
@@ -420,11 +419,9 @@ def _densify(root, meta, state, reset_seq, active: np.ndarray, out=None) -> np.n
                     out[rs[1], cs[1]] += block[rs[0], cs[0]]
                 else:
                     out[np.ix_(pos[rsel], pos[csel])] += block[np.ix_(rsel - r0, csel - c0)]
-    for seg in state["segments"]:
-        if not _live(seg["window"], current, R):
-            continue
-        rows, cols, vals = _segment_entries(root, seg, reset_seq, forgetting, T)
-        store_scatter_symmetric(out, pos, pos, rows, cols, vals)
+    _add_segments(out, pos, root, [seg for seg in state["segments"]
+                                   if _live(seg["window"], current, R)],
+                  reset_seq, forgetting, T)
     return out
 
 
@@ -1453,6 +1450,14 @@ def _segment_entries(root, seg, reset, forgetting, t_ref):
     if factor != 1.0:
         vals *= factor
     return rows[keep], cols[keep], vals
+
+
+def _add_segments(out, pos, root, segs, reset, forgetting, t_ref) -> None:
+    """Add the valid entries of ``segs`` (both triangles) into the dense ``out``, whose row
+    and column of slot ``s`` is ``pos[s]``, in the units of ``t_ref``."""
+    for seg in segs:
+        rows, cols, vals = _segment_entries(root, seg, reset, forgetting, t_ref)
+        store_scatter_symmetric(out, pos, pos, rows, cols, vals)
 
 
 def _concat_segments(root, segs, reset, forgetting, t_ref):
