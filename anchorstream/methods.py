@@ -121,7 +121,7 @@ def fit_topics(
     overwrite_cooc : bool
         As for :meth:`AnchorModel.fit` (anchors qr/fast only): ``cooc`` may be overwritten.
     warm_state : bool
-        As for :meth:`AnchorModel.fit`: False drops the rectification correction, which only
+        As for :meth:`AnchorModel.fit`: False keeps no copy of the co-occurrence, which only
         a later warm-started refit of the returned ``model`` would use.
     rectify_workspace : ndarray, optional
         As for :meth:`AnchorModel.fit` (anchors qr/fast only).

@@ -21,7 +21,8 @@ from anchorstream.cooccurrence import Cooccurrence, take_square
 from anchorstream.correlations import dirichlet_alpha, topic_topic
 from anchorstream.errors import AnchorstreamError, InputError, NotFittedError
 from anchorstream.recover import recover
-from anchorstream.rectify import rectify
+from anchorstream._buffers import leading_view
+from anchorstream.rectify import rectify, rectify_update
 
 __all__ = ["ANCHOR_METHODS", "RECOVER_METHODS", "AnchorModel", "ModelSettings"]
 
@@ -30,16 +31,10 @@ RECOVER_METHODS = ("admm", "l2", "kl", "inverse")
 RECTIFY_METHODS = ("ap",)
 CORRELATION_METHODS = ("diagonal", "pinv")
 
-#: Alternating projection is warm-started from the previous fixed point only when the cold
-#: rectification the chain of warm starts began with needed more iterations than this (see
-#: AnchorModel.fit).
-_WARM_AP_MIN_ITER = 10
-
-#: A warm-started AP stops once its change is within this factor of the residual the previous
-#: fit stopped at: it starts next to that fixed point, and on real text (npm 50k + 1 %) its
-#: change fell from 1e-2 to ~1e-4 in two iterations and then hovered there, at the level the
-#: previous fit was accepted at, for ten more.
-_WARM_AP_RESIDUAL_FACTOR = 2.0
+#: Largest relative change of the co-occurrence (Frobenius) that a warm refit follows with a
+#: first-order update of the previous rectification (rectify_update); a larger one rectifies
+#: cold. 1% new documents changed the npm corpus's matrix (50k documents, V = 5000) by ~0.011.
+_WARM_MAX_CHANGE = 0.05
 
 #: A progress hook: called with the stage name when it starts and its seconds when it ends.
 StageCallback = Callable[[str, float | None], None]
@@ -84,12 +79,13 @@ class ModelSettings:
     rectify_tol: float = 1e-3
     rectify_dtype: str = "float32"
     rectify_anderson: int = 5
-    # Each warm-started rectification runs a few more iterations from where the last one
-    # stopped, so a chain of them drifts towards AP's limit, as a tighter rectify_tol would:
-    # on 50k npm documents + 8 rounds of 1% the warm chain's held-out NPMI fell to ~0.06
-    # below a cold refit's and stayed there (benchmarks/README.md, "Refresh cold vs warm").
-    # After this many warm-started rectifications in a row the next one starts cold.
-    rectify_warm_limit: int = 1
+    # A warm refit updates the previous rectification to first order in the data's change
+    # (rectify_update) instead of rerunning alternating projection; each update leaves part
+    # of the change unfollowed (AP's answer depends on its path), so after this many updates
+    # in a row the next refit rectifies cold. On 50k npm documents + 8 rounds of 1% the chain
+    # stayed within noise of cold refits by held-out NPMI (benchmarks/README.md, "Refresh
+    # cold vs warm"); 0 rectifies every refit cold.
+    rectify_warm_limit: int = 8
     anchor_method: str = "qr"
     anchor_min_df: int = 10
     projection_dim: int = 1000
@@ -158,18 +154,22 @@ class AnchorModel:
     alpha_ : ndarray of shape (n_topics,) or None
         Dirichlet parameter fitted to ``A`` (None where the fit failed).
     eigvecs_ : ndarray of shape (n_words, n_topics) or None
-        Leading eigenvectors of the rectified matrix (warm start of the next fit).
-    rectify_correction_ : ndarray of shape (n_words, n_words), float32, or None
-        The rectified minus the raw co-occurrence: where the next warm-started rectification
-        begins (added to the new raw matrix).
+        Leading eigenvectors of the rectified matrix (they seed the eigensolver of a later
+        cold rectification).
+    rectify_data_ : ndarray of shape (n_words, n_words), float32, or None
+        The normalized co-occurrence the rectified core was fitted to (zero rows for unused
+        words); with ``rectify_factor_`` and ``rectify_shift_`` the state a warm refit
+        updates (:func:`~anchorstream.rectify.rectify_update`). None with ``warm_state=False``.
+    rectify_factor_ : ndarray of shape (n_words, n_topics) or None
+        The rectified matrix's rank-``K`` core ``F``: the matrix is ``max(F Fᵀ + shift, 0)``.
+    rectify_shift_ : float
     rectify_residual_ : float
-        Relative change in the last rectification iteration (0 when not rectified).
+        Relative change in the last alternating-projection iteration of the cold
+        rectification this fit's state descends from (0 when not rectified).
+    rectify_change_ : float
+        Relative change of the co-occurrence a warm update followed (0 for a cold one).
     rectify_warm_chain_ : int
-        Warm-started rectifications in a row that ended with this fit's (0: it started cold).
-    rectify_cold_iterations_ : int
-        Iterations of the last rectification that started cold: this fit's, or the one that
-        began the chain of warm starts leading to it. A warm start of the rectification pays
-        off only where this is large (0 when not rectified).
+        Warm updates in a row that ended with this fit's (0: it rectified cold).
     n_iter_ : dict
         Iterations used per stage.
     timings_ : dict
@@ -210,7 +210,7 @@ class AnchorModel:
         overwrite_cooc: bool = False,
         warm_state: bool = True,
         rectify_workspace: np.ndarray | None = None,
-        rectify_correction_out: np.ndarray | None = None,
+        rectify_data_out: np.ndarray | None = None,
     ) -> AnchorModel:
         """Learn topics from a co-occurrence.
 
@@ -227,16 +227,14 @@ class AnchorModel:
             matrix, and ``cooc`` must not be used afterwards): saves a V x V copy when the
             caller built ``cooc`` for this fit only.
         warm_state : bool
-            Keep what a warm-started refit needs beyond the eigenvectors: the rectification's
-            correction, a V x V float32 array (``rectify_correction_``). A one-off fit passes
-            False; measured at V = 5000 that saves 0.15-0.35 s of a rectification (forming
-            and writing the 100 MB array).
+            Keep what a warm refit needs beyond the rectified core: a float32 copy of the
+            co-occurrence (``rectify_data_``, 100 MB at V = 5000). A one-off fit passes False.
         rectify_workspace : ndarray, optional
             Memory for the rectification's iterate: a C-contiguous array of ``rectify_dtype``
             with at least ``n_words²`` elements (see :func:`~anchorstream.rectify.rectify`).
-        rectify_correction_out : ndarray, optional
-            Memory for ``rectify_correction_`` (float32, at least ``n_words²`` elements), e.g.
-            that of a model two refreshes old. Must not be ``init``'s correction.
+        rectify_data_out : ndarray, optional
+            Memory for ``rectify_data_`` (float32, at least ``n_words²`` elements), e.g.
+            that of a model two refreshes old; ignored if it is ``init``'s.
 
         Returns
         -------
@@ -294,68 +292,82 @@ class AnchorModel:
         stage = StageTimer(timings, on_stage)
 
         eigvecs = None
-        correction = None
+        factor = None
+        shift = 0.0
+        data = None
         residual = 0.0
-        cold_iterations = 0
+        change = 0.0
         warm_chain = 0
         if s.rectify:
             warm_eig = sub(init.eigvecs_) if init is not None and init.eigvecs_ is not None else None
             if warm_eig is not None and not np.any(warm_eig):
                 warm_eig = None
-            # Warm start of alternating projection itself: begin at the new data plus the
-            # correction the previous rectification applied, i.e. next to the previous fixed
-            # point, and stop near the residual the previous fit ended with (or tol).
-            tol = s.rectify_tol
-            previous = getattr(init, "rectify_correction_", None) if init is not None else None
-            prev_corr = None
-            # A start next to the old fixed point carries the new data's change into its first
-            # step (~1e-2 relative after 1% new documents) and needs a few iterations to
-            # settle; a matrix that rectified cold in a few iterations is cheaper cold.
-            # The cold count, not the previous fit's own: a warm fit's few iterations say
-            # nothing about what a cold one would cost.
-            if (previous is not None and previous.shape == (V, V)
-                    and getattr(init, "rectify_cold_iterations_", 0) > _WARM_AP_MIN_ITER
-                    and getattr(init, "rectify_warm_chain_", 0) < s.rectify_warm_limit):
-                prev_corr = previous if active.size == V else take_square(previous, active)
-                # C is this fit's own array (normalized() returns a new one): the start is
-                # formed in place, not in another V x V temporary.
-                C += prev_corr
-                tol = max(tol, _WARM_AP_RESIDUAL_FACTOR * float(init.rectify_residual_))
-            rect = stage(
-                "rectify",
-                lambda: rectify(
+            # A warm refit follows the data's change from the previous rectified core, to
+            # first order, instead of rerunning alternating projection (rectify_update).
+            previous = None
+            if (init is not None and s.rectify_warm_limit > 0
+                    and getattr(init, "rectify_data_", None) is not None
+                    and init.rectify_data_.shape == (V, V)
+                    and getattr(init, "rectify_factor_", None) is not None
+                    and init.rectify_warm_chain_ < s.rectify_warm_limit):
+                prev_data = (init.rectify_data_ if active.size == V
+                             else take_square(init.rectify_data_, active))
+                previous = (prev_data, init.rectify_factor_[active], init.rectify_shift_)
+            if warm_state:
+                # The data this rectification fits: the next warm refit's starting point.
+                data = leading_view(rectify_data_out, (V, V), np.float32)
+                if data is None or (previous is not None
+                                    and np.shares_memory(data, previous[0])):
+                    data = np.empty((V, V), dtype=np.float32)
+            work_dtype = np.dtype(s.rectify_dtype)
+
+            def rectify_stage():
+                if data is not None:
+                    # Before C's memory receives the result (overwrite_input below).
+                    if active.size == V:
+                        np.copyto(data, C, casting="same_kind")
+                    else:  # zero rows for the unused words
+                        data[...] = take_square(C, position)
+                if previous is not None:
+                    updated = rectify_update(
+                        C, *previous, max_change=_WARM_MAX_CHANGE, dtype=work_dtype,
+                        overwrite_input=True, workspace=rectify_workspace)
+                    if updated is not None:
+                        return updated
+                return rectify(
                     C,
                     K,
                     method=s.rectify_method,
                     max_iter=s.rectify_max_iter,
-                    tol=tol,
+                    tol=s.rectify_tol,
                     init_eigvecs=warm_eig,
                     random_state=s.random_state,
-                    dtype=np.dtype(s.rectify_dtype),
+                    dtype=work_dtype,
                     anderson=s.rectify_anderson,
-                    # The correction seeds the next warm start; C (this fit's own array) is
-                    # not needed afterwards, so the result takes its memory.
-                    return_correction=warm_state,
+                    # C (this fit's own array) is not needed afterwards: the result takes
+                    # its memory.
                     overwrite_input=True,
-                    # Exact eigenvectors only serve a warm start.
-                    refine_eigvecs=warm_state,
+                    # The eigenvectors only seed a later cold rectification: the loop's
+                    # precision (1e-6) is plenty, and refining costs a V x V product.
+                    refine_eigvecs=False,
                     workspace=rectify_workspace,
-                    correction_out=rectify_correction_out,
-                ),
-            )
-            correction = rect.correction  # R − start, start = C (+ the previous correction)
-            if correction is not None and prev_corr is not None:
-                correction += prev_corr
-            if correction is not None and active.size < V:
-                correction = take_square(correction, position)  # zeros for inactive words
+                )
+
+            rect = stage("rectify", rectify_stage)
+            warm = rect.n_iter == 0 and previous is not None
             C = rect.matrix
             eigvecs = np.zeros((V, K))
             eigvecs[active] = rect.eigvecs
-            residual = float(rect.residual)
+            factor = np.zeros((V, K))
+            factor[active] = rect.factor
+            shift = float(rect.shift)
             n_iter["rectify"] = int(rect.n_iter)
-            cold_iterations = (init.rectify_cold_iterations_ if prev_corr is not None
-                               else int(rect.n_iter))
-            warm_chain = init.rectify_warm_chain_ + 1 if prev_corr is not None else 0
+            if warm:
+                residual = float(init.rectify_residual_)
+                change = float(rect.residual)
+                warm_chain = init.rectify_warm_chain_ + 1
+            else:
+                residual = float(rect.residual)
 
         candidates = candidate_words(cooc.doc_freq[active], s.anchor_min_df)
         if candidates.sum() < K:
@@ -429,9 +441,11 @@ class AnchorModel:
         self.prevalence_ = A.sum(axis=1)
         self.alpha_ = alpha
         self.eigvecs_ = eigvecs
-        self.rectify_correction_ = correction
+        self.rectify_data_ = data
+        self.rectify_factor_ = factor
+        self.rectify_shift_ = shift
         self.rectify_residual_ = residual
-        self.rectify_cold_iterations_ = cold_iterations
+        self.rectify_change_ = change
         self.rectify_warm_chain_ = warm_chain
         self.recover_converged_ = float(rec.converged)
         self.n_iter_ = n_iter
@@ -479,13 +493,14 @@ class AnchorModel:
         clone.topic_word_ = move(self.topic_word_)
         clone.coef_ = move(self.coef_)
         clone.eigvecs_ = move(self.eigvecs_)
-        if self.rectify_correction_ is not None:
+        clone.rectify_factor_ = move(self.rectify_factor_)
+        if self.rectify_data_ is not None:
             # Zeros for new words. Shared, not copied, when the vocabulary is unchanged: a
-            # fit reads its init's correction and never writes it.
-            same = src.size == self.rectify_correction_.shape[0] and np.array_equal(
+            # fit reads its init's data and never writes it.
+            same = src.size == self.rectify_data_.shape[0] and np.array_equal(
                 src, np.arange(src.size))
-            clone.rectify_correction_ = (self.rectify_correction_ if same
-                                         else take_square(self.rectify_correction_, src))
+            clone.rectify_data_ = (self.rectify_data_ if same
+                                   else take_square(self.rectify_data_, src))
         new_index = {w: i for i, w in enumerate(new_vocabulary)}
         mapped = [new_index.get(old_vocabulary[a], -1) for a in self.anchors_]
         clone.anchors_ = np.array(mapped, dtype=np.int64)

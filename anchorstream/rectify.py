@@ -25,6 +25,13 @@ the accelerated topics were closer to the truth (ℓ1 1.234 / 1.051 against 1.25
 against 1.256 / 1.111 for plain AP after 150 iterations). ``anderson=0`` is the published
 algorithm.
 
+Warm updates
+------------
+A refresh after a small change of the data does not rerun the iteration:
+:func:`rectify_update` moves the previous result's rank-``K`` core by the change's part
+tangent to the rank-``K`` matrices, at the cost of about one iteration without eigensolver.
+Starting AP itself next to the previous result was measured to drift (see its docstring).
+
 The cost is dominated by step 1 and by forming ``C_PSD``, both ``O(V² K)``. Step 1 uses a
 restarted block Krylov eigensolver (:func:`top_eigh`) seeded with the previous iteration's Ritz
 vectors: from one AP iteration to the next the matrix changes little, so Rayleigh–Ritz on the old
@@ -66,7 +73,7 @@ from anchorstream.errors import InputError
 
 log = logging.getLogger(__name__)
 
-__all__ = ["RectifyResult", "rectify", "top_eigh"]
+__all__ = ["RectifyResult", "rectify", "rectify_update", "top_eigh"]
 
 #: Rows per block of the fused projection pass: a block of ``C_PSD`` should stay in cache (a
 #: few MiB) while it is clipped and multiplied by the eigensolver basis.
@@ -114,12 +121,14 @@ class RectifyResult:
         Relative change of the last iteration, ``‖C_NN⁽ᵗ⁾ − C_NN⁽ᵗ⁻¹⁾‖_F / ‖C_NN⁽ᵗ⁻¹⁾‖_F``.
     converged : bool
         Whether ``residual <= tol`` was reached within ``max_iter`` iterations.
-    correction : ndarray of shape (n_words, n_words) or None
-        ``matrix − C`` in float32, with ``return_correction``.
     n_products : int
         Products of the matrix with a block of at most ``n_topics + oversample`` vectors spent
         by the eigensolver (the first solve on ``C`` included), beyond the one fused into every
         iteration; what a warm start saves.
+    factor, shift : ndarray of shape (n_words, n_topics), float
+        The rank-``K`` core of the result: ``matrix = max(factor factorᵀ + shift, 0)`` (up to
+        the float32 rounding of the iterate with ``dtype=float32``). With the input, the state
+        :func:`rectify_update` needs to follow a small change of the data.
     """
 
     matrix: np.ndarray
@@ -129,7 +138,8 @@ class RectifyResult:
     residual: float
     converged: bool
     n_products: int = 0
-    correction: np.ndarray | None = None
+    factor: np.ndarray | None = None
+    shift: float = 0.0
 
 
 # --------------------------------------------------------------------------------------------
@@ -414,7 +424,7 @@ def _check_matrix(C) -> np.ndarray:
         raise InputError(f"C must hold real numbers, got dtype {C.dtype}")
     C = np.ascontiguousarray(C, dtype=np.float64)
     V = C.shape[0]
-    step = max(1, _BLOCK_BYTES // (8 * max(V, 1)))
+    step = _block_rows(V)
     scale = 0.0
     worst = 0.0
     # Blockwise, so that checking does not allocate a V x V temporary.
@@ -458,13 +468,10 @@ def rectify(
     random_state: int | np.random.Generator | None = None,
     eig_tol: float | None = None,
     dtype=np.float64,
-    init_matrix: np.ndarray | None = None,
     anderson: int = 5,
-    return_correction: bool = False,
     overwrite_input: bool = False,
     refine_eigvecs: bool = True,
     workspace: np.ndarray | None = None,
-    correction_out: np.ndarray | None = None,
 ) -> RectifyResult:
     """Rectify a co-occurrence matrix by alternating projection (JSMF Algorithm 1).
 
@@ -505,37 +512,23 @@ def rectify(
         1e-6 and, on a real corpus, the iterate after 30 iterations differs from the float64
         one by ~2e-5 (relative, Frobenius). The result is float64 either way and its
         eigenpairs are computed on it.
-
-    init_matrix : ndarray of shape (n_words, n_words), optional
-        Starting iterate ``C_NN⁽⁰⁾`` in place of ``C`` (the warm start of a refresh after a
-        small change: ``C_new + (R_prev − C_prev)``, the new data plus the correction the
-        previous rectification applied, starts next to the previous fixed point instead of
-        at the raw matrix). Not modified.
-
     anderson : int
         History length of the Anderson acceleration of the iteration (see the module
         docstring); 0 runs plain alternating projection, JSMF Algorithm 1 as published.
-    return_correction : bool
-        Also return ``R − C`` (float32; ``C`` being ``init_matrix`` when given), what
-        rectification added: the state of a warm start of the next rectification.
     overwrite_input : bool
-        With ``dtype=float32``, write the result into the input's own memory (``C``, or
-        ``init_matrix`` when given; only if it is a C-contiguous float64 array, else into the
-        converted copy) instead of a new array. Saves a V x V float64 allocation when the
+        With ``dtype=float32``, write the result into the input's own memory (only if ``C``
+        is a C-contiguous float64 array, else into the converted copy) instead of a new array. Saves a V x V float64 allocation when the
         caller has no further use for the input.
     refine_eigvecs : bool
         With ``dtype=float32``, solve the returned eigenpairs again on the float64 result, to
         ``min(eig_tol, 1e-8)``. False returns those of the last float32 iterate (to the loop's
-        tolerance, at least 1e-6): enough for a fit that no warm start will follow, and it
+        tolerance, at least 1e-6): enough for a fit, or to seed a later rectification, and it
         saves a V x V product and its Rayleigh-Ritz work (~0.1 s at V = 5000).
     workspace : ndarray, optional
         A C-contiguous array of the working ``dtype`` with at least ``n_words²`` elements
         that holds the iterate (overwritten) instead of a new array: memory a caller has
         already allocated and touched (``anchorstream fit`` prepares it while it reads).
         Not used with float64 (the iterate is then the result, a new array).
-    correction_out : ndarray, optional
-        With ``return_correction``: a C-contiguous float32 array whose first ``n_words²``
-        elements receive the correction (used when it is large enough), instead of a new array.
 
     Returns
     -------
@@ -583,12 +576,7 @@ def rectify(
             )
         if not np.all(np.isfinite(init_eigvecs)):
             raise InputError("init_eigvecs contains NaN or infinite entries")
-    try:
-        work = np.dtype(dtype)
-    except TypeError:
-        work = None
-    if work not in (np.dtype(np.float64), np.dtype(np.float32)):
-        raise InputError(f"dtype must be float64 or float32, got {dtype!r}")
+    work = _work_dtype(dtype)
     single = work == np.float32
     if single and 0 < tol < _FLOAT32_EIG_TOL:
         # The iterate's own rounding moves it by ~1e-7 (relative, Frobenius) per iteration:
@@ -601,20 +589,9 @@ def rectify(
     loop_tol = max(eig_tol, _FLOAT32_EIG_TOL) if single else eig_tol
     rng = np.random.default_rng(random_state)
 
-    if init_matrix is not None:
-        C = _check_matrix(init_matrix)
-        if C.shape != (V, V):
-            raise InputError(f"init_matrix must have shape ({V}, {V}), got {C.shape}")
     # The iterate's storage; in float32 it first holds C for a dense cold solve (~20 products),
     # which then costs half. A sparse C is solved cold on a CSR copy instead.
-    nn = leading_view(workspace, (V, V), work) if single else None
-    if nn is None:
-        if workspace is not None and single:
-            raise InputError(
-                f"workspace must be a writeable C-contiguous {work} array of at least {V * V} "
-                f"elements, got {getattr(workspace, 'dtype', type(workspace))} of size "
-                f"{getattr(workspace, 'size', '?')}")
-        nn = np.empty((V, V), dtype=work)
+    nn = _iterate_memory(workspace, V, work)
     sparse = _sparse_copy(C) if init_eigvecs is None else None
     if sparse is not None:
         cold = _sparse_top_eigh(sparse, K, loop_tol, rng)
@@ -637,39 +614,18 @@ def rectify(
     # The iterate is max(Y Yᵀ + shift, 0): Y = U Λ^½ from the PSD projection, or the
     # accelerated combination of the last few of them.
     Y = X[:, :K] * np.sqrt(np.maximum(theta[:K], 0.0))
-    # Only the upper triangle (row blocks from their diagonal onwards) of the iterate is
-    # formed and stored: half the GEMM work, clipping and memory traffic of the full matrix.
     old = C
-    step = max(1, _BLOCK_BYTES // (8 * V))
+    step = _block_rows(V)
     buf = np.empty(step * V, dtype=work)
-    ones_V = np.ones(V)
     residual = np.inf
     converged = False
-    total = 1.0
     n_iter = 0
     next_report = time.monotonic() + _PROGRESS_SECONDS
     for n_iter in range(1, max_iter + 1):
-        # Σ_ij (Y Yᵀ)_ij = ‖Yᵀ1‖², in O(VK) instead of a pass over V² entries.
-        col_sums = ones_V @ Y
-        shift = (1.0 - float(col_sums @ col_sums)) / (V * V)
-        Yw = Y.astype(work)
-        Xw = X.astype(work, copy=False)
-        sums = np.zeros(3)
-        AX = np.zeros_like(X)
-        for s in range(0, V, step):
-            e = min(s + step, V)
-            h = e - s
-            blk = buf[: h * (V - s)].reshape(h, V - s)
-            np.dot(Yw[s:e], Yw[s:].T, out=blk)
-            # The diagonal block counts once, the part right of it twice (for its mirror).
-            sums += anchor_rectify_clip(blk[:, :h], shift, old[s:e, s:e], nn[s:e, s:e]).sum(0)
-            sums += 2.0 * anchor_rectify_clip(blk[:, h:], shift, old[s:e, e:], nn[s:e, e:]).sum(0)
-            # The next eigensolver's first product C_NN X, from the block while it is in cache.
-            AX[s:e] += blk @ Xw[s:]
-            AX[e:] += blk[:, h:].T @ Xw[s:e]
+        shift = _shift(Y, 1.0)
+        sums, AX = _form_upper(Y, shift, nn, old, step, buf, X)
         old = nn
         residual = float(np.sqrt(sums[0] / sums[1])) if sums[1] > 0 else 0.0
-        total = float(sums[2])
         converged = residual <= tol
         # Long rectifications (large V) report progress; a short one stays quiet.
         now = time.monotonic()
@@ -680,6 +636,7 @@ def rectify(
         else:
             log.debug("rectify iteration %d: residual %.3e", n_iter, residual)
         last = converged or n_iter == max_iter
+        formed = (Y, shift)
         theta, X, AX, info = top_eigh(
             lambda Z: _upper_matmul(nn, Z, step),
             V,
@@ -695,36 +652,8 @@ def rectify(
         if converged:
             break
         Y = accelerate(Y, X[:, :K] * np.sqrt(np.maximum(theta[:K], 0.0)), residual)
-    # Mirror the upper triangle before any conversion: the lower one is stale (C, or
-    # uninitialised memory whose bit patterns may be NaN).
-    for s in range(0, V, step):
-        e = min(s + step, V)
-        diag = nn[s:e, s:e]
-        # The GEMM sums (i, j) and (j, i) of a diagonal block in different orders.
-        diag[...] = (diag + diag.T) * 0.5
-        nn[e:, s:e] = nn[s:e, e:].T
-    if single:
-        total = float(nn.sum(dtype=np.float64))  # storing in float32 rounded every entry
-    # total >= 1: the iterate summed to 1 before clipping, which only raises entries.
+    nn, total = _finish(nn, C, step, float(sums[2]), overwrite_input)
     scale = 1.0 / total
-    # Scale (and widen) row block by row block into the result, computing the correction
-    # R − C on the way: no V x V temporary beyond the result itself.
-    result = nn if not single else (C if overwrite_input else np.empty((V, V)))
-    correction = None
-    if return_correction:
-        correction = leading_view(correction_out, (V, V), np.float32)
-        if correction is None:
-            correction = np.empty((V, V), dtype=np.float32)
-    rows = np.empty((min(step, V), V))
-    for s in range(0, V, step):
-        e = min(s + step, V)
-        block = rows[: e - s]
-        block[...] = nn[s:e]  # widen first: a float32 array times a float stays float32
-        block *= scale
-        if correction is not None:  # before the block replaces C's rows (overwrite_input)
-            np.subtract(block, C[s:e], out=correction[s:e], casting="same_kind")
-        result[s:e] = block
-    nn = result
     if single and refine_eigvecs:
         # The eigenpairs of the returned float64 matrix, to the full tolerance.
         theta, X, _, info = top_eigh(
@@ -732,15 +661,264 @@ def rectify(
         )
         n_products += info["n_products"]
         scale = 1.0
-    eigvals = theta[:K] * scale
-    eigvecs = _fix_signs(np.ascontiguousarray(X[:, :K]))
     return RectifyResult(
-        correction=correction,
         matrix=nn,
-        eigvecs=eigvecs,
-        eigvals=eigvals,
+        eigvecs=_fix_signs(np.ascontiguousarray(X[:, :K])),
+        eigvals=theta[:K] * scale,
         n_iter=n_iter,
         residual=residual,
         converged=converged,
         n_products=n_products,
+        factor=formed[0] * np.sqrt(1.0 / total),
+        shift=formed[1] / total,
     )
+
+
+def rectify_update(
+    C,
+    previous_data,
+    factor: np.ndarray,
+    shift: float,
+    *,
+    max_change: float = 0.05,
+    dtype=np.float32,
+    overwrite_input: bool = False,
+    workspace: np.ndarray | None = None,
+) -> RectifyResult | None:
+    """Update a rectified matrix after a small change of the data (warm start of a refresh).
+
+    :func:`rectify`'s result is ``R = max(F Fᵀ + shift, 0)``: a rank-``K`` PSD core ``F Fᵀ``
+    (``RectifyResult.factor``) clipped and normalized. When the data the core was fitted to
+    (``previous_data``) changes by ``ΔC = C − previous_data``, the core moves, to first order,
+    by the part of ``ΔC`` tangent to the rank-``K`` matrices at ``F Fᵀ``: with ``P`` the
+    projector onto ``span(F)``, ``P ΔC + ΔC P − P ΔC P``. The rest of ``ΔC`` (~80% of its
+    norm on a real corpus after 1% new documents) is what the PSD projection of alternating
+    projection removes. The new core is the best rank-``K`` PSD approximation of ``F Fᵀ`` plus
+    that tangent part, found exactly in the ``2K``-dimensional space spanned by ``F`` and
+    ``ΔC F``; its entries are then shifted (keeping the sum before clipping), clipped and
+    normalized as an iterate of :func:`rectify` is. So a change of zero returns ``R`` itself.
+
+    It costs one product of ``ΔC`` with a ``V × K`` basis and one formation of the iterate,
+    about one alternating-projection iteration without its eigensolver, against the ~11
+    iterations and a cold eigensolve of :func:`rectify` on a real corpus. Why not start
+    :func:`rectify` itself next to the previous result: each such run continues
+    alternating projection's path a few iterations further, and a chain of refreshes drifts
+    to a tighter fixed point with lower held-out coherence (``benchmarks/README.md``,
+    "Refresh cold vs warm"), while this update does not iterate at all.
+
+    Parameters
+    ----------
+    C : ndarray of shape (n_words, n_words)
+        The new co-occurrence (symmetric, typically summing to 1).
+    previous_data : ndarray of shape (n_words, n_words)
+        The co-occurrence ``factor`` was fitted to (a cold :func:`rectify`'s input, or the
+        ``C`` of the last update); float32 is enough. Words new since have zero rows.
+    factor : ndarray of shape (n_words, n_topics)
+        ``RectifyResult.factor`` of that fit (zero rows for new words).
+    shift : float
+        ``RectifyResult.shift`` of that fit.
+    max_change : float
+        Largest relative change ``‖ΔC‖_F / ‖previous_data‖_F`` a first-order update is
+        trusted with (1% new documents changed a real corpus's matrix by ~0.01); above it
+        the function returns None and the caller rectifies from scratch.
+    dtype : {numpy.float32, numpy.float64}
+        Working precision of the formed iterate, as in :func:`rectify`.
+    overwrite_input : bool
+        With float32, write the result into ``C``'s memory (if it is a C-contiguous float64
+        array), as in :func:`rectify`.
+    workspace : ndarray, optional
+        Memory for the float32 iterate, as in :func:`rectify`.
+
+    Returns
+    -------
+    RectifyResult or None
+        ``n_iter`` is 0 and ``residual`` the relative change ``‖ΔC‖_F / ‖previous_data‖_F``
+        the update absorbed; ``eigvecs`` and ``eigvals`` are those of the new core (divided
+        by the result's normalization), an approximation of the result's own. None when the
+        change exceeds ``max_change`` or ``previous_data`` is zero.
+
+    Raises
+    ------
+    InputError
+        If the shapes do not match, an input is not finite, or an option is out of range.
+    """
+    C = _check_matrix(C)
+    V = C.shape[0]
+    previous_data = np.asarray(previous_data)
+    if previous_data.shape != (V, V):
+        raise InputError(f"previous_data must have shape ({V}, {V}), got {previous_data.shape}")
+    factor = np.asarray(factor, dtype=np.float64)
+    if factor.ndim != 2 or factor.shape[0] != V or not 1 <= factor.shape[1] < V:
+        raise InputError(f"factor must have shape ({V}, K) with 1 <= K < {V}, got {factor.shape}")
+    if not (np.all(np.isfinite(factor)) and np.isfinite(shift)):
+        raise InputError("factor and shift must be finite")
+    if not max_change >= 0:
+        raise InputError(f"max_change must be >= 0, got {max_change!r}")
+    work = _work_dtype(dtype)
+    K = factor.shape[1]
+
+    # An orthonormal basis U of span(F), from the small Gram matrix.
+    lam, rot = np.linalg.eigh(factor.T @ factor)
+    keep = lam > 1e-12 * max(float(lam.max()), np.finfo(float).tiny)
+    U = factor @ (rot[:, keep] / np.sqrt(lam[keep]))
+    # ΔC U, and the sizes of ΔC and of the previous data, row block by row block.
+    step = _block_rows(V)
+    G = np.empty_like(U)
+    change2 = base2 = 0.0
+    for s in range(0, V, step):
+        e = min(s + step, V)
+        before = previous_data[s:e]
+        diff = C[s:e] - before
+        G[s:e] = diff @ U
+        change2 += float(np.vdot(diff, diff))
+        base2 += float(np.sum(np.square(before, dtype=np.float64)))
+    if not np.isfinite(change2 + base2):
+        raise InputError("previous_data contains NaN or infinite entries")
+    if base2 <= 0:
+        return None
+    change = float(np.sqrt(change2 / base2))
+    if change > max_change:
+        log.info("rectify_update: the data changed by %.3g (relative), more than %.3g; "
+                 "a cold rectification is needed", change, max_change)
+        return None
+    # The tangent part U Wᵀ + W Uᵀ, W = ΔC U − U (Uᵀ ΔC U) / 2, and the core F Fᵀ live in
+    # span([U, W⊥]): the rank-K truncation is an eigendecomposition of a 2K x 2K matrix.
+    W = G - 0.5 * U @ (U.T @ G)
+    UW = U.T @ W
+    rest = W - U @ UW
+    norms = np.linalg.norm(rest, axis=0)
+    Q2 = (_orthonormal_complement(U, rest) if float(norms.max(initial=0.0)) > 0
+          else np.zeros((V, 0)))
+    k = U.shape[1]
+    Wc = np.vstack([UW, Q2.T @ W])
+    Fc = U.T @ factor
+    T = np.zeros((k + Q2.shape[1],) * 2)
+    T[:k, :k] = Fc @ Fc.T
+    T[:, :k] += Wc
+    T[:k, :] += Wc.T
+    theta, S = np.linalg.eigh((T + T.T) * 0.5)
+    theta, S = theta[::-1][:K], S[:, ::-1][:, :K]
+    vecs = U @ S[:k] + Q2 @ S[k:]
+    Y = vecs * np.sqrt(np.maximum(theta, 0.0))
+    # Keep the sum before clipping: zero change gives the previous result back.
+    old_sum, new_sum = factor.sum(axis=0), Y.sum(axis=0)
+    new_shift = float(shift) + (float(old_sum @ old_sum) - float(new_sum @ new_sum)) / (V * V)
+
+    nn = _iterate_memory(workspace, V, work)
+    buf = np.empty(step * V, dtype=work)
+    sums, _ = _form_upper(Y, new_shift, nn, C, step, buf)
+    nn, total = _finish(nn, C, step, float(sums[2]), overwrite_input)
+    if vecs.shape[1] < K:  # a core of rank < K: pad with zero columns
+        vecs = np.hstack([vecs, np.zeros((V, K - vecs.shape[1]))])
+        theta = np.concatenate([theta, np.zeros(K - theta.size)])
+    return RectifyResult(
+        matrix=nn,
+        eigvecs=_fix_signs(np.ascontiguousarray(vecs)),
+        eigvals=np.maximum(theta, 0.0) / total,
+        n_iter=0,
+        residual=change,
+        converged=True,
+        factor=Y * np.sqrt(1.0 / total),
+        shift=new_shift / total,
+    )
+
+
+def _block_rows(V: int) -> int:
+    """Rows per block of the fused passes over a V x V matrix (:data:`_BLOCK_BYTES`)."""
+    return max(1, _BLOCK_BYTES // (8 * max(V, 1)))
+
+
+def _shift(Y: np.ndarray, target: float) -> float:
+    """The constant that makes ``Y Yᵀ + shift`` sum to ``target`` (normalisation step):
+    ``Σ_ij (Y Yᵀ)_ij = ‖Yᵀ1‖²``, in O(VK) instead of a pass over V² entries."""
+    col_sums = Y.sum(axis=0)
+    V = Y.shape[0]
+    return (target - float(col_sums @ col_sums)) / (V * V)
+
+
+def _form_upper(Y, shift, nn, old, step, buf, X=None):
+    """The row blocks (from the diagonal on) of ``max(Y Yᵀ + shift, 0)`` into ``nn``.
+
+    Only the upper triangle is formed and stored: half the GEMM work, clipping and memory
+    traffic of the full matrix (:func:`_finish` mirrors it). Each block is formed by a small
+    GEMM and consumed while it is in cache. Returns the sums of ``anchor_rectify_clip`` over
+    the whole symmetric matrix (``Σ (new − old)²``, ``Σ old²``, ``Σ new``) and, given ``X``,
+    ``nn @ X`` (the next eigensolver's first product) computed from the cached blocks.
+    """
+    V = nn.shape[0]
+    work = nn.dtype
+    Yw = Y.astype(work)
+    Xw = None if X is None else X.astype(work, copy=False)
+    AX = None if X is None else np.zeros_like(X)
+    sums = np.zeros(3)
+    for s in range(0, V, step):
+        e = min(s + step, V)
+        h = e - s
+        blk = buf[: h * (V - s)].reshape(h, V - s)
+        np.dot(Yw[s:e], Yw[s:].T, out=blk)
+        # The diagonal block counts once, the part right of it twice (for its mirror).
+        sums += anchor_rectify_clip(blk[:, :h], shift, old[s:e, s:e], nn[s:e, s:e]).sum(0)
+        sums += 2.0 * anchor_rectify_clip(blk[:, h:], shift, old[s:e, e:], nn[s:e, e:]).sum(0)
+        if Xw is not None:
+            AX[s:e] += blk @ Xw[s:]
+            AX[e:] += blk[:, h:].T @ Xw[s:e]
+    return sums, AX
+
+
+def _finish(nn, C, step, total, overwrite_input):
+    """The formed upper triangle mirrored and divided by its sum, in float64.
+
+    A float64 ``nn`` becomes the result itself; a float32 one is widened row block by row
+    block into ``C``'s memory (``overwrite_input``) or a new array, with no V x V temporary.
+    Returns ``(result, total)``, ``total`` being the sum it was divided by.
+    """
+    V = nn.shape[0]
+    # Mirror before any conversion: the lower triangle is stale (C, or uninitialised memory
+    # whose bit patterns may be NaN).
+    for s in range(0, V, step):
+        e = min(s + step, V)
+        diag = nn[s:e, s:e]
+        # The GEMM sums (i, j) and (j, i) of a diagonal block in different orders.
+        diag[...] = (diag + diag.T) * 0.5
+        nn[e:, s:e] = nn[s:e, e:].T
+    single = nn.dtype == np.float32
+    if single:
+        total = float(nn.sum(dtype=np.float64))  # storing in float32 rounded every entry
+    # total >= 1: the iterate summed to 1 before clipping, which only raises entries.
+    scale = 1.0 / total
+    if not single:
+        nn *= scale
+        return nn, total
+    result = C if overwrite_input else np.empty((V, V))
+    rows = np.empty((min(step, V), V))
+    for s in range(0, V, step):
+        e = min(s + step, V)
+        block = rows[: e - s]
+        block[...] = nn[s:e]  # widen first: a float32 array times a float stays float32
+        block *= scale
+        result[s:e] = block
+    return result, total
+
+
+def _work_dtype(dtype) -> np.dtype:
+    try:
+        work = np.dtype(dtype)
+    except TypeError:
+        work = None
+    if work not in (np.dtype(np.float64), np.dtype(np.float32)):
+        raise InputError(f"dtype must be float64 or float32, got {dtype!r}")
+    return work
+
+
+def _iterate_memory(workspace, V: int, work: np.dtype) -> np.ndarray:
+    """The iterate's V x V storage: ``workspace`` (float32 only) or a new array."""
+    single = work == np.float32
+    nn = leading_view(workspace, (V, V), work) if single else None
+    if nn is None:
+        if workspace is not None and single:
+            raise InputError(
+                f"workspace must be a writeable C-contiguous {work} array of at least {V * V} "
+                f"elements, got {getattr(workspace, 'dtype', type(workspace))} of size "
+                f"{getattr(workspace, 'size', '?')}")
+        nn = np.empty((V, V), dtype=work)
+    return nn

@@ -15,8 +15,8 @@ Three measurements, each printed side by side with a peer measured in the same r
    model (V = ``--vocab``, K = ``--topics``), or taken from a real corpus
    (``--refresh-corpus FILE``), then ``--refresh-rounds`` rounds of 1 % new documents. Two
    :class:`daemon.refresher.Refresher` follow every version, as a long-running daemon does: one
-   warm-started from its previous model (the counts read last, eigenvectors, rectification
-   correction, anchors, recovery coefficients), its peer with ``warm_start=False``. Every
+   warm-started from its previous model (the counts read last, the rectified core and the data
+   it was fitted to, anchors, recovery coefficients), its peer with ``warm_start=False``. Every
    round is reported (total seconds, rectification iterations and held-out NPMI@10 of both
    models on documents neither saw), then their means, then the last round by stage. Both
    reuse their buffers after the base fit, so the difference is the warm start alone.
@@ -206,9 +206,8 @@ def bench_refresh(args, work: Path) -> None:
         top = top_words(np.asarray(snap.topic_word, np.float64).T, 10)
         return float(npmi_coherence(top, held_matrix(snap.vocabulary)).mean())
 
-    # Every round counts in the means: with model.rectify_warm_limit = 1 the warm refresher
-    # alternates warm-started and cold-started rectifications, and the last round alone would
-    # show one kind only.
+    # Every round counts in the means: after model.rectify_warm_limit warm updates the warm
+    # refresher rectifies cold once, and the last round alone would show one kind only.
     per_round = max(len(new) // args.refresh_rounds, 1)
     rounds = []
     print(f"{'round':<7}{'warm (s)':>10}{'cold (s)':>10}{'rectify iters':>15}"

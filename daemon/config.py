@@ -467,8 +467,8 @@ class ModelConfig:
         5, v_int(0), "history length of the Anderson acceleration of rectification; 0 = "
         "plain alternating projection (JSMF Algorithm 1)")
     rectify_warm_limit: int = _spec(
-        1, v_int(0), "warm-started rectifications in a row before one starts cold again "
-        "(a chain of them drifts to a tighter fixed point: lower NPMI); 0 = never")
+        8, v_int(0), "warm refreshes in a row that update the previous rectification (first "
+        "order in the data's change) before one rectifies cold again; 0 = always cold")
     rp_projections: int | None = _spec(
         None, v_int(1, optional=True),
         "random projections P of anchors rp; null = 50 x num_topics (the paper)")

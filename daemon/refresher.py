@@ -508,19 +508,19 @@ class Refresher:
             s = model.settings
             workspace = (self._buffers.get("iterate", len(words) ** 2, np.float32)
                          if s.rectify and np.dtype(s.rectify_dtype) == np.float32 else None)
-            # Two correction buffers take turns: the new one must not be the one the warm
-            # start (the current model) reads.
-            corr_out = None
+            # Two buffers for the rectification's state take turns: the new one must not be
+            # the one the warm start (the current model) reads.
+            data_out = None
             if s.rectify:
-                current = None if self._model is None else self._model.rectify_correction_
-                for name in ("correction-a", "correction-b"):
+                current = None if self._model is None else self._model.rectify_data_
+                for name in ("state-a", "state-b"):
                     buf = self._buffers.get(name, len(words) ** 2, np.float32)
                     if current is None or not np.shares_memory(buf, current):
-                        corr_out = buf
+                        data_out = buf
                         break
             # cooc is this refresh's own subset; only its vectors are read afterwards.
             model.fit(cooc, init=init, on_stage=on_stage, overwrite_cooc=True,
-                      rectify_workspace=workspace, rectify_correction_out=corr_out)
+                      rectify_workspace=workspace, rectify_data_out=data_out)
             fit = TopicFit(model.topic_word_, model.topic_topic_, model.anchors_,
                            dict(model.timings_), model)
             return model, fit, init, {**model.get_params(), "method": "anchor"}

@@ -146,22 +146,22 @@ def test_refreshes_reuse_their_buffers_and_never_overwrite_the_warm_start(setup)
     store.add(planted_docs(1500, seed=1))
     store.checkpoint()
     ref.refresh_once()
-    corrections, counts = [], []
+    states, counts = [], []
     for seed in (2, 3, 4):
-        previous = ref._model.rectify_correction_.copy()
-        prev_array = ref._model.rectify_correction_
+        previous = ref._model.rectify_data_.copy()
+        prev_array = ref._model.rectify_data_
         store.add(planted_docs(30, seed=seed))
         store.checkpoint()
         result = ref.refresh_once()
         assert result["warm"]
-        new = ref._model.rectify_correction_
-        # The new correction went to the other buffer: the warm start read intact memory...
+        new = ref._model.rectify_data_
+        # The new state went to the other buffer: the warm start read intact memory...
         assert not np.shares_memory(new, prev_array)
         np.testing.assert_array_equal(prev_array, previous)
-        corrections.append(new)
+        states.append(new)
         counts.append(ref._buffers.held("counts"))
     # ...and two buffers take turns, and the counts are read into the same memory each time.
-    assert np.shares_memory(corrections[0], corrections[2])
+    assert np.shares_memory(states[0], states[2])
     assert all(np.shares_memory(c, counts[0]) for c in counts)
 
 
