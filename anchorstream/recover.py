@@ -29,7 +29,13 @@ Methods (``method=``):
 
 Every method solves all words in parallel (numba ``prange``; kernels in
 ``anchorstream._kernels_recover``) and accepts a warm start ``init`` (the coefficients of a
-previous model), which is what makes a streaming refresh cheap.
+previous model), which is what makes a streaming refresh cheap. ADMM converges linearly, so a
+start ~1% off still costs most of a cold solve's iterations; its warm start therefore first
+searches for the optimum's support from the previous one (an active-set method: a KKT solve
+on the support, checked for optimality, entries dropped or added a few times) and iterates
+only where that fails. On the npm corpus after 1% new documents (V = 5000, K = 50) it solved
+96% of the words exactly, the mean ADMM iterations per word fell from 83 to 2.7 and the
+kernel's time from 0.25 s to 0.07 s.
 """
 
 from __future__ import annotations

@@ -172,7 +172,11 @@ def naive_admm_dr(G, H, F, G_pinv, init, use_init, rows, lam, gamma, tol, max_it
             q = y - gamma * (G @ y - h)
         it = 0
         ok = False
-        while it < max_iter:
+        if use_init:
+            exact = naive_active_set(G, h, naive_project_simplex(init[i]), tol)
+            if exact is not None:
+                y, ok = exact, True
+        while not ok and it < max_iter:
             p = F @ (2.0 * y - q + f)
             q = q + lam * (p - y)
             y_new = naive_project_simplex(q)
@@ -184,6 +188,36 @@ def naive_admm_dr(G, H, F, G_pinv, init, use_init, rows, lam, gamma, tol, max_it
                 break
         coef[i], n_iter[i], conv[i] = y, it, ok
     return coef, n_iter, conv
+
+
+def naive_active_set(G, h, start, tol, max_steps=10):
+    """Twin of ``_recover_active_set``: the simplex minimizer of ``½yᵀGy − hᵀy`` by an
+    active-set search from ``start``'s support (KKT conditions checked), else None."""
+    K = len(h)
+    S = start > 0
+    for _ in range(max_steps):
+        idx = np.flatnonzero(S)
+        m = idx.size
+        if m == 0 or not np.abs(G[np.ix_(idx, idx)]).max() > 0:
+            return None
+        A = np.zeros((m + 1, m + 1))
+        A[:m, :m] = G[np.ix_(idx, idx)]
+        A[:m, m] = A[m, :m] = 1.0
+        try:
+            sol = np.linalg.solve(A, np.append(h[idx], 1.0))
+        except np.linalg.LinAlgError:
+            return None
+        y = np.zeros(K)
+        y[idx] = sol[:m]
+        if np.any(sol[:m] <= 0):
+            S[idx[sol[:m] <= 0]] = False
+            continue
+        nu = (G @ y - h + sol[m]) / np.maximum(np.diag(G), 1e-300)
+        nu[S] = 0.0
+        if not np.any(nu < -tol):
+            return y
+        S[int(np.argmin(nu))] = True
+    return None
 
 
 def exact_simplex_least_squares(G, h):

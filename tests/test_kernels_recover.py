@@ -117,6 +117,49 @@ def test_admm_dr_matches_twin(use_init):
     np.testing.assert_array_equal(got[2], want[2])
 
 
+def test_active_set_search_matches_twin_and_the_oracle():
+    """From a nearby start (the optimum of a perturbed problem, its support off by an entry
+    or two), the search lands on the exact simplex minimizer, as its twin does; it fails
+    rather than answer wrongly."""
+    rng = np.random.default_rng(11)
+    K = 6
+    found = 0
+    for trial in range(40):
+        M = rng.normal(size=(K + 3, K))
+        G = M.T @ M
+        h = rng.normal(size=K)
+        exact = naive.exact_simplex_least_squares(G, h)
+        start = naive.exact_simplex_least_squares(G, h + 0.3 * rng.normal(size=K))
+        y = np.empty(K)
+        for steps in (1, 10):
+            ok = kr._recover_active_set(G, h, start, 1e-9, steps, y)
+            twin = naive.naive_active_set(G, h, start, 1e-9, steps)
+            assert ok == (twin is not None), trial
+            if ok:
+                np.testing.assert_allclose(y, exact, atol=1e-9)
+                np.testing.assert_allclose(twin, exact, atol=1e-9)
+        found += ok
+    assert found >= 30  # the search usually succeeds from such a start
+
+
+def test_admm_dr_warm_start_at_the_optimum_takes_no_iterations():
+    C, p, U, G, H, vnorm2, rows = _problem(6)
+    V, K = H.shape
+    F = scipy.linalg.inv(G + np.eye(K))
+    G_pinv = scipy.linalg.pinvh(G)
+    init = np.zeros((V, K))
+    for i in rows:
+        init[i] = naive.exact_simplex_least_squares(G, H[i] * 1.02)  # a slightly other problem
+    got = kr.recover_admm_dr(G, H, F, G_pinv, init, True, rows, 1.9, 1.0, 1e-9, 2000)
+    want = naive.naive_admm_dr(G, H, F, G_pinv, init, True, rows, 1.9, 1.0, 1e-9, 2000)
+    np.testing.assert_allclose(got[0], want[0], atol=1e-9)
+    np.testing.assert_array_equal(got[1], want[1])
+    assert np.all(got[1][rows] == 0) and got[2][rows].all()
+    for i in rows:
+        np.testing.assert_allclose(got[0][i], naive.exact_simplex_least_squares(G, H[i]),
+                                   atol=1e-9)
+
+
 def test_l2_solvers_reach_the_exact_minimizer():
     # Both L2 solvers against the support-enumeration oracle, on a problem with an interior
     # optimum (expgrad converges there in a few hundred steps).
