@@ -89,8 +89,11 @@ def candidate_words(doc_freq, min_df: float) -> np.ndarray:
 # --------------------------------------------------------------------------------------------
 
 
-def _check_cooccurrence(C):
-    """``C`` as a float64 ndarray or CSR matrix, and its row sums."""
+def _check_cooccurrence(C, check: bool = True):
+    """``C`` as a float64 ndarray or CSR matrix, and its row sums; ``check=False`` trusts a
+    dense ``C`` to be square and finite (a caller's own, already checked, matrix)."""
+    if not check and isinstance(C, np.ndarray) and C.dtype == np.float64 and C.ndim == 2:
+        return C, C.sum(axis=1)
     if sp.issparse(C):
         C = sp.csr_matrix(C, dtype=np.float64)
         shape = C.shape
@@ -123,9 +126,9 @@ def _check_indices(values, V: int, name: str) -> np.ndarray:
     return idx
 
 
-def _prepare(C, n_topics, candidates, pinned, init):
+def _prepare(C, n_topics, candidates, pinned, init, check_input=True):
     """Validate the common arguments; return what the search needs."""
-    C, row_sums = _check_cooccurrence(C)
+    C, row_sums = _check_cooccurrence(C, check_input)
     V = C.shape[0]
     K = n_topics
     if not isinstance(K, (int, np.integer)) or not 1 <= K <= V:
@@ -352,6 +355,7 @@ def pivoted_qr_anchors(
     candidates: np.ndarray | None = None,
     pinned: Sequence[int] = (),
     init: Sequence[int] | None = None,
+    check_input: bool = True,
 ) -> np.ndarray:
     """Anchor words by sparse implicit column-pivoted QR (JSMF Algorithm 2).
 
@@ -378,6 +382,9 @@ def pivoted_qr_anchors(
         cleanup pass (as in :func:`fast_anchor_words`) replaces any that is no longer the
         farthest row from the span of the others. Entries that are not (non-empty) candidates
         or are pinned are ignored. The result keeps their order.
+    check_input : bool
+        False skips the scan of a dense float64 ``C`` for NaN and infinite entries: for a
+        matrix the caller produced and checked itself (``AnchorModel.fit``'s rectified one).
 
     Returns
     -------
@@ -398,7 +405,8 @@ def pivoted_qr_anchors(
     >>> pivoted_qr_anchors(C, 2)
     array([0, 1])
     """
-    C, row_sums, allowed, pinned, init = _prepare(C, n_topics, candidates, pinned, init)
+    C, row_sums, allowed, pinned, init = _prepare(C, n_topics, candidates, pinned, init,
+                                                  check_input)
     s = _search(C, row_sums, allowed, pinned, init, n_topics, cleanup=init is not None)
     return np.asarray(s.chosen, dtype=np.int64)
 
@@ -412,6 +420,7 @@ def fast_anchor_words(
     init: Sequence[int] | None = None,
     projection_dim: int | None = 1000,
     random_state: int | np.random.Generator | None = None,
+    check_input: bool = True,
 ) -> np.ndarray:
     """Anchor words by FastAnchorWords (Arora et al. 2013, Algorithm 4).
 
@@ -440,6 +449,8 @@ def fast_anchor_words(
         a value ``>= n_words`` uses the rows unprojected.
     random_state : int, Generator or None
         Seeds the projection.
+    check_input : bool
+        As for :func:`pivoted_qr_anchors`.
 
     Returns
     -------
@@ -457,7 +468,8 @@ def fast_anchor_words(
     >>> sorted(fast_anchor_words(C, 2, random_state=0).tolist())
     [0, 1]
     """
-    C, row_sums, allowed, pinned, init = _prepare(C, n_topics, candidates, pinned, init)
+    C, row_sums, allowed, pinned, init = _prepare(C, n_topics, candidates, pinned, init,
+                                                  check_input)
     V = C.shape[0]
     if projection_dim is not None:
         if not isinstance(projection_dim, (int, np.integer)) or projection_dim < 1:

@@ -322,7 +322,10 @@ class AnchorModel:
             work_dtype = np.dtype(s.rectify_dtype)
 
             def rectify_stage():
-                if data is not None:
+                # The update copies C into data in its pass over C (the full vocabulary only:
+                # data has zero rows for unused words).
+                fused = previous is not None and data is not None and active.size == V
+                if data is not None and not fused:
                     # Before C's memory receives the result (overwrite_input below).
                     if active.size == V:
                         np.copyto(data, C, casting="same_kind")
@@ -331,7 +334,8 @@ class AnchorModel:
                 if previous is not None:
                     updated = rectify_update(
                         C, *previous, max_change=_WARM_MAX_CHANGE, dtype=work_dtype,
-                        overwrite_input=True, workspace=rectify_workspace)
+                        overwrite_input=True, workspace=rectify_workspace,
+                        data_out=data if fused else None)
                     if updated is not None:
                         return updated
                 return rectify(
@@ -394,6 +398,8 @@ class AnchorModel:
                 candidates=candidates,
                 pinned=tuple(pinned),
                 init=warm_anchors,
+                # Rectification checked its input and returns a finite, non-negative matrix.
+                check_input=not s.rectify,
                 **({"projection_dim": s.projection_dim, "random_state": s.random_state}
                    if s.anchor_method == "fast" else {}),
             ),
@@ -416,6 +422,7 @@ class AnchorModel:
                 init=warm_coef,
                 tol=s.recover_tol,
                 max_iter=s.recover_max_iter,
+                check_input=not s.rectify,
             ),
         )
         n_iter["recover"] = int(rec.n_iter)

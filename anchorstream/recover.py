@@ -146,7 +146,9 @@ def bayes_topic_word(coef: np.ndarray, word_prob: np.ndarray) -> np.ndarray:
     return joint / mass
 
 
-def _check_cooccurrence(C) -> np.ndarray:
+def _check_cooccurrence(C, check: bool = True) -> np.ndarray:
+    if not check and isinstance(C, np.ndarray) and C.dtype == np.float64 and C.ndim == 2:
+        return C
     if sp.issparse(C):
         C = C.toarray()
     # No contiguous copy here (a V×V copy is 200 MB at V = 5000); only the KL kernel needs one.
@@ -217,6 +219,7 @@ def recover(
     step_size: float = _DEFAULT_STEP,
     admm_lambda: float = _DEFAULT_LAMBDA,
     admm_gamma: float = _DEFAULT_GAMMA,
+    check_input: bool = True,
 ) -> RecoverResult:
     """Recover ``p(topic | word)`` and the word-topic matrix from a co-occurrence and anchors.
 
@@ -233,8 +236,9 @@ def recover(
         Warm start: coefficients of a previous model (rows are renormalized; all-zero rows
         start uniform). For the expgrad methods a row that already meets the tolerance is kept
         as it is, and any other row is mixed with a 1e-2 share of the uniform vector so that its
-        zeros can move; ADMM starts from it as given, with its dual variable set to the
-        Douglas–Rachford fixed point of that start. ``"inverse"`` is closed-form: ``init`` is
+        zeros can move; ADMM first searches for the optimum from its support (see the module
+        docstring), then starts from it as given where that fails, with its dual variable set
+        to the Douglas–Rachford fixed point of that start. ``"inverse"`` is closed-form: ``init`` is
         checked and otherwise ignored.
     tol : float, optional
         Per-word stopping tolerance, in the method's own unit. ``"l2"``: the duality gap
@@ -252,6 +256,10 @@ def recover(
         divided by ``sqrt(λmin λmax)`` of ``C̄_S C̄_Sᵀ``: the Gram entries are squared
         probabilities and shrink with V, and on the raw loss the paper's γ = 3 needs ~800
         iterations at V = 5000 where the scaled one needs ~60. The minimizer is unchanged.
+    check_input : bool
+        False skips the scan of a dense float64 ``C`` for NaN, infinite and negative entries:
+        for a matrix the caller produced and checked itself (``AnchorModel.fit``'s rectified
+        one, non-negative by construction).
 
     Returns
     -------
@@ -274,7 +282,7 @@ def recover(
     """
     if method not in METHODS:
         raise InputError(f"method must be one of {METHODS}, got {method!r}")
-    C = _check_cooccurrence(C)
+    C = _check_cooccurrence(C, check_input)
     V = C.shape[0]
     S = _check_anchors(anchors, V)
     K = S.size

@@ -68,7 +68,11 @@ import numpy as np
 import scipy.sparse as sp
 
 from anchorstream._buffers import leading_view
-from anchorstream._kernels.rectify import anchor_dense_to_csr, anchor_rectify_clip
+from anchorstream._kernels.rectify import (
+    anchor_dense_to_csr,
+    anchor_rectify_clip,
+    anchor_update_difference,
+)
 from anchorstream.errors import InputError
 
 log = logging.getLogger(__name__)
@@ -414,7 +418,8 @@ class _Anderson:
         return out
 
 
-def _check_matrix(C) -> np.ndarray:
+def _square_float64(C) -> np.ndarray:
+    """``C`` as a square C-contiguous float64 ndarray (no copy if it is one)."""
     if sp.issparse(C):
         C = C.toarray()
     C = np.asarray(C)
@@ -422,17 +427,28 @@ def _check_matrix(C) -> np.ndarray:
         raise InputError(f"C must be a square 2-D matrix, got shape {C.shape}")
     if not np.issubdtype(C.dtype, np.number) or np.issubdtype(C.dtype, np.complexfloating):
         raise InputError(f"C must hold real numbers, got dtype {C.dtype}")
-    C = np.ascontiguousarray(C, dtype=np.float64)
+    return np.ascontiguousarray(C, dtype=np.float64)
+
+
+def _check_matrix(C) -> np.ndarray:
+    C = _square_float64(C)
     V = C.shape[0]
     step = _block_rows(V)
     scale = 0.0
-    worst = 0.0
     # Blockwise, so that checking does not allocate a V x V temporary.
     for start in range(0, V, step):
         rows = C[start : start + step]
         if not np.all(np.isfinite(rows)):
             raise InputError("C contains NaN or infinite entries")
         scale = max(scale, float(np.max(np.abs(rows), initial=0.0)))
+    _check_symmetric(C, scale)
+    return C
+
+
+def _check_symmetric(C: np.ndarray, scale: float) -> None:
+    """InputError unless ``max |C − Cᵀ| <= 1e-8 scale`` (``scale = max |C|``)."""
+    V = C.shape[0]
+    worst = 0.0
     # Symmetry tile against mirrored tile (the upper triangle's): both stay in cache, where a
     # row block against its column block reads the latter with a stride of V (measured at
     # V = 5000: 0.03 s against 0.28 s).
@@ -445,7 +461,6 @@ def _check_matrix(C) -> np.ndarray:
             f"C must be symmetric, but max |C - Cᵀ| = {worst:.3g} (max |C| = {scale:.3g}); "
             "symmetrise it with (C + C.T) / 2 if the asymmetry is rounding"
         )
-    return C
 
 
 def _sparse_copy(C: np.ndarray) -> sp.csr_array | None:
@@ -684,6 +699,8 @@ def rectify_update(
     dtype=np.float32,
     overwrite_input: bool = False,
     workspace: np.ndarray | None = None,
+    data_out: np.ndarray | None = None,
+    check_input: bool = True,
 ) -> RectifyResult | None:
     """Update a rectified matrix after a small change of the data (warm start of a refresh).
 
@@ -728,6 +745,14 @@ def rectify_update(
         array), as in :func:`rectify`.
     workspace : ndarray, optional
         Memory for the float32 iterate, as in :func:`rectify`.
+    data_out : ndarray, optional
+        A C-contiguous float32 array of at least ``n_words²`` elements, not
+        ``previous_data``'s memory, that receives ``C`` (the next update's
+        ``previous_data``) in the same pass that reads it; written even when the update
+        returns None.
+    check_input : bool
+        False skips the check that ``C`` is symmetric (its finiteness is always checked, in
+        the pass over the data): for a matrix symmetric by construction.
 
     Returns
     -------
@@ -742,11 +767,19 @@ def rectify_update(
     InputError
         If the shapes do not match, an input is not finite, or an option is out of range.
     """
-    C = _check_matrix(C)
+    C = _square_float64(C)
     V = C.shape[0]
     previous_data = np.asarray(previous_data)
-    if previous_data.shape != (V, V):
-        raise InputError(f"previous_data must have shape ({V}, {V}), got {previous_data.shape}")
+    if previous_data.shape != (V, V) or previous_data.dtype not in (np.float32, np.float64):
+        raise InputError(f"previous_data must be a float32 or float64 array of shape ({V}, {V}), "
+                         f"got {previous_data.dtype} {previous_data.shape}")
+    copy = None
+    if data_out is not None:
+        copy = leading_view(data_out, (V, V), np.float32)
+        if copy is None or np.shares_memory(copy, previous_data):
+            raise InputError(
+                f"data_out must be a writeable C-contiguous float32 array of at least {V * V} "
+                "elements that is not previous_data's memory")
     factor = np.asarray(factor, dtype=np.float64)
     if factor.ndim != 2 or factor.shape[0] != V or not 1 <= factor.shape[1] < V:
         raise InputError(f"factor must have shape ({V}, K) with 1 <= K < {V}, got {factor.shape}")
@@ -761,19 +794,28 @@ def rectify_update(
     lam, rot = np.linalg.eigh(factor.T @ factor)
     keep = lam > 1e-12 * max(float(lam.max()), np.finfo(float).tiny)
     U = factor @ (rot[:, keep] / np.sqrt(lam[keep]))
-    # ΔC U, and the sizes of ΔC and of the previous data, row block by row block.
+    # One pass over the data: ΔC (in the working precision: with float32 its rounding is ~1e-9
+    # of C's entries, as ΔC is ~1% of C, and the product runs at single-precision speed), ΔC U,
+    # the sizes of ΔC and of the previous data, the copy for the next update, and the
+    # finiteness check.
     step = _block_rows(V)
     G = np.empty_like(U)
-    change2 = base2 = 0.0
+    U32 = U.astype(work)
+    scratch = np.empty(step * V, dtype=work)
+    sums = np.zeros(4)
     for s in range(0, V, step):
         e = min(s + step, V)
-        before = previous_data[s:e]
-        diff = C[s:e] - before
-        G[s:e] = diff @ U
-        change2 += float(np.vdot(diff, diff))
-        base2 += float(np.sum(np.square(before, dtype=np.float64)))
-    if not np.isfinite(change2 + base2):
-        raise InputError("previous_data contains NaN or infinite entries")
+        diff = scratch[: (e - s) * V].reshape(e - s, V)
+        part = anchor_update_difference(C[s:e], previous_data[s:e], diff,
+                                        None if copy is None else copy[s:e])
+        sums[:3] += part[:3]
+        sums[3] = max(sums[3], part[3])
+        G[s:e] = diff @ U32
+    if sums[2] > 0:
+        raise InputError("C or previous_data contains NaN or infinite entries")
+    if check_input:
+        _check_symmetric(C, float(sums[3]))
+    change2, base2 = float(sums[0]), float(sums[1])
     if base2 <= 0:
         return None
     change = float(np.sqrt(change2 / base2))

@@ -52,6 +52,18 @@ def test_population_matrix_gives_the_planted_anchors(method, V, K, seed):
     assert set(got.tolist()) == set(model.anchors.tolist())
 
 
+def test_an_unchecked_input_gives_the_same_anchors_and_a_bad_one_is_caught_when_checked(planted):
+    model, Q = planted
+    init = model.anchors[::-1]
+    for finder in (pivoted_qr_anchors, lambda *a, **k: fast_anchor_words(*a, random_state=3, **k)):
+        np.testing.assert_array_equal(finder(Q, 8, init=init, check_input=False),
+                                      finder(Q, 8, init=init))
+    bad = Q.copy()
+    bad[0, 0] = np.nan
+    with pytest.raises(InputError, match="NaN"):
+        pivoted_qr_anchors(bad, 8)
+
+
 def test_sparse_input_gives_the_same_anchors(planted):
     model, Q = planted
     Q = Q.copy()

@@ -5,8 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from anchorstream._kernels.rectify import anchor_dense_to_csr, anchor_rectify_clip
-from tests.naive_anchor import naive_dense_to_csr, naive_rectify_clip
+from anchorstream._kernels.rectify import (
+    anchor_dense_to_csr,
+    anchor_rectify_clip,
+    anchor_update_difference,
+)
+from tests.naive_anchor import naive_dense_to_csr, naive_rectify_clip, naive_update_difference
 
 
 @pytest.mark.parametrize("shape", [(1, 1), (3, 7), (6, 4)])
@@ -50,3 +54,24 @@ def test_dense_to_csr_matches_twin_and_scipy(rng, shape, density):
         np.testing.assert_array_equal(a, b)
     csr = sp.csr_array((got[2], got[1], got[0]), shape=shape)
     np.testing.assert_array_equal(csr.toarray(), dense)
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (3, 7), (6, 4)])
+@pytest.mark.parametrize("precision", [np.float32, np.float64])
+@pytest.mark.parametrize("with_copy", [False, True])
+def test_update_difference_matches_twin(rng, shape, precision, with_copy):
+    rows = rng.standard_normal(shape)
+    previous = rng.standard_normal(shape).astype(precision)
+    if shape[0] > 2:
+        rows[1, 1] = np.nan
+        previous[2, 0] = np.inf
+    got_diff, want_diff = np.full(shape, np.nan, precision), np.full(shape, np.nan, precision)
+    got_copy = np.full(shape, np.nan, np.float32) if with_copy else None
+    want_copy = np.full(shape, np.nan, np.float32) if with_copy else None
+    got = anchor_update_difference(rows, previous, got_diff, got_copy)
+    want = naive_update_difference(rows, previous, want_diff, want_copy)
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    np.testing.assert_array_equal(got_diff, want_diff)
+    if with_copy:
+        np.testing.assert_array_equal(got_copy, want_copy)
+    assert got[2] == (2 if shape[0] > 2 else 0)

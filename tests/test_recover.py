@@ -65,6 +65,14 @@ def test_recovers_planted_topics_from_population_matrix(method):
     assert np.abs(res.coef - true_coef).sum(axis=1).max() < 5e-3
 
 
+@pytest.mark.parametrize("method", METHODS)
+def test_an_unchecked_input_gives_the_same_answer(method):
+    m, Q = _population()
+    want = recover(Q, m.anchors, method=method, max_iter=50)
+    got = recover(Q, m.anchors, method=method, max_iter=50, check_input=False)
+    np.testing.assert_array_equal(got.topic_word, want.topic_word)
+
+
 def test_admm_and_inverse_are_exact_on_population_matrix():
     m, Q = _population(V=200, K=10, seed=3)
     for method in ("admm", "inverse"):

@@ -99,3 +99,54 @@ def anchor_dense_to_csr(dense, nnz):
                 k += 1
         indptr[i + 1] = k
     return indptr, indices, data
+
+
+@numba.njit(cache=True)
+def anchor_update_difference(rows, previous, diff, copy):
+    """One row block of :func:`~anchorstream.rectify.rectify_update`'s pass over the data.
+
+    Writes ``diff = rows − previous`` (the data's change, in ``diff``'s precision) and, unless
+    ``copy`` is None, ``copy = rows`` (the new data, kept for the next update), and sums what
+    the update needs to decide whether it may run: one pass over memory instead of four.
+    Serial for the reason :func:`anchor_rectify_clip` is.
+
+    Parameters
+    ----------
+    rows : float64 ndarray of shape (n_rows, n_words)
+        Rows of the new co-occurrence.
+    previous : ndarray of shape (n_rows, n_words)
+        The same rows of the data the previous result was fitted to.
+    diff : ndarray of shape (n_rows, n_words)
+    copy : ndarray of shape (n_rows, n_words) or None
+
+    Returns
+    -------
+    sums : float64 ndarray of shape (4,)
+        ``Σ diff²``, ``Σ previous²``, the number of entries of ``rows`` or ``previous`` that
+        are not finite, and ``max |rows|``.
+    """
+    n_rows, n_cols = rows.shape
+    change2 = 0.0
+    base2 = 0.0
+    bad = 0.0
+    top = 0.0
+    for i in range(n_rows):
+        for j in range(n_cols):
+            v = rows[i, j]
+            if abs(v) > top:
+                top = abs(v)
+            b = np.float64(previous[i, j])
+            if not (np.isfinite(v) and np.isfinite(b)):
+                bad += 1.0
+            d = v - b
+            diff[i, j] = d
+            change2 += d * d
+            base2 += b * b
+            if copy is not None:
+                copy[i, j] = v
+    out = np.empty(4)
+    out[0] = change2
+    out[1] = base2
+    out[2] = bad
+    out[3] = top
+    return out
