@@ -213,10 +213,10 @@ def naive_active_set(G, h, start, tol, max_steps=10):
             S[idx[sol[:m] <= 0]] = False
             continue
         nu = (G @ y - h + sol[m]) / np.maximum(np.diag(G), 1e-300)
-        nu[S] = 0.0
-        if not np.any(nu < -tol):
+        violated = ~S & (nu < -tol)
+        if not violated.any():
             return y
-        S[int(np.argmin(nu))] = True
+        S |= violated
     return None
 
 
