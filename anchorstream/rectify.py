@@ -790,10 +790,7 @@ def rectify_update(
     work = _work_dtype(dtype)
     K = factor.shape[1]
 
-    # An orthonormal basis U of span(F), from the small Gram matrix.
-    lam, rot = np.linalg.eigh(factor.T @ factor)
-    keep = lam > 1e-12 * max(float(lam.max()), np.finfo(float).tiny)
-    U = factor @ (rot[:, keep] / np.sqrt(lam[keep]))
+    U = _orthonormal_complement(None, factor)  # an orthonormal basis of span(F)
     # One pass over the data: ΔC (in the working precision: with float32 its rounding is ~1e-9
     # of C's entries, as ΔC is ~1% of C, and the product runs at single-precision speed), ΔC U,
     # the sizes of ΔC and of the previous data, the copy for the next update, and the
