@@ -31,11 +31,6 @@ RECOVER_METHODS = ("admm", "l2", "kl", "inverse")
 RECTIFY_METHODS = ("ap",)
 CORRELATION_METHODS = ("diagonal", "pinv")
 
-#: Largest relative change of the co-occurrence (Frobenius) that a warm refit follows with a
-#: first-order update of the previous rectification (rectify_update); a larger one rectifies
-#: cold. 1% new documents changed the npm corpus's matrix (50k documents, V = 5000) by ~0.011.
-_WARM_MAX_CHANGE = 0.05
-
 #: A progress hook: called with the stage name when it starts and its seconds when it ends.
 StageCallback = Callable[[str, float | None], None]
 
@@ -79,13 +74,18 @@ class ModelSettings:
     rectify_tol: float = 1e-3
     rectify_dtype: str = "float32"
     rectify_anderson: int = 5
-    # A warm refit updates the previous rectification to first order in the data's change
-    # (rectify_update) instead of rerunning alternating projection; each update leaves part
-    # of the change unfollowed (AP's answer depends on its path), so after this many updates
-    # in a row the next refit rectifies cold. On 50k npm documents + 8 rounds of 1% the chain
-    # stayed within noise of cold refits by held-out NPMI (benchmarks/README.md, "Refresh
-    # cold vs warm"); 0 rectifies every refit cold.
-    rectify_warm_limit: int = 8
+    # A warm refit updates the last cold rectification to first order in the data's change
+    # since (rectify_update) instead of rerunning alternating projection. The update's
+    # distance from a cold result grew as about half the change it followed (relative
+    # Frobenius; 1% new npm documents change the co-occurrence by ~0.01, 12 rounds of 1% by
+    # ~0.04), so a change since the cold rectification above rectify_warm_change rectifies
+    # cold again. On 50k npm documents plus rounds of 1%, the warm refits' held-out NPMI stayed
+    # within noise of cold refits' up to a summed change of ~0.04 (0.000-0.007 below over
+    # 21 rounds) and fell 0.023 below beyond it (benchmarks/README.md, "Refresh cold vs warm").
+    # rectify_warm_limit additionally caps the warm refits in a row (None: no cap; 0: every
+    # refit rectifies cold).
+    rectify_warm_change: float = 0.04
+    rectify_warm_limit: int | None = None
     anchor_method: str = "qr"
     anchor_min_df: int = 10
     projection_dim: int = 1000
@@ -112,10 +112,14 @@ class ModelSettings:
         for name in ("rectify_max_iter", "recover_max_iter", "projection_dim"):
             if getattr(self, name) < 1:
                 raise InputError(f"{name} must be >= 1, got {getattr(self, name)!r}")
-        if (not isinstance(self.rectify_warm_limit, (int, np.integer))
+        if self.rectify_warm_limit is not None and (
+                not isinstance(self.rectify_warm_limit, (int, np.integer))
                 or self.rectify_warm_limit < 0):
+            raise InputError("rectify_warm_limit must be None or an integer >= 0, got "
+                             f"{self.rectify_warm_limit!r}")
+        if not 0 <= self.rectify_warm_change <= 1:
             raise InputError(
-                f"rectify_warm_limit must be an integer >= 0, got {self.rectify_warm_limit!r}")
+                f"rectify_warm_change must be in [0, 1], got {self.rectify_warm_change!r}")
         if not isinstance(self.rectify_anderson, (int, np.integer)) or self.rectify_anderson < 0:
             raise InputError(
                 f"rectify_anderson must be an integer >= 0, got {self.rectify_anderson!r}")
@@ -157,17 +161,20 @@ class AnchorModel:
         Leading eigenvectors of the rectified matrix (they seed the eigensolver of a later
         cold rectification).
     rectify_data_ : ndarray of shape (n_words, n_words), float32, or None
-        The normalized co-occurrence the rectified core was fitted to (zero rows for unused
-        words); with ``rectify_factor_`` and ``rectify_shift_`` the state a warm refit
-        updates (:func:`~anchorstream.rectify.rectify_update`). None with ``warm_state=False``.
+        The normalized co-occurrence the last cold rectification fitted (zero rows for
+        unused words); with ``rectify_factor_`` and ``rectify_shift_`` the state a warm refit
+        updates (:func:`~anchorstream.rectify.rectify_update`). Warm refits carry it on
+        unchanged. None with ``warm_state=False``.
     rectify_factor_ : ndarray of shape (n_words, n_topics) or None
-        The rectified matrix's rank-``K`` core ``F``: the matrix is ``max(F Fᵀ + shift, 0)``.
+        That cold rectified matrix's rank-``K`` core ``F``: the matrix is
+        ``max(F Fᵀ + shift, 0)``.
     rectify_shift_ : float
     rectify_residual_ : float
         Relative change in the last alternating-projection iteration of the cold
         rectification this fit's state descends from (0 when not rectified).
     rectify_change_ : float
-        Relative change of the co-occurrence a warm update followed (0 for a cold one).
+        Relative change of the co-occurrence since the cold rectification that a warm update
+        followed (0 for a cold one).
     rectify_warm_chain_ : int
         Warm updates in a row that ended with this fit's (0: it rectified cold).
     n_iter_ : dict
@@ -233,8 +240,9 @@ class AnchorModel:
             Memory for the rectification's iterate: a C-contiguous array of ``rectify_dtype``
             with at least ``n_words²`` elements (see :func:`~anchorstream.rectify.rectify`).
         rectify_data_out : ndarray, optional
-            Memory for ``rectify_data_`` (float32, at least ``n_words²`` elements), e.g.
-            that of a model two refreshes old; ignored if it is ``init``'s.
+            Memory for ``rectify_data_`` when this fit rectifies cold (float32, at least
+            ``n_words²`` elements), e.g. the state before ``init``'s; ignored if it is
+            ``init``'s.
 
         Returns
         -------
@@ -302,42 +310,47 @@ class AnchorModel:
             warm_eig = sub(init.eigvecs_) if init is not None and init.eigvecs_ is not None else None
             if warm_eig is not None and not np.any(warm_eig):
                 warm_eig = None
-            # A warm refit follows the data's change from the previous rectified core, to
-            # first order, instead of rerunning alternating projection (rectify_update).
+            # A warm refit follows the data's change since the last cold rectification, to
+            # first order, instead of rerunning alternating projection (rectify_update). The
+            # state stays that of the cold rectification for the whole chain: the update's
+            # error grows with the change it follows, so one update from the cold point over
+            # the summed change is as good as a chain of small ones, and the summed change is
+            # what max_change bounds.
             previous = None
-            if (init is not None and s.rectify_warm_limit > 0
+            if (init is not None
                     and getattr(init, "rectify_data_", None) is not None
                     and init.rectify_data_.shape == (V, V)
                     and getattr(init, "rectify_factor_", None) is not None
-                    and init.rectify_warm_chain_ < s.rectify_warm_limit):
+                    and (s.rectify_warm_limit is None
+                         or init.rectify_warm_chain_ < s.rectify_warm_limit)):
                 prev_data = (init.rectify_data_ if active.size == V
                              else take_square(init.rectify_data_, active))
                 previous = (prev_data, init.rectify_factor_[active], init.rectify_shift_)
-            if warm_state:
-                # The data this rectification fits: the next warm refit's starting point.
-                data = leading_view(rectify_data_out, (V, V), np.float32)
-                if data is None or (previous is not None
-                                    and np.shares_memory(data, previous[0])):
-                    data = np.empty((V, V), dtype=np.float32)
             work_dtype = np.dtype(s.rectify_dtype)
 
+            def cold_data():
+                """This fit's data as the state of later warm refits (cold path only)."""
+                data = leading_view(rectify_data_out, (V, V), np.float32)
+                current = None if init is None else getattr(init, "rectify_data_", None)
+                if data is None or (current is not None and np.shares_memory(data, current)):
+                    data = np.empty((V, V), dtype=np.float32)
+                if active.size == V:
+                    np.copyto(data, C, casting="same_kind")
+                else:  # zero rows for the unused words
+                    data[...] = take_square(C, position)
+                return data
+
             def rectify_stage():
-                # The update copies C into data in its pass over C (the full vocabulary only:
-                # data has zero rows for unused words).
-                fused = previous is not None and data is not None and active.size == V
-                if data is not None and not fused:
-                    # Before C's memory receives the result (overwrite_input below).
-                    if active.size == V:
-                        np.copyto(data, C, casting="same_kind")
-                    else:  # zero rows for the unused words
-                        data[...] = take_square(C, position)
+                nonlocal data
                 if previous is not None:
                     updated = rectify_update(
-                        C, *previous, max_change=_WARM_MAX_CHANGE, dtype=work_dtype,
+                        C, *previous, max_change=s.rectify_warm_change, dtype=work_dtype,
                         overwrite_input=True, workspace=rectify_workspace,
-                        data_out=data if fused else None)
+                        check_input=False)
                     if updated is not None:
                         return updated
+                if warm_state:
+                    data = cold_data()  # before C's memory receives the result
                 return rectify(
                     C,
                     K,
@@ -362,15 +375,18 @@ class AnchorModel:
             C = rect.matrix
             eigvecs = np.zeros((V, K))
             eigvecs[active] = rect.eigvecs
-            factor = np.zeros((V, K))
-            factor[active] = rect.factor
-            shift = float(rect.shift)
             n_iter["rectify"] = int(rect.n_iter)
             if warm:
+                # The cold rectification's state carries on (shared: fits never write it).
+                data = init.rectify_data_ if warm_state else None
+                factor, shift = init.rectify_factor_, float(init.rectify_shift_)
                 residual = float(init.rectify_residual_)
                 change = float(rect.residual)
                 warm_chain = init.rectify_warm_chain_ + 1
             else:
+                factor = np.zeros((V, K))
+                factor[active] = rect.factor
+                shift = float(rect.shift)
                 residual = float(rect.residual)
 
         candidates = candidate_words(cooc.doc_freq[active], s.anchor_min_df)

@@ -699,7 +699,6 @@ def rectify_update(
     dtype=np.float32,
     overwrite_input: bool = False,
     workspace: np.ndarray | None = None,
-    data_out: np.ndarray | None = None,
     check_input: bool = True,
 ) -> RectifyResult | None:
     """Update a rectified matrix after a small change of the data (warm start of a refresh).
@@ -728,8 +727,11 @@ def rectify_update(
     C : ndarray of shape (n_words, n_words)
         The new co-occurrence (symmetric, typically summing to 1).
     previous_data : ndarray of shape (n_words, n_words)
-        The co-occurrence ``factor`` was fitted to (a cold :func:`rectify`'s input, or the
-        ``C`` of the last update); float32 is enough. Words new since have zero rows.
+        The co-occurrence ``factor`` was fitted to (a cold :func:`rectify`'s input); float32
+        is enough. Words new since have zero rows. Updating from it over the summed change
+        of several refreshes was as accurate as a chain of updates, each from the last
+        (relative distance to a cold result ~0.5 times the summed change either way, over
+        16 rounds of 1% new npm documents).
     factor : ndarray of shape (n_words, n_topics)
         ``RectifyResult.factor`` of that fit (zero rows for new words).
     shift : float
@@ -745,11 +747,6 @@ def rectify_update(
         array), as in :func:`rectify`.
     workspace : ndarray, optional
         Memory for the float32 iterate, as in :func:`rectify`.
-    data_out : ndarray, optional
-        A C-contiguous float32 array of at least ``n_words²`` elements, not
-        ``previous_data``'s memory, that receives ``C`` (the next update's
-        ``previous_data``) in the same pass that reads it; written even when the update
-        returns None.
     check_input : bool
         False skips the check that ``C`` is symmetric (its finiteness is always checked, in
         the pass over the data): for a matrix symmetric by construction.
@@ -773,13 +770,6 @@ def rectify_update(
     if previous_data.shape != (V, V) or previous_data.dtype not in (np.float32, np.float64):
         raise InputError(f"previous_data must be a float32 or float64 array of shape ({V}, {V}), "
                          f"got {previous_data.dtype} {previous_data.shape}")
-    copy = None
-    if data_out is not None:
-        copy = leading_view(data_out, (V, V), np.float32)
-        if copy is None or np.shares_memory(copy, previous_data):
-            raise InputError(
-                f"data_out must be a writeable C-contiguous float32 array of at least {V * V} "
-                "elements that is not previous_data's memory")
     factor = np.asarray(factor, dtype=np.float64)
     if factor.ndim != 2 or factor.shape[0] != V or not 1 <= factor.shape[1] < V:
         raise InputError(f"factor must have shape ({V}, K) with 1 <= K < {V}, got {factor.shape}")
@@ -793,8 +783,7 @@ def rectify_update(
     U = _orthonormal_complement(None, factor)  # an orthonormal basis of span(F)
     # One pass over the data: ΔC (in the working precision: with float32 its rounding is ~1e-9
     # of C's entries, as ΔC is ~1% of C, and the product runs at single-precision speed), ΔC U,
-    # the sizes of ΔC and of the previous data, the copy for the next update, and the
-    # finiteness check.
+    # the sizes of ΔC and of the previous data, and the finiteness check.
     step = _block_rows(V)
     G = np.empty_like(U)
     U32 = U.astype(work)
@@ -803,8 +792,7 @@ def rectify_update(
     for s in range(0, V, step):
         e = min(s + step, V)
         diff = scratch[: (e - s) * V].reshape(e - s, V)
-        part = anchor_update_difference(C[s:e], previous_data[s:e], diff,
-                                        None if copy is None else copy[s:e])
+        part = anchor_update_difference(C[s:e], previous_data[s:e], diff)
         sums[:3] += part[:3]
         sums[3] = max(sums[3], part[3])
         G[s:e] = diff @ U32

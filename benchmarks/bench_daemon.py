@@ -13,9 +13,11 @@ Three measurements, each printed side by side with a peer measured in the same r
    (the clock starts at the first record); the topic is produced before either starts.
 2. **Refresh cold vs warm** — a store with ``--refresh-docs`` documents drawn from a planted
    model (V = ``--vocab``, K = ``--topics``), or taken from a real corpus
-   (``--refresh-corpus FILE``), then ``--refresh-rounds`` rounds of 1 % new documents (by
-   default one chain of ``model.rectify_warm_limit`` warm updates and the cold rectification
-   that ends it, so that the mean is what a daemon pays over time). Two
+   (``--refresh-corpus FILE``), then rounds of 1 % new documents: by default one whole cycle,
+   the warm updates of the rectification until the summed change reaches
+   ``model.rectify_warm_change`` and the cold rectification that ends the chain (at most
+   ``--refresh-max-rounds``), so that the mean is what a daemon pays over time;
+   ``--refresh-rounds N`` runs exactly N. Two
    :class:`daemon.refresher.Refresher` follow every version, as a long-running daemon does: one
    warm-started from its previous model (the counts read last, the rectified core and the data
    it was fitted to, anchors, recovery coefficients), its peer with ``warm_start=False``. Every
@@ -54,7 +56,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import daemon.source  # noqa: E402,F401 - silences kafka-python's import-time warning first
 from anchorstream.evaluate import npmi_coherence, top_words  # noqa: E402
-from anchorstream.model import ModelSettings  # noqa: E402
 from anchorstream.store import CooccurrenceStore  # noqa: E402
 from anchorstream.synthetic import planted_model, sample_documents  # noqa: E402
 from anchorstream.text import Tokenizer, count_matrix  # noqa: E402
@@ -174,7 +175,8 @@ def bench_refresh(args, work: Path) -> None:
     print(f"\n## Refresh cold vs warm: V = {V}, K = {K}, {args.refresh_docs:,} documents "
           f"+ 1 % new, {args.refresh_corpus} corpus")
     t0 = time.perf_counter()
-    n_new = max(args.refresh_docs // 100, 1) * args.refresh_rounds
+    n_rounds = args.refresh_rounds or args.refresh_max_rounds
+    n_new = max(args.refresh_docs // 100, 1) * n_rounds
     if args.refresh_corpus == "planted":
         truth = planted_model(V, K, random_state=0)
         base, _ = planted_tokens(truth, args.refresh_docs, seed=1)
@@ -209,14 +211,15 @@ def bench_refresh(args, work: Path) -> None:
         top = top_words(np.asarray(snap.topic_word, np.float64).T, 10)
         return float(npmi_coherence(top, held_matrix(snap.vocabulary)).mean())
 
-    # Every round counts in the means: after model.rectify_warm_limit warm updates the warm
-    # refresher rectifies cold once, and the last round alone would show one kind only.
-    per_round = max(len(new) // args.refresh_rounds, 1)
+    # Every round counts in the means: once the data has changed by model.rectify_warm_change
+    # since its last cold rectification the warm refresher rectifies cold again, and one
+    # round alone would show one kind only.
+    per_round = max(len(new) // n_rounds, 1)
     rounds = []
     updated = None  # the last round whose warm refresh updated the rectification
     print(f"{'round':<7}{'warm (s)':>10}{'cold (s)':>10}{'rectify iters':>15}"
           f"{'NPMI warm':>11}{'NPMI cold':>11}")
-    for r in range(args.refresh_rounds):
+    for r in range(n_rounds):
         store.add(new[r * per_round:(r + 1) * per_round])
         version = store.checkpoint()
         warm = warm_ref.refresh_once(version)
@@ -228,6 +231,11 @@ def bench_refresh(args, work: Path) -> None:
         print(f"{r + 1:<7}{rounds[-1][0]:>10.2f}{rounds[-1][1]:>10.2f}"
               f"{warm['iterations'].get('rectify', 0):>8} / {cold['iterations'].get('rectify', 0):<4}"
               f"{rounds[-1][2]:>11.4f}{rounds[-1][3]:>11.4f}")
+        if args.refresh_rounds is None and warm["iterations"].get("rectify", 0) > 0:
+            break  # the cycle is complete
+    else:
+        if args.refresh_rounds is None:
+            print(f"(the warm chain did not end within {n_rounds} rounds)")
     table = np.asarray(rounds)
     mean = table.mean(axis=0)
     print(f"mean over {len(rounds)} rounds: warm {mean[0]:.2f} s, cold {mean[1]:.2f} s, "
@@ -325,13 +333,14 @@ def main(argv=None) -> int:
     p.add_argument("--vocab", type=int, default=5000, help="refresh: V")
     p.add_argument("--topics", type=int, default=50, help="refresh: K")
     p.add_argument("--refresh-docs", type=int, default=50_000)
-    # A full cycle by default: the warm refresher's rectify_warm_limit updates and the cold
-    # rectification that follows them, so that the mean is what a daemon pays over time.
-    p.add_argument("--refresh-rounds", type=int,
-                   default=ModelSettings(n_topics=1).rectify_warm_limit + 1,
-                   help="rounds of 1 %% new documents (means over all; the last by stage); "
-                        "default: one chain of model.rectify_warm_limit warm updates and the "
-                        "cold rectification after it")
+    # A full cycle by default: the warm refresher's updates of the rectification and the
+    # cold rectification that ends them, so that the mean is what a daemon pays over time.
+    p.add_argument("--refresh-rounds", type=int, default=None,
+                   help="rounds of 1 %% new documents (means over all; the last warm update "
+                        "by stage); default: one cycle of warm updates and the cold "
+                        "rectification that ends it")
+    p.add_argument("--refresh-max-rounds", type=int, default=40,
+                   help="most rounds of the default cycle")
     p.add_argument("--refresh-corpus", default="planted",
                    help="refresh: 'planted' (a planted model, 100-word documents) or a "
                         "JSON-lines file with a 'text' field, e.g. "

@@ -466,9 +466,13 @@ class ModelConfig:
     rectify_anderson: int = _spec(
         5, v_int(0), "history length of the Anderson acceleration of rectification; 0 = "
         "plain alternating projection (JSMF Algorithm 1)")
-    rectify_warm_limit: int = _spec(
-        8, v_int(0), "warm refreshes in a row that update the previous rectification (first "
-        "order in the data's change) before one rectifies cold again; 0 = always cold")
+    rectify_warm_change: float = _spec(
+        0.04, v_float(0.0, 1.0), "a warm refresh updates the last cold rectification (first "
+        "order in the data's change) while the co-occurrence changed less than this since "
+        "(relative, Frobenius; 1% new documents ~0.01), else it rectifies cold")
+    rectify_warm_limit: int | None = _spec(
+        None, v_int(0, optional=True), "most warm refreshes in a row before one rectifies "
+        "cold regardless of the change; null = no cap, 0 = always cold")
     rp_projections: int | None = _spec(
         None, v_int(1, optional=True),
         "random projections P of anchors rp; null = 50 x num_topics (the paper)")
@@ -505,6 +509,7 @@ class ModelConfig:
             "rectify_tol": self.rectify_tol,
             "rectify_dtype": self.rectify_dtype,
             "rectify_anderson": self.rectify_anderson,
+            "rectify_warm_change": self.rectify_warm_change,
             "rectify_warm_limit": self.rectify_warm_limit,
             "anchor_method": self.anchor_method,
             "anchor_min_df": self.anchor_min_df,

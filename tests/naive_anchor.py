@@ -122,13 +122,11 @@ def naive_dense_to_csr(dense, nnz):
             np.array(data, dtype=dense.dtype))
 
 
-def naive_update_difference(rows, previous, diff, copy):
+def naive_update_difference(rows, previous, diff):
     """Twin of ``anchor_update_difference``."""
     prev = previous.astype(np.float64)
     d = rows - prev
     diff[...] = d
-    if copy is not None:
-        copy[...] = rows
     bad = np.count_nonzero(~(np.isfinite(rows) & np.isfinite(prev)))
     top = float(np.max(np.abs(np.nan_to_num(rows, nan=0.0, posinf=0.0, neginf=0.0))))
     return np.array([float(np.sum(d * d)), float(np.sum(prev * prev)), float(bad), top])

@@ -90,6 +90,29 @@ def test_a_chain_of_warm_refits_ends_with_a_cold_one(truth):
     assert never.n_iter_["rectify"] > 0 and never.rectify_warm_chain_ == 0
 
 
+def test_warm_refits_follow_the_change_since_the_cold_fit(truth):
+    X, _ = sample_documents(truth, 20000, doc_length=10, random_state=3)
+    settings = dict(anchor_min_df=0, rectify_dtype="float64")
+    cold = AnchorModel(K, **settings).fit(cooccurrence(X[:19400]))
+    one = AnchorModel(K, **settings).fit(cooccurrence(X[:19700]), init=cold)
+    # The state stays the cold rectification's: shared, not copied, and unchanged.
+    assert one.rectify_data_ is cold.rectify_data_
+    assert one.rectify_factor_ is cold.rectify_factor_
+    assert one.rectify_shift_ == cold.rectify_shift_
+    two = AnchorModel(K, **settings).fit(cooccurrence(X), init=one)
+    assert two.rectify_warm_chain_ == 2 and two.rectify_change_ > one.rectify_change_
+    # So the second update is the one a single update from the cold fit makes.
+    direct = AnchorModel(K, **settings).fit(cooccurrence(X), init=cold)
+    np.testing.assert_array_equal(two.eigvecs_, direct.eigvecs_)
+    assert two.rectify_change_ == direct.rectify_change_
+    # rectify_warm_change bounds that summed change.
+    bound = (one.rectify_change_ + two.rectify_change_) / 2
+    capped = AnchorModel(K, **settings, rectify_warm_change=bound)
+    assert capped.fit(cooccurrence(X[:19700]), init=cold).rectify_warm_chain_ == 1
+    again = capped.fit(cooccurrence(X), init=one)
+    assert again.rectify_warm_chain_ == 0 and again.n_iter_["rectify"] > 0
+
+
 def test_a_large_change_rectifies_cold(truth):
     X, _ = sample_documents(truth, 20000, doc_length=10, random_state=3)
     settings = dict(anchor_min_df=0, rectify_dtype="float64")
@@ -126,9 +149,11 @@ def test_remapped_moves_warm_start_by_word(truth):
 
 
 def test_bad_settings_and_inputs_are_named():
+    with pytest.raises(InputError, match="rectify_warm_change must be in"):
+        AnchorModel(3, rectify_warm_change=-0.1)
     with pytest.raises(InputError, match="recover_method must be one of"):
         AnchorModel(3, recover_method="magic")
-    with pytest.raises(InputError, match="rectify_warm_limit must be an integer >= 0"):
+    with pytest.raises(InputError, match="rectify_warm_limit must be None or an integer >= 0"):
         AnchorModel(3, rectify_warm_limit=-1)
     with pytest.raises(InputError, match="n_topics"):
         AnchorModel(0)

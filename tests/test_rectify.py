@@ -427,28 +427,6 @@ def test_update_input_errors(rng):
     with pytest.raises(InputError, match="symmetric"):
         rectify_update(skew, C, cold.factor, cold.shift)
     rectify_update(skew, C, cold.factor, cold.shift, check_input=False)  # trusted: no check
-    prev32 = C.astype(np.float32)
-    with pytest.raises(InputError, match="data_out"):
-        rectify_update(C, prev32, cold.factor, cold.shift, data_out=prev32)
-    with pytest.raises(InputError, match="data_out"):
-        rectify_update(C, C, cold.factor, cold.shift, data_out=np.zeros(20 * 20))
-
-
-def test_an_update_copies_the_new_data_for_the_next_one(rng):
-    C1 = _random_symmetric(rng, 25)
-    C2 = C1 + 0.001 * _random_symmetric(rng, 25)
-    cold = rectify(C1, 3, max_iter=10, random_state=0)
-    out = np.full(26 * 26, np.nan, dtype=np.float32)
-    got = rectify_update(C2, C1.astype(np.float32), cold.factor, cold.shift, data_out=out)
-    np.testing.assert_array_equal(out[: 25 * 25].reshape(25, 25), C2.astype(np.float32))
-    plain = rectify_update(C2, C1.astype(np.float32), cold.factor, cold.shift)
-    np.testing.assert_array_equal(got.matrix, plain.matrix)
-    # Written even when the change is too large for an update.
-    out[:] = np.nan
-    assert rectify_update(C2, C1, cold.factor, cold.shift, max_change=0.0, data_out=out) is None
-    np.testing.assert_array_equal(out[: 25 * 25].reshape(25, 25), C2.astype(np.float32))
-
-
 def test_long_rectifications_report_progress(rng, monkeypatch, caplog):
     import logging
 

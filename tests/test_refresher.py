@@ -141,13 +141,16 @@ def test_supertopic_hierarchy_is_published_with_public_ids(tmp_path):
         assert sum(weights) == pytest.approx(1.0, abs=1e-4)
 
 
-def test_refreshes_reuse_their_buffers_and_never_overwrite_the_warm_start(setup):
-    store, pub, metrics, ref = setup
+def test_refreshes_reuse_their_buffers_and_never_overwrite_the_warm_start(tmp_path):
+    store = CooccurrenceStore.create(tmp_path / "store", capacity=400, admit_threshold=2)
+    ref = Refresher(store.url, Publisher(tmp_path / "snaps", keep=5),
+                    model_kwargs={"n_topics": K, "anchor_min_df": 5, "rectify_warm_limit": 1},
+                    min_new_docs=1, min_df=2)
     store.add(planted_docs(1500, seed=1))
     store.checkpoint()
     ref.refresh_once()
     states, counts = [], []
-    for seed in (2, 3, 4):
+    for seed in (2, 3, 4, 5):
         previous = ref._model.rectify_data_.copy()
         prev_array = ref._model.rectify_data_
         store.add(planted_docs(30, seed=seed))
@@ -155,13 +158,18 @@ def test_refreshes_reuse_their_buffers_and_never_overwrite_the_warm_start(setup)
         result = ref.refresh_once()
         assert result["warm"]
         new = ref._model.rectify_data_
-        # The new state went to the other buffer: the warm start read intact memory...
-        assert not np.shares_memory(new, prev_array)
+        if ref._model.rectify_warm_chain_:
+            # A warm update carries the cold rectification's state on, untouched...
+            assert new is prev_array
+        else:
+            # ...and a cold one writes the other buffer: the warm start read intact memory.
+            assert not np.shares_memory(new, prev_array)
         np.testing.assert_array_equal(prev_array, previous)
         states.append(new)
         counts.append(ref._buffers.held("counts"))
-    # ...and two buffers take turns, and the counts are read into the same memory each time.
-    assert np.shares_memory(states[0], states[2])
+    # Two buffers take turns, and the counts are read into the same memory each time.
+    assert [np.shares_memory(s, states[0]) for s in states] == [True, False, False, True]
+    assert states[2] is states[1]
     assert all(np.shares_memory(c, counts[0]) for c in counts)
 
 

@@ -102,12 +102,11 @@ def anchor_dense_to_csr(dense, nnz):
 
 
 @numba.njit(cache=True)
-def anchor_update_difference(rows, previous, diff, copy):
+def anchor_update_difference(rows, previous, diff):
     """One row block of :func:`~anchorstream.rectify.rectify_update`'s pass over the data.
 
-    Writes ``diff = rows − previous`` (the data's change, in ``diff``'s precision) and, unless
-    ``copy`` is None, ``copy = rows`` (the new data, kept for the next update), and sums what
-    the update needs to decide whether it may run: one pass over memory instead of four.
+    Writes ``diff = rows − previous`` (the data's change, in ``diff``'s precision) and sums
+    what the update needs to decide whether it may run: one pass over memory instead of three.
     Serial for the reason :func:`anchor_rectify_clip` is.
 
     Parameters
@@ -117,7 +116,6 @@ def anchor_update_difference(rows, previous, diff, copy):
     previous : ndarray of shape (n_rows, n_words)
         The same rows of the data the previous result was fitted to.
     diff : ndarray of shape (n_rows, n_words)
-    copy : ndarray of shape (n_rows, n_words) or None
 
     Returns
     -------
@@ -142,8 +140,6 @@ def anchor_update_difference(rows, previous, diff, copy):
             diff[i, j] = d
             change2 += d * d
             base2 += b * b
-            if copy is not None:
-                copy[i, j] = v
     out = np.empty(4)
     out[0] = change2
     out[1] = base2
