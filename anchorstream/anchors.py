@@ -89,11 +89,12 @@ def candidate_words(doc_freq, min_df: float) -> np.ndarray:
 # --------------------------------------------------------------------------------------------
 
 
-def _check_cooccurrence(C, check: bool = True):
-    """``C`` as a float64 ndarray or CSR matrix, and its row sums; ``check=False`` trusts a
-    dense ``C`` to be square and finite (a caller's own, already checked, matrix)."""
+def _check_cooccurrence(C, check: bool = True, row_sums=None):
+    """``C`` as a float64 ndarray or CSR matrix, and its row sums (``row_sums`` if given);
+    ``check=False`` trusts a dense ``C`` to be square and finite (a caller's own, already
+    checked, matrix)."""
     if not check and isinstance(C, np.ndarray) and C.dtype == np.float64 and C.ndim == 2:
-        return C, C.sum(axis=1)
+        return C, C.sum(axis=1) if row_sums is None else _row_vector(row_sums, C, "row_sums")
     if sp.issparse(C):
         C = sp.csr_matrix(C, dtype=np.float64)
         shape = C.shape
@@ -109,8 +110,17 @@ def _check_cooccurrence(C, check: bool = True):
         raise InputError(f"C must be a square 2-D matrix, got shape {shape}")
     if not finite:
         raise InputError("C contains NaN or infinite entries")
-    row_sums = np.asarray(C.sum(axis=1)).ravel()
-    return C, row_sums
+    if row_sums is None:
+        return C, np.asarray(C.sum(axis=1)).ravel()
+    return C, _row_vector(row_sums, C, "row_sums")
+
+
+def _row_vector(values, C, name: str) -> np.ndarray:
+    """A caller's per-row statistic of ``C`` (shape checked, values trusted)."""
+    v = np.asarray(values, dtype=np.float64)
+    if v.shape != (C.shape[0],):
+        raise InputError(f"{name} must have shape ({C.shape[0]},), got {v.shape}")
+    return v
 
 
 def _check_indices(values, V: int, name: str) -> np.ndarray:
@@ -126,9 +136,9 @@ def _check_indices(values, V: int, name: str) -> np.ndarray:
     return idx
 
 
-def _prepare(C, n_topics, candidates, pinned, init, check_input=True):
+def _prepare(C, n_topics, candidates, pinned, init, check_input=True, row_sums=None):
     """Validate the common arguments; return what the search needs."""
-    C, row_sums = _check_cooccurrence(C, check_input)
+    C, row_sums = _check_cooccurrence(C, check_input, row_sums)
     V = C.shape[0]
     K = n_topics
     if not isinstance(K, (int, np.integer)) or not 1 <= K <= V:
@@ -190,13 +200,15 @@ class _SpanSearch:
     products of ``M`` with a vector or block (each is one pass over ``M``).
     """
 
-    def __init__(self, M, scale: np.ndarray, allowed: np.ndarray, n_max: int):
+    def __init__(self, M, scale: np.ndarray, allowed: np.ndarray, n_max: int, sqnorm=None):
         self.M = M
         self.inv = np.zeros_like(scale)
         np.divide(1.0, scale, out=self.inv, where=scale > 0)
         self.allowed = allowed
         n, d = M.shape
-        if sp.issparse(M):
+        if sqnorm is not None:  # the rows' squared norms, known to the caller
+            sq = _row_vector(sqnorm, M, "row_sqnorms")
+        elif sp.issparse(M):
             sq = np.asarray(M.multiply(M).sum(axis=1)).ravel()
         else:
             sq = np.einsum("ij,ij->i", M, M)
@@ -330,9 +342,9 @@ class _SpanSearch:
             self._mark_chosen()
 
 
-def _search(X, scale, allowed, pinned, init, K, *, cleanup: bool) -> _SpanSearch:
+def _search(X, scale, allowed, pinned, init, K, *, cleanup: bool, sqnorm=None) -> _SpanSearch:
     """Pinned first, then ``init``, then greedy up to ``K``; then the optional cleanup pass."""
-    s = _SpanSearch(X, scale, allowed, K)
+    s = _SpanSearch(X, scale, allowed, K, sqnorm)
     s.extend(pinned.tolist(), strict=True)
     if init is not None and init.size:
         s.extend(init.tolist(), strict=False)
@@ -356,6 +368,8 @@ def pivoted_qr_anchors(
     pinned: Sequence[int] = (),
     init: Sequence[int] | None = None,
     check_input: bool = True,
+    row_sums: np.ndarray | None = None,
+    row_sqnorms: np.ndarray | None = None,
 ) -> np.ndarray:
     """Anchor words by sparse implicit column-pivoted QR (JSMF Algorithm 2).
 
@@ -385,6 +399,10 @@ def pivoted_qr_anchors(
     check_input : bool
         False skips the scan of a dense float64 ``C`` for NaN and infinite entries: for a
         matrix the caller produced and checked itself (``AnchorModel.fit``'s rectified one).
+    row_sums, row_sqnorms : ndarray of shape (n_words,), optional
+        ``C``'s row sums and squared row norms when the caller has them (a
+        :class:`~anchorstream.rectify.RectifyResult` carries both): each saves a pass over a
+        dense ``C``. Trusted as given.
 
     Returns
     -------
@@ -406,8 +424,9 @@ def pivoted_qr_anchors(
     array([0, 1])
     """
     C, row_sums, allowed, pinned, init = _prepare(C, n_topics, candidates, pinned, init,
-                                                  check_input)
-    s = _search(C, row_sums, allowed, pinned, init, n_topics, cleanup=init is not None)
+                                                  check_input, row_sums)
+    s = _search(C, row_sums, allowed, pinned, init, n_topics, cleanup=init is not None,
+                sqnorm=row_sqnorms)
     return np.asarray(s.chosen, dtype=np.int64)
 
 
@@ -421,6 +440,8 @@ def fast_anchor_words(
     projection_dim: int | None = 1000,
     random_state: int | np.random.Generator | None = None,
     check_input: bool = True,
+    row_sums: np.ndarray | None = None,
+    row_sqnorms: np.ndarray | None = None,
 ) -> np.ndarray:
     """Anchor words by FastAnchorWords (Arora et al. 2013, Algorithm 4).
 
@@ -449,8 +470,8 @@ def fast_anchor_words(
         a value ``>= n_words`` uses the rows unprojected.
     random_state : int, Generator or None
         Seeds the projection.
-    check_input : bool
-        As for :func:`pivoted_qr_anchors`.
+    check_input, row_sums, row_sqnorms
+        As for :func:`pivoted_qr_anchors` (``row_sqnorms`` is used only without projection).
 
     Returns
     -------
@@ -469,7 +490,7 @@ def fast_anchor_words(
     [0, 1]
     """
     C, row_sums, allowed, pinned, init = _prepare(C, n_topics, candidates, pinned, init,
-                                                  check_input)
+                                                  check_input, row_sums)
     V = C.shape[0]
     if projection_dim is not None:
         if not isinstance(projection_dim, (int, np.integer)) or projection_dim < 1:
@@ -478,12 +499,13 @@ def fast_anchor_words(
     if projection_dim is None or projection_dim >= V:
         X = C
     else:
+        row_sqnorms = None  # those of C, not of its projection
         rng = np.random.default_rng(random_state)
         R = rng.standard_normal((V, projection_dim))
         R *= 1.0 / np.sqrt(projection_dim)
         # Projecting C and scaling rows afterwards equals projecting the normalised rows.
         X = np.asarray(C @ R)
-    s = _search(X, row_sums, allowed, pinned, init, n_topics, cleanup=True)
+    s = _search(X, row_sums, allowed, pinned, init, n_topics, cleanup=True, sqnorm=row_sqnorms)
     return np.asarray(s.chosen, dtype=np.int64)
 
 

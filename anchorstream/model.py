@@ -303,6 +303,7 @@ class AnchorModel:
         factor = None
         shift = 0.0
         data = None
+        row_sums = row_sqnorms = None
         residual = 0.0
         change = 0.0
         warm_chain = 0
@@ -373,6 +374,7 @@ class AnchorModel:
             rect = stage("rectify", rectify_stage)
             warm = rect.n_iter == 0 and previous is not None
             C = rect.matrix
+            row_sums, row_sqnorms = rect.row_sums, rect.row_sqnorms
             eigvecs = np.zeros((V, K))
             eigvecs[active] = rect.eigvecs
             n_iter["rectify"] = int(rect.n_iter)
@@ -414,8 +416,11 @@ class AnchorModel:
                 candidates=candidates,
                 pinned=tuple(pinned),
                 init=warm_anchors,
-                # Rectification checked its input and returns a finite, non-negative matrix.
+                # Rectification checked its input and returns a finite, non-negative matrix,
+                # with its row statistics.
                 check_input=not s.rectify,
+                row_sums=row_sums,
+                row_sqnorms=row_sqnorms,
                 **({"projection_dim": s.projection_dim, "random_state": s.random_state}
                    if s.anchor_method == "fast" else {}),
             ),
@@ -439,6 +444,7 @@ class AnchorModel:
                 tol=s.recover_tol,
                 max_iter=s.recover_max_iter,
                 check_input=not s.rectify,
+                row_sums=row_sums,
             ),
         )
         n_iter["recover"] = int(rec.n_iter)

@@ -220,6 +220,7 @@ def recover(
     admm_lambda: float = _DEFAULT_LAMBDA,
     admm_gamma: float = _DEFAULT_GAMMA,
     check_input: bool = True,
+    row_sums: np.ndarray | None = None,
 ) -> RecoverResult:
     """Recover ``p(topic | word)`` and the word-topic matrix from a co-occurrence and anchors.
 
@@ -260,6 +261,9 @@ def recover(
         False skips the scan of a dense float64 ``C`` for NaN, infinite and negative entries:
         for a matrix the caller produced and checked itself (``AnchorModel.fit``'s rectified
         one, non-negative by construction).
+    row_sums : ndarray of shape (n_words,), optional
+        ``C``'s row sums when the caller has them (``RectifyResult.row_sums``): saves a pass
+        over a dense ``C``. Trusted as given.
 
     Returns
     -------
@@ -304,7 +308,12 @@ def recover(
 
     # Bayes' rule and the row normalization are scale invariant; dividing by the total only
     # makes p a probability vector when C does not quite sum to 1.
-    pv = C.sum(axis=1)
+    if row_sums is None:
+        pv = np.asarray(C.sum(axis=1)).ravel()
+    else:
+        pv = np.asarray(row_sums, dtype=np.float64)
+        if pv.shape != (V,):
+            raise InputError(f"row_sums must have shape ({V},), got {pv.shape}")
     C_total = pv.sum()
     p = pv / C_total
     if np.any(p[S] <= 0):

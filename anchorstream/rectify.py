@@ -133,6 +133,10 @@ class RectifyResult:
         The rank-``K`` core of the result: ``matrix = max(factor factorᵀ + shift, 0)`` (up to
         the float32 rounding of the iterate with ``dtype=float32``). With the input, the state
         :func:`rectify_update` needs to follow a small change of the data.
+    row_sums, row_sqnorms : ndarray of shape (n_words,)
+        ``matrix``'s row sums and squared row norms, taken in the pass that forms it: the
+        anchor search and the recovery need them, and on the dense V x V result each
+        costs a pass over memory.
     """
 
     matrix: np.ndarray
@@ -144,6 +148,8 @@ class RectifyResult:
     n_products: int = 0
     factor: np.ndarray | None = None
     shift: float = 0.0
+    row_sums: np.ndarray | None = None
+    row_sqnorms: np.ndarray | None = None
 
 
 # --------------------------------------------------------------------------------------------
@@ -667,7 +673,7 @@ def rectify(
         if converged:
             break
         Y = accelerate(Y, X[:, :K] * np.sqrt(np.maximum(theta[:K], 0.0)), residual)
-    nn, total = _finish(nn, C, step, float(sums[2]), overwrite_input)
+    nn, total, row_sums, row_sqnorms = _finish(nn, C, step, float(sums[2]), overwrite_input)
     scale = 1.0 / total
     if single and refine_eigvecs:
         # The eigenpairs of the returned float64 matrix, to the full tolerance.
@@ -686,6 +692,8 @@ def rectify(
         n_products=n_products,
         factor=formed[0] * np.sqrt(1.0 / total),
         shift=formed[1] / total,
+        row_sums=row_sums,
+        row_sqnorms=row_sqnorms,
     )
 
 
@@ -834,7 +842,7 @@ def rectify_update(
     nn = _iterate_memory(workspace, V, work)
     buf = np.empty(step * V, dtype=work)
     sums, _ = _form_upper(Y, new_shift, nn, C, step, buf)
-    nn, total = _finish(nn, C, step, float(sums[2]), overwrite_input)
+    nn, total, row_sums, row_sqnorms = _finish(nn, C, step, float(sums[2]), overwrite_input)
     if vecs.shape[1] < K:  # a core of rank < K: pad with zero columns
         vecs = np.hstack([vecs, np.zeros((V, K - vecs.shape[1]))])
         theta = np.concatenate([theta, np.zeros(K - theta.size)])
@@ -847,6 +855,8 @@ def rectify_update(
         converged=True,
         factor=Y * np.sqrt(1.0 / total),
         shift=new_shift / total,
+        row_sums=row_sums,
+        row_sqnorms=row_sqnorms,
     )
 
 
@@ -896,8 +906,10 @@ def _finish(nn, C, step, total, overwrite_input):
     """The formed upper triangle mirrored and divided by its sum, in float64.
 
     A float64 ``nn`` becomes the result itself; a float32 one is widened row block by row
-    block into ``C``'s memory (``overwrite_input``) or a new array, with no V x V temporary.
-    Returns ``(result, total)``, ``total`` being the sum it was divided by.
+    block into ``C``'s memory (``overwrite_input``) or a new array, with no V x V temporary,
+    and the result's row sums and squared row norms are taken from each block while it is in
+    cache. Returns ``(result, total, row_sums, row_sqnorms)``, ``total`` being the sum it
+    was divided by.
     """
     V = nn.shape[0]
     # Mirror before any conversion: the lower triangle is stale (C, or uninitialised memory
@@ -915,16 +927,19 @@ def _finish(nn, C, step, total, overwrite_input):
     scale = 1.0 / total
     if not single:
         nn *= scale
-        return nn, total
+        return nn, total, nn.sum(axis=1), np.einsum("ij,ij->i", nn, nn)
     result = C if overwrite_input else np.empty((V, V))
     rows = np.empty((min(step, V), V))
+    row_sums, row_sqnorms = np.empty(V), np.empty(V)
     for s in range(0, V, step):
         e = min(s + step, V)
         block = rows[: e - s]
         block[...] = nn[s:e]  # widen first: a float32 array times a float stays float32
         block *= scale
         result[s:e] = block
-    return result, total
+        block.sum(axis=1, out=row_sums[s:e])
+        np.einsum("ij,ij->i", block, block, out=row_sqnorms[s:e])
+    return result, total, row_sums, row_sqnorms
 
 
 def _work_dtype(dtype) -> np.dtype:

@@ -570,7 +570,9 @@ class Refresher:
         K = self.n_topics
         if float(cooc.num_docs) <= 0:
             raise _Skip("no documents with two or more vocabulary words yet")
-        active = int(np.count_nonzero(cooc.counts.sum(axis=1) > 0))
+        # A word's co-occurrence row sums to its share of the documents of >= 2 tokens it is
+        # in, so it is nonzero where its document frequency is: O(V), not a pass over V².
+        active = int(np.count_nonzero(cooc.doc_freq > 0))
         if active <= K:
             raise _Skip(f"{active} usable words (of {n_words}), need more than {K}")
         if self.method != "anchor":

@@ -64,6 +64,24 @@ def test_an_unchecked_input_gives_the_same_anchors_and_a_bad_one_is_caught_when_
         pivoted_qr_anchors(bad, 8)
 
 
+def test_row_statistics_given_by_the_caller_are_used_as_given(planted):
+    model, Q = planted
+    stats = {"row_sums": Q.sum(axis=1), "row_sqnorms": (Q * Q).sum(axis=1)}
+    for finder in (pivoted_qr_anchors, lambda *a, **k: fast_anchor_words(*a, random_state=3, **k),
+                   lambda *a, **k: fast_anchor_words(*a, projection_dim=None, **k)):
+        want = finder(Q, 8, init=model.anchors[::-1])
+        np.testing.assert_array_equal(
+            finder(Q, 8, init=model.anchors[::-1], check_input=False, **stats), want)
+    # Trusted, not recomputed: a zero row sum keeps a word from being an anchor.
+    hidden = stats["row_sums"].copy()
+    hidden[model.anchors[0]] = 0.0
+    assert model.anchors[0] not in pivoted_qr_anchors(Q, 8, row_sums=hidden)
+    with pytest.raises(InputError, match="row_sqnorms must have shape"):
+        pivoted_qr_anchors(Q, 8, row_sqnorms=np.ones(3))
+    with pytest.raises(InputError, match="row_sums must have shape"):
+        pivoted_qr_anchors(Q, 8, check_input=False, row_sums=np.ones(3))
+
+
 def test_sparse_input_gives_the_same_anchors(planted):
     model, Q = planted
     Q = Q.copy()

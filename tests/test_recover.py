@@ -73,6 +73,20 @@ def test_an_unchecked_input_gives_the_same_answer(method):
     np.testing.assert_array_equal(got.topic_word, want.topic_word)
 
 
+@pytest.mark.parametrize("method", METHODS)
+def test_row_sums_given_by_the_caller_are_used_as_given(method):
+    m, Q = _population()
+    want = recover(Q, m.anchors, method=method, max_iter=50)
+    got = recover(Q, m.anchors, method=method, max_iter=50, row_sums=Q.sum(axis=1))
+    np.testing.assert_array_equal(got.topic_word, want.topic_word)
+    hidden = Q.sum(axis=1)
+    hidden[m.anchors[0]] = 0.0
+    with pytest.raises(InputError, match="zero mass"):
+        recover(Q, m.anchors, method=method, row_sums=hidden)
+    with pytest.raises(InputError, match="row_sums must have shape"):
+        recover(Q, m.anchors, method=method, row_sums=np.ones(3))
+
+
 def test_admm_and_inverse_are_exact_on_population_matrix():
     m, Q = _population(V=200, K=10, seed=3)
     for method in ("admm", "inverse"):

@@ -41,6 +41,9 @@ def _check_invariants(res: RectifyResult, V: int, K: int) -> None:
     assert M.sum() == pytest.approx(1.0, abs=1e-12)
     assert res.eigvecs.shape == (V, K) and res.eigvals.shape == (K,)
     assert np.all(np.diff(res.eigvals) <= 1e-15)
+    # The row statistics handed to the anchor search and the recovery are the matrix's.
+    np.testing.assert_allclose(res.row_sums, M.sum(axis=1), rtol=1e-12, atol=1e-300)
+    np.testing.assert_allclose(res.row_sqnorms, (M * M).sum(axis=1), rtol=1e-12, atol=1e-300)
 
 
 @pytest.fixture(scope="module")
