@@ -246,11 +246,13 @@ class _SpanSearch:
         """Add rows to the span with a single block product; return the words added.
 
         A row (numerically) in the span of those before it is skipped, or with ``strict`` an
-        error.
+        error; rows beyond the span's capacity are ignored.
         """
         start = self.k
         added = []
         for w in words:
+            if self.k == self.Q.shape[1]:
+                break  # the span is full: pinned words and an init of K others, say
             q = self._residual(self.row(w), self.k)
             r2 = float(q @ q)
             if r2 <= self.tiny:
@@ -370,7 +372,8 @@ def pivoted_qr_anchors(
     check_input: bool = True,
     row_sums: np.ndarray | None = None,
     row_sqnorms: np.ndarray | None = None,
-) -> np.ndarray:
+    return_products: bool = False,
+) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
     """Anchor words by sparse implicit column-pivoted QR (JSMF Algorithm 2).
 
     Greedily picks the candidate row of ``C̄`` (``C`` row-normalised) with the largest squared
@@ -403,11 +406,18 @@ def pivoted_qr_anchors(
         ``C``'s row sums and squared row norms when the caller has them (a
         :class:`~anchorstream.rectify.RectifyResult` carries both): each saves a pass over a
         dense ``C``. Trusted as given.
+    return_products : bool
+        Also return ``C̄ C̄_Sᵀ``, every row-normalised row's inner products with the anchors'
+        rows, which the recovery needs (``recover(anchor_products=...)``). The search keeps
+        every row's coordinates ``Y = C̄ Q`` in an orthonormal basis ``Q`` of the anchors'
+        rows, so the products are ``Y Y_Sᵀ``: ``O(V K²)`` instead of a product with ``C``.
 
     Returns
     -------
-    ndarray of shape (n_topics,), int64
+    anchors : ndarray of shape (n_topics,), int64
         Anchor word indices: pinned, then from ``init``, then in the order found.
+    products : ndarray of shape (n_words, n_topics)
+        With ``return_products``: ``C̄ C̄_Sᵀ``, column ``k`` for anchor ``k``.
 
     Raises
     ------
@@ -427,7 +437,12 @@ def pivoted_qr_anchors(
                                                   check_input, row_sums)
     s = _search(C, row_sums, allowed, pinned, init, n_topics, cleanup=init is not None,
                 sqnorm=row_sqnorms)
-    return np.asarray(s.chosen, dtype=np.int64)
+    anchors = np.asarray(s.chosen, dtype=np.int64)
+    if not return_products:
+        return anchors
+    # The anchors' rows lie in span(Q): C̄_S = Y_S Qᵀ, so C̄ C̄_Sᵀ = C̄ Q Y_Sᵀ = Y Y_Sᵀ.
+    Y = s.Y[:, : s.k]
+    return anchors, Y @ Y[anchors].T
 
 
 def fast_anchor_words(

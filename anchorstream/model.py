@@ -407,7 +407,9 @@ class AnchorModel:
         if init is not None:
             mapped = position[init.anchors_] if init.anchors_.size == K else np.full(K, -1)
             warm_anchors = mapped if np.all(mapped >= 0) else None
-        anchors = stage(
+        # The QR search's coordinates give the recovery its products with the anchor rows.
+        qr = s.anchor_method == "qr"
+        found = stage(
             "anchors",
             lambda: find_anchors(
                 C,
@@ -421,10 +423,11 @@ class AnchorModel:
                 check_input=not s.rectify,
                 row_sums=row_sums,
                 row_sqnorms=row_sqnorms,
-                **({"projection_dim": s.projection_dim, "random_state": s.random_state}
-                   if s.anchor_method == "fast" else {}),
+                **({"return_products": True} if qr else
+                   {"projection_dim": s.projection_dim, "random_state": s.random_state}),
             ),
         )
+        anchors, products = found if qr else (found, None)
 
         warm_coef = None
         if init is not None:
@@ -445,6 +448,7 @@ class AnchorModel:
                 max_iter=s.recover_max_iter,
                 check_input=not s.rectify,
                 row_sums=row_sums,
+                anchor_products=products,
             ),
         )
         n_iter["recover"] = int(rec.n_iter)

@@ -221,6 +221,7 @@ def recover(
     admm_gamma: float = _DEFAULT_GAMMA,
     check_input: bool = True,
     row_sums: np.ndarray | None = None,
+    anchor_products: np.ndarray | None = None,
 ) -> RecoverResult:
     """Recover ``p(topic | word)`` and the word-topic matrix from a co-occurrence and anchors.
 
@@ -264,6 +265,10 @@ def recover(
     row_sums : ndarray of shape (n_words,), optional
         ``C``'s row sums when the caller has them (``RectifyResult.row_sums``): saves a pass
         over a dense ``C``. Trusted as given.
+    anchor_products : ndarray of shape (n_words, n_topics), optional
+        ``C̄ C̄_Sᵀ`` (``C`` row-normalised; column ``k`` for anchor ``k``) when the caller has
+        it, as :func:`~anchorstream.anchors.pivoted_qr_anchors` does: saves the ``V × V × K``
+        product of ``"l2"`` and ``"admm"`` (the others ignore it). Trusted as given.
 
     Returns
     -------
@@ -335,7 +340,13 @@ def recover(
     G = np.ascontiguousarray(U @ U.T)
     if method in ("l2", "admm"):
         safe = np.where(pv > 0, pv, 1.0)
-        H = np.ascontiguousarray((C @ U.T) / safe[:, None])
+        if anchor_products is None:
+            H = np.ascontiguousarray((C @ U.T) / safe[:, None])
+        else:
+            H = np.ascontiguousarray(anchor_products, dtype=np.float64)
+            if H.shape != (V, K):
+                raise InputError(
+                    f"anchor_products must have shape ({V}, {K}), got {H.shape}")
 
     if method == "l2":
         # ‖C̄_i‖² without forming C̄: Σ_j C_ij² / p_i².

@@ -82,6 +82,29 @@ def test_row_statistics_given_by_the_caller_are_used_as_given(planted):
         pivoted_qr_anchors(Q, 8, check_input=False, row_sums=np.ones(3))
 
 
+def _products(C, anchors):
+    Cbar = C / C.sum(axis=1, keepdims=True)
+    return Cbar @ Cbar[anchors].T
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_the_search_returns_the_products_with_the_anchor_rows(rng, sparse):
+    C = _noisy(rng, 120)
+    M = sp.csr_matrix(C) if sparse else C
+    want = pivoted_qr_anchors(M, 7)
+    got, products = pivoted_qr_anchors(M, 7, return_products=True)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_allclose(products, _products(C, got), rtol=1e-9, atol=1e-14)
+    # Also after a cleanup pass that replaced anchors, and with pinned words first.
+    init = np.argsort(C.sum(axis=1))[:7]  # poor anchors: most get replaced
+    got, products = pivoted_qr_anchors(M, 7, init=init, pinned=[int(want[3])],
+                                       return_products=True)
+    # (The pinned word and a full init are K + 1 words: the span takes the first K.)
+    assert got.size == 7 and got[0] == want[3]
+    assert len(set(got.tolist()) & set(init.tolist())) < 7
+    np.testing.assert_allclose(products, _products(C, got), rtol=1e-9, atol=1e-14)
+
+
 def test_sparse_input_gives_the_same_anchors(planted):
     model, Q = planted
     Q = Q.copy()

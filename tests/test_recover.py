@@ -87,6 +87,19 @@ def test_row_sums_given_by_the_caller_are_used_as_given(method):
         recover(Q, m.anchors, method=method, row_sums=np.ones(3))
 
 
+@pytest.mark.parametrize("method", METHODS)
+def test_anchor_products_given_by_the_caller_give_the_same_answer(method):
+    m, Q = _population()
+    Cbar = Q / Q.sum(axis=1, keepdims=True)
+    want = recover(Q, m.anchors, method=method, max_iter=50)
+    got = recover(Q, m.anchors, method=method, max_iter=50,
+                  anchor_products=Cbar @ Cbar[m.anchors].T)
+    np.testing.assert_allclose(got.topic_word, want.topic_word, rtol=1e-8, atol=1e-12)
+    if method in ("l2", "admm"):  # the methods that use them
+        with pytest.raises(InputError, match="anchor_products must have shape"):
+            recover(Q, m.anchors, method=method, anchor_products=np.ones((3, 3)))
+
+
 def test_admm_and_inverse_are_exact_on_population_matrix():
     m, Q = _population(V=200, K=10, seed=3)
     for method in ("admm", "inverse"):
