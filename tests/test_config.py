@@ -285,6 +285,17 @@ def test_float32_rectification_refuses_a_tolerance_below_its_rounding():
     assert parse_config({"model": {"rectify_anderson": 0}}).model.rectify_anderson == 0
 
 
+def test_warm_rectification_bounds_reach_the_model():
+    m = parse_config({"model": {"rectify_warm_change": 0.02, "rectify_warm_limit": 5}}).model
+    assert m.model_kwargs()["rectify_warm_change"] == 0.02
+    assert m.model_kwargs()["rectify_warm_limit"] == 5
+    assert parse_config({}).model.model_kwargs()["rectify_warm_limit"] is None
+    with pytest.raises(ConfigError, match=r"model.rectify_warm_change: got 1.5"):
+        parse_config({"model": {"rectify_warm_change": 1.5}})
+    with pytest.raises(ConfigError, match=r"model.rectify_warm_limit: got -1"):
+        parse_config({"model": {"rectify_warm_limit": -1}})
+
+
 def test_methods_and_the_document_statistics_they_need():
     docstats = pytest.importorskip("anchorstream.docstats")
     methods = pytest.importorskip("anchorstream.methods")
