@@ -44,6 +44,8 @@ anchorstream_topic_churn                           gauge      kind (births, deat
 anchorstream_topic_match_similarity                gauge      mean similarity of kept topics
 anchorstream_rectification_residual                gauge
 anchorstream_rectification_iterations              gauge
+anchorstream_rectification_warm_change             gauge      change since the last cold
+                                                              rectification (0 after one)
 anchorstream_http_requests_total                   counter    route, code
 anchorstream_build_info                            gauge      version
 anchorstream_consumer_lag_messages                 gauge      topic, partition (scrape time)
@@ -170,7 +172,8 @@ class Metrics:
     tokens_accumulated, source_errors, checkpoints, checkpoint_failures, checkpoint_duration,
     checkpoint_size, refreshes, refresh_failures, refresh_duration, snapshots_published,
     vocabulary_admissions, vocabulary_evictions, topic_births, topic_deaths, topic_churn,
-    topic_match_similarity, rectification_residual, rectification_iterations, http_requests
+    topic_match_similarity, rectification_residual, rectification_iterations,
+    rectification_warm_change, http_requests
         The prometheus_client metric objects (see the module table for names and labels).
     """
 
@@ -229,6 +232,11 @@ class Metrics:
             f"{p}_rectification_residual", "Residual of the last rectification.", registry=r)
         self.rectification_iterations = Gauge(
             f"{p}_rectification_iterations", "Iterations of the last rectification.", registry=r)
+        self.rectification_warm_change = Gauge(
+            f"{p}_rectification_warm_change",
+            "Relative change of the co-occurrence since the last cold rectification that the "
+            "last warm refresh followed (0 after a cold one); past model.rectify_warm_change "
+            "the next refresh rectifies cold.", registry=r)
         self.http_requests = Counter(f"{p}_http_requests", "HTTP API requests.",
                                      ["route", "code"], registry=r)
         build = Gauge(f"{p}_build_info", "anchorstream version (value 1).", ["version"],

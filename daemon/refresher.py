@@ -447,6 +447,7 @@ class Refresher:
                     "alpha": (None if model is None or model.alpha_ is None
                               else np.asarray(model.alpha_).tolist()),
                     "rectify_residual": None if model is None else model.rectify_residual_,
+                    "rectify_warm_change": None if model is None else model.rectify_change_,
                     "iterations": {} if model is None else model.n_iter_,
                     "timings_seconds": dict(timings),
                     **extra_hierarchy,
@@ -478,6 +479,7 @@ class Refresher:
             if model is not None:
                 m.rectification_residual.set(model.rectify_residual_)
                 m.rectification_iterations.set(model.n_iter_.get("rectify", 0))
+                m.rectification_warm_change.set(model.rectify_change_)
         result = RefreshResult(version=info.version, store_version=st.version,
                                num_docs=int(st.n_docs_added), n_words=len(words),
                                warm=init is not None, timings=timings, churn=churn,

@@ -35,6 +35,7 @@ EXPECTED = {
     "anchorstream_topic_match_similarity",
     "anchorstream_rectification_residual",
     "anchorstream_rectification_iterations",
+    "anchorstream_rectification_warm_change",
     "anchorstream_http_requests",
     "anchorstream_build_info",
     "anchorstream_consumer_lag_messages",

@@ -71,6 +71,10 @@ def test_refresh_publishes_then_warm_starts_and_keeps_ids(setup):
         assert reg.get_sample_value("anchorstream_refresh_duration_seconds_count",
                                     {"stage": stage}) == 2
     assert reg.get_sample_value("anchorstream_topic_churn", {"kind": "matched"}) == K
+    # The second refresh updated the first one's rectification: how far the data moved since.
+    change = reg.get_sample_value("anchorstream_rectification_warm_change")
+    assert 0 < change < 0.04 and snap2.extra["rectify_warm_change"] == change
+    assert snap.extra["rectify_warm_change"] == 0.0
 
 
 def test_failing_refresh_is_counted_and_last_snapshot_stays(setup, monkeypatch):
