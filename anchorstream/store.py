@@ -1136,7 +1136,14 @@ pin_seed
         self._state = st
         self._offsets = new_offsets
         self._unigram, self._doc_freq, self._totals = unigram, doc_freq, totals
+        # The current window's accumulator is cleared, not dropped: its dense block of hot rows
+        # (half the budget, 134 MB at 5000 slots) would otherwise be allocated afresh every
+        # interval, and first-touching it cost ~0.2-0.4 s of page faults per checkpoint here.
+        kept = self._accs.get(st["current_window"])
         self._accs.clear()
+        if kept is not None:
+            kept.clear()
+            self._accs[st["current_window"]] = kept
         self._dirty = False
         self.version = version
         self._committed_docs = st["n_docs_added"]
