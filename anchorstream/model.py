@@ -77,8 +77,8 @@ class ModelSettings:
     # A warm refit updates the last cold rectification to first order in the data's change
     # since (rectify_update) instead of rerunning alternating projection. The update's
     # distance from a cold result grew as about half the change it followed (relative
-    # Frobenius; 1% new npm documents change the co-occurrence by ~0.01, 12 rounds of 1% by
-    # ~0.04), so a change since the cold rectification above rectify_warm_change rectifies
+    # Frobenius; 1% new npm documents change the co-occurrence by ~0.01, 12-15 rounds of 1%
+    # by ~0.04), so a change since the cold rectification above rectify_warm_change rectifies
     # cold again. On 50k npm documents plus rounds of 1%, the warm refits' held-out NPMI stayed
     # within noise of cold refits' up to a summed change of ~0.04 (0.000-0.007 below over
     # 21 rounds) and fell 0.023 below beyond it (benchmarks/README.md, "Refresh cold vs warm").
