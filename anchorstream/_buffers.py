@@ -1,12 +1,15 @@
-"""Reusing memory a caller already holds (private).
+"""Arrays a caller already holds (private): memory to reuse, statistics to trust.
 
 Large V x V arrays are expensive to allocate where first writes fault in fresh pages (see
-``anchorstream fit`` and the refresher), so several functions accept a buffer to fill instead.
+``anchorstream fit`` and the refresher), so several functions accept a buffer to fill instead;
+and passes over them are expensive, so some accept what the caller already computed.
 """
 
 from __future__ import annotations
 
 import numpy as np
+
+from anchorstream.errors import InputError
 
 
 def leading_view(buffer, shape: tuple[int, ...], dtype) -> np.ndarray | None:
@@ -20,3 +23,12 @@ def leading_view(buffer, shape: tuple[int, ...], dtype) -> np.ndarray | None:
             and buffer.flags.c_contiguous and buffer.flags.writeable and buffer.size >= n):
         return buffer.reshape(-1)[:n].reshape(shape)
     return None
+
+
+def given_array(values, shape: tuple[int, ...], name: str) -> np.ndarray:
+    """A caller's precomputed statistic (e.g. a matrix's row sums) as a float64 array of
+    ``shape``: the shape is checked, the values are trusted."""
+    v = np.asarray(values, dtype=np.float64)
+    if v.shape != tuple(shape):
+        raise InputError(f"{name} must have shape {tuple(shape)}, got {v.shape}")
+    return v

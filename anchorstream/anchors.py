@@ -31,6 +31,7 @@ from collections.abc import Sequence
 import numpy as np
 import scipy.sparse as sp
 
+from anchorstream._buffers import given_array
 from anchorstream.errors import InputError
 
 __all__ = ["candidate_words", "fast_anchor_words", "find_anchors", "pivoted_qr_anchors"]
@@ -94,7 +95,8 @@ def _check_cooccurrence(C, check: bool = True, row_sums=None):
     ``check=False`` trusts a dense ``C`` to be square and finite (a caller's own, already
     checked, matrix)."""
     if not check and isinstance(C, np.ndarray) and C.dtype == np.float64 and C.ndim == 2:
-        return C, C.sum(axis=1) if row_sums is None else _row_vector(row_sums, C, "row_sums")
+        return C, (C.sum(axis=1) if row_sums is None
+                   else given_array(row_sums, (C.shape[0],), "row_sums"))
     if sp.issparse(C):
         C = sp.csr_matrix(C, dtype=np.float64)
         shape = C.shape
@@ -112,15 +114,7 @@ def _check_cooccurrence(C, check: bool = True, row_sums=None):
         raise InputError("C contains NaN or infinite entries")
     if row_sums is None:
         return C, np.asarray(C.sum(axis=1)).ravel()
-    return C, _row_vector(row_sums, C, "row_sums")
-
-
-def _row_vector(values, C, name: str) -> np.ndarray:
-    """A caller's per-row statistic of ``C`` (shape checked, values trusted)."""
-    v = np.asarray(values, dtype=np.float64)
-    if v.shape != (C.shape[0],):
-        raise InputError(f"{name} must have shape ({C.shape[0]},), got {v.shape}")
-    return v
+    return C, given_array(row_sums, (C.shape[0],), "row_sums")
 
 
 def _check_indices(values, V: int, name: str) -> np.ndarray:
@@ -207,7 +201,7 @@ class _SpanSearch:
         self.allowed = allowed
         n, d = M.shape
         if sqnorm is not None:  # the rows' squared norms, known to the caller
-            sq = _row_vector(sqnorm, M, "row_sqnorms")
+            sq = given_array(sqnorm, (n,), "row_sqnorms")
         elif sp.issparse(M):
             sq = np.asarray(M.multiply(M).sum(axis=1)).ravel()
         else:

@@ -46,6 +46,7 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
 
+from anchorstream._buffers import given_array
 from anchorstream._kernels.recover import (
     recover_admm_dr,
     recover_expgrad_kl,
@@ -316,9 +317,7 @@ def recover(
     if row_sums is None:
         pv = np.asarray(C.sum(axis=1)).ravel()
     else:
-        pv = np.asarray(row_sums, dtype=np.float64)
-        if pv.shape != (V,):
-            raise InputError(f"row_sums must have shape ({V},), got {pv.shape}")
+        pv = given_array(row_sums, (V,), "row_sums")
     C_total = pv.sum()
     p = pv / C_total
     if np.any(p[S] <= 0):
@@ -343,10 +342,7 @@ def recover(
         if anchor_products is None:
             H = np.ascontiguousarray((C @ U.T) / safe[:, None])
         else:
-            H = np.ascontiguousarray(anchor_products, dtype=np.float64)
-            if H.shape != (V, K):
-                raise InputError(
-                    f"anchor_products must have shape ({V}, {K}), got {H.shape}")
+            H = np.ascontiguousarray(given_array(anchor_products, (V, K), "anchor_products"))
 
     if method == "l2":
         # ‖C̄_i‖² without forming C̄: Σ_j C_ij² / p_i².
