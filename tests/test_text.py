@@ -13,6 +13,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import anchorstream.text as text_mod
 from anchorstream.errors import InputError
@@ -59,6 +61,15 @@ def test_module_doctests():
 )
 def test_splitting_and_normalisation(doc, expected):
     assert PLAIN(doc) == expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.characters(max_codepoint=127), max_size=60))
+def test_ascii_fast_path_splits_like_the_unicode_pattern(doc):
+    # ASCII text takes a pattern compiled with re.ASCII; on ASCII input it must find exactly
+    # the words of the full pattern (same \w, same \b, no combining marks possible).
+    text = doc.lower().replace("_", " ")
+    assert text_mod._ASCII_WORD.findall(text) == text_mod._word_pattern().findall(text)
 
 
 def test_output_is_nfkc_normalised():
