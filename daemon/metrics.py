@@ -10,7 +10,8 @@ Two kinds of values:
   ``metrics.messages_consumed.labels(topic).inc()``, ``with metrics.refresh_stage("rectify"):``,
   ``metrics.observe_churn(alignment.churn())``;
 * **state read at scrape time** (consumer lag, vocabulary size, snapshot version and age, store
-  size, accumulator memory) from callables registered with :meth:`Metrics.bind`; a callable that
+  size, accumulator memory, free disk space) from callables registered with :meth:`Metrics.bind`
+  (or :meth:`Metrics.bind_publisher`, :meth:`Metrics.bind_filesystems`); a callable that
   raises is logged and its metric left out of that scrape, so a scrape never fails because the
   store is mid-checkpoint. The callables run in the HTTP thread, so they must be thread-safe and
   cheap — return cached values (e.g. :meth:`daemon.source.KafkaSource.lag`), do no network I/O.
@@ -30,6 +31,8 @@ anchorstream_source_errors_total                   counter    kind
 anchorstream_checkpoints_total                     counter
 anchorstream_checkpoint_failures_total             counter
 anchorstream_checkpoint_duration_seconds           histogram
+anchorstream_checkpoint_stage_seconds              histogram  stage (delta, write, commit,
+                                                              compact, gc): stages that ran
 anchorstream_checkpoint_size_bytes                 histogram
 anchorstream_refreshes_total                       counter
 anchorstream_refresh_failures_total                counter    stage
@@ -56,6 +59,9 @@ anchorstream_snapshot_documents                    gauge      (scrape time)
 anchorstream_snapshots_retained                    gauge      (scrape time)
 anchorstream_store_size_bytes                      gauge      (scrape time)
 anchorstream_accumulator_bytes                     gauge      (scrape time)
+anchorstream_filesystem_free_bytes                 gauge      path (store, snapshots): space
+                                                              left to the daemon (scrape time)
+anchorstream_filesystem_size_bytes                 gauge      path (scrape time)
 anchorstream_process_*                             (process)  resident memory, CPU, open fds
 =================================================  =========  ===================================
 """
@@ -64,6 +70,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
+import shutil
 import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
@@ -83,7 +91,7 @@ from prometheus_client.registry import Collector
 from anchorstream import __version__
 from anchorstream.decode import REASONS
 
-__all__ = ["PREFIX", "REFRESH_STAGES", "Metrics"]
+__all__ = ["CHECKPOINT_STAGES", "PREFIX", "REFRESH_STAGES", "Metrics"]
 
 log = logging.getLogger("anchorstream.metrics")
 
@@ -91,6 +99,10 @@ PREFIX = "anchorstream"
 #: Stages of a refresh, timed separately (label values of refresh_duration_seconds).
 REFRESH_STAGES = ("read", "rectify", "anchors", "recover", "correlations", "align", "publish",
                   "total")
+#: Stages of a store checkpoint (label values of checkpoint_stage_seconds), as
+#: ``CooccurrenceStore.last_checkpoint_seconds`` reports them: accumulators to sparse deltas,
+#: arrays written, Icechunk commit, compaction, garbage collection.
+CHECKPOINT_STAGES = ("delta", "write", "commit", "compact", "gc")
 
 # Checkpoints and refreshes span milliseconds (a few documents) to minutes (V = 20,000).
 _DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300,
@@ -153,6 +165,20 @@ class _ScrapeCollector(Collector):
         if retained is not None:
             yield GaugeMetricFamily(f"{PREFIX}_snapshots_retained",
                                     "Snapshots currently kept on disk.", value=float(retained))
+        filesystems = self._call("filesystems")
+        if filesystems:
+            free = GaugeMetricFamily(
+                f"{PREFIX}_filesystem_free_bytes",
+                "Bytes left to the daemon (unprivileged) on the file system holding a directory.",
+                labels=["path"])
+            size = GaugeMetricFamily(f"{PREFIX}_filesystem_size_bytes",
+                                     "Size of the file system holding a directory.",
+                                     labels=["path"])
+            for name, (free_bytes, size_bytes) in filesystems.items():
+                free.add_metric([name], float(free_bytes))
+                size.add_metric([name], float(size_bytes))
+            yield free
+            yield size
 
 
 class Metrics:
@@ -170,8 +196,9 @@ class Metrics:
     registry : CollectorRegistry
     messages_consumed, messages_rejected, dead_letters, documents_accumulated,
     tokens_accumulated, source_errors, checkpoints, checkpoint_failures, checkpoint_duration,
-    checkpoint_size, refreshes, refresh_failures, refresh_duration, snapshots_published,
-    vocabulary_admissions, vocabulary_evictions, topic_births, topic_deaths, topic_churn,
+    checkpoint_stage_duration, checkpoint_size, refreshes, refresh_failures, refresh_duration,
+    snapshots_published, vocabulary_admissions, vocabulary_evictions, topic_births,
+    topic_deaths, topic_churn,
     topic_match_similarity, rectification_residual, rectification_iterations,
     rectification_warm_change, http_requests
         The prometheus_client metric objects (see the module table for names and labels).
@@ -204,6 +231,10 @@ class Metrics:
                                            "Store checkpoints that failed.", registry=r)
         self.checkpoint_duration = Histogram(
             f"{p}_checkpoint_duration_seconds", "Time to commit a checkpoint.",
+            buckets=_DURATION_BUCKETS, registry=r)
+        self.checkpoint_stage_duration = Histogram(
+            f"{p}_checkpoint_stage_seconds",
+            "Time per checkpoint stage (compact and gc only when they ran).", ["stage"],
             buckets=_DURATION_BUCKETS, registry=r)
         self.checkpoint_size = Histogram(
             f"{p}_checkpoint_size_bytes", "Bytes written by a checkpoint.",
@@ -251,7 +282,7 @@ class Metrics:
     # scrape-time sources
 
     _SOURCES = ("lag", "vocabulary_size", "snapshot", "snapshots_retained", "store_bytes",
-                "accumulator_bytes")
+                "accumulator_bytes", "filesystems")
 
     def bind(self, **sources: Callable[[], Any] | None) -> None:
         """Register (or with ``None`` remove) callables read at scrape time.
@@ -264,6 +295,8 @@ class Metrics:
         snapshots_retained : callable -> int
         store_bytes : callable -> int
         accumulator_bytes : callable -> int
+        filesystems : callable -> mapping of name to (free_bytes, size_bytes)
+            See :meth:`bind_filesystems`.
 
         Raises
         ------
@@ -286,6 +319,46 @@ class Metrics:
                                               info.num_docs)
 
         self.bind(snapshot=snapshot, snapshots_retained=lambda: len(publisher.list()))
+
+    def bind_filesystems(self, **locations: str | os.PathLike | None) -> None:
+        """Export free and total bytes of the file systems holding the daemon's directories.
+
+        ``metrics.bind_filesystems(store=cfg.store.path, snapshots=cfg.snapshots.path)`` gives
+        ``anchorstream_filesystem_free_bytes{path="store"}`` and ``..._size_bytes``, measured
+        with :func:`shutil.disk_usage` at every scrape (one ``statvfs`` call each). A location
+        that is a URL of an object store (``s3://``, ``gs://``, ``memory://``) has no file
+        system and is left out; ``file://`` URLs are local. A location on the same file system
+        as one named before it is left out too (one series per file system, so an alert on
+        free space fires once), and so is a directory that does not exist yet: its nearest
+        existing parent is measured instead.
+
+        Parameters
+        ----------
+        **locations : path-like, URL or None
+            Label value (``path``) to directory.
+        """
+        dirs = {}
+        for name, location in locations.items():
+            text = None if location is None else os.fspath(location)
+            if text is not None and text.startswith("file://"):
+                text = text[len("file://"):]
+            if text is not None and "://" not in text:
+                dirs[name] = os.path.abspath(text)
+
+        def filesystems() -> dict[str, tuple[int, int]]:
+            out, seen = {}, set()
+            for name, path in dirs.items():
+                while not os.path.exists(path) and os.path.dirname(path) != path:
+                    path = os.path.dirname(path)
+                device = os.stat(path).st_dev
+                if device in seen:
+                    continue
+                seen.add(device)
+                usage = shutil.disk_usage(path)
+                out[name] = (usage.free, usage.total)
+            return out
+
+        self.bind(filesystems=filesystems if dirs else None)
 
     # ----------------------------------------------------------------------------------------
     # event helpers
@@ -317,11 +390,28 @@ class Metrics:
             self.topic_match_similarity.set(
                 sum(m["similarity"] for m in matched) / len(matched))
 
-    def observe_checkpoint(self, seconds: float, nbytes: int | None = None) -> None:
+    def observe_checkpoint(self, seconds: float, nbytes: int | None = None,
+                           stages: Mapping[str, float] | None = None) -> None:
+        """Record a successful checkpoint.
+
+        Parameters
+        ----------
+        seconds : float
+            The whole checkpoint, as the loop timed it.
+        nbytes : int, optional
+            How much the store grew.
+        stages : mapping of stage to seconds, optional
+            ``CooccurrenceStore.last_checkpoint_seconds``. A stage at 0 did not run
+            (compaction and garbage collection run every few checkpoints) and is not observed,
+            so its histogram describes the runs that happened rather than mostly zeros.
+        """
         self.checkpoints.inc()
         self.checkpoint_duration.observe(seconds)
         if nbytes is not None:
             self.checkpoint_size.observe(nbytes)
+        for stage, stage_seconds in (stages or {}).items():
+            if stage_seconds > 0:
+                self.checkpoint_stage_duration.labels(stage).observe(stage_seconds)
 
     # ----------------------------------------------------------------------------------------
     # exposition

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import urllib.request
 
 import pytest
@@ -22,6 +23,7 @@ EXPECTED = {
     "anchorstream_checkpoints",
     "anchorstream_checkpoint_failures",
     "anchorstream_checkpoint_duration_seconds",
+    "anchorstream_checkpoint_stage_seconds",
     "anchorstream_checkpoint_size_bytes",
     "anchorstream_refreshes",
     "anchorstream_refresh_failures",
@@ -46,6 +48,8 @@ EXPECTED = {
     "anchorstream_snapshots_retained",
     "anchorstream_store_size_bytes",
     "anchorstream_accumulator_bytes",
+    "anchorstream_filesystem_free_bytes",
+    "anchorstream_filesystem_size_bytes",
     "anchorstream_process_resident_memory_bytes",
 }
 
@@ -77,8 +81,9 @@ def bound_metrics() -> Metrics:
     return m
 
 
-def test_every_metric_is_exported_with_prefix_and_units():
+def test_every_metric_is_exported_with_prefix_and_units(tmp_path):
     m = bound_metrics()
+    m.bind_filesystems(store=tmp_path)
     m.messages_consumed.labels("docs").inc()
     m.dead_letters.labels("sent").inc()
     m.source_errors.labels("NoBrokersAvailable").inc()
@@ -146,13 +151,42 @@ def test_churn_and_checkpoint_helpers():
                      "matched": [{"id": 0, "similarity": 0.8}, {"id": 2, "similarity": 0.6}],
                      "splits": [], "merges": []})
     m.observe_checkpoint(0.25, 10_000)
+    m.observe_checkpoint(0.5, None, {"delta": 0.1, "write": 0.2, "commit": 0.05,
+                                     "compact": 0.0, "gc": 0.15})
     f = scrape(m)
     assert sample(f, "anchorstream_topic_births_total") == 2
     assert sample(f, "anchorstream_topic_deaths_total") == 1
     assert sample(f, "anchorstream_topic_churn", kind="matched") == 2
     assert sample(f, "anchorstream_topic_match_similarity") == pytest.approx(0.7)
-    assert sample(f, "anchorstream_checkpoints_total") == 1
+    assert sample(f, "anchorstream_checkpoints_total") == 2
     assert sample(f, "anchorstream_checkpoint_size_bytes_sum") == 10_000
+    assert sample(f, "anchorstream_checkpoint_duration_seconds_count") == 2
+    assert sample(f, "anchorstream_checkpoint_stage_seconds_sum", stage="write") == 0.2
+    assert sample(f, "anchorstream_checkpoint_stage_seconds_count", stage="gc") == 1
+    # A stage at 0 did not run (no compaction this time): not observed.
+    with pytest.raises(KeyError):
+        sample(f, "anchorstream_checkpoint_stage_seconds_count", stage="compact")
+
+
+def test_filesystems_free_and_size_at_scrape_time(tmp_path):
+    m = Metrics(process=False)
+    store = tmp_path / "data" / "store"
+    elsewhere = "s3://bucket/store"
+    # The store directory does not exist yet (its parent is measured); the snapshots share
+    # its file system (left out: one series per file system); an object store has none.
+    m.bind_filesystems(store=f"file://{store}", snapshots=tmp_path / "snapshots",
+                       remote=elsewhere)
+    f = scrape(m)
+    usage = shutil.disk_usage(tmp_path)
+    assert sample(f, "anchorstream_filesystem_size_bytes", path="store") == usage.total
+    free = sample(f, "anchorstream_filesystem_free_bytes", path="store")
+    assert 0 < free <= usage.total
+    assert abs(free - usage.free) < 0.1 * usage.total  # other writers share the disk
+    series = {s.labels["path"] for s in f["anchorstream_filesystem_free_bytes"].samples}
+    assert series == {"store"}
+    # Only object stores: nothing to measure, no family at all.
+    m.bind_filesystems(store=elsewhere)
+    assert "anchorstream_filesystem_free_bytes" not in scrape(m)
 
 
 def test_registries_are_independent():
