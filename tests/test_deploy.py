@@ -1,11 +1,13 @@
 """deploy/ is consistent with the daemon: its files parse, and every metric they use exists.
 
-The metric names come from a real scrape: a :class:`daemon.api.ApiServer` on an ephemeral port
-with a :class:`daemon.metrics.Metrics` registry whose scrape-time sources are bound (as the
-daemon binds them) and a published snapshot, parsed with ``prometheus_client.parser``.
-Docker and Kubernetes are not available here, so the compose file and the manifests are checked
-as data: structure, probes, mounts that point at files which exist, configs that the daemon's
-own loader accepts.
+The metric names come from the daemon as operators run it: ``python -m daemon run`` against
+the session's real broker (:mod:`kafka_broker`), started and driven with the helpers of
+``tests/test_daemon.py``, scraped over HTTP once it has checkpointed and published a snapshot
+(so its histograms and labelled series exist), and parsed with ``prometheus_client.parser``.
+A metric the daemon defines but does not bind (a scrape-time gauge nobody feeds) is therefore
+missing, as it would be in production. Docker and Kubernetes are not available here, so the
+compose file and the manifests are checked as data: structure, probes, mounts that point at
+files which exist, configs that the daemon's own loader accepts.
 """
 
 from __future__ import annotations
@@ -14,18 +16,15 @@ import json
 import re
 import shutil
 import subprocess
-import urllib.request
 from pathlib import Path
 
-import numpy as np
 import pytest
 import yaml
+from kafka_broker import produce, unique_name
 from prometheus_client.parser import text_string_to_metric_families
+from test_daemon import DaemonProcess, corpus, http, wait_for_docs, write_config
 
-from daemon.api import ApiServer
 from daemon.config import parse_config
-from daemon.metrics import Metrics
-from daemon.publisher import Publisher
 
 DEPLOY = Path(__file__).resolve().parent.parent / "deploy"
 METRIC = re.compile(r"\banchorstream_[A-Za-z0-9_]+")
@@ -55,29 +54,31 @@ def alert_rules() -> list[dict]:
 
 
 @pytest.fixture(scope="module")
-def exported(tmp_path_factory) -> set[str]:
-    """Every series name the daemon's /metrics can expose, from a real scrape."""
-    pub = Publisher(tmp_path_factory.mktemp("snapshots"))
-    words = [f"w{i}" for i in range(30)]
-    pub.publish(vocabulary=words, topic_word=np.full((3, 30), 1 / 30), topic_topic=np.eye(3) / 3,
-                anchors=words[:3], num_docs=10, settings={}, source={})
-    metrics = Metrics()
-    metrics.bind_publisher(pub)
-    metrics.bind(lag=lambda: {("documents", 0): 5, ("documents", 1): 0},
-                 vocabulary_size=lambda: 30, store_bytes=lambda: 1 << 20,
-                 accumulator_bytes=lambda: 4096)
+def exported(kafka_broker, tmp_path_factory) -> set[str]:
+    """Every series name a running daemon's /metrics exposes, from a real scrape."""
+    tmp = tmp_path_factory.mktemp("daemon")
+    topic, dead = unique_name("docs"), unique_name("dead")
+    kafka_broker.create_topics({topic: 2, dead: 1})
+    boot = kafka_broker.bootstrap_servers
+    # Enough documents for a model over the planted topics, and one bad message (rejected,
+    # sent to the dead-letter topic).
+    produce(boot, topic, corpus(600, seed=11) + [b"{not json"])
+    daemon = DaemonProcess(tmp, write_config(tmp, boot, topic, kafka={"dead_letter_topic": dead}))
     try:
-        with ApiServer(pub, metrics=metrics) as server, \
-                urllib.request.urlopen(f"{server.url}/metrics", timeout=30) as resp:
-            text = resp.read().decode("utf-8")
+        wait_for_docs(daemon, 600)  # checkpointed, refreshed and published
+        status, _, raw = http(daemon.url + "/metrics")
+        assert status == 200, raw
+        assert daemon.terminate() == 0, daemon.log()
     finally:
-        pub.close()
+        daemon.close()
+    text = raw.decode("utf-8")
     names: set[str] = set()
     # The series a family of each type produces (the parser strips _total from counters).
     suffixes = {"counter": ("_total", "_created"), "histogram": ("_bucket", "_sum", "_count",
                                                                  "_created"),
                 "summary": ("_sum", "_count", "_created"), "info": ("_info",)}
     for family in text_string_to_metric_families(text):
+        names.add(family.name)  # a histogram by its family name, as the docs call it
         names.update(family.name + s for s in suffixes.get(family.type, ("",)))
         names.update(sample.name for sample in family.samples)
     return names
@@ -161,6 +162,10 @@ def test_every_metric_used_in_deploy_is_exported(exported):
     assert len(used) >= 15
     missing = sorted(used - exported)
     assert not missing, f"deploy/ uses metrics the daemon does not export: {missing}"
+    # The operator's guide names them too.
+    named = referenced([(DEPLOY / "README.md").read_text(encoding="utf-8")])
+    missing = sorted(named - exported)
+    assert not missing, f"deploy/README.md names metrics the daemon does not export: {missing}"
 
 
 # ----------------------------------------------------------------------------------------------
