@@ -97,22 +97,33 @@ def test_dashboard_parses_and_covers_the_operator_questions():
     assert dash["uid"] == "anchorstream" and dash["panels"]
     ids = [p["id"] for p in dash["panels"]]
     assert len(ids) == len(set(ids))
+    cells = {}
     for p in dash["panels"]:
         assert {"x", "y", "w", "h"} <= p["gridPos"].keys()
+        g = p["gridPos"]
+        assert 0 <= g["x"] and g["x"] + g["w"] <= 24, p["title"]
+        for cell in ((x, y) for x in range(g["x"], g["x"] + g["w"])
+                     for y in range(g["y"], g["y"] + g["h"])):
+            assert cell not in cells, f"{p['title']!r} overlaps {cells[cell]!r}"
+            cells[cell] = p["title"]
         for t in p.get("targets", []):
             assert t["expr"].strip(), p["title"]
     names = referenced(dashboard_exprs(dash))
     # ingest rate, lag per partition, rejected messages, checkpoint and refresh durations by
-    # stage, snapshot age, vocabulary size, topic churn
+    # stage, snapshot age, vocabulary size, topic churn; memory and disk
     for needed in ("anchorstream_messages_consumed_total", "anchorstream_consumer_lag_messages",
                    "anchorstream_messages_rejected_total",
                    "anchorstream_checkpoint_duration_seconds_bucket",
+                   "anchorstream_checkpoint_stage_seconds_bucket",
                    "anchorstream_refresh_duration_seconds_bucket",
                    "anchorstream_snapshot_age_seconds", "anchorstream_vocabulary_size_words",
-                   "anchorstream_topic_churn"):
+                   "anchorstream_topic_churn", "anchorstream_accumulator_bytes",
+                   "anchorstream_filesystem_free_bytes", "anchorstream_filesystem_size_bytes"):
         assert needed in names, needed
-    exprs = " ".join(dashboard_exprs(dash))
-    assert "by (topic, partition)" in exprs and "by (le, stage)" in exprs
+    exprs = dashboard_exprs(dash)
+    assert any("by (topic, partition)" in e for e in exprs)
+    for histogram in ("checkpoint_stage_seconds", "refresh_duration_seconds"):
+        assert any("by (le, stage)" in e and histogram in e for e in exprs), histogram
 
 
 def test_grafana_provisioning_points_at_the_dashboard_and_prometheus():
@@ -135,8 +146,14 @@ def test_alert_rules_parse_and_cover_the_failure_modes():
     assert len(names) == len(rules)
     for wanted in ("AnchorstreamConsumerLagGrowing", "AnchorstreamNoRecentSnapshot",
                    "AnchorstreamRefreshFailing", "AnchorstreamRejectedRatioHigh",
-                   "AnchorstreamStoreDiskFillingUp"):
+                   "AnchorstreamDiskSpaceLow", "AnchorstreamStoreDiskFillingUp"):
         assert wanted in names
+    # Disk alerts watch the volume's free space, not a size fixed in the rules.
+    by_name = {r["alert"]: r for r in rules}
+    for name in ("AnchorstreamDiskSpaceLow", "AnchorstreamStoreDiskFillingUp"):
+        expr = by_name[name]["expr"]
+        assert "anchorstream_filesystem_free_bytes / anchorstream_filesystem_size_bytes" in expr
+        assert "1024" not in expr, name
     for r in rules:
         assert r["expr"].strip() and r["labels"]["severity"] in ("warning", "critical"), r
         assert r["annotations"]["summary"] and r["annotations"]["description"], r
