@@ -22,6 +22,9 @@ rely on — learned the hard way, keep them here:
 * Record headers round-trip (used for the dead-letter ``reason``); gzip works, lz4/zstd/snappy
   need extra client libraries.
 
+The broker dies with the process that started it, however that process ends (a clean stop, a
+forced exit, SIGKILL, the OOM killer): see :func:`_die_with_parent`.
+
 Usage::
 
     with EmbeddedBroker() as broker:
@@ -31,14 +34,18 @@ Usage::
 
 from __future__ import annotations
 
+import ctypes
+import functools
 import logging
 import os
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
+import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 from anchorstream.errors import AnchorstreamError
@@ -78,6 +85,61 @@ def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((host, 0))
         return s.getsockname()[1]
+
+
+#: ``prctl`` option: the signal a process receives when its parent thread exits (linux/prctl.h).
+_PR_SET_PDEATHSIG = 1
+
+
+@functools.cache
+def _prctl():
+    """libc's ``prctl``, typed, or None off Linux (looked up once, before any fork)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong,
+                      ctypes.c_ulong]
+    prctl.restype = ctypes.c_int
+    return prctl
+
+
+def _die_with_parent() -> Callable[[], None] | None:
+    """A ``preexec_fn`` that makes the child get SIGKILL when its parent dies (Linux), or None.
+
+    Why: the broker runs in its own session (so a Ctrl-C meant for the caller does not reach
+    it), so nothing else ends it when the daemon ends without running its ``finally`` blocks:
+    SIGKILL, the OOM killer, a forced exit. ``PR_SET_PDEATHSIG`` is the kernel doing exactly
+    this, at no cost and with no extra process. A watchdog (a thread or a helper process
+    polling for the parent) was the alternative: more moving parts, a polling delay, and a
+    watchdog thread dies with the daemon too, so only a helper process would cover SIGKILL.
+
+    Caveats, handled here and by the caller:
+
+    * The signal fires when the *thread* that forked the child exits, not the process.
+      :meth:`EmbeddedBroker.start` therefore asks for it only on the main thread, which lives
+      as long as the process (``anchorstream run`` and ``demo`` start the broker there).
+    * If the parent died between the fork and the ``prctl`` call, no signal will ever come:
+      the child checks that its parent is still the process that forked it and kills itself
+      otherwise.
+    * The child runs this between ``fork`` and ``exec``, where Python code is unsafe if it
+      waits on a lock another thread held at the fork (imports, logging): it only calls the
+      libc function looked up beforehand, ``getppid`` and ``kill``.
+    """
+    prctl = _prctl()
+    if prctl is None:
+        return None
+    parent = os.getpid()
+    sig = int(signal.SIGKILL)  # the broker keeps nothing on disk: no need to be gentle
+
+    def preexec() -> None:
+        prctl(_PR_SET_PDEATHSIG, sig, 0, 0, 0)
+        if os.getppid() != parent:
+            os.kill(os.getpid(), sig)
+
+    return preexec
 
 
 class EmbeddedBroker:
@@ -134,6 +196,11 @@ class EmbeddedBroker:
             os.close(fd)
             self._log_path = Path(name)
         url = f"tcp://{self.host}:{self.port}"
+        # Dies with this process (see _die_with_parent). Only from the main thread: the
+        # signal fires when the forking thread ends, and a worker thread may end long before
+        # the process does. A broker started elsewhere relies on stop()/close() alone.
+        on_main = threading.current_thread() is threading.main_thread()
+        preexec = _die_with_parent() if on_main else None
         with open(self._log_path, "ab") as logfile:
             self._proc = subprocess.Popen(
                 [binary, "broker", "--listener-url", url, "--advertised-listener-url", url,
@@ -142,6 +209,7 @@ class EmbeddedBroker:
                 # Its own session: a Ctrl-C meant for a test runner does not kill it mid-test,
                 # and stop() signals exactly this process.
                 start_new_session=True,
+                preexec_fn=preexec,
             )
         deadline = time.monotonic() + timeout
         while True:
