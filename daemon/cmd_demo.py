@@ -33,7 +33,6 @@ import json
 import logging
 import os
 import shutil
-import signal
 import socket
 import sys
 import tempfile
@@ -468,35 +467,12 @@ def _reach(replay: _Replay, num_docs: int) -> str | None:
     return dates[min(num_docs, len(dates)) - 1]
 
 
-def _make_daemon_class():
-    from daemon.service import Daemon
-
-    class DemoDaemon(Daemon):
-        """The daemon, whose second Ctrl-C also kills the broker before exiting at once."""
-
-        broker = None
-
-        def install_signal_handlers(self) -> None:
-            def handler(signum, _frame):
-                self._signals += 1
-                if self._signals > 1:
-                    if self.broker is not None:
-                        with contextlib.suppress(Exception):
-                            self.broker.stop(timeout=2)
-                    os._exit(1)
-                self.stop_event.set()
-
-            signal.signal(signal.SIGTERM, handler)
-            signal.signal(signal.SIGINT, handler)
-
-    return DemoDaemon
-
-
 def _say(text: str = "") -> None:
     print(text, flush=True)
 
 
 def run(args) -> int:
+    from daemon.cmd_run import StartupInterrupted, interrupt_startup_on_signals
     from daemon.config import load_config
 
     if args.rate <= 0:
@@ -528,7 +504,11 @@ def run(args) -> int:
     stop_replay = threading.Event()
     replay = printer = None
     style = _Style(sys.stdout)
+    status = 0
     try:
+        # A Ctrl-C or SIGTERM before the daemon runs unwinds through the finally below (broker
+        # stopped, state removed) instead of killing the process.
+        interrupt_startup_on_signals()
         cfg = demo_config(base, state_dir=state_dir, num_topics=args.topics, port=port,
                           refresh_seconds=args.refresh_seconds, refresh_docs=args.refresh_docs,
                           vocab=args.vocab, rectify_iter=args.rectify_iter)
@@ -538,9 +518,11 @@ def run(args) -> int:
         logging.getLogger("kafka").setLevel(logging.WARNING if args.verbose else logging.ERROR)
 
         from daemon.broker import EmbeddedBroker
+        from daemon.service import Daemon
 
         t0 = time.monotonic()
-        broker = EmbeddedBroker().start()
+        broker = EmbeddedBroker()  # assigned before start(): the finally sees it
+        broker.start()
         topic = cfg.kafka.topics[0]
         topics = {t: 1 for t in cfg.kafka.topics}
         for extra in (cfg.kafka.dead_letter_topic, cfg.kafka.model_updates_topic):
@@ -550,9 +532,9 @@ def run(args) -> int:
 
         # A refresh cannot be interrupted; at Ctrl-C wait for it only briefly (publication is
         # atomic, so abandoning it loses nothing but its work).
-        daemon = _make_daemon_class()(cfg, bootstrap_servers=broker.bootstrap_servers,
-                                      refresh_join_seconds=3.0)
-        daemon.broker = broker
+        daemon = Daemon(cfg, bootstrap_servers=broker.bootstrap_servers,
+                        refresh_join_seconds=3.0)
+        daemon.broker = broker  # a second Ctrl-C stops it before exiting at once
         daemon.start()
         url = daemon.api.url + "/"
 
@@ -561,7 +543,8 @@ def run(args) -> int:
         _say(f"  config:   {config_path or 'built-in defaults'} (demo settings on top)")
         _say(f"  state:    {state_dir}"
              + (" (temporary, removed at exit)" if remove_state else ""))
-        _say(f"  broker:   embedded Kafka at {broker.bootstrap_servers}, topic {topic!r}")
+        _say(f"  broker:   embedded Kafka at {broker.bootstrap_servers} (pid {broker.pid}), "
+             f"topic {topic!r}")
         _say(f"  sample:   State of the Union paragraphs 1790-2026 ({total} documents at "
              f"{args.rate:g}/s)")
         _say(f"  model:    {cfg.model.num_topics} topics over at most {cfg.vocab.capacity:,} "
@@ -587,6 +570,8 @@ def run(args) -> int:
             args=(daemon, replay, style, args, t0))
         printer.start()
         status = daemon.run()
+    except StartupInterrupted:
+        _say(style.dim("interrupted while starting"))
     finally:
         stop_replay.set()
         if daemon is not None:

@@ -9,20 +9,28 @@ With ``kafka.bootstrap_servers: embedded`` the bundled Kafka-compatible broker
 the consumed topics (and the dead-letter and model-updates topics, when configured) are created
 in it, and it is stopped when the daemon exits. Its address is logged and written to
 ``--ready-file``, so ``anchorstream replay --bootstrap-servers`` can feed it.
+
+The broker never outlives the daemon: a clean stop closes it here; a second signal (the forced
+exit) stops it in the daemon's handler; SIGKILL or the OOM killer end it through the
+parent-death signal it is started with (Linux, see :mod:`daemon.broker`); and a SIGTERM/SIGINT
+while it is being started and the topics created interrupts the start-up and closes it (exit 0)
+instead of killing the process with the default action.
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import signal
 import sys
+import threading
 from pathlib import Path
 
 from daemon.config import load_config
 
 log = logging.getLogger("anchorstream.run")
 
-__all__ = ["register", "run"]
+__all__ = ["StartupInterrupted", "interrupt_startup_on_signals", "register", "run"]
 
 
 def register(subparsers) -> None:
@@ -45,6 +53,33 @@ def register(subparsers) -> None:
     p.set_defaults(func=run)
 
 
+class StartupInterrupted(BaseException):
+    """SIGTERM/SIGINT arrived before the daemon installed its own handlers.
+
+    A ``BaseException``, like ``KeyboardInterrupt``: the broad ``except Exception`` of the
+    start-up steps (creating topics, connecting) must not turn it into an error.
+    """
+
+
+def _interrupt_startup(signum, _frame) -> None:
+    # A second signal while unwinding acts at once (the broker then dies with the process).
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    raise StartupInterrupted(signal.Signals(signum).name)
+
+
+def interrupt_startup_on_signals() -> None:
+    """Until :meth:`daemon.service.Daemon.run` installs its handlers, raise on SIGTERM/SIGINT.
+
+    Start-up (starting the embedded broker, creating topics, building the daemon) then unwinds
+    through the caller's ``finally``, which stops the broker; SIGTERM's default action would
+    kill the process and skip it. A no-op off the main thread (where signals cannot be handled).
+    """
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _interrupt_startup)
+        signal.signal(signal.SIGINT, _interrupt_startup)
+
+
 def run(args) -> int:
     cfg = load_config(args.config)
     logging.getLogger().setLevel(cfg.logging.level)
@@ -55,10 +90,12 @@ def run(args) -> int:
     broker = None
     bootstrap = None
     try:
+        interrupt_startup_on_signals()
         if cfg.kafka.embedded:
             from daemon.broker import EmbeddedBroker
 
-            broker = EmbeddedBroker().start()
+            broker = EmbeddedBroker()  # assigned before start(): the finally sees it
+            broker.start()
             bootstrap = broker.bootstrap_servers
             topics = {t: max(int(args.embedded_partitions), 1) for t in cfg.kafka.topics}
             for extra in (cfg.kafka.dead_letter_topic, cfg.kafka.model_updates_topic):
@@ -66,12 +103,17 @@ def run(args) -> int:
                     topics[extra] = 1
             broker.create_topics(topics)
             log.info("embedded broker at %s with topics %s", bootstrap, sorted(topics))
-            print(f"embedded Kafka broker: {bootstrap}", file=sys.stderr, flush=True)
+            print(f"embedded Kafka broker: {bootstrap} (pid {broker.pid})", file=sys.stderr,
+                  flush=True)
 
         from daemon.service import Daemon
 
         daemon = Daemon(cfg, bootstrap_servers=bootstrap, ready_file=args.ready_file)
+        daemon.broker = broker  # a forced exit (second signal) stops it first
         return daemon.run()
+    except StartupInterrupted as exc:
+        log.info("signal %s during start-up: stopping", exc)
+        return 0
     finally:
         if broker is not None:
             broker.close()

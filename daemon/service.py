@@ -11,8 +11,10 @@ stops the refresher (waiting at most ``refresh_join_seconds``; a refresh still r
 abandoned: publication is atomic, so nothing half-written is ever visible), closes the consumer
 (leaving the group), flushes the dead-letter producer, and stops the HTTP server. The time
 to exit is bounded by one poll + one checkpoint + ``refresh_join_seconds`` + the clients'
-close timeouts (5 s each). A second signal during shutdown exits at once (status 1); state is
-still consistent, only the not yet committed tail is replayed at the next start.
+close timeouts (5 s each). A second signal during shutdown stops the embedded broker (when
+:attr:`Daemon.broker` is set) and exits at once (status 1); state is still consistent, only
+the not yet committed tail is replayed at the next start. The handlers are installed before the
+parts are built, so a signal during start-up also stops gracefully.
 
 Exit status of :meth:`Daemon.run`: 0 after a requested stop, 1 when ingestion could not go on
 (the store is broken: checkpoints keep failing, or its offsets cannot be read).
@@ -201,12 +203,21 @@ class Daemon:
     # ----------------------------------------------------------------------------------------
     # running
 
+    #: The embedded broker its caller started (``anchorstream run``/``demo``), if any. The
+    #: forced exit of a second signal skips the caller's ``finally``, so it stops it first.
+    broker = None
+
     def install_signal_handlers(self) -> None:
-        """SIGTERM/SIGINT: stop gracefully; a second one exits at once."""
+        """SIGTERM/SIGINT: stop gracefully; a second one stops the broker and exits at once."""
         def handler(signum, _frame):
             self._signals += 1
             if self._signals > 1:
                 log.warning("second signal: exiting without waiting")
+                if self.broker is not None:
+                    try:
+                        self.broker.stop(timeout=2)
+                    except Exception:  # noqa: BLE001 - exiting anyway; it dies with us on Linux
+                        log.exception("could not stop the embedded broker")
                 os._exit(1)
             log.info("signal %s: flushing, checkpointing and stopping",
                      signal.Signals(signum).name)
@@ -217,10 +228,12 @@ class Daemon:
 
     def run(self) -> int:
         """Start (if needed), ingest until stopped, shut down. Returns the exit status."""
+        if threading.current_thread() is threading.main_thread():
+            # Before start(): a signal while the parts are built then stops gracefully (the
+            # loop returns at once), instead of killing the process mid-start.
+            self.install_signal_handlers()
         if self.loop is None:
             self.start()
-        if threading.current_thread() is threading.main_thread():
-            self.install_signal_handlers()
         status = 0
         try:
             self.loop.run(self.stop_event)
