@@ -15,10 +15,13 @@ $(VENV)/.installed: pyproject.toml
 demo: $(VENV)/.installed
 	$(VENV)/bin/anchorstream demo
 
-# The whole suite, then the numba kernels once more as plain Python against their slow twins
+# The system tools some tests use (Chromium and its driver via apt, promtool into .venv/bin:
+# see .ci/system-deps; a no-op when present, a message instead of a failure when not root),
+# the whole suite, then the numba kernels once more as plain Python against their slow twins
 # (catches a kernel whose compiled and interpreted behaviour differ).
 test: $(VENV)/.installed
-	$(PY) -m pytest
+	.ci/system-deps $(VENV)/bin
+	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) -m pytest
 	NUMBA_DISABLE_JIT=1 $(PY) -m pytest -q tests/test_kernels_*.py
 
 # Benchmarks against the peers (anchortopics, gensim) in their own environment, so the peers'
