@@ -75,8 +75,26 @@ the store still holds the previous commit. A store of another format version is 
 (on a local disk objects are written to a temporary file and renamed into place); a process
 killed at any instant is covered, and tested.
 
-Storage URLs: a local path (or ``file://``), ``s3://bucket/prefix`` and ``gs://bucket/prefix``
-(credentials from the environment), and ``memory://name`` (in-process, for tests).
+Retention and garbage collection
+--------------------------------
+Every checkpoint and compaction is a commit, and every commit keeps its objects until it is
+expired. :meth:`CooccurrenceStore.collect_garbage` expires all but the last ``keep_versions``
+commits and deletes what no kept commit references (including the debris of a writer killed
+mid-commit), never touching anything younger than ``gc_min_age``. It runs after a checkpoint
+every ``gc_every`` checkpoints, when ``gc_interval_seconds`` have passed since the last one (the
+time is recorded in the store, so it holds across restarts), and at the first checkpoint of
+every writer whose branch holds expirable commits, so that short runs and frequent restarts
+keep the disk bounded too. The checkpoint's stage timings
+(:attr:`CooccurrenceStore.last_checkpoint_seconds`) show what it cost.
+
+Storage URLs
+------------
+A local path (or ``file://``), or an fsspec-style URL mapped onto Icechunk's own storage
+(:mod:`anchorstream.storage`): ``s3://`` / ``s3a://`` (AWS and S3-compatible servers),
+``gs://`` / ``gcs://``, ``az://`` / ``abfs://`` / ``abfss://`` / ``azure://``, and
+``memory://name`` (in-process, for tests). ``storage_options`` (``region``, ``endpoint_url``,
+``allow_http``, ``anonymous``, ...) go to the Icechunk constructor; credentials come from the
+environment by default. Other schemes are refused with the list of supported ones.
 """
 
 from __future__ import annotations
@@ -86,6 +104,7 @@ import datetime as _dt
 import logging
 import os
 import shutil
+import time
 import uuid
 import zlib
 from collections.abc import Iterable, Mapping, Sequence
@@ -105,6 +124,7 @@ from anchorstream.docstats import GROUP as _DOCSTATS
 from anchorstream.docstats import MAX_SEGMENTS as MAX_DOCSTATS_SEGMENTS
 from anchorstream.docstats import DocStatsSettings, DocumentStatistics
 from anchorstream.errors import InputError, StoreError, StoreFormatError
+from anchorstream.storage import icechunk_storage
 from anchorstream.vocabulary import StreamingVocabulary, decode_words, encode_words
 
 __all__ = [
@@ -134,28 +154,13 @@ _MEMORY: dict[str, icechunk.Storage] = {}
 
 
 # ---------------------------------------------------------------------------------- storage
-def _storage(url: str | os.PathLike) -> tuple[icechunk.Storage, str | None]:
-    """Icechunk storage for a URL, and the local directory when there is one."""
-    text = os.fspath(url)
-    if text.startswith("memory://"):
-        name = text[len("memory://") :]
-        if name not in _MEMORY:
-            _MEMORY[name] = icechunk.in_memory_storage()
-        return _MEMORY[name], None
-    if text.startswith("file://"):
-        text = text[len("file://") :]
-    for scheme, make in (("s3://", icechunk.s3_storage), ("gs://", icechunk.gcs_storage)):
-        if text.startswith(scheme):
-            bucket, _, prefix = text[len(scheme) :].partition("/")
-            if not bucket:
-                raise InputError(f"store URL {text!r} has no bucket")
-            return make(bucket=bucket, prefix=prefix or None, from_env=True), None
-    if "://" in text:
-        raise InputError(
-            f"unsupported store URL {text!r}: use a local path, file://, s3://, gs:// or memory://"
-        )
-    path = os.path.abspath(text)
-    return icechunk.local_filesystem_storage(path), path
+def _storage(url: str | os.PathLike, storage_options: Mapping[str, Any] | None = None
+             ) -> tuple[icechunk.Storage, str | None]:
+    """Icechunk storage for a URL, and the local directory when there is one.
+
+    See :mod:`anchorstream.storage` for the URL forms and ``storage_options``.
+    """
+    return icechunk_storage(url, storage_options, memory=_MEMORY)
 
 
 def _wrap(exc: BaseException, what: str) -> StoreError:
@@ -341,8 +346,9 @@ def _check_format(attrs: Mapping, where: str) -> dict:
     return meta
 
 
-def _open_repo(url) -> tuple[icechunk.Repository, str | None]:
-    storage, local = _storage(url)
+def _open_repo(url, storage_options: Mapping[str, Any] | None = None
+               ) -> tuple[icechunk.Repository, str | None]:
+    storage, local = _storage(url, storage_options)
     try:
         exists = icechunk.Repository.exists(storage)
     except BaseException as exc:
@@ -478,7 +484,8 @@ def _read(repo: icechunk.Repository, where: str, version: str | None,
 
 
 def open_committed(url, version: str | None = None, *, out=None,
-                   since: DenseRead | None = None) -> CommittedState:
+                   since: DenseRead | None = None,
+                   storage_options: Mapping[str, Any] | None = None) -> CommittedState:
     """Read one committed version of a store (the latest by default), read-only.
 
     Parameters
@@ -498,6 +505,9 @@ def open_committed(url, version: str | None = None, *, out=None,
         expired, the same active slots), ``out`` is brought up to date in place, reading only
         the new segments: the result equals a full read (to rounding, with decay). Otherwise
         this is a full read.
+    storage_options : mapping, optional
+        Keyword arguments of the Icechunk storage (see :mod:`anchorstream.storage`), e.g.
+        ``{"endpoint_url": "http://localhost:9000", "allow_http": True}``.
 
     Returns
     -------
@@ -509,17 +519,20 @@ def open_committed(url, version: str | None = None, *, out=None,
         If there is no store there or it cannot be read.
     StoreFormatError
         If it is not an anchorstream store or has another format version.
+    InputError
+        For an unsupported URL or storage options its storage does not take.
     """
-    repo, _ = _open_repo(url)
+    repo, _ = _open_repo(url, storage_options)
     return _read(repo, os.fspath(url), version, out, since)
 
 
-def read_committed(url, version: str | None = None):
+def read_committed(url, version: str | None = None, *,
+                   storage_options: Mapping[str, Any] | None = None):
     """The committed state as ``(Cooccurrence, words, offsets, version)`` (for ``fit``).
 
     See :func:`open_committed`; the co-occurrence is dense over the active vocabulary.
     """
-    st = open_committed(url, version)
+    st = open_committed(url, version, storage_options=storage_options)
     return st.cooccurrence, st.words, st.offsets, st.version
 
 
@@ -548,8 +561,11 @@ def _disk_bytes(local: str | None, repo: icechunk.Repository) -> int:
     return total
 
 
-def store_info(url, version: str | None = None) -> dict:
+def store_info(url, version: str | None = None, *,
+               storage_options: Mapping[str, Any] | None = None) -> dict:
     """Summary of a committed version, as plain JSON values (``anchorstream store-info``).
+
+    ``storage_options`` as for :func:`open_committed`.
 
     Returns
     -------
@@ -558,7 +574,7 @@ def store_info(url, version: str | None = None) -> dict:
         ``bytes_on_disk``, ``fingerprint`` (see :func:`fingerprint`, on the counts),
         ``n_docs_added``, ``clock``, ``format_version``, ``segments``, ``versions``.
     """
-    repo, local = _open_repo(url)
+    repo, local = _open_repo(url, storage_options)
     st = _read(repo, os.fspath(url), version)
     session = repo.readonly_session(snapshot_id=st.version)
     root = zarr.open_group(session.store, mode="r")
@@ -636,11 +652,33 @@ class CooccurrenceStore:
     keep_versions : int, default 3
         Commits kept by garbage collection (older ones are expired).
     gc_every : int, default 20
-        Run expiry + garbage collection after every ``gc_every``-th commit (0: never).
+        Run expiry + garbage collection after every ``gc_every``-th checkpoint of this writer
+        (0: not by count).
+    gc_interval_seconds : float, default 3600.0
+        ... and after a checkpoint when this long has passed since the last collection, as
+        recorded in the store (0: not by time), so a slow stream still collects.
     gc_min_age : float, default 60.0
         Seconds: never expire a commit, or delete an unreferenced object, younger than this
         (readers holding a recent version keep working; a concurrent writer's uncommitted
         objects are not collected).
+
+    Garbage collection schedule: besides the two rules above, the first checkpoint of every
+    writer (every process that opens the store) collects when the branch holds commits that
+    can be expired (more than ``keep_versions`` of them, older than ``gc_min_age``). So short
+    runs (``anchorstream ingest`` with a few checkpoints, a daemon that restarts often) keep
+    the disk bounded too, although none of them reaches ``gc_every`` on its own; the check
+    lists the ancestry once per writer, and runs at the first checkpoint rather than when the
+    store is opened, so that reopening stays fast. :meth:`collect_garbage` can be called at
+    any time.
+
+    Attributes
+    ----------
+    last_checkpoint_seconds : dict of str to float
+        Wall time of the stages of the last successful :meth:`checkpoint` call: ``"delta"``
+        (accumulators to sparse deltas), ``"write"`` (arrays written into the Icechunk
+        session), ``"commit"`` (the Icechunk commit), ``"compact"`` and ``"gc"`` (0.0 when no
+        compaction or garbage collection ran after it). All 0.0 after a call that had nothing
+        to commit; empty before the first call.
     """
 
     _RUNTIME_DEFAULTS = {
@@ -649,10 +687,15 @@ class CooccurrenceStore:
         "max_segments": 64,
         "keep_versions": 3,
         "gc_every": 20,
+        "gc_interval_seconds": 3600.0,
         "gc_min_age": 60.0,
     }
 
+    #: The stages of :attr:`last_checkpoint_seconds`, in order.
+    CHECKPOINT_STAGES = ("delta", "write", "commit", "compact", "gc")
+
     def __init__(self, repo, url, local, meta, root_attrs, arrays, runtime, docstats=None):
+        # root_attrs: "state", "offsets" and "maintenance" of the commit the writer starts at.
         self._repo = repo
         self.url = os.fspath(url)
         self._local = local
@@ -683,6 +726,12 @@ class CooccurrenceStore:
         self._committed_docs = int(self._state["n_docs_added"])
         self.n_skipped_late = 0
         self._commits_since_gc = 0
+        # Unix time of the last garbage collection (recorded in the store with the next commit;
+        # 0 for a store that never recorded one); whether the first checkpoint checks history.
+        self._maintenance = dict(root_attrs.get("maintenance") or {})
+        self._last_gc = float(self._maintenance.get("last_gc", 0.0))
+        self._check_history = True
+        self.last_checkpoint_seconds: dict[str, float] = {}
         for key, default in self._RUNTIME_DEFAULTS.items():
             setattr(self, key, runtime.pop(key, default))
         if runtime:
@@ -714,6 +763,7 @@ class CooccurrenceStore:
         pin_seed: bool = True,
         forgetting: Forgetting | None = None,
         document_stats: DocStatsSettings | None = None,
+        storage_options: Mapping[str, Any] | None = None,
         **runtime,
     ) -> CooccurrenceStore:
         """Create a new, empty store (its first commit holds the layout and the seed words).
@@ -733,13 +783,17 @@ pin_seed
             Decay and windows; default none.
         document_stats : DocStatsSettings, optional
             Document statistics to keep (DDP, RP, TSVD); see :meth:`open`.
+        storage_options : mapping, optional
+            Keyword arguments of the Icechunk storage of ``url`` (region, endpoint_url,
+            allow_http, anonymous, ...; see :mod:`anchorstream.storage`); credentials come
+            from the environment by default. Not stored: pass them to every open and read.
         **runtime
             Runtime options (see the class notes).
 
         Raises
         ------
         InputError
-            For invalid settings.
+            For invalid settings, an unsupported URL or storage options it does not take.
         StoreError
             If something already exists at ``url``, or it cannot be written.
         """
@@ -751,7 +805,7 @@ pin_seed
         }
         meta, vocab, forgetting = _build_config(**settings)
         _check_runtime(runtime)
-        storage, local = _storage(url)
+        storage, local = _storage(url, storage_options)
         target = local
         if local is not None:
             _remove_creation_debris(local)
@@ -782,10 +836,13 @@ pin_seed
             if local is not None:
                 shutil.rmtree(tmp, ignore_errors=True)
             raise _wrap(exc, f"cannot create a store at {target or os.fspath(url)!r}") from exc
-        return cls._load(repo, url, target, runtime, document_stats)
+        store = cls._load(repo, url, target, runtime, document_stats)
+        store._check_history = False  # a new store has no earlier writers' commits
+        return store
 
     @classmethod
     def open(cls, url, *, document_stats: DocStatsSettings | None = None,
+             storage_options: Mapping[str, Any] | None = None,
              **runtime) -> CooccurrenceStore:
         """Open an existing store for writing, at its last commit.
 
@@ -797,6 +854,8 @@ pin_seed
             keeps. Other settings than the stored ones (``DocStatsSettings()`` for none) drop
             the stored statistics at the next checkpoint and start new ones from the current
             document on (logged as a warning); a reader sees their ``since_docs``.
+        storage_options : mapping, optional
+            See :meth:`create`.
         **runtime
             Runtime options (see the class notes).
 
@@ -806,21 +865,28 @@ pin_seed
             If there is no store or it cannot be read.
         StoreFormatError
             If it is not an anchorstream store or has another format version.
+        InputError
+            For an unsupported URL or storage options it does not take.
         """
         _check_runtime(runtime)
-        repo, local = _open_repo(url)
+        repo, local = _open_repo(url, storage_options)
         return cls._load(repo, url, local, runtime, document_stats)
 
     @classmethod
     def open_or_create(cls, url, *, document_stats: DocStatsSettings | None = None,
+                       storage_options: Mapping[str, Any] | None = None,
                        **kwargs) -> CooccurrenceStore:
         """Open the store at ``url`` if there is one, else :meth:`create` it with ``kwargs``.
 
         An Icechunk repository whose anchorstream initialization never committed (a creation
         interrupted on an object store) is initialized. Settings other than the runtime options
-        are ignored when the store exists.
+        do not apply when the store exists: the stored ones do, and those that differ from the
+        ones given (capacity, chunking, vocabulary settings such as ``stopwords`` and
+        ``max_df``, forgetting) are logged as a warning. A store that recorded no stopwords
+        (one made by ``anchorstream ingest``, whose tokenizer drops them) is not checked for
+        them.
         """
-        storage, local = _storage(url)
+        storage, local = _storage(url, storage_options)
         if local is not None:
             _remove_creation_debris(local)
         try:
@@ -829,9 +895,10 @@ pin_seed
             _pass_through(exc)
             raise _wrap(exc, f"cannot reach store {os.fspath(url)!r}") from exc
         if not exists:
-            return cls.create(url, document_stats=document_stats, **kwargs)
+            return cls.create(url, document_stats=document_stats,
+                              storage_options=storage_options, **kwargs)
         runtime = {k: kwargs.pop(k) for k in list(kwargs) if k in cls._RUNTIME_DEFAULTS}
-        repo, local = _open_repo(url)
+        repo, local = _open_repo(url, storage_options)
         try:
             session = repo.readonly_session(branch=_BRANCH)
             initialized = _META in zarr.open_group(session.store, mode="r").attrs
@@ -845,7 +912,9 @@ pin_seed
             except BaseException as exc:
                 _pass_through(exc)
                 raise _wrap(exc, f"cannot initialize store {os.fspath(url)!r}") from exc
-        return cls._load(repo, url, local, runtime, document_stats)
+        store = cls._load(repo, url, local, runtime, document_stats)
+        _warn_other_settings(store._meta["config"], kwargs, store.url)
+        return store
 
     @classmethod
     def _load(cls, repo, url, local, runtime, document_stats=None) -> CooccurrenceStore:
@@ -854,7 +923,8 @@ pin_seed
             session = repo.readonly_session(branch=_BRANCH)
             root = zarr.open_group(session.store, mode="r")
             meta = _check_format(root.attrs, where)
-            attrs = {"state": root.attrs["state"], "offsets": root.attrs["offsets"]}
+            attrs = {"state": root.attrs["state"], "offsets": root.attrs["offsets"],
+                     "maintenance": root.attrs.get("maintenance")}
             vg = root["vocab"]
             arrays = {
                 "unigram": _get(root, "unigram"),
@@ -1083,10 +1153,19 @@ pin_seed
         StoreError
             If the commit fails. Nothing changes in memory and the store keeps its previous
             version; calling again retries.
+
+        Notes
+        -----
+        A compaction (when the segments reach ``compact_bytes`` or ``max_segments``) and a
+        garbage collection (see the class notes) may follow the commit, in commits of their
+        own; their failure is logged and retried later, not raised. The time of each stage
+        goes to :attr:`last_checkpoint_seconds`.
         """
         new_offsets = {**self._offsets, **dict(offsets or {})}
         if not self._dirty and new_offsets == self._offsets:
+            self.last_checkpoint_seconds = dict.fromkeys(self.CHECKPOINT_STAGES, 0.0)
             return self.version
+        t_start = time.perf_counter()
         st = dict(self._state)
         seq = st["seq"]
         R = self.forgetting.ring
@@ -1100,6 +1179,7 @@ pin_seed
             totals[r] += (d.num_docs, d.num_tokens)
             deltas.append((window, d))
         segments = list(st["segments"])
+        t_delta = time.perf_counter()
         try:
             session = self._repo.writable_session(_BRANCH)
             root = zarr.open_group(session.store, mode="r+")
@@ -1126,7 +1206,9 @@ pin_seed
             self._write_common(root, st, new_offsets, unigram, doc_freq, totals, items)
             meta = {"kind": "checkpoint", "seq": seq, "offsets": new_offsets}
             meta.update(metadata or {})
+            t_write = time.perf_counter()
             version = session.commit(f"checkpoint {seq}", metadata=meta)
+            t_commit = time.perf_counter()
         except BaseException as exc:
             _pass_through(exc)
             raise _wrap(
@@ -1150,7 +1232,10 @@ pin_seed
         self._docstats_drop = False
         if prepared is not None:
             self._docstats.adopt(prepared)
-        self._after_commit()
+        after = self._after_commit()
+        self.last_checkpoint_seconds = {
+            "delta": t_delta - t_start, "write": t_write - t_delta,
+            "commit": t_commit - t_write, **after}
         return self.version
 
     def _write_common(self, root, st, offsets, unigram, doc_freq, totals, items) -> None:
@@ -1162,9 +1247,11 @@ pin_seed
         ]
         items += _vocab_items(root.require_group("vocab"), self.vocabulary.get_state())
         _put_many(items)
-        root.attrs.update({"state": st, "offsets": offsets})
+        root.attrs.update({"state": st, "offsets": offsets, "maintenance": self._maintenance})
 
-    def _after_commit(self) -> None:
+    def _after_commit(self) -> dict[str, float]:
+        """Compact and collect garbage when due; returns their seconds (0.0: not run)."""
+        seconds = {"compact": 0.0, "gc": 0.0}
         st = self._state
         seg_bytes = 16 * sum(s["nnz"] for s in st["segments"])
         F = self.forgetting
@@ -1172,17 +1259,44 @@ pin_seed
             not _live(s["window"], st["current_window"], F.ring) for s in st["segments"]
         )
         if expired or seg_bytes > self.compact_bytes or len(st["segments"]) > self.max_segments:
+            t0 = time.perf_counter()
             try:
                 self.compact()
             except StoreError as exc:
                 # The checkpoint itself is committed; compaction is retried after the next one.
                 log.warning("compaction of %s failed (will retry): %s", self.url, exc)
+            seconds["compact"] = time.perf_counter() - t0
         self._commits_since_gc += 1
-        if self.gc_every and self._commits_since_gc >= self.gc_every:
+        t0 = time.perf_counter()
+        reason = self._gc_due()
+        if reason:
+            log.debug("garbage collection of %s: %s", self.url, reason)
             try:
                 self.collect_garbage()
             except StoreError as exc:
                 log.warning("garbage collection of %s failed (will retry): %s", self.url, exc)
+        seconds["gc"] = time.perf_counter() - t0 if reason else 0.0
+        return seconds
+
+    def _gc_due(self) -> str | None:
+        """Why garbage collection should run now (see the class notes), or None."""
+        if self.gc_every and self._commits_since_gc >= self.gc_every:
+            return f"{self._commits_since_gc} commits since the last collection"
+        if self.gc_interval_seconds and time.time() - self._last_gc >= self.gc_interval_seconds:
+            return "gc_interval_seconds passed since the last collection"
+        if self._check_history and (self.gc_every or self.gc_interval_seconds):
+            # Once per writer: commits left by earlier writers (short runs, restarts).
+            self._check_history = False
+            grace = _dt.datetime.now(_dt.UTC) - _dt.timedelta(seconds=float(self.gc_min_age))
+            try:
+                # Newest first; the last entry is the repository's first commit (never expired).
+                old = list(self._repo.ancestry(branch=_BRANCH))[self.keep_versions:-1]
+            except Exception as exc:
+                log.warning("cannot list the history of %s: %s", self.url, exc)
+                return None
+            if any(info.written_at < grace for info in old):
+                return "the branch holds commits past keep_versions"
+        return None
 
     def compact(self) -> str:
         """Fold every committed segment into the base matrix (a commit of its own).
@@ -1245,7 +1359,7 @@ pin_seed
             st["base_seq"] = st["seq"] - 1
             st["base_window"] = base_window
             st["base_t_ref"] = st["t_ref"]
-            root.attrs.update({"state": st})
+            root.attrs.update({"state": st, "maintenance": self._maintenance})
             version = session.commit(
                 f"compact {st['seq'] - 1}",
                 metadata={"kind": "compact", "seq": st["seq"] - 1, "offsets": self._offsets},
@@ -1270,6 +1384,7 @@ pin_seed
             ``expired`` (count), ``bytes_deleted``, ``objects_deleted``.
         """
         self._commits_since_gc = 0
+        self._check_history = False
         now = _dt.datetime.now(_dt.UTC)
         grace = now - _dt.timedelta(seconds=float(self.gc_min_age))
         try:
@@ -1282,6 +1397,9 @@ pin_seed
         except BaseException as exc:
             _pass_through(exc)
             raise _wrap(exc, f"garbage collection of {self.url!r} failed") from exc
+        # Recorded in the store with the next commit, for gc_interval_seconds across restarts.
+        self._last_gc = now.timestamp()
+        self._maintenance = {**self._maintenance, "last_gc": self._last_gc}
         return {
             "expired": len(expired),
             "bytes_deleted": int(summary.bytes_deleted),
@@ -1310,6 +1428,45 @@ def _check_runtime(runtime: Mapping) -> None:
             raise InputError(f"store option {key} must be a number >= 0, got {value!r}")
     if runtime.get("keep_versions", 1) < 1:
         raise InputError("keep_versions must be >= 1")
+
+
+def _warn_other_settings(config: Mapping, requested: Mapping, where: str) -> None:
+    """Log the settings of ``requested`` (``create`` keywords) that differ from the stored ones.
+
+    They do not apply to an existing store; a silent difference would let an operator believe
+    that a changed ``capacity`` or stopword list took effect. Stopwords are compared only when
+    the store recorded some: ``anchorstream ingest`` filters them in its tokenizer and gives the
+    store none, so an empty stored list says nothing.
+    """
+    vocab = config["vocabulary"]
+    stored = {"capacity": config["capacity"], "chunk_size": config["chunk_size"],
+              "shard_size": config["shard_size"], **vocab,
+              "forgetting": Forgetting.from_dict(config["forgetting"]).to_dict()}
+    diffs = []
+    for key, value in requested.items():
+        if key not in stored or value is None and key in ("shard_size", "sketch_size"):
+            continue  # not a stored setting (seed), or "the default", which depends on others
+        have = stored[key]
+        if key == "stopwords":
+            if isinstance(value, str) or not have:
+                continue
+            want = set(value)
+            added, removed = sorted(want - set(have)), sorted(set(have) - want)
+            if added or removed:
+                diffs.append(
+                    f"stopwords (the store never counts its {len(have)}; asked for "
+                    f"{len(added)} more {added[:5]}, {len(removed)} fewer {removed[:5]})")
+            continue
+        if key == "forgetting":
+            value = (value if value is not None else Forgetting()).to_dict()                 if isinstance(value, Forgetting) or value is None else value
+        if value != have:
+            diffs.append(f"{key} {have!r} (asked for {value!r})")
+    if diffs:
+        log.warning(
+            "store %s exists and keeps the settings it was created with, not the ones asked "
+            "for: %s. Documents added from now on are counted under the stored settings; to "
+            "change them, build a new store (e.g. anchorstream ingest, or replay the topic)",
+            where, "; ".join(diffs))
 
 
 def _build_config(
@@ -1439,7 +1596,9 @@ def _initialize(repo, meta, vocab: StreamingVocabulary, forgetting: Forgetting,
         # crash before its first checkpoint keeps them.
         DocumentStatistics(document_stats, V, forgetting).prepare(
             root, seq=0, t_ref=0.0, current_window=0, reset_seq=np.zeros(V, dtype=np.int64))
-    root.attrs.update({_META: meta, "state": state, "offsets": {}})
+    # A new store counts as collected now (see CooccurrenceStore, gc_interval_seconds).
+    maintenance = {"last_gc": _dt.datetime.now(_dt.UTC).timestamp()}
+    root.attrs.update({_META: meta, "state": state, "offsets": {}, "maintenance": maintenance})
     return session.commit("create anchorstream store", metadata={"kind": "create", "seq": 0})
 
 

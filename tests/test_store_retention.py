@@ -1,0 +1,155 @@
+"""Store retention across writers, checkpoint stage timings, and settings a reopen cannot change.
+
+Real Icechunk repositories on a temporary local disk. The retention test is the case the
+per-process ``gc_every`` count misses: many short runs (``anchorstream ingest`` with a few
+checkpoints each, or a daemon that restarts often), each opening and closing the store.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+
+import numpy as np
+import pytest
+
+from anchorstream.cooccurrence import cooccurrence
+from anchorstream.store import CooccurrenceStore, read_committed, store_info
+from anchorstream.text import Tokenizer, count_matrix
+from daemon.cmd_ingest import ingest_files
+
+WORDS = [f"w{i}" for i in range(15)]
+
+
+def corpus(rng, n_docs):
+    return [[str(w) for w in rng.choice(WORDS, size=rng.integers(2, 9))] for _ in range(n_docs)]
+
+
+def assert_equals_batch(url, docs):
+    cooc, words, _, _ = read_committed(url)
+    ref = cooccurrence(count_matrix(docs, words))
+    scale = max(float(np.abs(ref.counts).max(initial=0.0)), 1.0)
+    np.testing.assert_allclose(cooc.counts, ref.counts, rtol=1e-12, atol=1e-12 * scale)
+    np.testing.assert_allclose(cooc.unigram, ref.unigram, rtol=1e-12)
+    assert cooc.num_docs == ref.num_docs
+
+
+def test_short_runs_keep_history_and_disk_bounded(tmp_path, rng):
+    """Each run ingests one file with 3 checkpoints, far fewer than gc_every: collection comes
+    from the first checkpoint of each writer seeing expirable commits in the branch."""
+    url = str(tmp_path / "store")
+    options = {"capacity": 32, "admit_threshold": 1.0, "keep_versions": 2, "gc_every": 20,
+               "gc_min_age": 0.0, "max_segments": 4}
+    tokenizer = Tokenizer(stopwords=None)
+    all_docs, versions, sizes = [], [], []
+    for run in range(12):
+        docs = corpus(rng, 30)
+        path = tmp_path / f"part{run}.jsonl"
+        path.write_text("".join(json.dumps({"text": " ".join(d)}) + "\n" for d in docs))
+        all_docs += docs
+        store = CooccurrenceStore.open_or_create(url, **options)
+        stats = ingest_files(store, [path], tokenizer=tokenizer, checkpoint_every=10)
+        assert stats["checkpoints"] == 3 + 1  # every 10 documents, and the final (no-op) one
+        del store  # the run ends: nothing else calls collect_garbage()
+        info = store_info(url)
+        versions.append(info["versions"])
+        sizes.append(info["bytes_on_disk"])
+    # Kept (2) + this run's commits (3 checkpoints + at most one compaction) + the root.
+    assert max(versions) <= 2 + 4 + 1, versions
+    # Without collection, 12 runs would leave 12x the objects of the first runs.
+    assert max(sizes[6:]) < 1.6 * max(sizes[:6]), sizes
+    assert_equals_batch(url, all_docs)
+
+
+def test_without_the_history_check_short_runs_grow(tmp_path, rng):
+    """The control for the test above: with collection by count and time off, history grows."""
+    url = str(tmp_path / "store")
+    for _ in range(4):
+        s = CooccurrenceStore.open_or_create(url, capacity=16, admit_threshold=1.0,
+                                             keep_versions=2, gc_every=0,
+                                             gc_interval_seconds=0, gc_min_age=0.0)
+        for _ in range(3):
+            s.add(corpus(rng, 5))
+            s.checkpoint()
+    assert store_info(url)["versions"] == 1 + 1 + 12  # root, creation, 12 checkpoints
+
+
+def test_collection_by_time_holds_across_reopens(tmp_path, rng):
+    url = str(tmp_path / "store")
+    kw = {"keep_versions": 1, "gc_every": 0, "gc_min_age": 0.0}
+    s = CooccurrenceStore.create(url, capacity=16, admit_threshold=1.0,
+                                 gc_interval_seconds=3600, **kw)
+    for _ in range(5):
+        s.add(corpus(rng, 5))
+        s.checkpoint()
+    assert s.last_checkpoint_seconds["gc"] == 0.0  # a new store counts as collected
+    assert store_info(url)["versions"] == 7
+    # A later writer with a short interval collects at its first checkpoint: the time of the
+    # last collection was recorded in the store, not in the process that made it.
+    s = CooccurrenceStore.open(url, gc_interval_seconds=0.2, **kw)
+    s._check_history = False  # isolate the time rule from the history check
+    time.sleep(0.3)
+    s.add(corpus(rng, 5))
+    s.checkpoint()
+    assert s.last_checkpoint_seconds["gc"] > 0.0
+    assert store_info(url)["versions"] <= 1 + 1 + 1
+    # ... and recorded when it did, with the next commit: a reopen does not collect again.
+    s.add(corpus(rng, 5))
+    s.checkpoint()
+    reopened = CooccurrenceStore.open(url, gc_interval_seconds=3600, **kw)
+    reopened._check_history = False
+    assert reopened._last_gc == pytest.approx(s._last_gc)
+    reopened.add(corpus(rng, 5))
+    reopened.checkpoint()
+    assert reopened.last_checkpoint_seconds["gc"] == 0.0
+
+
+def test_checkpoint_stage_timings(tmp_path, rng):
+    s = CooccurrenceStore.create(str(tmp_path / "s"), capacity=16, admit_threshold=1.0,
+                                 max_segments=2, gc_every=0, gc_interval_seconds=0)
+    assert s.last_checkpoint_seconds == {}
+    stages = ["delta", "write", "commit", "compact", "gc"]
+    compacted = []
+    for _ in range(4):
+        s.add(corpus(rng, 20))
+        s.checkpoint({"n": 1})
+        t = s.last_checkpoint_seconds
+        assert list(t) == stages
+        assert all(isinstance(v, float) and v >= 0.0 for v in t.values())
+        assert t["commit"] > 0.0 and t["write"] > 0.0 and t["gc"] == 0.0
+        compacted.append(t["compact"])
+    # max_segments=2: the third checkpoint's segment triggers a compaction, the others do not.
+    assert compacted[0] == compacted[1] == 0.0 and compacted[2] > 0.0
+    s.checkpoint({"n": 1})  # nothing to commit
+    assert s.last_checkpoint_seconds == dict.fromkeys(stages, 0.0)
+    s.collect_garbage()
+    s.gc_every = 1
+    s.add(corpus(rng, 3))
+    s.checkpoint()
+    assert s.last_checkpoint_seconds["gc"] > 0.0
+
+
+def test_reopening_with_other_settings_warns(tmp_path, caplog):
+    url = str(tmp_path / "s")
+    CooccurrenceStore.create(url, capacity=8, stopwords=["the", "a"], max_df=0.5)
+    with caplog.at_level(logging.WARNING, logger="anchorstream.store"):
+        CooccurrenceStore.open_or_create(url, capacity=8, stopwords=["a", "the"], max_df=0.5)
+    assert caplog.records == []
+    with caplog.at_level(logging.WARNING, logger="anchorstream.store"):
+        s = CooccurrenceStore.open_or_create(url, capacity=9, stopwords=["a", "of"],
+                                             max_df=None)
+    text = caplog.text
+    assert "capacity 8 (asked for 9)" in text and "max_df 0.5 (asked for None)" in text
+    assert "stopwords" in text and "['of']" in text and "['the']" in text
+    # The stored settings are the ones in force.
+    assert s.capacity == 8 and s.vocabulary.stopwords == {"the", "a"}
+    assert s.vocabulary.max_df == 0.5
+
+
+def test_a_store_without_recorded_stopwords_is_not_checked(tmp_path, caplog):
+    url = str(tmp_path / "s")
+    CooccurrenceStore.create(url, capacity=8)  # as `anchorstream ingest` makes them
+    with caplog.at_level(logging.WARNING, logger="anchorstream.store"):
+        CooccurrenceStore.open_or_create(url, capacity=8, stopwords=["the"])
+    assert caplog.records == []

@@ -1,0 +1,165 @@
+"""Store locations: local paths and fsspec-style URLs mapped onto Icechunk storage.
+
+The parsing and option checks are unit tests; the end-to-end test runs a real S3-compatible
+server (moto's, in this process, on an ephemeral port) and checks that a store written there
+reads back like the same store on local disk.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+
+import icechunk
+import numpy as np
+import pytest
+
+from anchorstream.errors import InputError
+from anchorstream.storage import (
+    SCHEMES,
+    STORAGE_OPTIONS,
+    StoreURL,
+    check_storage_options,
+    icechunk_storage,
+    parse_store_url,
+)
+from anchorstream.store import CooccurrenceStore, open_committed, read_committed, store_info
+
+
+@pytest.mark.parametrize("url, expected", [
+    ("store", StoreURL("local", path=os.path.abspath("store"))),
+    ("/data/s", StoreURL("local", path="/data/s")),
+    ("file:///data/s", StoreURL("local", path="/data/s")),
+    ("s3://b/p/q", StoreURL("s3", "b", "p/q")),
+    ("s3a://b/p/", StoreURL("s3", "b", "p")),
+    ("S3://b", StoreURL("s3", "b")),
+    ("gs://b/p", StoreURL("gcs", "b", "p")),
+    ("gcs://b", StoreURL("gcs", "b")),
+    ("az://c/p", StoreURL("azure", "c", "p")),
+    ("azure://c/p", StoreURL("azure", "c", "p")),
+    ("abfs://c@acct.dfs.core.windows.net/p/q", StoreURL("azure", "c", "p/q", "acct")),
+    ("abfss://c@acct.dfs.core.windows.net", StoreURL("azure", "c", None, "acct")),
+    ("memory://x", StoreURL("memory", "x")),
+])
+def test_urls_map_onto_storage_kinds(url, expected):
+    assert parse_store_url(url) == expected
+
+
+@pytest.mark.parametrize("url, message", [
+    ("ftp://host/x", "unsupported store URL 'ftp://host/x': scheme 'ftp' is not one of"),
+    ("hdfs://nn/p", "s3://, s3a://, gs://, gcs://, az://, abfs://"),
+    ("s3:///prefix", "has no bucket: write s3://BUCKET/PREFIX"),
+    ("file://", "has no path"),
+    ("", "non-empty path or URL"),
+])
+def test_bad_urls_are_refused_with_the_supported_schemes(url, message):
+    with pytest.raises(InputError, match=message.replace("(", r"\(").replace("?", r"\?")):
+        parse_store_url(url)
+
+
+def test_every_scheme_has_its_options():
+    assert set(SCHEMES.values()) == set(STORAGE_OPTIONS)
+    # Every option is a keyword of the Icechunk constructor it goes to.
+    import inspect
+    makers = {"s3": icechunk.s3_storage, "gcs": icechunk.gcs_storage,
+              "azure": icechunk.azure_storage}
+    for kind, make in makers.items():
+        assert set(STORAGE_OPTIONS[kind]) <= set(inspect.signature(make).parameters), kind
+
+
+@pytest.mark.parametrize("url, options, message", [
+    ("store", {"region": "x"}, "'region' is not accepted for a local store"),
+    ("s3://b/p", {"regoin": "x"}, "'regoin' is not accepted for a s3 store .* allowed: "
+                                  "access_key_id, allow_http, anonymous"),
+    ("s3://b/p", {"allow_http": "yes"}, "'allow_http': got 'yes'; allowed: true or false"),
+    ("s3://b/p", {"region": ""}, "'region': got ''; allowed: a non-empty string"),
+    ("s3://b/p", {"network_stream_timeout_seconds": -1}, "an integer >= 0"),
+    ("s3://b/p", {"secret_access_key": 5}, "got <redacted>"),
+    ("gs://b/p", {"config": {"a": 1}}, "a mapping of strings"),
+    ("az://c/p", {}, "needs its storage account"),
+    ("abfs://c@one.dfs.core.windows.net/p", {"account": "two"}, "names account 'one'"),
+])
+def test_bad_storage_options_name_the_option_and_what_is_allowed(url, options, message):
+    with pytest.raises(InputError, match=message):
+        check_storage_options(url, options)
+
+
+def test_storage_constructors_get_the_options():
+    storage, local = icechunk_storage("s3://bucket/prefix", {
+        "region": "eu-west-1", "endpoint_url": "http://127.0.0.1:1", "allow_http": True,
+        "anonymous": True, "force_path_style": True})
+    assert isinstance(storage, icechunk.Storage) and local is None
+    assert isinstance(icechunk_storage("gs://b/p", {"anonymous": True})[0], icechunk.Storage)
+    storage, _ = icechunk_storage("az://c/p", {"account": "acct", "from_env": True})
+    assert isinstance(storage, icechunk.Storage)
+    # Icechunk's own refusal (anonymous together with keys) comes back as an InputError that
+    # names the options but not the secret.
+    with pytest.raises(InputError, match="cannot build s3 storage") as info:
+        icechunk_storage("s3://b/p", {"anonymous": True, "access_key_id": "AK",
+                                      "secret_access_key": "very-secret"})
+    assert "very-secret" not in str(info.value)
+    registry: dict = {}
+    first, _ = icechunk_storage("memory://m", memory=registry)
+    assert icechunk_storage("memory://m", memory=registry)[0] is first
+
+
+def test_local_urls_and_options_reach_the_store(tmp_path):
+    url = f"file://{tmp_path}/s"
+    s = CooccurrenceStore.create(url, capacity=4, seed=["a"])
+    assert (tmp_path / "s").is_dir() and read_committed(url)[1] == ["a"]
+    assert CooccurrenceStore.open(str(tmp_path / "s")).version == s.version
+    with pytest.raises(InputError, match="not accepted for a local store"):
+        CooccurrenceStore.open(url, storage_options={"region": "x"})
+    with pytest.raises(InputError, match="not accepted for a local store"):
+        open_committed(url, storage_options={"anonymous": True})
+
+
+# ------------------------------------------------------------------- a real S3 server
+
+
+@pytest.fixture(scope="module")
+def s3_server():
+    """An S3-compatible HTTP server (moto) on an ephemeral port, with a bucket."""
+    server_mod = pytest.importorskip(
+        "moto.server", reason="moto (S3 server) is not installed: pip install -e .[dev]")
+    boto3 = pytest.importorskip("boto3")
+    server = server_mod.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    endpoint = f"http://{host}:{port}"
+    keys = {"aws_access_key_id": "testing", "aws_secret_access_key": "testing"}
+    boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1", **keys).create_bucket(
+        Bucket="anchorstream")
+    yield endpoint
+    server.stop()
+
+
+def test_a_store_on_an_s3_server_equals_one_on_local_disk(s3_server, tmp_path, rng):
+    options = {"endpoint_url": s3_server, "allow_http": True, "region": "us-east-1",
+               "force_path_style": True, "access_key_id": "testing",
+               "secret_access_key": "testing"}
+    url = f"s3://anchorstream/stores/{uuid.uuid4().hex}"
+    local = str(tmp_path / "local")
+    words = [f"w{i}" for i in range(30)]
+    docs = [[str(w) for w in rng.choice(words, size=rng.integers(2, 10))] for _ in range(300)]
+    kw = {"capacity": 40, "admit_threshold": 1.0, "chunk_size": 8, "max_segments": 2}
+    for target, extra in ((url, {"storage_options": options}), (local, {})):
+        s = CooccurrenceStore.open_or_create(target, **kw, **extra)
+        for k in range(0, 300, 100):
+            s.add(docs[k:k + 100])
+            s.checkpoint({"n": k + 100})
+        # A writer reopening the store (a restart) goes on from the last commit.
+        s = CooccurrenceStore.open(target, **extra)
+        assert s.offsets == {"n": 300}
+        s.collect_garbage()
+    remote_state = open_committed(url, storage_options=options)
+    local_state = open_committed(local)
+    assert remote_state.words == local_state.words and remote_state.offsets == {"n": 300}
+    np.testing.assert_array_equal(remote_state.cooccurrence.counts,
+                                  local_state.cooccurrence.counts)
+    np.testing.assert_array_equal(remote_state.cooccurrence.unigram,
+                                  local_state.cooccurrence.unigram)
+    info = store_info(url, storage_options=options)
+    assert info["fingerprint"] == store_info(local)["fingerprint"]
+    assert info["num_docs"] == 300 and info["bytes_on_disk"] > 0
+    assert read_committed(url, storage_options=options)[1] == local_state.words
