@@ -1,7 +1,7 @@
 """Slow, obviously-correct references for the store: kernel twins, a vocabulary, a model.
 
 Everything here is loops over Python objects, written for clarity and nothing else. The tests
-hold the numba kernels (``anchorstream/_kernels_store.py``), the streaming vocabulary and the
+hold the numba kernels (``anchorstream/_kernels/store.py``), the streaming vocabulary and the
 on-disk store against these.
 """
 
@@ -32,14 +32,21 @@ def naive_unique_counts(indptr, slots, n_slots):
     )
 
 
-def naive_pair_delta(uindptr, uslots, ucounts, doc_scale, n_slots, dense):
+def naive_pair_delta(uindptr, uslots, ucounts, doc_scale, n_slots, dense, prev=None):
     """Twin of ``store_pair_delta``: rows ``< H`` added into ``dense``, the rest as CSR.
 
     CSR structure: every ``(i, j)``, ``H <= i <= j``, that occur together in a counted
-    document (including ``(i, i)`` even when its value is 0), as the kernel emits it.
+    document (including ``(i, i)`` even when its value is 0) or in ``prev``, as the kernel
+    emits it.
     """
     H = dense.shape[0]
     entries: dict[tuple[int, int], float] = {}
+    if prev is not None:
+        p_indptr, p_indices, p_data = prev
+        for i in range(n_slots):
+            for p in range(p_indptr[i], p_indptr[i + 1]):
+                key = (i, int(p_indices[p]))
+                entries[key] = entries.get(key, 0.0) + float(p_data[p])
     for d in range(len(uindptr) - 1):
         if doc_scale[d] == 0.0:
             continue

@@ -70,6 +70,33 @@ def test_pair_delta_matches_twin(seed, hot):
     np.testing.assert_allclose(got_dense, want_dense, rtol=1e-14, atol=1e-15)
 
 
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("hot", [0, 70])
+def test_pair_delta_adds_previous_result_across_bitmap_words(seed, hot):
+    # 200 slots: rows span several 64-bit words of the kernel's column bitmap (bits 0 and 63
+    # included); the second call adds its documents to the first call's CSR.
+    rng = np.random.default_rng(200 + seed)
+    n_slots = 200
+    parts = []
+    for _ in range(2):
+        lens = rng.integers(0, 9, size=6)
+        indptr = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
+        slots = rng.choice([0, 63, 64, 127, 128, 191, 199, *range(60, 70)], size=indptr[-1])
+        uindptr, uslots, ucounts = store_unique_counts(indptr, slots.astype(np.int32), n_slots)
+        n = np.diff(indptr).astype(float)
+        scale = np.where(n >= 2, 1.0 / np.maximum(n * (n - 1), 1), 0.0)
+        parts.append((uindptr, uslots, ucounts, scale))
+    got_dense, want_dense = np.zeros((hot, n_slots)), np.zeros((hot, n_slots))
+    got = store_pair_delta(*parts[0], n_slots, got_dense)
+    want = naive_pair_delta(*parts[0], n_slots, want_dense)
+    got = store_pair_delta(*parts[1], n_slots, got_dense, prev=got)
+    want = naive_pair_delta(*parts[1], n_slots, want_dense, prev=want)
+    np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_array_equal(got[1], want[1])
+    np.testing.assert_allclose(got[2], want[2], rtol=1e-14, atol=0)
+    np.testing.assert_allclose(got_dense, want_dense, rtol=1e-14, atol=1e-15)
+
+
 def test_pair_delta_no_documents():
     indptr, indices, data = store_pair_delta(
         np.zeros(1, np.int64), np.empty(0, np.int32), np.empty(0), np.empty(0), 3,
