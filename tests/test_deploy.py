@@ -255,6 +255,46 @@ def test_kubernetes_manifests():
     assert svc["selector"].items() <= sts["template"]["metadata"]["labels"].items()
 
 
+#: Peak bytes of a refresh per squared vocabulary word: the refresher keeps ~30 V^2 of dense
+#: buffers (daemon/refresher.py: float64 counts and subset, float32 iterate and two states,
+#: 10% headroom) and peaked at 33.9 V^2 of numpy allocations (tracemalloc, V = 2000, cold).
+REFRESH_PEAK_PER_V2 = 34
+#: Interpreter, libraries and Kafka client (the daemon's resident size before any refresh).
+BASELINE_BYTES = 0.5e9
+UNITS = {"": 1, "k": 1e3, "m": 1e6, "g": 1e9, "ki": 2**10, "mi": 2**20, "gi": 2**30}
+
+
+def quantity(text: str) -> float:
+    """Bytes of a Kubernetes quantity (``6Gi``) or a compose size (``6g``, binary there)."""
+    number, unit = re.fullmatch(r"([\d.]+)([A-Za-z]*)", str(text)).groups()
+    return float(number) * UNITS[unit.lower()]
+
+
+def test_memory_limits_fit_the_vocabulary_capacity():
+    """The limits leave a margin over a refresh's peak at the configured vocab.capacity."""
+    docs = [d for path in sorted((DEPLOY / "k8s").glob("*.yaml"))
+            for d in yaml.safe_load_all(path.read_text(encoding="utf-8"))]
+    cm = next(d for d in docs if d["kind"] == "ConfigMap")
+    (container,) = next(d for d in docs if d["kind"] == "StatefulSet")["spec"]["template"][
+        "spec"]["containers"]
+    compose = load_yaml("docker-compose.yml")["services"]["anchorstream"]
+    limits = {
+        "k8s": (parse_config(yaml.safe_load(cm["data"]["config.yaml"]), env={}),
+                quantity(container["resources"]["limits"]["memory"])),
+        # docker's "g" is GiB
+        "compose": (parse_config(load_yaml("config.yaml"), env={}),
+                    quantity(compose["deploy"]["resources"]["limits"]["memory"] + "i")),
+    }
+    for where, (cfg, limit) in limits.items():
+        peak = (REFRESH_PEAK_PER_V2 * cfg.vocab.capacity ** 2
+                + cfg.store.accumulator_budget_bytes + BASELINE_BYTES)
+        assert peak <= 0.8 * limit, (where, cfg.vocab.capacity, peak / 1e9, limit / 1e9)
+    # The request covers what stays resident between refreshes (the buffers are kept).
+    cfg = limits["k8s"][0]
+    held = 30 * cfg.vocab.capacity ** 2 + cfg.store.accumulator_budget_bytes + BASELINE_BYTES
+    assert held <= quantity(container["resources"]["requests"]["memory"])
+
+
 PROMTOOL = shutil.which("promtool")
 
 
