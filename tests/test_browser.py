@@ -7,9 +7,15 @@ about forty lines; selenium would be a dependency of the dev install for that, a
 Selenium Manager tries to download drivers from the internet, which this project's machines
 cannot reach.
 
-The browser and its driver are Debian packages (``apt-get install chromium chromium-driver``);
-without them the test is skipped with that hint. The screenshot is written to the test's
-``tmp_path`` and, when ``ANCHORSTREAM_SCREENSHOT`` names a file, there as well.
+The browser and its driver are Debian packages (``apt-get install chromium chromium-driver``,
+which ``make test`` runs through ``.ci/system-deps`` when it can); without them the test is
+skipped with that hint.
+
+The screenshot is written to ``build/test-artifacts/topic-browser.png`` (ignored by git; its
+path is printed), or to the file ``$ANCHORSTREAM_SCREENSHOT`` names, so a person can look at
+it after any run. The test decodes it (:func:`decode_png`, standard library + numpy) and checks
+that the page was painted: enough pixels off the background, many colours, and the topics'
+own bar colours on screen — a blank or half-rendered page fails.
 """
 
 from __future__ import annotations
@@ -17,10 +23,13 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import shutil
 import socket
+import struct
 import subprocess
 import time
+import zlib
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -31,6 +40,10 @@ import pytest
 from daemon.api import ApiServer
 from daemon.metrics import Metrics
 from daemon.publisher import Publisher
+
+REPO = Path(__file__).resolve().parents[1]
+#: Where the screenshot lands for a person to look at (build/ is ignored by git).
+SCREENSHOT = REPO / "build" / "test-artifacts" / "topic-browser.png"
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMEDRIVER = shutil.which("chromedriver")
@@ -73,6 +86,130 @@ def snapshot_kwargs(prevalence, ids=None, seed=0) -> dict:
         prevalence=prevalence, num_docs=10_000 + 2_500 * seed,
         settings={"num_topics": K}, source={"offsets": {}},
     )
+
+
+# ----------------------------------------------------------------------------------------------
+# reading the screenshot
+
+
+def decode_png(data: bytes) -> np.ndarray:
+    """Pixels of an 8-bit, non-interlaced PNG (what Chromium's screenshots are).
+
+    Parameters
+    ----------
+    data : bytes
+        The PNG file.
+
+    Returns
+    -------
+    ndarray of shape (height, width, channels), dtype uint8
+        Channels: 1 grey, 2 grey + alpha, 3 RGB, 4 RGBA (the PNG's colour type).
+
+    Raises
+    ------
+    AssertionError
+        For a file that is not a PNG, or a bit depth, palette or interlacing this does not read.
+    """
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG file"
+    pos, idat, header = 8, [], None
+    while pos < len(data):
+        length, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        body = data[pos + 8:pos + 8 + length]
+        pos += 12 + length  # length, type, body, CRC
+        if kind == b"IHDR":
+            header = struct.unpack(">IIBBBBB", body)
+        elif kind == b"IDAT":
+            idat.append(body)
+        elif kind == b"IEND":
+            break
+    assert header is not None, "PNG without IHDR"
+    width, height, depth, color, _, _, interlace = header
+    assert depth == 8 and color in (0, 2, 4, 6) and interlace == 0, f"unsupported PNG {header}"
+    bpp = {0: 1, 4: 2, 2: 3, 6: 4}[color]  # bytes per pixel = channels at depth 8
+    stride = width * bpp
+    raw = zlib.decompress(b"".join(idat))
+    assert len(raw) == height * (stride + 1), "truncated image data"
+    rows = np.zeros((height + 1, stride), dtype=np.uint8)  # row 0: the zeros above the image
+    for y in range(height):
+        start = y * (stride + 1)
+        kind, line = raw[start], raw[start + 1:start + 1 + stride]
+        prev = rows[y]
+        if kind == 0:  # None
+            rows[y + 1] = np.frombuffer(line, np.uint8)
+        elif kind == 2:  # Up: independent of the left neighbour, so vectorised
+            rows[y + 1] = np.frombuffer(line, np.uint8) + prev
+        else:  # Sub, Average, Paeth predict from the reconstructed left byte: one at a time
+            cur, up = bytearray(line), prev.tobytes()
+            for i in range(stride):
+                a = cur[i - bpp] if i >= bpp else 0
+                if kind == 1:
+                    pred = a
+                elif kind == 3:
+                    pred = (a + up[i]) >> 1
+                elif kind == 4:
+                    b, c = up[i], (up[i - bpp] if i >= bpp else 0)
+                    p = a + b - c
+                    pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                    pred = a if pa <= pb and pa <= pc else (b if pb <= pc else c)
+                else:
+                    raise AssertionError(f"unknown PNG filter type {kind} in row {y}")
+                cur[i] = (cur[i] + pred) & 0xFF
+            rows[y + 1] = np.frombuffer(bytes(cur), np.uint8)
+    return rows[1:].reshape(height, width, bpp)
+
+
+def encode_png(pixels: np.ndarray, filters) -> bytes:
+    """An RGB PNG of ``pixels`` (height, width, 3) with row ``y`` filtered by ``filters[y]``.
+
+    Only for testing :func:`decode_png`: the filters are computed from the known image, so they
+    vectorise (decoding cannot), and every filter type can be exercised on purpose.
+    """
+    h, w, _ = pixels.shape
+    img = pixels.reshape(h, w * 3).astype(np.int16)
+    up = np.vstack([np.zeros((1, w * 3), np.int16), img[:-1]])
+    left = np.hstack([np.zeros((h, 3), np.int16), img[:, :-3]])
+    upleft = np.hstack([np.zeros((h, 3), np.int16), up[:, :-3]])
+    p = left + up - upleft
+    pa, pb, pc = np.abs(p - left), np.abs(p - up), np.abs(p - upleft)
+    paeth = np.where((pa <= pb) & (pa <= pc), left, np.where(pb <= pc, up, upleft))
+    preds = [np.zeros_like(img), left, up, (left + up) >> 1, paeth]
+    lines = b"".join(bytes([f]) + ((img[y] - preds[f][y]) % 256).astype(np.uint8).tobytes()
+                     for y, f in enumerate(filters))
+
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        return (struct.pack(">I", len(body)) + kind + body
+                + struct.pack(">I", zlib.crc32(kind + body)))
+
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0))
+            + chunk(b"IDAT", zlib.compress(lines)) + chunk(b"IEND", b""))
+
+
+def blank_page_problems(pixels: np.ndarray, expected_colors=()) -> list[str]:
+    """Why a screenshot does not show a painted page (empty when it does).
+
+    Parameters
+    ----------
+    pixels : ndarray of shape (height, width, channels)
+        With at least three channels (RGB first).
+    expected_colors : iterable of (r, g, b)
+        Colours that must each cover at least 100 pixels (within 3 per channel).
+    """
+    rgb = pixels[..., :3].reshape(-1, 3).astype(np.int32)
+    codes = (rgb[:, 0] << 16) | (rgb[:, 1] << 8) | rgb[:, 2]
+    values, counts = np.unique(codes, return_counts=True)
+    problems = []
+    off_background = 1.0 - counts.max() / codes.size
+    if off_background < 0.05:  # the page here: ~18 %; a blank one 0
+        problems.append(f"only {off_background:.1%} of the pixels differ from the background "
+                        f"#{values[counts.argmax()]:06x}")
+    common = int((counts >= 50).sum())
+    if common < 10:  # the page here: ~200 (text, chart, bars, swatches)
+        problems.append(f"only {common} colours cover 50 pixels or more")
+    for color in expected_colors:
+        near = int((np.abs(rgb - np.asarray(color)).max(axis=1) <= 3).sum())
+        if near < 100:
+            problems.append(f"colour rgb{tuple(color)} covers only {near} pixels")
+    return problems
 
 
 # ----------------------------------------------------------------------------------------------
@@ -153,7 +290,7 @@ def browser(tmp_path):
             time.sleep(0.1)
         args = ["--headless", "--no-sandbox", "--disable-background-networking", "--disable-gpu",
                 "--no-first-run", "--disable-component-update", "--disable-sync",
-                "--disable-dev-shm-usage", "--hide-scrollbars", "--window-size=1280,1000",
+                "--disable-dev-shm-usage", "--hide-scrollbars", "--window-size=1280,1150",
                 f"--user-data-dir={tmp_path / 'chromium-profile'}"]
         caps = {"capabilities": {"alwaysMatch": {
             "browserName": "chrome",
@@ -201,7 +338,7 @@ return Array.from(document.querySelectorAll('#chart .lines [data-series]'))
 
 
 @needs_chromium
-def test_page_shows_topics_and_follows_new_snapshots(server, publisher, browser, tmp_path):
+def test_page_shows_topics_and_follows_new_snapshots(server, publisher, browser, capsys):
     browser.get(server.url + "/")
     # Before the first snapshot the page says so (its long poll is waiting on the publisher).
     browser.wait_for("return document.getElementById('conn').dataset.state === 'waiting' "
@@ -255,12 +392,43 @@ def test_page_shows_topics_and_follows_new_snapshots(server, publisher, browser,
     assert browser.js("return document.getElementById('age').innerText;").endswith(
         ("ago", "now"))
 
+    # The bar colours of the topic rows that are fully on screen: each must be painted.
+    bar_colors = browser.js("""
+        return Array.from(document.querySelectorAll('#topics tr[data-topic-id] .bar-fill'))
+          .filter(el => { const r = el.getBoundingClientRect();
+                          return r.width >= 20 && r.top >= 0 && r.bottom <= innerHeight; })
+          .map(el => getComputedStyle(el).backgroundColor);""")
+    assert len(bar_colors) >= 3, bar_colors
+    bar_rgb = [tuple(int(v) for v in re.findall(r"\d+", c)[:3]) for c in bar_colors]
+
     png = browser.screenshot()
-    assert png.startswith(b"\x89PNG\r\n\x1a\n")
-    (tmp_path / "topics.png").write_bytes(png)
-    extra = os.environ.get("ANCHORSTREAM_SCREENSHOT")
-    if extra:
-        Path(extra).write_bytes(png)
+    # Saved before it is judged, so a failing screenshot can be looked at.
+    path = Path(os.environ.get("ANCHORSTREAM_SCREENSHOT") or SCREENSHOT)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(png)
+    with capsys.disabled():
+        print(f"\ntopic browser screenshot: {path}")
+    pixels = decode_png(png)
+    assert pixels.shape[2] >= 3 and pixels.shape[0] >= 400 and pixels.shape[1] >= 800, \
+        pixels.shape
+    assert blank_page_problems(pixels, bar_rgb) == [], path
+
+
+def test_png_decoder_reads_every_filter_type():
+    """decode_png against images whose rows use each PNG filter, and a blank one."""
+    rng = np.random.default_rng(7)
+    # Random pixels, plus flat runs and gradients (where the filters' predictions matter).
+    img = rng.integers(0, 256, size=(12, 9, 3), dtype=np.uint8)
+    img[3] = 200
+    img[6] = np.arange(9 * 3, dtype=np.uint8).reshape(9, 3) * 9
+    filters = [0, 1, 2, 3, 4, 4, 3, 2, 1, 0, 4, 1]
+    assert np.array_equal(decode_png(encode_png(img, filters)), img)
+    assert blank_page_problems(img.repeat(40, axis=0).repeat(40, axis=1)) == []
+
+    blank = np.full((400, 800, 3), 246, dtype=np.uint8)
+    assert np.array_equal(decode_png(encode_png(blank, [4] * 400)), blank)
+    problems = blank_page_problems(blank, [(89, 161, 79)])
+    assert len(problems) == 3, problems
 
 
 def test_static_files_are_served(server):
