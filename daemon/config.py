@@ -53,7 +53,10 @@ from typing import Any
 
 import yaml
 
-from anchorstream.errors import AnchorstreamError
+from anchorstream.errors import AnchorstreamError, InputError
+# Which URLs and storage options a store takes: one table, shared with the store. The module
+# is plain Python (Icechunk is imported only when a storage is built), so this stays light.
+from anchorstream.storage import SECRET_OPTIONS, check_storage_options
 
 __all__ = [
     "Config",
@@ -69,6 +72,7 @@ __all__ = [
     "SnapshotsConfig",
     "StoreConfig",
     "VocabConfig",
+    "FrozenMap",
     "ENV_PREFIX",
     "load_config",
     "parse_config",
@@ -278,6 +282,74 @@ def v_stopwords() -> Validator:
     return check
 
 
+class FrozenMap(Mapping):
+    """A read-only, hashable mapping: the value of a mapping-valued key in a frozen section.
+
+    >>> m = FrozenMap({"region": "eu-west-1"})
+    >>> m["region"], dict(m), m == {"region": "eu-west-1"}
+    ('eu-west-1', {'region': 'eu-west-1'}, True)
+    """
+
+    __slots__ = ("_data",)
+
+    def __init__(self, data: Mapping[str, Any] | None = None):
+        self._data = dict(data or {})
+
+    def __getitem__(self, key: str) -> Any:
+        return self._data[key]
+
+    def __iter__(self):
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __hash__(self) -> int:
+        return hash(tuple(sorted((k, repr(v)) for k, v in self._data.items())))
+
+    def __repr__(self) -> str:
+        return f"FrozenMap({self._data!r})"
+
+
+def v_storage_options() -> Validator:
+    """A mapping of Icechunk storage keyword arguments; credentials are held as Secret.
+
+    An environment override is text: a YAML flow mapping such as
+    ``{endpoint_url: "http://minio:9000", allow_http: true}`` is parsed here.
+    """
+    allowed = ("a mapping of option names to strings, numbers or booleans (keyword arguments "
+               "of the Icechunk storage, e.g. {region: eu-west-1, endpoint_url: ...}), or {}")
+
+    def check(v):
+        if v is None:
+            return FrozenMap()
+        if isinstance(v, str):
+            try:
+                v = yaml.safe_load(v)
+            except yaml.YAMLError:
+                raise _Invalid(allowed) from None
+        if not isinstance(v, Mapping):
+            raise _Invalid(allowed)
+        out = {}
+        for key, value in v.items():
+            if not isinstance(key, str) or not key:
+                raise _Invalid(allowed + f"; got the option name {key!r}", "<a mapping>")
+            if isinstance(value, Mapping):  # Icechunk's `config` (GCS, Azure): str -> str
+                if not all(isinstance(a, str) and isinstance(b, str) for a, b in value.items()):
+                    raise _Invalid(allowed + f"; option {key!r} must map strings to strings",
+                                   "<a mapping>")
+                value = FrozenMap(value)
+            elif value is not None and not isinstance(value, (str, bool, int, float)):
+                shown = "<redacted>" if key in SECRET_OPTIONS else repr(value)
+                raise _Invalid(allowed + f"; option {key!r} got {shown}", "<a mapping>")
+            if key in SECRET_OPTIONS and isinstance(value, str):
+                value = Secret(value)
+            out[key] = value
+        return FrozenMap(out)
+
+    return check
+
+
 def v_log_level() -> Validator:
     levels = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
@@ -383,7 +455,14 @@ class MessageConfig:
 class StoreConfig:
     """``store``: the on-disk co-occurrence store (its format is the store's business)."""
 
-    path: str = _spec("store", v_str(), "store directory (or URL)")
+    path: str = _spec(
+        "store", v_str(), "store directory, or URL: file://, s3:// (s3a://), gs:// (gcs://), "
+        "az:// (abfs://, abfss://, azure://)")
+    storage_options: FrozenMap = _spec(
+        FrozenMap(), v_storage_options(),
+        "keyword arguments of the Icechunk storage of an object-store URL (region, "
+        "endpoint_url, allow_http, anonymous, force_path_style, ...); credentials come from "
+        "the environment by default")
     chunk_size: int | None = _spec(None, v_int(1, optional=True),
                                    "words per chunk side; null = store default")
     shard_size: int | None = _spec(None, v_int(1, optional=True),
@@ -395,6 +474,18 @@ class StoreConfig:
     accumulator_budget_bytes: int = _spec(256 * 1024 * 1024, v_int(1024 * 1024),
                                           "memory of the in-memory delta before a checkpoint")
     keep_versions: int = _spec(10, v_int(1), "store versions kept before garbage collection")
+    gc_every: int = _spec(20, v_int(0),
+                          "garbage-collect after this many checkpoints of one run; 0 = not by "
+                          "count")
+    gc_interval_seconds: float = _spec(
+        3600.0, v_float(0), "... or at a checkpoint this long after the last collection (kept "
+        "in the store, across restarts); 0 = not by time")
+    gc_min_age_seconds: float = _spec(
+        60.0, v_float(0), "versions and unreferenced objects younger than this are never "
+        "collected (readers of a recent version keep working)")
+    compact_bytes: int = _spec(256 * 1024 * 1024, v_int(1),
+                               "checkpoint segments (bytes) folded into the matrix past this")
+    max_segments: int = _spec(64, v_int(1), "... or past this many segments")
     half_life_docs: float | None = _spec(None, v_float(0, lo_open=True, optional=True),
                                          "exponential forgetting: half-life in documents")
     half_life_seconds: float | None = _spec(None, v_float(0, lo_open=True, optional=True),
@@ -421,6 +512,30 @@ class StoreConfig:
             "unit": "seconds" if seconds else "documents",
         }
 
+    def runtime_kwargs(self) -> dict[str, Any]:
+        """Runtime options of ``anchorstream.store.CooccurrenceStore`` (not stored in it).
+
+        >>> StoreConfig(gc_every=5).runtime_kwargs()["gc_every"]
+        5
+        """
+        return {
+            "budget_bytes": self.accumulator_budget_bytes,
+            "keep_versions": self.keep_versions,
+            "gc_every": self.gc_every,
+            "gc_interval_seconds": self.gc_interval_seconds,
+            "gc_min_age": self.gc_min_age_seconds,
+            "compact_bytes": self.compact_bytes,
+            "max_segments": self.max_segments,
+        }
+
+    def storage_kwargs(self) -> dict[str, Any] | None:
+        """``storage_options`` for the store, secrets revealed; None when there are none."""
+        if not self.storage_options:
+            return None
+        return {k: v.reveal() if isinstance(v, Secret) else
+                dict(v) if isinstance(v, Mapping) else v
+                for k, v in self.storage_options.items()}
+
 
 @dataclass(frozen=True)
 class VocabConfig:
@@ -430,6 +545,11 @@ class VocabConfig:
     min_df: int = _spec(5, v_int(1), "min document frequency of a word used by the model")
     max_df_ratio: float = _spec(0.5, v_float(0, 1, lo_open=True),
                                 "words in a larger share of documents are ignored")
+    block_df_ratio: float | None = _spec(
+        None, v_float(0, 1, lo_open=True, optional=True),
+        "words in a larger share of documents are blocked in the store (no slot, not counted "
+        "until they fall below; checked every 1000 documents from the 1000th); null = off. "
+        "Set when the store is created")
     admit_threshold: float = _spec(5.0, v_float(0, lo_open=True),
                                    "sketched document frequency that admits a new word")
     seed_file: str | None = _spec(None, v_existing_file(), "words admitted at start, one a line")
@@ -608,14 +728,20 @@ class Config:
             section = getattr(self, name)
             values: dict[str, Any] = {}
             for f in dataclasses.fields(section):
-                v = getattr(section, f.name)
-                if isinstance(v, Secret):
-                    v = "***" if redact else v.reveal()
-                elif isinstance(v, tuple):
-                    v = list(v)
-                values[f.name] = v
+                values[f.name] = _plain(getattr(section, f.name), redact)
             out[name] = values
         return out
+
+
+def _plain(v: Any, redact: bool) -> Any:
+    """A JSON value for ``v`` (secrets redacted unless ``redact`` is false)."""
+    if isinstance(v, Secret):
+        return "***" if redact else v.reveal()
+    if isinstance(v, tuple):
+        return list(v)
+    if isinstance(v, Mapping):
+        return {k: _plain(x, redact) for k, x in v.items()}
+    return v
 
 
 def describe_keys() -> dict[str, dict[str, str]]:
@@ -841,6 +967,14 @@ def _check_consistency(c: Config) -> None:
             f"store.shard_size: got {s.shard_size}; allowed: a multiple of store.chunk_size "
             f"({s.chunk_size or '256, the default'})"
         )
+    try:
+        check_storage_options(s.path, None)
+    except InputError as exc:
+        raise ConfigError(f"store.path: {exc}") from None
+    try:
+        check_storage_options(s.path, s.storage_kwargs())
+    except InputError as exc:
+        raise ConfigError(f"store.storage_options (with store.path {s.path!r}): {exc}") from None
     if s.half_life_docs is not None and s.half_life_seconds is not None:
         raise ConfigError(
             f"store.half_life_seconds: got {s.half_life_seconds} while store.half_life_docs is "

@@ -163,3 +163,40 @@ def test_a_store_on_an_s3_server_equals_one_on_local_disk(s3_server, tmp_path, r
     assert info["fingerprint"] == store_info(local)["fingerprint"]
     assert info["num_docs"] == 300 and info["bytes_on_disk"] > 0
     assert read_committed(url, storage_options=options)[1] == local_state.words
+
+
+# ------------------------------------------------------------------- configuration
+
+
+def test_storage_options_in_the_configuration():
+    from daemon.config import ConfigError, parse_config
+
+    env = {"ANCHORSTREAM_STORE__PATH": "s3://bucket/prefix",
+           "ANCHORSTREAM_STORE__STORAGE_OPTIONS":
+               '{endpoint_url: "http://minio:9000", allow_http: true, secret_access_key: s3cr3t,'
+               ' access_key_id: AK}'}
+    cfg = parse_config(None, env)
+    assert cfg.store.storage_kwargs() == {"endpoint_url": "http://minio:9000",
+                                          "allow_http": True, "secret_access_key": "s3cr3t",
+                                          "access_key_id": "AK"}
+    # Credentials never reach logs or manifests.
+    assert cfg.to_dict()["store"]["storage_options"]["secret_access_key"] == "***"
+    assert "s3cr3t" not in repr(cfg) and hash(cfg) == hash(parse_config(None, env))
+    assert parse_config(None, {}).store.storage_kwargs() is None
+
+    def error(store):
+        with pytest.raises(ConfigError) as info:
+            parse_config({"store": store}, {})
+        return str(info.value)
+
+    assert error({"path": "hdfs://nn/x"}).startswith(
+        "store.path: unsupported store URL 'hdfs://nn/x': scheme 'hdfs' is not one of")
+    msg = error({"path": "gs://b/p", "storage_options": {"region": "x"}})
+    assert msg.startswith("store.storage_options (with store.path 'gs://b/p'): storage option "
+                          "'region' is not accepted for a gcs store")
+    assert "allowed: anonymous, application_credentials" in msg
+    assert "allowed: none" in error({"storage_options": {"endpoint_url": "http://x"}})
+    assert error({"path": "s3://b", "storage_options": [1]}).startswith(
+        "store.storage_options: got [1]; allowed: a mapping of option names")
+    assert "<redacted>" in error({"path": "s3://b", "storage_options": {"session_token": 7}})
+    assert "needs its storage account" in error({"path": "az://c/p"})
