@@ -56,9 +56,15 @@ def build_tokenizer(cfg: Config) -> Tokenizer:
 def open_store(cfg: Config) -> CooccurrenceStore:
     """Open the store of ``cfg.store.path``, creating it with the configured settings.
 
-    The vocabulary's stopwords are not given to the store: the tokenizer drops them already.
-    ``vocab.max_df_ratio`` is applied when a model is fitted (words are kept in the store, so a
-    word that becomes less common can be used again), not by blocking words in the store.
+    The tokenizer's stopwords are also given to the store, which records them (and never
+    counts them): reopening the store with another ``vocab.stopwords`` list then logs a
+    warning, because the stored list stays in force and the counts would mix two
+    tokenizations. Seed words that are stopwords are left out of the seed.
+
+    Over-frequent words: ``vocab.max_df_ratio`` is applied when a model is fitted (the words
+    keep their slots, so a word that becomes less common can be used again);
+    ``vocab.block_df_ratio`` (off by default) also blocks them in the store, freeing their
+    slots. Both the stopwords and ``block_df_ratio`` are creation settings of the store.
 
     The store keeps the document statistics ``model.method`` / ``model.anchor_method`` need
     (DDP, RP, TSVD) and no others: with a co-occurrence method, statistics a previous run kept
@@ -67,10 +73,18 @@ def open_store(cfg: Config) -> CooccurrenceStore:
     """
     s, v = cfg.store, cfg.vocab
     forgetting_kw = s.forgetting_kwargs()
+    stopwords = build_tokenizer(cfg).stopwords or frozenset()
+    seed = read_seed_vocabulary(v.seed_file) if v.seed_file else []
+    if stopwords.intersection(seed):
+        log.info("seed vocabulary: %d stopwords left out (the tokenizer drops them)",
+                 len(stopwords.intersection(seed)))
+        seed = [w for w in seed if w not in stopwords]
     create: dict[str, Any] = {
         "capacity": v.capacity,
         "admit_threshold": v.admit_threshold,
-        "seed": read_seed_vocabulary(v.seed_file) if v.seed_file else (),
+        "seed": seed,
+        "stopwords": sorted(stopwords),
+        "max_df": v.block_df_ratio,
         "forgetting": Forgetting(**forgetting_kw) if forgetting_kw else None,
     }
     if s.chunk_size is not None:
@@ -79,8 +93,8 @@ def open_store(cfg: Config) -> CooccurrenceStore:
         create["shard_size"] = s.shard_size
     document_stats = DocStatsSettings.for_method(**cfg.model.document_stats_kwargs())
     return CooccurrenceStore.open_or_create(
-        s.path, budget_bytes=s.accumulator_budget_bytes, keep_versions=s.keep_versions,
-        document_stats=document_stats, **create)
+        s.path, storage_options=s.storage_kwargs(), document_stats=document_stats,
+        **s.runtime_kwargs(), **create)
 
 
 class Daemon:

@@ -153,3 +153,36 @@ def test_a_store_without_recorded_stopwords_is_not_checked(tmp_path, caplog):
     with caplog.at_level(logging.WARNING, logger="anchorstream.store"):
         CooccurrenceStore.open_or_create(url, capacity=8, stopwords=["the"])
     assert caplog.records == []
+
+
+# ------------------------------------------------------------------- the daemon's store
+
+
+def test_the_daemon_store_gets_the_configured_options(tmp_path, caplog):
+    from daemon.config import parse_config
+    from daemon.service import open_store
+
+    seed = tmp_path / "seed.txt"
+    seed.write_text("the\nmarket\n")
+    data = {
+        "store": {"path": str(tmp_path / "store"), "keep_versions": 4, "gc_every": 7,
+                  "gc_interval_seconds": 120, "gc_min_age_seconds": 5,
+                  "compact_bytes": 2**20, "max_segments": 9,
+                  "accumulator_budget_bytes": 2**21},
+        "vocab": {"capacity": 50, "block_df_ratio": 0.4, "seed_file": str(seed)},
+    }
+    s = open_store(parse_config(data, {}))
+    assert (s.keep_versions, s.gc_every, s.gc_interval_seconds, s.gc_min_age, s.compact_bytes,
+            s.max_segments, s.budget_bytes) == (4, 7, 120.0, 5.0, 2**20, 9, 2**21)
+    # Over-frequent words are blocked in the store; the stopwords are recorded (a seed word
+    # that is a stopword is left out: the tokenizer would never produce it).
+    assert s.vocabulary.max_df == 0.4
+    assert "the" in s.vocabulary.stopwords and s.vocabulary.words[0] == "market"
+    with caplog.at_level(logging.WARNING, logger="anchorstream.store"):
+        open_store(parse_config(data, {}))
+    assert caplog.records == []
+    data["vocab"] = {**data["vocab"], "stopwords": "none", "block_df_ratio": None}
+    with caplog.at_level(logging.WARNING, logger="anchorstream.store"):
+        again = open_store(parse_config(data, {}))
+    assert "stopwords" in caplog.text and "max_df 0.4 (asked for None)" in caplog.text
+    assert again.vocabulary.max_df == 0.4  # the stored setting stays in force
