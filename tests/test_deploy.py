@@ -54,8 +54,8 @@ def alert_rules() -> list[dict]:
 
 
 @pytest.fixture(scope="module")
-def exported(kafka_broker, tmp_path_factory) -> set[str]:
-    """Every series name a running daemon's /metrics exposes, from a real scrape."""
+def scrape(kafka_broker, tmp_path_factory) -> str:
+    """A running daemon's /metrics (text format) after its first published snapshot."""
     tmp = tmp_path_factory.mktemp("daemon")
     topic, dead = unique_name("docs"), unique_name("dead")
     kafka_broker.create_topics({topic: 2, dead: 1})
@@ -71,13 +71,18 @@ def exported(kafka_broker, tmp_path_factory) -> set[str]:
         assert daemon.terminate() == 0, daemon.log()
     finally:
         daemon.close()
-    text = raw.decode("utf-8")
+    return raw.decode("utf-8")
+
+
+@pytest.fixture(scope="module")
+def exported(scrape) -> set[str]:
+    """Every series name the daemon's /metrics exposes."""
     names: set[str] = set()
     # The series a family of each type produces (the parser strips _total from counters).
     suffixes = {"counter": ("_total", "_created"), "histogram": ("_bucket", "_sum", "_count",
                                                                  "_created"),
                 "summary": ("_sum", "_count", "_created"), "info": ("_info",)}
-    for family in text_string_to_metric_families(text):
+    for family in text_string_to_metric_families(scrape):
         names.add(family.name)  # a histogram by its family name, as the docs call it
         names.update(family.name + s for s in suffixes.get(family.type, ("",)))
         names.update(sample.name for sample in family.samples)
@@ -183,6 +188,20 @@ def test_every_metric_used_in_deploy_is_exported(exported):
     named = referenced([(DEPLOY / "README.md").read_text(encoding="utf-8")])
     missing = sorted(named - exported)
     assert not missing, f"deploy/README.md names metrics the daemon does not export: {missing}"
+
+
+def test_the_daemon_feeds_the_memory_disk_and_checkpoint_panels(scrape):
+    """Series that exist only if the daemon binds them, or the store reports them."""
+    samples = {(s.name, tuple(sorted(s.labels.items()))): s.value
+               for f in text_string_to_metric_families(scrape) for s in f.samples}
+    assert samples[("anchorstream_accumulator_bytes", ())] >= 0
+    # The store and the snapshots share the test's file system: one series.
+    free = samples[("anchorstream_filesystem_free_bytes", (("path", "store"),))]
+    assert 0 < free <= samples[("anchorstream_filesystem_size_bytes", (("path", "store"),))]
+    # Every checkpoint runs these stages (compact and gc only now and then).
+    for stage in ("delta", "write", "commit"):
+        key = ("anchorstream_checkpoint_stage_seconds_count", (("stage", stage),))
+        assert samples.get(key, 0) >= 1, stage
 
 
 # ----------------------------------------------------------------------------------------------
