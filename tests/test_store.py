@@ -19,7 +19,7 @@ import icechunk
 import numpy as np
 import pytest
 import zarr
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
@@ -194,28 +194,125 @@ class TestConformance:
 # ------------------------------------------------------------------------- properties
 
 
+def assert_close_rel(actual, ref, rtol=1e-12):
+    """``actual`` equals ``ref`` to ``rtol`` relative to the largest entry of ``ref``.
+
+    No floor of 1 on the scale (unlike :func:`assert_matches`): with decay every value may be
+    far below 1, and a tolerance of 1e-12 absolute would then check nothing.
+    """
+    ref = np.asarray(ref, dtype=np.float64)
+    scale = float(np.abs(ref).max(initial=0.0))
+    np.testing.assert_allclose(actual, ref, rtol=rtol, atol=rtol * scale + 1e-300)
+
+
+def assert_equals_weighted(state, docs, weights):
+    """The committed state equals the explicitly weighted sum over its active words."""
+    Q, uni, df, n_docs, n_tok = naive_cooccurrence(docs, state.words, weights)
+    c = state.cooccurrence
+    assert_close_rel(c.counts, Q)
+    assert_close_rel(c.unigram, uni)
+    assert_close_rel(c.doc_freq, df)
+    assert_close_rel(c.num_docs, n_docs)
+    assert_close_rel(c.num_tokens, n_tok)
+
+
+def stream(url, docs, bounds, *, compact_after=(), reopen_after=(), timestamps=None,
+           **create):
+    """Create a store at ``url`` and add ``docs`` in the batches ``docs[a:b]`` of consecutive
+    ``bounds``, checkpointing after each (offset ``n``: documents so far), compacting or
+    reopening the writer after the batches listed. Returns the writer."""
+    s = CooccurrenceStore.create(url, **create)
+    for k, (a, b) in enumerate(zip(bounds[:-1], bounds[1:])):
+        s.add(docs[a:b], None if timestamps is None else timestamps[a:b])
+        s.checkpoint({"n": b})
+        if k in compact_after:
+            s.compact()
+        if k in reopen_after:
+            s = CooccurrenceStore.open(url)
+    return s
+
+
 @settings(max_examples=25, deadline=None)
 @given(
     seed=st.integers(0, 2**16),
     cuts=st.lists(st.integers(0, 80), max_size=5),
     compact_after=st.sets(st.integers(0, 5)),
     reopen_after=st.sets(st.integers(0, 5)),
+    half_life=st.one_of(st.none(), st.floats(1.0, 60.0)),
+    window=st.one_of(st.none(), st.integers(5, 40)),
 )
-def test_streaming_any_split_equals_batch(seed, cuts, compact_after, reopen_after):
+def test_streaming_any_split_equals_batch(seed, cuts, compact_after, reopen_after, half_life,
+                                          window):
+    # Without forgetting the reference is the library's batch estimator; with decay (in
+    # documents) and/or tumbling windows it is the explicitly weighted sum over the documents
+    # of the live windows, each weighted 2^-(T - t)/h.
     rng = np.random.default_rng(seed)
     docs = corpus(rng, 80)
     url = f"memory://prop-{uuid.uuid4().hex}"
-    s = CooccurrenceStore.create(url, capacity=len(WORDS), admit_threshold=1, chunk_size=2,
-                                 shard_size=4)
-    bounds = sorted({0, len(docs), *cuts})
-    for k, (a, b) in enumerate(zip(bounds[:-1], bounds[1:])):
-        s.add(docs[a:b])
-        s.checkpoint({"n": b})
-        if k in compact_after:
-            s.compact()
-        if k in reopen_after:
-            s = CooccurrenceStore.open(url)
-    assert_equals_batch(read_committed(url), docs)
+    forgetting = Forgetting(half_life=half_life, window=window,
+                            n_windows=1 if window is None else 2)
+    stream(url, docs, sorted({0, len(docs), *cuts}), compact_after=compact_after,
+           reopen_after=reopen_after, capacity=len(WORDS), admit_threshold=1, chunk_size=2,
+           shard_size=4, forgetting=forgetting)
+    if half_life is None and window is None:
+        assert_equals_batch(read_committed(url), docs)
+        return
+    t = np.arange(len(docs), dtype=np.float64)
+    T = t[-1]
+    live = np.ones(len(docs), dtype=bool) if window is None else t // window > T // window - 2
+    w = np.ones(len(docs)) if half_life is None else 0.5 ** ((T - t) / half_life)
+    assert_equals_weighted(open_committed(url), [d for d, k in zip(docs, live) if k], w[live])
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    seed=st.integers(0, 2**16),
+    cuts=st.lists(st.integers(0, 120), max_size=6),
+    compact_after=st.sets(st.integers(0, 6)),
+    reopen_after=st.sets(st.integers(0, 6)),
+    capacity=st.integers(3, 8),
+    admit_threshold=st.sampled_from([1.0, 2.0]),
+    sketch_size=st.integers(2, 6),
+)
+def test_streaming_any_split_with_evictions_equals_one_batch(
+    seed, cuts, compact_after, reopen_after, capacity, admit_threshold, sketch_size
+):
+    # With a capacity below the corpus's 12 words, which words are in the vocabulary (and so
+    # which tokens count) depends on the stream: there is no batch estimator over a fixed
+    # vocabulary to compare with. "Batch" here is the same documents in one add() through an
+    # identical store: split points, checkpoints, compactions and reopens must change nothing,
+    # neither the slots the words got nor the matrix (nor the vocabulary's sketch, which
+    # decides later admissions). The dense numpy model of tests/naive_store.py, fed one
+    # document at a time, is a second reference.
+    rng = np.random.default_rng(seed)
+    # The topic drifts (document i draws from WORDS[k:k+6], k = 7i/120): words fall out of use
+    # and newer ones overtake them, so every example evicts (checked below).
+    docs = [corpus(rng, 1, words=WORDS[i * 7 // 120 : i * 7 // 120 + 6])[0] for i in range(120)]
+    kw = {"capacity": capacity, "admit_threshold": admit_threshold, "sketch_size": sketch_size}
+    split_url = f"memory://split-{uuid.uuid4().hex}"
+    one_url = f"memory://one-{uuid.uuid4().hex}"
+    split = stream(split_url, docs, sorted({0, len(docs), *cuts}), compact_after=compact_after,
+                   reopen_after=reopen_after, chunk_size=2, shard_size=4, **kw)
+    stream(one_url, docs, [0, len(docs)], chunk_size=2, shard_size=4, **kw)
+    a, b = open_committed(split_url), open_committed(one_url)
+    # Evictions really happened (an evicted slot records the checkpoint it is valid from).
+    assert (split._reset_seq > 0).any()
+    assert a.words == b.words and np.array_equal(a.slots, b.slots)
+    assert_close_rel(a.cooccurrence.counts, b.cooccurrence.counts)
+    assert_close_rel(a.cooccurrence.unigram, b.cooccurrence.unigram)
+    np.testing.assert_array_equal(a.cooccurrence.doc_freq, b.cooccurrence.doc_freq)
+    assert a.cooccurrence.num_docs == b.cooccurrence.num_docs
+    assert a.cooccurrence.num_tokens == b.cooccurrence.num_tokens
+    assert CooccurrenceStore.open(split_url).vocabulary.sketch_items() == \
+        CooccurrenceStore.open(one_url).vocabulary.sketch_items()
+    model = NaiveStoreModel(NaiveVocabulary(**kw))
+    for d in docs:
+        model.add(d)
+    words, Q, uni, df = model.by_word()
+    assert words == a.words
+    assert_close_rel(a.cooccurrence.counts, Q)
+    assert_close_rel(a.cooccurrence.unigram, uni)
+    assert a.cooccurrence.num_docs == model.docs
 
 
 def test_checkpoints_keep_the_accumulators_hot_block(tmp_path, rng):
@@ -299,22 +396,39 @@ def test_a_read_catches_up_by_reading_only_the_new_segments(tmp_path, rng, monke
     assert_equals_batch(again, docs)
 
 
-def test_merging_partial_stores_equals_one_store(tmp_path, rng):
-    docs = corpus(rng, 100)
-    urls = [str(tmp_path / n) for n in ("a", "b", "all")]
-    for u, part in zip(urls, (docs[:37], docs[37:], docs)):
-        s = CooccurrenceStore.create(u, capacity=20, admit_threshold=1)
-        s.add(part)
-        s.checkpoint()
-    merged, words = merge_committed(urls[:2])
-    whole = open_committed(urls[2])
-    assert sorted(words) == sorted(whole.words)
-    assert_matches(merged, words, whole.cooccurrence.counts, whole.words)
-    assert merged.num_docs == whole.cooccurrence.num_docs
-    # the fingerprint does not depend on slot order
-    assert fingerprint(merged.counts, words) == pytest.approx(
-        fingerprint(whole.cooccurrence.counts, whole.words), rel=1e-12
-    )
+@settings(max_examples=20, deadline=None)
+@given(
+    seed=st.integers(0, 2**16),
+    owner=st.lists(st.booleans(), min_size=60, max_size=60),
+    cuts_a=st.lists(st.integers(0, 60), max_size=3),
+    cuts_b=st.lists(st.integers(0, 60), max_size=3),
+)
+@example(seed=0, owner=[k < 22 for k in range(60)], cuts_a=[], cuts_b=[])
+def test_merging_partial_stores_equals_one_store(seed, owner, cuts_a, cuts_b):
+    # Any partition of a corpus between two workers' stores (each checkpointing at its own
+    # points; the words get different slots in each, as they first appear in different order)
+    # merges into the store of the whole corpus, in either order.
+    rng = np.random.default_rng(seed)
+    docs = corpus(rng, 60)
+    parts = [[d for d, o in zip(docs, owner) if o], [d for d, o in zip(docs, owner) if not o]]
+    kw = {"capacity": len(WORDS), "admit_threshold": 1, "chunk_size": 2, "shard_size": 4}
+    urls = [f"memory://merge-{name}-{uuid.uuid4().hex}" for name in ("a", "b", "all")]
+    for u, part, cuts in zip(urls, parts, (cuts_a, cuts_b)):
+        stream(u, part, sorted({0, len(part), *(c for c in cuts if c < len(part))}), **kw)
+    stream(urls[2], docs, [0, len(docs)], **kw)
+    whole = open_committed(urls[2]).cooccurrence
+    whole_words = open_committed(urls[2]).words
+    for order in (urls[:2], urls[1::-1]):
+        merged, words = merge_committed(order)
+        assert sorted(words) == sorted(whole_words)
+        assert_close_rel(merged.counts, align(whole_words, whole.counts, words))
+        assert_close_rel(merged.unigram, align(whole_words, whole.unigram, words))
+        np.testing.assert_array_equal(merged.doc_freq, align(whole_words, whole.doc_freq, words))
+        assert merged.num_docs == whole.num_docs and merged.num_tokens == whole.num_tokens
+        # the fingerprint does not depend on slot order
+        assert fingerprint(merged.counts, words) == pytest.approx(
+            fingerprint(whole.counts, whole_words), rel=1e-12, abs=1e-300
+        )
 
 
 @pytest.mark.parametrize("renormalize_above", [2.0**256, 4.0])
@@ -351,6 +465,39 @@ def test_decay_equals_explicitly_weighted_sum(tmp_path, rng, renormalize_above):
         st2 = open_committed(url)
         Q, *_ = naive_cooccurrence(all_docs, st2.words, w)
         assert_matches(st2.cooccurrence, st2.words, Q)
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    seed=st.integers(0, 2**16),
+    half_life=st.floats(0.5, 80.0),
+    unit=st.sampled_from(["documents", "seconds"]),
+    renormalize_above=st.sampled_from([2.0**256, 4.0]),
+    cuts=st.lists(st.integers(0, 60), max_size=4),
+    compact_after=st.sets(st.integers(0, 4)),
+    reopen_after=st.sets(st.integers(0, 4)),
+)
+def test_decay_equals_explicitly_weighted_sum_property(seed, half_life, unit, renormalize_above,
+                                                       cuts, compact_after, reopen_after):
+    # Each document weighs 2^-(T - t)/h at the time T of the latest one, whatever the
+    # half-life, the split into checkpoints, the renormalizations (renormalize_above=4 moves
+    # the units every two half-lives), compactions and reopens. In seconds the timestamps
+    # come out of order: T is the largest one, and a document arriving after one with a
+    # later timestamp weighs less than it.
+    rng = np.random.default_rng(seed)
+    docs = corpus(rng, 60)
+    if unit == "seconds":
+        t = np.round(rng.uniform(0.0, 300.0, size=len(docs)), 3)
+    else:
+        t = np.arange(len(docs), dtype=np.float64)
+    f = Forgetting(half_life=half_life, unit=unit, renormalize_above=renormalize_above)
+    url = f"memory://decay-{uuid.uuid4().hex}"
+    stream(url, docs, sorted({0, len(docs), *cuts}), compact_after=compact_after,
+           reopen_after=reopen_after, timestamps=t if unit == "seconds" else None,
+           capacity=len(WORDS), admit_threshold=1, chunk_size=2, shard_size=4, forgetting=f)
+    st_ = open_committed(url)
+    assert st_.clock == t.max()
+    assert_equals_weighted(st_, docs, 0.5 ** ((t.max() - t) / half_life))
 
 
 def test_decay_in_seconds(tmp_path, rng):
