@@ -2,20 +2,22 @@
 
 A real subprocess (``python -m daemon demo``) in a temporary working directory: it starts the
 embedded Tansu broker, replays the first documents of the bundled sample, and must print at least
-one snapshot with its topics, then stop by itself (``--limit``/``--duration``), leaving no broker
-behind and exiting 0. A second test stops it with SIGTERM, as Ctrl-C or a supervisor would.
+one snapshot with its topics and, for the later ones, which topics rose and fell, then stop by
+itself (``--limit``/``--duration``), leaving no broker behind (checked by its pid) and exiting 0.
+A second test stops it with SIGTERM, as Ctrl-C or a supervisor would.
 Small settings (5 topics, 500-word vocabulary, 20 rectification iterations) keep it well under a
 minute on a shared two-core machine.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
 import subprocess
 import sys
-import time
+import threading
 from pathlib import Path
 
 import pytest
@@ -30,12 +32,41 @@ SMALL = ["--topics", "5", "--vocab", "500", "--rectify-iter", "20", "--refresh-d
          "--refresh-seconds", "1", "--rate", "1000", "--port", "0"]
 
 
-def _demo(tmp_path: Path, *args: str) -> subprocess.Popen:
+@contextlib.contextmanager
+def _demo(tmp_path: Path, *args: str):
+    """``python -m daemon demo`` (stdout piped, stderr to a file); killed if it outlives the
+    test or DEADLINE, and so is its broker once :func:`_broker_pid` found it."""
     env = {**os.environ, "PYTHONPATH": str(REPO), "NO_COLOR": "1"}
-    return subprocess.Popen(
-        [sys.executable, "-m", "daemon", "demo", *SMALL, *args],
-        cwd=tmp_path, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True)
+    with open(tmp_path / "demo.stderr", "wb") as err:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "daemon", "demo", *SMALL, *args],
+            cwd=tmp_path, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            stderr=err, text=True)
+    proc.broker = None
+    # Bounds every blocking read below: a hung demo is killed, its output ends, the test fails.
+    watchdog = threading.Timer(DEADLINE, proc.kill)
+    watchdog.start()
+    try:
+        yield proc
+    finally:
+        watchdog.cancel()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        proc.stdout.close()
+        if proc.broker is not None and _alive(proc.broker):  # never leave one behind
+            os.kill(proc.broker, signal.SIGKILL)
+
+
+def _rest(proc: subprocess.Popen, tmp_path: Path) -> tuple[str, str]:
+    """The rest of stdout (to the end) and all of stderr, once the demo exited.
+
+    Read through ``proc.stdout``, not ``communicate()``: that reads the pipe's descriptor and
+    would lose what :func:`_read_until`'s buffered reader already took from it.
+    """
+    out = proc.stdout.read()
+    proc.wait(DEADLINE)
+    return out, (tmp_path / "demo.stderr").read_text(errors="replace")
 
 
 def _alive(pid: int) -> bool:
@@ -51,21 +82,28 @@ def _alive(pid: int) -> bool:
 
 
 def _broker_pid(stdout: str) -> int | None:
-    # The banner names the broker's port; the broker itself is found by its command line.
-    m = re.search(r"embedded Kafka at 127\.0\.0\.1:(\d+)", stdout)
+    """The broker's pid from the banner, checked against its command line (port and all)."""
+    m = re.search(r"embedded Kafka at 127\.0\.0\.1:(\d+) \(pid (\d+)\)", stdout)
     if not m:
         return None
-    port = m.group(1)
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
-        try:
-            cmd = (proc / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if b"broker" in cmd and any(c.endswith(f":{port}".encode()) for c in cmd):
-            return int(proc.name)
+    port, pid = m.group(1), int(m.group(2))
+    try:
+        cmd = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return None
+    if b"broker" in cmd and any(c.endswith(f":{port}".encode()) for c in cmd):
+        return pid
     return None
+
+
+def _read_until(proc: subprocess.Popen, marker: str) -> str:
+    """stdout up to and including the first line that starts with ``marker`` (or to its end)."""
+    seen = []
+    for line in proc.stdout:
+        seen.append(line)
+        if line.lstrip().startswith(marker):
+            break
+    return "".join(seen)
 
 
 def _topic_rows(stdout: str) -> list[str]:
@@ -81,13 +119,15 @@ def _topic_rows(stdout: str) -> list[str]:
 
 
 def test_demo_prints_snapshots_and_exits_by_itself(tmp_path):
-    proc = _demo(tmp_path, "--limit", "1500", "--duration", "50")
-    try:
-        out, err = proc.communicate(timeout=DEADLINE)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
+    # 250 documents/s: the replay lasts 6 s, longer than the consumer takes to join and the
+    # first refresh to start, so that refresh sees only part of the 1500 documents and the
+    # snapshot after it (of all 1500) has changes to report.
+    with _demo(tmp_path, "--limit", "1500", "--duration", "50", "--rate", "250") as proc:
+        head = _read_until(proc, "broker:")
+        broker = proc.broker = _broker_pid(head)
+        assert broker is not None and _alive(broker), head
+        out, err = _rest(proc, tmp_path)
+        out = head + out
     assert proc.returncode == 0, out + err
     assert "browser:  http://127.0.0.1:" in out
     assert "first snapshot after" in out, out + err
@@ -96,34 +136,33 @@ def test_demo_prints_snapshots_and_exits_by_itself(tmp_path):
     for row in rows:
         fields = row.split()
         assert len(fields) >= 4, row  # id, share, anchor and at least one top word
+    # Later snapshots end with what changed: the topics that rose and fell, with their
+    # anchors and changes in points.
+    headers = re.findall(r"^\W* snapshot (\d+) ", out, flags=re.M)
+    assert len(headers) >= 2, out
+    # (Prevalences sum to 1, so a topic that rose by 0.5 points or more comes with others
+    # that fell, though not necessarily by 0.5 points each: ask for at least one move.)
+    moves = re.findall(r"\b(rose|fell): (\d+ \S+ [+-]\d+\.\d(?:, \d+ \S+ [+-]\d+\.\d)*)",
+                       out)
+    assert moves, out
     assert "demo stopped" in out and "broker stopped" in out
     # The temporary state directory is removed and no broker is left running.
     state = re.search(r"state:\s+(\S+)", out).group(1)
     assert not Path(state).exists()
+    assert not _alive(broker)
     assert "Traceback" not in err, err
 
 
 def test_demo_stops_cleanly_on_sigterm(tmp_path):
-    proc = _demo(tmp_path, "--state-dir", str(tmp_path / "state"))
-    try:
+    with _demo(tmp_path, "--state-dir", str(tmp_path / "state")) as proc:
         # Wait for the first snapshot, reading the output as it comes.
-        seen = []
-        end = time.monotonic() + DEADLINE
-        for line in proc.stdout:
-            seen.append(line)
-            if line.startswith("first snapshot:"):
-                break
-            assert time.monotonic() < end, "".join(seen)
-        out_so_far = "".join(seen)
-        assert "first snapshot:" in out_so_far, out_so_far + proc.stderr.read()
-        broker = _broker_pid(out_so_far)
+        out_so_far = _read_until(proc, "first snapshot:")
+        broker = proc.broker = _broker_pid(out_so_far)
+        assert "first snapshot:" in out_so_far, \
+            out_so_far + (tmp_path / "demo.stderr").read_text(errors="replace")
         assert broker is not None and _alive(broker)
         proc.send_signal(signal.SIGTERM)
-        out, err = proc.communicate(timeout=DEADLINE)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
+        out, err = _rest(proc, tmp_path)
     assert proc.returncode == 0, out_so_far + out + err
     assert "broker stopped" in out
     assert not _alive(broker)
