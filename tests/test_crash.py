@@ -9,6 +9,13 @@ process then checks the committed state against the batch estimator over the doc
 the committed offset, resumes the ingestion in-process, and checks the final matrix against
 the batch estimator over the whole corpus. The zygote never touches Icechunk or Zarr itself,
 so it forks with no storage threads running.
+
+A second test runs the same kills with a vocabulary capacity below the corpus's words, so that
+words are admitted and evicted while the writer works; there the reference is the same stream
+without a crash (what the active words are depends on the stream, so there is no batch
+estimator over a fixed vocabulary): the committed state after a kill equals an uninterrupted
+run stopped at the committed offset, and after the replay the store equals the uninterrupted
+run of the whole corpus, slot for slot.
 """
 
 from __future__ import annotations
@@ -18,6 +25,8 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
+import uuid
 from pathlib import Path
 
 import numpy as np
@@ -37,6 +46,10 @@ STORE = {
     "capacity": 64, "admit_threshold": 1.0, "chunk_size": 8, "shard_size": 16,
     "max_segments": 3, "keep_versions": 2, "gc_every": 4, "gc_min_age": 0.0,
 }
+
+#: The same with 20 slots for the corpus's 48 words: about 50 evictions spread over the whole
+#: stream, from the seventh document on.
+EVICTING_STORE = {**STORE, "capacity": 20}
 
 ZYGOTE = textwrap.dedent(
     """
@@ -95,10 +108,13 @@ ZYGOTE = textwrap.dedent(
 class CrashHarness:
     """A zygote process plus the corpus and its batch references."""
 
-    def __init__(self, workdir: Path, *, n_docs: int = 110, seed: int = 0):
+    def __init__(self, workdir: Path, *, store: dict = STORE, n_docs: int = 110, seed: int = 0):
         self.workdir = workdir
+        self.store = store
+        self._references: dict[int, object] = {}
         rng = np.random.default_rng(seed)
         words = [f"topic{k}word{j}" for k in range(6) for j in range(8)]
+        self.n_words = len(words)
         lines = []
         for d in range(n_docs):
             if d % 37 == 5:
@@ -117,7 +133,7 @@ class CrashHarness:
             self.records.append((offset, tokens))
         self.err = open(workdir / "zygote.err", "w")  # noqa: SIM115 - closed in close()
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", ZYGOTE, json.dumps(STORE)],
+            [sys.executable, "-c", ZYGOTE, json.dumps(store)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.err, text=True,
             cwd=ROOT,
             env={**os.environ, "PYTHONPATH": str(ROOT), "OPENBLAS_NUM_THREADS": "1",
@@ -137,6 +153,15 @@ class CrashHarness:
     def docs_before(self, offset: int) -> list[list[str]]:
         return [t for off, t in self.records if off <= offset and t is not None]
 
+    def check(self, url: str, state, offset: int) -> None:
+        """The committed ``state`` of ``url`` holds exactly the documents before ``offset``."""
+        docs = self.docs_before(offset)
+        assert state.n_docs_added == len(docs), "a document was lost or counted twice"
+        if self.store["capacity"] >= self.n_words:
+            self.check_equals_batch(state, docs)
+        else:
+            self.check_equals_uninterrupted(url, state, offset)
+
     def check_equals_batch(self, state, docs) -> None:
         ref = cooccurrence(count_matrix(docs, state.words))
         c = state.cooccurrence
@@ -144,7 +169,30 @@ class CrashHarness:
         scale = max(float(np.abs(ref.counts).max(initial=0.0)), 1.0)
         np.testing.assert_allclose(c.counts, ref.counts, rtol=1e-12, atol=1e-12 * scale)
         np.testing.assert_allclose(c.unigram, ref.unigram, rtol=1e-12)
-        assert state.n_docs_added == len(docs), "a document was lost or counted twice"
+
+    def reference(self, offset: int) -> tuple:
+        """``(committed state, sketch items)`` of an uninterrupted stream of the documents
+        before ``offset`` through a fresh store with the trials' settings (cached)."""
+        if offset not in self._references:
+            url = f"memory://crash-reference-{uuid.uuid4().hex}"
+            s = CooccurrenceStore.create(url, **self.store)
+            s.add(self.docs_before(offset))
+            s.checkpoint()
+            self._references[offset] = (open_committed(url), s.vocabulary.sketch_items())
+        return self._references[offset]
+
+    def check_equals_uninterrupted(self, url: str, state, offset: int) -> None:
+        ref, sketch = self.reference(offset)
+        # The same words in the same slots, the same matrix, and the same sketch (which
+        # decides the admissions and evictions still to come).
+        assert state.words == ref.words and np.array_equal(state.slots, ref.slots)
+        c, r = state.cooccurrence, ref.cooccurrence
+        assert c.num_docs == r.num_docs and c.num_tokens == r.num_tokens
+        scale = max(float(np.abs(r.counts).max(initial=0.0)), 1.0)
+        np.testing.assert_allclose(c.counts, r.counts, rtol=1e-12, atol=1e-12 * scale)
+        np.testing.assert_allclose(c.unigram, r.unigram, rtol=1e-12)
+        np.testing.assert_array_equal(c.doc_freq, r.doc_freq)
+        assert CooccurrenceStore.open(url).vocabulary.sketch_items() == sketch
 
     def trial(self, url: str, delay: float) -> dict:
         result = self.run(url, delay)
@@ -154,13 +202,15 @@ class CrashHarness:
         except StoreError:
             committed = None  # killed before the store's first commit was in place
         if committed is not None:
-            self.check_equals_batch(committed, self.docs_before(committed.offsets.get(key, 0)))
-        store = CooccurrenceStore.open_or_create(url, **STORE)
+            self.check(url, committed, committed.offsets.get(key, 0))
+        store = CooccurrenceStore.open_or_create(url, **self.store)
         ingest_files(store, [self.path], tokenizer=Tokenizer(), checkpoint_every=10_000)
         final = open_committed(url)
-        self.check_equals_batch(final, self.docs_before(self.records[-1][0]))
+        self.check(url, final, self.records[-1][0])
         assert final.offsets[key] == self.path.stat().st_size
         result["committed_docs"] = None if committed is None else committed.n_docs_added
+        # Whether a slot had been evicted before the commit the kill left.
+        result["evicted"] = committed is not None and bool((committed.dense.reset_seq > 0).any())
         return result
 
     def close(self) -> None:
@@ -177,24 +227,55 @@ def harness(tmp_path):
     h.close()
 
 
-def test_sigkill_at_random_moments_never_loses_or_doubles_a_document(harness, tmp_path):
-    # Calibrate how long an uninterrupted run takes on this (possibly loaded) machine; kill
-    # delays are drawn below the shortest run seen, and trials go on until 50 kills landed
-    # while the writer was working (on a loaded machine some runs finish first).
-    full = harness.run(str(tmp_path / "calibration"), None)
+@pytest.fixture
+def evicting_harness(tmp_path):
+    h = CrashHarness(tmp_path, store=EVICTING_STORE)
+    yield h
+    h.close()
+
+
+def kill_at_random_moments(harness: CrashHarness, tmp_path: Path, n_kills: int) -> list[dict]:
+    """Trials until ``n_kills`` kills landed while the writer was working; their results.
+
+    An uninterrupted run first calibrates how long a run takes on this (possibly loaded)
+    machine; kill delays are drawn below the shortest run seen (on a loaded machine some runs
+    finish first, and do not count).
+    """
+    calibration = str(tmp_path / "calibration")
+    full = harness.run(calibration, None)
     assert full["status"] == 0, (tmp_path / "zygote.err").read_text()
+    # The uninterrupted run is what every replay must reproduce.
+    harness.check(calibration, open_committed(calibration), harness.records[-1][0])
     shortest = full["elapsed"]
     rng = np.random.default_rng(1234)
     killed = []
     trial = 0
-    while len(killed) < 50 and trial < 150:
+    t0 = time.monotonic()
+    while len(killed) < n_kills and trial < 3 * n_kills:
         result = harness.trial(str(tmp_path / f"s{trial}"), rng.uniform(0, 0.9 * shortest))
         if result["killed"]:
             killed.append(result)
         else:
             shortest = min(shortest, result["elapsed"])
         trial += 1
-    assert len(killed) >= 50
+    print(f"{trial} trials, {len(killed)} kills in {time.monotonic() - t0:.1f} s "
+          f"(an uninterrupted run takes {full['elapsed']:.2f} s)")
+    assert len(killed) >= n_kills
     # ... at varied points of the writer's progress.
     progress = {r["committed_docs"] for r in killed}
     assert len(progress) >= 5, progress
+    return killed
+
+
+def test_sigkill_at_random_moments_never_loses_or_doubles_a_document(harness, tmp_path):
+    kill_at_random_moments(harness, tmp_path, 50)
+
+
+def test_sigkill_while_the_vocabulary_evicts_replays_the_uninterrupted_run(
+    evicting_harness, tmp_path
+):
+    # 20 slots for 48 words: words are admitted and evicted throughout the stream. Each kill's
+    # committed state equals the uninterrupted stream stopped at its offset, and the replay
+    # ends slot for slot where the uninterrupted run does.
+    killed = kill_at_random_moments(evicting_harness, tmp_path, 25)
+    assert sum(r["evicted"] for r in killed) >= 5  # kills after evictions had been committed
