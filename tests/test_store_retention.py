@@ -95,6 +95,7 @@ def test_collection_by_time_holds_across_reopens(tmp_path, rng):
     assert s.last_checkpoint_seconds["gc"] > 0.0
     assert store_info(url)["versions"] <= 1 + 1 + 1
     # ... and recorded when it did, with the next commit: a reopen does not collect again.
+    s.gc_interval_seconds = 0  # (a slow machine must not collect again before that commit)
     s.add(corpus(rng, 5))
     s.checkpoint()
     reopened = CooccurrenceStore.open(url, gc_interval_seconds=3600, **kw)

@@ -26,6 +26,14 @@ from anchorstream.storage import (
 from anchorstream.store import CooccurrenceStore, open_committed, read_committed, store_info
 
 
+def test_module_doctests():
+    import doctest
+
+    import anchorstream.storage
+
+    assert doctest.testmod(anchorstream.storage).failed == 0
+
+
 @pytest.mark.parametrize("url, expected", [
     ("store", StoreURL("local", path=os.path.abspath("store"))),
     ("/data/s", StoreURL("local", path="/data/s")),
