@@ -29,6 +29,18 @@ log = logging.getLogger("anchorstream.fit")
 #: sized for ``--vocab-size`` words, which a small corpus may not reach.
 _PREFAULT_MAX_BYTES = 2 << 30
 
+#: Options that only apply to ``--input`` (reading and tokenizing files, choosing the
+#: vocabulary), with their defaults. They default to "not given" so that ``--store`` can
+#: refuse them (see :func:`_input_options`).
+_INPUT_ONLY = {
+    "format": ("--format", "json"),
+    "text_field": ("--text-field", "text"),
+    "vocab_size": ("--vocab-size", 5000),
+    "min_df": ("--min-df", 5),
+    "max_df": ("--max-df", 0.5),
+    "stopwords": ("--stopwords", "english"),
+}
+
 
 class _Prefault(threading.Thread):
     """Allocates and touches the fit's two V x V arrays on another core while the main thread
@@ -103,18 +115,31 @@ def register(subparsers) -> None:
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--input", nargs="+", type=Path, metavar="FILE",
                      help="JSON-lines or text files (.gz allowed)")
-    src.add_argument("--store", type=Path, metavar="DIR",
-                     help="fit on the last committed state of a co-occurrence store")
+    # A str, not a Path: Path("s3://bucket/prefix") collapses the "//" into "s3:/bucket/prefix".
+    src.add_argument("--store", metavar="DIR|URL",
+                     help="fit on the last committed state of a co-occurrence store (a local "
+                          "path, file://, s3://, gs://); its vocabulary is the store's active "
+                          "words, so the --input-only options below are refused")
     p.add_argument("--out", type=Path, required=True, help="snapshot directory to create")
     p.add_argument("--topics", "-k", type=int, required=True, help="number of topics K")
-    p.add_argument("--format", choices=FORMATS, default="json", help="input record format")
-    p.add_argument("--text-field", default="text", help="JSON field holding the text")
-    p.add_argument("--vocab-size", type=int, default=5000, help="vocabulary size cap V")
-    p.add_argument("--min-df", type=int, default=5, help="minimum document frequency of a word")
-    p.add_argument("--max-df", type=float, default=0.5,
-                   help="maximum document frequency of a word, as a ratio of documents")
-    p.add_argument("--stopwords", default="english",
-                   help="stopword list: a shipped list name, a file path, or 'none'")
+    # SUPPRESS: an option not given leaves no attribute, which tells "not given" from "given
+    # the default" (and keeps the help free of "default: None"); defaults are in _INPUT_ONLY.
+    d = {dest: default for dest, (_, default) in _INPUT_ONLY.items()}
+    p.add_argument("--format", choices=FORMATS, default=argparse.SUPPRESS,
+                   help=f"input record format (--input only; default {d['format']})")
+    p.add_argument("--text-field", default=argparse.SUPPRESS,
+                   help=f"JSON field holding the text (--input only; default {d['text_field']})")
+    p.add_argument("--vocab-size", type=int, default=argparse.SUPPRESS,
+                   help=f"vocabulary size cap V (--input only; default {d['vocab_size']})")
+    p.add_argument("--min-df", type=int, default=argparse.SUPPRESS,
+                   help=f"minimum document frequency of a word (--input only; default "
+                        f"{d['min_df']})")
+    p.add_argument("--max-df", type=float, default=argparse.SUPPRESS,
+                   help=f"maximum document frequency of a word, as a ratio of documents "
+                        f"(--input only; default {d['max_df']})")
+    p.add_argument("--stopwords", default=argparse.SUPPRESS,
+                   help=f"stopword list: a shipped list name, a file path, or 'none' (--input "
+                        f"only; default {d['stopwords']})")
     p.add_argument("--method", choices=METHODS, default="anchor",
                    help="anchor = anchor words + recovery (JSMF/Arora); anchorfree = "
                         "determinant maximization (Huang 2016); tsvd = thresholded SVD "
@@ -181,32 +206,72 @@ def read_documents(paths, *, format, text_field, tokenizer, progress=True):
     return docs, {"lines": lines, "documents": len(docs), "rejected": dict(rejected)}
 
 
+def _input_options(args) -> dict:
+    """The ``--input``-only options (:data:`_INPUT_ONLY`), defaults filled in.
+
+    With ``--store`` any of them given is refused rather than applied to the store's
+    vocabulary. The store's matrix is the estimator over its own active words, each document
+    normalized by its number of in-vocabulary tokens ``n_d (n_d - 1)``: keeping the words that
+    pass ``--min-df``/``--max-df``/``--vocab-size`` would cut a sub-matrix out of it, which is
+    not the estimator over the smaller vocabulary (what ``fit --input`` with the same options
+    computes), and with forgetting the store's document frequencies are decayed sums rather
+    than counts. The file options (``--format``, ``--text-field``, ``--stopwords``) were
+    applied when the store was ingested. So a store's vocabulary is chosen at ingestion
+    (``anchorstream ingest --capacity --admit-threshold --max-df``); ignoring the options
+    silently would leave the snapshot recording settings that had no effect.
+
+    Raises
+    ------
+    InputError
+        With ``--store``, naming every ``--input``-only option given.
+    """
+    given = [dest for dest in _INPUT_ONLY if hasattr(args, dest)]
+    if args.store is not None and given:
+        flags = ", ".join(_INPUT_ONLY[dest][0] for dest in given)
+        raise InputError(
+            f"{flags} only appl{'ies' if len(given) == 1 else 'y'} to --input: with --store "
+            "the vocabulary is the store's active words, chosen when it was ingested "
+            "(anchorstream ingest --capacity, --admit-threshold, --max-df, --stopwords); "
+            f"drop {flags}"
+        )
+    return {dest: getattr(args, dest, default) for dest, (_, default) in _INPUT_ONLY.items()}
+
+
 def run(args) -> int:
     t_start = time.perf_counter()
+    opts = _input_options(args)
     if args.out.exists():
         # Checked again when the snapshot is written; here so that a fit is not wasted.
         raise InputError(f"{args.out} already exists; snapshots are immutable, "
                          "choose a new path")
     progress = not args.quiet and sys.stderr.isatty()
-    stopwords = None if args.stopwords == "none" else load_stopwords(args.stopwords)
-    tokenizer = Tokenizer(stopwords=stopwords)
 
     iterate = None
+    # What chose the vocabulary, for the snapshot's settings: only what was used.
+    vocabulary_settings: dict = {}
     if args.store is not None:
         from anchorstream.store import read_committed
 
         cooc, vocabulary, offsets, version = read_committed(args.store)
+        if len(vocabulary) <= args.topics:
+            raise InputError(
+                f"the store {args.store!r} has {len(vocabulary)} active words (version "
+                f"{version}), need more than --topics={args.topics}; ingest more documents "
+                "(or lower the store's --admit-threshold) or fit fewer topics"
+            )
         X = None
-        source = {"store": str(args.store), "store_version": version, "offsets": offsets}
+        source = {"store": args.store, "store_version": version, "offsets": offsets}
     else:
+        stopwords = None if opts["stopwords"] == "none" else load_stopwords(opts["stopwords"])
+        tokenizer = Tokenizer(stopwords=stopwords)
         # Every method counts co-occurrences; only the anchor-word model's float32
         # rectification has an iterate to put in the second buffer.
         rectifies = (args.method == "anchor" and args.anchors not in DOCUMENT_ANCHORS
                      and args.rectify and args.rectify_dtype == "float32")
-        prefault = _Prefault(args.vocab_size, np.float32 if rectifies else None)
+        prefault = _Prefault(opts["vocab_size"], np.float32 if rectifies else None)
         prefault.start()
         docs, stats = read_documents(
-            args.input, format=args.format, text_field=args.text_field,
+            args.input, format=opts["format"], text_field=opts["text_field"],
             tokenizer=tokenizer, progress=progress,
         )
         bad = sum(stats["rejected"].values())
@@ -219,12 +284,12 @@ def run(args) -> int:
         if not docs:
             raise InputError("no usable documents in the input")
         vocabulary = select_vocabulary(
-            docs, min_df=args.min_df, max_df=args.max_df, max_size=args.vocab_size
+            docs, min_df=opts["min_df"], max_df=opts["max_df"], max_size=opts["vocab_size"]
         )
         if len(vocabulary) <= args.topics:
             raise InputError(
-                f"the vocabulary has {len(vocabulary)} words (min_df={args.min_df}, "
-                f"max_df={args.max_df}), need more than --topics={args.topics}; "
+                f"the vocabulary has {len(vocabulary)} words (min_df={opts['min_df']}, "
+                f"max_df={opts['max_df']}), need more than --topics={args.topics}; "
                 "lower --min-df or add documents"
             )
         X = count_matrix(docs, vocabulary)
@@ -233,9 +298,17 @@ def run(args) -> int:
         cooc = cooccurrence(X, out=counts)
         source = {
             "input": [str(p) for p in args.input],
-            "format": args.format,
-            "text_field": args.text_field,
+            "format": opts["format"],
+            "text_field": opts["text_field"],
             **stats,
+        }
+        vocabulary_settings = {
+            "vocab_size": opts["vocab_size"],
+            "min_df": opts["min_df"],
+            "max_df": opts["max_df"],
+            "stopwords": opts["stopwords"],
+            "tokenizer": (tokenizer.describe() if hasattr(tokenizer, "describe")
+                          else repr(tokenizer)),
         }
     print(f"{cooc.num_docs} documents, {len(vocabulary)} words, fitting {args.topics} topics"
           f" ({time.perf_counter() - t_start:.1f} s)", file=sys.stderr)
@@ -270,11 +343,7 @@ def run(args) -> int:
             "anchor_min_df": args.anchor_min_df, "random_state": args.seed,
         }),
         "method": args.method,
-        "vocab_size": args.vocab_size,
-        "min_df": args.min_df,
-        "max_df": args.max_df,
-        "stopwords": args.stopwords,
-        "tokenizer": tokenizer.describe() if hasattr(tokenizer, "describe") else repr(tokenizer),
+        **vocabulary_settings,
     }
     hierarchy = None
     if args.supertopics:

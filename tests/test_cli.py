@@ -1,14 +1,17 @@
-"""`anchorstream fit` and `inspect` end to end on files: real files in, a real snapshot out."""
+"""`anchorstream fit` and `inspect` end to end on files and stores: real files in (or a real
+store written by `anchorstream ingest`), a real snapshot out."""
 
 import json
+import uuid
 
 import numpy as np
 import pytest
 
 from anchorstream.evaluate import recovery_error
 from anchorstream.snapshot import read_snapshot
+from anchorstream.store import open_committed
 from anchorstream.synthetic import planted_model, sample_documents
-from daemon.cli import main
+from daemon.cli import build_parser, main
 
 V, K = 150, 5
 
@@ -130,3 +133,59 @@ def test_fit_prepares_its_arrays_in_the_background_within_a_memory_bound(monkeyp
     assert not big.enabled
     big.start()
     assert big.take(30) == (None, None)
+
+
+@pytest.mark.parametrize("where", ["path", "url"])
+def test_fit_on_a_store_written_by_ingest(corpus, tmp_path, where):
+    # `ingest` then `fit --store`: the snapshot's vocabulary is the store's active words, its
+    # source names the store version and offsets, and the topics are as good as from files.
+    # A memory:// URL reaches the store as given (a Path would make it "memory:/...").
+    path, truth, words = corpus
+    store = str(tmp_path / "store") if where == "path" else f"memory://fit-{uuid.uuid4().hex}"
+    assert main(["ingest", str(path), "--store", store, "--capacity", "400",
+                 "--admit-threshold", "2", "--checkpoint-every", "1000", "-q"]) == 0
+    out = tmp_path / "snap"
+    assert main(["fit", "--store", store, "-k", str(K), "--anchor-min-df", "5",
+                 "--out", str(out), "--quiet"]) == 0
+    committed = open_committed(store)
+    assert set(committed.words) <= set(words) and len(committed.words) > 0.9 * V
+    snap, error = fitted_error(out, truth, words)
+    assert list(snap.vocabulary) == committed.words
+    source = snap.manifest["source"]
+    assert source["store"] == store and source["store_version"] == committed.version
+    assert source["offsets"] == committed.offsets
+    # Only what chose this fit goes into the settings: no file-reading or vocabulary options.
+    settings = snap.manifest["settings"]
+    assert not {"vocab_size", "min_df", "max_df", "stopwords", "tokenizer"} & set(settings)
+    assert settings["n_topics"] == K and settings["method"] == "anchor"
+    assert error < 0.15, error
+
+
+def test_fit_on_a_store_refuses_what_it_cannot_honour(tmp_path, capsys):
+    docs = tmp_path / "docs.txt"
+    docs.write_text("alpha beta gamma\nbeta gamma alpha\ngamma alpha beta\n", encoding="utf-8")
+    store = str(tmp_path / "store")
+    assert main(["ingest", str(docs), "--store", store, "--format", "text",
+                 "--admit-threshold", "1", "--stopwords", "none", "-q"]) == 0
+    capsys.readouterr()
+    out = tmp_path / "snap"
+    # Options that choose the vocabulary from files are refused by name, before any work.
+    for flag, value in (("--min-df", "2"), ("--vocab-size", "10"), ("--max-df", "0.9"),
+                        ("--stopwords", "none"), ("--format", "text"), ("--text-field", "body")):
+        assert main(["fit", "--store", store, "-k", "2", "--out", str(out), flag, value]) == 1
+        err = capsys.readouterr().err
+        assert f"error: {flag} only applies to --input" in err and f"drop {flag}" in err
+    assert main(["fit", "--store", store, "-k", "2", "--out", str(out), "--min-df", "2",
+                 "--max-df", "0.9"]) == 1
+    assert "--min-df, --max-df only apply to --input" in capsys.readouterr().err
+    # A store needs more active words than topics.
+    assert main(["fit", "--store", store, "-k", "3", "--out", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert "has 3 active words" in err and "need more than --topics=3" in err
+    assert main(["fit", "--store", str(tmp_path / "nothing"), "-k", "2", "--out", str(out)]) == 1
+    assert "no store at" in capsys.readouterr().err
+    assert not out.exists()
+    # URLs are kept as they are (type=Path turned "s3://b/p" into "s3:/b/p").
+    args = build_parser().parse_args(["fit", "--store", "s3://bucket/prefix", "-k", "2",
+                                      "--out", "o"])
+    assert args.store == "s3://bucket/prefix"
