@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("anchorstream.ingest")
 
-__all__ = ["file_key", "ingest_files", "register", "run"]
+__all__ = ["check_files", "file_key", "ingest_files", "register", "run"]
 
 
 def register(subparsers) -> None:
@@ -88,6 +88,35 @@ def file_key(path) -> str:
     return f"file:{os.path.abspath(os.fspath(path))}"
 
 
+def check_files(paths) -> None:
+    """Refuse input files that do not exist or that are listed more than once.
+
+    A file listed twice would be read twice in one run, its documents counted twice, while the
+    store keeps one offset per file, so no rerun could tell the passes apart. It is refused
+    rather than skipped with a warning: the list is most likely a mistake (overlapping globs,
+    a link to a file also listed, or a typo for another file) that a warning would leave in
+    the resume command, which is this same command line. Identity is the file itself (device and
+    inode), so other spellings of its path and links to it count as the same file.
+
+    Raises
+    ------
+    InputError
+        Naming the missing file, or both names of the repeated one.
+    """
+    seen: dict[tuple[int, int], str] = {}
+    for path in paths:
+        if not Path(path).is_file():
+            raise InputError(f"input file {str(path)!r} does not exist")
+        st = os.stat(path)
+        identity = (st.st_dev, st.st_ino)
+        if identity in seen:
+            raise InputError(
+                f"input files {seen[identity]!r} and {str(path)!r} are the same file: its "
+                "documents would be counted twice; list each file once"
+            )
+        seen[identity] = str(path)
+
+
 def _timestamp(value) -> float:
     if isinstance(value, bool):
         raise ValueError("a boolean is not a time")
@@ -123,22 +152,29 @@ def ingest_files(
     """
     if checkpoint_every < 1:
         raise InputError(f"--checkpoint-every must be >= 1, got {checkpoint_every}")
+    paths = list(paths)
+    check_files(paths)
     offsets = store.offsets
     starts = {}
-    total = 0
+    # The progress bar counts bytes of the uncompressed streams, as the offsets do (a resume
+    # seeks there). A .gz file's uncompressed size is unknown without reading it through, so
+    # with one among the inputs the bar shows bytes and rate without a total (the compressed
+    # size would mix units: percentages past 100).
+    total: int | None = 0
     for path in paths:
-        if not Path(path).is_file():
-            raise InputError(f"input file {str(path)!r} does not exist")
         key = file_key(path)
         start = int(offsets.get(key, 0))
         size = os.path.getsize(path)
-        if not str(path).endswith(".gz") and start > size:
+        if str(path).endswith(".gz"):
+            total = None
+        elif start > size:
             raise InputError(
                 f"the store's offset for {str(path)!r} is {start} but the file has {size} "
                 "bytes: it was replaced or truncated; ingest it into a new store"
             )
+        elif total is not None:
+            total += size - start
         starts[key] = start
-        total += max(size - start, 0)
     seconds = store.forgetting.unit == "seconds"
     if seconds and not timestamp_field:
         raise InputError("this store measures time in seconds: pass --timestamp-field")
@@ -211,6 +247,7 @@ def run(args) -> int:
     )
     from anchorstream.store import CooccurrenceStore  # icechunk and zarr: only for this command
 
+    check_files(args.files)  # before the store is created: bad input leaves nothing behind
     store = CooccurrenceStore.open_or_create(
         args.store, capacity=args.capacity, admit_threshold=args.admit_threshold, seed=seed,
         max_df=args.max_df, forgetting=forgetting, chunk_size=args.chunk_size,

@@ -911,3 +911,68 @@ def test_ingest_text_format_and_timestamps(tmp_path):
     assert info["n_docs_added"] == 2 and info["clock"] == 1704067300.0
     with pytest.raises(InputError, match="does not exist"):
         _cli("ingest", str(tmp_path / "nope.jsonl"), "--store", url2, "-q")
+
+
+def test_ingest_refuses_a_file_listed_twice(tmp_path):
+    path = tmp_path / "docs.jsonl"
+    path.write_text(json.dumps({"text": "alpha beta gamma"}) + "\n", encoding="utf-8")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "link.jsonl").symlink_to(path)
+    other = tmp_path / "other.jsonl"
+    other.write_text(json.dumps({"text": "beta gamma"}) + "\n", encoding="utf-8")
+    url = str(tmp_path / "s")
+    # The same name, another spelling of it, or a link to it: each would count it twice.
+    for again in (path, tmp_path / "sub" / ".." / "docs.jsonl", tmp_path / "link.jsonl"):
+        with pytest.raises(InputError, match="same file") as info:
+            _cli("ingest", str(path), str(other), str(again), "--store", url, "-q")
+        assert str(path) in str(info.value) and str(again) in str(info.value)
+    assert not os.path.exists(url)  # refused before the store was created
+    # A store's own writer refuses it too, before adding anything.
+    from anchorstream.text import Tokenizer
+    from daemon.cmd_ingest import ingest_files
+
+    s = CooccurrenceStore.create(url, capacity=8, admit_threshold=1)
+    with pytest.raises(InputError, match="same file"):
+        ingest_files(s, [path, other, path], tokenizer=Tokenizer())
+    assert s.n_docs_added == 0 and open_committed(url).n_docs_added == 0
+
+
+def test_ingest_progress_counts_one_kind_of_byte(tmp_path, monkeypatch):
+    # Offsets are positions in the uncompressed stream; the bar counts the same bytes, against
+    # the remaining file sizes when they are known and without a total when a .gz is among
+    # the inputs (its compressed size against uncompressed progress read 300 %, 500 %, ...).
+    import gzip
+
+    from tqdm import tqdm
+
+    from anchorstream.text import Tokenizer
+    from daemon import cmd_ingest
+
+    bars = []
+
+    class Recording(tqdm):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            bars.append(self)
+
+    monkeypatch.setattr(cmd_ingest, "tqdm", Recording)
+    text = "".join(json.dumps({"text": "market stocks bank rates " * 8}) + "\n"
+                   for _ in range(200)).encode()
+    plain = tmp_path / "plain.jsonl"
+    plain.write_bytes(text)
+    packed = tmp_path / "packed.jsonl.gz"
+    packed.write_bytes(gzip.compress(text))
+    assert packed.stat().st_size < len(text) / 5
+    for paths, total in (([plain], len(text)), ([packed], None), ([plain, packed], None)):
+        s = CooccurrenceStore.create(f"memory://progress-{uuid.uuid4().hex}", capacity=8,
+                                     admit_threshold=1)
+        cmd_ingest.ingest_files(s, paths, tokenizer=Tokenizer(), progress=True)
+        bar = bars.pop()
+        assert bar.total == total and bar.n == len(text) * len(paths)
+    # A resumed run counts what is left.
+    s = CooccurrenceStore.create(f"memory://progress-{uuid.uuid4().hex}", capacity=8)
+    cut = len(text) // 2 - len(text) // 2 % (len(text) // 200)  # a line boundary
+    s.checkpoint({cmd_ingest.file_key(plain): cut})
+    cmd_ingest.ingest_files(s, [plain], tokenizer=Tokenizer(), progress=True)
+    bar = bars.pop()
+    assert bar.total == len(text) - cut and bar.n == len(text) - cut
