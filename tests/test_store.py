@@ -976,3 +976,32 @@ def test_ingest_progress_counts_one_kind_of_byte(tmp_path, monkeypatch):
     cmd_ingest.ingest_files(s, [plain], tokenizer=Tokenizer(), progress=True)
     bar = bars.pop()
     assert bar.total == len(text) - cut and bar.n == len(text) - cut
+
+
+def test_store_info_fingerprint_is_the_documented_sum(tmp_path, rng, capsys):
+    # Computed here from the definition, Σ_ij Q_ij g(w_i) g(w_j) with
+    # g(w) = 1 + (crc32(w.encode()) mod 1000) / 1000, over a batch estimate of Q from the
+    # same documents, in a plain loop; not with anchorstream.store.fingerprint. Non-ASCII
+    # words check that g hashes the UTF-8 bytes.
+    import zlib
+
+    from anchorstream.text import Tokenizer
+
+    vocab = ["market", "stocks", "café", "naïve", "東京", "über", "election", "senate"]
+    texts = [" ".join(d) for d in corpus(rng, 80, words=vocab) if d]
+    path = tmp_path / "docs.jsonl"
+    path.write_text("".join(json.dumps({"text": t}) + "\n" for t in texts), encoding="utf-8")
+    url = str(tmp_path / "s")
+    assert _cli("ingest", str(path), "--store", url, "--admit-threshold", "1",
+                "--checkpoint-every", "25", "-q") == 0
+    capsys.readouterr()
+    assert _cli("store-info", url, "--json") == 0
+    info = json.loads(capsys.readouterr().out)
+    tok = Tokenizer()
+    docs = [tok(t) for t in texts]
+    words = sorted({w for d in docs for w in d})
+    assert info["vocab_size"] == len(words) == len(vocab)
+    Q = cooccurrence(count_matrix(docs, words)).counts
+    g = [1.0 + (zlib.crc32(w.encode("utf-8")) % 1000) / 1000.0 for w in words]
+    expected = sum(Q[i, j] * g[i] * g[j] for i in range(len(words)) for j in range(len(words)))
+    assert info["fingerprint"] == pytest.approx(expected, rel=1e-12)
