@@ -9,11 +9,12 @@ readers see whole commits only; read-only sessions pin one version while writing
 ``expire_snapshots`` + ``garbage_collect`` bound the disk; the same code runs on a local disk
 and on object stores. A hand-made manifest would re-implement all of that.
 
-Layout (format version 1)
+Layout (format version 2)
 -------------------------
 ::
 
-    /                    attrs: anchorstream_store (format, settings), state, offsets
+    /                    attrs: anchorstream_store (format, settings), state (with a fold
+                         in progress, if any), offsets
     counts/<r>           (V, V) float64 base matrix of window ring slot r: sharded, zstd
     segments/<name>/     rows, cols (int32), vals (float64): upper-triangle deltas, one per
                          checkpoint and window, not yet folded into counts/<r>
@@ -39,6 +40,16 @@ and a separate *compaction* commit folds all segments into the dense base once t
 ``compact_bytes`` or ``max_segments``, rewriting only the shards they touch (an LSM tree with
 one level). Readers add the segments to the base; the logical content is the same before and
 after compaction, so a crash during it is harmless.
+
+A whole compaction at V = 20,000 rewrites ~100 shards (5-11 s), which would make one
+checkpoint in ~64 miss the 2 s a checkpoint may take. Without decay or windows it therefore
+runs in steps (format version 2): the state's ``folding`` names the segments of one
+generation and how many upper shard pairs ``(a, b)``, ``a <= b``, it has folded; each step,
+one commit after a checkpoint, rewrites pairs ``(a, b)`` and ``(b, a)`` for about
+``compact_step_seconds``. Readers skip the generation's entries in the pairs done, so every
+commit holds the same matrix; the last step drops the generation's segments. (Decay converts
+the whole base to new units and windows recreate whole arrays, so those compactions stay one
+commit.)
 
 Measured with ``benchmarks/bench_store.py`` (V = 20,000, a shared 2-core VM under load, wall
 time): a checkpoint after 10,000 short documents takes ~0.2 s and writes ~0.7 MB; a compaction
@@ -102,6 +113,7 @@ from __future__ import annotations
 import asyncio
 import datetime as _dt
 import logging
+import math
 import os
 import shutil
 import time
@@ -147,7 +159,11 @@ if "ICECHUNK_LOG" not in os.environ:
     # noise in every command; setting ICECHUNK_LOG brings Icechunk's own filters back.
     icechunk.set_logs_filter("warn,icechunk::storage::object_store=error")
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+# Version 2 added the state's "folding" (a compaction in steps, see _fold_step). A version 1
+# store reads the same (it has no fold in progress); it is marked version 2 by its first
+# folding step, so an older anchorstream refuses it instead of adding folded entries twice.
+_READABLE_FORMATS = (1, 2)
 _BRANCH = "main"
 _META = "anchorstream_store"
 _MEMORY: dict[str, icechunk.Storage] = {}
@@ -303,9 +319,13 @@ def _catch_up(root, meta, state, reset_seq, active, out, since: DenseRead | None
     now = _dense_read(meta, state, reset_seq, active)
     n = active.size
     counts = leading_view(out, (n, n), np.float64)
+    fold = _Fold.of(meta, state)
     if (counts is None or now.base != since.base or not since.segments <= now.segments
             or not np.array_equal(active, since.active)
-            or since.reset_seq.shape != reset_seq.shape):
+            or since.reset_seq.shape != reset_seq.shape
+            # Folding moves entries of its segments into the base: the earlier read must hold
+            # those segments whole (then the move changes nothing it holds).
+            or (fold is not None and not fold.names <= since.segments)):
         return None
     evicted = np.flatnonzero(reset_seq != since.reset_seq)
     # An eviction since the read voids every entry of the slot read then: its reset is at
@@ -325,7 +345,7 @@ def _catch_up(root, meta, state, reset_seq, active, out, since: DenseRead | None
     counts[:, gone] = 0.0
     new = now.segments - since.segments
     _add_segments(counts, pos, root, [seg for seg in state["segments"] if seg["name"] in new],
-                  reset_seq, forgetting, T)
+                  reset_seq, forgetting, T, fold)
     return counts, now
 
 
@@ -337,11 +357,12 @@ def _check_format(attrs: Mapping, where: str) -> dict:
             "attributes); if its creation was interrupted, create it again"
         )
     version = meta.get("format_version")
-    if version != FORMAT_VERSION:
+    if version not in _READABLE_FORMATS:
         raise StoreFormatError(
             f"{where} was written with store format version {version!r}; this anchorstream "
-            f"reads format version {FORMAT_VERSION}. Use a matching anchorstream version or "
-            "rebuild the store (e.g. `anchorstream ingest` from the sources)."
+            f"reads format versions {', '.join(map(str, _READABLE_FORMATS))}. Use a matching "
+            "anchorstream version or rebuild the store (e.g. `anchorstream ingest` from the "
+            "sources)."
         )
     return meta
 
@@ -399,7 +420,12 @@ def _densify(root, meta, state, reset_seq, active: np.ndarray, out=None) -> np.n
         out.fill(0.0)
     pos = np.full(V, -1, dtype=np.int64)
     pos[active] = np.arange(n)
+    fold = _Fold.of(meta, state)
+    # Base rows and columns of slots reset after the last compaction hold the words they
+    # evicted: skipped. In the shards a fold in progress has rewritten, slots reset up to the
+    # fold's last checkpoint were zeroed and got their new words' entries: kept there.
     base_ok = reset_seq <= state["base_seq"]
+    folded_ok = base_ok if fold is None else reset_seq <= fold.seq
     base_factor = forgetting.readout(T, state["base_t_ref"])
     for r in range(R):
         w = state["base_window"][r]
@@ -407,14 +433,15 @@ def _densify(root, meta, state, reset_seq, active: np.ndarray, out=None) -> np.n
             continue
         arr = root[f"counts/{r}"]
         for r0 in range(0, V, S):
-            rsel = active[(active >= r0) & (active < r0 + S)]
-            rsel = rsel[base_ok[rsel]]
-            if rsel.size == 0:
+            rall = active[(active >= r0) & (active < r0 + S)]
+            if rall.size == 0:
                 continue
             for c0 in range(0, V, S):
                 csel = active[(active >= c0) & (active < c0 + S)]
-                csel = csel[base_ok[csel]]
-                if csel.size == 0:
+                folded = fold is not None and fold.has_folded(r0 // S, c0 // S)
+                ok = folded_ok if folded else base_ok
+                rsel, csel = rall[ok[rall]], csel[ok[csel]]
+                if rsel.size == 0 or csel.size == 0:
                     continue
                 block = arr[r0 : min(r0 + S, V), c0 : min(c0 + S, V)]
                 if base_factor != 1.0:
@@ -427,7 +454,7 @@ def _densify(root, meta, state, reset_seq, active: np.ndarray, out=None) -> np.n
                     out[np.ix_(pos[rsel], pos[csel])] += block[np.ix_(rsel - r0, csel - c0)]
     _add_segments(out, pos, root, [seg for seg in state["segments"]
                                    if _live(seg["window"], current, R)],
-                  reset_seq, forgetting, T)
+                  reset_seq, forgetting, T, _Fold.of(meta, state))
     return out
 
 
@@ -649,6 +676,11 @@ class CooccurrenceStore:
         Segment bytes that trigger compaction after a checkpoint.
     max_segments : int, default 64
         Segment count that triggers compaction.
+    compact_step_seconds : float, default 0.5
+        Without decay or windows, a compaction folds the segments into the base in steps,
+        one commit after each checkpoint, each rewriting shards until this much time has
+        passed (at least one shard pair), so that no checkpoint pays for a whole compaction
+        (all ~100 shards at V = 20,000 take 5-11 s); 0 compacts in one step.
     keep_versions : int, default 3
         Commits kept by garbage collection (older ones are expired).
     gc_every : int, default 20
@@ -685,6 +717,7 @@ class CooccurrenceStore:
         "budget_bytes": 256 * 2**20,
         "compact_bytes": 256 * 2**20,
         "max_segments": 64,
+        "compact_step_seconds": 0.5,
         "keep_versions": 3,
         "gc_every": 20,
         "gc_interval_seconds": 3600.0,
@@ -1258,10 +1291,14 @@ pin_seed
         expired = any(
             not _live(s["window"], st["current_window"], F.ring) for s in st["segments"]
         )
-        if expired or seg_bytes > self.compact_bytes or len(st["segments"]) > self.max_segments:
+        due = expired or seg_bytes > self.compact_bytes or len(st["segments"]) > self.max_segments
+        if st.get("folding") or due:
             t0 = time.perf_counter()
             try:
-                self.compact()
+                if self._folds_in_steps():
+                    self._fold_step(self.compact_step_seconds)
+                else:
+                    self.compact()
             except StoreError as exc:
                 # The checkpoint itself is committed; compaction is retried after the next one.
                 log.warning("compaction of %s failed (will retry): %s", self.url, exc)
@@ -1317,6 +1354,10 @@ pin_seed
         """
         if self._dirty:
             raise InputError("compact() needs a clean state: call checkpoint() first")
+        while self._state.get("folding"):
+            # Finish a fold in steps first: its rewritten shards already hold the new words of
+            # slots evicted before it began, which this compaction would zero again.
+            self._fold_step(math.inf)
         st = dict(self._state)
         F, R, V, S = self.forgetting, self.forgetting.ring, self.capacity, self.shard_size
         current = st["current_window"]
@@ -1368,6 +1409,93 @@ pin_seed
             _pass_through(exc)
             raise _wrap(
                 exc, f"compaction of {self.url!r} failed; the store still holds version "
+                f"{self.version}"
+            ) from exc
+        self._state = st
+        self.version = version
+        return version
+
+    def _folds_in_steps(self) -> bool:
+        # Decay converts the whole base to new units and windows recreate whole arrays: those
+        # compactions stay one commit.
+        F = self.forgetting
+        return self.compact_step_seconds > 0 and F.ring == 1 and not F.decays
+
+    def _fold_step(self, budget: float) -> str:
+        """One step of a compaction in steps (starting one if none is in progress).
+
+        The step folds the segments of the compaction ("generation") into the base shard pair
+        by shard pair, ``(a, b)`` and its mirror ``(b, a)`` for the upper pairs ``a <= b`` in
+        row-major order, until ``budget`` seconds have passed, then commits the shards with
+        the number of pairs done. Readers skip the generation's entries in the pairs done
+        (:class:`_Fold`), so every commit holds the same logical matrix. Segments committed
+        meanwhile wait for the next generation. The last step drops the generation's segments
+        and moves ``base_seq`` to the generation's last checkpoint; until then the base keeps
+        ignoring slots evicted after the previous compaction (as readers do), and each step
+        zeroes them in the shards it rewrites. Returns the new version.
+        """
+        if self._dirty:
+            raise InputError("a compaction step needs a clean state: call checkpoint() first")
+        st = dict(self._state)
+        V, S = self.capacity, self.shard_size
+        G = -(-V // S)
+        n_pairs = G * (G + 1) // 2
+        fold = dict(st.get("folding") or {
+            "segments": [seg["name"] for seg in st["segments"]], "seq": st["seq"] - 1, "done": 0,
+        })
+        current = _Fold(frozenset(fold["segments"]), int(fold["done"]), int(fold["seq"]), S, G)
+        segs = [seg for seg in st["segments"] if seg["name"] in current.names]
+        reset = self._reset_seq
+        stale = np.flatnonzero(reset > st["base_seq"])
+        stale_bands = set(np.unique(stale // S).tolist())
+        t0 = time.perf_counter()
+        try:
+            session = self._repo.writable_session(_BRANCH)
+            root = zarr.open_group(session.store, mode="r+")
+            arr = root["counts/0"]
+            rows, cols, vals = _concat_segments(root, segs, reset, self.forgetting,
+                                                st["t_ref"], current)
+            pair = _pair_index(rows // S, cols // S, G)
+            order = np.argsort(pair, kind="stable")
+            starts = np.searchsorted(pair[order], np.arange(n_pairs + 1))
+            p, a, b = current.done, 0, 0
+            # (a, b) walks the upper pairs in the order of _pair_index.
+            while _pair_index(a, b, G) != p:
+                a, b = (a, b + 1) if b + 1 < G else (a + 1, a + 1)
+            rewritten = 0
+            while p < n_pairs:
+                sel = order[starts[p] : starts[p + 1]]
+                if sel.size or a in stale_bands or b in stale_bands:
+                    if rewritten and time.perf_counter() - t0 >= budget:
+                        break
+                    _fold_into(arr, V, S, rows[sel], cols[sel], vals[sel], stale=stale,
+                               factor=1.0, only={a * G + b, b * G + a})
+                    rewritten += 1
+                p += 1
+                a, b = (a, b + 1) if b + 1 < G else (a + 1, a + 1)
+            if p == n_pairs:
+                for name in current.names:
+                    del root[f"segments/{name}"]
+                st["segments"] = [seg for seg in st["segments"]
+                                  if seg["name"] not in current.names]
+                st["base_seq"] = fold["seq"]
+                st["folding"] = None
+            else:
+                st["folding"] = {**fold, "done": p}
+            attrs = {"state": st, "maintenance": self._maintenance}
+            if self._meta.get("format_version") != FORMAT_VERSION:
+                self._meta = {**self._meta, "format_version": FORMAT_VERSION}
+                attrs[_META] = self._meta
+            root.attrs.update(attrs)
+            done = "done" if p == n_pairs else f"{p}/{n_pairs} shard pairs"
+            version = session.commit(
+                f"compact {fold['seq']} ({done})",
+                metadata={"kind": "compact", "seq": fold["seq"], "offsets": self._offsets},
+            )
+        except BaseException as exc:
+            _pass_through(exc)
+            raise _wrap(
+                exc, f"compaction step of {self.url!r} failed; the store still holds version "
                 f"{self.version}"
             ) from exc
         self._state = st
@@ -1458,7 +1586,8 @@ def _warn_other_settings(config: Mapping, requested: Mapping, where: str) -> Non
                     f"{len(added)} more {added[:5]}, {len(removed)} fewer {removed[:5]})")
             continue
         if key == "forgetting":
-            value = (value if value is not None else Forgetting()).to_dict()                 if isinstance(value, Forgetting) or value is None else value
+            if isinstance(value, Forgetting) or value is None:
+                value = (value if value is not None else Forgetting()).to_dict()
         if value != have:
             diffs.append(f"{key} {have!r} (asked for {value!r})")
     if diffs:
@@ -1602,15 +1731,60 @@ def _initialize(repo, meta, vocab: StreamingVocabulary, forgetting: Forgetting,
     return session.commit("create anchorstream store", metadata={"kind": "create", "seq": 0})
 
 
-def _segment_entries(root, seg, reset, forgetting, t_ref):
+@dataclass(frozen=True)
+class _Fold:
+    """A compaction in progress (state ``"folding"``): the segments it folds into the base,
+    and how many upper shard pairs ``(a, b)``, ``a <= b``, in row-major order, it has folded.
+
+    Entries of those segments in a folded pair are in the base already; readers skip them.
+    """
+
+    names: frozenset
+    done: int
+    seq: int  # the generation's last checkpoint
+    shard_size: int
+    n_shards: int  # G: shards per side
+
+    @classmethod
+    def of(cls, meta, state) -> _Fold | None:
+        fold = state.get("folding")
+        if not fold:
+            return None
+        V, S = meta["config"]["capacity"], meta["config"]["shard_size"]
+        return cls(frozenset(fold["segments"]), int(fold["done"]), int(fold["seq"]), S,
+                   -(-V // S))
+
+    def has_folded(self, x: int, y: int) -> bool:
+        """Whether base shard ``(x, y)`` has been rewritten by this fold."""
+        return bool(_pair_index(min(x, y), max(x, y), self.n_shards) < self.done)
+
+    def folded(self, seg, rows, cols) -> np.ndarray | None:
+        """Mask of the entries of ``seg`` already in the base, or None for none."""
+        if seg["name"] not in self.names or self.done == 0:
+            return None
+        S = self.shard_size
+        return _pair_index(rows // S, cols // S, self.n_shards) < self.done
+
+
+def _pair_index(a, b, G: int):
+    """Row-major index of the upper shard pair ``(a, b)``, ``a <= b``, among ``G(G+1)/2``."""
+    a = np.asarray(a, dtype=np.int64)
+    return a * G - a * (a - 1) // 2 + (np.asarray(b, dtype=np.int64) - a)
+
+
+def _segment_entries(root, seg, reset, forgetting, t_ref, fold: _Fold | None = None):
     """The valid ``(rows, cols, vals)`` of one delta segment, in the units of ``t_ref``.
 
-    Entries of slots evicted after the segment was written are dropped; decayed values are
-    converted from the segment's reference time.
+    Entries of slots evicted after the segment was written are dropped, and so are entries
+    that a fold in progress has moved into the base; decayed values are converted from the
+    segment's reference time.
     """
     g = root[f"segments/{seg['name']}"]
     rows, cols, vals = _get(g, "rows"), _get(g, "cols"), _get(g, "vals")
     keep = _valid_entries(rows, cols, seg["seq"], reset)
+    folded = None if fold is None else fold.folded(seg, rows, cols)
+    if folded is not None:
+        keep &= ~folded
     vals = vals[keep]
     factor = forgetting.readout(t_ref, seg["t_ref"])
     if factor != 1.0:
@@ -1618,24 +1792,25 @@ def _segment_entries(root, seg, reset, forgetting, t_ref):
     return rows[keep], cols[keep], vals
 
 
-def _add_segments(out, pos, root, segs, reset, forgetting, t_ref) -> None:
+def _add_segments(out, pos, root, segs, reset, forgetting, t_ref, fold=None) -> None:
     """Add the valid entries of ``segs`` (both triangles) into the dense ``out``, whose row
     and column of slot ``s`` is ``pos[s]``, in the units of ``t_ref``."""
     for seg in segs:
-        rows, cols, vals = _segment_entries(root, seg, reset, forgetting, t_ref)
+        rows, cols, vals = _segment_entries(root, seg, reset, forgetting, t_ref, fold)
         store_scatter_symmetric(out, pos, pos, rows, cols, vals)
 
 
-def _concat_segments(root, segs, reset, forgetting, t_ref):
-    """Valid entries of ``segs``, values converted to the units of ``t_ref``."""
-    parts = [_segment_entries(root, s, reset, forgetting, t_ref) for s in segs]
+def _concat_segments(root, segs, reset, forgetting, t_ref, fold=None):
+    """Valid entries of ``segs`` not yet folded, values converted to the units of ``t_ref``."""
+    parts = [_segment_entries(root, s, reset, forgetting, t_ref, fold) for s in segs]
     if not parts:
         return np.empty(0, np.int32), np.empty(0, np.int32), np.empty(0)
     return tuple(np.concatenate(p) for p in zip(*parts))  # type: ignore[return-value]
 
 
-def _fold_into(arr, V, S, rows, cols, vals, *, stale, factor) -> None:
-    """Read-modify-write the shards of ``arr`` that the entries, stale slots or a rescale touch."""
+def _fold_into(arr, V, S, rows, cols, vals, *, stale, factor, only=None) -> None:
+    """Read-modify-write the shards of ``arr`` that the entries, stale slots or a rescale touch
+    (only those in ``only``, a set of shard keys ``a * G + b``, when given)."""
     G = -(-V // S)
     # Each entry lands in shard (i//S, j//S) and, mirrored, (j//S, i//S).
     si, sj = rows // S, cols // S
@@ -1647,6 +1822,8 @@ def _fold_into(arr, V, S, rows, cols, vals, *, stale, factor) -> None:
             dirty.update(k * G + b for k in range(G))
     if factor != 1.0:
         dirty = set(range(G * G))
+    if only is not None:
+        dirty &= only
     order = np.argsort(key[: rows.size], kind="stable")
     first_key = key[: rows.size][order]
     # Entries are grouped by their upper shard; the mirrored shard reads the same group.

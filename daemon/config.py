@@ -486,6 +486,9 @@ class StoreConfig:
     compact_bytes: int = _spec(256 * 1024 * 1024, v_int(1),
                                "checkpoint segments (bytes) folded into the matrix past this")
     max_segments: int = _spec(64, v_int(1), "... or past this many segments")
+    compact_step_seconds: float = _spec(
+        0.5, v_float(0), "without forgetting, fold segments into the matrix in steps of about "
+        "this long, one after each checkpoint; 0 = in one step")
     half_life_docs: float | None = _spec(None, v_float(0, lo_open=True, optional=True),
                                          "exponential forgetting: half-life in documents")
     half_life_seconds: float | None = _spec(None, v_float(0, lo_open=True, optional=True),
@@ -526,6 +529,7 @@ class StoreConfig:
             "gc_min_age": self.gc_min_age_seconds,
             "compact_bytes": self.compact_bytes,
             "max_segments": self.max_segments,
+            "compact_step_seconds": self.compact_step_seconds,
         }
 
     def storage_kwargs(self) -> dict[str, Any] | None:
