@@ -16,7 +16,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import anchorstream.store as store_mod
-from anchorstream.store import CooccurrenceStore, open_committed, read_committed
+from anchorstream.store import CooccurrenceStore, open_committed
 
 WORDS = [f"w{i}" for i in range(60)]
 STEPS = {"compact_step_seconds": 1e-9, "max_segments": 2}
