@@ -747,7 +747,8 @@ class DocumentState:
         return out
 
 
-def read_document_state(url, version: str, slots) -> DocumentState | None:
+def read_document_state(url, version: str, slots, *,
+                        storage_options=None) -> DocumentState | None:
     """Read the document statistics of store version ``version`` over ``slots``.
 
     Use the version :func:`~anchorstream.store.open_committed` returned, so the statistics and
@@ -761,6 +762,8 @@ def read_document_state(url, version: str, slots) -> DocumentState | None:
         An Icechunk snapshot id of the store.
     slots : int array of shape (n,)
         Store slots to read (e.g. ``CommittedState.slots``, or a subset), in the order wanted.
+    storage_options : mapping, optional
+        Options of the store's storage (see :mod:`anchorstream.storage`).
 
     Returns
     -------
@@ -780,7 +783,7 @@ def read_document_state(url, version: str, slots) -> DocumentState | None:
 
     where = os.fspath(url)
     slots = np.asarray(slots, dtype=np.int64)
-    repo, _ = _open_repo(url)
+    repo, _ = _open_repo(url, storage_options)
     try:
         session = repo.readonly_session(snapshot_id=version)
         root = zarr.open_group(session.store, mode="r")

@@ -192,6 +192,8 @@ class Refresher:
         Extra settings recorded in every snapshot (e.g. the redacted daemon configuration).
     source_info : mapping, optional
         Extra ``source`` entries (e.g. the Kafka topics).
+    storage_options : mapping, optional
+        Options of the store's storage (endpoint, region, ...; see :mod:`anchorstream.storage`).
     clock : callable, default time.monotonic
     """
 
@@ -201,8 +203,10 @@ class Refresher:
                  align_min_similarity: float = 0.5, settings: Mapping[str, Any] | None = None,
                  source_info: Mapping[str, Any] | None = None,
                  supertopics: int = 0, method: str = "anchor",
+                 storage_options: Mapping[str, Any] | None = None,
                  clock: Callable[[], float] = time.monotonic):
         self.store_url = str(store_url)
+        self.storage_options = None if storage_options is None else dict(storage_options)
         self.publisher = publisher
         self.model_kwargs = dict(model_kwargs)
         self.method = str(method)
@@ -359,7 +363,8 @@ class Refresher:
             # store allows (see open_committed). Until this read succeeds they are unknown.
             since, self._dense = self._dense, None
             st = open_committed(self.store_url, version, out=self._buffers.held("counts"),
-                                since=since if self.warm_start else None)
+                                since=since if self.warm_start else None,
+                                storage_options=self.storage_options)
             self._buffers.adopt("counts", st.cooccurrence.counts)
             # Warm, the fit works on a copy (below), so the counts stay this read's.
             self._dense = st.dense if self.warm_start else None
@@ -378,7 +383,8 @@ class Refresher:
             docs = None
             if self.needs_documents:
                 # The same store version as the counts, over the same words.
-                docs = read_document_state(self.store_url, st.version, st.slots[idx])
+                docs = read_document_state(self.store_url, st.version, st.slots[idx],
+                                           storage_options=self.storage_options)
                 self._check_documents(docs)
             observe("read", time.perf_counter() - t0)
 

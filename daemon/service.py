@@ -166,6 +166,7 @@ class Daemon:
             min_df=cfg.vocab.min_df, max_df_ratio=cfg.vocab.max_df_ratio,
             align_min_similarity=cfg.refresh.align_min_similarity,
             supertopics=cfg.model.supertopics, method=cfg.model.method,
+            storage_options=cfg.store.storage_kwargs(),
             settings={"daemon": {"vocab": cfg.to_dict()["vocab"],
                                  "message": cfg.to_dict()["message"]}},
             source_info={"kafka_topics": list(k.topics), "group_id": k.group_id})

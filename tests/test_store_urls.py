@@ -208,3 +208,26 @@ def test_storage_options_in_the_configuration():
         "store.storage_options: got [1]; allowed: a mapping of option names")
     assert "<redacted>" in error({"path": "s3://b", "storage_options": {"session_token": 7}})
     assert "needs its storage account" in error({"path": "az://c/p"})
+
+
+def test_the_refresher_publishes_from_a_store_on_an_s3_server(s3_server, tmp_path):
+    # The daemon's reader needs the storage options too (endpoint, credentials).
+    from daemon.publisher import Publisher
+    from daemon.refresher import Refresher
+    from tests.test_refresher import K, planted_docs
+
+    options = {"endpoint_url": s3_server, "allow_http": True, "region": "us-east-1",
+               "force_path_style": True, "access_key_id": "testing",
+               "secret_access_key": "testing"}
+    url = f"s3://anchorstream/stores/{uuid.uuid4().hex}"
+    store = CooccurrenceStore.create(url, capacity=400, admit_threshold=2,
+                                     storage_options=options)
+    store.add(planted_docs(1500, seed=1))
+    version = store.checkpoint({"n": 1500})
+    publisher = Publisher(tmp_path / "snaps", keep=2)
+    refresher = Refresher(url, publisher, model_kwargs={"n_topics": K, "anchor_min_df": 5},
+                          min_new_docs=1, min_df=2, storage_options=options)
+    outcome = refresher.refresh_once()
+    assert outcome["store_version"] == version
+    _, snap = publisher.latest()
+    assert snap.num_docs == 1500 and snap.num_topics == K
