@@ -42,9 +42,12 @@ ROOT = Path(__file__).resolve().parents[1]
 
 #: Store settings of every trial: capacity above the corpus vocabulary and threshold 1, so the
 #: active vocabulary is the same however the stream is cut (streaming equals batch).
+#: Compactions run in steps of one shard pair (of 10), so kills also land between the commits
+#: of a fold in progress.
 STORE = {
     "capacity": 64, "admit_threshold": 1.0, "chunk_size": 8, "shard_size": 16,
-    "max_segments": 3, "keep_versions": 2, "gc_every": 4, "gc_min_age": 0.0,
+    "max_segments": 3, "compact_step_seconds": 1e-9, "keep_versions": 2, "gc_every": 4,
+    "gc_min_age": 0.0,
 }
 
 #: The same with 20 slots for the corpus's 48 words: about 50 evictions spread over the whole
