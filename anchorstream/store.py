@@ -1001,10 +1001,17 @@ pin_seed
     @property
     def needs_checkpoint(self) -> bool:
         """True when the uncommitted delta has reached ``budget_bytes``."""
-        held = sum(a.nbytes for a in self._accs.values())
-        if self._docstats is not None:
-            held += self._docstats.nbytes  # the documents buffered for their statistics
-        return held >= self.budget_bytes or any(a.is_full for a in self._accs.values())
+        return self.pending_bytes >= self.budget_bytes or any(
+            a.is_full for a in list(self._accs.values()))
+
+    @property
+    def pending_bytes(self) -> int:
+        """Memory held by the uncommitted delta (what :attr:`needs_checkpoint` weighs against
+        ``budget_bytes``): the accumulators and the documents buffered for their statistics.
+        Safe to read from another thread (a metrics scrape) while documents are added."""
+        held = sum(a.nbytes for a in list(self._accs.values()))
+        docstats = self._docstats
+        return held + (docstats.nbytes if docstats is not None else 0)
 
     @property
     def n_docs_added(self) -> int:

@@ -180,17 +180,9 @@ class Daemon:
         self.source = KafkaSource(k, bootstrap_servers=self.bootstrap_servers)
         loop.attach(self.source)
 
-        def accumulator_bytes() -> int:
-            # What CooccurrenceStore.needs_checkpoint weighs against the budget (accumulators
-            # and buffered document statistics); the store has no public accessor for it yet.
-            # Read from the HTTP thread while the loop adds: list() copies the dict at once,
-            # and a scrape that meets a half-updated accumulator is left out, not fatal.
-            held = sum(acc.nbytes for acc in list(store._accs.values()))
-            docstats = getattr(store, "_docstats", None)
-            return held + (docstats.nbytes if docstats is not None else 0)
-
         metrics.bind(lag=self.source.lag, vocabulary_size=lambda: loop.vocabulary_size,
-                     store_bytes=lambda: loop.store_bytes, accumulator_bytes=accumulator_bytes)
+                     store_bytes=lambda: loop.store_bytes,
+                     accumulator_bytes=lambda: store.pending_bytes)
         metrics.bind_filesystems(store=cfg.store.path, snapshots=cfg.snapshots.path)
         metrics.bind_publisher(publisher)
         # What is committed already counts towards the first refresh after a restart.
