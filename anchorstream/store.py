@@ -1105,7 +1105,13 @@ pin_seed
             self._roll(window)
             acc = self._accs.get(window)
             if acc is None:
-                acc = Accumulator(self.capacity, budget_bytes=self.budget_bytes)
+                # Half the budget goes to the dense block of hot rows of the current window's
+                # accumulator. Late documents (timestamps of an older window) get none, so
+                # that however many windows are pending, at most the current one and the one
+                # it replaced hold a block: the budget bounds memory.
+                late = window < self._state["current_window"]
+                acc = Accumulator(self.capacity, budget_bytes=self.budget_bytes,
+                                  hot_rows=0 if late else None)
                 self._accs[window] = acc
             run_ev = []
             while k < len(evictions) and evictions[k][0] < b:

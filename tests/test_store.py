@@ -554,6 +554,22 @@ def test_late_documents_outside_the_windows_are_skipped(tmp_path):
         s.add([["a", "b"]], timestamps=[-1.0])
 
 
+def test_late_documents_of_an_older_window_get_no_dense_block(tmp_path):
+    # Half the budget is the current window's dense block of hot rows; an accumulator opened
+    # for late documents of an older window gets none, so pending windows stay within budget,
+    # and the counts are the same.
+    f = Forgetting(window=100.0, n_windows=3, unit="seconds")
+    s = CooccurrenceStore.create(str(tmp_path / "s"), capacity=8, admit_threshold=1,
+                                 forgetting=f)
+    s.add([["a", "b", "c"]], timestamps=[250.0])
+    s.add([["a", "c", "d"], ["b", "d"]], timestamps=[120.0, 130.0])  # window 1, late
+    assert s._accs[2].hot_rows > 0 and s._accs[1].hot_rows == 0
+    s.checkpoint()
+    st_ = open_committed(str(tmp_path / "s"))
+    Q, uni, *_ = naive_cooccurrence([["a", "b", "c"], ["a", "c", "d"], ["b", "d"]], st_.words)
+    assert_matches(st_.cooccurrence, st_.words, Q, unigram=uni)
+
+
 # ------------------------------------------------------------------------- failures
 
 
