@@ -1508,9 +1508,9 @@ pin_seed
             else:
                 st["folding"] = {**fold, "done": p}
             attrs = {"state": st, "maintenance": self._maintenance}
-            if self._meta.get("format_version") != FORMAT_VERSION:
-                self._meta = {**self._meta, "format_version": FORMAT_VERSION}
-                attrs[_META] = self._meta
+            meta = self._meta
+            if meta.get("format_version") != FORMAT_VERSION:
+                meta = attrs[_META] = {**meta, "format_version": FORMAT_VERSION}
             root.attrs.update(attrs)
             done = "done" if p == n_pairs else f"{p}/{n_pairs} shard pairs"
             version = session.commit(
@@ -1524,6 +1524,7 @@ pin_seed
                 f"{self.version}"
             ) from exc
         self._state = st
+        self._meta = meta  # marked version 2 only once the commit that needs it is in
         self.version = version
         return version
 
