@@ -467,12 +467,16 @@ def _reach(replay: _Replay, num_docs: int) -> str | None:
     return dates[min(num_docs, len(dates)) - 1]
 
 
+class _Interrupted(Exception):
+    """A signal came during start-up, before the daemon ran (see ``StartupSignals``)."""
+
+
 def _say(text: str = "") -> None:
     print(text, flush=True)
 
 
 def run(args) -> int:
-    from daemon.cmd_run import StartupInterrupted, interrupt_startup_on_signals
+    from daemon.cmd_run import StartupSignals
     from daemon.config import load_config
 
     if args.rate <= 0:
@@ -506,9 +510,10 @@ def run(args) -> int:
     style = _Style(sys.stdout)
     status = 0
     try:
-        # A Ctrl-C or SIGTERM before the daemon runs unwinds through the finally below (broker
-        # stopped, state removed) instead of killing the process.
-        interrupt_startup_on_signals()
+        # A Ctrl-C or SIGTERM before the daemon runs is recorded: start-up stops at its next
+        # step or the daemon as soon as it runs, through the finally below (broker stopped,
+        # state removed) instead of the signal killing the process.
+        signals = StartupSignals().install()
         cfg = demo_config(base, state_dir=state_dir, num_topics=args.topics, port=port,
                           refresh_seconds=args.refresh_seconds, refresh_docs=args.refresh_docs,
                           vocab=args.vocab, rectify_iter=args.rectify_iter)
@@ -529,6 +534,8 @@ def run(args) -> int:
             if extra:
                 topics[extra] = 1
         broker.create_topics(topics)
+        if signals.received_any():
+            raise _Interrupted
 
         # A refresh cannot be interrupted; at Ctrl-C wait for it only briefly (publication is
         # atomic, so abandoning it loses nothing but its work).
@@ -569,8 +576,10 @@ def run(args) -> int:
             target=_watch, name="anchorstream-demo-printer", daemon=True,
             args=(daemon, replay, style, args, t0))
         printer.start()
-        status = daemon.run()
-    except StartupInterrupted:
+        status = daemon.run(stop_requested=signals.received_any)
+        if signals.received_any():
+            _say(style.dim("interrupted while starting"))
+    except _Interrupted:
         _say(style.dim("interrupted while starting"))
     finally:
         stop_replay.set()

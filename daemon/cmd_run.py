@@ -13,8 +13,9 @@ in it, and it is stopped when the daemon exits. Its address is logged and writte
 The broker never outlives the daemon: a clean stop closes it here; a second signal (the forced
 exit) stops it in the daemon's handler; SIGKILL or the OOM killer end it through the
 parent-death signal it is started with (Linux, see :mod:`daemon.broker`); and a SIGTERM/SIGINT
-while it is being started and the topics created interrupts the start-up and closes it (exit 0)
-instead of killing the process with the default action.
+during start-up is recorded (:class:`StartupSignals`): start-up stops at its next step, or the
+daemon stops as soon as it runs, and the broker is closed (exit 0) instead of the process being
+killed by the signal's default action.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from daemon.config import load_config
 
 log = logging.getLogger("anchorstream.run")
 
-__all__ = ["StartupInterrupted", "interrupt_startup_on_signals", "register", "run"]
+__all__ = ["StartupSignals", "register", "run"]
 
 
 def register(subparsers) -> None:
@@ -53,31 +54,37 @@ def register(subparsers) -> None:
     p.set_defaults(func=run)
 
 
-class StartupInterrupted(BaseException):
-    """SIGTERM/SIGINT arrived before the daemon installed its own handlers.
+class StartupSignals:
+    """Record SIGTERM/SIGINT until :meth:`daemon.service.Daemon.run` installs its handlers.
 
-    A ``BaseException``, like ``KeyboardInterrupt``: the broad ``except Exception`` of the
-    start-up steps (creating topics, connecting) must not turn it into an error.
+    The caller checks :attr:`received` between its start-up steps and passes
+    :meth:`received_any` to ``Daemon.run``, which stops at once when a signal came. A flag, not
+    an exception raised from the handler: an exception thrown into whatever code the main
+    thread is running (imports, a library's start-up) can be swallowed on the way, and a
+    signal was once lost that way. A second signal acts at once with the default action (the
+    broker then dies with the process, through its parent-death signal).
     """
 
+    def __init__(self) -> None:
+        self.received: str | None = None
 
-def _interrupt_startup(signum, _frame) -> None:
-    # A second signal while unwinding acts at once (the broker then dies with the process).
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    raise StartupInterrupted(signal.Signals(signum).name)
+    def install(self) -> StartupSignals:
+        """Install the handlers (a no-op off the main thread, where signals cannot be handled)."""
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, self._handler)
+            signal.signal(signal.SIGINT, self._handler)
+        return self
 
+    def received_any(self) -> bool:
+        return self.received is not None
 
-def interrupt_startup_on_signals() -> None:
-    """Until :meth:`daemon.service.Daemon.run` installs its handlers, raise on SIGTERM/SIGINT.
-
-    Start-up (starting the embedded broker, creating topics, building the daemon) then unwinds
-    through the caller's ``finally``, which stops the broker; SIGTERM's default action would
-    kill the process and skip it. A no-op off the main thread (where signals cannot be handled).
-    """
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, _interrupt_startup)
-        signal.signal(signal.SIGINT, _interrupt_startup)
+    def _handler(self, signum, _frame) -> None:
+        if self.received is not None:
+            signal.signal(signum, signal.SIG_DFL)
+            signal.raise_signal(signum)
+            return
+        self.received = signal.Signals(signum).name
+        log.info("signal %s during start-up: stopping once started", self.received)
 
 
 def run(args) -> int:
@@ -89,13 +96,15 @@ def run(args) -> int:
     log.info("configuration: %s", cfg.to_dict())  # secrets are redacted by to_dict()
     broker = None
     bootstrap = None
+    signals = StartupSignals().install()
     try:
-        interrupt_startup_on_signals()
         if cfg.kafka.embedded:
             from daemon.broker import EmbeddedBroker
 
             broker = EmbeddedBroker()  # assigned before start(): the finally sees it
             broker.start()
+            if signals.received_any():
+                return 0
             bootstrap = broker.bootstrap_servers
             topics = {t: max(int(args.embedded_partitions), 1) for t in cfg.kafka.topics}
             for extra in (cfg.kafka.dead_letter_topic, cfg.kafka.model_updates_topic):
@@ -108,12 +117,11 @@ def run(args) -> int:
 
         from daemon.service import Daemon
 
+        if signals.received_any():
+            return 0
         daemon = Daemon(cfg, bootstrap_servers=bootstrap, ready_file=args.ready_file)
         daemon.broker = broker  # a forced exit (second signal) stops it first
-        return daemon.run()
-    except StartupInterrupted as exc:
-        log.info("signal %s during start-up: stopping", exc)
-        return 0
+        return daemon.run(stop_requested=signals.received_any)
     finally:
         if broker is not None:
             broker.close()

@@ -28,6 +28,7 @@ import os
 import signal
 import threading
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 from anchorstream.accumulator import Forgetting
@@ -233,12 +234,22 @@ class Daemon:
         signal.signal(signal.SIGTERM, handler)
         signal.signal(signal.SIGINT, handler)
 
-    def run(self) -> int:
-        """Start (if needed), ingest until stopped, shut down. Returns the exit status."""
+    def run(self, stop_requested: Callable[[], bool] | None = None) -> int:
+        """Start (if needed), ingest until stopped, shut down. Returns the exit status.
+
+        ``stop_requested`` tells whether a signal came before the handlers were installed
+        (see :class:`daemon.cmd_run.StartupSignals`); the daemon then stops at once.
+        """
         if threading.current_thread() is threading.main_thread():
             # Before start(): a signal while the parts are built then stops gracefully (the
             # loop returns at once), instead of killing the process mid-start.
             self.install_signal_handlers()
+        if stop_requested is not None and stop_requested():
+            log.info("signalled during start-up: stopping")
+            self.stop_event.set()
+            if self.loop is None:
+                self.close()
+                return 0
         if self.loop is None:
             self.start()
         status = 0
