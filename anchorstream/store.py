@@ -454,7 +454,7 @@ def _densify(root, meta, state, reset_seq, active: np.ndarray, out=None) -> np.n
                     out[np.ix_(pos[rsel], pos[csel])] += block[np.ix_(rsel - r0, csel - c0)]
     _add_segments(out, pos, root, [seg for seg in state["segments"]
                                    if _live(seg["window"], current, R)],
-                  reset_seq, forgetting, T, _Fold.of(meta, state))
+                  reset_seq, forgetting, T, fold)
     return out
 
 
@@ -1826,9 +1826,9 @@ def _add_segments(out, pos, root, segs, reset, forgetting, t_ref, fold=None) -> 
         store_scatter_symmetric(out, pos, pos, rows, cols, vals)
 
 
-def _concat_segments(root, segs, reset, forgetting, t_ref, fold=None):
-    """Valid entries of ``segs`` not yet folded, values converted to the units of ``t_ref``."""
-    parts = [_segment_entries(root, s, reset, forgetting, t_ref, fold) for s in segs]
+def _concat_segments(root, segs, reset, forgetting, t_ref):
+    """Valid entries of ``segs``, values converted to the units of ``t_ref``."""
+    parts = [_segment_entries(root, s, reset, forgetting, t_ref) for s in segs]
     if not parts:
         return np.empty(0, np.int32), np.empty(0, np.int32), np.empty(0)
     return tuple(np.concatenate(p) for p in zip(*parts))  # type: ignore[return-value]
@@ -1864,7 +1864,7 @@ class _BandEntries:
             sel = np.flatnonzero(col_band == b)
             if sel.size:
                 r, c = rows[sel], cols[sel]
-                keep = (reset[r] <= seq) & (reset[c] <= seq)
+                keep = _valid_entries(r, c, seq, reset)
                 out.append((r[keep], c[keep], vals[sel][keep]))
         if not out:
             return np.empty(0, np.int32), np.empty(0, np.int32), np.empty(0)

@@ -380,7 +380,7 @@ class IngestLoop:
             # split is an earlier checkpoint's.
             stages = None
             if version != before_version:
-                stages = getattr(self.store, "last_checkpoint_seconds", None)
+                stages = self.store.last_checkpoint_seconds
             self.metrics.observe_checkpoint(seconds, grown, stages)
         committed = Committed(version, self.store.n_docs_added, self._clock())
         with self._lock:

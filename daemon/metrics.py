@@ -90,6 +90,7 @@ from prometheus_client.registry import Collector
 
 from anchorstream import __version__
 from anchorstream.decode import REASONS
+from anchorstream.storage import parse_store_url
 
 __all__ = ["CHECKPOINT_STAGES", "PREFIX", "REFRESH_STAGES", "Metrics"]
 
@@ -327,7 +328,8 @@ class Metrics:
         ``anchorstream_filesystem_free_bytes{path="store"}`` and ``..._size_bytes``, measured
         with :func:`shutil.disk_usage` at every scrape (one ``statvfs`` call each). A location
         that is a URL of an object store (``s3://``, ``gs://``, ``memory://``) has no file
-        system and is left out; ``file://`` URLs are local. A location on the same file system
+        system and is left out; ``file://`` URLs are local (read as the store reads them,
+        :func:`anchorstream.storage.parse_store_url`). A location on the same file system
         as one named before it is left out too (one series per file system, so an alert on
         free space fires once), and so is a directory that does not exist yet: its nearest
         existing parent is measured instead.
@@ -339,11 +341,9 @@ class Metrics:
         """
         dirs = {}
         for name, location in locations.items():
-            text = None if location is None else os.fspath(location)
-            if text is not None and text.startswith("file://"):
-                text = text[len("file://"):]
-            if text is not None and "://" not in text:
-                dirs[name] = os.path.abspath(text)
+            where = None if location is None else parse_store_url(location)
+            if where is not None and where.scheme == "local":
+                dirs[name] = where.path
 
         def filesystems() -> dict[str, tuple[int, int]]:
             out, seen = {}, set()
