@@ -321,6 +321,10 @@ def recover(
         pv = np.asarray(C.sum(axis=1)).ravel()
     else:
         pv = given_array(row_sums, (V,), "row_sums")
+    # A low-rank rectified matrix leaves entries between two unscanned (rare) words within
+    # its epsilon below zero, which can leave such a word's row sum at or below zero: it then
+    # has no mass, like a word that never occurs (a dense non-negative C is unchanged).
+    pv = np.maximum(pv, 0.0)
     C_total = pv.sum()
     p = pv / C_total
     if np.any(p[S] <= 0):
