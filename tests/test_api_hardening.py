@@ -21,6 +21,7 @@ from test_api import model_kwargs, request
 
 from daemon import httpserver, strictjson
 from daemon.api import ApiServer
+from daemon.config import ConfigError, parse_config
 from daemon.metrics import Metrics
 from daemon.publisher import Publisher
 
@@ -385,7 +386,20 @@ def test_connection_reset_mid_request_leaves_no_traceback(publisher, caplog, cap
 
 
 # --------------------------------------------------------------------------------------------
-# the modules' own examples
+# configuration and the JSON parser's own examples
+
+
+def test_http_limits_are_validated_configuration_keys():
+    cfg = parse_config({"http": {"max_waiters": 8, "header_timeout_seconds": 5,
+                                 "body_timeout_seconds": 7}},
+                       {"ANCHORSTREAM_HTTP__LISTEN_BACKLOG": "64"})
+    assert (cfg.http.max_waiters, cfg.http.header_timeout_seconds, cfg.http.body_timeout_seconds,
+            cfg.http.listen_backlog) == (8, 5.0, 7.0, 64)
+    for key, bad in (("max_waiters", 0), ("header_timeout_seconds", 0),
+                     ("body_timeout_seconds", -1), ("listen_backlog", 0)):
+        with pytest.raises(ConfigError) as info:
+            parse_config({"http": {key: bad}}, {})
+        assert f"http.{key}" in str(info.value) and str(bad) in str(info.value)
 
 
 def test_module_doctests():
