@@ -315,20 +315,24 @@ def test_long_poll_crowd_is_answered_within_the_cap(publisher):
 
 def test_a_full_waiting_room_does_not_refuse_fresh_news(publisher):
     """Past the waiter cap, a client that is behind still gets the new version at once."""
-    with ApiServer(publisher, max_waiters=1, max_wait_seconds=30) as srv:
-        hold = threading.Thread(target=request, args=(
-            srv, "GET", "/v1/snapshots/latest?wait=2", None, {"If-None-Match": '"1"'}))
+    with ApiServer(publisher, max_waiters=1, max_wait_seconds=60) as srv:
+        held = {}
+        hold = threading.Thread(target=lambda: held.update(r=request(
+            srv, "GET", "/v1/snapshots/latest?wait=60", None, {"If-None-Match": '"1"'})))
         hold.start()
         deadline = time.monotonic() + PATIENCE
         while srv.waiting < 1 and time.monotonic() < deadline:
             time.sleep(0.01)
-        status, headers, _ = request(srv, "GET", "/v1/snapshots/latest?wait=2",
-                                     headers={"If-None-Match": '"1"'})
-        assert status == 503 and "Retry-After" in headers
+        status, headers, body = request(srv, "GET", "/v1/snapshots/latest?wait=2",
+                                        headers={"If-None-Match": '"1"'})
+        assert status == 503 and body["error"] == "too_many_waiters"
+        assert headers["Retry-After"] == "2"  # no later than the wait it asked for
         status, _, body = request(srv, "GET", "/v1/snapshots/latest?wait=2",
                                   headers={"If-None-Match": '"0"'})
         assert status == 200 and body["version"] == 1
+        publisher.publish(**model_kwargs(1, [0, 1, 2, 3]))  # releases the waiter
         hold.join(PATIENCE)
+        assert held["r"][0] == 200 and held["r"][2]["version"] == 2 and srv.waiting == 0
 
 
 # --------------------------------------------------------------------------------------------
