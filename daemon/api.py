@@ -11,6 +11,8 @@ Endpoints
                                          the one in ``If-None-Match`` (or ``?after=VERSION``)
                                          exists, then 200, or 304 when the wait runs out.
                                          404 before the first snapshot (after waiting, if asked).
+                                         503 with ``Retry-After`` instead of waiting when
+                                         ``max_waiters`` polls wait already.
 ``GET /v1/snapshots``                    retained versions, oldest first, and the latest.
 ``GET /v1/snapshots/{version}``          one retained snapshot (immutable, cacheable).
 ``GET /v1/topics/{id}``                  the topic in the latest snapshot (``null`` if it died)
