@@ -1,9 +1,11 @@
+import doctest
 import json
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import anchorstream.decode as decode_module
 from anchorstream.decode import (
     MAX_TIMESTAMP,
     REASONS,
@@ -146,3 +148,8 @@ def test_checked_tokens_encode_and_stay_on_one_line(tokens):
     for t in tokens:
         t.encode("utf-8")
         assert t and t.splitlines() == [t]
+
+
+def test_module_doctests():
+    result = doctest.testmod(decode_module, optionflags=doctest.ELLIPSIS)
+    assert result.attempted >= 7 and result.failed == 0
