@@ -803,7 +803,10 @@ def rectify_update(
         part = anchor_update_difference(C[s:e], previous_data[s:e], diff)
         sums[:3] += part[:3]
         sums[3] = max(sums[3], part[3])
-        G[s:e] = diff @ U32
+        # A NaN or infinite entry is reported below, after the pass that counts them; whether
+        # BLAS warns on it on the way depends on its code path, so it is told not to.
+        with np.errstate(invalid="ignore", over="ignore"):
+            G[s:e] = diff @ U32
     if sums[2] > 0:
         raise InputError("C or previous_data contains NaN or infinite entries")
     if check_input:

@@ -693,6 +693,18 @@ class HttpConfig:
         secret=True)
     max_body_bytes: int = _spec(1024 * 1024, v_int(1), "largest accepted request body")
     max_wait_seconds: float = _spec(60.0, v_float(0), "cap on ?wait= long polls")
+    max_waiters: int = _spec(
+        256, v_int(1), "long polls waiting at once (a thread each); past it a poll that would "
+        "wait gets 503 with Retry-After")
+    header_timeout_seconds: float = _spec(
+        20.0, v_float(0, lo_open=True), "a request's line and headers must arrive within this "
+        "(408 otherwise, however slowly they trickle); also closes idle keep-alive connections")
+    body_timeout_seconds: float = _spec(
+        30.0, v_float(0, lo_open=True), "a request body must arrive within this after the "
+        "headers (408 otherwise)")
+    listen_backlog: int = _spec(
+        1024, v_int(1, 65535), "connections queued before they are accepted (capped by the "
+        "kernel's net.core.somaxconn)")
 
 
 @dataclass(frozen=True)

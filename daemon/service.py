@@ -205,7 +205,11 @@ class Daemon:
             publisher, host=cfg.http.host, port=cfg.http.port,
             bearer_token=cfg.http.bearer_token, metrics=metrics, ready=readiness,
             tokenizer=tokenizer, max_body_bytes=cfg.http.max_body_bytes,
-            max_wait_seconds=cfg.http.max_wait_seconds).start()
+            max_wait_seconds=cfg.http.max_wait_seconds,
+            max_waiters=cfg.http.max_waiters,
+            header_timeout_seconds=cfg.http.header_timeout_seconds,
+            body_timeout_seconds=cfg.http.body_timeout_seconds,
+            listen_backlog=cfg.http.listen_backlog).start()
         metrics_port = self.api.port
         if cfg.metrics.port:
             self._metrics_server = metrics.serve(cfg.metrics.host, cfg.metrics.port)

@@ -229,3 +229,28 @@ def test_gzip_bomb_raises_daemon_memory_by_a_bounded_amount(kafka_broker, tmp_pa
         assert daemon.terminate() == 0
     finally:
         daemon.close()
+
+
+def test_loop_counts_a_skipped_batch_and_moves_its_offset_past_it(tmp_path):
+    from anchorstream.store import CooccurrenceStore
+    from anchorstream.text import Tokenizer
+    from daemon.config import MessageConfig
+    from daemon.loop import IngestLoop, offset_key
+
+    class DeadLetters:
+        def __init__(self):
+            self.sent = []
+
+        def send(self, record, reason, detail=None):
+            self.sent.append((record.topic, record.partition, record.offset, reason, detail))
+            return True
+
+    store = CooccurrenceStore.create(tmp_path / "store", capacity=64, admit_threshold=1)
+    dead = DeadLetters()
+    loop = IngestLoop(store, tokenizer=Tokenizer(), message=MessageConfig(), dead_letter=dead)
+    loop.skip_batch(UndecodableBatch("docs", 2, 10, 15, "corrupt_batch", "zlib.error: bad"))
+    assert loop.offsets()[offset_key("docs", 2)] == 15
+    assert loop.rejected == {"undecodable_batch": 5}
+    assert dead.sent == [("docs", 2, 10, "undecodable_batch",
+                          "offsets 10..14 skipped: corrupt_batch: zlib.error: bad")]
+    assert loop.checkpoint() and store.offsets[offset_key("docs", 2)] == 15
