@@ -3,9 +3,10 @@
 - ``anchortopics``: ``OTFR`` with the package defaults (ENN rectification, LAW anchors).
 - ``gensim``: online ``LdaModel`` with the settings of ``bench_fit.py`` (2 passes, chunks of
   2000, ``alpha="auto"``, η = 1/K, 50 iterations per document).
-- ``tomotopy``: collapsed Gibbs ``LDAModel`` (``tw=ONE``, α = 0.1, η = 0.01, the package
-  defaults), 2 worker threads, a fixed seed, up to 1000 iterations (fewer on large corpora:
-  see :func:`tomotopy_iterations`).
+- ``tomotopy``: collapsed Gibbs ``LDAModel`` (``tw=ONE``, α = 0.1 re-estimated every 10
+  iterations, η = 0.01: the package defaults), 2 worker threads (so results vary slightly
+  between runs despite the fixed seed), up to 1000 iterations (fewer on large corpora: see
+  :func:`tomotopy_iterations`).
 
 Each reads the corpus's training file and builds its bag of words with anchorstream's
 ``Tokenizer`` and ``select_vocabulary`` under the defaults of ``anchorstream fit`` (so every
@@ -55,8 +56,8 @@ def settings(peer: str, iterations: int | None = None) -> str:
         "anchortopics": "OTFR defaults (ENN rectify, LAW)",
         "gensim": f"online LdaModel, passes={GENSIM_PASSES}, chunksize=2000, alpha=auto, "
                   "iterations=50",
-        "tomotopy": f"Gibbs LDAModel tw=ONE, alpha=0.1, eta=0.01, {iterations} iterations, "
-                    "workers=2",
+        "tomotopy": f"Gibbs LDAModel tw=ONE, alpha=0.1 (re-estimated), eta=0.01, "
+                    f"{iterations} iterations, workers=2",
     }[peer]
 
 
