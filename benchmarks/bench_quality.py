@@ -82,6 +82,8 @@ def parse_args(argv=None):
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--markdown", action="store_true",
                    help="write the output into benchmarks/README.md")
+    p.add_argument("--render", type=Path, default=None, metavar="RESULTS_JSON",
+                   help="only render a saved run (benchmarks/.cache/quality/results/*.json)")
     args = p.parse_args(argv)
     if args.corpora is None:
         args.corpora = list(QUICK_CORPORA if args.quick else NAMES)
@@ -207,14 +209,31 @@ def render(args, results, info) -> str:
     lines += ["### Per corpus", ""]
     for name, rows in results.items():
         lines += corpus_table(name, rows) + [""]
-    lines += ["First three topics of each method on each real corpus are in the JSON results "
+    lines += ["Every method's top-10 words of every topic are in the JSON results "
               f"(`{info['results_file']}`, not in git)."]
     return "\n".join(lines).rstrip() + "\n"
 
 
 def main(argv=None) -> int:
     args = parse_args(argv)
+    if args.render:
+        # Re-render a saved run (e.g. one that was interrupted): no fitting.
+        saved = json.loads(args.render.read_text(encoding="utf-8"))
+        return publish(args, saved["results"], saved["info"])
     t_all = time.perf_counter()
+    stamp = dt.datetime.now(dt.timezone.utc)
+    out_dir = cache_root() / "results"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    results_file = out_dir / f"bench_quality-{stamp:%Y%m%d-%H%M%S}.json"
+    info = {
+        "command": "python benchmarks/bench_quality.py" + "".join(
+            " " + shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv)),
+        "date": stamp.strftime("%Y-%m-%d %H:%M UTC"),
+        "machine": report.machine(),
+        "versions": report.versions(),
+        "results_file": str(results_file.relative_to(REPO)
+                            if results_file.is_relative_to(REPO) else results_file),
+    }
     load_start = report.load_average()
     print("building corpora (cached after the first run) ...", flush=True)
     for name in args.corpora:
@@ -228,22 +247,15 @@ def main(argv=None) -> int:
     for name in args.corpora:
         print(f"{name}:", flush=True)
         results[name] = fit_all(args, name)
-    stamp = dt.datetime.now(dt.timezone.utc)
-    out_dir = cache_root() / "results"
-    out_dir.mkdir(parents=True, exist_ok=True)
-    results_file = out_dir / f"bench_quality-{stamp:%Y%m%d-%H%M%S}.json"
-    results_file.write_text(json.dumps(results, default=float, ensure_ascii=False, indent=0))
-    info = {
-        "command": "python benchmarks/bench_quality.py" + "".join(
-            " " + shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv)),
-        "date": stamp.strftime("%Y-%m-%d %H:%M UTC"),
-        "machine": report.machine(),
-        "load": f"{load_start:.1f} → {report.load_average():.1f}",
-        "versions": report.versions(),
-        "total_seconds": time.perf_counter() - t_all,
-        "results_file": results_file.relative_to(REPO) if results_file.is_relative_to(REPO)
-        else results_file,
-    }
+        # Saved after every corpus, so an interrupted run can still be rendered (--render).
+        info["load"] = f"{load_start:.1f} → {report.load_average():.1f}"
+        info["total_seconds"] = time.perf_counter() - t_all
+        results_file.write_text(json.dumps({"info": info, "results": results}, default=float,
+                                           ensure_ascii=False))
+    return publish(args, results, info)
+
+
+def publish(args, results, info) -> int:
     text = render(args, results, info)
     print()
     print(text)
