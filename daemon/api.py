@@ -11,6 +11,8 @@ Endpoints
                                          the one in ``If-None-Match`` (or ``?after=VERSION``)
                                          exists, then 200, or 304 when the wait runs out.
                                          404 before the first snapshot (after waiting, if asked).
+                                         503 with ``Retry-After`` instead of waiting when
+                                         ``max_waiters`` polls wait already.
 ``GET /v1/snapshots``                    retained versions, oldest first, and the latest.
 ``GET /v1/snapshots/{version}``          one retained snapshot (immutable, cacheable).
 ``GET /v1/topics/{id}``                  the topic in the latest snapshot (``null`` if it died)
@@ -18,22 +20,32 @@ Endpoints
 ``POST /v1/infer``                       ``{"text": "..."}`` or ``{"tokens": [...]}``, optional
                                          ``"version"`` and ``"top"``: topic proportions.
 ``GET /healthz``                         200 while the process serves requests.
-``GET /readyz``                          200 when a snapshot exists and the loop says it is
-                                         healthy, else 503 with the reason.
+``GET /readyz``                          200 when a snapshot exists and ``ready()`` says
+                                         ok, else 503 with the reason (the daemon's
+                                         :class:`daemon.health.Readiness` names them all).
 ``GET /metrics``                         Prometheus exposition of the injected registry.
 ``GET /``                                ``daemon/static/index.html`` when present.
 =======================================  =====================================================
 
 Errors are JSON ``{"error": code, "message": text}`` with a 4xx/5xx status. With a bearer token
 configured, ``/v1/*`` and ``/metrics`` require ``Authorization: Bearer <token>`` (401 otherwise);
-``/healthz``, ``/readyz`` and the static page stay open for probes and browsers.
+``/healthz``, ``/readyz`` and the static page stay open for probes and browsers. What a client
+cannot do (hostile bodies, slow heads and bodies, exceptions turning into tracebacks) is the
+business of :mod:`daemon.httpserver` underneath; request bodies are parsed by
+:func:`daemon.strictjson.loads`.
 
 Why the standard library's ``ThreadingHTTPServer`` and not a web framework: the API is a handful
 of JSON routes over data already in memory, so a framework would add a dependency (and, for the
 async ones, an event loop to bridge to the threaded publisher) without removing much code. A
 thread per connection also makes long polls simple: a waiting request blocks on the publisher's
-:class:`threading.Condition`; the number of concurrent long polls is capped (``max_waiters``) so a
-crowd of pollers cannot exhaust threads — past the cap a request answers at once.
+:class:`threading.Condition`. The number of concurrent long polls is capped (``max_waiters``) so
+a crowd of pollers cannot exhaust threads: past the cap, a poll that would wait is answered at
+once with 503 and ``Retry-After`` (one that is behind still gets the new version at once).
+Measured with ``benchmarks/bench_longpoll.py``: 1,000 polls at once, every one answered within
+the cap (see benchmarks/README.md). Serving waiters without a thread each (parking their sockets
+in a selector) would let all of them wait, at the price of handing sockets between threads
+outside what ``socketserver`` supports; a few hundred waiting threads cost little, and a client
+told to retry in a few seconds misses nothing a dashboard would notice.
 
 Usage::
 
@@ -46,7 +58,6 @@ Usage::
 from __future__ import annotations
 
 import hmac
-import json
 import logging
 import math
 import mimetypes
@@ -54,7 +65,6 @@ import re
 import threading
 import time
 from collections.abc import Callable, Sequence
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -64,6 +74,9 @@ import numpy as np
 from anchorstream.errors import InputError, SnapshotError, SnapshotNotFoundError
 from anchorstream.infer import infer_topics
 from anchorstream.text import Tokenizer
+from daemon import strictjson
+from daemon.httpserver import HttpError as _HttpError
+from daemon.httpserver import JsonHandler, JsonServer, dumps
 
 __all__ = ["ApiServer", "STATIC_DIR"]
 
@@ -71,13 +84,6 @@ log = logging.getLogger("anchorstream.api")
 
 STATIC_DIR = Path(__file__).with_name("static")
 _STATIC_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,100}")
-
-
-class _HttpError(Exception):
-    def __init__(self, status: int, code: str, message: str, headers: dict | None = None):
-        super().__init__(message)
-        self.status, self.code, self.message = status, code, message
-        self.headers = headers or {}
 
 
 def _etag(version: int) -> str:
@@ -125,8 +131,16 @@ class ApiServer:
     max_body_bytes : int, default 1 MiB
     max_wait_seconds : float, default 60
         Cap on ``?wait=``.
-    max_waiters : int, default 64
-        Concurrent long polls; further requests do not wait.
+    max_waiters : int, default 256
+        Concurrent long polls (a thread each); past it, a poll that would wait gets 503 with
+        ``Retry-After``.
+    header_timeout_seconds : float, default 20
+        The whole request head must arrive within this (408 otherwise); also how long an idle
+        keep-alive connection stays open.
+    body_timeout_seconds : float, default 30
+        The whole body must arrive within this after the head (408 otherwise).
+    listen_backlog : int, default 1024
+        Connections the kernel queues before they are accepted.
     static_dir : path-like, default ``daemon/static``
     """
 
@@ -135,7 +149,9 @@ class ApiServer:
                  ready: Callable[[], bool | tuple[bool, str]] | None = None,
                  tokenizer: Callable[[str | Sequence[str]], list[str]] | None = None,
                  max_body_bytes: int = 1 << 20, max_wait_seconds: float = 60.0,
-                 max_waiters: int = 64, static_dir: str | Path | None = None):
+                 max_waiters: int = 256, header_timeout_seconds: float = 20.0,
+                 body_timeout_seconds: float = 30.0, listen_backlog: int = 1024,
+                 static_dir: str | Path | None = None):
         self.publisher = publisher
         self.host = host
         self._requested_port = int(port)
@@ -146,7 +162,13 @@ class ApiServer:
         self.tokenizer = tokenizer if tokenizer is not None else Tokenizer()
         self.max_body_bytes = int(max_body_bytes)
         self.max_wait_seconds = float(max_wait_seconds)
-        self._waiters = threading.BoundedSemaphore(max(int(max_waiters), 1))
+        self.max_waiters = max(int(max_waiters), 1)
+        self._waiting = 0
+        self._waiting_lock = threading.Lock()
+        self._full_logged_at = -math.inf
+        self.header_timeout_seconds = float(header_timeout_seconds)
+        self.body_timeout_seconds = float(body_timeout_seconds)
+        self.listen_backlog = int(listen_backlog)
         self.static_dir = Path(static_dir) if static_dir is not None else STATIC_DIR
         self._json_cache: dict[int, bytes] = {}
         self._json_lock = threading.Lock()
@@ -158,8 +180,11 @@ class ApiServer:
 
     def start(self) -> ApiServer:
         """Bind and serve in a daemon thread. Returns ``self``."""
-        handler = type("Handler", (_Handler,), {"app": self})
-        self._server = _Server((self.host, self._requested_port), handler)
+        handler = type("Handler", (_Handler,), {
+            "app": self, "header_timeout": self.header_timeout_seconds,
+            "body_timeout": self.body_timeout_seconds})
+        self._server = JsonServer((self.host, self._requested_port), handler,
+                                  listen_backlog=self.listen_backlog)
         # poll_interval bounds how long stop() waits for the serving loop to notice.
         self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,),
                                         name="anchorstream-http", daemon=True)
@@ -194,8 +219,32 @@ class ApiServer:
         host = self.host if ":" not in self.host else f"[{self.host}]"
         return f"http://{host}:{self.port}"
 
+    @property
+    def waiting(self) -> int:
+        """Long polls waiting now."""
+        return self._waiting
+
     # ----------------------------------------------------------------------------------------
     # helpers used by the handler
+
+    def enter_waiting(self) -> bool:
+        """Take a waiter's place; False when all ``max_waiters`` are taken."""
+        with self._waiting_lock:
+            if self._waiting < self.max_waiters:
+                self._waiting += 1
+                return True
+            now = time.monotonic()
+            log_it = now - self._full_logged_at >= 60.0
+            if log_it:
+                self._full_logged_at = now
+        if log_it:  # one line a minute at most: a crowd must not flood the log
+            log.warning("%d long polls are waiting (http.max_waiters); further ones are "
+                        "answered 503 with Retry-After", self.max_waiters)
+        return False
+
+    def leave_waiting(self) -> None:
+        with self._waiting_lock:
+            self._waiting -= 1
 
     def authorized(self, header: str | None) -> bool:
         if self._token is None:
@@ -220,7 +269,7 @@ class ApiServer:
             raise _HttpError(500, "corrupt_snapshot", str(exc)) from None
         doc = {k: v for k, v in snap.manifest.items() if k != "files"}
         doc = {"version": version, **doc, "topics": snap.topics}
-        body = _dumps(doc)
+        body = dumps(doc)
         with self._json_lock:
             if len(self._json_cache) >= 8:
                 self._json_cache.pop(next(iter(self._json_cache)))
@@ -228,22 +277,9 @@ class ApiServer:
         return body
 
 
-class _Server(ThreadingHTTPServer):
-    # Long polls must not keep the process alive at shutdown.
-    daemon_threads = True
-    allow_reuse_address = True
-
-
-def _dumps(obj: Any) -> bytes:
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-
-
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(JsonHandler):
     app: ApiServer
-    protocol_version = "HTTP/1.1"
     server_version = "anchorstream"
-    # Seconds a client may take to send its request; stops slow clients holding threads.
-    timeout = 30
 
     # Routes: (method, pattern, handler name, route label for metrics, needs auth).
     ROUTES = (
@@ -262,8 +298,10 @@ class _Handler(BaseHTTPRequestHandler):
 
     # --- plumbing ------------------------------------------------------------------------------
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
-        log.debug("%s %s", self.address_string(), format % args)
+    def begin_request(self) -> None:
+        super().begin_request()
+        self._route_label = "unmatched"
+        self._counted = False
 
     def do_GET(self) -> None:
         self._dispatch("GET")
@@ -278,12 +316,13 @@ class _Handler(BaseHTTPRequestHandler):
         self._dispatch("DELETE")
 
     def _dispatch(self, method: str) -> None:
-        url = urlsplit(self.path)
-        path = url.path.rstrip("/") or "/"
-        self._route_label, status = "unmatched", 500
-        self._counted = False
-        self._body_read = False
+        status = 500
         try:
+            try:
+                url = urlsplit(self.path)
+            except ValueError as exc:  # e.g. "//[x": an unterminated IPv6 host
+                raise _HttpError(400, "bad_request", f"bad request target: {exc}") from None
+            path = url.path.rstrip("/") or "/"
             self.query = parse_qs(url.query, keep_blank_values=True)
             allowed = []
             for m, rx, name, label, auth in self.ROUTES:
@@ -305,20 +344,12 @@ class _Handler(BaseHTTPRequestHandler):
                                      f"{method} is not allowed on {path}",
                                      {"Allow": ", ".join(sorted(set(allowed)))})
                 raise _HttpError(404, "not_found", f"no such endpoint: {path}")
-        except _HttpError as exc:
-            status = exc.status
-            self._send_json(exc.status, {"error": exc.code, "message": exc.message},
-                            exc.headers)
-        except (BrokenPipeError, ConnectionResetError):
-            status = 499  # the client went away; nothing to answer
-        except Exception:  # noqa: BLE001 - one bad request must not kill the server thread
-            log.exception("unhandled error serving %s %s", method, self.path)
-            status = 500
-            self._send_json(500, {"error": "internal", "message": "internal server error"})
+        except Exception as exc:  # noqa: BLE001 - one bad request must not kill the thread
+            status = self.answer_exception(exc)
         finally:
-            self._count(status)  # a request that ended without an answer (499) or raised late
+            self.count(status)  # a request that ended without an answer (499) or raised late
 
-    def _count(self, status: int) -> None:
+    def count(self, status: int) -> None:
         """Count this request once, before its answer goes out: a client that has read its
         response must find it in the next /metrics scrape."""
         if self._counted or self.app.metrics is None:
@@ -326,33 +357,13 @@ class _Handler(BaseHTTPRequestHandler):
         self._counted = True
         self.app.metrics.http_requests.labels(self._route_label, str(status)).inc()
 
+    # The names the routes use.
     def _send(self, status: int, body: bytes, content_type: str,
               headers: dict | None = None) -> int:
-        self._count(status)
-        try:
-            self.send_response(status)
-            if status != 304:
-                # A 304 has no body; its Content-Length would have to be the 200's (RFC 9110).
-                self.send_header("Content-Type", content_type)
-                self.send_header("Content-Length", str(len(body)))
-            for k, v in (headers or {}).items():
-                self.send_header(k, v)
-            if not self._body_read and (
-                    self.headers.get("Content-Length", "0").strip() not in ("", "0")
-                    or "chunked" in self.headers.get("Transfer-Encoding", "").lower()):
-                # An unread body would be parsed as the next request on this connection: say
-                # so and close it (send_header sets close_connection too).
-                self.send_header("Connection", "close")
-            self.end_headers()
-            if self.command != "HEAD" and status != 304:
-                self.wfile.write(body)
-        except (BrokenPipeError, ConnectionResetError):
-            pass
-        return status
+        return self.send(status, body, content_type, headers)
 
     def _send_json(self, status: int, obj: Any, headers: dict | None = None) -> int:
-        body = obj if isinstance(obj, bytes) else _dumps(obj)
-        return self._send(status, body, "application/json; charset=utf-8", headers)
+        return self.send_json(status, obj, headers)
 
     def _param(self, name: str) -> str | None:
         values = self.query.get(name)
@@ -392,13 +403,19 @@ class _Handler(BaseHTTPRequestHandler):
         if wait > 0 and (current is None or (known is not None and current == known)
                          or (star and current is not None)):
             # Long poll: only while the client already has the current version (or there is
-            # none). Past the cap on concurrent waiters, answer at once.
-            if self.app._waiters.acquire(blocking=False):
-                try:
-                    self.app.publisher.wait_for_newer(current if current is not None else None,
-                                                      wait)
-                finally:
-                    self.app._waiters.release()
+            # none). Past the cap on concurrent waiters, 503 at once: come back in a few
+            # seconds (no later than the wait asked for, so an update is not missed for long).
+            if not self.app.enter_waiting():
+                retry = max(1, min(5, math.ceil(wait)))
+                raise _HttpError(503, "too_many_waiters",
+                                 f"{self.app.max_waiters} long polls are waiting already "
+                                 f"(http.max_waiters); retry in {retry} s",
+                                 {"Retry-After": str(retry)})
+            try:
+                self.app.publisher.wait_for_newer(current if current is not None else None,
+                                                  wait)
+            finally:
+                self.app.leave_waiting()
             current = self.app.publisher.latest_version
         if current is None:
             raise _HttpError(404, "no_snapshot", "no snapshot has been published yet")
@@ -452,25 +469,13 @@ class _Handler(BaseHTTPRequestHandler):
         if ctype.split(";")[0].strip().lower() not in ("application/json", ""):
             raise _HttpError(415, "unsupported_media_type",
                              f"send application/json, got Content-Type {ctype!r}")
-        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
-            raise _HttpError(411, "length_required", "send a Content-Length, not chunked bodies")
-        raw_len = self.headers.get("Content-Length")
-        if raw_len is None:
-            raise _HttpError(411, "length_required", "a Content-Length header is required")
-        if not raw_len.isdigit():
-            raise _HttpError(400, "bad_request", f"bad Content-Length {raw_len!r}")
-        length = int(raw_len)
-        if length > self.app.max_body_bytes:
-            # The body is not read (the connection is closed after the answer).
-            raise _HttpError(413, "payload_too_large",
-                             f"body of {length} bytes exceeds the limit of "
-                             f"{self.app.max_body_bytes}")
-        data = self.rfile.read(length)
-        self._body_read = True
+        # 411/413/400/408 for a missing, oversized, malformed or slow body; an oversized one is
+        # not read (the connection is closed after the answer).
+        data = self.read_body(self.app.max_body_bytes)
         try:
-            return json.loads(data.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
-            raise _HttpError(400, "invalid_json", f"the body is not valid JSON: {exc}") from None
+            return strictjson.loads(data)
+        except InputError as exc:
+            raise _HttpError(400, "invalid_json", f"the body is not accepted: {exc}") from None
 
     def post_infer(self) -> int:
         req = self._read_json_body()
@@ -547,7 +552,7 @@ class _Handler(BaseHTTPRequestHandler):
             except Exception as exc:  # noqa: BLE001 - a failing check means "not ready"
                 result = (False, f"readiness check failed: {exc}")
             healthy, reason = result if isinstance(result, tuple) else (bool(result), None)
-        if version is None:
+        if version is None and healthy:  # unless ready() already said why it is not ready
             healthy, reason = False, "no snapshot has been published yet"
         body = {"ready": bool(healthy), "version": version}
         if reason:

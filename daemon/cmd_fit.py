@@ -15,7 +15,7 @@ import numpy as np
 from tqdm import tqdm
 
 from anchorstream.cooccurrence import cooccurrence
-from anchorstream.decode import FORMATS, DecodeError, decode
+from anchorstream.decode import FORMATS, DecodeError, check_tokens, decode
 from anchorstream.errors import InputError
 from anchorstream.methods import DOCUMENT_ANCHORS, METHODS, fit_topics
 from anchorstream.model import ANCHOR_METHODS, RECOVER_METHODS, ModelSettings
@@ -193,10 +193,11 @@ def read_documents(paths, *, format, text_field, tokenizer, progress=True):
             lines += 1
             try:
                 doc = decode(raw, format=format, text_field=text_field)
+                # Words a snapshot can hold (one a line), as the daemon and `ingest` check.
+                tokens = check_tokens(tokenizer(doc.content))
             except DecodeError as exc:
                 rejected[exc.reason] += 1
                 continue
-            tokens = tokenizer(doc.content)
             if not tokens:
                 rejected["no_tokens"] += 1
                 continue

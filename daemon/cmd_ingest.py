@@ -1,20 +1,27 @@
 """``anchorstream ingest``: backfill JSON-lines or text files into a co-occurrence store.
 
+The files go through the daemon's own ingest loop (:class:`daemon.loop.IngestLoop` over a
+:class:`daemon.files.FileSource`): the same decoding, checks, limits (``--max-bytes``,
+``--max-tokens``, the daemon's ``message.max_bytes`` and ``message.max_tokens``), tokenization
+and checkpoints, so a line is accepted or rejected for the same reason as the same Kafka
+message.
+
 Exactly once across crashes: each checkpoint commits, with the counts, the byte offset just
 past the last line it includes, per file (key ``file:<absolute path>``). Running the same
 command again after a crash starts every file at its committed offset, so the documents of the
-lost, uncommitted tail are counted once and nothing is counted twice. Malformed lines (bad
-UTF-8 or JSON, missing or wrongly typed field, bad timestamp) are counted, skipped, and still
-advance the offset.
+lost, uncommitted tail are counted once and nothing is counted twice. No line stops the
+command: a malformed one (bad UTF-8 or JSON, missing or wrongly typed field, bad timestamp,
+oversized, a token the store cannot hold, ...) is counted by reason, skipped, and still
+advances the offset; the reasons are printed at the end. Only a store that cannot commit
+stops it.
 """
 
 from __future__ import annotations
 
 import argparse
-import collections
-import datetime as dt
 import json
 import logging
+import math
 import os
 import sys
 from pathlib import Path
@@ -23,11 +30,13 @@ from typing import TYPE_CHECKING
 from tqdm import tqdm
 
 from anchorstream.accumulator import Forgetting
-from anchorstream.decode import FORMATS, DecodeError, decode
+from anchorstream.decode import FORMATS
 from anchorstream.errors import InputError
 from anchorstream.text import Tokenizer, load_stopwords
 from anchorstream.vocabulary import read_seed_vocabulary
-from daemon.files import iter_lines
+from daemon.config import MessageConfig
+from daemon.files import FileSource, file_key
+from daemon.loop import IngestLoop
 
 if TYPE_CHECKING:
     from anchorstream.store import CooccurrenceStore
@@ -35,6 +44,10 @@ if TYPE_CHECKING:
 log = logging.getLogger("anchorstream.ingest")
 
 __all__ = ["check_files", "file_key", "ingest_files", "register", "run"]
+
+#: The daemon's defaults (``message.max_bytes``, ``message.max_tokens``).
+MAX_BYTES = MessageConfig.max_bytes
+MAX_TOKENS = MessageConfig.max_tokens
 
 
 def register(subparsers) -> None:
@@ -58,8 +71,12 @@ def register(subparsers) -> None:
     p.add_argument("--timestamp-field", default=None,
                    help="JSON field with the document time (seconds or ISO 8601), needed when "
                         "forgetting is measured in seconds")
+    p.add_argument("--max-bytes", type=int, default=MAX_BYTES,
+                   help="longer lines are rejected as oversized (the daemon's message.max_bytes)")
+    p.add_argument("--max-tokens", type=int, default=MAX_TOKENS,
+                   help="tokens counted per document at most (the daemon's message.max_tokens)")
     p.add_argument("--checkpoint-every", type=int, default=10_000,
-                   help="documents between checkpoints")
+                   help="lines (documents and rejected lines) between checkpoints")
     p.add_argument("--stopwords", default="english",
                    help="stopword list: a shipped list name, a file path, or 'none'")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
@@ -81,11 +98,6 @@ def register(subparsers) -> None:
     new.add_argument("--shard-size", type=int, default=None,
                      help="matrix shard edge (default 8 chunks)")
     p.set_defaults(func=run)
-
-
-def file_key(path) -> str:
-    """Offsets key of a file: its absolute path, so any working directory resumes it."""
-    return f"file:{os.path.abspath(os.fspath(path))}"
 
 
 def check_files(paths) -> None:
@@ -117,17 +129,10 @@ def check_files(paths) -> None:
         seen[identity] = str(path)
 
 
-def _timestamp(value) -> float:
-    if isinstance(value, bool):
-        raise ValueError("a boolean is not a time")
-    if isinstance(value, (int, float)):
-        return float(value)
-    if isinstance(value, str):
-        t = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
-        if t.tzinfo is None:
-            t = t.replace(tzinfo=dt.UTC)
-        return t.timestamp()
-    raise ValueError(f"expected seconds or an ISO 8601 string, got {type(value).__name__}")
+def _check_counts(named: dict) -> None:
+    for name, value in named.items():
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise InputError(f"{name} must be an integer >= 1, got {value!r}")
 
 
 def ingest_files(
@@ -138,20 +143,46 @@ def ingest_files(
     format: str = "json",
     text_field: str = "text",
     timestamp_field: str | None = None,
+    max_bytes: int = MAX_BYTES,
+    max_tokens: int = MAX_TOKENS,
     checkpoint_every: int = 10_000,
     batch_size: int = 1000,
     progress: bool = False,
 ) -> dict:
     """Add the records of ``paths`` to ``store`` from its committed offsets on.
 
+    Parameters
+    ----------
+    store : CooccurrenceStore
+    paths : sequence of str or Path
+        JSON-lines or text files (``.gz`` allowed), read in order; each at most once.
+    tokenizer : callable ``str | list[str] -> list[str]``
+    format, text_field, timestamp_field, max_bytes, max_tokens
+        As the daemon's ``message`` settings.
+    checkpoint_every : int
+        Lines (documents and rejected lines) between checkpoints.
+    batch_size : int
+        Lines read and added to the store at a time.
+    progress : bool
+        Show a progress bar (bytes) on stderr.
+
     Returns
     -------
     dict
         ``documents`` (added this run), ``rejected`` (reason → count), ``checkpoints``,
         ``version`` (last commit).
+
+    Raises
+    ------
+    InputError
+        For bad arguments or files (missing, listed twice, shorter than the stored offset),
+        before anything is added; never for a line.
+    daemon.loop.LoopError
+        When a checkpoint fails (from the store's ``StoreError``): what the last successful
+        checkpoint holds stays, and the same call resumes from there.
     """
-    if checkpoint_every < 1:
-        raise InputError(f"--checkpoint-every must be >= 1, got {checkpoint_every}")
+    _check_counts({"--checkpoint-every": checkpoint_every, "--max-bytes": max_bytes,
+                   "--max-tokens": max_tokens, "batch_size": batch_size})
     paths = list(paths)
     check_files(paths)
     offsets = store.offsets
@@ -175,64 +206,34 @@ def ingest_files(
         elif total is not None:
             total += size - start
         starts[key] = start
-    seconds = store.forgetting.unit == "seconds"
-    if seconds and not timestamp_field:
+    if store.forgetting.unit == "seconds" and not timestamp_field:
         raise InputError("this store measures time in seconds: pass --timestamp-field")
-    rejected: collections.Counter[str] = collections.Counter()
-    positions: dict[str, int] = {}
-    batch: list[list[str]] = []
-    stamps: list[float] = []
-    n_docs = since = checkpoints = 0
+    message = MessageConfig(format=format, text_field=text_field,
+                            timestamp_field=timestamp_field, max_bytes=max_bytes,
+                            max_tokens=max_tokens)
     bar = tqdm(total=total, unit="B", unit_scale=True, desc="ingest", disable=not progress,
                file=sys.stderr)
-
-    def flush() -> None:
-        if batch:
-            store.add(batch, stamps if seconds else None)
-            batch.clear()
-            stamps.clear()
-
-    def commit() -> None:
-        nonlocal since, checkpoints
-        flush()
-        store.checkpoint(positions, metadata={"ingest": {"rejected": dict(rejected)}})
-        since = 0
-        checkpoints += 1
-
-    for path in paths:
-        key = file_key(path)
-        last = starts[key]
-        for offset, raw in iter_lines(path, starts[key]):
-            bar.update(offset - last)
-            last = offset
-            positions[key] = offset
-            try:
-                doc = decode(raw, format=format, text_field=text_field,
-                             timestamp_field=timestamp_field)
-                if seconds:
-                    stamps.append(_timestamp(doc.timestamp))
-            except DecodeError as exc:
-                rejected[exc.reason] += 1
-                continue
-            except (ValueError, TypeError, OverflowError):
-                rejected["bad_timestamp"] += 1
-                continue
-            batch.append(tokenizer(doc.content))
-            n_docs += 1
-            since += 1
-            if len(batch) >= batch_size:
-                flush()
-                if store.needs_checkpoint:  # the in-memory delta reached its budget
-                    commit()
-            if since >= checkpoint_every:
-                commit()
-        positions[key] = max(positions.get(key, last), last)
-    bar.close()
-    commit()
+    source = FileSource(paths, starts, on_bytes=bar.update)
+    checkpoints = []
+    # Checkpoints by count only (no timer: a run's commits do not depend on the machine's
+    # speed), and a poll never crosses one; a failed commit stops the command at once (the
+    # daemon retries, but a rerun of this command is the retry here).
+    loop = IngestLoop(store, source, tokenizer=tokenizer, message=message, name="ingest",
+                      checkpoint_every_docs=checkpoint_every,
+                      checkpoint_every_seconds=math.inf,
+                      max_poll_records=min(batch_size, checkpoint_every),
+                      on_checkpoint=checkpoints.append, max_checkpoint_failures=1)
+    try:
+        while loop.step():
+            pass
+        loop.checkpoint()  # the rest (a no-op commit when nothing is left)
+    finally:
+        source.close()
+        bar.close()
     return {
-        "documents": n_docs,
-        "rejected": dict(rejected),
-        "checkpoints": checkpoints,
+        "documents": loop.documents,
+        "rejected": dict(loop.rejected),
+        "checkpoints": len(checkpoints),
         "version": store.version,
     }
 
@@ -247,7 +248,10 @@ def run(args) -> int:
     )
     from anchorstream.store import CooccurrenceStore  # icechunk and zarr: only for this command
 
-    check_files(args.files)  # before the store is created: bad input leaves nothing behind
+    # Before the store is created: bad input leaves nothing behind.
+    _check_counts({"--checkpoint-every": args.checkpoint_every, "--max-bytes": args.max_bytes,
+                   "--max-tokens": args.max_tokens})
+    check_files(args.files)
     store = CooccurrenceStore.open_or_create(
         args.store, capacity=args.capacity, admit_threshold=args.admit_threshold, seed=seed,
         max_df=args.max_df, forgetting=forgetting, chunk_size=args.chunk_size,
@@ -256,6 +260,7 @@ def run(args) -> int:
     stats = ingest_files(
         store, args.files, tokenizer=tokenizer, format=args.format,
         text_field=args.text_field, timestamp_field=args.timestamp_field,
+        max_bytes=args.max_bytes, max_tokens=args.max_tokens,
         checkpoint_every=args.checkpoint_every,
         progress=not args.quiet and sys.stderr.isatty(),
     )

@@ -1,26 +1,46 @@
-"""The ingest loop: consume → decode → tokenize → accumulate → checkpoint → (informational) commit.
+"""The ingest loop: poll → decode → validate → tokenize → accumulate → checkpoint → commit.
 
-:class:`IngestLoop` drives one :class:`daemon.source.KafkaSource` into one
-:class:`anchorstream.store.CooccurrenceStore`, in the calling thread:
+:class:`IngestLoop` drives one record source into one
+:class:`anchorstream.store.CooccurrenceStore`, in the calling thread. It is the only ingest
+path: the daemon runs it over :class:`daemon.source.KafkaSource` and ``anchorstream ingest`` over
+:class:`daemon.files.FileSource`, so a record is accepted or rejected for the same reason, under
+the same ``message`` limits, whichever way it arrives.
 
-* **Bad input is a value.** Every record is decoded here (:func:`anchorstream.decode.decode`,
-  with ``message.max_bytes``); a rejected record is counted by reason
-  (``anchorstream_messages_rejected_total``), forwarded raw to the dead-letter topic when one is
-  configured (reason in a header), and skipped — its offset still advances. Tombstones (a
-  ``None`` value) are rejected as ``empty``. A valid document is tokenized with the same
-  tokenizer the HTTP API's ``/v1/infer`` uses and cut to ``message.max_tokens`` tokens. A
-  document whose tokens are all stopwords is still a document: it is added (it counts in
-  ``num_docs``) and contributes nothing to the matrix.
-* **Exactly-once effect.** Per partition the loop tracks *next offset = last record + 1* (not a
-  maximum: it goes backwards when a topic is recreated). A checkpoint commits the store's delta
-  together with those offsets (keys ``kafka:<topic>:<partition>``) and the topics' ids (key
-  ``kafka:topic_ids``), atomically; the source seeks to the stored offsets on every assignment.
-  The group commit that follows is informational only. A crash between checkpoints replays the
-  uncommitted records, whose contributions were lost with the process.
+* **Sources.** A source has ``poll_batch(max_records, timeout) -> list`` of records, each with a
+  ``value`` (bytes, or None for a Kafka tombstone) and a ``timestamp`` (milliseconds, or None);
+  ``position(record) -> (offsets key, next position)``, where the record puts the source's
+  position in the store's offsets (files: ``file:<absolute path>`` and the byte offset past the
+  line; without the method, Kafka's: ``kafka:<topic>:<partition>`` and offset + 1);
+  ``topic_ids() -> dict`` and ``commit(positions)``, which only a Kafka source fills (the
+  latter informational). An empty poll from a finite source means it is exhausted.
+* **A record can only be rejected, never fatal.** Each record is decoded
+  (:func:`anchorstream.decode.decode`, with ``message.max_bytes``), timed when the store
+  forgets in seconds (:func:`anchorstream.decode.parse_timestamp`: the document's field, else
+  the record's own time), tokenized with the same tokenizer the HTTP API's ``/v1/infer`` uses,
+  cut to ``message.max_tokens`` tokens, and its tokens checked
+  (:func:`anchorstream.decode.check_tokens`) before anything reaches the store, so nothing a
+  record carries can make a later checkpoint or snapshot fail. A rejected record is counted by
+  reason (``anchorstream_messages_rejected_total``), forwarded raw to the dead-letter topic when
+  one is configured (reason in a header), and skipped — its offset still advances. Tombstones
+  are rejected as ``empty``. A record batch the Kafka client cannot read at all (corrupt,
+  unknown codec, decompressing past ``kafka.max_batch_bytes``) is skipped by the source and
+  reported to :meth:`IngestLoop.skip_batch`: its offsets count as rejected
+  (``undecodable_batch``) and the partition's offset moves past it. Any other exception while processing one record rejects that
+  record as ``unprocessable``; its traceback is logged, at most once a minute. A document
+  whose tokens are all stopwords is still a document: it is added (it counts in the store's
+  ``n_docs_added``) and contributes nothing to the matrix. What stops the loop is the store
+  (below) or the source (``SourceError``), never a record.
+* **Exactly-once effect.** Per offsets key the loop tracks *next position = last record + 1*
+  (not a maximum: it goes backwards when a topic is recreated). A checkpoint commits the
+  store's delta together with those positions and, for Kafka, the topics' ids (key
+  ``kafka:topic_ids``), atomically; the Kafka source seeks to the stored offsets on every
+  assignment, ``ingest`` starts each file at its stored offset. The group commit that follows
+  is informational only. A crash between checkpoints replays the uncommitted records, whose
+  contributions were lost with the process.
 * **When to checkpoint:** after ``checkpoint_every_docs`` documents (records, bad ones
   included, so a stream of garbage still moves its offsets forward), after
   ``checkpoint_every_seconds`` with anything pending, when the store's delta reaches its memory
-  budget, and on :meth:`IngestLoop.close`. A failed checkpoint (``StoreError``) changes nothing in
+  budget, and on :meth:`IngestLoop.flush`. A failed checkpoint (``StoreError``) changes nothing in
   memory: it is counted and retried with backoff; after ``max_checkpoint_failures`` failures in a
   row the store is considered broken and :class:`LoopError` stops the daemon.
 * **Broker outages** are the source's business (it reconnects with backoff and returns no records
@@ -43,17 +63,23 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from anchorstream.decode import DecodeError, decode
+from anchorstream.decode import DecodeError, check_tokens, decode, parse_timestamp
 from anchorstream.errors import AnchorstreamError, StoreError
 from daemon.config import MessageConfig
 
-__all__ = ["Committed", "IngestLoop", "LoopError", "offset_key", "parse_offset_key",
-           "TOPIC_IDS_KEY"]
+__all__ = ["Committed", "IngestLoop", "LoopError", "kafka_position", "offset_key",
+           "parse_offset_key", "TOPIC_IDS_KEY", "UNDECODABLE_BATCH"]
 
 log = logging.getLogger("anchorstream.loop")
 
 #: Store offsets key holding ``{topic: topic id}`` as seen at the checkpoint.
 TOPIC_IDS_KEY = "kafka:topic_ids"
+#: Rejection reason of the offsets of a record batch the Kafka client could not read.
+UNDECODABLE_BATCH = "undecodable_batch"
+
+#: Seconds between two logged tracebacks of ``unprocessable`` records: a flood of records that
+#: all hit the same bug must not flood the log too.
+TRACEBACK_EVERY_SECONDS = 60.0
 
 
 class LoopError(AnchorstreamError, RuntimeError):
@@ -81,6 +107,11 @@ def parse_offset_key(key: str) -> tuple[str, int] | None:
     return topic, int(partition)
 
 
+def kafka_position(record) -> tuple[str, int]:
+    """Offsets key and next offset of a Kafka record (a :class:`daemon.source.SourceRecord`)."""
+    return offset_key(record.topic, record.partition), record.offset + 1
+
+
 @dataclass(frozen=True)
 class Committed:
     """What the last successful checkpoint holds (read by the refresher)."""
@@ -91,15 +122,15 @@ class Committed:
 
 
 class IngestLoop:
-    """Consume documents from Kafka into the co-occurrence store, checkpointing with offsets.
+    """Consume documents from a source into the co-occurrence store, checkpointing with offsets.
 
     Parameters
     ----------
     store : anchorstream.store.CooccurrenceStore
         The writer (this loop is its only user).
-    source : daemon.source.KafkaSource
-        Constructed with ``offsets_for=loop.offsets_for`` and
-        ``on_topic_reset=loop.on_topic_reset`` (see :meth:`attach`).
+    source : daemon.source.KafkaSource or daemon.files.FileSource, optional
+        Any object with the source methods of the module notes; :meth:`attach` routes a Kafka
+        source's ``offsets_for`` and ``on_topic_reset`` to this loop.
     tokenizer : callable ``str | list[str] -> list[str]``
     message : MessageConfig
         Format, fields and limits of the messages.
@@ -116,6 +147,8 @@ class IngestLoop:
     max_checkpoint_failures : int, default 10
         Consecutive failed checkpoints after which :class:`LoopError` is raised.
     clock : callable, default time.monotonic
+    name : str, default "daemon"
+        Key of this loop's entry in each checkpoint's metadata (``{name: {"rejected": ...}}``).
     """
 
     def __init__(self, store, source=None, *, tokenizer: Callable, message: MessageConfig,
@@ -123,7 +156,8 @@ class IngestLoop:
                  checkpoint_every_seconds: float = 30.0, max_poll_records: int = 1000,
                  poll_timeout: float = 0.5,
                  on_checkpoint: Callable[[Committed], None] | None = None,
-                 max_checkpoint_failures: int = 10, clock: Callable[[], float] = time.monotonic):
+                 max_checkpoint_failures: int = 10, clock: Callable[[], float] = time.monotonic,
+                 name: str = "daemon"):
         self.store = store
         self.source = source
         self.tokenizer = tokenizer
@@ -137,13 +171,15 @@ class IngestLoop:
         self.on_checkpoint = on_checkpoint
         self.max_checkpoint_failures = int(max_checkpoint_failures)
         self._clock = clock
+        self.name = name
         self._seconds = store.forgetting.unit == "seconds"
-        # next offset per partition since start, from the store's offsets on.
-        self._positions: dict[tuple[str, int], int] = {}
+        self._position: Callable[[object], tuple[str, int]] = kafka_position
+        # Next position per offsets key since start; Kafka partitions from the store's offsets
+        # on (files only once read: their positions matter to no one else).
+        self._positions: dict[str, int] = {}
         for key, value in store.offsets.items():
-            tp = parse_offset_key(key)
-            if tp is not None and value is not None:
-                self._positions[tp] = int(value)
+            if parse_offset_key(key) is not None and value is not None:
+                self._positions[key] = int(value)
         stored_ids = store.offsets.get(TOPIC_IDS_KEY)
         self._stored_topic_ids: dict[str, str] = dict(stored_ids or {})
         self._dirty_offsets = False
@@ -154,6 +190,8 @@ class IngestLoop:
         self._lock = threading.Lock()
         self._committed = Committed(store.version, store.n_docs_added - store.pending_docs,
                                     clock())
+        self._next_traceback = float("-inf")
+        self._tracebacks_skipped = 0
         self.rejected: Counter[str] = Counter()
         self.documents = 0
         self.records = 0
@@ -169,10 +207,12 @@ class IngestLoop:
             self.attach(source)
 
     def attach(self, source) -> None:
-        """Use ``source`` and route its seek and topic-reset callbacks to this loop."""
+        """Use ``source`` and route its seek, topic-reset and skip callbacks to this loop."""
         self.source = source
+        self._position = getattr(source, "position", kafka_position)
         source.offsets_for = self.offsets_for
         source.on_topic_reset = self.on_topic_reset
+        source.on_skip = self.skip_batch
 
     # ----------------------------------------------------------------------------------------
     # source callbacks (polling thread)
@@ -194,6 +234,27 @@ class IngestLoop:
         value = offsets.get(offset_key(topic, partition))
         return None if value is None else int(value)
 
+    def skip_batch(self, batch) -> None:
+        """A record batch the source could not read and skipped (a :class:`UndecodableBatch`).
+
+        Its offsets are rejected messages (reason ``undecodable_batch``; one dead-letter
+        record, with an empty value, names the range when a dead-letter topic is configured),
+        and the partition's next offset is the one after the batch.
+        """
+        from daemon.source import SourceRecord
+
+        n = batch.count
+        self._positions[offset_key(batch.topic, batch.partition)] = batch.next_offset
+        self._dirty_offsets = True
+        self.rejected[UNDECODABLE_BATCH] += n
+        if self.metrics is not None:
+            self.metrics.messages_rejected.labels(UNDECODABLE_BATCH).inc(n)
+        if self.dead_letter is not None:
+            detail = (f"offsets {batch.offset}..{batch.next_offset - 1} skipped: {batch.kind}: "
+                      f"{batch.detail}")
+            self.dead_letter.send(SourceRecord(batch.topic, batch.partition, batch.offset, b""),
+                                  UNDECODABLE_BATCH, detail)
+
     def on_topic_reset(self, topic: str) -> None:
         """A topic was recreated while consuming: its old positions mean nothing now."""
         self._forget_topic(topic)
@@ -201,9 +262,10 @@ class IngestLoop:
     def _forget_topic(self, topic: str) -> None:
         # Offsets restart at 0 in the new topic; the next checkpoint writes 0 for partitions
         # not read yet (the store merges offsets, so a key cannot be removed).
-        for tp in list(self._positions):
-            if tp[0] == topic:
-                self._positions[tp] = 0
+        for key in list(self._positions):
+            tp = parse_offset_key(key)
+            if tp is not None and tp[0] == topic:
+                self._positions[key] = 0
         self._stored_topic_ids.pop(topic, None)
         self._dirty_offsets = True
 
@@ -238,31 +300,28 @@ class IngestLoop:
         return len(records)
 
     def process(self, records: Sequence) -> int:
-        """Decode, tokenize and add records (a :class:`daemon.source.SourceRecord` sequence).
+        """Decode, check, tokenize and add records (from the source's ``poll_batch``).
+
+        Every record ends as a document or as a rejection by reason (module notes).
 
         Returns the number of documents added.
         """
-        m = self.message
         docs: list[list[str]] = []
         stamps: list[float] = []
-        per_topic: Counter[str] = Counter()
+        per_key: Counter[str] = Counter()
         tokens_total = 0
         for r in records:
-            per_topic[r.topic] += 1
-            self._positions[(r.topic, r.partition)] = r.offset + 1
+            key, position = self._position(r)
+            per_key[key] += 1
+            self._positions[key] = position
             try:
-                if r.value is None:
-                    raise DecodeError("empty", "record has no value (a tombstone)")
-                doc = decode(r.value, format=m.format, text_field=m.text_field,
-                             id_field=m.id_field, timestamp_field=m.timestamp_field,
-                             max_bytes=m.max_bytes)
-                stamp = _timestamp(doc.timestamp, r.timestamp) if self._seconds else 0.0
+                tokens, stamp = self._document(r)
             except DecodeError as exc:
-                self._reject(r, exc.reason, str(exc))
+                self._reject(r, key, exc.reason, str(exc))
                 continue
-            tokens = self.tokenizer(doc.content)
-            if len(tokens) > m.max_tokens:
-                tokens = tokens[: m.max_tokens]
+            except Exception as exc:  # noqa: BLE001 - one record must never stop the loop
+                self._unprocessable(r, key, exc)
+                continue
             tokens_total += len(tokens)
             docs.append(tokens)
             stamps.append(stamp)
@@ -270,10 +329,18 @@ class IngestLoop:
         self._since_docs += len(records)
         self._dirty_offsets = True
         if docs:
+            # Past the checks above this cannot fail for a record's sake; if it raises, the
+            # store's memory may be half-updated, and only a restart from the last checkpoint
+            # is safe.
             self.store.add(docs, stamps if self._seconds else None)
             self.documents += len(docs)
             self._observe_vocabulary()
         if self.metrics is not None:
+            per_topic: Counter[str] = Counter()
+            for key, n in per_key.items():
+                tp = parse_offset_key(key)
+                if tp is not None:
+                    per_topic[tp[0]] += n
             for topic, n in per_topic.items():
                 self.metrics.messages_consumed.labels(topic).inc(n)
             if docs:
@@ -281,14 +348,43 @@ class IngestLoop:
                 self.metrics.tokens_accumulated.inc(tokens_total)
         return len(docs)
 
-    def _reject(self, record, reason: str, detail: str) -> None:
+    def _document(self, record) -> tuple[list[str], float]:
+        """``(tokens, seconds)`` of one record, or :class:`DecodeError` with the reason."""
+        m = self.message
+        if record.value is None:
+            raise DecodeError("empty", "record has no value (a tombstone)")
+        doc = decode(record.value, format=m.format, text_field=m.text_field,
+                     id_field=m.id_field, timestamp_field=m.timestamp_field,
+                     max_bytes=m.max_bytes)
+        stamp = parse_timestamp(doc.timestamp, record.timestamp) if self._seconds else 0.0
+        tokens = self.tokenizer(doc.content)
+        if len(tokens) > m.max_tokens:
+            tokens = tokens[: m.max_tokens]
+        check_tokens(tokens)
+        return tokens, stamp
+
+    def _reject(self, record, key: str, reason: str, detail: str) -> None:
         self.rejected[reason] += 1
         if self.metrics is not None:
             self.metrics.observe_rejected(reason)
-        log.debug("rejected %s[%d]@%d: %s (%s)", record.topic, record.partition, record.offset,
-                  reason, detail)
+        log.debug("rejected %s before %d: %s (%s)", key, self._positions[key], reason, detail)
         if self.dead_letter is not None:
             self.dead_letter.send(record, reason, detail)
+
+    def _unprocessable(self, record, key: str, exc: Exception) -> None:
+        """A record whose processing raised what no check foresaw (a bug, not bad data)."""
+        now = self._clock()
+        if now >= self._next_traceback:
+            skipped = self._tracebacks_skipped
+            log.error("rejected the record of %s before %d as unprocessable%s", key,
+                      self._positions[key],
+                      f" ({skipped} more since the last traceback)" if skipped else "",
+                      exc_info=exc)
+            self._next_traceback = now + TRACEBACK_EVERY_SECONDS
+            self._tracebacks_skipped = 0
+        else:
+            self._tracebacks_skipped += 1
+        self._reject(record, key, "unprocessable", f"{type(exc).__name__}: {exc}"[:1000])
 
     def _observe_vocabulary(self) -> None:
         """Admissions and evictions since the last look (slot words that changed)."""
@@ -323,7 +419,7 @@ class IngestLoop:
 
     def offsets(self) -> dict:
         """The offsets the next checkpoint will commit."""
-        out: dict = {offset_key(t, p): o for (t, p), o in self._positions.items()}
+        out: dict = dict(self._positions)
         ids = dict(self._stored_topic_ids)
         if self.source is not None:
             ids.update(self.source.topic_ids())
@@ -345,7 +441,7 @@ class IngestLoop:
         before_version = self.store.version
         try:
             version = self.store.checkpoint(offsets, metadata={
-                "daemon": {"rejected": dict(self.rejected)}})
+                self.name: {"rejected": dict(self.rejected)}})
         except StoreError as exc:
             self._failures += 1
             self.last_checkpoint_error = str(exc)
@@ -357,7 +453,7 @@ class IngestLoop:
                       self._failures, delay, exc)
             if self._failures >= self.max_checkpoint_failures:
                 raise LoopError(
-                    f"{self._failures} checkpoints in a row failed; the store at "
+                    f"{self._failures} checkpoint(s) in a row failed; the store at "
                     f"{self.store.url!r} seems broken: {exc}") from exc
             return False
         seconds = time.perf_counter() - t0
@@ -387,7 +483,12 @@ class IngestLoop:
             self._committed = committed
         log.debug("checkpoint %s: %d documents, %.3f s", version, committed.n_docs, seconds)
         if self.source is not None:
-            self.source.commit({tp: o for tp, o in self._positions.items()})
+            kafka = {}
+            for key, o in self._positions.items():
+                tp = parse_offset_key(key)
+                if tp is not None:
+                    kafka[tp] = o
+            self.source.commit(kafka)
         if self.on_checkpoint is not None:
             self.on_checkpoint(committed)
         return True
@@ -422,32 +523,6 @@ class IngestLoop:
         if self.source is not None and getattr(self.source, "_fatal", None) is not None:
             return False, "the Kafka source stopped"
         return True, "ok"
-
-
-def _timestamp(value, record_ms: int | None) -> float:
-    """Seconds of a document: its own field when given (seconds or ISO 8601), else the record's."""
-    import datetime as dt
-
-    if value is None:
-        if record_ms is None or record_ms < 0:
-            raise DecodeError("missing_field", "no document timestamp and no record timestamp")
-        return record_ms / 1000.0
-    if isinstance(value, bool):
-        raise DecodeError("wrong_type", "a boolean is not a timestamp")
-    if isinstance(value, (int, float)):
-        if not value >= 0 or value == float("inf"):
-            raise DecodeError("wrong_type", f"timestamp {value!r} is not seconds >= 0")
-        return float(value)
-    if isinstance(value, str):
-        try:
-            t = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
-        except ValueError:
-            raise DecodeError("wrong_type", f"timestamp {value!r} is not ISO 8601") from None
-        if t.tzinfo is None:
-            t = t.replace(tzinfo=dt.UTC)
-        return t.timestamp()
-    raise DecodeError("wrong_type", f"timestamp must be seconds or ISO 8601, got "
-                                    f"{type(value).__name__}")
 
 
 def _current_topic_id(source, topic: str) -> str | None:

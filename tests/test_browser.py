@@ -28,6 +28,7 @@ import shutil
 import socket
 import struct
 import subprocess
+import threading
 import time
 import zlib
 import urllib.error
@@ -412,6 +413,39 @@ def test_page_shows_topics_and_follows_new_snapshots(server, publisher, browser,
     assert pixels.shape[2] >= 3 and pixels.shape[0] >= 400 and pixels.shape[1] >= 800, \
         pixels.shape
     assert blank_page_problems(pixels, bar_rgb) == [], path
+
+
+@needs_chromium
+def test_page_waits_out_a_full_waiting_room(publisher, browser):
+    """Past ``http.max_waiters`` the page's long poll is answered 503 with Retry-After: the page
+    stays live, comes back when told, and still follows the next snapshot."""
+    publisher.publish(**snapshot_kwargs([5, 3, 2, 1, 1], seed=0))
+    metrics = Metrics()
+    refused = {"route": "/v1/snapshots/latest", "code": "503"}
+    with ApiServer(publisher, metrics=metrics, max_wait_seconds=30, max_waiters=1) as srv:
+        def hold_the_only_place():
+            req = urllib.request.Request(f"{srv.url}/v1/snapshots/latest?wait=30",
+                                         headers={"If-None-Match": '"1"'})
+            with urllib.request.urlopen(req, timeout=120) as resp:
+                resp.read()
+
+        holder = threading.Thread(target=hold_the_only_place)
+        holder.start()
+        deadline = time.monotonic() + 30
+        while srv.waiting < 1 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        browser.get(srv.url + "/")
+        browser.wait_for(f"return {VERSION} === '1';", "snapshot 1")
+        # Two refusals: the page has handled the first one and come back.
+        deadline = time.monotonic() + 60
+        while (metrics.registry.get_sample_value("anchorstream_http_requests_total", refused)
+               or 0) < 2:
+            assert time.monotonic() < deadline, "the page's long polls were not refused"
+            time.sleep(0.1)
+        assert browser.js("return document.getElementById('conn').dataset.state;") == "live"
+        publisher.publish(**snapshot_kwargs([4, 3, 2, 2, 2], seed=1))
+        browser.wait_for(f"return {VERSION} === '2';", "snapshot 2")
+        holder.join(60)
 
 
 def test_png_decoder_reads_every_filter_type():

@@ -209,3 +209,119 @@ def test_failed_checkpoint_is_retried_then_fatal(store, monkeypatch):
     monkeypatch.setattr(store, "checkpoint", real)
     assert loop.checkpoint() and loop.healthy() == (True, "ok")
     assert open_committed(store.url).n_docs_added == 10
+
+
+# ------------------------------------------------------------------------------------------------
+# Issue 15: nothing a producer sends can stop the loop. Each case once stopped the daemon (or
+# every checkpoint after it); now each is one rejection by reason, and the checkpoint commits.
+
+
+def run_one_bad_message(store, bad, message=None, good=doc):
+    """Feed good, ``bad``, good; return the loop after a checkpoint that must commit."""
+    metrics, dead = Metrics(process=False), DeadLetters()
+    source = ScriptedSource(records([good(0), bad, good(1)]))
+    loop = make_loop(store, source, metrics=metrics, dead_letter=dead,
+                     message=message or MessageConfig())
+    before = store.version
+    while loop.step():
+        pass
+    assert loop.checkpoint() and store.version != before
+    st = open_committed(store.url)
+    assert st.offsets[offset_key("docs", 0)] == 3
+    assert st.n_docs_added == loop.documents == 2
+    assert sum(loop.rejected.values()) == 1 and dead.sent == [(1, next(iter(loop.rejected)))]
+    return loop, metrics
+
+
+def test_issue15_a_5000_digit_integer_is_rejected_not_fatal(store):
+    # json.loads raises a plain ValueError (not JSONDecodeError) past 4300 digits.
+    bad = b'{"text": "apple banana", "n": 1' + b"0" * 5000 + b"}"
+    loop, metrics = run_one_bad_message(store, bad)
+    assert loop.rejected == {"invalid_json": 1}
+    assert metrics.registry.get_sample_value("anchorstream_messages_rejected_total",
+                                             {"reason": "invalid_json"}) == 1
+
+
+@pytest.mark.parametrize("tokens", [["\ud800", "okay", "fine"], ["ok\ud800", "okay", "fine"]])
+def test_issue15_a_lone_surrogate_in_a_token_list_is_rejected(store, tokens):
+    # ["ok\ud800", ...] reached the vocabulary sketch, and every checkpoint after it failed
+    # (UnicodeEncodeError) until the daemon gave up; nothing after it was ever committed.
+    bad = json.dumps({"text": tokens}).encode()
+    assert b"\\ud800" in bad
+    loop, _ = run_one_bad_message(store, bad)
+    assert loop.rejected == {"invalid_unicode": 1}
+
+
+@pytest.mark.parametrize("text", ["\ud800 okay fine", "ok\udc00ay fine"])
+def test_issue15_a_lone_surrogate_in_text_is_rejected(store, text):
+    # The tokenizer happens to drop it; the document is still not Unicode text, and is
+    # rejected for the same reason as in a token list, whichever field or format carries it.
+    loop, _ = run_one_bad_message(store, json.dumps({"text": text}).encode())
+    assert loop.rejected == {"invalid_unicode": 1}
+    loop, _ = run_one_bad_message(
+        CooccurrenceStore.create(store.url + "-tokens", capacity=64, admit_threshold=1),
+        json.dumps([text]).encode(), MessageConfig(format="tokens"),
+        good=lambda i: json.dumps(WORDS[i:i + 3]).encode())
+    assert loop.rejected == {"invalid_unicode": 1}
+
+
+@pytest.mark.parametrize("token", ["nul\x00byte", "line\nbreak", "para\u2029graph", "bell\x07",
+                                   "x" * 5000])
+def test_issue15_tokens_the_store_cannot_hold_are_rejected(store, token):
+    # A line break in a word would make every later snapshot fail to publish (one word a line).
+    bad = json.dumps({"text": [token, "okay"]}).encode()
+    tokenizer_cap = Tokenizer(max_length=10_000)
+    source = ScriptedSource(records([doc(0), bad, doc(1)]))
+    loop = IngestLoop(store, source, tokenizer=tokenizer_cap, message=MessageConfig(),
+                      checkpoint_every_seconds=3600)
+    while loop.step():
+        pass
+    assert loop.rejected == {"invalid_token": 1} and loop.documents == 2
+    assert loop.checkpoint()
+
+
+@pytest.mark.parametrize("ts", [-5, float("nan"), float("inf"), 1e300, "yesterday", True, [1]])
+def test_issue15_bad_timestamps_are_rejected_as_bad_timestamp(tmp_path, ts):
+    from anchorstream.accumulator import Forgetting
+
+    store = CooccurrenceStore.create(tmp_path / "s", capacity=64, admit_threshold=1,
+                                     forgetting=Forgetting(half_life=3600, unit="seconds"))
+    good = [json.dumps({"text": "apple banana", "ts": 1_700_000_000 + i}).encode()
+            for i in range(2)]
+    # json.dumps writes NaN and Infinity literals, which json.loads reads back.
+    bad = json.dumps({"text": "apple banana", "ts": ts}).encode()
+    source = ScriptedSource(records([good[0], bad, good[1]]))
+    loop = make_loop(store, source, message=MessageConfig(timestamp_field="ts"))
+    while loop.step():
+        pass
+    assert loop.rejected == {"bad_timestamp": 1} and loop.documents == 2
+    assert loop.checkpoint() and open_committed(store.url).n_docs_added == 2
+
+
+def test_issue15_an_unexpected_exception_is_one_unprocessable_message(store, caplog):
+    # Whatever goes wrong with one message stops only that message; the traceback is logged,
+    # but at most once a minute however many messages fail.
+    now = [0.0]
+
+    class Brittle(Tokenizer):
+        def __call__(self, doc):
+            if "banana" in doc:
+                raise ZeroDivisionError("a bug in a tokenizer")
+            return super().__call__(doc)
+
+    values = [json.dumps({"text": "apple banana" if i % 2 else "cherry grape"}).encode()
+              for i in range(10)]
+    dead = DeadLetters()
+    loop = IngestLoop(store, ScriptedSource(records(values)), tokenizer=Brittle(),
+                      message=MessageConfig(), dead_letter=dead, clock=lambda: now[0],
+                      checkpoint_every_seconds=3600)
+    with caplog.at_level("WARNING", logger="anchorstream.loop"):
+        while loop.step():
+            pass
+        now[0] += 61
+        loop.process(records([values[1]], start=10))
+    assert loop.rejected == {"unprocessable": 6} and loop.documents == 5
+    assert [r for _, r in dead.sent] == ["unprocessable"] * 6
+    logged = [r for r in caplog.records if r.exc_info]
+    assert len(logged) == 2 and "ZeroDivisionError" in caplog.text
+    assert loop.checkpoint() and open_committed(store.url).n_docs_added == 5

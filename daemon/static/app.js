@@ -111,6 +111,12 @@
         } else if (resp.status === 401) {
           await askForToken();
           continue;
+        } else if (resp.status === 503 && resp.headers.get("Retry-After")) {
+          // Too many long polls open at once: the server says when to come back. Not an
+          // error: the page stays as it is.
+          const seconds = Number(resp.headers.get("Retry-After"));
+          await sleep(1000 * Math.min(Math.max(Number.isFinite(seconds) ? seconds : 1, 1), 60));
+          continue;
         } else {
           throw new Error(`HTTP ${resp.status}`);
         }

@@ -1,0 +1,135 @@
+"""``anchorstream ingest`` and the daemon's loop accept and reject the same records.
+
+Both run :class:`daemon.loop.IngestLoop` (files through :class:`daemon.files.FileSource`, Kafka
+through :class:`daemon.source.KafkaSource`); these tests hold them together on a real store on
+disk: the same lines give the same documents and the same rejections by reason, and no line
+stops ``ingest`` (issue 15).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import numpy as np
+import pytest
+
+from anchorstream.accumulator import Forgetting
+from anchorstream.store import CooccurrenceStore, open_committed
+from anchorstream.text import Tokenizer
+from daemon.cli import main
+from daemon.cmd_ingest import file_key, ingest_files, register
+from daemon.config import MessageConfig
+from daemon.loop import IngestLoop
+from daemon.source import SourceRecord
+
+SECONDS = Forgetting(half_life=3600, unit="seconds")
+
+#: Lines every one of which once stopped one ingest path or the other, between good lines.
+ADVERSARIAL = [
+    b'{"text": "apple banana", "ts": -5}',
+    b'{"text": "apple banana", "ts": NaN}',
+    b'{"text": "apple banana", "ts": 1e999}',
+    b'{"text": "apple banana", "ts": "2024-13-45"}',
+    b'{"text": "apple banana", "ts": 1700000000, "n": 1' + b"0" * 5000 + b"}",
+    b'{"text": ["ok\\ud800", "okay", "fine"], "ts": 1700000000}',
+    b'{"text": "ok\\udc00 fine", "ts": 1700000000}',
+    b'{"text": ["line\\nbreak", "okay"], "ts": 1700000000}',
+    b'{"text": "apple banana"}',
+    b'{"text": "apple banana", "ts": 1700000000, "deep": ' + b"[" * 100_000 + b"]" * 100_000
+    + b"}",
+    b'{"text": "apple banana", "ts": 1700000000, "pad": "' + b"x" * 400_000 + b'"}',
+]
+
+
+def good(i: int) -> bytes:
+    return json.dumps({"text": f"apple banana cherry{i % 3}", "ts": 1_700_000_000 + i}).encode()
+
+
+def lines() -> list[bytes]:
+    out = []
+    for i, bad in enumerate(ADVERSARIAL):
+        out += [good(2 * i), bad, good(2 * i + 1)]
+    return out
+
+
+def new_store(path):
+    return CooccurrenceStore.create(path, capacity=64, admit_threshold=1, forgetting=SECONDS)
+
+
+def test_issue15_negative_timestamp_is_rejected_by_ingest_which_goes_on(tmp_path, capsys):
+    # `"ts": -5` once made the whole batch raise InputError: `ingest` aborted, and rerunning it
+    # aborted again on the same line. The daemon rejected it (as wrong_type) and went on.
+    path = tmp_path / "docs.jsonl"
+    path.write_bytes(b"\n".join([good(0), b'{"text": "apple banana", "ts": -5}', good(1)])
+                     + b"\n")
+    url = str(tmp_path / "store")
+    assert main(["ingest", str(path), "--store", url, "--timestamp-field", "ts",
+                 "--time-unit", "seconds", "--half-life", "3600", "--admit-threshold", "1",
+                 "-q"]) == 0
+    assert 'ingested 2 documents (1 rejected: {"bad_timestamp": 1})' in capsys.readouterr().err
+    st = open_committed(url)
+    assert st.n_docs_added == 2 and st.offsets[file_key(path)] == path.stat().st_size
+    # The daemon's loop rejects it for the same reason.
+    store = new_store(tmp_path / "daemon")
+    loop = IngestLoop(store, tokenizer=Tokenizer(), message=MessageConfig(timestamp_field="ts"))
+    loop.process([SourceRecord("docs", 0, 0, b'{"text": "apple banana", "ts": -5}',
+                               timestamp=1_700_000_000_000)])
+    assert loop.rejected == {"bad_timestamp": 1}
+
+
+def test_issue15_both_paths_accept_and_reject_the_same_lines(tmp_path):
+    data = lines()
+    path = tmp_path / "docs.jsonl"
+    path.write_bytes(b"\n".join(data) + b"\n")
+    message = MessageConfig(timestamp_field="ts", max_bytes=300_000)
+    stats = ingest_files(new_store(tmp_path / "files"), [path], tokenizer=Tokenizer(),
+                         timestamp_field="ts", max_bytes=300_000, checkpoint_every=7,
+                         batch_size=5)
+    store = new_store(tmp_path / "kafka")
+    loop = IngestLoop(store, tokenizer=Tokenizer(), message=message)
+    # Kafka records have a timestamp of their own, but a document field that is there and bad
+    # is rejected, not replaced; only a missing field falls back to it (the one difference).
+    loop.process([SourceRecord("docs", 0, i, v, timestamp=None) for i, v in enumerate(data)])
+    assert loop.checkpoint()
+    assert stats["rejected"] == dict(loop.rejected) == {
+        "bad_timestamp": 4, "invalid_json": 2, "invalid_unicode": 2, "invalid_token": 1,
+        "missing_field": 1, "oversized": 1}
+    assert stats["documents"] == loop.documents == 2 * len(ADVERSARIAL)
+    a, b = open_committed(tmp_path / "files"), open_committed(tmp_path / "kafka")
+    assert a.n_docs_added == b.n_docs_added == 2 * len(ADVERSARIAL)
+    assert a.words == b.words
+    # Batched and checkpointed differently, so equal up to rounding.
+    np.testing.assert_allclose(a.cooccurrence.counts, b.cooccurrence.counts, rtol=1e-12)
+    assert a.offsets[file_key(path)] == path.stat().st_size
+
+
+def test_ingest_limits_are_the_daemons(tmp_path, capsys):
+    # --max-bytes rejects as oversized, --max-tokens cuts, with the daemon's defaults.
+    path = tmp_path / "docs.jsonl"
+    words = " ".join(f"w{k:03d}" for k in range(50))
+    path.write_text(json.dumps({"text": words}) + "\n" + json.dumps({"text": "x " * 600}) + "\n"
+                    + json.dumps({"text": "apple banana"}) + "\n", encoding="utf-8")
+    url = str(tmp_path / "store")
+    assert main(["ingest", str(path), "--store", url, "--max-bytes", "1000", "--max-tokens",
+                 "10", "--admit-threshold", "1", "-q"]) == 0
+    assert 'ingested 2 documents (1 rejected: {"oversized": 1})' in capsys.readouterr().err
+    st = open_committed(url)
+    assert sorted(st.words) == sorted(["apple", "banana"] + [f"w{k:03d}" for k in range(10)])
+    assert st.cooccurrence.num_tokens == 12
+    parser = argparse.ArgumentParser()
+    register(parser.add_subparsers())
+    args = parser.parse_args(["ingest", "f", "--store", "s"])
+    assert (args.max_bytes, args.max_tokens) == (MessageConfig().max_bytes,
+                                                 MessageConfig().max_tokens)
+
+
+@pytest.mark.parametrize("fmt", ["json", "tokens", "text"])
+def test_ingest_never_aborts_on_a_line_of_any_format(tmp_path, fmt):
+    path = tmp_path / "docs.txt"
+    path.write_bytes(b"\n".join(ADVERSARIAL + [b"\xff\xfe", b"[1, 2]", b"null"]) + b"\n")
+    store = CooccurrenceStore.create(tmp_path / "s", capacity=64, admit_threshold=1)
+    stats = ingest_files(store, [path], tokenizer=Tokenizer(), format=fmt, max_bytes=1000)
+    n = len(ADVERSARIAL) + 3
+    assert stats["documents"] + sum(stats["rejected"].values()) == n
+    assert open_committed(tmp_path / "s").n_docs_added == stats["documents"]
