@@ -36,23 +36,19 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from anchorstream.cooccurrence import cap_pairs, pair_scale
 from anchorstream.errors import InputError
 from anchorstream.rectify import AndersonMixer, fix_signs, top_eigh
 
 log = logging.getLogger(__name__)
 
 __all__ = [
-    "WEIGHTINGS",
     "DocumentCooccurrence",
     "LowRankCooccurrence",
     "LowRankResult",
     "default_rows",
     "rectify_lowrank",
 ]
-
-#: How a document's word pairs are weighted in the co-occurrence estimate (see
-#: :class:`DocumentCooccurrence`).
-WEIGHTINGS = ("document", "length", "pair")
 
 #: Columns of ``Y Y_Iᵀ`` formed at once when scanning for negative entries: a block of
 #: V × this many float64 values (~50 MB at V = 50,000).
@@ -88,13 +84,11 @@ class DocumentCooccurrence:
     ----------
     counts : sparse matrix of shape (n_docs, n_words)
         Word counts; documents with fewer than 2 tokens contribute nothing.
-    weighting : {"document", "length", "pair"}
-        ``w_d``: ``"document"`` is ``1 / (n_d (n_d − 1))``, every document the same total weight
-        (the unbiased estimator of Arora et al. 2013, what
-        :func:`~anchorstream.cooccurrence.cooccurrence` computes); ``"pair"`` is 1, every word
-        pair the same weight (the biterm topic model's view of short texts, Yan et al. 2013);
-        ``"length"`` is ``1 / (n_d − 1)``, weight proportional to the document's length, in
-        between.
+    length_cap : float or None, default 2
+        ``w_d`` is :func:`~anchorstream.cooccurrence.pair_scale`: with the default every
+        document weighs the same (the unbiased estimator of Arora et al. 2013); with ``m``
+        every word pair counts the same up to an ``m``-token document. The same weighting as
+        :func:`~anchorstream.cooccurrence.cooccurrence` with the same ``length_cap``.
 
     Examples
     --------
@@ -106,9 +100,8 @@ class DocumentCooccurrence:
     True
     """
 
-    def __init__(self, counts, *, weighting: str = "document"):
-        if weighting not in WEIGHTINGS:
-            raise InputError(f"weighting must be one of {WEIGHTINGS}, got {weighting!r}")
+    def __init__(self, counts, *, length_cap: float | None = 2):
+        cap_pairs(length_cap)  # validates
         X = sp.csr_matrix(counts, dtype=np.float64)
         if X.ndim != 2:
             raise InputError(f"counts must be (n_docs, n_words), got shape {X.shape}")
@@ -116,16 +109,10 @@ class DocumentCooccurrence:
             raise InputError("counts must be finite and non-negative")
         n = np.asarray(X.sum(axis=1)).ravel()
         used = n >= 2
-        w = np.zeros_like(n)
-        if weighting == "document":
-            w[used] = 1.0 / (n[used] * (n[used] - 1.0))
-        elif weighting == "length":
-            w[used] = 1.0 / (n[used] - 1.0)
-        else:
-            w[used] = 1.0
+        w = pair_scale(n, length_cap)
         # Each document's matrix sums to n_d (n_d − 1) before weighting.
         total = float(np.sum(w * n * (n - 1.0)))
-        self.weighting = weighting
+        self.length_cap = length_cap
         self.num_docs = int(used.sum())
         self.n_words = X.shape[1]
         self.shape = (self.n_words, self.n_words)
@@ -142,16 +129,29 @@ class DocumentCooccurrence:
         d = self._delta if Z.ndim == 1 else self._delta[:, None]
         return (self._HtT @ (self._Ht @ Z) - d * Z) / self.total
 
+    def total_weight(self) -> float:
+        """The documents' total weight, which the matrix is divided by (as for
+        :meth:`Cooccurrence.total_weight <anchorstream.cooccurrence.Cooccurrence.total_weight>`)."""
+        return self.total
+
     def row_sums(self) -> np.ndarray:
         """``C 1``: each word's share of the (weighted) pairs, ``p(w)``."""
         return self @ np.ones(self.n_words)
+
+    def normalized(self) -> np.ndarray:
+        """The dense matrix (V² memory: for the methods that need one, and small problems)."""
+        C = (self._HtT @ self._Ht).toarray()
+        C[np.diag_indices_from(C)] -= self._delta
+        if self.total > 0:
+            C /= self.total
+        return C
 
     def subset(self, words) -> DocumentCooccurrence:
         """The same matrix restricted to ``words`` (rows and columns), documents' weights and the
         total unchanged: what taking those rows and columns of the dense matrix gives."""
         words = np.asarray(words, dtype=np.int64)
         out = DocumentCooccurrence.__new__(DocumentCooccurrence)
-        out.weighting = self.weighting
+        out.length_cap = self.length_cap
         out.num_docs = self.num_docs
         out.n_words = int(words.size)
         out.shape = (out.n_words, out.n_words)

@@ -151,8 +151,9 @@ def _active_part(cooc, overwrite: bool):
     counts = cooc.counts
     if (overwrite and isinstance(counts, np.ndarray) and counts.dtype == np.float64
             and counts.flags.c_contiguous and counts.flags.writeable):
+        total = cooc.total_weight()
         C_full = counts
-        C_full /= cooc.num_docs  # what normalized() returns, in place
+        C_full /= total  # what normalized() returns, in place
     else:
         C_full = cooc.normalized()
     active = np.flatnonzero(C_full.sum(axis=1) > 0)

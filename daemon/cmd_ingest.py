@@ -30,10 +30,12 @@ from typing import TYPE_CHECKING
 from tqdm import tqdm
 
 from anchorstream.accumulator import Forgetting
+from anchorstream.cooccurrence import LENGTH_CAP
 from anchorstream.decode import FORMATS
 from anchorstream.errors import InputError
 from anchorstream.text import Tokenizer, load_stopwords
 from anchorstream.vocabulary import read_seed_vocabulary
+from daemon.cmd_fit import length_cap_arg
 from daemon.config import MessageConfig
 from daemon.files import FileSource, file_key
 from daemon.loop import IngestLoop
@@ -94,6 +96,10 @@ def register(subparsers) -> None:
                      help="tumbling window length, in --time-unit")
     new.add_argument("--n-windows", type=int, default=1, help="windows summed")
     new.add_argument("--time-unit", choices=("documents", "seconds"), default="documents")
+    new.add_argument("--length-cap", type=length_cap_arg, default=LENGTH_CAP, metavar="TOKENS",
+                     help="document weighting: every word pair counts the same up to a document "
+                          "of this many tokens, a longer one as much as that; 2 = every "
+                          "document the same, 'none' = every pair (as fit --length-cap)")
     new.add_argument("--chunk-size", type=int, default=256, help="matrix chunk edge")
     new.add_argument("--shard-size", type=int, default=None,
                      help="matrix shard edge (default 8 chunks)")
@@ -255,7 +261,7 @@ def run(args) -> int:
     store = CooccurrenceStore.open_or_create(
         args.store, capacity=args.capacity, admit_threshold=args.admit_threshold, seed=seed,
         max_df=args.max_df, forgetting=forgetting, chunk_size=args.chunk_size,
-        shard_size=args.shard_size,
+        shard_size=args.shard_size, length_cap=args.length_cap,
     )
     stats = ingest_files(
         store, args.files, tokenizer=tokenizer, format=args.format,

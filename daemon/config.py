@@ -498,6 +498,11 @@ class StoreConfig:
                                          "exponential forgetting: half-life in documents")
     half_life_seconds: float | None = _spec(None, v_float(0, lo_open=True, optional=True),
                                             "exponential forgetting: half-life in seconds")
+    length_cap: float | None = _spec(
+        25.0, v_float(2, optional=True),  # anchorstream.cooccurrence.LENGTH_CAP (numba-free here)
+        "how a document's word pairs are weighted: every pair the same up to a document of "
+        "this many tokens, a longer one as much as that; 2 = every document the same (the "
+        "papers' estimator), null = every pair the same. Fixed when the store is created")
     window_docs: int | None = _spec(None, v_int(1, optional=True),
                                     "tumbling windows: documents per window")
     windows: int | None = _spec(None, v_int(1, optional=True),

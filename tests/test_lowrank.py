@@ -24,8 +24,9 @@ from anchorstream.rectify import rectify
 from anchorstream.synthetic import planted_model, population_cooccurrence, sample_documents
 
 
-def _naive_weighted(X: sp.csr_matrix, weighting: str) -> np.ndarray:
-    """Σ_d w_d (h hᵀ − diag h), divided by its sum, one document at a time."""
+def _naive_weighted(X: sp.csr_matrix, length_cap) -> np.ndarray:
+    """Σ_d w_d (h hᵀ − diag h), divided by its sum, one document at a time: a document's
+    pairs count fully up to ``length_cap`` tokens' worth, a longer one as much as that."""
     V = X.shape[1]
     out = np.zeros((V, V))
     for d in range(X.shape[0]):
@@ -33,7 +34,8 @@ def _naive_weighted(X: sp.csr_matrix, weighting: str) -> np.ndarray:
         n = h.sum()
         if n < 2:
             continue
-        w = {"document": 1.0 / (n * (n - 1)), "length": 1.0 / (n - 1), "pair": 1.0}[weighting]
+        pairs = n * (n - 1)
+        w = 1.0 if length_cap is None else min(pairs, length_cap * (length_cap - 1)) / pairs
         out += w * (np.outer(h, h) - np.diag(h))
     return out / out.sum()
 
@@ -49,12 +51,12 @@ def corpus():
 # the document operator
 
 
-@pytest.mark.parametrize("weighting", ["document", "length", "pair"])
-def test_document_operator_is_the_weighted_cooccurrence(rng, weighting):
+@pytest.mark.parametrize("length_cap", [2, 3.5, 6, None])
+def test_document_operator_is_the_weighted_cooccurrence(rng, length_cap):
     X = sp.random(40, 15, density=0.3, random_state=1, data_rvs=lambda n: rng.integers(1, 4, n))
     X = sp.csr_matrix(X, dtype=np.float64)
-    C = DocumentCooccurrence(X, weighting=weighting)
-    want = _naive_weighted(X, weighting)
+    C = DocumentCooccurrence(X, length_cap=length_cap)
+    want = _naive_weighted(X, length_cap)
     np.testing.assert_allclose(C @ np.eye(15), want, rtol=1e-12, atol=1e-15)
     np.testing.assert_allclose(C.row_sums(), want.sum(axis=1), rtol=1e-12, atol=1e-15)
     words = np.array([0, 3, 7, 11])
@@ -62,16 +64,22 @@ def test_document_operator_is_the_weighted_cooccurrence(rng, weighting):
                                rtol=1e-12, atol=1e-15)
 
 
-def test_document_weighting_equals_the_dense_estimator(corpus):
+@pytest.mark.parametrize("length_cap", [2, 8, None])
+def test_document_operator_equals_the_dense_estimator(corpus, length_cap):
     _, X = corpus
-    C = DocumentCooccurrence(X)
-    np.testing.assert_allclose(C @ np.eye(X.shape[1]), cooccurrence(X).normalized(),
+    X = X[: 500]
+    X = sp.vstack([X, sp.csr_matrix(X[:50].toarray() * 3)]).tocsr()  # some longer documents
+    C = DocumentCooccurrence(X, length_cap=length_cap)
+    dense = cooccurrence(X, length_cap=length_cap)
+    np.testing.assert_allclose(C @ np.eye(X.shape[1]), dense.normalized(),
                                rtol=1e-10, atol=1e-18)
+    assert C.total_weight() == pytest.approx(dense.total_weight(), rel=1e-12)
 
 
 def test_document_operator_rejects_bad_input():
-    with pytest.raises(InputError, match="weighting"):
-        DocumentCooccurrence(sp.csr_matrix((2, 3)), weighting="tfidf")
+    for bad in (1, 0, -3, float("nan"), float("inf"), "20", True):
+        with pytest.raises(InputError, match="length_cap"):
+            DocumentCooccurrence(sp.csr_matrix((2, 3)), length_cap=bad)
     with pytest.raises(InputError, match="non-negative"):
         DocumentCooccurrence(sp.csr_matrix(np.array([[1.0, -2.0]])))
 
