@@ -88,8 +88,10 @@ def register(subparsers) -> None:
                      help="document frequency at which a new word is admitted")
     new.add_argument("--seed-vocabulary", type=Path, default=None,
                      help="file of initial words, one per line, most frequent first")
-    new.add_argument("--max-df", type=float, default=None,
-                     help="block words in more than this fraction of documents")
+    new.add_argument("--max-df", type=_max_df, default=0.5,
+                     help="block words in more than this fraction of documents (checked every "
+                          "1000 documents from the 1000th; the default is fit --max-df's); "
+                          "'none' = off")
     new.add_argument("--half-life", type=float, default=None,
                      help="exponential decay half-life, in --time-unit")
     new.add_argument("--window", type=float, default=None,
@@ -242,6 +244,19 @@ def ingest_files(
         "checkpoints": len(checkpoints),
         "version": store.version,
     }
+
+
+def _max_df(text: str) -> float | None:
+    """``--max-df``: a fraction in (0, 1], or ``none``."""
+    if text.strip().lower() == "none":
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"expected a fraction in (0, 1] or 'none', got {text!r}")
+    return value
 
 
 def run(args) -> int:
