@@ -599,8 +599,8 @@ def store_info(url, version: str | None = None, *,
     Returns
     -------
     dict
-        ``version``, ``num_docs``, ``num_tokens``, ``vocab_size``, ``capacity``, ``offsets``,
-        ``bytes_on_disk``, ``fingerprint`` (see :func:`fingerprint`, on the counts),
+        ``version``, ``num_docs``, ``num_tokens``, ``vocab_size``, ``capacity``, ``length_cap``,
+        ``offsets``, ``bytes_on_disk``, ``fingerprint`` (see :func:`fingerprint`, on the counts),
         ``n_docs_added``, ``clock``, ``format_version``, ``segments``, ``versions``.
     """
     repo, local = _open_repo(url, storage_options)
@@ -616,6 +616,7 @@ def store_info(url, version: str | None = None, *,
         "num_tokens": c.num_tokens,
         "vocab_size": len(st.words),
         "capacity": meta["config"]["capacity"],
+        "length_cap": c.length_cap,
         "offsets": st.offsets,
         "bytes_on_disk": _disk_bytes(local, repo),
         "fingerprint": fingerprint(c.counts, st.words),

@@ -25,7 +25,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 
 import anchorstream.store as store_mod
 from anchorstream.accumulator import Forgetting
-from anchorstream.cooccurrence import cooccurrence
+from anchorstream.cooccurrence import LENGTH_CAP, cooccurrence
 from anchorstream.errors import InputError, StoreError, StoreFormatError
 from anchorstream.store import (
     CooccurrenceStore,
@@ -1019,7 +1019,8 @@ def test_store_info_fingerprint_is_the_documented_sum(tmp_path, rng, capsys):
     docs = [tok(t) for t in texts]
     words = sorted({w for d in docs for w in d})
     assert info["vocab_size"] == len(words) == len(vocab)
-    Q = cooccurrence(count_matrix(docs, words)).counts
+    assert info["length_cap"] == LENGTH_CAP  # ingest's default weighting
+    Q = cooccurrence(count_matrix(docs, words), length_cap=LENGTH_CAP).counts
     g = [1.0 + (zlib.crc32(w.encode("utf-8")) % 1000) / 1000.0 for w in words]
     expected = sum(Q[i, j] * g[i] * g[j] for i in range(len(words)) for j in range(len(words)))
     assert info["fingerprint"] == pytest.approx(expected, rel=1e-12)
