@@ -145,7 +145,11 @@ def test_informational_commit(two_partitions):
     with KafkaSource(cfg) as source:
         consume_all(source, 120)
         source.commit({(topic, 0): 60, (topic, 1): 60, ("other", 0): 5})
-        source.poll_batch(timeout=0.5)  # lets the async commit complete
+        # The commit is asynchronous: poll (which lets it complete) until the group has it.
+        end = time.monotonic() + 60
+        while committed_offset(broker.bootstrap_servers, cfg.group_id, topic, 0) != 60:
+            assert time.monotonic() < end, "the group never got the committed offset"
+            source.poll_batch(timeout=0.5)
     assert committed_offset(broker.bootstrap_servers, cfg.group_id, topic, 0) == 60
 
 
