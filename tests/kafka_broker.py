@@ -81,7 +81,7 @@ def produce(bootstrap_servers: str, topic: str, values, *, partition: int | None
 
 
 def read_topic(bootstrap_servers: str, topic: str, n: int, *, partition: int = 0,
-               deadline_s: float = 60.0) -> list:
+               deadline_s: float = 120.0) -> list:
     """The first ``n`` records (kafka-python ConsumerRecords) of one partition, no group."""
     from kafka import KafkaConsumer, TopicPartition
 
