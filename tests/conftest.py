@@ -1,5 +1,5 @@
-"""Shared fixtures (seeded random generators, the session's broker) and the suite's
-Hypothesis profile."""
+"""Shared fixtures (seeded random generators, the session's broker), the suite's Hypothesis
+profile and its ``integration`` marker."""
 
 from __future__ import annotations
 
@@ -20,3 +20,20 @@ settings.load_profile("anchorstream")
 @pytest.fixture
 def rng() -> np.random.Generator:
     return np.random.default_rng(20261121)
+
+
+#: Modules whose every test starts processes: a broker, a daemon, crash-test writers.
+INTEGRATION_MODULES = {"test_broker.py", "test_crash.py", "test_daemon.py",
+                       "test_daemon_methods.py", "test_demo.py"}
+#: Fixtures that start a broker or a browser: any test that uses them (directly or through
+#: another fixture, like test_deploy.py's scrape of a running daemon) is an integration test.
+INTEGRATION_FIXTURES = {"kafka_broker", "browser"}
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark the integration tests (``make test-fast`` leaves them out: ``-m "not integration
+    and not slow"``)."""
+    for item in items:
+        if (item.path.name in INTEGRATION_MODULES
+                or INTEGRATION_FIXTURES & set(getattr(item, "fixturenames", ()))):
+            item.add_marker(pytest.mark.integration)

@@ -253,6 +253,7 @@ print("done", flush=True)
 """
 
 
+@pytest.mark.integration  # a crash test: a writer process killed with SIGKILL
 def test_sigkill_and_replay_equals_no_crash(tmp_path, rng):
     docs = corpus(rng, 600, words=[f"w{i}" for i in range(40)], zipf=True)
     path = tmp_path / "docs.json"

@@ -56,6 +56,7 @@ def _docs(rng, n, words):
     return [[str(w) for w in rng.choice(words, size=rng.integers(0, 10))] for _ in range(n)]
 
 
+@pytest.mark.slow  # 10-40 s: `make test` runs it, `make test-fast` does not
 @settings(max_examples=3, deadline=None)
 # Evictions before a fold began: their new words' entries move into the rewritten shards,
 # where readers must take them (a first version lost them until the fold ended).
@@ -101,6 +102,7 @@ def test_every_fold_step_holds_the_matrix_of_a_store_that_never_compacts(
     assert seen_done
 
 
+@pytest.mark.slow  # 5-10 s: `make test` runs it, `make test-fast` does not
 def test_fold_steps_end_by_dropping_the_generation(tmp_path):
     store = _store(tmp_path / "s", 40, **STEPS)
     rng = np.random.default_rng(0)
