@@ -20,8 +20,9 @@ Endpoints
 ``POST /v1/infer``                       ``{"text": "..."}`` or ``{"tokens": [...]}``, optional
                                          ``"version"`` and ``"top"``: topic proportions.
 ``GET /healthz``                         200 while the process serves requests.
-``GET /readyz``                          200 when a snapshot exists and the loop says it is
-                                         healthy, else 503 with the reason.
+``GET /readyz``                          200 when a snapshot exists and ``ready()`` says
+                                         ok, else 503 with the reason (the daemon's
+                                         :class:`daemon.health.Readiness` names them all).
 ``GET /metrics``                         Prometheus exposition of the injected registry.
 ``GET /``                                ``daemon/static/index.html`` when present.
 =======================================  =====================================================
@@ -551,7 +552,7 @@ class _Handler(JsonHandler):
             except Exception as exc:  # noqa: BLE001 - a failing check means "not ready"
                 result = (False, f"readiness check failed: {exc}")
             healthy, reason = result if isinstance(result, tuple) else (bool(result), None)
-        if version is None:
+        if version is None and healthy:  # unless ready() already said why it is not ready
             healthy, reason = False, "no snapshot has been published yet"
         body = {"ready": bool(healthy), "version": version}
         if reason:

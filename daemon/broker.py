@@ -19,8 +19,10 @@ rely on — learned the hard way, keep them here:
   right. Lag must use the larger of the two and clamp at 0 (see :mod:`daemon.source`).
 * A consumer group join takes about half of ``session_timeout_ms`` (3 s at 6000 ms, 1 s at 2000),
   independent of ``max_poll_interval_ms``.
-* Record headers round-trip (used for the dead-letter ``reason``); gzip works, lz4/zstd/snappy
-  need extra client libraries.
+* Record headers round-trip (used for the dead-letter ``reason``); every codec works (gzip,
+  snappy, lz4, zstd: kafka-python's codec libraries are dependencies). Record batches are
+  stored and served as produced, compressed data unchecked: a corrupt or bomb batch produced
+  once is served to every consumer (``tests/kafka_broker.py``'s ``produce_batch`` relies on it).
 
 The broker dies with the process that started it, however that process ends (a clean stop, a
 forced exit, SIGKILL, the OOM killer): see :func:`_die_with_parent`.

@@ -418,6 +418,10 @@ class KafkaConfig:
     max_partition_fetch_bytes: int = _spec(1024 * 1024, v_int(1024),
                                            "max bytes per partition per fetch")
     max_poll_records: int = _spec(1000, v_int(1), "max records returned by one poll")
+    max_batch_bytes: int | None = _spec(
+        None, v_int(1024, optional=True),
+        "largest record batch after decompression; larger ones are skipped and counted "
+        "(null = 32 x message.max_bytes)")
     session_timeout_ms: int = _spec(6000, v_int(1000), "consumer group session timeout")
     heartbeat_interval_ms: int = _spec(1000, v_int(100), "group heartbeat interval")
     max_poll_interval_ms: int = _spec(60000, v_int(1000),
@@ -428,8 +432,9 @@ class KafkaConfig:
     reconnect_backoff_ms: int = _spec(100, v_int(1), "first reconnect delay")
     reconnect_backoff_max_ms: int = _spec(10000, v_int(1), "reconnect delay cap")
     retry_backoff_ms: int = _spec(200, v_int(1), "delay before retrying a failed request")
-    compression_type: str | None = _spec(None, v_choice("gzip", optional=True),
-                                         "compression of what the daemon produces")
+    compression_type: str | None = _spec(
+        None, v_choice("gzip", "snappy", "lz4", "zstd", optional=True),
+        "compression of what the daemon produces")
 
     @property
     def embedded(self) -> bool:
@@ -666,6 +671,18 @@ class SnapshotsConfig:
 
 
 @dataclass(frozen=True)
+class HealthConfig:
+    """``health``: when ``/readyz`` reports that ingestion stopped."""
+
+    stall_seconds: float = _spec(
+        60.0, v_float(0, lo_open=True),
+        "not ready when the lag is above 0 and nothing was consumed for this long")
+    broker_probe_seconds: float = _spec(
+        5.0, v_float(0, lo_open=True),
+        "how often the broker is asked for the end offsets (lag, and whether it answers)")
+
+
+@dataclass(frozen=True)
 class HttpConfig:
     """``http``: the JSON API."""
 
@@ -703,6 +720,10 @@ class LoggingConfig:
     """``logging``."""
 
     level: str = _spec("INFO", v_log_level(), "DEBUG, INFO, WARNING, ERROR or CRITICAL")
+    kafka_repeat_seconds: float = _spec(
+        60.0, v_float(0),
+        "a Kafka client message that repeats is logged once per this many seconds, with a "
+        "count; 0 = every time")
 
 
 _SECTIONS: dict[str, type] = {
@@ -713,6 +734,7 @@ _SECTIONS: dict[str, type] = {
     "model": ModelConfig,
     "refresh": RefreshConfig,
     "snapshots": SnapshotsConfig,
+    "health": HealthConfig,
     "http": HttpConfig,
     "metrics": MetricsConfig,
     "logging": LoggingConfig,
@@ -730,9 +752,21 @@ class Config:
     model: ModelConfig = field(default_factory=ModelConfig)
     refresh: RefreshConfig = field(default_factory=RefreshConfig)
     snapshots: SnapshotsConfig = field(default_factory=SnapshotsConfig)
+    health: HealthConfig = field(default_factory=HealthConfig)
     http: HttpConfig = field(default_factory=HttpConfig)
     metrics: MetricsConfig = field(default_factory=MetricsConfig)
     logging: LoggingConfig = field(default_factory=LoggingConfig)
+
+    @property
+    def max_batch_bytes(self) -> int:
+        """``kafka.max_batch_bytes``, or its default: 32 x ``message.max_bytes``.
+
+        A producer's batch holds many messages (librdkafka batches up to 1 MB of them, Java
+        producers' batches inflate to several MB at text's compression ratios): 32 messages of
+        the largest accepted size leave room for those and bound the memory one batch takes.
+        """
+        k = self.kafka.max_batch_bytes
+        return int(k) if k is not None else 32 * self.message.max_bytes
 
     def to_dict(self, *, redact: bool = True) -> dict[str, dict[str, Any]]:
         """Plain JSON-able dict of every value; secrets become ``"***"`` unless ``redact=False``.
@@ -963,6 +997,12 @@ def _check_consistency(c: Config) -> None:
         raise ConfigError(
             f"kafka.heartbeat_interval_ms: got {k.heartbeat_interval_ms}; allowed: less than "
             f"kafka.session_timeout_ms ({k.session_timeout_ms})"
+        )
+    if k.max_batch_bytes is not None and k.max_batch_bytes < c.message.max_bytes:
+        raise ConfigError(
+            f"kafka.max_batch_bytes: got {k.max_batch_bytes}; allowed: null or at least "
+            f"message.max_bytes ({c.message.max_bytes}), or a batch holding one message of "
+            "an accepted size would be skipped"
         )
     if k.reconnect_backoff_max_ms < k.reconnect_backoff_ms:
         raise ConfigError(

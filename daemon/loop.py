@@ -22,7 +22,10 @@ the same ``message`` limits, whichever way it arrives.
   record carries can make a later checkpoint or snapshot fail. A rejected record is counted by
   reason (``anchorstream_messages_rejected_total``), forwarded raw to the dead-letter topic when
   one is configured (reason in a header), and skipped — its offset still advances. Tombstones
-  are rejected as ``empty``. Any other exception while processing one record rejects that
+  are rejected as ``empty``. A record batch the Kafka client cannot read at all (corrupt,
+  unknown codec, decompressing past ``kafka.max_batch_bytes``) is skipped by the source and
+  reported to :meth:`IngestLoop.skip_batch`: its offsets count as rejected
+  (``undecodable_batch``) and the partition's offset moves past it. Any other exception while processing one record rejects that
   record as ``unprocessable``; its traceback is logged, at most once a minute. A document
   whose tokens are all stopwords is still a document: it is added (it counts in the store's
   ``n_docs_added``) and contributes nothing to the matrix. What stops the loop is the store
@@ -65,12 +68,14 @@ from anchorstream.errors import AnchorstreamError, StoreError
 from daemon.config import MessageConfig
 
 __all__ = ["Committed", "IngestLoop", "LoopError", "kafka_position", "offset_key",
-           "parse_offset_key", "TOPIC_IDS_KEY"]
+           "parse_offset_key", "TOPIC_IDS_KEY", "UNDECODABLE_BATCH"]
 
 log = logging.getLogger("anchorstream.loop")
 
 #: Store offsets key holding ``{topic: topic id}`` as seen at the checkpoint.
 TOPIC_IDS_KEY = "kafka:topic_ids"
+#: Rejection reason of the offsets of a record batch the Kafka client could not read.
+UNDECODABLE_BATCH = "undecodable_batch"
 
 #: Seconds between two logged tracebacks of ``unprocessable`` records: a flood of records that
 #: all hit the same bug must not flood the log too.
@@ -202,11 +207,12 @@ class IngestLoop:
             self.attach(source)
 
     def attach(self, source) -> None:
-        """Use ``source`` and route its seek and topic-reset callbacks to this loop."""
+        """Use ``source`` and route its seek, topic-reset and skip callbacks to this loop."""
         self.source = source
         self._position = getattr(source, "position", kafka_position)
         source.offsets_for = self.offsets_for
         source.on_topic_reset = self.on_topic_reset
+        source.on_skip = self.skip_batch
 
     # ----------------------------------------------------------------------------------------
     # source callbacks (polling thread)
@@ -227,6 +233,27 @@ class IngestLoop:
         offsets = self.store.offsets
         value = offsets.get(offset_key(topic, partition))
         return None if value is None else int(value)
+
+    def skip_batch(self, batch) -> None:
+        """A record batch the source could not read and skipped (a :class:`UndecodableBatch`).
+
+        Its offsets are rejected messages (reason ``undecodable_batch``; one dead-letter
+        record, with an empty value, names the range when a dead-letter topic is configured),
+        and the partition's next offset is the one after the batch.
+        """
+        from daemon.source import SourceRecord
+
+        n = batch.count
+        self._positions[offset_key(batch.topic, batch.partition)] = batch.next_offset
+        self._dirty_offsets = True
+        self.rejected[UNDECODABLE_BATCH] += n
+        if self.metrics is not None:
+            self.metrics.messages_rejected.labels(UNDECODABLE_BATCH).inc(n)
+        if self.dead_letter is not None:
+            detail = (f"offsets {batch.offset}..{batch.next_offset - 1} skipped: {batch.kind}: "
+                      f"{batch.detail}")
+            self.dead_letter.send(SourceRecord(batch.topic, batch.partition, batch.offset, b""),
+                                  UNDECODABLE_BATCH, detail)
 
     def on_topic_reset(self, topic: str) -> None:
         """A topic was recreated while consuming: its old positions mean nothing now."""

@@ -27,7 +27,11 @@ anchorstream_messages_rejected_total               counter    reason
 anchorstream_dead_letter_messages_total            counter    outcome (sent, failed)
 anchorstream_documents_accumulated_total           counter
 anchorstream_tokens_accumulated_total              counter
-anchorstream_source_errors_total                   counter    kind
+anchorstream_source_errors_total                   counter    kind (connect, poll, probe: the
+                                                              broker did not answer;
+                                                              unsupported_codec, corrupt_batch,
+                                                              batch_too_large: a record batch
+                                                              was skipped)
 anchorstream_checkpoints_total                     counter
 anchorstream_checkpoint_failures_total             counter
 anchorstream_checkpoint_duration_seconds           histogram
@@ -52,6 +56,8 @@ anchorstream_rectification_warm_change             gauge      change since the l
 anchorstream_http_requests_total                   counter    route, code
 anchorstream_build_info                            gauge      version
 anchorstream_consumer_lag_messages                 gauge      topic, partition (scrape time)
+anchorstream_consumer_lag_age_seconds              gauge      since the broker last answered:
+                                                              how old the lag is (scrape time)
 anchorstream_vocabulary_size_words                 gauge      (scrape time)
 anchorstream_snapshot_version                      gauge      (scrape time)
 anchorstream_snapshot_age_seconds                  gauge      (scrape time)
@@ -91,8 +97,9 @@ from prometheus_client.registry import Collector
 from anchorstream import __version__
 from anchorstream.decode import REASONS
 from anchorstream.storage import parse_store_url
+from daemon.loop import UNDECODABLE_BATCH
 
-__all__ = ["CHECKPOINT_STAGES", "PREFIX", "REFRESH_STAGES", "Metrics"]
+__all__ = ["CHECKPOINT_STAGES", "PREFIX", "REFRESH_STAGES", "SOURCE_ERROR_KINDS", "Metrics"]
 
 log = logging.getLogger("anchorstream.metrics")
 
@@ -104,6 +111,11 @@ REFRESH_STAGES = ("read", "rectify", "anchors", "recover", "correlations", "alig
 #: ``CooccurrenceStore.last_checkpoint_seconds`` reports them: accumulators to sparse deltas,
 #: arrays written, Icechunk commit, compaction, garbage collection.
 CHECKPOINT_STAGES = ("delta", "write", "commit", "compact", "gc")
+#: Kinds of source errors (label values of source_errors_total): the broker did not answer
+#: (creating the consumer, polling, the periodic end-offsets probe), or a record batch was
+#: skipped (daemon.batches.KINDS).
+SOURCE_ERROR_KINDS = ("connect", "poll", "probe", "unsupported_codec", "corrupt_batch",
+                      "batch_too_large")
 
 # Checkpoints and refreshes span milliseconds (a few documents) to minutes (V = 20,000).
 _DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300,
@@ -140,6 +152,14 @@ class _ScrapeCollector(Collector):
             for (topic, partition), value in sorted(lag.items()):
                 g.add_metric([str(topic), str(partition)], max(float(value), 0.0))
             yield g
+        lag_age = self._call("lag_age")
+        if lag_age is not None:
+            # Kept next to the lag rather than dropping stale lag series: an alert on the lag
+            # would resolve when its series vanish, exactly when ingestion stopped.
+            yield GaugeMetricFamily(
+                f"{PREFIX}_consumer_lag_age_seconds",
+                "Seconds since the broker last answered; the lag is as old as this.",
+                value=max(float(lag_age), 0.0))
         simple = (
             ("vocabulary_size", "vocabulary_size_words", "Words in the active vocabulary."),
             ("store_bytes", "store_size_bytes", "Bytes of the co-occurrence store on disk."),
@@ -214,7 +234,7 @@ class Metrics:
         self.messages_rejected = Counter(
             f"{p}_messages_rejected", "Messages skipped as bad input, by reason.", ["reason"],
             registry=r)
-        for reason in REASONS:
+        for reason in (*REASONS, UNDECODABLE_BATCH):
             # Present from the start at 0, so rate() and alerts work before the first rejection.
             self.messages_rejected.labels(reason)
         self.dead_letters = Counter(
@@ -225,8 +245,12 @@ class Metrics:
         self.tokens_accumulated = Counter(
             f"{p}_tokens_accumulated", "Tokens of the documents accumulated.", registry=r)
         self.source_errors = Counter(
-            f"{p}_source_errors", "Kafka errors met while consuming (retried).", ["kind"],
+            f"{p}_source_errors",
+            "Errors met while consuming from Kafka: the broker did not answer (connect, poll, "
+            "probe; retried) or a record batch could not be read (skipped).", ["kind"],
             registry=r)
+        for kind in SOURCE_ERROR_KINDS:
+            self.source_errors.labels(kind)
         self.checkpoints = Counter(f"{p}_checkpoints", "Store checkpoints committed.", registry=r)
         self.checkpoint_failures = Counter(f"{p}_checkpoint_failures",
                                            "Store checkpoints that failed.", registry=r)
@@ -282,8 +306,8 @@ class Metrics:
     # ----------------------------------------------------------------------------------------
     # scrape-time sources
 
-    _SOURCES = ("lag", "vocabulary_size", "snapshot", "snapshots_retained", "store_bytes",
-                "accumulator_bytes", "filesystems")
+    _SOURCES = ("lag", "lag_age", "vocabulary_size", "snapshot", "snapshots_retained",
+                "store_bytes", "accumulator_bytes", "filesystems")
 
     def bind(self, **sources: Callable[[], Any] | None) -> None:
         """Register (or with ``None`` remove) callables read at scrape time.
@@ -291,6 +315,8 @@ class Metrics:
         Parameters
         ----------
         lag : callable -> mapping of (topic, partition) to int
+        lag_age : callable -> float
+            Seconds since the broker last answered (:meth:`daemon.source.KafkaSource.lag_age`).
         vocabulary_size : callable -> int
         snapshot : callable -> (version, created_timestamp, num_docs) or None
         snapshots_retained : callable -> int

@@ -37,7 +37,9 @@ from anchorstream.store import CooccurrenceStore
 from anchorstream.text import Tokenizer
 from anchorstream.vocabulary import read_seed_vocabulary
 from daemon.api import ApiServer
+from daemon import logfilter
 from daemon.config import Config
+from daemon.health import Readiness
 from daemon.loop import IngestLoop
 from daemon.metrics import Metrics
 from daemon.publisher import Publisher
@@ -132,6 +134,7 @@ class Daemon:
         self.refresher: Refresher | None = None
         self.api: ApiServer | None = None
         self._metrics_server = None
+        self._remove_log_filter = None
         self._signals = 0
 
     # ----------------------------------------------------------------------------------------
@@ -144,6 +147,9 @@ class Daemon:
 
         cfg = self.config
         k = cfg.kafka
+        if cfg.logging.level != "DEBUG" and self._remove_log_filter is None:
+            # kafka-python logs each reconnection attempt several times while a broker is away.
+            self._remove_log_filter = logfilter.install(cfg.logging.kafka_repeat_seconds)
         self.metrics = metrics = Metrics()
         self.store = store = open_store(cfg)
         log.info("store %s at version %s (%d documents committed)", cfg.store.path,
@@ -178,10 +184,16 @@ class Daemon:
             checkpoint_every_seconds=cfg.store.checkpoint_every_seconds,
             max_poll_records=k.max_poll_records, poll_timeout=self.poll_timeout,
             on_checkpoint=refresher.notify)
-        self.source = KafkaSource(k, bootstrap_servers=self.bootstrap_servers)
-        loop.attach(self.source)
+        self.source = source = KafkaSource(
+            k, bootstrap_servers=self.bootstrap_servers, max_batch_bytes=cfg.max_batch_bytes,
+            lag_refresh_seconds=cfg.health.broker_probe_seconds,
+            on_error=lambda kind: metrics.source_errors.labels(kind).inc())
+        loop.attach(source)
+        readiness = Readiness(loop=loop, source=source, publisher=publisher,
+                              stall_seconds=cfg.health.stall_seconds)
 
-        metrics.bind(lag=self.source.lag, vocabulary_size=lambda: loop.vocabulary_size,
+        metrics.bind(lag=source.lag, lag_age=source.lag_age,
+                     vocabulary_size=lambda: loop.vocabulary_size,
                      store_bytes=lambda: loop.store_bytes,
                      accumulator_bytes=lambda: store.pending_bytes)
         metrics.bind_filesystems(store=cfg.store.path, snapshots=cfg.snapshots.path)
@@ -191,7 +203,7 @@ class Daemon:
         refresher.start()
         self.api = ApiServer(
             publisher, host=cfg.http.host, port=cfg.http.port,
-            bearer_token=cfg.http.bearer_token, metrics=metrics, ready=loop.healthy,
+            bearer_token=cfg.http.bearer_token, metrics=metrics, ready=readiness,
             tokenizer=tokenizer, max_body_bytes=cfg.http.max_body_bytes,
             max_wait_seconds=cfg.http.max_wait_seconds,
             max_waiters=cfg.http.max_waiters,
@@ -288,3 +300,6 @@ class Daemon:
         if self._metrics_server is not None:
             self._metrics_server.shutdown()
         log.info("anchorstream daemon stopped")
+        if self._remove_log_filter is not None:
+            self._remove_log_filter()
+            self._remove_log_filter = None

@@ -17,16 +17,28 @@
   :meth:`KafkaSource.poll_batch` then calls ``offsets_for`` (which may read the store), seeks
   and resumes, all in the caller's thread, and drops any record of those partitions fetched
   before the seek. A failing ``offsets_for`` (a broken store) is fatal: :class:`SourceError`.
-* **Bounded memory.** ``fetch_max_bytes`` and ``max_partition_fetch_bytes`` bound what one fetch
-  may return, so a compressed batch cannot inflate without limit.
+* **Bounded memory.** ``fetch_max_bytes`` and ``max_partition_fetch_bytes`` bound the compressed
+  bytes one fetch may return, and ``max_batch_bytes`` what one record batch may decompress to
+  (:mod:`daemon.batches`), so a compressed batch cannot inflate without limit.
+* **A batch that cannot be read is skipped, not retried.** Every codec is readable (gzip,
+  snappy, lz4, zstd); a batch kafka-python still cannot read (corrupt, unknown codec, past
+  ``max_batch_bytes``) arrives here as :class:`daemon.batches.UndecodableBatch`: the partition is
+  sought past it, the skip is logged once, counted (``on_error(kind)``) and handed to
+  ``on_skip`` (the ingest loop counts its offsets as rejected and moves its offsets past it).
 * **Broker outages** are survived: kafka-python reconnects with exponential backoff
   (``reconnect_backoff_ms`` .. ``reconnect_backoff_max_ms``), ``poll_batch`` returns ``[]``
   meanwhile, and a consumer that cannot be created (no broker at start) is retried with the same
-  backoff. Nothing the caller holds is lost.
+  backoff. Nothing the caller holds is lost. kafka-python hides an outage inside ``poll`` (it
+  returns nothing), so the broker is asked for the end offsets every ``probe_seconds``; a
+  failure marks it unreachable (:attr:`KafkaSource.unreachable_since`, ``on_error("probe")``)
+  until it answers again. The first failure of an outage is logged as a warning, the repeats at
+  debug level, the recovery once.
 * **Lag** per partition is computed in the polling thread from the fetch responses' high
-  watermark and a periodic ``end_offsets`` (Tansu reports the latter too low, see
+  watermark and the periodic ``end_offsets`` (Tansu reports the latter too low, see
   :mod:`daemon.broker`), clamped at 0, and cached: :meth:`KafkaSource.lag` is safe to call from
-  the metrics scrape thread. Nothing else here is thread-safe: one thread polls.
+  the metrics scrape thread, and :meth:`KafkaSource.lag_age` says how old the broker's last
+  answer is (the lag keeps its last value during an outage). Nothing else here is thread-safe:
+  one thread polls.
 
 Assumption: one daemon (one store) owns all partitions of its topics. Several instances sharing a
 group would each need their own store and an ``offsets_for`` that knows about the others.
@@ -54,6 +66,7 @@ import random
 import threading
 import time
 import warnings
+from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -75,6 +88,8 @@ with warnings.catch_warnings():
     from kafka.net.compat import KafkaNetClient
 
 from anchorstream.errors import AnchorstreamError
+from daemon import batches
+from daemon.batches import UndecodableBatch
 from daemon.config import KafkaConfig
 
 __all__ = [
@@ -278,17 +293,38 @@ class KafkaSource:
     consumer_factory : callable, default KafkaConsumer
         ``factory(**settings)``; injectable for tests of the retry path.
     lag_refresh_seconds : float, default 5
-        How often ``end_offsets`` is asked (the fetch high watermark is used in between).
+        How often ``end_offsets`` is asked (the fetch high watermark is used in between); this
+        request is also the probe that tells whether the broker answers.
+    max_batch_bytes : int, optional
+        Largest decompressed record batch; a larger one is skipped (``batch_too_large``).
+        None: no bound.
+    on_skip : callable ``(UndecodableBatch) -> None``, optional
+        Called in the polling thread for each skipped batch, after the records polled before
+        it were returned (at the start of the next :meth:`poll_batch`, or in the same call when
+        it returns nothing else), so that offsets only move forward.
+    on_error : callable ``(kind) -> None``, optional
+        Called for every error met while consuming: ``connect`` (no consumer could be
+        created), ``poll`` (a Kafka error escaped ``poll``), ``probe`` (the broker did not
+        answer the end-offsets request), or a skipped batch's kind (:data:`daemon.batches.KINDS`).
+    clock : callable, default time.monotonic
     """
 
     def __init__(self, config: KafkaConfig, *, offsets_for: OffsetsFor | None = None,
                  on_topic_reset: Callable[[str], None] | None = None,
                  bootstrap_servers: str | list[str] | None = None,
                  consumer_factory: Callable[..., KafkaConsumer] = KafkaConsumer,
-                 lag_refresh_seconds: float = 5.0):
+                 lag_refresh_seconds: float = 5.0, max_batch_bytes: int | None = None,
+                 on_skip: Callable[[UndecodableBatch], None] | None = None,
+                 on_error: Callable[[str], None] | None = None,
+                 clock: Callable[[], float] = time.monotonic):
+        batches.install()
         self.config = config
         self.offsets_for = offsets_for
         self.on_topic_reset = on_topic_reset
+        self.on_skip = on_skip
+        self.on_error = on_error
+        self.max_batch_bytes = None if max_batch_bytes is None else int(max_batch_bytes)
+        self._clock = clock
         self._settings = _consumer_settings(config, bootstrap_servers)
         self._factory = consumer_factory
         self._consumer: KafkaConsumer | None = None
@@ -309,8 +345,20 @@ class KafkaSource:
         self._fatal: BaseException | None = None
         self.last_error: str | None = None
         self.errors = 0
-        #: time.monotonic() of the last poll that delivered records (None before the first).
+        #: Skipped batches by kind (see :data:`daemon.batches.KINDS`).
+        self.skipped: Counter[str] = Counter()
+        self._skips: list[UndecodableBatch] = []
+        #: Clock time (``clock()``) this source was created.
+        self.started = clock()
+        #: ``clock()`` of the last poll that delivered records (None before the first).
         self.last_delivery: float | None = None
+        #: ``clock()`` of the last delivery or skip (``started`` before any).
+        self.last_progress = self.started
+        #: ``clock()`` of the last answer from the broker (None before the first).
+        self.last_contact: float | None = None
+        #: ``clock()`` and ``time.time()`` of the first failure of the current outage, else None.
+        self.unreachable_since: float | None = None
+        self.unreachable_since_wall: float | None = None
         self._closed = False
 
     # ----------------------------------------------------------------------------------------
@@ -331,26 +379,69 @@ class KafkaSource:
         consumer.subscribe(list(self.config.topics), listener=_Listener(self))
         self._consumer = consumer
         self._backoff.reset()
+        self._answered()  # creating a consumer bootstraps: the broker answered
         log.info("consuming %s as group %r from %s", ", ".join(self.config.topics),
                  self.config.group_id, self._settings["bootstrap_servers"])
         return consumer
 
-    def _note_error(self, where: str, exc: BaseException) -> None:
+    @property
+    def bootstrap_servers(self) -> str:
+        """The brokers this source talks to, as text (for messages)."""
+        servers = self._settings["bootstrap_servers"]
+        return servers if isinstance(servers, str) else ",".join(servers)
+
+    def _count_error(self, kind: str) -> None:
         self.errors += 1
+        if self.on_error is not None:
+            try:
+                self.on_error(kind)
+            except Exception:  # noqa: BLE001 - a metrics hook must not stop consuming
+                log.debug("on_error hook failed", exc_info=True)
+
+    def _unreachable(self, kind: str, exc: BaseException) -> None:
+        """The broker did not answer: count it; log the first failure of an outage only."""
+        self._count_error(kind)
         self.last_error = f"{type(exc).__name__}: {exc}"
+        if self.unreachable_since is None:
+            self.unreachable_since, self.unreachable_since_wall = self._clock(), time.time()
+            log.warning("Kafka at %s is not answering (%s: %s); retrying until it does",
+                        self.bootstrap_servers, kind, self.last_error)
+        else:
+            log.debug("Kafka at %s still not answering (%s: %s)", self.bootstrap_servers, kind,
+                      self.last_error)
+
+    def _answered(self) -> None:
+        now = self._clock()
+        if self.unreachable_since is not None:
+            log.warning("Kafka at %s answers again after %.0f s", self.bootstrap_servers,
+                        now - self.unreachable_since)
+        self.unreachable_since = self.unreachable_since_wall = None
+        self.last_error = None
+        self.last_contact = now
+
+    def _note_error(self, where: str, exc: BaseException) -> None:
+        self._unreachable(where, exc)
         delay = self._backoff.next()
         self._retry_at = time.monotonic() + delay
-        log.warning("kafka %s failed (%s); retrying in %.1f s", where, self.last_error, delay)
+        log.debug("kafka %s failed; retrying in %.1f s", where, delay)
 
     @property
     def connected(self) -> bool:
-        """Whether a consumer exists and the last poll did not fail.
+        """Whether a consumer exists and the broker answered its last request.
 
-        kafka-python hides most outages (it reconnects inside ``poll``, which then returns
-        nothing), so this stays True while a broker is away; use :attr:`last_delivery` and
-        :meth:`lag` to judge staleness.
+        kafka-python hides outages inside ``poll`` (it reconnects and returns nothing); the
+        periodic end-offsets probe notices them within ``lag_refresh_seconds`` plus its
+        2-second timeout.
         """
-        return self._consumer is not None and self.last_error is None
+        return self._consumer is not None and self.unreachable_since is None
+
+    def lag_age(self) -> float:
+        """Seconds since the broker last answered (since this source started, before that).
+
+        The lag of :meth:`lag` is as old as this: it keeps its last value during an outage.
+        """
+        last = self.last_contact if self.last_contact is not None else self.started
+        return max(self._clock() - last, 0.0)
 
     # ----------------------------------------------------------------------------------------
     # listener side (kafka-python's I/O thread)
@@ -423,6 +514,7 @@ class KafkaSource:
             raise self._fatal
         if self._closed:
             raise SourceError("the source is closed")
+        self._deliver_skips()  # the records returned before them have been handled
         max_records = int(max_records or self.config.max_poll_records)
         deadline = time.monotonic() + max(float(timeout), 0.0)
         consumer = self._connect()
@@ -435,12 +527,18 @@ class KafkaSource:
             # Short slices, so that a new assignment is positioned soon after it arrives.
             slice_ms = int(max(min(remaining, 0.1), 0.0) * 1000)
             try:
-                polled = consumer.poll(timeout_ms=slice_ms, max_records=max_records)
+                with batches.batch_limit(self.max_batch_bytes):
+                    polled = consumer.poll(timeout_ms=slice_ms, max_records=max_records)
+            except UndecodableBatch as exc:
+                self._skip(consumer, exc)
+                if out:
+                    break  # the skip is handed over after these records, at the next call
+                self._deliver_skips()
+                continue
             except KafkaError as exc:
                 self._note_error("poll", exc)
                 time.sleep(max(min(self._retry_at, deadline) - time.monotonic(), 0.0))
                 return out
-            self.last_error = None
             fresh = self._position_pending(consumer) | self._check_topic_ids(consumer)
             for tp, records in polled.items():
                 if tp in fresh or not records:
@@ -450,12 +548,37 @@ class KafkaSource:
                                             r.timestamp, tuple(r.headers or ())))
                 self._delivered[(tp.topic, tp.partition)] = records[-1].offset + 1
             if out:
-                self.last_delivery = time.monotonic()
+                self.last_delivery = self.last_progress = self._clock()
+                self._answered()  # records came from the broker
                 break
             if time.monotonic() >= deadline:
                 break
         self._update_lag(consumer)
         return out
+
+    def _skip(self, consumer: KafkaConsumer, exc: UndecodableBatch) -> None:
+        """Seek past a batch kafka-python cannot read (see :mod:`daemon.batches`)."""
+        tp = TopicPartition(exc.topic, exc.partition)
+        with self._lock:
+            assigned = tp in self._assigned_set
+        if assigned:
+            # Also makes the fetcher drop the generator that failed, which would otherwise
+            # stall every later poll.
+            consumer.seek(tp, exc.next_offset)
+        self._delivered[(exc.topic, exc.partition)] = exc.next_offset
+        self.last_progress = self._clock()
+        self.skipped[exc.kind] += 1
+        self._count_error(exc.kind)
+        self._skips.append(exc)
+        log.warning("%s[%d]: skipped offsets %d..%d, a record batch that cannot be read (%s: "
+                    "%s)", exc.topic, exc.partition, exc.offset, exc.next_offset - 1, exc.kind,
+                    exc.detail)
+
+    def _deliver_skips(self) -> None:
+        skips, self._skips = self._skips, []
+        if self.on_skip is not None:
+            for exc in skips:
+                self.on_skip(exc)
 
     def _check_topic_ids(self, consumer: KafkaConsumer) -> set[TopicPartition]:
         """Detect topics recreated under the same name; rewind their partitions.
@@ -505,13 +628,19 @@ class KafkaSource:
             if hw is not None:
                 self._highwater[(tp.topic, tp.partition)] = hw
         now = time.monotonic()
-        if assigned and now >= self._next_end_refresh:
+        if now >= self._next_end_refresh:
             self._next_end_refresh = now + self._lag_refresh
+            # Also the probe of the broker: with nothing assigned (yet, or any more) partition 0
+            # of each topic is asked, which every topic has.
+            probe = list(assigned) or [TopicPartition(t, 0) for t in self.config.topics]
             try:
-                ends = consumer.end_offsets(list(assigned), timeout_ms=2000)
-                self._end = {(tp.topic, tp.partition): o for tp, o in ends.items()}
+                ends = consumer.end_offsets(probe, timeout_ms=2000)
             except KafkaError as exc:
-                log.debug("end_offsets failed: %s", exc)
+                self._unreachable("probe", exc)
+            else:
+                self._answered()
+                if assigned:
+                    self._end = {(tp.topic, tp.partition): o for tp, o in ends.items()}
         lag = {}
         for tp in assigned:
             key = (tp.topic, tp.partition)

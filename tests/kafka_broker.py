@@ -35,8 +35,8 @@ import pytest
 import daemon.source  # noqa: F401
 from daemon.broker import BrokerError, EmbeddedBroker, resolve_binary
 
-__all__ = ["FAST_GROUP", "committed_offset", "kafka_broker", "produce", "read_topic",
-           "running_broker", "unique_name"]
+__all__ = ["FAST_GROUP", "committed_offset", "gzip_bomb", "kafka_broker", "produce",
+           "produce_batch", "read_topic", "running_broker", "unique_name"]
 
 #: Consumer settings that make group joins fast on Tansu (~1 s instead of ~23 s with
 #: kafka-python's defaults); valid only for test brokers (Apache Kafka's default minimum
@@ -78,6 +78,72 @@ def produce(bootstrap_servers: str, topic: str, values, *, partition: int | None
             f.get(timeout=30)
     finally:
         producer.close(5)
+
+
+def produce_batch(bootstrap_servers: str, topic: str, values, *, codec: str, encode,
+                  partition: int = 0) -> None:
+    """Send ``values`` as one record batch whose compressed section is ``encode(section)``.
+
+    The way to put a batch onto a real broker that no producer would build: a corrupt one
+    (``encode`` returns garbage) or a compression bomb (it returns a small payload that
+    inflates to something else). kafka-python's producer compresses the records section with
+    ``kafka.record.default_records.<codec>_encode`` and computes the CRC over the result, so
+    replacing that function for the duration of one send is enough; Tansu stores and serves
+    batches as they were sent (no recompression, no validation of the compressed data).
+    kafka-python sends a batch uncompressed when "compression" did not make it smaller, so
+    ``encode`` must return fewer bytes than the section it gets: make the values large enough.
+    """
+    import kafka.record.default_records as records
+
+    name = f"{codec}_encode"
+    original = getattr(records, name)
+    setattr(records, name, lambda data, **_kw: encode(data))
+    try:
+        from kafka import KafkaProducer
+
+        producer = KafkaProducer(bootstrap_servers=bootstrap_servers, compression_type=codec,
+                                 acks="all", linger_ms=200, batch_size=4 * 1024 * 1024,
+                                 max_request_size=4 * 1024 * 1024)
+        try:
+            # linger_ms and batch_size keep the values in one batch.
+            futures = [producer.send(topic, value=v, partition=partition) for v in values]
+            producer.flush(30)
+            for f in futures:
+                f.get(timeout=30)
+        finally:
+            producer.close(5)
+    finally:
+        setattr(records, name, original)
+
+
+def gzip_bomb(value_size: int) -> bytes:
+    """A gzip-compressed records section of one record with a ``value_size``-byte value.
+
+    It is built by streaming, so the test never holds the inflated bytes: 200 MB of one repeated
+    byte compress to about 200 KB (deflate's ratio tops out near 1:1000). Use it as the
+    ``encode`` of :func:`produce_batch` with one value larger than the result.
+    """
+    import zlib
+
+    from kafka.record.util import encode_varint
+
+    def varint(n: int) -> bytes:
+        out = bytearray()
+        encode_varint(n, out.append)
+        return bytes(out)
+
+    # DefaultRecord: length, attributes, timestamp delta, offset delta, key (-1: null), value,
+    # header count -- the varints zigzag-encoded, as kafka.record.util writes them.
+    head = b"\x00" + varint(0) + varint(0) + varint(-1) + varint(value_size)
+    tail = varint(0)
+    gz = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+    parts = [gz.compress(varint(len(head) + value_size + len(tail)) + head)]
+    chunk = b"x" * (1 << 20)
+    for start in range(0, value_size, len(chunk)):
+        parts.append(gz.compress(chunk[: min(len(chunk), value_size - start)]))
+    parts.append(gz.compress(tail))
+    parts.append(gz.flush())
+    return b"".join(parts)
 
 
 def read_topic(bootstrap_servers: str, topic: str, n: int, *, partition: int = 0,

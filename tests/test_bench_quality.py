@@ -1,0 +1,115 @@
+"""The quality benchmark's pure parts (benchmarks/quality): parsing, splitting, sampling, metrics.
+
+Nothing here fetches data or fits a peer; the benchmark itself is a script, not a test.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from benchmarks.quality.corpora import Truth, _dedupe, _split, parse_synth, permissive_tokens
+from benchmarks.quality.debian import parse_translations
+from benchmarks.quality.htmldocs import html_sections, passages
+from benchmarks.quality.metrics import HeldoutIndex, dead_topics, evaluate, l1_error, npmi
+from benchmarks.quality.synthetic import sample_texts
+
+
+def test_permissive_tokens_keep_everything_but_separators():
+    assert permissive_tokens("The Straße, a_b it's 2024!") == [
+        "the", "strasse", "a", "b", "it", "s", "2024"]
+
+
+def test_parse_translations_unwraps_and_dedupes():
+    text = (
+        "Package: a\nDescription-md5: 1\nDescription-en: tool one\n line one\n .\n line two\n\n"
+        "Package: b\nDescription-md5: 1\nDescription-en: tool one\n line one\n\n"
+        "Package: c\nDescription-md5: 2\nDescription-en: other\n"
+    )
+    assert parse_translations(text) == [("a", "tool one\nline one\n\nline two"),
+                                         ("c", "other")]
+
+
+def test_html_sections_exclude_subsections_code_and_navigation():
+    page = (
+        '<div class="navheader">Prev Next</div>'
+        '<section id="a"><h1>Alpha<a class="headerlink">¶</a></h1><p>outer text</p>'
+        '<pre>code here</pre>'
+        '<section id="b"><h2>Beta</h2><p>inner text</p></section>'
+        '<p>after</p></section>'
+        '<div class="sect1"><p>docbook <br> words</p><div class="toc">toc words</div></div>'
+    )
+    got = [" ".join(s.split()) for s in html_sections(page)]
+    assert got == ["Beta inner text", "Alpha outer text after", "docbook words"]
+
+
+def test_passages_pack_paragraphs_and_drop_short_ones():
+    para = " ".join(["w"] * 40)
+    section = "\n\n".join([para] * 5)  # 200 words
+    out = passages(section, min_tokens=50, max_tokens=100)
+    assert [len(p.split()) for p in out] == [80, 120]  # the 40-word tail joins its predecessor
+    assert passages("few words", min_tokens=50, max_tokens=100) == []
+
+
+def test_split_is_seeded_and_keeps_groups_together():
+    texts = [f"t{i}" for i in range(100)]
+    groups = [f"g{i // 10}" for i in range(100)]
+    train, held = _split(texts, 25, groups=groups, seed=3)
+    assert (train, held) == _split(texts, 25, groups=groups, seed=3)
+    assert len(held) == 30 and len(train) == 70  # whole groups of 10 until >= 25
+    held_groups = {int(t[1:]) // 10 for t in held}
+    assert not held_groups & {int(t[1:]) // 10 for t in train}
+    train, held = _split(texts, 20, n_train=50, seed=3)
+    assert len(held) == 20 and len(train) == 50 and not set(train) & set(held)
+
+
+def test_dedupe_drops_whitespace_variants():
+    assert _dedupe(["a b", "a  b", "c", " "], ["x", "y", "z", "w"]) == (["a b", "c"],
+                                                                          ["x", "z"])
+
+
+def test_parse_synth():
+    assert parse_synth("synth30-10k") == (30, 10_000, 0.03)
+    assert parse_synth("synth8-100k-a0.1") == (8, 100_000, 0.1)
+    assert parse_synth("tech") is None
+
+
+def test_sample_texts_is_seeded_and_follows_the_topics():
+    B = np.zeros((6, 3))
+    B[0:2, 0] = B[2:4, 1] = B[4:6, 2] = 0.5
+    vocab = list("abcdef")
+    docs = sample_texts(B, vocab, 200, 8, 0.01, seed=1)
+    assert docs == sample_texts(B, vocab, 200, 8, 0.01, seed=1)
+    assert all(len(d.split()) == 8 for d in docs)
+    # With alpha -> 0 nearly every document is one topic: its words come from one pair.
+    pure = sum(len({"abcdef".index(w) // 2 for w in d.split()}) == 1 for d in docs)
+    assert pure > 180
+
+
+def test_npmi_matches_the_definition_and_scores_unseen_words_minus_one():
+    index = HeldoutIndex.build(["Red apple pie", "apple tart", "red red car", "other"])
+    # P(apple) = 1/2, P(pie) = 1/4, P(apple, pie) = 1/4: log 2 / log 4 = 0.5
+    got = npmi([["apple", "pie", "absent"]], index)
+    assert got[0] == pytest.approx((0.5 - 1 - 1) / 3)
+
+
+def test_dead_topics_uses_normalized_weights():
+    assert dead_topics([5.0, 5.0, 0.009]) == 1
+    assert dead_topics([0.0, 0.0]) == 2
+
+
+def test_l1_error_maps_words_by_string():
+    truth = Truth(["a", "b", "c"], np.array([[1.0, 0.0], [0.0, 0.5], [0.0, 0.5]]), 0.03)
+    # The model's vocabulary in another order, with an extra word the truth lacks.
+    vocab = ["c", "x", "b", "a"]
+    topic_word = np.array([[0.25, 0.5, 0.25, 0.0], [0.0, 0.5, 0.0, 0.5]])
+    assert l1_error(truth, vocab, topic_word) == pytest.approx(0.0)
+
+
+def test_evaluate_reports_every_metric():
+    index = HeldoutIndex.build(["a b", "b c", "c a"])
+    out = evaluate(["a", "b", "c"], np.array([[3.0, 2.0, 1.0], [1.0, 2.0, 3.0]]), [1.0, 1.0],
+                   index)
+    assert set(out) >= {"npmi", "unique", "dead", "l1", "top_words", "npmi_per_topic"}
+    assert out["top_words"] == [["a", "b", "c"], ["c", "b", "a"]]
+    assert out["unique"] == pytest.approx(0.5) and out["dead"] == 0 and np.isnan(out["l1"])

@@ -1,0 +1,84 @@
+"""The rate limiter for the Kafka client's repeated log messages (issue 15)."""
+
+from __future__ import annotations
+
+import logging
+
+from daemon import logfilter
+from daemon.logfilter import RepeatFilter
+
+
+class Clock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+
+def record(name="kafka.net.manager", msg="Connection failed: %s", args=("ECONNREFUSED",)):
+    return logging.LogRecord(name, logging.ERROR, __file__, 1, msg, args, None)
+
+
+def test_one_line_per_message_per_interval_with_the_count():
+    clock = Clock()
+    f = RepeatFilter(60, clock=clock)
+    assert f.filter(record())
+    other = [f.filter(record(msg="Bootstrap %s not ready", args=(f"b-{i}",))) for i in range(3)]
+    assert other == [True, False, False]  # another message is limited on its own
+    for i in range(1, 50):
+        clock.now = i
+        assert not f.filter(record())
+    clock.now = 60.0
+    passed = record(args=("ETIMEDOUT",))
+    assert f.filter(passed)
+    assert passed.getMessage() == ("Connection failed: ETIMEDOUT "
+                                   "[49 more like this in the last 60 s]")
+    clock.now = 61.0
+    assert not f.filter(record())
+
+
+def test_only_the_kafka_loggers_are_limited():
+    f = RepeatFilter(60, clock=Clock())
+    for _ in range(3):
+        assert f.filter(record(name="anchorstream.source"))
+        assert f.filter(record(name="kafkaesque"))
+    assert f.filter(record(name="kafka")) and not f.filter(record(name="kafka"))
+
+
+def test_zero_interval_lets_everything_through():
+    f = RepeatFilter(0)
+    assert all(f.filter(record()) for _ in range(5))
+
+
+def test_install_on_every_handler_and_remove():
+    logger = logging.getLogger("test_logfilter.root")
+    logger.propagate = False
+    seen = [[], []]
+
+    class Keep(logging.Handler):
+        def __init__(self, out):
+            super().__init__()
+            self.out = out
+
+        def emit(self, rec):
+            self.out.append(rec.getMessage())
+
+    handlers = [Keep(seen[0]), Keep(seen[1])]
+    for h in handlers:
+        logger.addHandler(h)
+    try:
+        remove = logfilter.install(60, logger=logger)
+        for _ in range(5):
+            rec = record()
+            for h in handlers:  # what Logger.callHandlers does with one record
+                h.handle(rec)
+        # Both handlers show the first record: a record is decided once, not once a handler.
+        assert seen == [["Connection failed: ECONNREFUSED"]] * 2
+        remove()
+        for h in handlers:
+            h.handle(record())
+        assert [len(s) for s in seen] == [2, 2]
+    finally:
+        for h in handlers:
+            logger.removeHandler(h)
