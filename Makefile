@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: demo test test-nojit bench clean
+.PHONY: demo test test-fast test-suite test-unit test-nojit bench clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -17,11 +17,29 @@ demo: $(VENV)/.installed
 
 # The system tools some tests use (Chromium and its driver via apt, promtool into .venv/bin:
 # see .ci/system-deps; a no-op when present, a message instead of a failure when not root),
-# the whole suite, then the numba kernels once more as plain Python against their slow twins
-# (catches a kernel whose compiled and interpreted behaviour differ).
+# the whole suite (then its 20 slowest tests), then the numba kernels once more as plain
+# Python against their slow twins (catches a kernel whose compiled and interpreted behaviour
+# differ). --keep-going: the second step runs even when the first failed, so one failure does
+# not hide another; `make test` fails if either did.
 test: $(VENV)/.installed
 	.ci/system-deps $(VENV)/bin
-	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) -m pytest
+	@$(MAKE) --no-print-directory --keep-going test-suite test-nojit
+
+# The unit tests alone, for the edit-and-test loop (about two minutes): no broker, daemon,
+# browser or crash-test processes (the `integration` marker, set in tests/conftest.py), no
+# `slow` test, and 2,000 fuzzed messages instead of 10,000 (tests/test_fuzz_ingest.py); then
+# the kernels without JIT. `make test` remains the test command: it runs all of it.
+test-fast: $(VENV)/.installed
+	@$(MAKE) --no-print-directory --keep-going test-unit test-nojit
+
+test-suite: $(VENV)/.installed
+	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) -m pytest --durations=20
+
+test-unit: $(VENV)/.installed
+	PATH="$(abspath $(VENV))/bin:$$PATH" ANCHORSTREAM_FUZZ_MESSAGES=2000 \
+		$(PY) -m pytest -m "not integration and not slow" --durations=10
+
+test-nojit: $(VENV)/.installed
 	NUMBA_DISABLE_JIT=1 $(PY) -m pytest -q tests/test_kernels_*.py
 
 # Benchmarks against the peers (anchortopics, gensim) in their own environment, so the peers'

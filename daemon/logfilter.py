@@ -8,6 +8,12 @@ message (logger and format string, whatever its arguments) through, drops its re
 
     kafka.net.manager: Connection failed: ... [41 more like this in the last 60 s]
 
+The same filter folds a Kafka client record's traceback into its one line
+(``... closing socket [AttributeError: 'NoneType' object has no attribute 'recv']``): kafka-python
+logs internal races with ``log.exception`` — for one, while the consumer closes at shutdown —
+and a multi-line traceback of the client's internals tells an operator nothing the one line
+does not. The daemon's own tracebacks are kept.
+
 Installed by the daemon at start (:func:`install`) on the root logger's handlers — a filter on
 the ``kafka`` logger would not see its children's records — and removed when it stops. The
 daemon's own account of an outage is in its ``anchorstream.source`` lines and ``/readyz``.
@@ -62,10 +68,12 @@ class RepeatFilter(logging.Filter):
         if decided is not None:
             return decided
         name = record.name
-        if self.interval <= 0 or not (name == self.prefix or
-                                      name.startswith(self.prefix + ".")):
+        if not (name == self.prefix or name.startswith(self.prefix + ".")):
             return True
-        record._repeat_filter = passed = self._decide(record)
+        passed = self.interval <= 0 or self._decide(record)  # keyed on the template
+        if passed:
+            _fold_traceback(record)
+        record._repeat_filter = passed
         return passed
 
     def _decide(self, record: logging.LogRecord) -> bool:
@@ -85,14 +93,24 @@ class RepeatFilter(logging.Filter):
         return True
 
 
+def _fold_traceback(record: logging.LogRecord) -> None:
+    """Replace a record's traceback by ``[Type: message]`` at the end of its message."""
+    exc = record.exc_info
+    if not exc or exc[1] is None:
+        return
+    record.msg = f"{record.getMessage()} [{type(exc[1]).__name__}: {exc[1]}]"
+    record.args = None
+    record.exc_info = None
+    record.exc_text = None
+
+
 def install(interval: float, *, logger: logging.Logger | None = None) -> Callable[[], None]:
     """Add a :class:`RepeatFilter` to every handler of ``logger`` (the root logger).
 
-    Returns a function that removes them again. A no-op with ``interval <= 0``.
+    Returns a function that removes them again. With ``interval <= 0`` every record passes,
+    the Kafka client's tracebacks still folded into one line.
     """
     logger = logger if logger is not None else logging.getLogger()
-    if interval <= 0:
-        return lambda: None
     # One filter on every handler; it remembers its decision on the record, so a record seen
     # by two handlers is not counted as its own repeat.
     f = RepeatFilter(interval)

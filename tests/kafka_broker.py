@@ -45,6 +45,10 @@ FAST_GROUP = {"session_timeout_ms": 2000, "heartbeat_interval_ms": 500}
 
 _counter = itertools.count()
 
+#: Bound on one broker operation (start, a produce's acknowledgements): it only turns a hang into
+#: a failure, and leaves room for a busy two-core machine.
+PATIENCE = 120.0
+
 
 def unique_name(prefix: str) -> str:
     """A topic or group name not used before in this session."""
@@ -55,7 +59,7 @@ def unique_name(prefix: str) -> str:
 def running_broker() -> Iterator[EmbeddedBroker]:
     """Start a broker on a free loopback port; stop it (by pid) on exit."""
     broker = EmbeddedBroker()
-    broker.start()
+    broker.start(timeout=PATIENCE)
     try:
         yield broker
     finally:
@@ -73,9 +77,9 @@ def produce(bootstrap_servers: str, topic: str, values, *, partition: int | None
         keys = keys if keys is not None else itertools.repeat(None)
         futures = [producer.send(topic, value=v, key=k, partition=partition)
                    for v, k in zip(values, keys, strict=False)]
-        producer.flush(30)
+        producer.flush(PATIENCE)
         for f in futures:
-            f.get(timeout=30)
+            f.get(timeout=PATIENCE)
     finally:
         producer.close(5)
 
@@ -107,9 +111,9 @@ def produce_batch(bootstrap_servers: str, topic: str, values, *, codec: str, enc
         try:
             # linger_ms and batch_size keep the values in one batch.
             futures = [producer.send(topic, value=v, partition=partition) for v in values]
-            producer.flush(30)
+            producer.flush(PATIENCE)
             for f in futures:
-                f.get(timeout=30)
+                f.get(timeout=PATIENCE)
         finally:
             producer.close(5)
     finally:
@@ -147,7 +151,7 @@ def gzip_bomb(value_size: int) -> bytes:
 
 
 def read_topic(bootstrap_servers: str, topic: str, n: int, *, partition: int = 0,
-               deadline_s: float = 60.0) -> list:
+               deadline_s: float = PATIENCE) -> list:
     """The first ``n`` records (kafka-python ConsumerRecords) of one partition, no group."""
     from kafka import KafkaConsumer, TopicPartition
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import http.client
 import json
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -45,6 +46,15 @@ def request(server, method, path, body=None, headers=None):
         return resp.status, dict(resp.getheaders()), data
     finally:
         conn.close()
+
+
+def wait_until_waiting(server, n: int = 1) -> None:
+    """Until ``n`` long polls wait on ``server``: a publication after this is one they
+    wait for, not one they find when they arrive (which a slow thread start could make)."""
+    deadline = time.monotonic() + 60
+    while server.waiting < n:
+        assert time.monotonic() < deadline, f"{server.waiting} of {n} long polls waiting"
+        time.sleep(0.01)
 
 
 @pytest.fixture
@@ -98,6 +108,7 @@ def test_long_poll_returns_the_next_version(server, published):
 
     t = threading.Thread(target=poll)
     t.start()
+    wait_until_waiting(server)
     published.publish(**model_kwargs(2, [0, 1, 2, 9]))
     t.join(60)
     status, headers, body = result["r"]
@@ -122,6 +133,7 @@ def test_no_snapshot_yet(server, publisher):
     t = threading.Thread(target=lambda: result.update(
         r=request(server, "GET", "/v1/snapshots/latest?wait=30")))
     t.start()
+    wait_until_waiting(server)
     publisher.publish(**model_kwargs(0, [0, 1, 2, 3]))
     t.join(60)
     assert result["r"][0] == 200 and result["r"][2]["version"] == 1

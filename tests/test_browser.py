@@ -46,6 +46,10 @@ REPO = Path(__file__).resolve().parents[1]
 #: Where the screenshot lands for a person to look at (build/ is ignored by git).
 SCREENSHOT = REPO / "build" / "test-artifacts" / "topic-browser.png"
 
+#: Bound on anything the browser should do in about a second: it turns a hung browser into a
+#: failure, and is long enough for Chromium on a busy two-core machine.
+PATIENCE = 120.0
+
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMEDRIVER = shutil.which("chromedriver")
 
@@ -224,7 +228,8 @@ class WebDriver:
         self.base = f"{url}/session/{session}"
 
     @staticmethod
-    def call(method: str, url: str, payload: dict | None = None, timeout: float = 60) -> dict:
+    def call(method: str, url: str, payload: dict | None = None,
+             timeout: float = PATIENCE) -> dict:
         data = None if payload is None else json.dumps(payload).encode()
         req = urllib.request.Request(url, data=data, method=method,
                                      headers={"Content-Type": "application/json"})
@@ -247,7 +252,7 @@ class WebDriver:
     def screenshot(self) -> bytes:
         return base64.b64decode(self.call("GET", f"{self.base}/screenshot")["value"])
 
-    def wait_for(self, script: str, what: str, timeout: float = 30.0):
+    def wait_for(self, script: str, what: str, timeout: float = PATIENCE):
         """Poll ``script`` until it returns something truthy; fail saying ``what`` never came.
 
         The deadline only bounds a hung browser; nothing asserts on how fast the page is.
@@ -279,10 +284,10 @@ def browser(tmp_path):
     url = f"http://127.0.0.1:{port}"
     session = None
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + PATIENCE
         while True:
             try:
-                if WebDriver.call("GET", f"{url}/status", timeout=2)["value"]["ready"]:
+                if WebDriver.call("GET", f"{url}/status", timeout=10)["value"]["ready"]:
                     break
             except (OSError, AssertionError):
                 pass
@@ -297,7 +302,8 @@ def browser(tmp_path):
             "browserName": "chrome",
             "goog:chromeOptions": {"binary": CHROMIUM, "args": args},
         }}}
-        session = WebDriver.call("POST", f"{url}/session", caps, timeout=120)["value"]["sessionId"]
+        session = WebDriver.call("POST", f"{url}/session", caps,
+                                 timeout=2 * PATIENCE)["value"]["sessionId"]
         yield WebDriver(url, session)
     finally:
         if session is not None:
@@ -422,22 +428,26 @@ def test_page_waits_out_a_full_waiting_room(publisher, browser):
     publisher.publish(**snapshot_kwargs([5, 3, 2, 1, 1], seed=0))
     metrics = Metrics()
     refused = {"route": "/v1/snapshots/latest", "code": "503"}
-    with ApiServer(publisher, metrics=metrics, max_wait_seconds=30, max_waiters=1) as srv:
+    # The holder's long poll outlasts everything below, however slow the browser: the room
+    # stays full until snapshot 2 releases it.
+    hold = 10 * PATIENCE
+    with ApiServer(publisher, metrics=metrics, max_wait_seconds=hold, max_waiters=1) as srv:
         def hold_the_only_place():
-            req = urllib.request.Request(f"{srv.url}/v1/snapshots/latest?wait=30",
+            req = urllib.request.Request(f"{srv.url}/v1/snapshots/latest?wait={hold:g}",
                                          headers={"If-None-Match": '"1"'})
-            with urllib.request.urlopen(req, timeout=120) as resp:
+            with urllib.request.urlopen(req, timeout=2 * hold) as resp:
                 resp.read()
 
         holder = threading.Thread(target=hold_the_only_place)
         holder.start()
-        deadline = time.monotonic() + 30
-        while srv.waiting < 1 and time.monotonic() < deadline:
+        deadline = time.monotonic() + PATIENCE
+        while srv.waiting < 1:
+            assert time.monotonic() < deadline, "the holder's long poll is not waiting"
             time.sleep(0.05)
         browser.get(srv.url + "/")
         browser.wait_for(f"return {VERSION} === '1';", "snapshot 1")
         # Two refusals: the page has handled the first one and come back.
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + PATIENCE
         while (metrics.registry.get_sample_value("anchorstream_http_requests_total", refused)
                or 0) < 2:
             assert time.monotonic() < deadline, "the page's long polls were not refused"
@@ -445,7 +455,8 @@ def test_page_waits_out_a_full_waiting_room(publisher, browser):
         assert browser.js("return document.getElementById('conn').dataset.state;") == "live"
         publisher.publish(**snapshot_kwargs([4, 3, 2, 2, 2], seed=1))
         browser.wait_for(f"return {VERSION} === '2';", "snapshot 2")
-        holder.join(60)
+        holder.join(PATIENCE)
+        assert not holder.is_alive()
 
 
 def test_png_decoder_reads_every_filter_type():
@@ -469,7 +480,7 @@ def test_static_files_are_served(server):
     """The page's own files come from the daemon with sensible types (no CDN, no build step)."""
     for name, ctype in (("", "text/html"), ("static/app.js", "javascript"),
                         ("static/app.css", "text/css")):
-        with urllib.request.urlopen(f"{server.url}/{name}", timeout=10) as resp:
+        with urllib.request.urlopen(f"{server.url}/{name}", timeout=PATIENCE) as resp:
             assert resp.status == 200 and ctype in resp.headers["Content-Type"]
             body = resp.read().decode("utf-8")
         # Offline: nothing is loaded from another origin.

@@ -24,6 +24,7 @@ import yaml
 from kafka_broker import FAST_GROUP, produce, read_topic, unique_name
 from prometheus_client.parser import text_string_to_metric_families
 
+from anchorstream.store import store_info
 from anchorstream.synthetic import planted_model, sample_documents
 from daemon.broker import BrokerError, EmbeddedBroker, resolve_binary
 
@@ -147,6 +148,27 @@ def metric(daemon: DaemonProcess, name: str, labels: dict | None = None) -> floa
     return 0.0
 
 
+def wait_until(predicate, what: str, daemon: DaemonProcess | None = None,
+               deadline: float = DEADLINE):
+    """Poll ``predicate`` until it returns something truthy; fail naming ``what`` after
+    ``deadline`` seconds (a bound on a hang, not on speed) or when the daemon died."""
+    end = time.monotonic() + deadline
+    while not (value := predicate()):
+        if daemon is not None:
+            assert daemon.proc.poll() is None, f"the daemon died waiting for {what}:\n" \
+                + daemon.log()
+        assert time.monotonic() < end, f"no {what} after {deadline:g} s" + (
+            ":\n" + daemon.log() if daemon is not None else "")
+        time.sleep(0.05)
+    return value
+
+
+def committed_records(store: Path, topic: str) -> int:
+    """Records of ``topic`` (all partitions) before the store's committed offsets."""
+    offsets = store_info(str(store))["offsets"]
+    return sum(v for k, v in offsets.items() if k.startswith(f"kafka:{topic}:"))
+
+
 @pytest.fixture
 def cleanup():
     items = []
@@ -196,17 +218,23 @@ def test_end_to_end_snapshots_api_metrics_and_bad_input(kafka_broker, tmp_path, 
     assert status == 304
 
     # Long poll: a waiting request is answered by the snapshot of newly produced documents.
+    # (Whether it is already waiting when they are produced or not, its answer is that
+    # snapshot: test_api.py checks on the server itself that a waiting request is released.)
     result = {}
 
     def poll():
-        result["r"] = http(daemon.url + "/v1/snapshots/latest?wait=60",
-                           headers={"If-None-Match": etag})
+        # A wait that times out (304: nothing new yet, on a slow machine) is asked again.
+        end = time.monotonic() + DEADLINE
+        while True:
+            result["r"] = http(daemon.url + "/v1/snapshots/latest?wait=60",
+                               headers={"If-None-Match": etag})
+            if result["r"][0] != 304 or time.monotonic() > end:
+                return
 
     waiter = threading.Thread(target=poll)
     waiter.start()
-    time.sleep(0.3)
     produce(boot, topic, corpus(200, seed=2))
-    waiter.join(DEADLINE)
+    waiter.join(2 * DEADLINE)
     status, hdrs, body = result["r"]
     assert status == 200 and body["version"] > snap["version"] and hdrs["ETag"] != etag
     snap = wait_for_docs(daemon, 1700)
@@ -257,51 +285,68 @@ def test_end_to_end_snapshots_api_metrics_and_bad_input(kafka_broker, tmp_path, 
 
 
 def test_sigkill_restarts_count_every_document_exactly_once(kafka_broker, tmp_path, cleanup):
+    """Three daemons are SIGKILLed, each holding records it consumed but has not checkpointed;
+    the fourth ends with every document counted exactly once.
+
+    Nothing here depends on the machine's speed. The test produces the stream in stages, one
+    per run, and the runs checkpoint by record count only (every 200 records, one record
+    per poll, no time trigger), so it knows exactly which checkpoints a run makes: it waits
+    until the run has consumed every record produced so far and made those checkpoints, then
+    kills it with the records after its last checkpoint in memory, and checks that the store
+    holds exactly the checkpointed prefix. The final run checkpoints on time as usual.
+    """
     topic = unique_name("docs")
     kafka_broker.create_topics({topic: 2})
     boot = kafka_broker.bootstrap_servers
     valid = corpus(3000, seed=3)
     chunks = [valid[i:i + 75] + [BAD["invalid_json"]] for i in range(0, len(valid), 75)]
-    config = write_config(tmp_path, boot, topic,
-                          store={"checkpoint_every_docs": 200, "checkpoint_every_seconds": 0.3})
-    done = threading.Event()
+    stages = [sum(chunks[i:i + 10], []) for i in range(0, len(chunks), 10)]
+    assert len(stages) == 4
+    every = 200
+    store = tmp_path / "store"
+    config = write_config(tmp_path, boot, topic, kafka={"max_poll_records": 1},
+                          store={"checkpoint_every_docs": every,
+                                 "checkpoint_every_seconds": 1e6})
+    # The final run: the same store and group, checkpoints on time as the daemon's default.
+    final_cfg = yaml.safe_load(config.read_text())
+    final_cfg["kafka"].pop("max_poll_records")
+    final_cfg["store"].update(checkpoint_every_docs=300, checkpoint_every_seconds=0.3)
+    final_config = tmp_path / "final.yaml"
+    final_config.write_text(yaml.safe_dump(final_cfg))
 
-    def producer():
-        for chunk in chunks:
-            produce(boot, topic, chunk)
-            time.sleep(0.3)
-        done.set()
-
-    feeder = threading.Thread(target=producer, daemon=True)
-    feeder.start()
-    killed_mid_stream = 0
-    for i in range(3):
+    produced = committed = 0
+    for i, stage in enumerate(stages[:3]):
         daemon = DaemonProcess(tmp_path, config, name=f"run{i}")
         cleanup.append(daemon)
-        # Kill once this run has committed some progress of its own, while it is likely
-        # holding uncommitted documents in memory (lost with the process, replayed later).
-        base = metric(daemon, "anchorstream_checkpoints_total")
-        end = time.monotonic() + DEADLINE
-        while metric(daemon, "anchorstream_checkpoints_total") < base + 2:
-            assert time.monotonic() < end, daemon.log()
-            time.sleep(0.05)
-        time.sleep(0.1 * i)
-        killed_mid_stream += not done.is_set()
+        # This run starts at the store's committed offsets and checkpoints after every
+        # `every` records it consumes (one per poll): it will hold `tail` of them unsaved.
+        produce(boot, topic, stage)
+        produced += len(stage)
+        to_consume = produced - committed
+        checkpoints, tail = divmod(to_consume, every)
+        assert checkpoints >= 1 and tail > 0, (checkpoints, tail)
+        wait_until(lambda: metric(daemon, "anchorstream_messages_consumed_total",
+                                  {"topic": topic}) == to_consume,
+                   f"run{i} consuming {to_consume} records", daemon)
+        wait_until(lambda: metric(daemon, "anchorstream_checkpoints_total") >= checkpoints,
+                   f"run{i}'s {checkpoints} checkpoints", daemon)
         daemon.kill()
-    assert killed_mid_stream >= 1
-    daemon = DaemonProcess(tmp_path, config, name="final")
+        # What the killed run committed: exactly its checkpoints, nothing of the tail.
+        committed += checkpoints * every
+        assert committed_records(store, topic) == committed
+    daemon = DaemonProcess(tmp_path, final_config, name="final")
     cleanup.append(daemon)
-    feeder.join(DEADLINE)
-    assert done.is_set()
+    produce(boot, topic, stages[3])
+    produced += len(stages[3])
     snap = wait_for_docs(daemon, len(valid))
     assert snap["num_docs"] == 3000
+    offsets = snap["source"]["offsets"]
+    assert sum(v for k, v in offsets.items() if k.startswith(f"kafka:{topic}:")) == produced
     # Each restart resumed from a checkpoint of the run before (not from the beginning). The
-    # final run can publish from the store before its group join has even positioned the
-    # partitions (when run2 checkpointed everything), so wait for its line rather than read once.
-    end = time.monotonic() + DEADLINE
-    while ("starting at offset" not in (tmp_path / "final.log").read_text()
-           and time.monotonic() < end):
-        time.sleep(0.1)
+    # final run can publish before its group join has positioned the partitions (when the
+    # snapshot's documents were all checkpointed before), so wait for its line.
+    wait_until(lambda: "starting at offset" in (tmp_path / "final.log").read_text(),
+               "'starting at offset' in final.log", daemon)
     for name in ("run1", "run2", "final"):
         assert "starting at offset" in (tmp_path / f"{name}.log").read_text(), name
     status, _, raw = http(daemon.url + "/metrics")

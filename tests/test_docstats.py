@@ -14,7 +14,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -232,10 +231,11 @@ def test_evicted_slots_decay_and_windows_follow_the_counts_rules(tmp_path, rng, 
 
 
 CHILD = """
-import json, sys, time
+import json, sys
 from anchorstream.docstats import DocStatsSettings
 from anchorstream.store import CooccurrenceStore
 url, path, kw, cfg = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), json.loads(sys.argv[4])
+hold = int(sys.argv[5])
 docs = json.load(open(path))
 s = CooccurrenceStore.open_or_create(url, document_stats=DocStatsSettings(**cfg), **kw)
 i = int(s.offsets.get("n", 0))
@@ -245,38 +245,45 @@ while i < len(docs):
     if i % 15 == 0:
         s.checkpoint({"n": i})
         print("checkpoint", i, flush=True)
-    time.sleep(0.01)
+    if i == hold:
+        print("holding", i, flush=True)  # pending documents in memory: the test kills it
+        sys.stdin.readline()
 s.checkpoint({"n": len(docs)})
 print("done", flush=True)
 """
 
 
+@pytest.mark.integration  # a crash test: a writer process killed with SIGKILL
 def test_sigkill_and_replay_equals_no_crash(tmp_path, rng):
     docs = corpus(rng, 600, words=[f"w{i}" for i in range(40)], zipf=True)
     path = tmp_path / "docs.json"
     path.write_text(json.dumps(docs))
     kw = {"capacity": 12, "admit_threshold": 2, "maintain_every": 50, "max_segments": 2}
     url = str(tmp_path / "crashed")
+    # Killed between two checkpoints, holding pending documents: the writer stops there and
+    # waits to be killed (a kill after a delay would land elsewhere on a busy machine).
+    hold = 5 * int(rng.integers(10, 110))
+    while hold % 15 == 0:
+        hold += 5
     child = subprocess.Popen(
-        [sys.executable, "-c", CHILD, url, str(path), json.dumps(kw), json.dumps(ALL.to_dict())],
-        stdout=subprocess.PIPE, text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+        [sys.executable, "-c", CHILD, url, str(path), json.dumps(kw), json.dumps(ALL.to_dict()),
+         str(hold)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)})
     try:
-        seen = 0
-        while seen < 3:
-            line = child.stdout.readline()
+        while not (line := child.stdout.readline()).startswith("holding"):
             assert line, "the writer exited early"
-            seen += line.startswith("checkpoint")
-        time.sleep(0.037)  # somewhere between two checkpoints, holding pending documents
         child.send_signal(signal.SIGKILL)
-        child.wait(30)
+        child.wait(60)
     finally:
         if child.poll() is None:
             child.kill()
-            child.wait(30)
+            child.wait(60)
+        child.stdin.close()
         child.stdout.close()
     resumed = CooccurrenceStore.open_or_create(url, document_stats=ALL, **kw)
     done = int(resumed.offsets["n"])
-    assert 0 < done < len(docs)  # killed mid-stream
+    assert done == hold - hold % 15 and 0 < done < len(docs)  # the last checkpoint before
     # What the killed writer committed is whole: the statistics of the committed prefix.
     prefix = CooccurrenceStore.create(tmp_path / "prefix", document_stats=ALL, **kw)
     prefix.add(docs[:done])

@@ -92,6 +92,7 @@ def test_every_reason_is_given_most_urgent_first():
 # the daemon
 
 
+@pytest.mark.integration  # a daemon process (tests/conftest.py marks the others by module)
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 def test_unreachable_broker_at_start_gives_503_naming_it_and_few_log_lines(tmp_path):
     """Operator finding: /readyz said only "no snapshot yet", and 153 of 168 log lines in two

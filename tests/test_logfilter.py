@@ -82,3 +82,57 @@ def test_install_on_every_handler_and_remove():
     finally:
         for h in handlers:
             logger.removeHandler(h)
+
+
+def _failing_record(name):
+    try:
+        None.recv(4096)  # the race kafka-python 3.0.12 logs while its consumer closes
+    except AttributeError:
+        import sys
+        return logging.LogRecord(name, logging.ERROR, __file__, 1,
+                                 "%s: Error receiving network data closing socket",
+                                 ("<conn>",), sys.exc_info())
+
+
+def test_kafka_client_tracebacks_become_one_line_and_ours_are_kept():
+    # A CI run failed on this: kafka-python's log.exception at shutdown put a traceback of the
+    # client's internals into the daemon's log. Formatted as the daemon's handler formats.
+    fmt = logging.Formatter("%(name)s: %(message)s")
+    for interval in (60, 0):
+        f = RepeatFilter(interval, clock=Clock())
+        kafka = _failing_record("kafka.net.transport")
+        assert f.filter(kafka)
+        text = fmt.format(kafka)
+        assert "Traceback" not in text and "\n" not in text
+        assert text == ("kafka.net.transport: <conn>: Error receiving network data closing "
+                        "socket [AttributeError: 'NoneType' object has no attribute 'recv']")
+        ours = _failing_record("anchorstream.source")
+        assert f.filter(ours)
+        assert "Traceback" in fmt.format(ours)
+    # Repeats with another exception are still repeats of the same message.
+    f = RepeatFilter(60, clock=Clock())
+    assert f.filter(_failing_record("kafka.net.transport"))
+    assert not f.filter(_failing_record("kafka.net.transport"))
+
+
+def test_install_with_zero_interval_still_folds_tracebacks():
+    logger = logging.getLogger("test_logfilter.zero")
+    logger.propagate = False
+    out = []
+
+    class Keep(logging.Handler):
+        def emit(self, rec):
+            out.append(self.format(rec))
+
+    h = Keep()
+    logger.addHandler(h)
+    try:
+        remove = logfilter.install(0, logger=logger)
+        for _ in range(3):
+            h.handle(_failing_record("kafka.net.transport"))
+        assert len(out) == 3 and all("Traceback" not in line for line in out)
+        remove()
+        h.handle(_failing_record("kafka.net.transport"))
+        assert "Traceback" in out[-1]
+    finally:
+        logger.removeHandler(h)

@@ -93,11 +93,12 @@ def test_retention_by_age_keeps_the_latest(tmp_path):
 def test_latest_is_always_a_complete_version_for_a_concurrent_reader(tmp_path):
     pub = Publisher(tmp_path, keep=50)
     pub.publish(**model_kwargs(0))
-    seen, bad, stop = set(), [], threading.Event()
+    seen, bad, stop, reading = set(), [], threading.Event(), threading.Event()
 
     def reader():
         while not stop.is_set():
             text = read_latest(tmp_path)
+            reading.set()
             if not (text.endswith("\n") and text[:-1].isdigit()):
                 bad.append(text)
                 continue
@@ -108,6 +109,9 @@ def test_latest_is_always_a_complete_version_for_a_concurrent_reader(tmp_path):
     t = threading.Thread(target=reader)
     t.start()
     try:
+        # The reader is reading before the first publication (a busy machine can start a
+        # thread late), so that it reads while the versions change.
+        assert reading.wait(60), "the reader thread did not start"
         for seed in range(1, 8):
             pub.publish(**model_kwargs(seed))
     finally:
@@ -172,18 +176,19 @@ def test_wait_for_newer(tmp_path):
     pub = Publisher(tmp_path)
     assert pub.wait_for_newer(None, 0.01) is None
     results = []
-    waiter = threading.Thread(target=lambda: results.append(pub.wait_for_newer(None, 30)))
+    # Waits far longer than the joins below: a waiter that returns was released, not timed out.
+    waiter = threading.Thread(target=lambda: results.append(pub.wait_for_newer(None, 600)))
     waiter.start()
     pub.publish(**model_kwargs(0))
-    waiter.join(30)
-    assert results == [1]
+    waiter.join(60)
+    assert not waiter.is_alive() and results == [1]
     assert pub.wait_for_newer(0, 0) == 1
     assert pub.wait_for_newer(1, 0.01) is None
-    waiter = threading.Thread(target=lambda: results.append(pub.wait_for_newer(1, 30)))
+    waiter = threading.Thread(target=lambda: results.append(pub.wait_for_newer(1, 600)))
     waiter.start()
     pub.close()  # shutdown releases waiters at once
-    waiter.join(30)
-    assert results == [1, None]
+    waiter.join(60)
+    assert not waiter.is_alive() and results == [1, None]
 
 
 def test_on_publish_hook_gets_a_compact_summary(tmp_path, caplog):

@@ -145,7 +145,11 @@ def test_informational_commit(two_partitions):
     with KafkaSource(cfg) as source:
         consume_all(source, 120)
         source.commit({(topic, 0): 60, (topic, 1): 60, ("other", 0): 5})
-        source.poll_batch(timeout=0.5)  # lets the async commit complete
+        # The commit is asynchronous: poll (which lets it complete) until the group has it.
+        end = time.monotonic() + 60
+        while committed_offset(broker.bootstrap_servers, cfg.group_id, topic, 0) != 60:
+            assert time.monotonic() < end, "the group never got the committed offset"
+            source.poll_batch(timeout=0.5)
     assert committed_offset(broker.bootstrap_servers, cfg.group_id, topic, 0) == 60
 
 
@@ -263,8 +267,13 @@ def test_broker_outage_and_recovery():
             # Memory storage: the restarted broker is empty and its offsets start at 0 again.
             broker.start()
             broker.create_topics({topic: 1})
-            produce(broker.bootstrap_servers, topic, [b"after-%d" % i for i in range(3)])
+            # To partition 0, in order: the live consumer's metadata requests may have made the
+            # broker auto-create the topic (with several partitions) before create_topics did,
+            # on a busy machine, and records spread over partitions come in no fixed order.
+            produce(broker.bootstrap_servers, topic, [b"after-%d" % i for i in range(3)],
+                    partition=0)
             after = consume_all(source, 3, deadline_s=90)
+            assert {r.partition for r in after} == {0}
             # The old incarnation's offsets (delivered 5, stored 5) were not applied to the new.
             assert [r.value for r in after] == [b"after-0", b"after-1", b"after-2"]
             assert [r.offset for r in after] == [0, 1, 2]

@@ -266,6 +266,7 @@ def test_streaming_any_split_equals_batch(seed, cuts, compact_after, reopen_afte
     assert_equals_weighted(open_committed(url), [d for d, k in zip(docs, live) if k], w[live])
 
 
+@pytest.mark.slow  # 10-40 s: `make test` runs it, `make test-fast` does not
 @settings(max_examples=25, deadline=None)
 @given(
     seed=st.integers(0, 2**16),
@@ -340,6 +341,7 @@ FORGETTINGS = {
 }
 
 
+@pytest.mark.slow  # 5-10 s: `make test` runs it, `make test-fast` does not
 @settings(max_examples=12, deadline=None)
 @given(
     seed=st.integers(0, 2**16),
@@ -398,6 +400,7 @@ def test_a_read_catches_up_by_reading_only_the_new_segments(tmp_path, rng, monke
     assert_equals_batch(again, docs)
 
 
+@pytest.mark.slow  # 10-40 s: `make test` runs it, `make test-fast` does not
 @settings(max_examples=20, deadline=None)
 @given(
     seed=st.integers(0, 2**16),
@@ -469,6 +472,7 @@ def test_decay_equals_explicitly_weighted_sum(tmp_path, rng, renormalize_above):
         assert_matches(st2.cooccurrence, st2.words, Q)
 
 
+@pytest.mark.slow  # 5-10 s: `make test` runs it, `make test-fast` does not
 @settings(max_examples=20, deadline=None)
 @given(
     seed=st.integers(0, 2**16),
