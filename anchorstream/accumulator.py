@@ -62,6 +62,7 @@ from anchorstream._kernels.store import (
     store_pair_delta,
     store_unique_counts,
 )
+from anchorstream.cooccurrence import cap_pairs, pair_scale
 from anchorstream.errors import InputError
 
 __all__ = ["Accumulator", "Delta", "Forgetting"]
@@ -223,6 +224,10 @@ class Accumulator:
     hot_rows : int, optional
         Rows (slots ``0 .. hot_rows-1``, the frequent words) kept as a dense
         ``(hot_rows, n_slots)`` block; default: what half the budget holds.
+    length_cap : float or None, default 2
+        How a document's pairs are weighted
+        (:func:`~anchorstream.cooccurrence.pair_scale`); 2, every document the same, is the
+        unbiased estimator.
 
     Examples
     --------
@@ -238,8 +243,10 @@ class Accumulator:
     """
 
     def __init__(
-        self, n_slots: int, *, budget_bytes: int = 256 * 2**20, hot_rows: int | None = None
+        self, n_slots: int, *, budget_bytes: int = 256 * 2**20, hot_rows: int | None = None,
+        length_cap: float | None = 2,
     ):
+        cap_pairs(length_cap)  # validates
         if isinstance(n_slots, bool) or not isinstance(n_slots, (int, np.integer)) or n_slots < 1:
             raise InputError(f"n_slots must be an int >= 1, got {n_slots!r}")
         if isinstance(budget_bytes, bool) or not isinstance(budget_bytes, (int, np.integer)) or (
@@ -255,6 +262,7 @@ class Accumulator:
         self.n_slots = int(n_slots)
         self.budget_bytes = int(budget_bytes)
         self.hot_rows = int(min(hot_rows, n_slots))
+        self.length_cap = length_cap
         self._dense: np.ndarray | None = None
         self.clear()
 
@@ -371,8 +379,7 @@ class Accumulator:
                 uslots[void] = -1
         n = np.diff(indptr).astype(np.float64)
         counted = n >= 2
-        scale = np.zeros(n_docs)
-        scale[counted] = w[counted] / (n[counted] * (n[counted] - 1.0))
+        scale = w * pair_scale(n, self.length_cap)  # 0 where n < 2
         self._append(uindptr, uslots, ucounts, scale)
         # Marginals go straight into the (V,) vectors: O(m) work, nothing to defer.
         per_entry_w = np.repeat(np.where(counted, w, 0.0), np.diff(uindptr))

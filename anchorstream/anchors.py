@@ -33,6 +33,7 @@ import scipy.sparse as sp
 
 from anchorstream._buffers import given_array
 from anchorstream.errors import InputError
+from anchorstream.lowrank import LowRankCooccurrence
 
 __all__ = ["candidate_words", "fast_anchor_words", "find_anchors", "pivoted_qr_anchors"]
 
@@ -94,8 +95,9 @@ def _check_cooccurrence(C, check: bool = True, row_sums=None):
     """``C`` as a float64 ndarray or CSR matrix, and its row sums (``row_sums`` if given);
     ``check=False`` trusts a dense ``C`` to be square and finite (a caller's own, already
     checked, matrix)."""
-    if not check and isinstance(C, np.ndarray) and C.dtype == np.float64 and C.ndim == 2:
-        return C, (C.sum(axis=1) if row_sums is None
+    if (not check and isinstance(C, np.ndarray) and C.dtype == np.float64 and C.ndim == 2) \
+            or isinstance(C, LowRankCooccurrence):
+        return C, (np.asarray(C.sum(axis=1)) if row_sums is None
                    else given_array(row_sums, (C.shape[0],), "row_sums"))
     if sp.issparse(C):
         C = sp.csr_matrix(C, dtype=np.float64)

@@ -7,7 +7,17 @@ estimate of the word-pair distribution (Arora et al. 2013, supplementary D) is
 
 which sums to 1 over all entries. :func:`cooccurrence` adds it up over the documents with
 ``n_d ≥ 2`` (shorter ones carry no pair) together with the unigram counts, document frequencies,
-number of documents and number of tokens of the same documents. Because every field is a sum
+number of documents and number of tokens of the same documents.
+
+Every document then weighs the same, a 3-token one as much as a 300-token one, although the
+short one's single pair says far less. ``length_cap`` weighs a document by its number of word
+pairs up to a document of ``length_cap`` tokens, and a longer one as much as that
+(:func:`pair_scale`): inverse-variance weighting in its simplest form, since the pairs of a
+short document are its only evidence (the within-document noise, ~``1/(n(n−1))``, dominates),
+while a long document's pairs all share one topic mixture (the between-document variation
+dominates). ``length_cap=2`` is the unbiased estimator above; ``None`` weighs every pair the
+same, which is how the biterm topic model (Yan et al. 2013) treats short texts. Measured on
+held-out NPMI across corpora of 6-190 tokens per document (``benchmarks/README.md``). Because every field is a sum
 over documents, partial results merge exactly: ``a.merge(b)`` is the result on the union, which
 is what streaming, checkpoints and multi-worker ingestion rely on.
 
@@ -31,7 +41,58 @@ from anchorstream._buffers import leading_view
 from anchorstream._kernels.cooc import cooc_counts
 from anchorstream.errors import InputError
 
-__all__ = ["Cooccurrence", "accumulate", "cooccurrence", "take_square"]
+__all__ = ["LENGTH_CAP", "Cooccurrence", "accumulate", "cap_pairs", "cooccurrence",
+           "pair_scale", "take_square"]
+
+#: The product's document weighting (``anchorstream fit``, ``ingest`` and the daemon's
+#: ``store.length_cap``): word pairs count the same up to a 25-token document. Chosen from the
+#: held-out NPMI of caps 10-100 on four real corpora of 6-190 tokens per document, two
+#: subsamples each (``benchmarks/README.md``). The functions here default to 2, the unbiased
+#: estimator of the papers.
+LENGTH_CAP = 25.0
+
+
+def cap_pairs(length_cap: float | None) -> float:
+    """The ordered-pair count ``m (m − 1)`` of a document of ``length_cap = m`` tokens (the
+    kernels' form of the setting); ``None`` is ``inf`` (no cap).
+
+    Raises
+    ------
+    InputError
+        Unless ``length_cap`` is None or a number >= 2.
+    """
+    if length_cap is None:
+        return float("inf")
+    if isinstance(length_cap, bool) or not isinstance(length_cap, (int, float, np.integer,
+                                                                   np.floating)):
+        raise InputError(f"length_cap must be None or a number >= 2, got {length_cap!r}")
+    m = float(length_cap)
+    if not m >= 2 or m == float("inf"):
+        raise InputError(f"length_cap must be None or a finite number >= 2, got {length_cap!r}")
+    return m * (m - 1.0)
+
+
+def pair_scale(n, length_cap: float | None = 2) -> np.ndarray:
+    """Scale ``s`` of each document, which adds ``s (h hᵀ − diag h)``; 0 for ``n < 2``.
+
+    A document's total weight ``s n (n − 1)`` is ``min(n (n − 1), m (m − 1)) / (m (m − 1))``
+    with ``m = length_cap``: 1 for every document when ``m = 2`` (``s = 1 / (n (n − 1))``,
+    the unbiased estimator), and ``n (n − 1) / 2`` (every pair ``1/2``) when ``m`` is None.
+    The kernels compute the same (``anchorstream._kernels.cooc.doc_scale``).
+
+    >>> pair_scale(np.array([1., 2., 4., 10.]), 4).tolist()
+    [0.0, 0.08333333333333333, 0.08333333333333333, 0.011111111111111112]
+    """
+    cap = cap_pairs(length_cap)
+    n = np.asarray(n, dtype=np.float64)
+    out = np.zeros_like(n)
+    used = n >= 2
+    pairs = n[used] * (n[used] - 1.0)
+    if cap == float("inf"):
+        out[used] = 0.5
+    else:
+        out[used] = (np.minimum(pairs, cap) / cap) / pairs
+    return out
 
 
 def _check_count(name: str, value):
@@ -70,6 +131,12 @@ class Cooccurrence:
         Number of documents with ``n_d ≥ 2`` (a float when a caller stores decayed sums).
     num_tokens : int
         ``Σ_d n_d`` over those documents (likewise).
+    length_cap : float or None, default 2
+        How documents were weighted (:func:`pair_scale`); 2, every document the same, is the
+        estimator above, whose ``counts`` sum to ``num_docs``.
+    mass : float, optional
+        What ``counts`` sums to, the documents' total weight, where known (see
+        :meth:`total_weight`).
 
     Examples
     --------
@@ -89,8 +156,11 @@ class Cooccurrence:
     doc_freq: np.ndarray
     num_docs: int
     num_tokens: int
+    length_cap: float | None = 2
+    mass: float | None = None
 
     def __post_init__(self) -> None:
+        cap_pairs(self.length_cap)  # validates
         self.counts = np.asarray(self.counts, dtype=np.float64)
         self.unigram = np.asarray(self.unigram, dtype=np.float64)
         self.doc_freq = np.asarray(self.doc_freq, dtype=np.float64)
@@ -105,12 +175,14 @@ class Cooccurrence:
             setattr(self, name, _check_count(name, getattr(self, name)))
 
     @classmethod
-    def zeros(cls, n_words: int) -> Cooccurrence:
-        """The empty state over ``n_words`` words (the identity of :meth:`merge`)."""
+    def zeros(cls, n_words: int, length_cap: float | None = 2) -> Cooccurrence:
+        """The empty state over ``n_words`` words (the identity of :meth:`merge` for states
+        weighted by ``length_cap``)."""
         if isinstance(n_words, bool) or not isinstance(n_words, (int, np.integer)) or n_words < 0:
             raise InputError(f"n_words must be an int >= 0, got {n_words!r}")
         return cls(
-            np.zeros((n_words, n_words)), np.zeros(n_words), np.zeros(n_words), 0, 0
+            np.zeros((n_words, n_words)), np.zeros(n_words), np.zeros(n_words), 0, 0,
+            length_cap, None if length_cap == 2 else 0.0,
         )
 
     @property
@@ -133,12 +205,19 @@ class Cooccurrence:
                 f"cannot merge co-occurrences over {self.n_words} and {other.n_words} words; "
                 "align both to one vocabulary first"
             )
+        if other.length_cap != self.length_cap:
+            raise InputError(
+                f"cannot merge co-occurrences weighted differently (length_cap "
+                f"{self.length_cap} and {other.length_cap})")
         return Cooccurrence(
             self.counts + other.counts,
             self.unigram + other.unigram,
             self.doc_freq + other.doc_freq,
             self.num_docs + other.num_docs,
             self.num_tokens + other.num_tokens,
+            self.length_cap,
+            None if self.mass is None and other.mass is None
+            else self.total_weight() + other.total_weight(),
         )
 
     def __add__(self, other: Cooccurrence) -> Cooccurrence:
@@ -152,8 +231,21 @@ class Cooccurrence:
             return self
         return NotImplemented
 
+    def total_weight(self) -> float:
+        """What ``normalized`` divides by: the documents' total weight.
+
+        ``mass`` where given; else ``num_docs`` for ``length_cap=2`` (each document weighs 1,
+        and after evictions the counts sum to less), and the sum of ``counts`` for another
+        weighting (a store keeps no separate total for it).
+        """
+        if self.mass is not None:
+            return float(self.mass)
+        if self.length_cap == 2:
+            return float(self.num_docs)
+        return float(np.sum(self.counts))
+
     def normalized(self) -> np.ndarray:
-        """The co-occurrence matrix ``C = counts / num_docs`` used for inference.
+        """The co-occurrence matrix ``C = counts / total_weight()`` used for inference.
 
         Returns
         -------
@@ -165,12 +257,13 @@ class Cooccurrence:
         InputError
             If no document with at least two tokens has been counted.
         """
-        if self.num_docs == 0:
+        total = self.total_weight()
+        if self.num_docs == 0 or not total > 0:
             raise InputError(
                 "the co-occurrence is empty (no document with at least two tokens); "
                 "there is nothing to normalise"
             )
-        return self.counts / self.num_docs
+        return self.counts / total
 
 
 def _as_counts_csr(X: object) -> sp.csr_array | sp.csr_matrix:
@@ -227,7 +320,7 @@ _TRIANGLE_MIN_PAIRS_PER_CELL = 0.4
 
 
 def _counts_into(
-    X, out: np.ndarray, full: bool | None = None
+    X, out: np.ndarray, full: bool | None = None, length_cap: float | None = 2
 ) -> tuple[np.ndarray, np.ndarray, int, int]:
     """Run the kernel on validated CSR ``X``, adding into symmetric ``out``; return marginals.
 
@@ -249,11 +342,22 @@ def _counts_into(
         bool(full),
         numba.get_num_threads(),
         out,
+        cap_pairs(length_cap),
     )
     return unigram, doc_freq, int(num_docs), int(round(num_tokens))
 
 
-def cooccurrence(X: object, *, out: np.ndarray | None = None) -> Cooccurrence:
+def _mass(X, length_cap) -> float | None:
+    """The total weight of ``X``'s documents under ``length_cap`` (None for 2: ``num_docs``)."""
+    if length_cap == 2:
+        return None
+    n = np.asarray(X.sum(axis=1)).ravel()
+    scale = pair_scale(n, length_cap)
+    return float(np.sum(scale * n * (n - 1.0)))
+
+
+def cooccurrence(X: object, *, out: np.ndarray | None = None,
+                 length_cap: float | None = 2) -> Cooccurrence:
     """Co-occurrence statistics of a batch of documents.
 
     Parameters
@@ -265,6 +369,8 @@ def cooccurrence(X: object, *, out: np.ndarray | None = None) -> Cooccurrence:
     out : float64 ndarray of shape (n_words, n_words), C-contiguous, optional
         Memory for the counts (overwritten; it becomes the result's ``counts``), e.g. prepared
         ahead of time by a caller that knows the size (see ``anchorstream fit``).
+    length_cap : float or None, default 2
+        How documents are weighted (:func:`pair_scale`); 2 is the unbiased estimator.
 
     Returns
     -------
@@ -298,8 +404,10 @@ def cooccurrence(X: object, *, out: np.ndarray | None = None) -> Cooccurrence:
                              f"({V}, {V}), got {getattr(out, 'dtype', type(out))} "
                              f"{getattr(out, 'shape', '')}")
         out.fill(0.0)
-    unigram, doc_freq, num_docs, num_tokens = _counts_into(X, out)
-    return Cooccurrence(out, unigram, doc_freq, num_docs, num_tokens)
+    cap_pairs(length_cap)
+    unigram, doc_freq, num_docs, num_tokens = _counts_into(X, out, length_cap=length_cap)
+    return Cooccurrence(out, unigram, doc_freq, num_docs, num_tokens, length_cap,
+                        _mass(X, length_cap))
 
 
 def accumulate(state: Cooccurrence, X: object) -> Cooccurrence:
@@ -312,7 +420,7 @@ def accumulate(state: Cooccurrence, X: object) -> Cooccurrence:
     Parameters
     ----------
     state : Cooccurrence
-        Over ``n_words`` words.
+        Over ``n_words`` words; the batch is weighted as it is (``state.length_cap``).
     X : sparse matrix or array of shape (n_docs, n_words)
         As for :func:`cooccurrence`.
 
@@ -329,13 +437,19 @@ def accumulate(state: Cooccurrence, X: object) -> Cooccurrence:
     if not isinstance(state, Cooccurrence):
         raise InputError(f"state must be a Cooccurrence, got {type(state).__name__}")
     out = np.array(state.counts, dtype=np.float64, order="C", copy=True)
-    unigram, doc_freq, num_docs, num_tokens = _counts_into(_as_counts_csr(X), out)
+    X = _as_counts_csr(X)
+    cap = state.length_cap
+    unigram, doc_freq, num_docs, num_tokens = _counts_into(X, out, length_cap=cap)
+    added = _mass(X, cap)
     return Cooccurrence(
         out,
         state.unigram + unigram,
         state.doc_freq + doc_freq,
         state.num_docs + num_docs,
         state.num_tokens + num_tokens,
+        cap,
+        None if state.mass is None and added is None
+        else state.total_weight() + (num_docs if added is None else added),
     )
 
 

@@ -20,6 +20,7 @@ from anchorstream.anchors import candidate_words, find_anchors
 from anchorstream.cooccurrence import Cooccurrence, take_square
 from anchorstream.correlations import dirichlet_alpha, topic_topic
 from anchorstream.errors import AnchorstreamError, InputError, NotFittedError
+from anchorstream.lowrank import DocumentCooccurrence, rectify_lowrank
 from anchorstream.recover import recover
 from anchorstream._buffers import leading_view
 from anchorstream.rectify import rectify, rectify_update
@@ -28,7 +29,7 @@ __all__ = ["ANCHOR_METHODS", "RECOVER_METHODS", "AnchorModel", "ModelSettings"]
 
 ANCHOR_METHODS = ("qr", "fast")
 RECOVER_METHODS = ("admm", "l2", "kl", "inverse")
-RECTIFY_METHODS = ("ap",)
+RECTIFY_METHODS = ("ap", "lowrank")
 CORRELATION_METHODS = ("diagonal", "pinv")
 
 #: A progress hook: called with the stage name when it starts and its seconds when it ends.
@@ -86,6 +87,9 @@ class ModelSettings:
     # refit rectifies cold).
     rectify_warm_change: float = 0.04
     rectify_warm_limit: int | None = None
+    # rectify_method "lowrank": words whose rows and columns are checked for negative entries
+    # each iteration (None: anchorstream.lowrank.default_rows, 10 K + 1000).
+    rectify_rows: int | None = None
     anchor_method: str = "qr"
     anchor_min_df: int = 10
     projection_dim: int = 1000
@@ -123,6 +127,10 @@ class ModelSettings:
         if not isinstance(self.rectify_anderson, (int, np.integer)) or self.rectify_anderson < 0:
             raise InputError(
                 f"rectify_anderson must be an integer >= 0, got {self.rectify_anderson!r}")
+        if self.rectify_rows is not None and (
+                not isinstance(self.rectify_rows, (int, np.integer)) or self.rectify_rows < 1):
+            raise InputError(
+                f"rectify_rows must be None or a positive integer, got {self.rectify_rows!r}")
         if self.anchor_min_df < 0:
             raise InputError(f"anchor_min_df must be >= 0, got {self.anchor_min_df!r}")
         object.__setattr__(self, "pinned_anchors", tuple(int(a) for a in self.pinned_anchors))
@@ -131,6 +139,35 @@ class ModelSettings:
         d = asdict(self)
         d["pinned_anchors"] = list(self.pinned_anchors)
         return d
+
+
+def _active_part(cooc, overwrite: bool):
+    """The normalized co-occurrence of the words that occur in a document of >= 2 tokens, and
+    their indices: a dense array (from a :class:`Cooccurrence`) or an operator (from a
+    :class:`~anchorstream.lowrank.DocumentCooccurrence`)."""
+    if isinstance(cooc, DocumentCooccurrence):
+        active = np.flatnonzero(cooc.row_sums() > 0)
+        return (cooc if active.size == cooc.n_words else cooc.subset(active)), active
+    counts = cooc.counts
+    if (overwrite and isinstance(counts, np.ndarray) and counts.dtype == np.float64
+            and counts.flags.c_contiguous and counts.flags.writeable):
+        total = cooc.total_weight()
+        C_full = counts
+        C_full /= total  # what normalized() returns, in place
+    else:
+        C_full = cooc.normalized()
+    active = np.flatnonzero(C_full.sum(axis=1) > 0)
+    # Usually every word is active: no copy of the V x V matrix then.
+    return (C_full if active.size == C_full.shape[0] else take_square(C_full, active)), active
+
+
+def _warm_eigvecs(init, active: np.ndarray) -> np.ndarray | None:
+    """The previous model's eigenvectors on the active words, when it has any."""
+    vecs = None if init is None else getattr(init, "eigvecs_", None)
+    if vecs is None:
+        return None
+    vecs = vecs[active]
+    return vecs if np.any(vecs) else None
 
 
 class AnchorModel:
@@ -256,7 +293,12 @@ class AnchorModel:
         """
         s = self.settings
         K = s.n_topics
-        if not isinstance(cooc, Cooccurrence):
+        lowrank = s.rectify and s.rectify_method == "lowrank"
+        if isinstance(cooc, DocumentCooccurrence):
+            if not lowrank:
+                raise InputError("a DocumentCooccurrence (documents, no V x V matrix) needs "
+                                 "rectify_method='lowrank'; pass a Cooccurrence otherwise")
+        elif not isinstance(cooc, Cooccurrence):
             raise InputError(f"fit expects a Cooccurrence, got {type(cooc).__name__}")
         if cooc.num_docs < 1:
             raise InputError("the co-occurrence holds no documents (need documents of >= 2 tokens)")
@@ -272,28 +314,14 @@ class AnchorModel:
 
         # Words that never occur in a document of >= 2 tokens have zero rows: no anchor can be
         # one and row normalisation would divide by zero, so the stages run on the others.
-        counts = cooc.counts
-        if (overwrite_cooc and isinstance(counts, np.ndarray) and counts.dtype == np.float64
-                and counts.flags.c_contiguous and counts.flags.writeable):
-            C_full = counts
-            C_full /= cooc.num_docs  # what normalized() returns, in place
-        else:
-            C_full = cooc.normalized()
-        active = np.flatnonzero(C_full.sum(axis=1) > 0)
+        C, active = _active_part(cooc, overwrite_cooc)
         if active.size <= K:
             raise InputError(
                 f"only {active.size} words occur in documents of >= 2 tokens, need more than "
                 f"n_topics={K}; use fewer topics or more documents"
             )
-        # Usually every word is active: no copy of the V x V matrix then.
-        C = C_full if active.size == V else take_square(C_full, active)
         position = np.full(V, -1)
         position[active] = np.arange(active.size)
-
-        def sub(warm, rows=True):
-            if warm is None:
-                return None
-            return warm[active] if rows else warm
 
         timings: dict[str, float] = {}
         n_iter: dict[str, int] = {}
@@ -307,10 +335,22 @@ class AnchorModel:
         residual = 0.0
         change = 0.0
         warm_chain = 0
-        if s.rectify:
-            warm_eig = sub(init.eigvecs_) if init is not None and init.eigvecs_ is not None else None
-            if warm_eig is not None and not np.any(warm_eig):
-                warm_eig = None
+        if lowrank:
+            warm_eig = _warm_eigvecs(init, active)
+            rect = stage("rectify", lambda: rectify_lowrank(
+                C, K, rows=s.rectify_rows, max_iter=s.rectify_max_iter, tol=s.rectify_tol,
+                anderson=s.rectify_anderson, init_eigvecs=warm_eig,
+                random_state=s.random_state))
+            C = rect.matrix
+            row_sums, row_sqnorms = rect.row_sums, rect.row_sqnorms
+            eigvecs = np.zeros((V, K))
+            eigvecs[active] = rect.eigvecs
+            factor = np.zeros((V, rect.factor.shape[1]))
+            factor[active] = rect.factor
+            shift, residual = float(rect.shift), float(rect.residual)
+            n_iter["rectify"] = int(rect.n_iter)
+        elif s.rectify:
+            warm_eig = _warm_eigvecs(init, active)
             # A warm refit follows the data's change since the last cold rectification, to
             # first order, instead of rerunning alternating projection (rectify_update). The
             # state stays that of the cold rectification for the whole chain: the update's

@@ -53,6 +53,7 @@ from anchorstream._kernels.recover import (
     recover_expgrad_l2,
 )
 from anchorstream.errors import InputError
+from anchorstream.lowrank import LowRankCooccurrence
 
 __all__ = ["METHODS", "RecoverResult", "bayes_topic_word", "recover"]
 
@@ -147,9 +148,11 @@ def bayes_topic_word(coef: np.ndarray, word_prob: np.ndarray) -> np.ndarray:
     return joint / mass
 
 
-def _check_cooccurrence(C, check: bool = True) -> np.ndarray:
+def _check_cooccurrence(C, check: bool = True) -> np.ndarray | LowRankCooccurrence:
     if not check and isinstance(C, np.ndarray) and C.dtype == np.float64 and C.ndim == 2:
         return C
+    if isinstance(C, LowRankCooccurrence):
+        return C  # rectified: its rows are what recovery reads, through C[S] and C @ Z
     if sp.issparse(C):
         C = C.toarray()
     # No contiguous copy here (a V×V copy is 200 MB at V = 5000); only the KL kernel needs one.
@@ -318,6 +321,10 @@ def recover(
         pv = np.asarray(C.sum(axis=1)).ravel()
     else:
         pv = given_array(row_sums, (V,), "row_sums")
+    # A low-rank rectified matrix leaves entries between two unscanned (rare) words within
+    # its epsilon below zero, which can leave such a word's row sum at or below zero: it then
+    # has no mass, like a word that never occurs (a dense non-negative C is unchanged).
+    pv = np.maximum(pv, 0.0)
     C_total = pv.sum()
     p = pv / C_total
     if np.any(p[S] <= 0):
@@ -327,6 +334,10 @@ def recover(
 
     if method == "inverse":
         return _recover_inverse(C, C_total, S)
+    implicit = isinstance(C, LowRankCooccurrence)
+    if implicit and method == "kl":
+        raise InputError("recover method 'kl' reads every entry of C; with a low-rank "
+                         "rectified matrix use 'admm' or 'l2'")
 
     is_anchor = np.zeros(V, dtype=bool)
     is_anchor[S] = True
@@ -346,7 +357,8 @@ def recover(
 
     if method == "l2":
         # ‖C̄_i‖² without forming C̄: Σ_j C_ij² / p_i².
-        vnorm2 = np.einsum("ij,ij->i", C, C) / safe**2
+        sq = C.row_sqnorms() if implicit else np.einsum("ij,ij->i", C, C)
+        vnorm2 = sq / safe**2
         coef, n_iter, conv = recover_expgrad_l2(
             G, H, vnorm2, start, rows, float(tol), max_iter, float(step_size), _WARM_LIFT
         )

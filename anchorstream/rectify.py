@@ -77,7 +77,8 @@ from anchorstream.errors import InputError
 
 log = logging.getLogger(__name__)
 
-__all__ = ["RectifyResult", "rectify", "rectify_update", "top_eigh"]
+__all__ = ["AndersonMixer", "RectifyResult", "fix_signs", "rectify", "rectify_update",
+           "top_eigh"]
 
 #: Rows per block of the fused projection pass: a block of ``C_PSD`` should stay in cache (a
 #: few MiB) while it is clipped and multiplied by the eigensolver basis.
@@ -233,7 +234,7 @@ def _upper_matmul(M: np.ndarray, Z: np.ndarray, step: int) -> np.ndarray:
     return out
 
 
-def _fix_signs(vecs: np.ndarray) -> np.ndarray:
+def fix_signs(vecs: np.ndarray) -> np.ndarray:
     """Flip each column so that its largest-magnitude entry is positive (in place)."""
     idx = np.argmax(np.abs(vecs), axis=0)
     signs = np.sign(vecs[idx, np.arange(vecs.shape[1])])
@@ -375,7 +376,7 @@ def top_eigh(
 # --------------------------------------------------------------------------------------------
 
 
-class _Anderson:
+class AndersonMixer:
     """Anderson acceleration (type II) of the fixed-point map ``Y -> G(Y)`` of AP.
 
     ``G(Y)`` is ``U Λ^½`` of the PSD projection of ``max(Y Yᵀ + shift, 0)``; it is defined up
@@ -631,7 +632,7 @@ def rectify(
             lambda Z: C @ Z, V, K, init=init_eigvecs, tol=eig_tol, random_state=rng
         )
     n_products = info["n_products"]
-    accelerate = _Anderson(int(anderson))
+    accelerate = AndersonMixer(int(anderson))
     # The iterate is max(Y Yᵀ + shift, 0): Y = U Λ^½ from the PSD projection, or the
     # accelerated combination of the last few of them.
     Y = X[:, :K] * np.sqrt(np.maximum(theta[:K], 0.0))
@@ -684,7 +685,7 @@ def rectify(
         scale = 1.0
     return RectifyResult(
         matrix=nn,
-        eigvecs=_fix_signs(np.ascontiguousarray(X[:, :K])),
+        eigvecs=fix_signs(np.ascontiguousarray(X[:, :K])),
         eigvals=theta[:K] * scale,
         n_iter=n_iter,
         residual=residual,
@@ -851,7 +852,7 @@ def rectify_update(
         theta = np.concatenate([theta, np.zeros(K - theta.size)])
     return RectifyResult(
         matrix=nn,
-        eigvecs=_fix_signs(np.ascontiguousarray(vecs)),
+        eigvecs=fix_signs(np.ascontiguousarray(vecs)),
         eigvals=np.maximum(theta, 0.0) / total,
         n_iter=0,
         residual=change,

@@ -132,6 +132,7 @@ from zarr.core.sync import sync as zarr_sync  # runs a coroutine on Zarr's own e
 from anchorstream._buffers import leading_view
 from anchorstream._kernels.store import store_scatter_symmetric
 from anchorstream.accumulator import Accumulator, Delta, Forgetting
+from anchorstream.cooccurrence import cap_pairs
 from anchorstream.docstats import GROUP as _DOCSTATS
 from anchorstream.docstats import MAX_SEGMENTS as MAX_DOCSTATS_SEGMENTS
 from anchorstream.docstats import DocStatsSettings, DocumentStatistics
@@ -499,7 +500,8 @@ def _read(repo: icechunk.Repository, where: str, version: str | None,
         unigram *= factor
         doc_freq *= factor
         totals = totals * factor
-    cooc = Cooccurrence(counts, unigram, doc_freq, int(totals[0]), int(round(totals[1])))
+    cooc = Cooccurrence(counts, unigram, doc_freq, int(totals[0]), int(round(totals[1])),
+                        _length_cap(meta["config"]))
     if forgetting.decays:
         # Decayed sums are not whole numbers; Cooccurrence would truncate them.
         cooc.num_docs = float(totals[0])
@@ -597,8 +599,8 @@ def store_info(url, version: str | None = None, *,
     Returns
     -------
     dict
-        ``version``, ``num_docs``, ``num_tokens``, ``vocab_size``, ``capacity``, ``offsets``,
-        ``bytes_on_disk``, ``fingerprint`` (see :func:`fingerprint`, on the counts),
+        ``version``, ``num_docs``, ``num_tokens``, ``vocab_size``, ``capacity``, ``length_cap``,
+        ``offsets``, ``bytes_on_disk``, ``fingerprint`` (see :func:`fingerprint`, on the counts),
         ``n_docs_added``, ``clock``, ``format_version``, ``segments``, ``versions``.
     """
     repo, local = _open_repo(url, storage_options)
@@ -614,6 +616,7 @@ def store_info(url, version: str | None = None, *,
         "num_tokens": c.num_tokens,
         "vocab_size": len(st.words),
         "capacity": meta["config"]["capacity"],
+        "length_cap": c.length_cap,
         "offsets": st.offsets,
         "bytes_on_disk": _disk_bytes(local, repo),
         "fingerprint": fingerprint(c.counts, st.words),
@@ -639,6 +642,10 @@ def merge_committed(urls: Iterable) -> tuple[Any, list[str]]:
     states = [open_committed(u) for u in urls]
     if not states:
         raise InputError("merge_committed needs at least one store")
+    caps = {st.cooccurrence.length_cap for st in states}
+    if len(caps) > 1:
+        raise InputError(f"cannot merge stores whose documents are weighted differently "
+                         f"(length_cap {sorted(caps, key=str)})")
     index: dict[str, int] = {}
     for st in states:
         for w in st.words:
@@ -654,7 +661,8 @@ def merge_committed(urls: Iterable) -> tuple[Any, list[str]]:
         doc_freq[p] += c.doc_freq
         num_docs += c.num_docs
         num_tokens += c.num_tokens
-    out = Cooccurrence(counts, unigram, doc_freq, int(num_docs), int(round(num_tokens)))
+    out = Cooccurrence(counts, unigram, doc_freq, int(num_docs), int(round(num_tokens)),
+                       caps.pop())
     out.num_docs, out.num_tokens = num_docs, num_tokens
     return out, list(index)
 
@@ -738,6 +746,7 @@ class CooccurrenceStore:
         self.chunk_size = int(cfg["chunk_size"])
         self.shard_size = int(cfg["shard_size"])
         self.forgetting = Forgetting.from_dict(cfg["forgetting"])
+        self.length_cap = _length_cap(cfg)
         vcfg = dict(cfg["vocabulary"])
         self.vocabulary = StreamingVocabulary(
             self.capacity,
@@ -797,6 +806,7 @@ class CooccurrenceStore:
         seed: Sequence[str] = (),
         pin_seed: bool = True,
         forgetting: Forgetting | None = None,
+        length_cap: float | None = 2,
         document_stats: DocStatsSettings | None = None,
         storage_options: Mapping[str, Any] | None = None,
         **runtime,
@@ -816,6 +826,11 @@ pin_seed
             Vocabulary settings, see :class:`~anchorstream.vocabulary.StreamingVocabulary`.
         forgetting : Forgetting, optional
             Decay and windows; default none.
+        length_cap : float or None, default 2
+            How a document's word pairs are weighted
+            (:func:`~anchorstream.cooccurrence.pair_scale`): every pair the same up to a
+            document of this many tokens, a longer document as much as that; 2 weighs every
+            document the same, None every pair. Fixed for the store's life.
         document_stats : DocStatsSettings, optional
             Document statistics to keep (DDP, RP, TSVD); see :meth:`open`.
         storage_options : mapping, optional
@@ -837,6 +852,7 @@ pin_seed
             "admit_threshold": admit_threshold, "sketch_size": sketch_size, "max_df": max_df,
             "max_df_min_docs": max_df_min_docs, "maintain_every": maintain_every,
             "stopwords": stopwords, "seed": seed, "pin_seed": pin_seed, "forgetting": forgetting,
+            "length_cap": length_cap,
         }
         meta, vocab, forgetting = _build_config(**settings)
         _check_runtime(runtime)
@@ -1111,7 +1127,7 @@ pin_seed
                 # it replaced hold a block: the budget bounds memory.
                 late = window < self._state["current_window"]
                 acc = Accumulator(self.capacity, budget_bytes=self.budget_bytes,
-                                  hot_rows=0 if late else None)
+                                  hot_rows=0 if late else None, length_cap=self.length_cap)
                 self._accs[window] = acc
             run_ev = []
             while k < len(evictions) and evictions[k][0] < b:
@@ -1595,7 +1611,8 @@ def _warn_other_settings(config: Mapping, requested: Mapping, where: str) -> Non
     vocab = config["vocabulary"]
     stored = {"capacity": config["capacity"], "chunk_size": config["chunk_size"],
               "shard_size": config["shard_size"], **vocab,
-              "forgetting": Forgetting.from_dict(config["forgetting"]).to_dict()}
+              "forgetting": Forgetting.from_dict(config["forgetting"]).to_dict(),
+              "length_cap": _length_cap(config)}
     diffs = []
     for key, value in requested.items():
         if key not in stored or value is None and key in ("shard_size", "sketch_size"):
@@ -1624,12 +1641,19 @@ def _warn_other_settings(config: Mapping, requested: Mapping, where: str) -> Non
             where, "; ".join(diffs))
 
 
+def _length_cap(config: Mapping) -> float | None:
+    """A store's document weighting (:func:`~anchorstream.cooccurrence.pair_scale`); stores
+    made before it was a setting weigh every document the same (2)."""
+    return config.get("length_cap", 2)
+
+
 def _build_config(
     capacity, chunk_size=256, shard_size=None, admit_threshold=5.0, sketch_size=None,
     max_df=None, max_df_min_docs=1000, maintain_every=1000, stopwords=(), seed=(),
-    pin_seed=True, forgetting=None,
+    pin_seed=True, forgetting=None, length_cap=2,
 ) -> tuple[dict, StreamingVocabulary, Forgetting]:
     """Validated store metadata, the initial vocabulary and the forgetting settings."""
+    cap_pairs(length_cap)  # validates
     if shard_size is None:
         shard_size = 8 * chunk_size if isinstance(chunk_size, int) else chunk_size
     for name, value in (("chunk_size", chunk_size), ("shard_size", shard_size)):
@@ -1657,6 +1681,7 @@ def _build_config(
             "shard_size": int(shard_size),
             "vocabulary": vcfg,
             "forgetting": forgetting.to_dict(),
+            "length_cap": None if length_cap is None else float(length_cap),
         },
     }
     return meta, vocab, forgetting

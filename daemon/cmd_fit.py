@@ -14,11 +14,12 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from anchorstream.cooccurrence import cooccurrence
+from anchorstream.cooccurrence import LENGTH_CAP, cap_pairs, cooccurrence
 from anchorstream.decode import FORMATS, DecodeError, check_tokens, decode
 from anchorstream.errors import InputError
 from anchorstream.methods import DOCUMENT_ANCHORS, METHODS, fit_topics
-from anchorstream.model import ANCHOR_METHODS, RECOVER_METHODS, ModelSettings
+from anchorstream.lowrank import DocumentCooccurrence
+from anchorstream.model import ANCHOR_METHODS, RECOVER_METHODS, RECTIFY_METHODS, ModelSettings
 from anchorstream.snapshot import write_snapshot
 from anchorstream.text import Tokenizer, count_matrix, load_stopwords, select_vocabulary
 from daemon.files import iter_lines
@@ -39,7 +40,21 @@ _INPUT_ONLY = {
     "min_df": ("--min-df", 5),
     "max_df": ("--max-df", 0.5),
     "stopwords": ("--stopwords", "english"),
+    "length_cap": ("--length-cap", LENGTH_CAP),
 }
+
+
+def length_cap_arg(text: str) -> float | None:
+    """``--length-cap``: a number >= 2, or ``none`` (every word pair the same)."""
+    if text.strip().lower() == "none":
+        return None
+    try:
+        value = float(text)
+        cap_pairs(value)
+    except (ValueError, InputError):
+        raise argparse.ArgumentTypeError(
+            f"expected a number of tokens >= 2 or 'none', got {text!r}") from None
+    return value
 
 
 class _Prefault(threading.Thread):
@@ -140,6 +155,12 @@ def register(subparsers) -> None:
     p.add_argument("--stopwords", default=argparse.SUPPRESS,
                    help=f"stopword list: a shipped list name, a file path, or 'none' (--input "
                         f"only; default {d['stopwords']})")
+    p.add_argument("--length-cap", type=length_cap_arg, default=argparse.SUPPRESS,
+                   metavar="TOKENS",
+                   help=f"document weighting: every word pair counts the same up to a "
+                        f"document of this many tokens, a longer one as much as that; 2 = "
+                        f"every document the same (the papers' estimator), 'none' = every "
+                        f"pair (--input only; a store has its own; default {d['length_cap']:g})")
     p.add_argument("--method", choices=METHODS, default="anchor",
                    help="anchor = anchor words + recovery (JSMF/Arora); anchorfree = "
                         "determinant maximization (Huang 2016); tsvd = thresholded SVD "
@@ -154,6 +175,13 @@ def register(subparsers) -> None:
                    help="recovery: admm (JSMF), l2/kl (exponentiated gradient), inverse (baseline)")
     p.add_argument("--no-rectify", dest="rectify", action="store_false",
                    help="skip alternating-projection rectification")
+    p.add_argument("--rectify-method", choices=RECTIFY_METHODS, default=ModelSettings.rectify_method,
+                   help="lowrank = alternating projection on a V x K factor plus sparse "
+                        "corrections, from the documents, never a V x V array (memory O(V K)); "
+                        "ap = dense alternating projection (JSMF Algorithm 1, 16 V² bytes)")
+    p.add_argument("--rectify-rows", type=int, default=None, metavar="N",
+                   help="lowrank: words whose rows and columns are checked for negative entries "
+                        "each iteration (default 10 K + 1000)")
     p.add_argument("--rectify-iters", type=int, default=150, help="rectification iteration cap")
     p.add_argument("--rectify-dtype", choices=("float64", "float32"), default="float32",
                    help="working precision of rectification: float32 halves its memory and "
@@ -212,12 +240,12 @@ def _input_options(args) -> dict:
 
     With ``--store`` any of them given is refused rather than applied to the store's
     vocabulary. The store's matrix is the estimator over its own active words, each document
-    normalized by its number of in-vocabulary tokens ``n_d (n_d - 1)``: keeping the words that
+    weighted by its number of in-vocabulary tokens (``--length-cap``): keeping the words that
     pass ``--min-df``/``--max-df``/``--vocab-size`` would cut a sub-matrix out of it, which is
     not the estimator over the smaller vocabulary (what ``fit --input`` with the same options
     computes), and with forgetting the store's document frequencies are decayed sums rather
-    than counts. The file options (``--format``, ``--text-field``, ``--stopwords``) were
-    applied when the store was ingested. So a store's vocabulary is chosen at ingestion
+    than counts. The file options (``--format``, ``--text-field``, ``--stopwords``) and the
+    document weighting (``--length-cap``) were applied when the store was ingested. So a store's vocabulary is chosen at ingestion
     (``anchorstream ingest --capacity --admit-threshold --max-df``); ignoring the options
     silently would leave the snapshot recording settings that had no effect.
 
@@ -261,15 +289,19 @@ def run(args) -> int:
                 "(or lower the store's --admit-threshold) or fit fewer topics"
             )
         X = None
-        source = {"store": args.store, "store_version": version, "offsets": offsets}
+        source = {"store": args.store, "store_version": version, "offsets": offsets,
+                  "length_cap": cooc.length_cap}
     else:
         stopwords = None if opts["stopwords"] == "none" else load_stopwords(opts["stopwords"])
         tokenizer = Tokenizer(stopwords=stopwords)
-        # Every method counts co-occurrences; only the anchor-word model's float32
+        # The low-rank rectifier works from the documents: no V x V array at all. Otherwise
+        # every method counts co-occurrences, and only the anchor-word model's float32 dense
         # rectification has an iterate to put in the second buffer.
-        rectifies = (args.method == "anchor" and args.anchors not in DOCUMENT_ANCHORS
-                     and args.rectify and args.rectify_dtype == "float32")
-        prefault = _Prefault(opts["vocab_size"], np.float32 if rectifies else None)
+        anchor_words = args.method == "anchor" and args.anchors not in DOCUMENT_ANCHORS
+        implicit = anchor_words and args.rectify and args.rectify_method == "lowrank"
+        rectifies = anchor_words and args.rectify and args.rectify_dtype == "float32"
+        prefault = _Prefault(0 if implicit else opts["vocab_size"],
+                             np.float32 if rectifies else None)
         prefault.start()
         docs, stats = read_documents(
             args.input, format=opts["format"], text_field=opts["text_field"],
@@ -296,7 +328,9 @@ def run(args) -> int:
         X = count_matrix(docs, vocabulary)
         del docs  # token lists of the whole corpus: by far the largest Python object here
         counts, iterate = prefault.take(len(vocabulary))
-        cooc = cooccurrence(X, out=counts)
+        cap = opts["length_cap"]
+        cooc = (DocumentCooccurrence(X, length_cap=cap) if implicit
+                else cooccurrence(X, out=counts, length_cap=cap))
         source = {
             "input": [str(p) for p in args.input],
             "format": opts["format"],
@@ -308,6 +342,7 @@ def run(args) -> int:
             "min_df": opts["min_df"],
             "max_df": opts["max_df"],
             "stopwords": opts["stopwords"],
+            "length_cap": opts["length_cap"],
             "tokenizer": (tokenizer.describe() if hasattr(tokenizer, "describe")
                           else repr(tokenizer)),
         }
@@ -327,6 +362,8 @@ def run(args) -> int:
         random_state=args.seed,
         on_stage=on_stage,
         rectify=args.rectify,
+        rectify_method=args.rectify_method,
+        rectify_rows=args.rectify_rows,
         rectify_max_iter=args.rectify_iters,
         rectify_tol=args.rectify_tol,
         rectify_dtype=args.rectify_dtype,

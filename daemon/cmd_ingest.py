@@ -30,10 +30,12 @@ from typing import TYPE_CHECKING
 from tqdm import tqdm
 
 from anchorstream.accumulator import Forgetting
+from anchorstream.cooccurrence import LENGTH_CAP
 from anchorstream.decode import FORMATS
 from anchorstream.errors import InputError
 from anchorstream.text import Tokenizer, load_stopwords
 from anchorstream.vocabulary import read_seed_vocabulary
+from daemon.cmd_fit import length_cap_arg
 from daemon.config import MessageConfig
 from daemon.files import FileSource, file_key
 from daemon.loop import IngestLoop
@@ -86,14 +88,20 @@ def register(subparsers) -> None:
                      help="document frequency at which a new word is admitted")
     new.add_argument("--seed-vocabulary", type=Path, default=None,
                      help="file of initial words, one per line, most frequent first")
-    new.add_argument("--max-df", type=float, default=None,
-                     help="block words in more than this fraction of documents")
+    new.add_argument("--max-df", type=_max_df, default=0.5,
+                     help="block words in more than this fraction of documents (checked every "
+                          "1000 documents from the 1000th; the default is fit --max-df's); "
+                          "'none' = off")
     new.add_argument("--half-life", type=float, default=None,
                      help="exponential decay half-life, in --time-unit")
     new.add_argument("--window", type=float, default=None,
                      help="tumbling window length, in --time-unit")
     new.add_argument("--n-windows", type=int, default=1, help="windows summed")
     new.add_argument("--time-unit", choices=("documents", "seconds"), default="documents")
+    new.add_argument("--length-cap", type=length_cap_arg, default=LENGTH_CAP, metavar="TOKENS",
+                     help="document weighting: every word pair counts the same up to a document "
+                          "of this many tokens, a longer one as much as that; 2 = every "
+                          "document the same, 'none' = every pair (as fit --length-cap)")
     new.add_argument("--chunk-size", type=int, default=256, help="matrix chunk edge")
     new.add_argument("--shard-size", type=int, default=None,
                      help="matrix shard edge (default 8 chunks)")
@@ -238,6 +246,19 @@ def ingest_files(
     }
 
 
+def _max_df(text: str) -> float | None:
+    """``--max-df``: a fraction in (0, 1], or ``none``."""
+    if text.strip().lower() == "none":
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"expected a fraction in (0, 1] or 'none', got {text!r}")
+    return value
+
+
 def run(args) -> int:
     stopwords = None if args.stopwords == "none" else load_stopwords(args.stopwords)
     tokenizer = Tokenizer(stopwords=stopwords)
@@ -255,7 +276,7 @@ def run(args) -> int:
     store = CooccurrenceStore.open_or_create(
         args.store, capacity=args.capacity, admit_threshold=args.admit_threshold, seed=seed,
         max_df=args.max_df, forgetting=forgetting, chunk_size=args.chunk_size,
-        shard_size=args.shard_size,
+        shard_size=args.shard_size, length_cap=args.length_cap,
     )
     stats = ingest_files(
         store, args.files, tokenizer=tokenizer, format=args.format,

@@ -498,6 +498,11 @@ class StoreConfig:
                                          "exponential forgetting: half-life in documents")
     half_life_seconds: float | None = _spec(None, v_float(0, lo_open=True, optional=True),
                                             "exponential forgetting: half-life in seconds")
+    length_cap: float | None = _spec(
+        25.0, v_float(2, optional=True),  # anchorstream.cooccurrence.LENGTH_CAP (numba-free here)
+        "how a document's word pairs are weighted: every pair the same up to a document of "
+        "this many tokens, a longer one as much as that; 2 = every document the same (the "
+        "papers' estimator), null = every pair the same. Fixed when the store is created")
     window_docs: int | None = _spec(None, v_int(1, optional=True),
                                     "tumbling windows: documents per window")
     windows: int | None = _spec(None, v_int(1, optional=True),
@@ -575,6 +580,14 @@ class ModelConfig:
         "anchor words, AnchorFree (Huang 2016) or TSVD over a reservoir of documents "
         "(Bansal 2014)")
     rectify: bool = _spec(True, v_bool(), "rectify the co-occurrence (JSMF)")
+    rectify_method: str = _spec(
+        "ap", v_choice("ap", "lowrank"),
+        "ap = alternating projection on the V x V matrix (JSMF Algorithm 1); lowrank = the same "
+        "projections on a V x K factor plus sparse corrections (warm-started from the last "
+        "refresh's eigenvectors)")
+    rectify_rows: int | None = _spec(
+        None, v_int(1, optional=True), "lowrank: words whose rows and columns are checked for "
+        "negative entries each iteration; null = 10 x num_topics + 1000")
     anchor_method: str = _spec(
         "qr", v_choice(*_ANCHOR_METHODS),
         "anchor finder (method anchor): qr, fast, or the novel words ddp, rp (Ding 2014) from "
@@ -634,6 +647,8 @@ class ModelConfig:
         return {
             "n_topics": self.num_topics,
             "rectify": self.rectify,
+            "rectify_method": self.rectify_method,
+            "rectify_rows": self.rectify_rows,
             "rectify_max_iter": self.rectify_max_iter,
             "rectify_tol": self.rectify_tol,
             "rectify_dtype": self.rectify_dtype,

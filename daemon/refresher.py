@@ -141,12 +141,12 @@ def _subset(cooc: Cooccurrence, idx: np.ndarray, out: np.ndarray | None = None) 
     shares its arrays when that is every word and there is no ``out`` (the fit may then
     overwrite them: ``cooc`` is a fresh read that nothing else uses)."""
     if idx.size == cooc.n_words and out is None:
-        out = Cooccurrence(cooc.counts, cooc.unigram, cooc.doc_freq, 0, 0)
+        out = Cooccurrence(cooc.counts, cooc.unigram, cooc.doc_freq, 0, 0, cooc.length_cap,
+                           cooc.mass)
         out.num_docs, out.num_tokens = cooc.num_docs, cooc.num_tokens
         return out
     out = Cooccurrence(take_square(cooc.counts, idx, out=out), cooc.unigram[idx],
-                       cooc.doc_freq[idx],
-                       0, 0)
+                       cooc.doc_freq[idx], 0, 0, cooc.length_cap)
     # Decayed stores have float totals; keep them as they are (the constructor wants ints).
     out.num_docs, out.num_tokens = cooc.num_docs, cooc.num_tokens
     return out

@@ -89,6 +89,7 @@ def open_store(cfg: Config) -> CooccurrenceStore:
         "stopwords": sorted(stopwords),
         "max_df": v.block_df_ratio,
         "forgetting": Forgetting(**forgetting_kw) if forgetting_kw else None,
+        "length_cap": s.length_cap,
     }
     if s.chunk_size is not None:
         create["chunk_size"] = s.chunk_size

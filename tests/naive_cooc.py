@@ -11,7 +11,15 @@ from __future__ import annotations
 import numpy as np
 
 
-def cooc_transpose(indptr, indices, data, n_words):
+def doc_scale(n, cap_pairs=2.0):
+    """Twin of ``_kernels_cooc.doc_scale``: total weight min(n(n-1), cap) / cap."""
+    pairs = n * (n - 1.0)
+    if cap_pairs == np.inf:
+        return 0.5
+    return (min(pairs, cap_pairs) / cap_pairs) / pairs
+
+
+def cooc_transpose(indptr, indices, data, n_words, cap_pairs=2.0):
     """Twin of ``_kernels_cooc.cooc_transpose``."""
     n_docs = len(indptr) - 1
     weights = np.zeros(n_docs)
@@ -25,7 +33,7 @@ def cooc_transpose(indptr, indices, data, n_words):
         n = sum(float(data[k]) for k in entries)
         if n < 2:
             continue
-        weights[d] = 1.0 / (n * (n - 1.0))
+        weights[d] = doc_scale(n, cap_pairs)
         num_docs += 1
         num_tokens += n
         for k in entries:
@@ -68,7 +76,7 @@ def cooc_mirror_upper(out, n_stripes):
             out[i, j] = out[j, i]
 
 
-def cooc_counts(indptr, indices, data, full, n_stripes, out):
+def cooc_counts(indptr, indices, data, full, n_stripes, out, cap_pairs=2.0):
     """Twin of ``_kernels_cooc.cooc_counts``, from the definition with a dense ``h_d``.
 
     ``full`` and ``n_stripes`` only change how the kernel works, not the result.
@@ -85,7 +93,7 @@ def cooc_counts(indptr, indices, data, full, n_stripes, out):
         n = h.sum()
         if n < 2:
             continue
-        w = 1.0 / (n * (n - 1.0))
+        w = doc_scale(n, cap_pairs)
         for i in range(n_words):
             if h[i] == 0:
                 continue

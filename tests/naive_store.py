@@ -94,11 +94,13 @@ def naive_scatter_symmetric(out, row_map, col_map, rows, cols, vals):
 # ------------------------------------------------------------------------- estimator
 
 
-def naive_cooccurrence(token_lists, vocabulary, weights=None):
+def naive_cooccurrence(token_lists, vocabulary, weights=None, length_cap=2):
     """Dense weighted estimator over ``vocabulary``: (counts, unigram, doc_freq, docs, tokens).
 
     Document ``d`` counts only its in-vocabulary tokens, ``n_d`` of them, and contributes
-    ``w_d (h hᵀ − diag h) / (n_d (n_d − 1))`` when ``n_d >= 2``.
+    ``w_d (h hᵀ − diag h) / (n_d (n_d − 1))`` when ``n_d >= 2``, times
+    ``min(n_d (n_d − 1), m (m − 1)) / (m (m − 1))`` with ``m = length_cap`` (1 for the default
+    2; ``n_d (n_d - 1) / 2`` for None).
     """
     index = {w: i for i, w in enumerate(vocabulary)}
     V = len(index)
@@ -113,7 +115,10 @@ def naive_cooccurrence(token_lists, vocabulary, weights=None):
         n = h.sum()
         if n < 2:
             continue
-        Q += w * (np.outer(h, h) - np.diag(h)) / (n * (n - 1))
+        pairs = n * (n - 1)
+        share = pairs / 2 if length_cap is None else (
+            min(pairs, length_cap * (length_cap - 1)) / (length_cap * (length_cap - 1)))
+        Q += w * share * (np.outer(h, h) - np.diag(h)) / pairs
         uni += w * h
         df += w * (h > 0)
         docs += w

@@ -171,7 +171,8 @@ def test_fit_on_a_store_refuses_what_it_cannot_honour(tmp_path, capsys):
     out = tmp_path / "snap"
     # Options that choose the vocabulary from files are refused by name, before any work.
     for flag, value in (("--min-df", "2"), ("--vocab-size", "10"), ("--max-df", "0.9"),
-                        ("--stopwords", "none"), ("--format", "text"), ("--text-field", "body")):
+                        ("--stopwords", "none"), ("--format", "text"), ("--text-field", "body"),
+                        ("--length-cap", "10")):
         assert main(["fit", "--store", store, "-k", "2", "--out", str(out), flag, value]) == 1
         err = capsys.readouterr().err
         assert f"error: {flag} only applies to --input" in err and f"drop {flag}" in err
@@ -189,3 +190,27 @@ def test_fit_on_a_store_refuses_what_it_cannot_honour(tmp_path, capsys):
     args = build_parser().parse_args(["fit", "--store", "s3://bucket/prefix", "-k", "2",
                                       "--out", "o"])
     assert args.store == "s3://bucket/prefix"
+
+
+def test_length_cap_and_max_df_options_take_none_and_name_bad_values(tmp_path, capsys):
+    docs = tmp_path / "docs.txt"
+    docs.write_text("alpha beta gamma delta\nbeta gamma alpha\ngamma alpha beta delta\n",
+                    encoding="utf-8")
+    for flag, bad in (("--length-cap", "1"), ("--length-cap", "many"), ("--max-df", "0"),
+                      ("--max-df", "2")):
+        command = (["fit", "--input", str(docs), "-k", "2", "--out", str(tmp_path / "x")]
+                   if flag == "--length-cap" else
+                   ["ingest", str(docs), "--store", str(tmp_path / "s"), "-q"])
+        with pytest.raises(SystemExit) as exit_:
+            main([*command, flag, bad])
+        assert exit_.value.code == 2
+        err = capsys.readouterr().err
+        assert flag in err and repr(bad) in err and "'none'" in err
+    store = str(tmp_path / "store")
+    assert main(["ingest", str(docs), "--store", store, "--format", "text", "--stopwords",
+                 "none", "--admit-threshold", "1", "--length-cap", "none", "--max-df", "none",
+                 "-q"]) == 0
+    from anchorstream.store import open_committed
+    committed = open_committed(store)
+    assert committed.cooccurrence.length_cap is None
+    assert committed.cooccurrence.normalized().sum() == pytest.approx(1.0)

@@ -52,6 +52,8 @@ def _assert_same(a: Cooccurrence, b: Cooccurrence, rtol=1e-12):
     np.testing.assert_array_equal(a.doc_freq, b.doc_freq)
     assert a.num_docs == b.num_docs
     assert a.num_tokens == b.num_tokens
+    assert a.length_cap == b.length_cap
+    assert a.total_weight() == pytest.approx(b.total_weight(), rel=rtol)
 
 
 def test_module_doctests():
@@ -128,25 +130,80 @@ def test_single_word_twice_is_a_pair():
     n_docs=st.integers(0, 30),
     n_words=st.integers(1, 8),
     n_cuts=st.integers(0, 6),
+    length_cap=st.sampled_from([2, 3, 4.5, None]),
     data=st.data(),
 )
-def test_any_batching_in_any_order_equals_batch(seed, n_docs, n_words, n_cuts, data):
+def test_any_batching_in_any_order_equals_batch(seed, n_docs, n_words, n_cuts, length_cap,
+                                                data):
     rng = np.random.default_rng(seed)
     X = _counts(rng, n_docs, n_words, rate=float(rng.uniform(0.2, 3.0)))
     cuts = sorted(data.draw(st.lists(st.integers(0, n_docs), max_size=n_cuts)))
     bounds = [0, *cuts, n_docs]
     batches = [X[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
     order = data.draw(st.permutations(range(len(batches))))
-    whole = cooccurrence(X)
+    whole = cooccurrence(X, length_cap=length_cap)
 
-    merged = Cooccurrence.zeros(n_words)
-    streamed = Cooccurrence.zeros(n_words)
+    merged = Cooccurrence.zeros(n_words, length_cap)
+    streamed = Cooccurrence.zeros(n_words, length_cap)
     for k in order:
-        merged = merged.merge(cooccurrence(batches[k]))
+        merged = merged.merge(cooccurrence(batches[k], length_cap=length_cap))
         streamed = accumulate(streamed, batches[k])
     _assert_same(merged, whole)
     _assert_same(streamed, whole)
-    _assert_same(sum(cooccurrence(batches[k]) for k in order), whole)
+    if length_cap == 2:
+        _assert_same(sum(cooccurrence(batches[k]) for k in order), whole)
+
+
+def _weighted_oracle(X, length_cap):
+    """One document at a time from the definition: pairs count fully up to a document of
+    ``length_cap`` tokens, a longer one as much as that; normalized to sum to 1."""
+    X = sp.csr_matrix(X, dtype=np.float64)
+    V = X.shape[1]
+    out = np.zeros((V, V))
+    for d in range(X.shape[0]):
+        h = X[d].toarray().ravel()
+        n = h.sum()
+        if n < 2:
+            continue
+        pairs = n * (n - 1)
+        weight = pairs if length_cap is None else min(pairs, length_cap * (length_cap - 1))
+        out += weight / pairs * (np.outer(h, h) - np.diag(h))
+    return out / out.sum()
+
+
+@pytest.mark.parametrize("length_cap", [2, 3, 7.5, 30, None])
+def test_length_cap_weighs_pairs_up_to_a_document_of_that_length(rng, length_cap):
+    X = _counts(rng, 60, 9, rate=0.3)
+    X = sp.vstack([X, _counts(rng, 20, 9, rate=4.0)]).tocsr()  # short and long documents
+    c = cooccurrence(X, length_cap=length_cap)
+    np.testing.assert_allclose(c.normalized(), _weighted_oracle(X, length_cap), rtol=1e-12)
+    assert c.normalized().sum() == pytest.approx(1.0, rel=1e-12)
+    assert c.total_weight() == pytest.approx(c.counts.sum(), rel=1e-12)
+    # The store keeps no total for it: the sum of the counts stands in.
+    bare = Cooccurrence(c.counts, c.unigram, c.doc_freq, c.num_docs, c.num_tokens, length_cap)
+    np.testing.assert_allclose(bare.normalized(), c.normalized(), rtol=1e-12)
+    # The marginals do not depend on the weighting.
+    base = cooccurrence(X)
+    np.testing.assert_array_equal(c.unigram, base.unigram)
+    assert (c.num_docs, c.num_tokens) == (base.num_docs, base.num_tokens)
+
+
+def test_a_cap_above_every_document_is_the_pair_weighting_and_2_the_estimator(rng):
+    X = _counts(rng, 40, 8, rate=0.6)
+    longest = int(X.sum(axis=1).max())
+    np.testing.assert_allclose(cooccurrence(X, length_cap=longest + 1).normalized(),
+                               cooccurrence(X, length_cap=None).normalized(), rtol=1e-12)
+    np.testing.assert_array_equal(cooccurrence(X, length_cap=2.0).counts,
+                                  cooccurrence(X).counts)
+
+
+def test_differently_weighted_states_do_not_merge(rng):
+    X = _counts(rng, 10, 4)
+    with pytest.raises(InputError, match="length_cap 2 and 20"):
+        cooccurrence(X).merge(cooccurrence(X, length_cap=20))
+    for bad in (1.5, 0, float("nan"), float("inf"), "20", True):
+        with pytest.raises(InputError, match="length_cap"):
+            cooccurrence(X, length_cap=bad)
 
 
 def test_merge_of_two_halves_equals_vstack(rng):

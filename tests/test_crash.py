@@ -47,7 +47,7 @@ ROOT = Path(__file__).resolve().parents[1]
 STORE = {
     "capacity": 64, "admit_threshold": 1.0, "chunk_size": 8, "shard_size": 16,
     "max_segments": 3, "compact_step_seconds": 1e-9, "keep_versions": 2, "gc_every": 4,
-    "gc_min_age": 0.0,
+    "gc_min_age": 0.0, "length_cap": 5.0,  # pairs weighted up to 5-token documents
 }
 
 #: The same with 20 slots for the corpus's 48 words: about 50 evictions spread over the whole
@@ -166,8 +166,8 @@ class CrashHarness:
             self.check_equals_uninterrupted(url, state, offset)
 
     def check_equals_batch(self, state, docs) -> None:
-        ref = cooccurrence(count_matrix(docs, state.words))
         c = state.cooccurrence
+        ref = cooccurrence(count_matrix(docs, state.words), length_cap=c.length_cap)
         assert c.num_docs == ref.num_docs and c.num_tokens == ref.num_tokens
         scale = max(float(np.abs(ref.counts).max(initial=0.0)), 1.0)
         np.testing.assert_allclose(c.counts, ref.counts, rtol=1e-12, atol=1e-12 * scale)

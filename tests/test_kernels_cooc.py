@@ -33,12 +33,18 @@ def _random_csr(rng, n_docs, n_words, *, explicit_zeros=False):
 CASES = [(1, 1), (3, 1), (5, 4), (12, 7), (20, 9)]
 
 
+#: The documents' weightings (ordered-pair caps): every document the same (2), pairs up to
+#: 3- and 6-token documents (6, 30), every pair the same (inf).
+CAPS = [2.0, 6.0, 30.0, np.inf]
+
+
+@pytest.mark.parametrize("cap", CAPS)
 @pytest.mark.parametrize("explicit_zeros", [False, True])
 @pytest.mark.parametrize(("n_docs", "n_words"), CASES)
-def test_transpose_matches_twin(rng, n_docs, n_words, explicit_zeros):
+def test_transpose_matches_twin(rng, n_docs, n_words, explicit_zeros, cap):
     X = _random_csr(rng, n_docs, n_words, explicit_zeros=explicit_zeros)
-    got = kernels.cooc_transpose(X.indptr, X.indices, X.data, n_words)
-    want = naive.cooc_transpose(X.indptr, X.indices, X.data, n_words)
+    got = kernels.cooc_transpose(X.indptr, X.indices, X.data, n_words, cap)
+    want = naive.cooc_transpose(X.indptr, X.indices, X.data, n_words, cap)
     for g, w in zip(got[:6], want[:6]):
         np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
     assert got[6] == want[6]
@@ -72,22 +78,36 @@ def test_mirror_matches_twin(rng, n, n_stripes):
     np.testing.assert_array_equal(got, got.T)
 
 
+@pytest.mark.parametrize("cap", CAPS)
 @pytest.mark.parametrize("full", [True, False])
 @pytest.mark.parametrize("n_stripes", [1, 2, 5])
 @pytest.mark.parametrize(("n_docs", "n_words"), CASES)
-def test_counts_matches_twin(rng, n_docs, n_words, full, n_stripes):
+def test_counts_matches_twin(rng, n_docs, n_words, full, n_stripes, cap):
     X = _random_csr(rng, n_docs, n_words, explicit_zeros=True)
     sym = rng.random((n_words, n_words))
     start = sym + sym.T  # the kernel may mirror, so a running state must be symmetric
     got_out, want_out = start.copy(), start.copy()
-    got = kernels.cooc_counts(X.indptr, X.indices, X.data, full, n_stripes, got_out)
-    want = naive.cooc_counts(X.indptr, X.indices, X.data, full, n_stripes, want_out)
+    got = kernels.cooc_counts(X.indptr, X.indices, X.data, full, n_stripes, got_out, cap)
+    want = naive.cooc_counts(X.indptr, X.indices, X.data, full, n_stripes, want_out, cap)
     np.testing.assert_allclose(got_out, want_out, rtol=1e-14, atol=0)
     np.testing.assert_array_equal(got_out, got_out.T)
     np.testing.assert_array_equal(got[0], want[0])
     np.testing.assert_array_equal(got[1], want[1])
     assert got[2] == want[2]
     assert got[3] == want[3]
+
+
+@pytest.mark.parametrize("n", [2.0, 3.0, 7.0, 40.0])
+@pytest.mark.parametrize("cap", CAPS)
+def test_doc_scale_matches_twin_and_caps_the_total_weight(n, cap):
+    s = kernels.doc_scale(n, cap)
+    assert s == naive.doc_scale(n, cap)
+    total = s * n * (n - 1)
+    if cap == np.inf:
+        assert s == 0.5
+    else:
+        assert total == pytest.approx(min(n * (n - 1), cap) / cap, rel=1e-15)
+        assert total <= 1.0 + 1e-15
 
 
 def test_whole_rows_and_triangle_agree_bitwise(rng):

@@ -209,3 +209,29 @@ def test_warm_refreshes_read_only_what_was_committed_since(setup, monkeypatch):
     store.compact()
     full_reads.clear()
     assert ref.refresh_once()["warm"] and len(full_reads) == 1
+
+
+def test_lowrank_rectification_on_a_length_capped_store_refreshes_warm(tmp_path):
+    # The daemon's model.rectify_method: lowrank path on what a store with the product's
+    # document weighting holds: published, then warm-started, the planted topics kept.
+    store = CooccurrenceStore.create(tmp_path / "store", capacity=400, admit_threshold=2,
+                                     length_cap=25)
+    pub = Publisher(tmp_path / "snaps", keep=5)
+    ref = Refresher(store.url, pub, model_kwargs={"n_topics": K, "anchor_min_df": 5,
+                                                  "rectify_method": "lowrank"},
+                    metrics=Metrics(process=False), interval_seconds=0.05, min_new_docs=1,
+                    min_df=2)
+    store.add(planted_docs(2000, seed=1))
+    store.checkpoint({"kafka:docs:0": 2000})
+    first = ref.refresh_once()
+    assert first["version"] == 1 and not first["warm"]
+    _, snap = pub.latest()
+    assert snap.settings["rectify_method"] == "lowrank" and snap.num_topics == K
+    store.add(planted_docs(40, seed=2))
+    store.checkpoint({"kafka:docs:0": 2040})
+    second = ref.refresh_once()
+    assert second["warm"] and second["num_docs"] == 2040
+    _, snap2 = pub.latest()
+    assert sorted(snap2.topic_ids) == list(range(K))
+    by_id = {t["id"]: t["anchor"] for t in snap.topics}
+    assert sum(by_id[t["id"]] == t["anchor"] for t in snap2.topics) >= K - 1

@@ -25,7 +25,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 
 import anchorstream.store as store_mod
 from anchorstream.accumulator import Forgetting
-from anchorstream.cooccurrence import cooccurrence
+from anchorstream.cooccurrence import LENGTH_CAP, cooccurrence
 from anchorstream.errors import InputError, StoreError, StoreFormatError
 from anchorstream.store import (
     CooccurrenceStore,
@@ -65,7 +65,7 @@ def assert_equals_batch(state_or_tuple, docs):
     if hasattr(state_or_tuple, "cooccurrence"):
         state_or_tuple = (state_or_tuple.cooccurrence, state_or_tuple.words)
     cooc, words = state_or_tuple[:2]
-    ref = cooccurrence(count_matrix(docs, words))
+    ref = cooccurrence(count_matrix(docs, words), length_cap=cooc.length_cap)
     assert_matches(cooc, words, ref.counts, unigram=ref.unigram)
     np.testing.assert_allclose(cooc.doc_freq, ref.doc_freq)
     assert cooc.num_docs == ref.num_docs and cooc.num_tokens == ref.num_tokens
@@ -207,7 +207,8 @@ def assert_close_rel(actual, ref, rtol=1e-12):
 
 def assert_equals_weighted(state, docs, weights):
     """The committed state equals the explicitly weighted sum over its active words."""
-    Q, uni, df, n_docs, n_tok = naive_cooccurrence(docs, state.words, weights)
+    Q, uni, df, n_docs, n_tok = naive_cooccurrence(docs, state.words, weights,
+                                                   state.cooccurrence.length_cap)
     c = state.cooccurrence
     assert_close_rel(c.counts, Q)
     assert_close_rel(c.unigram, uni)
@@ -240,9 +241,10 @@ def stream(url, docs, bounds, *, compact_after=(), reopen_after=(), timestamps=N
     reopen_after=st.sets(st.integers(0, 5)),
     half_life=st.one_of(st.none(), st.floats(1.0, 60.0)),
     window=st.one_of(st.none(), st.integers(5, 40)),
+    length_cap=st.sampled_from([2, 3.5, 25, None]),
 )
 def test_streaming_any_split_equals_batch(seed, cuts, compact_after, reopen_after, half_life,
-                                          window):
+                                          window, length_cap):
     # Without forgetting the reference is the library's batch estimator; with decay (in
     # documents) and/or tumbling windows it is the explicitly weighted sum over the documents
     # of the live windows, each weighted 2^-(T - t)/h.
@@ -253,7 +255,7 @@ def test_streaming_any_split_equals_batch(seed, cuts, compact_after, reopen_afte
                             n_windows=1 if window is None else 2)
     stream(url, docs, sorted({0, len(docs), *cuts}), compact_after=compact_after,
            reopen_after=reopen_after, capacity=len(WORDS), admit_threshold=1, chunk_size=2,
-           shard_size=4, forgetting=forgetting)
+           shard_size=4, forgetting=forgetting, length_cap=length_cap)
     if half_life is None and window is None:
         assert_equals_batch(read_committed(url), docs)
         return
@@ -1021,7 +1023,34 @@ def test_store_info_fingerprint_is_the_documented_sum(tmp_path, rng, capsys):
     docs = [tok(t) for t in texts]
     words = sorted({w for d in docs for w in d})
     assert info["vocab_size"] == len(words) == len(vocab)
-    Q = cooccurrence(count_matrix(docs, words)).counts
+    assert info["length_cap"] == LENGTH_CAP  # ingest's default weighting
+    Q = cooccurrence(count_matrix(docs, words), length_cap=LENGTH_CAP).counts
     g = [1.0 + (zlib.crc32(w.encode("utf-8")) % 1000) / 1000.0 for w in words]
     expected = sum(Q[i, j] * g[i] * g[j] for i in range(len(words)) for j in range(len(words)))
     assert info["fingerprint"] == pytest.approx(expected, rel=1e-12)
+
+
+def test_length_cap_is_kept_by_the_store_and_a_different_one_is_refused(tmp_path, rng, caplog):
+    docs = corpus(rng, 40)
+    url = str(tmp_path / "store")
+    stream(url, docs, [0, 25, 40], capacity=len(WORDS), admit_threshold=1, length_cap=4)
+    state = read_committed(url)
+    assert state[0].length_cap == 4
+    assert_equals_batch(state, docs)
+    # Another weighting does not apply to an existing store: it is named in a warning, and
+    # documents added from then on are weighted as before.
+    with caplog.at_level("WARNING", logger="anchorstream.store"):
+        s = CooccurrenceStore.open_or_create(url, capacity=len(WORDS), admit_threshold=1,
+                                             length_cap=None)
+    assert "length_cap 4.0 (asked for None)" in caplog.text
+    more = corpus(rng, 10)
+    s.add(more)
+    s.checkpoint({"n": 50})
+    assert_equals_batch(read_committed(url), docs + more)
+    # Stores weighted differently do not merge.
+    other = str(tmp_path / "other")
+    stream(other, docs, [0, 40], capacity=len(WORDS), admit_threshold=1)
+    with pytest.raises(InputError, match="weighted differently"):
+        merge_committed([url, other])
+    with pytest.raises(InputError, match="length_cap"):
+        CooccurrenceStore.create(str(tmp_path / "bad"), capacity=4, length_cap=1)

@@ -28,7 +28,7 @@ def corpus(rng, n_docs):
 
 def assert_equals_batch(url, docs):
     cooc, words, _, _ = read_committed(url)
-    ref = cooccurrence(count_matrix(docs, words))
+    ref = cooccurrence(count_matrix(docs, words), length_cap=cooc.length_cap)
     scale = max(float(np.abs(ref.counts).max(initial=0.0)), 1.0)
     np.testing.assert_allclose(cooc.counts, ref.counts, rtol=1e-12, atol=1e-12 * scale)
     np.testing.assert_allclose(cooc.unigram, ref.unigram, rtol=1e-12)

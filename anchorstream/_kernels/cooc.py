@@ -16,7 +16,22 @@ import numpy as np
 
 
 @numba.njit(cache=True)
-def cooc_transpose(indptr, indices, data, n_words):
+def doc_scale(n, cap_pairs):
+    """The scale ``s`` of a document of ``n >= 2`` tokens, which adds ``s (h hᵀ − diag h)``.
+
+    Its total weight ``s n (n − 1)`` is ``min(n (n − 1), cap_pairs) / cap_pairs``: every word
+    pair counts the same up to a document of ``cap_pairs`` ordered pairs, a longer one counts
+    as much as that. ``cap_pairs = 2`` is ``1 / (n (n − 1))``, exactly (the unbiased estimator of
+    Arora et al.: every document weighs 1); ``inf`` gives every pair ``1/2``.
+    """
+    pairs = n * (n - 1.0)
+    if cap_pairs == np.inf:
+        return 0.5
+    return (min(pairs, cap_pairs) / cap_pairs) / pairs
+
+
+@numba.njit(cache=True)
+def cooc_transpose(indptr, indices, data, n_words, cap_pairs=2.0):
     """Per-document weights, marginals and the CSC transpose of the counted documents.
 
     Serial: one counting-sort pass over the non-zeros, O(nnz + n_docs + n_words).
@@ -27,11 +42,16 @@ def cooc_transpose(indptr, indices, data, n_words):
     indices : int ndarray of shape (nnz,)
     data : float64 ndarray of shape (nnz,)
     n_words : int
+    cap_pairs : float
+        The documents' weighting (see ``anchorstream.cooccurrence.pair_scale``): a document's
+        total weight is ``min(n_d (n_d - 1), cap_pairs) / cap_pairs``; 2 gives every document
+        weight 1, ``inf`` every pair weight 1/2.
 
     Returns
     -------
     weights : float64 ndarray of shape (n_docs,)
-        ``1 / (n_d (n_d - 1))`` for documents with ``n_d >= 2``, else 0 (document skipped).
+        The scale of ``h_d h_dᵀ − diag h_d`` (``1 / (n_d (n_d - 1))`` with ``cap_pairs=2``)
+        for documents with ``n_d >= 2``, else 0 (document skipped).
     col_ptr : int64 ndarray of shape (n_words + 1,)
     col_docs : int64 ndarray of shape (m,)
     col_pos : int64 ndarray of shape (m,)
@@ -58,7 +78,7 @@ def cooc_transpose(indptr, indices, data, n_words):
             n += data[k]
         if n < 2.0:
             continue
-        weights[d] = 1.0 / (n * (n - 1.0))
+        weights[d] = doc_scale(n, cap_pairs)
         num_docs += 1
         num_tokens += n
         for k in range(indptr[d], indptr[d + 1]):
@@ -151,7 +171,7 @@ def cooc_mirror_upper(out, n_stripes):
 
 
 @numba.njit(cache=True)
-def cooc_counts(indptr, indices, data, full, n_stripes, out):
+def cooc_counts(indptr, indices, data, full, n_stripes, out, cap_pairs=2.0):
     """The whole estimator: add a CSR batch's co-occurrence into ``out``, return marginals.
 
     Parameters
@@ -170,6 +190,8 @@ def cooc_counts(indptr, indices, data, full, n_stripes, out):
         ``Σ_d (h_d h_dᵀ − diag h_d) / (n_d (n_d − 1))`` over documents with ``n_d ≥ 2`` is added
         into it. With ``full=False`` its lower triangle is overwritten by its upper one, so it
         must be symmetric on entry.
+    cap_pairs : float
+        The documents' weighting, as for :func:`cooc_transpose`.
 
     Returns
     -------
@@ -180,7 +202,7 @@ def cooc_counts(indptr, indices, data, full, n_stripes, out):
     """
     n_words = out.shape[0]
     weights, col_ptr, col_docs, col_pos, unigram, doc_freq, num_docs, num_tokens = (
-        cooc_transpose(indptr, indices, data, n_words)
+        cooc_transpose(indptr, indices, data, n_words, cap_pairs)
     )
     cooc_add_rows(
         indptr, indices, data, weights, col_ptr, col_docs, col_pos, full, n_stripes, out

@@ -1,0 +1,232 @@
+"""Low-rank rectification: the implicit matrix, the document operator and the iteration."""
+
+from __future__ import annotations
+
+import tracemalloc
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from anchorstream.cooccurrence import Cooccurrence, cooccurrence
+from anchorstream.errors import InputError
+from anchorstream.evaluate import recovery_error
+from anchorstream.lowrank import (
+    DocumentCooccurrence,
+    LowRankCooccurrence,
+    default_rows,
+    rectify_lowrank,
+)
+from anchorstream.model import AnchorModel
+from anchorstream.rectify import rectify
+from anchorstream.synthetic import planted_model, population_cooccurrence, sample_documents
+
+
+def _naive_weighted(X: sp.csr_matrix, length_cap) -> np.ndarray:
+    """Σ_d w_d (h hᵀ − diag h), divided by its sum, one document at a time: a document's
+    pairs count fully up to ``length_cap`` tokens' worth, a longer one as much as that."""
+    V = X.shape[1]
+    out = np.zeros((V, V))
+    for d in range(X.shape[0]):
+        h = X[d].toarray().ravel()
+        n = h.sum()
+        if n < 2:
+            continue
+        pairs = n * (n - 1)
+        w = 1.0 if length_cap is None else min(pairs, length_cap * (length_cap - 1)) / pairs
+        out += w * (np.outer(h, h) - np.diag(h))
+    return out / out.sum()
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    model = planted_model(300, 6, random_state=3)
+    X, _ = sample_documents(model, 3000, 12, random_state=4)
+    return model, X
+
+
+# --------------------------------------------------------------------------------------------
+# the document operator
+
+
+@pytest.mark.parametrize("length_cap", [2, 3.5, 6, None])
+def test_document_operator_is_the_weighted_cooccurrence(rng, length_cap):
+    X = sp.random(40, 15, density=0.3, random_state=1, data_rvs=lambda n: rng.integers(1, 4, n))
+    X = sp.csr_matrix(X, dtype=np.float64)
+    C = DocumentCooccurrence(X, length_cap=length_cap)
+    want = _naive_weighted(X, length_cap)
+    np.testing.assert_allclose(C @ np.eye(15), want, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(C.row_sums(), want.sum(axis=1), rtol=1e-12, atol=1e-15)
+    words = np.array([0, 3, 7, 11])
+    np.testing.assert_allclose(C.subset(words) @ np.eye(4), want[np.ix_(words, words)],
+                               rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.parametrize("length_cap", [2, 8, None])
+def test_document_operator_equals_the_dense_estimator(corpus, length_cap):
+    _, X = corpus
+    X = X[: 500]
+    X = sp.vstack([X, sp.csr_matrix(X[:50].toarray() * 3)]).tocsr()  # some longer documents
+    C = DocumentCooccurrence(X, length_cap=length_cap)
+    dense = cooccurrence(X, length_cap=length_cap)
+    np.testing.assert_allclose(C @ np.eye(X.shape[1]), dense.normalized(),
+                               rtol=1e-10, atol=1e-18)
+    assert C.total_weight() == pytest.approx(dense.total_weight(), rel=1e-12)
+
+
+def test_document_operator_rejects_bad_input():
+    for bad in (1, 0, -3, float("nan"), float("inf"), "20", True):
+        with pytest.raises(InputError, match="length_cap"):
+            DocumentCooccurrence(sp.csr_matrix((2, 3)), length_cap=bad)
+    with pytest.raises(InputError, match="non-negative"):
+        DocumentCooccurrence(sp.csr_matrix(np.array([[1.0, -2.0]])))
+
+
+# --------------------------------------------------------------------------------------------
+# the implicit matrix
+
+
+@settings(max_examples=40, deadline=None)
+@given(V=st.integers(2, 30), k=st.integers(1, 4), shift=st.floats(-1e-2, 1e-2),
+       n_scanned=st.integers(0, 30), seed=st.integers(0, 2**16))
+def test_implicit_matrix_matches_its_dense_form(V, k, shift, n_scanned, seed):
+    rng = np.random.default_rng(seed)
+    Y = rng.standard_normal((V, k)) * 0.1
+    scanned = rng.permutation(V)[: min(n_scanned, V)]
+    M = LowRankCooccurrence(Y, shift, scanned)
+    # The definition, entry by entry: Y Yᵀ + r, negative entries of Y Yᵀ in a scanned row or
+    # column corrected to zero (before the shift).
+    L = Y @ Y.T
+    fix = np.zeros((V, V), dtype=bool)
+    fix[scanned, :] = True
+    fix[:, scanned] = True
+    dense = np.where(fix & (L < 0), 0.0, L) + shift
+    np.testing.assert_allclose(M.toarray(), dense, atol=1e-7 * max(np.abs(L).max(), 1e-3))
+    Z = rng.standard_normal((V, 3))
+    tol = dict(rtol=1e-6, atol=1e-6 * np.abs(dense).max() * V)
+    np.testing.assert_allclose(M @ Z, dense @ Z, **tol)
+    np.testing.assert_allclose(M @ Z[:, 0], dense @ Z[:, 0], **tol)
+    np.testing.assert_allclose(M.sum(axis=1), dense.sum(axis=1), **tol)
+    assert M.sum() == pytest.approx(dense.sum(), rel=1e-6, abs=tol["atol"] * V)
+    np.testing.assert_allclose(M.row_sqnorms(), (dense * dense).sum(axis=1), rtol=1e-5,
+                               atol=1e-6 * (dense * dense).sum(axis=1).max())
+    idx = rng.integers(0, V, size=min(V, 4))
+    np.testing.assert_allclose(M[idx], dense[idx], **tol)
+    np.testing.assert_allclose(M[int(idx[0])], dense[idx[0]], **tol)
+    np.testing.assert_allclose(M.scaled(2.5).toarray(), 2.5 * M.toarray(), rtol=1e-6,
+                               atol=1e-7 * np.abs(dense).max())
+
+
+# --------------------------------------------------------------------------------------------
+# rectification
+
+
+def test_a_feasible_matrix_is_a_fixed_point():
+    model = planted_model(80, 4, random_state=5)
+    Q = population_cooccurrence(model.topic_word, model.topic_topic)
+    res = rectify_lowrank(Q, 4, tol=1e-10)
+    assert res.converged and res.n_iter <= 3
+    np.testing.assert_allclose(res.matrix.toarray(), Q, rtol=1e-7, atol=1e-12 * Q.max())
+
+
+def test_recovers_planted_topics_from_the_population_matrix():
+    model = planted_model(200, 8, random_state=11)
+    Q = population_cooccurrence(model.topic_word, model.topic_topic)
+    # A million "documents" whose co-occurrence is exactly the population matrix.
+    n = 1_000_000
+    cooc = Cooccurrence(Q * n, Q.sum(axis=1) * n, np.full(200, 1000.0), n, 10 * n)
+    fit = AnchorModel(8, rectify_method="lowrank", anchor_min_df=0, rectify_tol=1e-10).fit(cooc)
+    _, per_topic, _ = recovery_error(model.topic_word, fit.topic_word_)
+    assert per_topic.max() < 1e-3
+
+
+def test_agrees_with_alternating_projection(corpus):
+    model, X = corpus
+    C = cooccurrence(X).normalized()
+    K = model.n_topics
+    dense = rectify(C, K, tol=1e-6, dtype=np.float64, anderson=0, random_state=0)
+    low = rectify_lowrank(C, K, rows=C.shape[0], tol=1e-6, anderson=0, random_state=0)
+    M = low.matrix.toarray()
+    # The two orders of the last two projections differ by the normalization shift only.
+    assert np.linalg.norm(M - dense.matrix) / np.linalg.norm(dense.matrix) < 2e-2
+    # Scanning every word, nothing is left negative.
+    assert M.min() >= -1e-7 * M.max() and low.epsilon == 0.0
+    assert M.sum() == pytest.approx(1.0, abs=1e-12)
+    a = AnchorModel(K, anchor_min_df=0).fit(cooccurrence(X))
+    b = AnchorModel(K, anchor_min_df=0, rectify_method="lowrank",
+                    rectify_rows=X.shape[1]).fit(cooccurrence(X))
+    assert sorted(a.anchors_) == sorted(b.anchors_)
+    err = recovery_error(a.topic_word_, b.topic_word_)[0]
+    assert err < 0.05
+
+
+def test_unscanned_words_stay_within_epsilon(corpus):
+    model, X = corpus
+    res = rectify_lowrank(DocumentCooccurrence(X), model.n_topics, rows=60, random_state=0)
+    M = res.matrix.toarray()
+    assert M.min() >= -res.epsilon
+    np.testing.assert_allclose(res.row_sums, M.sum(axis=1), rtol=1e-10, atol=1e-18)
+    np.testing.assert_allclose(res.row_sqnorms, (M * M).sum(axis=1), rtol=1e-8, atol=1e-20)
+
+
+def test_documents_and_dense_input_give_the_same_result(corpus):
+    model, X = corpus
+    a = rectify_lowrank(DocumentCooccurrence(X), model.n_topics, random_state=0)
+    b = rectify_lowrank(cooccurrence(X).normalized(), model.n_topics, random_state=0)
+    np.testing.assert_allclose(a.matrix.toarray(), b.matrix.toarray(), rtol=1e-6,
+                               atol=1e-9 * b.matrix.toarray().max())
+
+
+def test_warm_start_from_a_perturbed_matrix_converges_to_the_cold_result(corpus):
+    model, X = corpus
+    K = model.n_topics
+    before = rectify_lowrank(DocumentCooccurrence(X[:2700]), K, tol=1e-8, random_state=0)
+    C = DocumentCooccurrence(X)
+    cold = rectify_lowrank(C, K, tol=1e-8, random_state=0)
+    warm = rectify_lowrank(C, K, tol=1e-8, init_eigvecs=before.eigvecs, random_state=0)
+    a, b = warm.matrix.toarray(), cold.matrix.toarray()
+    # Anderson-accelerated AP settles on a point that depends a little on its path (plain AP
+    # agrees to 1e-7 here after 150 iterations, at 7x the cost).
+    assert np.linalg.norm(a - b) / np.linalg.norm(b) < 1e-3
+
+
+def test_never_forms_a_vocabulary_square():
+    V, K = 3000, 8
+    model = planted_model(V, K, random_state=1)
+    X, _ = sample_documents(model, 4000, 20, random_state=2)
+    C = DocumentCooccurrence(X)
+    square = V * V * 8
+    # Compiling and loading the kernels allocates (numba's type system) once per process: not
+    # what is measured.
+    AnchorModel(K, rectify_method="lowrank", anchor_min_df=5).fit(DocumentCooccurrence(X[:500]))
+    tracemalloc.start()
+    try:
+        fit = AnchorModel(K, rectify_method="lowrank", rectify_rows=200,
+                          anchor_min_df=5).fit(C)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert fit.topic_word_.shape == (V, K)
+    # A V x V float64 array would be 72 MB. The fit needs O(V (K + rows)) (the corrections,
+    # V x 200, a scan block of V x 128, the eigensolver's basis and the Anderson history:
+    # ~14 MB here): a quarter of one at most.
+    assert peak < square / 4, f"peak {peak / 1e6:.1f} MB"
+
+
+def test_default_rows_and_input_errors():
+    assert default_rows(50_000, 100) == 2000
+    assert default_rows(500, 100) == 500
+    C = np.eye(4) / 4
+    with pytest.raises(InputError, match="n_topics"):
+        rectify_lowrank(C, 4)
+    with pytest.raises(InputError, match="rows"):
+        rectify_lowrank(C, 2, rows=0)
+    with pytest.raises(InputError, match="square"):
+        rectify_lowrank(np.ones((3, 4)), 2)
+    with pytest.raises(InputError, match="NaN"):
+        rectify_lowrank(np.full((4, 4), np.nan), 2)
+    with pytest.raises(InputError, match="kl"):
+        AnchorModel(2, rectify_method="lowrank", recover_method="kl", anchor_min_df=0).fit(
+            cooccurrence(sp.csr_matrix(np.array([[1.0, 2, 1, 0], [0, 1, 2, 1], [2, 0, 1, 1]]))))
