@@ -31,7 +31,7 @@ from anchorstream.rectify import rectify
 # The other methods' modules are imported where they are used: AnchorFree pulls in
 # scipy.optimize (HiGHS), ~0.2 s of the start-up of every `anchorstream fit` otherwise.
 
-__all__ = ["DOCUMENT_METHODS", "METHODS", "TopicFit", "fit_topics"]
+__all__ = ["DOCUMENT_METHODS", "METHODS", "TopicFit", "fit_topics", "novel_word_min_df"]
 
 METHODS = ("anchor", "anchorfree", "tsvd")
 #: Anchor finders that work on documents rather than on the co-occurrence.
@@ -80,6 +80,16 @@ def _correlations(C: np.ndarray, topic_word: np.ndarray, anchors: np.ndarray) ->
         return topic_topic(C, topic_word, anchors, method="diagonal")
     except InputError:
         return topic_topic(C, topic_word, anchors, method="pinv")
+
+
+def novel_word_min_df(split, n_topics: int, min_df: float) -> float:
+    """``anchor_min_df`` for DDP and RP: as for anchor words
+    (:func:`~anchorstream.anchors.anchor_min_df_for`), over the words seen in both halves of
+    the documents (the only ones the novel-word tests can pick)."""
+    from anchorstream.anchors import anchor_min_df_for
+
+    seen = (split.mass_first > 0) & (split.mass_second > 0)
+    return anchor_min_df_for(np.asarray(split.doc_freq)[seen], n_topics, min_df)
 
 
 def fit_topics(
@@ -179,6 +189,7 @@ def fit_topics(
         if split is None:
             split = stage("statistics",
                           lambda: split_statistic(documents, doc_ids, seed=random_state))
+        min_df = novel_word_min_df(split, K, min_df)
         if anchor_method == "ddp":
             res = stage("novel_words", lambda: ddp_topics(
                 split, K, min_df=min_df, random_state=random_state))

@@ -10,13 +10,14 @@ truncated eigensolver, the anchors seed the anchor search and the coefficients s
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from anchorstream.anchors import candidate_words, find_anchors
+from anchorstream.anchors import ANCHOR_MIN_DF, anchor_min_df_for, candidate_words, find_anchors
 from anchorstream.cooccurrence import Cooccurrence, take_square
 from anchorstream.correlations import dirichlet_alpha, topic_topic
 from anchorstream.errors import AnchorstreamError, InputError, NotFittedError
@@ -24,6 +25,8 @@ from anchorstream.lowrank import DocumentCooccurrence, rectify_lowrank
 from anchorstream.recover import recover
 from anchorstream._buffers import leading_view
 from anchorstream.rectify import rectify, rectify_update
+
+log = logging.getLogger(__name__)
 
 __all__ = ["ANCHOR_METHODS", "RECOVER_METHODS", "AnchorModel", "ModelSettings"]
 
@@ -91,7 +94,8 @@ class ModelSettings:
     # each iteration (None: anchorstream.lowrank.default_rows, 10 K + 1000).
     rectify_rows: int | None = None
     anchor_method: str = "qr"
-    anchor_min_df: int = 10
+    # Anchors need this many documents; a small corpus falls back (anchors.anchor_min_df_for).
+    anchor_min_df: int = ANCHOR_MIN_DF
     projection_dim: int = 1000
     pinned_anchors: tuple[int, ...] = field(default_factory=tuple)
     recover_method: str = "admm"
@@ -431,11 +435,16 @@ class AnchorModel:
                 shift = float(rect.shift)
                 residual = float(rect.residual)
 
-        candidates = candidate_words(cooc.doc_freq[active], s.anchor_min_df)
+        min_df = anchor_min_df_for(cooc.doc_freq[active], K, s.anchor_min_df)
+        if min_df < s.anchor_min_df:
+            log.info("anchor_min_df %g lowered to %g: fewer than %d words are in %g documents",
+                     s.anchor_min_df, min_df, 2 * K, s.anchor_min_df)
+        self.anchor_min_df_ = float(min_df)
+        candidates = candidate_words(cooc.doc_freq[active], min_df)
         if candidates.sum() < K:
             raise InputError(
                 f"only {int(candidates.sum())} words appear in >= anchor_min_df="
-                f"{s.anchor_min_df} documents, need at least n_topics={K} anchor candidates; "
+                f"{min_df:g} documents, need at least n_topics={K} anchor candidates; "
                 "lower anchor_min_df or the number of topics"
             )
         pinned = []

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
+from anchorstream.anchors import ANCHOR_MIN_DF
 from anchorstream.cooccurrence import LENGTH_CAP, cap_pairs, cooccurrence
 from anchorstream.decode import FORMATS, DecodeError, check_tokens, decode
 from anchorstream.errors import InputError
@@ -169,8 +170,9 @@ def register(subparsers) -> None:
                    help="anchor finder: qr = sparse implicit pivoted QR (JSMF), "
                         "fast = FastAnchorWords (Arora 2013), ddp/rp = data-dependent / random "
                         "projections (Ding 2014, need --input)")
-    p.add_argument("--anchor-min-df", type=int, default=10,
-                   help="only words in at least this many documents may be anchors")
+    p.add_argument("--anchor-min-df", type=int, default=ANCHOR_MIN_DF,
+                   help="only words in at least this many documents may be anchors (fewer "
+                        "where fewer than 2 x topics words are that frequent)")
     p.add_argument("--recover", choices=RECOVER_METHODS, default="admm",
                    help="recovery: admm (JSMF), l2/kl (exponentiated gradient), inverse (baseline)")
     p.add_argument("--no-rectify", dest="rectify", action="store_false",

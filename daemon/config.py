@@ -594,7 +594,9 @@ class ModelConfig:
         "document statistics kept with the store")
     recover_method: str = _spec("admm", v_choice("admm", "l2", "kl", "inverse"),
                                 "recovery (anchors qr and fast)")
-    anchor_min_df: int = _spec(10, v_int(1), "min document frequency of an anchor word")
+    anchor_min_df: int = _spec(
+        100, v_int(1), "min document frequency of an anchor word; fewer where fewer than 2 x "
+        "num_topics words are that frequent (a small or young corpus)")
     random_state: int = _spec(0, v_int(0), "seed")
     rectify_max_iter: int = _spec(150, v_int(1), "rectification iteration cap")
     supertopics: int = _spec(

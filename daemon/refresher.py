@@ -70,7 +70,8 @@ from anchorstream.cooccurrence import Cooccurrence, take_square
 from anchorstream.correlations import hierarchy
 from anchorstream.docstats import DocumentState, fit_novel_words, read_document_state
 from anchorstream.evaluate import topic_sparsity, topic_specificity
-from anchorstream.methods import TopicFit, fit_topics
+from anchorstream.anchors import anchor_min_df_for
+from anchorstream.methods import TopicFit, fit_topics, novel_word_min_df
 from anchorstream.model import AnchorModel
 from anchorstream.store import open_committed
 
@@ -566,8 +567,8 @@ class Refresher:
         if docs.split is None or (self.anchor_method == "rp" and docs.sketch is None):
             raise _Skip(f"the store's document statistics {docs.settings.to_dict()} do not "
                         f"serve anchors {self.anchor_method!r} yet")
-        min_df = float(self.model_kwargs.get("anchor_min_df", 0))
         s = docs.split
+        min_df = novel_word_min_df(s, K, float(self.model_kwargs.get("anchor_min_df", 0)))
         candidates = int(np.count_nonzero(
             (s.mass_first > 0) & (s.mass_second > 0) & (s.doc_freq >= min_df)))
         if candidates < K:
@@ -585,8 +586,9 @@ class Refresher:
             raise _Skip(f"{active} usable words (of {n_words}), need more than {K}")
         if self.method != "anchor":
             return  # no anchor words to choose
-        min_df = int(self.model_kwargs.get("anchor_min_df", 0))
+        min_df = anchor_min_df_for(cooc.doc_freq[cooc.doc_freq > 0], K,
+                                   int(self.model_kwargs.get("anchor_min_df", 0)))
         candidates = int(np.count_nonzero(cooc.doc_freq >= min_df))
         if candidates < K:
-            raise _Skip(f"{candidates} anchor candidates (document frequency >= {min_df}), "
+            raise _Skip(f"{candidates} anchor candidates (document frequency >= {min_df:g}), "
                         f"need {K}")

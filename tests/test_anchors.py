@@ -373,3 +373,32 @@ def test_candidate_words():
 def test_candidate_words_bad_input(doc_freq, min_df):
     with pytest.raises(InputError):
         candidate_words(doc_freq, min_df)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(0, 500), min_size=0, max_size=60), st.integers(1, 20),
+       st.integers(1, 300))
+def test_anchor_min_df_falls_back_to_keep_two_candidates_per_topic(df, k, min_df):
+    from anchorstream.anchors import anchor_min_df_for
+
+    got = anchor_min_df_for(df, k, min_df)
+    assert got <= min_df
+    nonzero = sum(d > 0 for d in df)
+    kept = sum(d >= got for d in df)
+    # Two candidates per topic where the corpus has them, never a word that occurs nowhere.
+    assert got >= min(1, min_df) and kept >= min(2 * k, nonzero)
+    if got < min_df:  # lowered only where min_df keeps too few
+        assert sum(d >= min_df for d in df) < 2 * k
+
+
+def test_the_default_anchor_min_df_falls_back_on_a_small_corpus():
+    from anchorstream.cooccurrence import cooccurrence
+    from anchorstream.model import AnchorModel
+    from anchorstream.synthetic import planted_model, sample_documents
+
+    X, _ = sample_documents(planted_model(200, 5, random_state=0), 150, 20, random_state=1)
+    model = AnchorModel(5).fit(cooccurrence(X))  # 150 documents: no word is in 100 of them?
+    df = np.asarray((X > 0).sum(axis=0)).ravel()
+    assert model.get_params()["anchor_min_df"] == 100
+    assert model.anchor_min_df_ <= 100
+    assert (df >= model.anchor_min_df_).sum() >= 10

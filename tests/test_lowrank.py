@@ -126,7 +126,9 @@ def test_implicit_matrix_matches_its_dense_form(V, k, shift, n_scanned, seed):
 def test_a_feasible_matrix_is_a_fixed_point():
     model = planted_model(80, 4, random_state=5)
     Q = population_cooccurrence(model.topic_word, model.topic_topic)
-    res = rectify_lowrank(Q, 4, tol=1e-10)
+    # Seeded: the eigensolver's random start decides whether its error lets 2 or (1 start in
+    # 200) 10 iterations pass before the change falls below 1e-10.
+    res = rectify_lowrank(Q, 4, tol=1e-10, random_state=0)
     assert res.converged and res.n_iter <= 3
     np.testing.assert_allclose(res.matrix.toarray(), Q, rtol=1e-7, atol=1e-12 * Q.max())
 
