@@ -106,3 +106,21 @@ def cooc_counts(indptr, indices, data, full, n_stripes, out, cap_pairs=2.0):
         num_docs += 1
         num_tokens += n
     return unigram, doc_freq, num_docs, num_tokens
+
+
+def weighted_cooccurrence(X, length_cap) -> np.ndarray:
+    """The normalized co-occurrence under ``length_cap``, one dense document at a time from the
+    definition: a document's pairs count fully up to a ``length_cap``-token document, a longer
+    one as much as that (every pair the same with None); divided by the sum."""
+    X = X.tocsr().astype(np.float64)
+    V = X.shape[1]
+    out = np.zeros((V, V))
+    for d in range(X.shape[0]):
+        h = X[d].toarray().ravel()
+        n = h.sum()
+        if n < 2:
+            continue
+        pairs = n * (n - 1)
+        weight = pairs if length_cap is None else min(pairs, length_cap * (length_cap - 1))
+        out += weight / pairs * (np.outer(h, h) - np.diag(h))
+    return out / out.sum()

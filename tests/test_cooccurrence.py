@@ -154,29 +154,12 @@ def test_any_batching_in_any_order_equals_batch(seed, n_docs, n_words, n_cuts, l
         _assert_same(sum(cooccurrence(batches[k]) for k in order), whole)
 
 
-def _weighted_oracle(X, length_cap):
-    """One document at a time from the definition: pairs count fully up to a document of
-    ``length_cap`` tokens, a longer one as much as that; normalized to sum to 1."""
-    X = sp.csr_matrix(X, dtype=np.float64)
-    V = X.shape[1]
-    out = np.zeros((V, V))
-    for d in range(X.shape[0]):
-        h = X[d].toarray().ravel()
-        n = h.sum()
-        if n < 2:
-            continue
-        pairs = n * (n - 1)
-        weight = pairs if length_cap is None else min(pairs, length_cap * (length_cap - 1))
-        out += weight / pairs * (np.outer(h, h) - np.diag(h))
-    return out / out.sum()
-
-
 @pytest.mark.parametrize("length_cap", [2, 3, 7.5, 30, None])
 def test_length_cap_weighs_pairs_up_to_a_document_of_that_length(rng, length_cap):
     X = _counts(rng, 60, 9, rate=0.3)
     X = sp.vstack([X, _counts(rng, 20, 9, rate=4.0)]).tocsr()  # short and long documents
     c = cooccurrence(X, length_cap=length_cap)
-    np.testing.assert_allclose(c.normalized(), _weighted_oracle(X, length_cap), rtol=1e-12)
+    np.testing.assert_allclose(c.normalized(), naive.weighted_cooccurrence(X, length_cap), rtol=1e-12)
     assert c.normalized().sum() == pytest.approx(1.0, rel=1e-12)
     assert c.total_weight() == pytest.approx(c.counts.sum(), rel=1e-12)
     # The store keeps no total for it: the sum of the counts stands in.

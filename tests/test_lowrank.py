@@ -22,22 +22,7 @@ from anchorstream.lowrank import (
 from anchorstream.model import AnchorModel
 from anchorstream.rectify import rectify
 from anchorstream.synthetic import planted_model, population_cooccurrence, sample_documents
-
-
-def _naive_weighted(X: sp.csr_matrix, length_cap) -> np.ndarray:
-    """Σ_d w_d (h hᵀ − diag h), divided by its sum, one document at a time: a document's
-    pairs count fully up to ``length_cap`` tokens' worth, a longer one as much as that."""
-    V = X.shape[1]
-    out = np.zeros((V, V))
-    for d in range(X.shape[0]):
-        h = X[d].toarray().ravel()
-        n = h.sum()
-        if n < 2:
-            continue
-        pairs = n * (n - 1)
-        w = 1.0 if length_cap is None else min(pairs, length_cap * (length_cap - 1)) / pairs
-        out += w * (np.outer(h, h) - np.diag(h))
-    return out / out.sum()
+from tests import naive_cooc as naive
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +41,7 @@ def test_document_operator_is_the_weighted_cooccurrence(rng, length_cap):
     X = sp.random(40, 15, density=0.3, random_state=1, data_rvs=lambda n: rng.integers(1, 4, n))
     X = sp.csr_matrix(X, dtype=np.float64)
     C = DocumentCooccurrence(X, length_cap=length_cap)
-    want = _naive_weighted(X, length_cap)
+    want = naive.weighted_cooccurrence(X, length_cap)
     np.testing.assert_allclose(C @ np.eye(15), want, rtol=1e-12, atol=1e-15)
     np.testing.assert_allclose(C.row_sums(), want.sum(axis=1), rtol=1e-12, atol=1e-15)
     words = np.array([0, 3, 7, 11])
