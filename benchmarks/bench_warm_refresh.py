@@ -1,0 +1,77 @@
+#!/usr/bin/env python
+"""Warm refresh against cold fit: the daemon's refresh after 1% new documents (issue 16).
+
+The daemon refits with the previous model as ``init`` (:class:`anchorstream.model.AnchorModel`,
+what ``daemon/refresher.py`` calls). This script builds a quality-benchmark corpus's
+co-occurrence over 99% of its training documents, fits cold, adds the last 1%, and refits
+twice on the whole: warm from the first fit, and cold (the peer, in the same run). It prints
+each fit's seconds and CPU seconds (the fit only: the daemon reads its counts from the store) and the held-out NPMI@10 of both refits (the metric of
+``bench_quality.py``), for each rectifier.
+
+Run from the repository root, in the benchmark environment (corpora as ``bench_quality.py``)::
+
+    benchmarks/.cache/venv/bin/python benchmarks/bench_warm_refresh.py --corpora medium,tech
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+import numpy as np  # noqa: E402
+
+from anchorstream.cooccurrence import LENGTH_CAP, cooccurrence  # noqa: E402
+from anchorstream.model import AnchorModel  # noqa: E402
+from anchorstream.text import Tokenizer, count_matrix, select_vocabulary  # noqa: E402
+from benchmarks.quality.corpora import load  # noqa: E402
+from benchmarks.quality.metrics import HeldoutIndex, npmi, top_word_strings  # noqa: E402
+
+
+def _timed(fn):
+    t, c = time.perf_counter(), time.process_time()
+    out = fn()
+    return out, time.perf_counter() - t, time.process_time() - c
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--corpora", default="medium,tech")
+    p.add_argument("--new", type=float, default=0.01, help="share of documents added")
+    p.add_argument("--methods", default="ap,lowrank")
+    a = p.parse_args(argv)
+    print(f"{'corpus':8s} {'rectifier':9s} {'cold 99% s':>10s} {'warm s':>8s} {'cold s':>8s} "
+          f"{'warm/cold':>9s} {'warm CPU/cold CPU':>17s} {'NPMI warm':>9s} {'NPMI cold':>9s}")
+    for name in a.corpora.split(","):
+        corpus = load(name)
+        tok = Tokenizer()
+        docs = [d for d in (tok(json.loads(line)["text"]) for line in open(corpus.train_path))
+                if d]
+        vocab = list(select_vocabulary(docs, min_df=5, max_df=0.5, max_size=corpus.vocab_size))
+        X = count_matrix(docs, vocab)
+        cut = int(round(X.shape[0] * (1 - a.new)))
+        index = HeldoutIndex.for_corpus(corpus)
+        K = corpus.n_topics
+        for method in a.methods.split(","):
+            # Counting is not timed: the daemon reads the counts from its store.
+            def fit(rows, init=None):
+                cooc = cooccurrence(X[:rows], length_cap=LENGTH_CAP)
+                return _timed(lambda: AnchorModel(K, rectify_method=method).fit(cooc, init=init))
+
+            first, t0, _ = fit(cut)
+            warm, tw, cw = fit(X.shape[0], init=first)
+            cold, tc, cc = fit(X.shape[0])
+            scores = [float(np.mean(npmi(top_word_strings(vocab, m.topic_word_.T), index)))
+                      for m in (warm, cold)]
+            print(f"{name:8s} {method:9s} {t0:10.1f} {tw:8.1f} {tc:8.1f} {tw / tc:9.2f} "
+                  f"{cw / cc:17.2f} {scores[0]:+9.4f} {scores[1]:+9.4f}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
