@@ -394,6 +394,7 @@ def cooccurrence(X: object, *, out: np.ndarray | None = None,
       0.05 s (0.09 s); both are dominated by allocating the 200 MB dense result.
     """
     X = _as_counts_csr(X)
+    cap_pairs(length_cap)  # validated before the V x V memory is allocated or overwritten
     V = X.shape[1]
     if out is None:
         out = np.zeros((V, V), dtype=np.float64)
@@ -404,7 +405,6 @@ def cooccurrence(X: object, *, out: np.ndarray | None = None,
                              f"({V}, {V}), got {getattr(out, 'dtype', type(out))} "
                              f"{getattr(out, 'shape', '')}")
         out.fill(0.0)
-    cap_pairs(length_cap)
     unigram, doc_freq, num_docs, num_tokens = _counts_into(X, out, length_cap=length_cap)
     return Cooccurrence(out, unigram, doc_freq, num_docs, num_tokens, length_cap,
                         _mass(X, length_cap))

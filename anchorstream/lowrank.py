@@ -38,7 +38,7 @@ import scipy.sparse as sp
 
 from anchorstream.cooccurrence import cap_pairs, pair_scale
 from anchorstream.errors import InputError
-from anchorstream.rectify import AndersonMixer, fix_signs, top_eigh
+from anchorstream.rectify import AndersonMixer, _check_loop_args, fix_signs, top_eigh
 
 log = logging.getLogger(__name__)
 
@@ -459,25 +459,13 @@ def rectify_lowrank(
     C = _check_operator(C)
     V = C.shape[0]
     K = n_topics
-    if not isinstance(K, (int, np.integer)) or not 1 <= K < V:
-        raise InputError(f"n_topics must be an integer in [1, {V}) for {V} words, got {K!r}")
+    eig_tol, init_eigvecs = _check_loop_args(V, K, max_iter, anderson, tol, eig_tol,
+                                             init_eigvecs)
     if rows is None:
         rows = default_rows(V, K)
     if not isinstance(rows, (int, np.integer)) or rows < 1:
         raise InputError(f"rows must be a positive integer, got {rows!r}")
     rows = int(min(rows, V))
-    if not isinstance(max_iter, (int, np.integer)) or max_iter < 1:
-        raise InputError(f"max_iter must be a positive integer, got {max_iter!r}")
-    if not isinstance(anderson, (int, np.integer)) or anderson < 0:
-        raise InputError(f"anderson must be an integer >= 0, got {anderson!r}")
-    if not tol >= 0:
-        raise InputError(f"tol must be >= 0, got {tol!r}")
-    if eig_tol is None:
-        eig_tol = min(1e-6, max(1e-8, tol * 1e-2))
-    if init_eigvecs is not None:
-        init_eigvecs = np.asarray(init_eigvecs, dtype=np.float64)
-        if init_eigvecs.ndim != 2 or init_eigvecs.shape[0] != V:
-            raise InputError(f"init_eigvecs must have shape ({V}, m), got {init_eigvecs.shape}")
     rng = np.random.default_rng(random_state)
 
     theta, X, _, info = top_eigh(lambda Z: C @ Z, V, K, init=init_eigvecs, tol=eig_tol,

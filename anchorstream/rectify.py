@@ -479,6 +479,39 @@ def _sparse_copy(C: np.ndarray) -> sp.csr_array | None:
     return sp.csr_array((data, indices, indptr), shape=C.shape)
 
 
+def _check_loop_args(V, K, max_iter, anderson, tol, eig_tol, init_eigvecs):
+    """The arguments :func:`rectify` and :func:`anchorstream.lowrank.rectify_lowrank` share,
+    checked; returns ``(eig_tol, init_eigvecs)`` with the default tolerance filled in and the
+    start as a float64 array (or None).
+
+    Raises
+    ------
+    InputError
+        Naming the first argument out of range.
+    """
+    if not isinstance(K, (int, np.integer)) or not 1 <= K < V:
+        raise InputError(f"n_topics must be an integer in [1, {V}) for {V} words, got {K!r}")
+    if not isinstance(max_iter, (int, np.integer)) or max_iter < 1:
+        raise InputError(f"max_iter must be a positive integer, got {max_iter!r}")
+    if not isinstance(anderson, (int, np.integer)) or anderson < 0:
+        raise InputError(f"anderson must be an integer >= 0, got {anderson!r}")
+    if not tol >= 0:
+        raise InputError(f"tol must be >= 0, got {tol!r}")
+    if eig_tol is None:
+        eig_tol = min(_MAX_EIG_TOL, max(_FINAL_EIG_TOL, tol * 1e-2))
+    if not eig_tol > 0:
+        raise InputError(f"eig_tol must be > 0, got {eig_tol!r}")
+    if init_eigvecs is not None:
+        init_eigvecs = np.asarray(init_eigvecs, dtype=np.float64)
+        if init_eigvecs.ndim != 2 or init_eigvecs.shape[0] != V or init_eigvecs.shape[1] < 1:
+            raise InputError(
+                f"init_eigvecs must have shape ({V}, m) with m >= 1, got {init_eigvecs.shape}"
+            )
+        if not np.all(np.isfinite(init_eigvecs)):
+            raise InputError("init_eigvecs contains NaN or infinite entries")
+    return eig_tol, init_eigvecs
+
+
 def rectify(
     C,
     n_topics: int,
@@ -574,30 +607,12 @@ def rectify(
     C = _check_matrix(C)
     V = C.shape[0]
     K = n_topics
-    if not isinstance(K, (int, np.integer)) or not 1 <= K < V:
-        raise InputError(f"n_topics must be an integer in [1, {V}) for {V} words, got {K!r}")
     if method != "ap":
         raise InputError(f"method must be 'ap', got {method!r}")
-    if not isinstance(max_iter, (int, np.integer)) or max_iter < 1:
-        raise InputError(f"max_iter must be a positive integer, got {max_iter!r}")
-    if not isinstance(anderson, (int, np.integer)) or anderson < 0:
-        raise InputError(f"anderson must be an integer >= 0, got {anderson!r}")
-    if not tol >= 0:
-        raise InputError(f"tol must be >= 0, got {tol!r}")
-    if eig_tol is None:
-        eig_tol = min(_MAX_EIG_TOL, max(_FINAL_EIG_TOL, tol * 1e-2))
-    if not eig_tol > 0:
-        raise InputError(f"eig_tol must be > 0, got {eig_tol!r}")
+    eig_tol, init_eigvecs = _check_loop_args(V, K, max_iter, anderson, tol, eig_tol,
+                                             init_eigvecs)
     # The returned eigenpairs are worth a tight solve whatever the loop used.
     final_tol = min(eig_tol, _FINAL_EIG_TOL)
-    if init_eigvecs is not None:
-        init_eigvecs = np.asarray(init_eigvecs, dtype=np.float64)
-        if init_eigvecs.ndim != 2 or init_eigvecs.shape[0] != V or init_eigvecs.shape[1] < 1:
-            raise InputError(
-                f"init_eigvecs must have shape ({V}, m) with m >= 1, got {init_eigvecs.shape}"
-            )
-        if not np.all(np.isfinite(init_eigvecs)):
-            raise InputError("init_eigvecs contains NaN or infinite entries")
     work = _work_dtype(dtype)
     single = work == np.float32
     if single and 0 < tol < _FLOAT32_EIG_TOL:

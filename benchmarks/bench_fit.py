@@ -68,6 +68,10 @@ from anchorstream.synthetic import PlantedModel, dirichlet_second_moment, plante
 from anchorstream.synthetic import sample_documents
 from anchorstream.text import Tokenizer, count_matrix, select_vocabulary
 
+if str(REPO) not in sys.path:  # for benchmarks.quality, after this checkout's anchorstream
+    sys.path.append(str(REPO))
+from benchmarks.quality.report import machine  # noqa: E402
+
 PEERS = ("anchorstream", "anchortopics", "gensim")
 TOP_N = 10
 README = HERE / "README.md"
@@ -446,25 +450,6 @@ def _synth_row_text(row, peers) -> str:
 
 # --------------------------------------------------------------------------------------------
 # report
-
-
-def machine() -> str:
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    mem = ""
-    try:
-        kb = int(Path("/proc/meminfo").read_text().split()[1])
-        mem = f", {kb / 2**20:.0f} GiB RAM"
-    except (OSError, ValueError, IndexError):
-        pass
-    return f"{cpu}, {cores} cores{mem}, {platform.system()} {platform.release()}"
 
 
 def versions() -> str:
