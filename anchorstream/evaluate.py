@@ -31,7 +31,7 @@ import scipy.sparse as sp
 from scipy.special import entr, rel_entr
 
 from anchorstream.errors import InputError
-from anchorstream.infer import infer_topics
+from anchorstream.model.infer import infer_topics
 
 __all__ = [
     "approximation_error",
@@ -306,7 +306,7 @@ def heldout_log_likelihood(
     document are split at random into an observed half (``floor(n_d / 2)`` tokens) and an
     evaluation half (the rest). ``θ_d`` is fitted on the observed half with the topics fixed —
     EM for the MAP estimate under a symmetric Dirichlet(1 + alpha) prior, see
-    :func:`anchorstream.infer.infer_topics`; the pseudo-count keeps every topic possible — and
+    :func:`anchorstream.model.infer.infer_topics`; the pseudo-count keeps every topic possible — and
     the evaluation half is scored under the mixture ``p(w | d) = Σ_k θ_dk B[w, k]``:
 
         LL = Σ_d Σ_{w in eval half of d} log p(w | d)  /  (number of evaluation tokens)
@@ -327,7 +327,7 @@ def heldout_log_likelihood(
         at the same value. ``0`` (maximum likelihood) lets θ rule topics out and easily gives
         ``-inf``.
     max_iter, tol :
-        EM settings of the θ fit (see :func:`anchorstream.infer.infer_topics`).
+        EM settings of the θ fit (see :func:`anchorstream.model.infer.infer_topics`).
     random_state : int, Generator or None
         Seeds the split of tokens into halves.
     return_per_doc : bool, default False

@@ -66,7 +66,7 @@ except ImportError:  # running from a checkout without `pip install -e .`
 from anchorstream.evaluate import npmi_coherence, recovery_error, unique_word_ratio
 from anchorstream.synthetic import PlantedModel, dirichlet_second_moment, planted_model
 from anchorstream.synthetic import sample_documents
-from anchorstream.text import Tokenizer, count_matrix, select_vocabulary
+from anchorstream.text.tokenize import Tokenizer, count_matrix, select_vocabulary
 
 if str(REPO) not in sys.path:  # for benchmarks.quality, after this checkout's anchorstream
     sys.path.append(str(REPO))
@@ -394,7 +394,7 @@ def run_synthetic(args, results: dict[str, Result], rng) -> dict:
     settings = {"random_state": args.seed}
     real = results.get("anchorstream")
     if real is not None and real.status == "ok":
-        from anchorstream.model import ModelSettings
+        from anchorstream.model.pipeline import ModelSettings
 
         recorded = real.extra["manifest"].get("settings", {})
         fields = set(ModelSettings.__dataclass_fields__) - {"n_topics", "pinned_anchors"}
@@ -409,8 +409,8 @@ def run_synthetic(args, results: dict[str, Result], rng) -> dict:
             t1 = time.perf_counter()
             try:
                 if peer == "anchorstream":
-                    from anchorstream.cooccurrence import cooccurrence
-                    from anchorstream.model import AnchorModel
+                    from anchorstream.stats.cooccurrence import cooccurrence
+                    from anchorstream.model.pipeline import AnchorModel
 
                     est = AnchorModel(K, **settings).fit(cooccurrence(X)).topic_word_
                 elif peer == "anchortopics":

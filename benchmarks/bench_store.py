@@ -44,10 +44,10 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from anchorstream.accumulator import Accumulator  # noqa: E402
+from anchorstream.stats.accumulator import Accumulator  # noqa: E402
 from anchorstream.store import CooccurrenceStore, read_committed  # noqa: E402
-from anchorstream.text import Tokenizer  # noqa: E402
-from anchorstream.vocabulary import StreamingVocabulary  # noqa: E402
+from anchorstream.text.tokenize import Tokenizer  # noqa: E402
+from anchorstream.text.vocabulary import StreamingVocabulary  # noqa: E402
 
 
 def pseudo_words(n: int, rng: np.random.Generator) -> list[str]:

@@ -115,7 +115,7 @@ def test_fit_refuses_an_existing_output_before_working(corpus, tmp_path, capsys)
 
 
 def test_fit_prepares_its_arrays_in_the_background_within_a_memory_bound(monkeypatch):
-    import daemon.cmd_fit as cmd_fit
+    import daemon.cli.fit as cmd_fit
 
     pre = cmd_fit._Prefault(30, np.float32)
     assert pre.enabled

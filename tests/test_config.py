@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from daemon.config import (
+from daemon.settings import (
     Config,
     ConfigError,
     Secret,
@@ -198,7 +198,7 @@ def test_forgetting_settings_map_to_the_store():
                                     "half_life_docs": 500}}).store
     assert store.forgetting_kwargs() == {"half_life": 500.0, "window": 1000.0, "n_windows": 4,
                                          "unit": "documents"}
-    accumulator = pytest.importorskip("anchorstream.accumulator")
+    accumulator = pytest.importorskip("anchorstream.stats.accumulator")
     forgetting = accumulator.Forgetting(**store.forgetting_kwargs())
     assert forgetting.n_windows == 4
 
@@ -264,8 +264,8 @@ def test_file_problems(tmp_path):
 
 
 def test_model_settings_match_the_estimator():
-    model = pytest.importorskip("anchorstream.model")
-    from daemon.config import ModelConfig
+    model = pytest.importorskip("anchorstream.model.pipeline")
+    from daemon.settings import ModelConfig
 
     fields = {f.name: f for f in dataclasses.fields(ModelConfig)}
     assert fields["anchor_method"].metadata["check"]("qr") == "qr"
@@ -304,9 +304,9 @@ def test_warm_rectification_bounds_reach_the_model():
 
 
 def test_methods_and_the_document_statistics_they_need():
-    docstats = pytest.importorskip("anchorstream.docstats")
-    methods = pytest.importorskip("anchorstream.methods")
-    from daemon.config import ModelConfig
+    docstats = pytest.importorskip("anchorstream.stats.documents")
+    methods = pytest.importorskip("anchorstream.model.methods")
+    from daemon.settings import ModelConfig
 
     fields = {f.name: f for f in dataclasses.fields(ModelConfig)}
     for method in methods.METHODS:
@@ -344,7 +344,7 @@ def test_readme_configuration_table_is_generated_from_the_keys():
     while end < len(lines) and lines[end].startswith("| `"):
         end += 1
     assert lines[start:end] == rows, (
-        "README's configuration table differs from daemon/config.py's keys; regenerate it "
+        "README's configuration table differs from daemon/settings.py's keys; regenerate it "
         "from describe_keys() (one row per key: name, JSON default, doc)")
 
 

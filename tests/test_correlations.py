@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import anchorstream.correlations as correlations_module
-from anchorstream.correlations import dirichlet_alpha, supertopics, topic_topic
+import anchorstream.model.correlations as correlations_module
+from anchorstream.model.correlations import dirichlet_alpha, supertopics, topic_topic
 from anchorstream.errors import InputError
-from anchorstream.recover import recover
+from anchorstream.model.recover import recover
 from anchorstream.synthetic import (
     dirichlet_second_moment,
     planted_model,
@@ -166,9 +166,9 @@ def test_supertopics_pass_through_a_rectifier():
 
 
 @pytest.mark.skipif(
-    importlib.util.find_spec("anchorstream.rectify") is None
-    or importlib.util.find_spec("anchorstream.anchors") is None,
-    reason="needs anchorstream.rectify and anchorstream.anchors",
+    importlib.util.find_spec("anchorstream.model.rectify") is None
+    or importlib.util.find_spec("anchorstream.model.anchors") is None,
+    reason="needs anchorstream.model.rectify and anchorstream.model.anchors",
 )
 def test_supertopics_with_the_default_stages():
     W, R, A = _hierarchy()

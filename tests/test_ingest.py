@@ -1,7 +1,7 @@
 """``anchorstream ingest`` and the daemon's loop accept and reject the same records.
 
-Both run :class:`daemon.loop.IngestLoop` (files through :class:`daemon.files.FileSource`, Kafka
-through :class:`daemon.source.KafkaSource`); these tests hold them together on a real store on
+Both run :class:`daemon.ingest.loop.IngestLoop` (files through :class:`daemon.ingest.files.FileSource`, Kafka
+through :class:`daemon.kafka.source.KafkaSource`); these tests hold them together on a real store on
 disk: the same lines give the same documents and the same rejections by reason, and no line
 stops ``ingest`` (issue 15).
 """
@@ -14,14 +14,14 @@ import json
 import numpy as np
 import pytest
 
-from anchorstream.accumulator import Forgetting
+from anchorstream.stats.accumulator import Forgetting
 from anchorstream.store import CooccurrenceStore, open_committed
-from anchorstream.text import Tokenizer
+from anchorstream.text.tokenize import Tokenizer
 from daemon.cli import main
-from daemon.cmd_ingest import file_key, ingest_files, register
-from daemon.config import MessageConfig
-from daemon.loop import IngestLoop
-from daemon.source import SourceRecord
+from daemon.cli.ingest import file_key, ingest_files, register
+from daemon.settings import MessageConfig
+from daemon.ingest.loop import IngestLoop
+from daemon.kafka.source import SourceRecord
 
 SECONDS = Forgetting(half_life=3600, unit="seconds")
 

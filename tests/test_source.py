@@ -18,10 +18,10 @@ from kafka_broker import (
     unique_name,
 )
 
-from daemon import cmd_replay
-from daemon.broker import EmbeddedBroker, free_port
-from daemon.config import parse_config
-from daemon.source import (
+from daemon.cli import replay as cmd_replay
+from daemon.kafka.broker import EmbeddedBroker, free_port
+from daemon.settings import parse_config
+from daemon.kafka.source import (
     DeadLetterProducer,
     KafkaSource,
     ModelUpdatesProducer,

@@ -24,8 +24,8 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 import anchorstream.store as store_mod
-from anchorstream.accumulator import Forgetting
-from anchorstream.cooccurrence import LENGTH_CAP, cooccurrence
+from anchorstream.stats.accumulator import Forgetting
+from anchorstream.stats.cooccurrence import LENGTH_CAP, cooccurrence
 from anchorstream.errors import InputError, StoreError, StoreFormatError
 from anchorstream.store import (
     CooccurrenceStore,
@@ -35,7 +35,7 @@ from anchorstream.store import (
     read_committed,
     store_info,
 )
-from anchorstream.text import count_matrix
+from anchorstream.text.tokenize import count_matrix
 from tests.naive_store import NaiveStoreModel, NaiveVocabulary, align, naive_cooccurrence
 
 WORDS = [f"w{i}" for i in range(12)]
@@ -861,7 +861,8 @@ TestStoreMachine = StoreMachine.TestCase
 
 
 def _cli(*argv):
-    from daemon import cmd_ingest, cmd_store_info
+    from daemon.cli import ingest as cmd_ingest
+    from daemon.cli import store_info as cmd_store_info
 
     parser = argparse.ArgumentParser(prog="anchorstream")
     sub = parser.add_subparsers(dest="command")
@@ -872,7 +873,7 @@ def _cli(*argv):
 
 
 def test_ingest_and_store_info_commands(tmp_path, rng, capsys):
-    from anchorstream.text import Tokenizer
+    from anchorstream.text.tokenize import Tokenizer
 
     docs = [d for d in corpus(rng, 90, words=[
         "market", "stocks", "bank", "rates", "football", "goal", "election", "senate"]) if d]
@@ -950,8 +951,8 @@ def test_ingest_refuses_a_file_listed_twice(tmp_path):
         assert str(path) in str(info.value) and str(again) in str(info.value)
     assert not os.path.exists(url)  # refused before the store was created
     # A store's own writer refuses it too, before adding anything.
-    from anchorstream.text import Tokenizer
-    from daemon.cmd_ingest import ingest_files
+    from anchorstream.text.tokenize import Tokenizer
+    from daemon.cli.ingest import ingest_files
 
     s = CooccurrenceStore.create(url, capacity=8, admit_threshold=1)
     with pytest.raises(InputError, match="same file"):
@@ -967,8 +968,8 @@ def test_ingest_progress_counts_one_kind_of_byte(tmp_path, monkeypatch):
 
     from tqdm import tqdm
 
-    from anchorstream.text import Tokenizer
-    from daemon import cmd_ingest
+    from anchorstream.text.tokenize import Tokenizer
+    from daemon.cli import ingest as cmd_ingest
 
     bars = []
 
@@ -1007,7 +1008,7 @@ def test_store_info_fingerprint_is_the_documented_sum(tmp_path, rng, capsys):
     # words check that g hashes the UTF-8 bytes.
     import zlib
 
-    from anchorstream.text import Tokenizer
+    from anchorstream.text.tokenize import Tokenizer
 
     vocab = ["market", "stocks", "café", "naïve", "東京", "über", "election", "senate"]
     texts = [" ".join(d) for d in corpus(rng, 80, words=vocab) if d]

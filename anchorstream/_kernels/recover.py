@@ -1,11 +1,11 @@
-"""numba kernels of the recovery step (``anchorstream.recover``), one per solver.
+"""numba kernels of the recovery step (``anchorstream.model.recover``), one per solver.
 
 Every kernel solves, for each word ``i`` listed in ``rows``, a small simplex-constrained problem
 ``min_{y in simplex} loss(C̄_i, yᵀ C̄_S)`` and writes ``y`` into row ``i`` of ``coef``; words are
 independent, so the loop over them is a ``prange`` and each iteration owns its output row (no
 reduction, no race). Work vectors are allocated once per word, not per iteration.
 
-Arrays in, arrays out; the public wrapper ``anchorstream.recover.recover`` checks dtypes, shapes
+Arrays in, arrays out; the public wrapper ``anchorstream.model.recover.recover`` checks dtypes, shapes
 and contiguity. Kernels import numba and numpy only, so they can be merged into
 ``anchorstream/_kernels.py``. Slow loop twins live in ``tests/naive_recover.py``.
 """

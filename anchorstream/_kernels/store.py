@@ -1,7 +1,7 @@
 """numba kernels of the co-occurrence store (merged into ``_kernels.py`` later).
 
-Arrays in, arrays out; the callers in ``anchorstream/accumulator.py`` and
-``anchorstream/store.py`` check dtypes and shapes. Slow loop twins live in
+Arrays in, arrays out; the callers in ``anchorstream/stats/accumulator.py`` and
+``anchorstream/store/__init__.py`` check dtypes and shapes. Slow loop twins live in
 ``tests/naive_store.py``. Serial on purpose: the ingest path is budgeted to one core, and a
 serial kernel is also safe in a process that forks.
 """
