@@ -73,6 +73,7 @@ from anchorstream.evaluate import topic_sparsity, topic_specificity
 from anchorstream.model.anchors import anchor_min_df_for
 from anchorstream.model.methods import TopicFit, fit_topics, novel_word_min_df
 from anchorstream.model.pipeline import AnchorModel
+from anchorstream.model.registry import method_spec
 from anchorstream.store import open_committed
 
 __all__ = ["RefreshResult", "Refresher", "select_words"]
@@ -500,8 +501,7 @@ class Refresher:
     @property
     def needs_documents(self) -> bool:
         """Whether the configured method reads the store's document statistics."""
-        return self.method == "tsvd" or (
-            self.method == "anchor" and self.anchor_method in ("ddp", "rp"))
+        return method_spec(self.method, self.anchor_method).needs_documents
 
     def _fit(self, cooc: Cooccurrence, words: list[str], docs: DocumentState | None,
              on_stage) -> tuple[AnchorModel | None, TopicFit, Any, dict]:
@@ -509,7 +509,7 @@ class Refresher:
         kw = self.model_kwargs
         K, seed = self.n_topics, int(kw.get("random_state", 0))
         common = {"method": self.method, "n_topics": K, "random_state": seed}
-        if self.method == "anchor" and not self.needs_documents:
+        if method_spec(self.method, self.anchor_method).anchor_words:
             model = AnchorModel(**kw)
             init = None
             if self.warm_start and self._model is not None:

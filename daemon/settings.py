@@ -54,6 +54,8 @@ from typing import Any
 import yaml
 
 from anchorstream.errors import AnchorstreamError, InputError
+from anchorstream.model.registry import (ANCHOR_METHODS, DOCUMENT_ANCHORS, METHODS, MethodSpec,
+                                         method_spec)
 # Which URLs and storage options a store takes: one table, shared with the store. The module
 # is plain Python (Icechunk is imported only when a storage is built), so this stays light.
 from anchorstream.store.location import SECRET_OPTIONS, check_storage_options
@@ -374,10 +376,6 @@ def _spec(default: Any, check: Validator, doc: str, *, secret: bool = False) -> 
 # every key with a comment.
 
 _SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
-# Topic methods (anchorstream.model.methods.METHODS) and anchor finders; ddp and rp are the document
-# anchor finders, kept as plain strings so that this module reads no library code.
-_METHODS = ("anchor", "anchorfree", "tsvd")
-_ANCHOR_METHODS = ("qr", "fast", "ddp", "rp")
 # Mechanisms that need only a user name and password; GSSAPI/OAUTHBEARER/AWS_MSK_IAM need
 # client-side plumbing (Kerberos, token providers) the daemon does not offer yet.
 _SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
@@ -576,7 +574,7 @@ class ModelConfig:
 
     num_topics: int = _spec(20, v_int(1), "number of topics K")
     method: str = _spec(
-        "anchor", v_choice(*_METHODS),
+        "anchor", v_choice(*METHODS),
         "anchor words, AnchorFree (Huang 2016) or TSVD over a reservoir of documents "
         "(Bansal 2014)")
     rectify: bool = _spec(True, v_bool(), "rectify the co-occurrence (JSMF)")
@@ -589,7 +587,7 @@ class ModelConfig:
         None, v_int(1, optional=True), "lowrank: words whose rows and columns are checked for "
         "negative entries each iteration; null = 10 x num_topics + 1000")
     anchor_method: str = _spec(
-        "qr", v_choice(*_ANCHOR_METHODS),
+        "qr", v_choice(*ANCHOR_METHODS),
         "anchor finder (method anchor): qr, fast, or the novel words ddp, rp (Ding 2014) from "
         "document statistics kept with the store")
     recover_method: str = _spec("admm", v_choice("admm", "l2", "kl", "inverse"),
@@ -626,8 +624,12 @@ class ModelConfig:
     @property
     def needs_documents(self) -> bool:
         """Whether the store must keep document statistics (anchors ddp/rp, method tsvd)."""
-        return self.method == "tsvd" or (
-            self.method == "anchor" and self.anchor_method in ("ddp", "rp"))
+        return self.spec.needs_documents
+
+    @property
+    def spec(self) -> MethodSpec:
+        """The method registry's entry for the configured method."""
+        return method_spec(self.method, self.anchor_method)
 
     def document_stats_kwargs(self) -> dict[str, Any]:
         """Keyword arguments for ``anchorstream.stats.documents.DocStatsSettings.for_method``.
@@ -960,7 +962,7 @@ def parse_config(data: Mapping[str, Any] | None, env: Mapping[str, str] | None =
 def _check_consistency(c: Config) -> None:
     """Rules that involve more than one key."""
     m = c.model
-    if m.method != "anchor" and m.anchor_method in ("ddp", "rp"):
+    if m.method != "anchor" and m.anchor_method in DOCUMENT_ANCHORS:
         raise ConfigError(
             f"model.anchor_method: got {m.anchor_method!r} with model.method={m.method!r}; "
             "allowed: 'qr' or 'fast' (ignored), because anchor finders apply only to "

@@ -8,6 +8,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from anchorstream.model import pipeline
+from anchorstream.model.registry import COUNT_ANCHORS, DOCUMENT_ANCHORS, METHODS
+from anchorstream.stats.accumulator import Forgetting
+from anchorstream.stats.documents import DocStatsSettings
 from daemon.settings import (
     Config,
     ConfigError,
@@ -198,8 +202,7 @@ def test_forgetting_settings_map_to_the_store():
                                     "half_life_docs": 500}}).store
     assert store.forgetting_kwargs() == {"half_life": 500.0, "window": 1000.0, "n_windows": 4,
                                          "unit": "documents"}
-    accumulator = pytest.importorskip("anchorstream.stats.accumulator")
-    forgetting = accumulator.Forgetting(**store.forgetting_kwargs())
+    forgetting = Forgetting(**store.forgetting_kwargs())
     assert forgetting.n_windows == 4
 
 
@@ -264,17 +267,16 @@ def test_file_problems(tmp_path):
 
 
 def test_model_settings_match_the_estimator():
-    model = pytest.importorskip("anchorstream.model.pipeline")
     from daemon.settings import ModelConfig
 
     fields = {f.name: f for f in dataclasses.fields(ModelConfig)}
     assert fields["anchor_method"].metadata["check"]("qr") == "qr"
-    for method in model.ANCHOR_METHODS:
+    for method in COUNT_ANCHORS:
         fields["anchor_method"].metadata["check"](method)
-    for method in model.RECOVER_METHODS:
+    for method in pipeline.RECOVER_METHODS:
         fields["recover_method"].metadata["check"](method)
     kwargs = ModelConfig(num_topics=7).model_kwargs()
-    settings = model.ModelSettings(**kwargs)
+    settings = pipeline.ModelSettings(**kwargs)
     assert settings.n_topics == 7
 
 
@@ -304,32 +306,30 @@ def test_warm_rectification_bounds_reach_the_model():
 
 
 def test_methods_and_the_document_statistics_they_need():
-    docstats = pytest.importorskip("anchorstream.stats.documents")
-    methods = pytest.importorskip("anchorstream.model.methods")
     from daemon.settings import ModelConfig
 
     fields = {f.name: f for f in dataclasses.fields(ModelConfig)}
-    for method in methods.METHODS:
+    for method in METHODS:
         assert fields["method"].metadata["check"](method) == method
-    for anchors in methods.DOCUMENT_ANCHORS:
+    for anchors in DOCUMENT_ANCHORS:
         assert fields["anchor_method"].metadata["check"](anchors) == anchors
     msg = error_of({"model": {"method": "tsvd", "anchor_method": "ddp"}})
     assert "got 'ddp' with model.method='tsvd'" in msg and "'qr' or 'fast'" in msg
 
     def settings(**model):
         m = parse_config({"model": model}).model
-        return m.needs_documents, docstats.DocStatsSettings.for_method(
+        return m.needs_documents, DocStatsSettings.for_method(
             **m.document_stats_kwargs())
 
-    assert settings() == (False, docstats.DocStatsSettings())
-    assert settings(method="anchorfree") == (False, docstats.DocStatsSettings())
+    assert settings() == (False, DocStatsSettings())
+    assert settings(method="anchorfree") == (False, DocStatsSettings())
     assert settings(anchor_method="ddp", random_state=4) == (
-        True, docstats.DocStatsSettings(split=True, seed=4))
+        True, DocStatsSettings(split=True, seed=4))
     assert settings(anchor_method="rp", num_topics=8) == (
-        True, docstats.DocStatsSettings(split=True, n_projections=400))
+        True, DocStatsSettings(split=True, n_projections=400))
     assert settings(anchor_method="rp", rp_projections=30)[1].n_projections == 30
     assert settings(method="tsvd", tsvd_documents=500) == (
-        True, docstats.DocStatsSettings(reservoir=500))
+        True, DocStatsSettings(reservoir=500))
 
 
 def test_readme_configuration_table_is_generated_from_the_keys():

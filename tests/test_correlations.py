@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import doctest
-import importlib.util
 
 import numpy as np
 import pytest
@@ -165,11 +164,6 @@ def test_supertopics_pass_through_a_rectifier():
     np.testing.assert_allclose(A_super, R, atol=1e-8)
 
 
-@pytest.mark.skipif(
-    importlib.util.find_spec("anchorstream.model.rectify") is None
-    or importlib.util.find_spec("anchorstream.model.anchors") is None,
-    reason="needs anchorstream.model.rectify and anchorstream.model.anchors",
-)
 def test_supertopics_with_the_default_stages():
     W, R, A = _hierarchy()
     weights, A_super = supertopics(A, 3, random_state=0)

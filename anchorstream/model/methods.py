@@ -1,19 +1,8 @@
 """One entry point over every topic-inference method, for batch fits and comparisons.
 
-The rectified anchor-word pipeline (:class:`anchorstream.model.pipeline.AnchorModel`) needs only the
-co-occurrence; the other methods of the seed papers need more:
-
-========================  ===========================================  ====================
-method / anchors          paper                                        needs
-========================  ===========================================  ====================
-anchor + qr / fast        JSMF Alg. 2 / Arora 2013 Alg. 4               co-occurrence
-anchor + ddp / rp         Ding et al. 2014, Alg. 1 / 2 (+ 3, 4)         documents
-anchorfree                Huang et al. 2016                             co-occurrence
-tsvd                      Bansal et al. 2014                            documents
-========================  ===========================================  ====================
-
-:func:`fit_topics` runs any of them and returns a :class:`TopicFit` with the word-topic matrix,
-a topic-topic matrix and one representative word per topic, which is all a snapshot needs.
+:func:`fit_topics` runs any method of :mod:`anchorstream.model.registry` and returns a
+:class:`TopicFit` with the word-topic matrix, a topic-topic matrix and one representative word
+per topic, which is all a snapshot needs.
 """
 
 from __future__ import annotations
@@ -27,16 +16,12 @@ from anchorstream.model.correlations import topic_topic
 from anchorstream.errors import InputError
 from anchorstream.model.pipeline import AnchorModel, ModelSettings, StageTimer
 from anchorstream.model.rectify import rectify
+from anchorstream.model.registry import DOCUMENT_ANCHORS, method_spec
 
 # The other methods' modules are imported where they are used: AnchorFree pulls in
 # scipy.optimize (HiGHS), ~0.2 s of the start-up of every `anchorstream fit` otherwise.
 
-__all__ = ["DOCUMENT_METHODS", "METHODS", "TopicFit", "fit_topics", "novel_word_min_df"]
-
-METHODS = ("anchor", "anchorfree", "tsvd")
-#: Anchor finders that work on documents rather than on the co-occurrence.
-DOCUMENT_ANCHORS = ("ddp", "rp")
-DOCUMENT_METHODS = ("tsvd",)
+__all__ = ["TopicFit", "fit_topics", "novel_word_min_df"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -151,15 +136,16 @@ def fit_topics(
     InputError
         For an unknown method, or a document method without ``documents``.
     """
-    if method not in METHODS:
-        raise InputError(f"method must be one of {METHODS}, got {method!r}")
-    needs_docs = method in DOCUMENT_METHODS or (method == "anchor" and anchor_method in DOCUMENT_ANCHORS)
-    if method == "anchor" and split is not None and (anchor_method == "ddp" or sketch is not None):
+    try:
+        spec = method_spec(method, anchor_method)
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
+    needs_docs = spec.needs_documents
+    if split is not None and (spec.statistics == "split" or sketch is not None):
         needs_docs = False
     if needs_docs and documents is None:
-        what = method if method != "anchor" else f"anchors={anchor_method!r}"
         raise InputError(
-            f"{what} works on documents, not on a co-occurrence matrix alone: pass documents "
+            f"{spec.label} works on documents, not on a co-occurrence matrix alone: pass documents "
             "(batch fit from files), or choose anchors qr/fast or method anchorfree"
         )
     if cooc is None:
@@ -169,7 +155,7 @@ def fit_topics(
     timings: dict[str, float] = {}
     stage = StageTimer(timings, on_stage)
 
-    if method == "anchor" and anchor_method not in DOCUMENT_ANCHORS:
+    if spec.anchor_words:
         model = AnchorModel(
             n_topics, anchor_method=anchor_method, random_state=random_state, **settings
         ).fit(cooc, on_stage=on_stage, overwrite_cooc=overwrite_cooc, warm_state=warm_state,

@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from anchorstream.model.registry import COUNT_ANCHORS
 from anchorstream.model.anchors import ANCHOR_MIN_DF, anchor_min_df_for, candidate_words, find_anchors
 from anchorstream.stats.cooccurrence import Cooccurrence, take_square
 from anchorstream.model.correlations import dirichlet_alpha, topic_topic
@@ -28,9 +29,8 @@ from anchorstream.model.rectify import rectify, rectify_update
 
 log = logging.getLogger(__name__)
 
-__all__ = ["ANCHOR_METHODS", "RECOVER_METHODS", "AnchorModel", "ModelSettings"]
+__all__ = ["RECOVER_METHODS", "AnchorModel", "ModelSettings"]
 
-ANCHOR_METHODS = ("qr", "fast")
 RECOVER_METHODS = ("admm", "l2", "kl", "inverse")
 RECTIFY_METHODS = ("ap", "lowrank")
 CORRELATION_METHODS = ("diagonal", "pinv")
@@ -114,7 +114,7 @@ class ModelSettings:
             raise InputError(f"n_topics must be a positive integer, got {self.n_topics!r}")
         choice("rectify_method", RECTIFY_METHODS)
         choice("rectify_dtype", ("float64", "float32"))
-        choice("anchor_method", ANCHOR_METHODS)
+        choice("anchor_method", COUNT_ANCHORS)
         choice("recover_method", RECOVER_METHODS)
         choice("correlation_method", CORRELATION_METHODS)
         for name in ("rectify_max_iter", "recover_max_iter", "projection_dim"):

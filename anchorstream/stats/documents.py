@@ -80,6 +80,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
+from anchorstream.model.registry import method_spec
 from anchorstream.stats.accumulator import Forgetting
 from anchorstream.errors import InputError, StoreError, StoreFormatError
 from anchorstream.stats.wordpatterns import (
@@ -175,11 +176,12 @@ class DocStatsSettings:
         need: the split statistic for ``ddp``, plus a sketch of ``n_projections`` (default
         ``50 K``, the paper's choice) for ``rp``, a reservoir for ``tsvd``, nothing otherwise.
         """
-        if method == "tsvd":
+        statistics = method_spec(method, anchor_method).statistics
+        if statistics == "reservoir":
             return cls(reservoir=int(reservoir), seed=seed)
-        if method == "anchor" and anchor_method == "ddp":
+        if statistics == "split":
             return cls(split=True, seed=seed)
-        if method == "anchor" and anchor_method == "rp":
+        if statistics == "split+sketch":
             p = 50 * int(n_topics) if n_projections is None else int(n_projections)
             return cls(split=True, n_projections=p, seed=seed)
         return cls(seed=seed)

@@ -541,9 +541,9 @@ def run(args) -> int:
         # atomic, so abandoning it loses nothing but its work).
         daemon = Daemon(cfg, bootstrap_servers=broker.bootstrap_servers,
                         refresh_join_seconds=3.0)
-        daemon.kafka.broker = broker  # a second Ctrl-C stops it before exiting at once
+        daemon.broker = broker  # a second Ctrl-C stops it before exiting at once
         daemon.start()
-        url = daemon.http.api.url + "/"
+        url = daemon.api.url + "/"
 
         total = args.limit if args.limit is not None else "all"
         _say(style.bold("anchorstream demo"))
@@ -604,7 +604,7 @@ def run(args) -> int:
 
 def _watch(daemon, replay: _Replay, style: _Style, args, t0: float) -> None:
     """Print every new snapshot; stop the daemon when the demo is over."""
-    publisher = daemon.publish
+    publisher = daemon.publisher
     stop = daemon.stop_event
     deadline = t0 + args.duration if args.duration is not None else None
     last = None
@@ -645,13 +645,13 @@ def _watch(daemon, replay: _Replay, style: _Style, args, t0: float) -> None:
                 if latest is not None and latest[1].num_docs >= replay.sent and \
                         (last is not None and last >= latest[0]):
                     break
-                committed = daemon.ingest.loop.committed.n_docs
+                committed = daemon.loop.committed.n_docs
                 if committed >= replay.sent and final_wait is None:
-                    daemon.refresh.request()
+                    daemon.refresher.request()
                     # A refresh that is skipped (too few words) never publishes: give up
                     # after a while rather than waiting forever.
                     final_wait = time.monotonic() + max(60.0, 3 * args.refresh_seconds)
-                if final_wait is not None and daemon.refresh.busy:
+                if final_wait is not None and daemon.refresher.busy:
                     # Still fitting (a slow machine): that refresh may be the last one.
                     final_wait = max(final_wait, time.monotonic() + 30.0)
                 if final_wait is not None and time.monotonic() > final_wait:

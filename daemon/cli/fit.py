@@ -18,9 +18,10 @@ from anchorstream.model.anchors import ANCHOR_MIN_DF
 from anchorstream.stats.cooccurrence import LENGTH_CAP, cap_pairs, cooccurrence
 from anchorstream.text.decode import FORMATS, DecodeError, check_tokens, decode
 from anchorstream.errors import InputError
-from anchorstream.model.methods import DOCUMENT_ANCHORS, METHODS, fit_topics
+from anchorstream.model.methods import fit_topics
+from anchorstream.model.registry import ANCHOR_METHODS, METHODS, method_spec
 from anchorstream.model.lowrank import DocumentCooccurrence
-from anchorstream.model.pipeline import ANCHOR_METHODS, RECOVER_METHODS, RECTIFY_METHODS, ModelSettings
+from anchorstream.model.pipeline import RECOVER_METHODS, RECTIFY_METHODS, ModelSettings
 from anchorstream.snapshot import write_snapshot
 from anchorstream.text.tokenize import Tokenizer, count_matrix, load_stopwords, select_vocabulary
 from daemon.ingest.files import iter_lines
@@ -166,7 +167,7 @@ def register(subparsers) -> None:
                    help="anchor = anchor words + recovery (JSMF/Arora); anchorfree = "
                         "determinant maximization (Huang 2016); tsvd = thresholded SVD "
                         "(Bansal 2014, needs --input)")
-    p.add_argument("--anchors", choices=ANCHOR_METHODS + DOCUMENT_ANCHORS, default="qr",
+    p.add_argument("--anchors", choices=ANCHOR_METHODS, default="qr",
                    help="anchor finder: qr = sparse implicit pivoted QR (JSMF), "
                         "fast = FastAnchorWords (Arora 2013), ddp/rp = data-dependent / random "
                         "projections (Ding 2014, need --input)")
@@ -299,7 +300,7 @@ def run(args) -> int:
         # The low-rank rectifier works from the documents: no V x V array at all. Otherwise
         # every method counts co-occurrences, and only the anchor-word model's float32 dense
         # rectification has an iterate to put in the second buffer.
-        anchor_words = args.method == "anchor" and args.anchors not in DOCUMENT_ANCHORS
+        anchor_words = args.method == "anchor" and method_spec("anchor", args.anchors).anchor_words
         implicit = anchor_words and args.rectify and args.rectify_method == "lowrank"
         rectifies = anchor_words and args.rectify and args.rectify_dtype == "float32"
         prefault = _Prefault(0 if implicit else opts["vocab_size"],

@@ -120,7 +120,7 @@ def run(args) -> int:
         if signals.received_any():
             return 0
         daemon = Daemon(cfg, bootstrap_servers=bootstrap, ready_file=args.ready_file)
-        daemon.kafka.broker = broker  # a forced exit (second signal) stops it first
+        daemon.broker = broker  # a forced exit (second signal) stops it first
         return daemon.run(stop_requested=signals.received_any)
     finally:
         if broker is not None:
