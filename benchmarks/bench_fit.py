@@ -151,7 +151,7 @@ def peer_version(name: str) -> str | None:
 
 
 def anchorstream_command(override: str | None) -> tuple[list[str], dict]:
-    """The `anchorstream` console script next to this interpreter, else ``python -m daemon.cli``."""
+    """The `anchorstream` console script next to this interpreter, else ``python -m daemon``."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
     if override:
@@ -159,7 +159,7 @@ def anchorstream_command(override: str | None) -> tuple[list[str], dict]:
     script = Path(sys.executable).parent / "anchorstream"
     if script.is_file():
         return [str(script)], env
-    return [sys.executable, "-m", "daemon.cli"], env
+    return [sys.executable, "-m", "daemon"], env
 
 
 def _children_cpu() -> float:
@@ -580,7 +580,7 @@ def parse_args(argv=None):
     p.add_argument("--gensim-passes", type=int, default=2, help="passes of LdaModel")
     p.add_argument("--anchorstream-cmd", default=None,
                    help="command that runs the anchorstream CLI (default: the console script "
-                        "next to this Python, else `python -m daemon.cli`)")
+                        "next to this Python, else `python -m daemon`)")
     p.add_argument("--anchorstream-args", default="",
                    help="extra arguments for `anchorstream fit`; write it with '=', e.g. "
                         "--anchorstream-args='--anchors fast'")
