@@ -377,7 +377,7 @@ def test_readme_configuration_table_is_generated_from_the_keys():
     while end < len(lines) and lines[end].startswith("| `"):
         end += 1
     assert lines[start:end] == rows, (
-        "README's configuration table differs from daemon/settings.py's keys; regenerate it "
+        "README's configuration table differs from daemon/settings/sections.py's keys; regenerate it "
         "from describe_keys() (one row per key: name, JSON default, doc)")
 
 

@@ -173,22 +173,10 @@ def load_config(path: str | os.PathLike | None, env: Mapping[str, str] | None = 
                 ) -> Config:
     """Read ``path`` (YAML), apply ``ANCHORSTREAM_SECTION__KEY`` overrides from ``env``, validate.
 
-    Parameters
-    ----------
-    path : path-like or None
-        The YAML file; ``None`` uses the defaults (plus ``env``).
-    env : mapping, optional
-        The environment (default ``os.environ``); pass ``{}`` to ignore it.
-
-    Returns
-    -------
-    Config
-
-    Raises
-    ------
-    ConfigError
-        For a missing or unreadable file, invalid YAML, unknown keys, bad values or inconsistent
-        settings.
+    ``path`` None means the defaults (plus ``env``); ``env`` defaults to ``os.environ`` (pass
+    ``{}`` to ignore it). Returns the :class:`Config` of :func:`parse_config`, or raises
+    :class:`ConfigError` for a missing or unreadable file, invalid YAML or a duplicate key, and
+    as :func:`parse_config` does for unknown keys, bad values and inconsistent settings.
     """
     data = None
     if path is not None:
