@@ -48,8 +48,8 @@ log = logging.getLogger("anchorstream.ingest")
 __all__ = ["check_files", "file_key", "ingest_files", "register", "run"]
 
 #: The daemon's defaults (``message.max_bytes``, ``message.max_tokens``).
-MAX_BYTES = MessageConfig.max_bytes
-MAX_TOKENS = MessageConfig.max_tokens
+MAX_BYTES = MessageConfig().max_bytes
+MAX_TOKENS = MessageConfig().max_tokens
 
 
 def register(subparsers) -> None:
