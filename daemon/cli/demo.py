@@ -412,7 +412,7 @@ class _Replay(threading.Thread):
 
     def run(self) -> None:
         from daemon.ingest.files import iter_lines
-        from daemon.kafka.source import KafkaProducer, client_settings, create_client
+        from daemon.kafka.client import KafkaProducer, client_settings, create_client
 
         producer = None
         try:

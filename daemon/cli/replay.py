@@ -96,8 +96,8 @@ def run(args) -> int:
     if args.format == "text" and args.key_field:
         raise InputError("--key-field needs --format json")
 
-    # Through daemon.kafka.source, which imports kafka-python with its deprecation warning silenced.
-    from daemon.kafka.source import (
+    # Through daemon.kafka.client, which imports kafka-python with its deprecation warning silenced.
+    from daemon.kafka.client import (
         KafkaError,
         KafkaProducer,
         client_settings,
