@@ -16,7 +16,7 @@ from tqdm import tqdm
 
 from anchorstream.model.anchors import ANCHOR_MIN_DF
 from anchorstream.stats.cooccurrence import LENGTH_CAP, cap_pairs, cooccurrence
-from anchorstream.text.decode import FORMATS, DecodeError, check_tokens, decode
+from anchorstream.text.decode import FORMATS, DecodeError
 from anchorstream.errors import InputError
 from anchorstream.model.methods import fit_topics
 from anchorstream.model.registry import ANCHOR_METHODS, METHODS, method_spec
@@ -25,6 +25,7 @@ from anchorstream.model.pipeline import RECOVER_METHODS, RECTIFY_METHODS, ModelS
 from anchorstream.snapshot import write_snapshot
 from anchorstream.text.tokenize import Tokenizer, count_matrix, load_stopwords, select_vocabulary
 from daemon.ingest.files import iter_lines
+from daemon.ingest.loop import record_tokens
 
 log = logging.getLogger("anchorstream.fit")
 
@@ -223,11 +224,14 @@ def read_documents(paths, *, format, text_field, tokenizer, progress=True):
         for _, raw in iter_lines(path):
             lines += 1
             try:
-                doc = decode(raw, format=format, text_field=text_field)
-                # Words a snapshot can hold (one a line), as the daemon and `ingest` check.
-                tokens = check_tokens(tokenizer(doc.content))
+                # The daemon's and `ingest`'s rule (no size or token limits here).
+                _, tokens = record_tokens(raw, tokenizer, format=format, text_field=text_field)
             except DecodeError as exc:
                 rejected[exc.reason] += 1
+                continue
+            except Exception:  # noqa: BLE001 - as the ingest loop: one line never stops a fit
+                log.error("rejected line %d of %s as unprocessable", lines, path, exc_info=True)
+                rejected["unprocessable"] += 1
                 continue
             if not tokens:
                 rejected["no_tokens"] += 1

@@ -62,6 +62,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from daemon.ingest.source import kafka_position
 from daemon.kafka import batches
 from daemon.kafka.batches import UndecodableBatch
 from daemon.kafka.client import (
@@ -524,6 +525,37 @@ class KafkaSource:
         a topic was recreated while it was down (its offsets would not apply any more).
         """
         return {t: str(tid) for t, tid in self._topic_ids.items()}
+
+    def topic_id(self, topic: str) -> str | None:
+        """The topic's id in the latest metadata, or None where unknown.
+
+        The ids of :meth:`topic_ids` are learnt only after the first poll has positioned the
+        partitions, too late for the first seek after a restart; kafka-python's cluster
+        metadata already has them when the partitions are assigned. Read defensively: private
+        in kafka-python 3.0.
+        """
+        known = self.topic_ids().get(topic)
+        if known is not None:
+            return known
+        cluster = getattr(self._consumer, "_cluster", None)
+        lookup = getattr(cluster, "topic_id", None)
+        if lookup is None:
+            return None
+        try:
+            tid = lookup(topic)
+        except Exception:  # noqa: BLE001 - metadata internals: best effort
+            return None
+        return None if tid is None else str(tid)
+
+    @staticmethod
+    def position(record: SourceRecord) -> tuple[str, int]:
+        """``(kafka:<topic>:<partition>, offset + 1)``: what a checkpoint commits for it."""
+        return kafka_position(record)
+
+    @property
+    def stopped(self) -> bool:
+        """True once consuming cannot go on (:class:`SourceError` was raised)."""
+        return self._fatal is not None
 
     def assignment(self) -> set[tuple[str, int]]:
         """``{(topic, partition)}`` currently assigned to this member."""
