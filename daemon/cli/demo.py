@@ -413,29 +413,20 @@ class _Replay(threading.Thread):
     def run(self) -> None:
         from daemon.ingest.files import iter_lines
         from daemon.kafka.client import KafkaProducer, client_settings, create_client
+        from daemon.kafka.producers import Paced
 
         producer = None
         try:
             settings = {**client_settings(self.kafka_config, [self.bootstrap]), "acks": "all",
                         "linger_ms": 20}
             producer = create_client(KafkaProducer, settings)
-            start = time.monotonic()
-            complete = False
-            for _, line in iter_lines(SAMPLE):
-                if self.stop_event.is_set() or (self.limit is not None
-                                                and self.sent >= self.limit):
-                    break
-                # Pace against the start time so that time spent sending does not lower the
-                # rate (same as `anchorstream replay`).
-                ahead = start + self.sent / self.rate - time.monotonic()
-                if ahead > 0 and self.stop_event.wait(ahead):
-                    break
+            lines = Paced((line for _, line in iter_lines(SAMPLE)), self.rate,
+                          limit=self.limit, stop=self.stop_event)
+            for line in lines:
                 producer.send(self.topic, value=line).add_errback(self._failed)
                 self.sent += 1
                 self.dates.append(_date_of(line))
-            else:
-                complete = True
-            complete = complete or (self.limit is not None and self.sent >= self.limit)
+            complete = not lines.stopped or (self.limit is not None and self.sent >= self.limit)
             producer.flush(timeout=30)
             self.finished = complete
         except Exception as exc:  # noqa: BLE001 - reported by the main thread, demo stops

@@ -25,7 +25,7 @@ from daemon.kafka.client import (
 from daemon.kafka.source import SourceRecord
 from daemon.settings import KafkaConfig
 
-__all__ = ["DeadLetterProducer", "ModelUpdatesProducer"]
+__all__ = ["DeadLetterProducer", "ModelUpdatesProducer", "Paced"]
 
 log = logging.getLogger("anchorstream.source")
 
@@ -173,3 +173,45 @@ class ModelUpdatesProducer(_Sink):
     def __call__(self, summary: Mapping[str, Any]) -> None:
         body = json.dumps(summary, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
         self._send(body, key=self._key)
+
+
+class Paced:
+    """The items of ``items`` at ``rate`` per second at most: the one pacing of a replay.
+
+    Used by ``anchorstream replay`` and ``anchorstream demo``. Each item is due at
+    ``start + n / rate`` (paced against the start time rather than sleeping a fixed interval per
+    item, so that time spent sending does not add up to a lower rate than asked). Iteration ends
+    after ``limit`` items, or when ``stop`` is set (then waiting is cut short and
+    :attr:`stopped` is true).
+
+    Parameters
+    ----------
+    items : iterable
+    rate : float, optional
+        Items per second; None = as fast as possible.
+    limit : int, optional
+    stop : threading.Event, optional
+    """
+
+    def __init__(self, items, rate: float | None = None, *, limit: int | None = None,
+                 stop=None):
+        self.items, self.rate, self.limit, self.stop = items, rate, limit, stop
+        self.stopped = False
+
+    def __iter__(self):
+        start = time.monotonic()
+        for n, item in enumerate(self.items):
+            if self.stop is not None and self.stop.is_set():
+                self.stopped = True
+                return
+            if self.limit is not None and n >= self.limit:
+                return
+            if self.rate is not None:
+                ahead = start + n / self.rate - time.monotonic()
+                if ahead > 0:
+                    if self.stop is None:
+                        time.sleep(ahead)
+                    elif self.stop.wait(ahead):
+                        self.stopped = True
+                        return
+            yield item
