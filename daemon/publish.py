@@ -41,7 +41,6 @@ Usage::
 from __future__ import annotations
 
 import collections
-import datetime as dt
 import json
 import logging
 import os
@@ -57,6 +56,7 @@ from typing import Any
 
 from anchorstream.errors import SnapshotError, SnapshotNotFoundError
 from anchorstream.snapshot import Snapshot, read_snapshot, write_snapshot
+from anchorstream.text.decode import parse_timestamp
 
 __all__ = ["LATEST_FILE", "Publisher", "SnapshotInfo", "compact_summary", "version_name"]
 
@@ -85,8 +85,11 @@ class SnapshotInfo:
 
     @property
     def created_timestamp(self) -> float:
-        """``created_at`` as seconds since the epoch."""
-        return dt.datetime.fromisoformat(self.created_at).timestamp()
+        """``created_at`` as seconds since the epoch (the one ISO 8601 parser, as for documents).
+
+        Raises :class:`anchorstream.text.decode.DecodeError` (a ValueError) for a bad stamp.
+        """
+        return parse_timestamp(self.created_at)
 
     def to_dict(self) -> dict[str, Any]:
         return {

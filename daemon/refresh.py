@@ -403,64 +403,14 @@ class Refresher:
 
             stage = "align"
             t0 = time.perf_counter()
-            latest = self.publisher.latest()
-            if latest is not None:
-                prev = latest[1]
-                alignment = align_topics(
-                    fit.topic_word, words, np.asarray(prev.topic_word, np.float64).T,
-                    list(prev.vocabulary), prev.topic_ids,
-                    next_id=max(int((prev.extra or {}).get("next_topic_id", 0)),
-                                max(prev.topic_ids, default=-1) + 1),
-                    min_similarity=self.align_min_similarity)
-            else:
-                alignment = align_topics(fit.topic_word, words,
-                                         min_similarity=self.align_min_similarity)
+            alignment = self._align(fit, words)
             observe("align", time.perf_counter() - t0)
 
             stage = "publish"
             t0 = time.perf_counter()
-            unigram = cooc.unigram / max(float(cooc.unigram.sum()), 1e-300)
-            quality = {
-                "sparsity": topic_sparsity(fit.topic_word).tolist(),
-                "specificity": topic_specificity(fit.topic_word, unigram).tolist(),
-            }
             churn = alignment.churn()
-            extra_hierarchy = {}
-            if 0 < self.supertopics < self.n_topics:
-                # JSMF §4: the rectified A factorized again; ids are the aligned public ones.
-                extra_hierarchy["hierarchy"] = hierarchy(
-                    fit.topic_topic, self.supertopics, topic_ids=alignment.ids.tolist(),
-                    random_state=int(self.model_kwargs.get("random_state", 0)))
-            source_docs = {} if docs is None else {"document_stats": docs.summary()}
-            info = self.publisher.publish(
-                vocabulary=words,
-                topic_word=fit.topic_word.T,
-                topic_topic=fit.topic_topic,
-                anchors=[words[a] for a in fit.anchors],
-                topic_ids=alignment.ids.tolist(),
-                prevalence=fit.prevalence,
-                num_docs=int(st.n_docs_added),
-                settings={**settings, "min_df": self.min_df,
-                          "max_df_ratio": self.max_df_ratio, "warm_start": self.warm_start,
-                          **self.settings},
-                source={**self.source_info, "store": self.store_url,
-                        "store_version": st.version, "offsets": st.offsets,
-                        "matrix_docs": float(cooc.num_docs), "clock": st.clock,
-                        **source_docs},
-                quality=quality,
-                extra={
-                    "churn": churn,
-                    "next_topic_id": alignment.next_id,
-                    "warm_started": init is not None,
-                    "alpha": (None if model is None or model.alpha_ is None
-                              else np.asarray(model.alpha_).tolist()),
-                    "rectify_residual": None if model is None else model.rectify_residual_,
-                    "rectify_warm_change": None if model is None else model.rectify_change_,
-                    "iterations": {} if model is None else model.n_iter_,
-                    "timings_seconds": dict(timings),
-                    **extra_hierarchy,
-                },
-            )
+            info = self._publish(st, cooc, words, docs, model, fit, init, settings, alignment,
+                                 churn, timings)
             observe("publish", time.perf_counter() - t0)
         except _Skip as exc:
             log.info("refresh skipped: %s", exc)
@@ -480,14 +430,7 @@ class Refresher:
         self._published_docs = int(st.n_docs_added)
         self._published_store_version = st.version
         self.last_error = None
-        if m is not None:
-            m.refreshes.inc()
-            m.snapshots_published.inc()
-            m.observe_churn(churn)
-            if model is not None:
-                m.rectification_residual.set(model.rectify_residual_)
-                m.rectification_iterations.set(model.n_iter_.get("rectify", 0))
-                m.rectification_warm_change.set(model.rectify_change_)
+        self._observe_success(model, churn)
         result = RefreshResult(version=info.version, store_version=st.version,
                                num_docs=int(st.n_docs_added), n_words=len(words),
                                warm=init is not None, timings=timings, churn=churn,
@@ -497,6 +440,76 @@ class Refresher:
                  "%.2f s)", info.version, st.version, st.n_docs_added, len(words),
                  "warm" if init is not None else "cold", total)
         return result
+
+    def _align(self, fit, words: list[str]):
+        """Topic ids of ``fit``: matched to the latest published snapshot's, new ones after."""
+        latest = self.publisher.latest()
+        if latest is None:
+            return align_topics(fit.topic_word, words, min_similarity=self.align_min_similarity)
+        prev = latest[1]
+        return align_topics(
+            fit.topic_word, words, np.asarray(prev.topic_word, np.float64).T,
+            list(prev.vocabulary), prev.topic_ids,
+            next_id=max(int((prev.extra or {}).get("next_topic_id", 0)),
+                        max(prev.topic_ids, default=-1) + 1),
+            min_similarity=self.align_min_similarity)
+
+    def _publish(self, st, cooc, words, docs, model, fit, init, settings, alignment, churn,
+                 timings: dict[str, float]):
+        """Publish the refreshed snapshot; returns the publisher's info."""
+        unigram = cooc.unigram / max(float(cooc.unigram.sum()), 1e-300)
+        quality = {
+            "sparsity": topic_sparsity(fit.topic_word).tolist(),
+            "specificity": topic_specificity(fit.topic_word, unigram).tolist(),
+        }
+        extra_hierarchy = {}
+        if 0 < self.supertopics < self.n_topics:
+            # JSMF §4: the rectified A factorized again; ids are the aligned public ones.
+            extra_hierarchy["hierarchy"] = hierarchy(
+                fit.topic_topic, self.supertopics, topic_ids=alignment.ids.tolist(),
+                random_state=int(self.model_kwargs.get("random_state", 0)))
+        source_docs = {} if docs is None else {"document_stats": docs.summary()}
+        return self.publisher.publish(
+            vocabulary=words,
+            topic_word=fit.topic_word.T,
+            topic_topic=fit.topic_topic,
+            anchors=[words[a] for a in fit.anchors],
+            topic_ids=alignment.ids.tolist(),
+            prevalence=fit.prevalence,
+            num_docs=int(st.n_docs_added),
+            settings={**settings, "min_df": self.min_df,
+                      "max_df_ratio": self.max_df_ratio, "warm_start": self.warm_start,
+                      **self.settings},
+            source={**self.source_info, "store": self.store_url,
+                    "store_version": st.version, "offsets": st.offsets,
+                    "matrix_docs": float(cooc.num_docs), "clock": st.clock,
+                    **source_docs},
+            quality=quality,
+            extra={
+                "churn": churn,
+                "next_topic_id": alignment.next_id,
+                "warm_started": init is not None,
+                "alpha": (None if model is None or model.alpha_ is None
+                          else np.asarray(model.alpha_).tolist()),
+                "rectify_residual": None if model is None else model.rectify_residual_,
+                "rectify_warm_change": None if model is None else model.rectify_change_,
+                "iterations": {} if model is None else model.n_iter_,
+                "timings_seconds": dict(timings),
+                **extra_hierarchy,
+            },
+        )
+
+    def _observe_success(self, model, churn) -> None:
+        m = self.metrics
+        if m is None:
+            return
+        m.refreshes.inc()
+        m.snapshots_published.inc()
+        m.observe_churn(churn)
+        if model is not None:
+            m.rectification_residual.set(model.rectify_residual_)
+            m.rectification_iterations.set(model.n_iter_.get("rectify", 0))
+            m.rectification_warm_change.set(model.rectify_change_)
 
     @property
     def needs_documents(self) -> bool:

@@ -144,7 +144,8 @@ class Daemon:
     def start(self) -> Daemon:
         """Build every part and start the background threads (not the ingest loop)."""
         # Imported here: kafka-python is only needed by a daemon that consumes.
-        from daemon.kafka.source import DeadLetterProducer, KafkaSource, ModelUpdatesProducer
+        from daemon.kafka.producers import DeadLetterProducer, ModelUpdatesProducer
+        from daemon.kafka.source import KafkaSource
 
         cfg = self.config
         k = cfg.kafka

@@ -235,7 +235,8 @@ def test_loop_counts_a_skipped_batch_and_moves_its_offset_past_it(tmp_path):
     from anchorstream.store import CooccurrenceStore
     from anchorstream.text.tokenize import Tokenizer
     from daemon.settings import MessageConfig
-    from daemon.ingest.loop import IngestLoop, offset_key
+    from daemon.ingest.loop import IngestLoop
+    from daemon.ingest.source import offset_key
 
     class DeadLetters:
         def __init__(self):

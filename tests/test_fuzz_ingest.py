@@ -37,6 +37,7 @@ from anchorstream.store import CooccurrenceStore, open_committed
 from anchorstream.text.tokenize import Tokenizer
 from daemon.settings import MessageConfig
 from daemon.ingest.loop import IngestLoop
+from daemon.ingest.source import kafka_position
 from daemon.kafka.source import SourceRecord
 
 PER_EXAMPLE = 200
@@ -132,8 +133,14 @@ class ListSource:
         self.pos += len(out)
         return out
 
+    position = staticmethod(kafka_position)
+    stopped = False
+
     def topic_ids(self):
         return {}
+
+    def topic_id(self, topic):
+        return None
 
     def commit(self, offsets):
         pass

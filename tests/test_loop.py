@@ -16,7 +16,8 @@ from anchorstream.errors import StoreError
 from anchorstream.store import CooccurrenceStore, open_committed
 from anchorstream.text.tokenize import Tokenizer
 from daemon.settings import MessageConfig
-from daemon.ingest.loop import TOPIC_IDS_KEY, IngestLoop, LoopError, offset_key, parse_offset_key
+from daemon.ingest.loop import IngestLoop, LoopError
+from daemon.ingest.source import TOPIC_IDS_KEY, kafka_position, offset_key, parse_offset_key
 from daemon.metrics import Metrics
 from daemon.kafka.source import SourceRecord
 
@@ -45,8 +46,14 @@ class ScriptedSource:
         self.pos += len(out)
         return out
 
+    position = staticmethod(kafka_position)
+    stopped = False
+
     def topic_ids(self):
         return dict(self._ids)
+
+    def topic_id(self, topic):
+        return self._ids.get(topic)
 
     def commit(self, offsets):
         self.commits.append(dict(offsets))

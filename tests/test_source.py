@@ -21,14 +21,9 @@ from kafka_broker import (
 from daemon.cli import replay as cmd_replay
 from daemon.kafka.broker import EmbeddedBroker, free_port
 from daemon.settings import parse_config
-from daemon.kafka.source import (
-    DeadLetterProducer,
-    KafkaSource,
-    ModelUpdatesProducer,
-    SourceError,
-    SourceRecord,
-    client_settings,
-)
+from daemon.kafka.client import client_settings
+from daemon.kafka.producers import DeadLetterProducer, ModelUpdatesProducer
+from daemon.kafka.source import KafkaSource, SourceError, SourceRecord
 
 
 def kafka_config(bootstrap: str, topics, **extra):

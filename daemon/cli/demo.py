@@ -31,17 +31,16 @@ import argparse
 import contextlib
 import json
 import logging
-import os
 import shutil
 import socket
 import sys
 import tempfile
 import threading
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from anchorstream.errors import InputError
+from daemon.cli.demo_output import Seen, Style, format_snapshot, remember
 
 __all__ = ["SAMPLE", "demo_config", "format_snapshot", "register", "run"]
 
@@ -52,9 +51,6 @@ SAMPLE = Path(__file__).parents[1] / "data" / "sample.jsonl.gz"
 
 #: Marker file that makes a ``--state-dir`` safe to clear at the next start.
 _MARKER = ".anchorstream-demo"
-
-#: A prevalence change of at least this many percentage points counts as rising or falling.
-_MOVE_PP = 0.5
 
 
 def register(subparsers) -> None:
@@ -209,183 +205,6 @@ def _prepare_state_dir(path: Path | None) -> tuple[Path, bool]:
 
 
 # --------------------------------------------------------------------------------------------
-# output
-
-
-class _Style:
-    """ANSI colours on a terminal (unless NO_COLOR), nothing when piped."""
-
-    def __init__(self, stream):
-        tty = hasattr(stream, "isatty") and stream.isatty()
-        self.color = tty and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb"
-        encoding = (getattr(stream, "encoding", None) or "ascii").lower()
-        self.unicode = encoding.replace("-", "") in ("utf8", "utf16", "utf32")
-        self.width = shutil.get_terminal_size((100, 24)).columns if tty else None
-
-    def _wrap(self, code: str, text: str) -> str:
-        return f"\033[{code}m{text}\033[0m" if self.color else text
-
-    def bold(self, text: str) -> str:
-        return self._wrap("1", text)
-
-    def dim(self, text: str) -> str:
-        return self._wrap("2", text)
-
-    def up(self, text: str) -> str:
-        return self._wrap("32", text)
-
-    def down(self, text: str) -> str:
-        return self._wrap("31", text)
-
-    def born(self, text: str) -> str:
-        return self._wrap("36", text)
-
-    @property
-    def rule(self) -> str:
-        return "─" if self.unicode else "-"
-
-    @property
-    def arrows(self) -> tuple[str, str]:
-        return ("▲", "▼") if self.unicode else ("+", "-")
-
-
-@dataclass
-class _Seen:
-    """What the previous printed snapshot said about each topic id."""
-
-    prevalence: dict[int, float] = field(default_factory=dict)
-    anchor: dict[int, str | None] = field(default_factory=dict)
-    top: dict[int, list[str]] = field(default_factory=dict)
-
-
-def _pp(delta: float) -> str:
-    return f"{delta * 100:+.1f}"
-
-
-def format_snapshot(version: int, snapshot, seen: _Seen | None, style: _Style, *,
-                    n_words: int | None = None, stream_at: str | None = None) -> str:
-    """A snapshot's topics as text, with what changed since ``seen``.
-
-    Parameters
-    ----------
-    version : int
-        The publisher's version number.
-    snapshot : anchorstream.snapshot.Snapshot
-    seen : _Seen or None
-        The previous printed snapshot (None for the first).
-    style : _Style
-    n_words : int, optional
-        Top words per topic; default: fit the terminal width, 8 when not a terminal.
-    stream_at : str, optional
-        Where the replay is (shown in the header).
-
-    Returns
-    -------
-    str
-        Header, one line per topic (most prevalent first), and a change summary.
-    """
-    topics = snapshot.topics
-    extra = snapshot.extra or {}
-    churn = extra.get("churn") or {}
-    births = set(churn.get("births", []))
-    split_of = {s["id"]: s["parent"] for s in churn.get("splits", [])}
-    merged_into = {m["id"]: m["into"] for m in churn.get("merges", [])}
-    up, down = style.arrows
-
-    created = snapshot.created_at.astimezone().strftime("%H:%M:%S")
-    head = (f"snapshot {version} · {snapshot.num_docs:,} documents · "
-            f"{snapshot.vocab_size:,} words · {created}")
-    if stream_at:
-        head += f" · up to {stream_at}"
-    if not style.unicode:
-        head = head.replace("·", "|")
-    rule_len = max((style.width or 96) - len(head) - 4, 3)
-    lines = ["", style.bold(f"{style.rule * 2} {head} {style.rule * rule_len}")]
-
-    id_w = max(2, max(len(str(t["id"])) for t in topics))
-    anchor_w = min(max(6, max(len(t["anchor"] or "-") for t in topics)), 18)
-    lines.append(style.dim(f"{'id':>{id_w}}  {'share':>6}  {'change':<8}  "
-                           f"{'anchor':<{anchor_w}}  top words"))
-    prefix_w = id_w + 2 + 6 + 2 + 8 + 2 + anchor_w + 2
-    rising, falling = [], []
-    for t in sorted(topics, key=lambda t: -t["prevalence"]):
-        tid, prev = t["id"], t["prevalence"]
-        words = [w for w, _ in t["top_words"]]
-        if n_words is not None:
-            words = words[:n_words]
-        elif style.width is None:
-            words = words[:8]
-        else:
-            # As many words as fit on one terminal line.
-            room, kept = style.width - prefix_w - 1, []
-            for w in words:
-                if sum(len(x) + 1 for x in kept) + len(w) > room:
-                    break
-                kept.append(w)
-            words = kept or words[:1]
-        if seen is None:
-            change = ""
-            change_txt = ""
-        elif tid in births or tid not in seen.prevalence:
-            parent = split_of.get(tid)
-            change = "born" if parent is None else f"born<{parent}"
-            change_txt = style.born(f"{change:<8}")
-        else:
-            delta = prev - seen.prevalence[tid]
-            change = f"{_pp(delta)}"
-            if delta >= _MOVE_PP / 100:
-                change_txt = style.up(f"{change + ' ' + up:<8}")
-                rising.append((delta, tid, t["anchor"]))
-            elif delta <= -_MOVE_PP / 100:
-                change_txt = style.down(f"{change + ' ' + down:<8}")
-                falling.append((delta, tid, t["anchor"]))
-            else:
-                change_txt = style.dim(f"{change:<8}")
-        if not change_txt:
-            change_txt = " " * 8
-        anchor = (t["anchor"] or "-")[:anchor_w]
-        lines.append(f"{tid:>{id_w}}  {prev:6.1%}  {change_txt}  {anchor:<{anchor_w}}  "
-                     f"{' '.join(words)}")
-
-    if seen is None:
-        lines.append(style.dim(f"first snapshot: {len(topics)} topics; share = prevalence, "
-                               "change = percentage points since the previous snapshot"))
-        return "\n".join(lines)
-    current = {t["id"] for t in topics}
-    born = sorted(current - set(seen.prevalence)) if not births else sorted(births)
-    died = sorted(set(churn.get("deaths", [])) | (set(seen.prevalence) - current))
-    parts = []
-    if born:
-        parts.append(style.born("born: " + ", ".join(
-            f"{b}" + (f" (split from {split_of[b]})" if b in split_of else "")
-            for b in born)))
-    if died:
-        parts.append(style.down("died: " + ", ".join(
-            f"{d} [{seen.anchor.get(d) or '-'}]"
-            + (f" (merged into {merged_into[d]})" if d in merged_into else "")
-            for d in died)))
-    if rising:
-        parts.append(style.up("rose: " + ", ".join(
-            f"{tid} {a or '-'} {_pp(d)}" for d, tid, a in sorted(rising, reverse=True)[:3])))
-    if falling:
-        parts.append(style.down("fell: " + ", ".join(
-            f"{tid} {a or '-'} {_pp(d)}" for d, tid, a in sorted(falling)[:3])))
-    if not parts:
-        parts.append(style.dim(f"no topic moved by {_MOVE_PP} points or more"))
-    lines.append("   ".join(parts))
-    return "\n".join(lines)
-
-
-def _remember(snapshot) -> _Seen:
-    seen = _Seen()
-    for t in snapshot.topics:
-        seen.prevalence[t["id"]] = float(t["prevalence"])
-        seen.anchor[t["id"]] = t["anchor"]
-        seen.top[t["id"]] = [w for w, _ in t["top_words"][:5]]
-    return seen
-
-
-# --------------------------------------------------------------------------------------------
 # the moving parts
 
 
@@ -412,30 +231,21 @@ class _Replay(threading.Thread):
 
     def run(self) -> None:
         from daemon.ingest.files import iter_lines
-        from daemon.kafka.source import KafkaProducer, client_settings, create_client
+        from daemon.kafka.client import KafkaProducer, client_settings, create_client
+        from daemon.kafka.producers import Paced
 
         producer = None
         try:
             settings = {**client_settings(self.kafka_config, [self.bootstrap]), "acks": "all",
                         "linger_ms": 20}
             producer = create_client(KafkaProducer, settings)
-            start = time.monotonic()
-            complete = False
-            for _, line in iter_lines(SAMPLE):
-                if self.stop_event.is_set() or (self.limit is not None
-                                                and self.sent >= self.limit):
-                    break
-                # Pace against the start time so that time spent sending does not lower the
-                # rate (same as `anchorstream replay`).
-                ahead = start + self.sent / self.rate - time.monotonic()
-                if ahead > 0 and self.stop_event.wait(ahead):
-                    break
+            lines = Paced((line for _, line in iter_lines(SAMPLE)), self.rate,
+                          limit=self.limit, stop=self.stop_event)
+            for line in lines:
                 producer.send(self.topic, value=line).add_errback(self._failed)
                 self.sent += 1
                 self.dates.append(_date_of(line))
-            else:
-                complete = True
-            complete = complete or (self.limit is not None and self.sent >= self.limit)
+            complete = not lines.stopped or (self.limit is not None and self.sent >= self.limit)
             producer.flush(timeout=30)
             self.finished = complete
         except Exception as exc:  # noqa: BLE001 - reported by the main thread, demo stops
@@ -475,10 +285,8 @@ def _say(text: str = "") -> None:
     print(text, flush=True)
 
 
-def run(args) -> int:
-    from daemon.cli.run import StartupSignals
-    from daemon.settings import load_config
-
+def _check_args(args) -> None:
+    """Refuse bad options before anything starts."""
     if args.rate <= 0:
         raise InputError(f"--rate must be > 0, got {args.rate}")
     if args.limit is not None and args.limit < 1:
@@ -496,6 +304,39 @@ def run(args) -> int:
     if not SAMPLE.is_file():
         raise InputError(f"the bundled sample {str(SAMPLE)!r} is missing; reinstall anchorstream")
 
+
+def _announce(args, cfg, style: Style, *, config_path, state_dir: Path, remove_state: bool,
+              broker, topic: str, url: str) -> None:
+    """The banner: what runs where, and how the demo ends."""
+    total = args.limit if args.limit is not None else "all"
+    _say(style.bold("anchorstream demo"))
+    _say(f"  config:   {config_path or 'built-in defaults'} (demo settings on top)")
+    _say(f"  state:    {state_dir}"
+         + (" (temporary, removed at exit)" if remove_state else ""))
+    _say(f"  broker:   embedded Kafka at {broker.bootstrap_servers} (pid {broker.pid}), "
+         f"topic {topic!r}")
+    _say(f"  sample:   State of the Union paragraphs 1790-2026 ({total} documents at "
+         f"{args.rate:g}/s)")
+    _say(f"  model:    {cfg.model.num_topics} topics over at most {cfg.vocab.capacity:,} "
+         f"words, refreshed every {cfg.refresh.interval_seconds:g} s once "
+         f"{cfg.refresh.min_new_docs} new documents arrived "
+         f"({cfg.model.rectify_max_iter} rectification iterations)")
+    _say(f"  browser:  {style.bold(url)}")
+    ends = []
+    if args.duration is not None:
+        ends.append(f"after {args.duration:g} s")
+    if args.limit is not None:
+        ends.append(f"after the snapshot of document {args.limit}")
+    _say("  stop:     Ctrl-C" + (f" (or ends by itself {' or '.join(ends)})"
+                                  if ends else ""))
+
+
+def run(args) -> int:
+    from daemon.cli.run import StartupSignals
+    from daemon.settings import load_config
+
+    _check_args(args)
+
     config_path = args.config
     if config_path is None and Path("config.yaml").is_file():
         config_path = Path("config.yaml")
@@ -507,7 +348,7 @@ def run(args) -> int:
     broker = daemon = None
     stop_replay = threading.Event()
     replay = printer = None
-    style = _Style(sys.stdout)
+    style = Style(sys.stdout)
     status = 0
     try:
         # A Ctrl-C or SIGTERM before the daemon runs is recorded: start-up stops at its next
@@ -545,27 +386,8 @@ def run(args) -> int:
         daemon.start()
         url = daemon.api.url + "/"
 
-        total = args.limit if args.limit is not None else "all"
-        _say(style.bold("anchorstream demo"))
-        _say(f"  config:   {config_path or 'built-in defaults'} (demo settings on top)")
-        _say(f"  state:    {state_dir}"
-             + (" (temporary, removed at exit)" if remove_state else ""))
-        _say(f"  broker:   embedded Kafka at {broker.bootstrap_servers} (pid {broker.pid}), "
-             f"topic {topic!r}")
-        _say(f"  sample:   State of the Union paragraphs 1790-2026 ({total} documents at "
-             f"{args.rate:g}/s)")
-        _say(f"  model:    {cfg.model.num_topics} topics over at most {cfg.vocab.capacity:,} "
-             f"words, refreshed every {cfg.refresh.interval_seconds:g} s once "
-             f"{cfg.refresh.min_new_docs} new documents arrived "
-             f"({cfg.model.rectify_max_iter} rectification iterations)")
-        _say(f"  browser:  {style.bold(url)}")
-        ends = []
-        if args.duration is not None:
-            ends.append(f"after {args.duration:g} s")
-        if args.limit is not None:
-            ends.append(f"after the snapshot of document {args.limit}")
-        _say("  stop:     Ctrl-C" + (f" (or ends by itself {' or '.join(ends)})"
-                                      if ends else ""))
+        _announce(args, cfg, style, config_path=config_path, state_dir=state_dir,
+                  remove_state=remove_state, broker=broker, topic=topic, url=url)
 
         # The replay stops with the daemon (signal, --duration, end of --limit).
         stop_replay = daemon.stop_event
@@ -602,13 +424,13 @@ def run(args) -> int:
     return status
 
 
-def _watch(daemon, replay: _Replay, style: _Style, args, t0: float) -> None:
+def _watch(daemon, replay: _Replay, style: Style, args, t0: float) -> None:
     """Print every new snapshot; stop the daemon when the demo is over."""
     publisher = daemon.publisher
     stop = daemon.stop_event
     deadline = t0 + args.duration if args.duration is not None else None
     last = None
-    seen: _Seen | None = None
+    seen: Seen | None = None
     final_wait: float | None = None
     announced = False
     try:
@@ -629,7 +451,7 @@ def _watch(daemon, replay: _Replay, style: _Style, args, t0: float) -> None:
                         _say(style.dim(f"first snapshot after {time.monotonic() - t0:.1f} s"))
                     _say(format_snapshot(version, snap, seen, style, n_words=args.words,
                                          stream_at=_reach(replay, snap.num_docs)))
-                    seen = _remember(snap)
+                    seen = remember(snap)
                 last = newest
             if replay.done.is_set() and replay.finished and not announced:
                 announced = True

@@ -9,22 +9,36 @@ import os
 import sys
 import threading
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from tqdm import tqdm
 
 from anchorstream.model.anchors import ANCHOR_MIN_DF
-from anchorstream.stats.cooccurrence import LENGTH_CAP, cap_pairs, cooccurrence
-from anchorstream.text.decode import FORMATS, DecodeError, check_tokens, decode
+from anchorstream.stats.cooccurrence import cooccurrence
+from anchorstream.text.decode import FORMATS, DecodeError
 from anchorstream.errors import InputError
 from anchorstream.model.methods import fit_topics
 from anchorstream.model.registry import ANCHOR_METHODS, METHODS, method_spec
 from anchorstream.model.lowrank import DocumentCooccurrence
 from anchorstream.model.pipeline import RECOVER_METHODS, RECTIFY_METHODS, ModelSettings
 from anchorstream.snapshot import write_snapshot
-from anchorstream.text.tokenize import Tokenizer, count_matrix, load_stopwords, select_vocabulary
+from anchorstream.text.tokenize import count_matrix, select_vocabulary
+from daemon.cli.options import (
+    LENGTH_CAP,
+    MAX_DF,
+    MIN_DF,
+    STOPWORDS,
+    STOPWORDS_HELP,
+    VOCAB_SIZE,
+    length_cap_arg,
+    length_cap_help,
+    stopwords_tokenizer,
+)
 from daemon.ingest.files import iter_lines
+from daemon.ingest.loop import record_tokens
 
 log = logging.getLogger("anchorstream.fit")
 
@@ -38,25 +52,12 @@ _PREFAULT_MAX_BYTES = 2 << 30
 _INPUT_ONLY = {
     "format": ("--format", "json"),
     "text_field": ("--text-field", "text"),
-    "vocab_size": ("--vocab-size", 5000),
-    "min_df": ("--min-df", 5),
-    "max_df": ("--max-df", 0.5),
-    "stopwords": ("--stopwords", "english"),
+    "vocab_size": ("--vocab-size", VOCAB_SIZE),
+    "min_df": ("--min-df", MIN_DF),
+    "max_df": ("--max-df", MAX_DF),
+    "stopwords": ("--stopwords", STOPWORDS),
     "length_cap": ("--length-cap", LENGTH_CAP),
 }
-
-
-def length_cap_arg(text: str) -> float | None:
-    """``--length-cap``: a number >= 2, or ``none`` (every word pair the same)."""
-    if text.strip().lower() == "none":
-        return None
-    try:
-        value = float(text)
-        cap_pairs(value)
-    except (ValueError, InputError):
-        raise argparse.ArgumentTypeError(
-            f"expected a number of tokens >= 2 or 'none', got {text!r}") from None
-    return value
 
 
 class _Prefault(threading.Thread):
@@ -155,14 +156,12 @@ def register(subparsers) -> None:
                    help=f"maximum document frequency of a word, as a ratio of documents "
                         f"(--input only; default {d['max_df']})")
     p.add_argument("--stopwords", default=argparse.SUPPRESS,
-                   help=f"stopword list: a shipped list name, a file path, or 'none' (--input "
-                        f"only; default {d['stopwords']})")
+                   help=f"{STOPWORDS_HELP} (--input only; default {d['stopwords']})")
     p.add_argument("--length-cap", type=length_cap_arg, default=argparse.SUPPRESS,
                    metavar="TOKENS",
-                   help=f"document weighting: every word pair counts the same up to a "
-                        f"document of this many tokens, a longer one as much as that; 2 = "
-                        f"every document the same (the papers' estimator), 'none' = every "
-                        f"pair (--input only; a store has its own; default {d['length_cap']:g})")
+                   help=length_cap_help(f" (the papers' estimator), 'none' = every pair "
+                                        f"(--input only; a store has its own; default "
+                                        f"{d['length_cap']:g})"))
     p.add_argument("--method", choices=METHODS, default="anchor",
                    help="anchor = anchor words + recovery (JSMF/Arora); anchorfree = "
                         "determinant maximization (Huang 2016); tsvd = thresholded SVD "
@@ -223,11 +222,14 @@ def read_documents(paths, *, format, text_field, tokenizer, progress=True):
         for _, raw in iter_lines(path):
             lines += 1
             try:
-                doc = decode(raw, format=format, text_field=text_field)
-                # Words a snapshot can hold (one a line), as the daemon and `ingest` check.
-                tokens = check_tokens(tokenizer(doc.content))
+                # The daemon's and `ingest`'s rule (no size or token limits here).
+                _, tokens = record_tokens(raw, tokenizer, format=format, text_field=text_field)
             except DecodeError as exc:
                 rejected[exc.reason] += 1
+                continue
+            except Exception:  # noqa: BLE001 - as the ingest loop: one line never stops a fit
+                log.error("rejected line %d of %s as unprocessable", lines, path, exc_info=True)
+                rejected["unprocessable"] += 1
                 continue
             if not tokens:
                 rejected["no_tokens"] += 1
@@ -276,90 +278,113 @@ def run(args) -> int:
         # Checked again when the snapshot is written; here so that a fit is not wasted.
         raise InputError(f"{args.out} already exists; snapshots are immutable, "
                          "choose a new path")
-    progress = not args.quiet and sys.stderr.isatty()
-
-    iterate = None
-    # What chose the vocabulary, for the snapshot's settings: only what was used.
-    vocabulary_settings: dict = {}
     if args.store is not None:
-        from anchorstream.store import read_committed
-
-        cooc, vocabulary, offsets, version = read_committed(args.store)
-        if len(vocabulary) <= args.topics:
-            raise InputError(
-                f"the store {args.store!r} has {len(vocabulary)} active words (version "
-                f"{version}), need more than --topics={args.topics}; ingest more documents "
-                "(or lower the store's --admit-threshold) or fit fewer topics"
-            )
-        X = None
-        source = {"store": args.store, "store_version": version, "offsets": offsets,
-                  "length_cap": cooc.length_cap}
+        counts = _counts_from_store(args)
     else:
-        stopwords = None if opts["stopwords"] == "none" else load_stopwords(opts["stopwords"])
-        tokenizer = Tokenizer(stopwords=stopwords)
-        # The low-rank rectifier works from the documents: no V x V array at all. Otherwise
-        # every method counts co-occurrences, and only the anchor-word model's float32 dense
-        # rectification has an iterate to put in the second buffer.
-        anchor_words = args.method == "anchor" and method_spec("anchor", args.anchors).anchor_words
-        implicit = anchor_words and args.rectify and args.rectify_method == "lowrank"
-        rectifies = anchor_words and args.rectify and args.rectify_dtype == "float32"
-        prefault = _Prefault(0 if implicit else opts["vocab_size"],
-                             np.float32 if rectifies else None)
-        prefault.start()
-        docs, stats = read_documents(
-            args.input, format=opts["format"], text_field=opts["text_field"],
-            tokenizer=tokenizer, progress=progress,
-        )
-        bad = sum(stats["rejected"].values())
-        print(
-            f"read {stats['lines']} lines: {stats['documents']} documents, {bad} rejected"
-            + (f" {stats['rejected']}" if bad else "")
-            + f" ({time.perf_counter() - t_start:.1f} s)",
-            file=sys.stderr,
-        )
-        if not docs:
-            raise InputError("no usable documents in the input")
-        vocabulary = select_vocabulary(
-            docs, min_df=opts["min_df"], max_df=opts["max_df"], max_size=opts["vocab_size"]
-        )
-        if len(vocabulary) <= args.topics:
-            raise InputError(
-                f"the vocabulary has {len(vocabulary)} words (min_df={opts['min_df']}, "
-                f"max_df={opts['max_df']}), need more than --topics={args.topics}; "
-                "lower --min-df or add documents"
-            )
-        X = count_matrix(docs, vocabulary)
-        del docs  # token lists of the whole corpus: by far the largest Python object here
-        counts, iterate = prefault.take(len(vocabulary))
-        cap = opts["length_cap"]
-        cooc = (DocumentCooccurrence(X, length_cap=cap) if implicit
-                else cooccurrence(X, out=counts, length_cap=cap))
-        source = {
-            "input": [str(p) for p in args.input],
-            "format": opts["format"],
-            "text_field": opts["text_field"],
-            **stats,
-        }
-        vocabulary_settings = {
-            "vocab_size": opts["vocab_size"],
-            "min_df": opts["min_df"],
-            "max_df": opts["max_df"],
-            "stopwords": opts["stopwords"],
-            "length_cap": opts["length_cap"],
-            "tokenizer": (tokenizer.describe() if hasattr(tokenizer, "describe")
-                          else repr(tokenizer)),
-        }
-    print(f"{cooc.num_docs} documents, {len(vocabulary)} words, fitting {args.topics} topics"
-          f" ({time.perf_counter() - t_start:.1f} s)", file=sys.stderr)
+        counts = _counts_from_input(args, opts, t_start)
+    print(f"{counts.cooc.num_docs} documents, {len(counts.vocabulary)} words, fitting "
+          f"{args.topics} topics ({time.perf_counter() - t_start:.1f} s)", file=sys.stderr)
+    fitted = _fit(args, counts)
+    path = _write(args, fitted, counts)
+    print(f"wrote {path} in {time.perf_counter() - t_start:.1f} s", file=sys.stderr)
+    return 0
 
+
+@dataclass
+class _Counts:
+    """What a fit starts from: the co-occurrences over a vocabulary, and where they came from."""
+
+    cooc: Any
+    vocabulary: Any
+    documents: Any = None      # the document-term matrix (--input), else None
+    iterate: Any = None        # a prefaulted rectification workspace, or None
+    source: dict = field(default_factory=dict)
+    #: What chose the vocabulary, for the snapshot's settings: only what was used.
+    vocabulary_settings: dict = field(default_factory=dict)
+
+
+def _counts_from_store(args) -> _Counts:
+    from anchorstream.store import read_committed
+
+    cooc, vocabulary, offsets, version = read_committed(args.store)
+    if len(vocabulary) <= args.topics:
+        raise InputError(
+            f"the store {args.store!r} has {len(vocabulary)} active words (version "
+            f"{version}), need more than --topics={args.topics}; ingest more documents "
+            "(or lower the store's --admit-threshold) or fit fewer topics"
+        )
+    source = {"store": args.store, "store_version": version, "offsets": offsets,
+              "length_cap": cooc.length_cap}
+    return _Counts(cooc, vocabulary, source=source)
+
+
+def _counts_from_input(args, opts: dict, t_start: float) -> _Counts:
+    progress = not args.quiet and sys.stderr.isatty()
+    tokenizer = stopwords_tokenizer(opts["stopwords"])
+    # The low-rank rectifier works from the documents: no V x V array at all. Otherwise
+    # every method counts co-occurrences, and only the anchor-word model's float32 dense
+    # rectification has an iterate to put in the second buffer.
+    anchor_words = args.method == "anchor" and method_spec("anchor", args.anchors).anchor_words
+    implicit = anchor_words and args.rectify and args.rectify_method == "lowrank"
+    rectifies = anchor_words and args.rectify and args.rectify_dtype == "float32"
+    prefault = _Prefault(0 if implicit else opts["vocab_size"],
+                         np.float32 if rectifies else None)
+    prefault.start()
+    docs, stats = read_documents(
+        args.input, format=opts["format"], text_field=opts["text_field"],
+        tokenizer=tokenizer, progress=progress,
+    )
+    bad = sum(stats["rejected"].values())
+    print(
+        f"read {stats['lines']} lines: {stats['documents']} documents, {bad} rejected"
+        + (f" {stats['rejected']}" if bad else "")
+        + f" ({time.perf_counter() - t_start:.1f} s)",
+        file=sys.stderr,
+    )
+    if not docs:
+        raise InputError("no usable documents in the input")
+    vocabulary = select_vocabulary(
+        docs, min_df=opts["min_df"], max_df=opts["max_df"], max_size=opts["vocab_size"]
+    )
+    if len(vocabulary) <= args.topics:
+        raise InputError(
+            f"the vocabulary has {len(vocabulary)} words (min_df={opts['min_df']}, "
+            f"max_df={opts['max_df']}), need more than --topics={args.topics}; "
+            "lower --min-df or add documents"
+        )
+    X = count_matrix(docs, vocabulary)
+    del docs  # token lists of the whole corpus: by far the largest Python object here
+    counts, iterate = prefault.take(len(vocabulary))
+    cap = opts["length_cap"]
+    cooc = (DocumentCooccurrence(X, length_cap=cap) if implicit
+            else cooccurrence(X, out=counts, length_cap=cap))
+    source = {
+        "input": [str(p) for p in args.input],
+        "format": opts["format"],
+        "text_field": opts["text_field"],
+        **stats,
+    }
+    vocabulary_settings = {
+        "vocab_size": opts["vocab_size"],
+        "min_df": opts["min_df"],
+        "max_df": opts["max_df"],
+        "stopwords": opts["stopwords"],
+        "length_cap": opts["length_cap"],
+        "tokenizer": (tokenizer.describe() if hasattr(tokenizer, "describe")
+                      else repr(tokenizer)),
+    }
+    return _Counts(cooc, vocabulary, X, iterate, source, vocabulary_settings)
+
+
+def _fit(args, counts: _Counts):
     def on_stage(name, seconds):
         if seconds is not None and not args.quiet:
             print(f"  {name:<13} {seconds:7.2f} s", file=sys.stderr)
 
-    fitted = fit_topics(
+    return fit_topics(
         args.topics,
-        cooc=cooc,
-        documents=X,
+        cooc=counts.cooc,
+        documents=counts.documents,
         method=args.method,
         anchor_method=args.anchors,
         random_state=args.seed,
@@ -370,21 +395,26 @@ def run(args) -> int:
         rectify_max_iter=args.rectify_iters,
         rectify_tol=args.rectify_tol,
         rectify_dtype=args.rectify_dtype,
-        rectify_workspace=iterate,
+        rectify_workspace=counts.iterate,
         rectify_anderson=args.rectify_anderson,
         overwrite_cooc=True,  # built for this fit; only num_docs is read afterwards
         warm_state=False,  # no refit follows a one-off fit
         anchor_min_df=args.anchor_min_df,
         recover_method=args.recover,
     )
+
+
+def _write(args, fitted, counts: _Counts) -> Path:
+    """Write the fit's snapshot to ``args.out``; returns its path."""
     model = fitted.model
+    vocabulary = counts.vocabulary
     settings = {
         **(model.get_params() if model is not None else {
             "n_topics": args.topics, "rectify": args.rectify, "anchor_method": args.anchors,
             "anchor_min_df": args.anchor_min_df, "random_state": args.seed,
         }),
         "method": args.method,
-        **vocabulary_settings,
+        **counts.vocabulary_settings,
     }
     hierarchy = None
     if args.supertopics:
@@ -396,16 +426,16 @@ def run(args) -> int:
         "rectify_iterations": model.n_iter_.get("rectify", 0),
         "rectify_residual": model.rectify_residual_,
     }
-    path = write_snapshot(
+    return write_snapshot(
         args.out,
         vocabulary=list(vocabulary),
         topic_word=fitted.topic_word.T,
         topic_topic=fitted.topic_topic,
         anchors=[vocabulary[a] for a in fitted.anchors],
         prevalence=fitted.prevalence,
-        num_docs=int(cooc.num_docs),
+        num_docs=int(counts.cooc.num_docs),
         settings=settings,
-        source=source,
+        source=counts.source,
         extra={
             "alpha": None if model is None or model.alpha_ is None
             else np.asarray(model.alpha_).tolist(),
@@ -415,5 +445,3 @@ def run(args) -> int:
         },
         n_top_words=args.top_words,
     )
-    print(f"wrote {path} in {time.perf_counter() - t_start:.1f} s", file=sys.stderr)
-    return 0

@@ -30,12 +30,21 @@ from typing import TYPE_CHECKING
 from tqdm import tqdm
 
 from anchorstream.stats.accumulator import Forgetting
-from anchorstream.stats.cooccurrence import LENGTH_CAP
 from anchorstream.text.decode import FORMATS
 from anchorstream.errors import InputError
-from anchorstream.text.tokenize import Tokenizer, load_stopwords
 from anchorstream.text.vocabulary import read_seed_vocabulary
-from daemon.cli.fit import length_cap_arg
+from daemon.cli.options import (
+    ADMIT_THRESHOLD,
+    CAPACITY,
+    LENGTH_CAP,
+    MAX_DF,
+    STOPWORDS,
+    STOPWORDS_HELP,
+    length_cap_arg,
+    length_cap_help,
+    max_df_arg,
+    stopwords_tokenizer,
+)
 from daemon.settings import MessageConfig
 from daemon.ingest.files import FileSource, file_key
 from daemon.ingest.loop import IngestLoop
@@ -79,16 +88,15 @@ def register(subparsers) -> None:
                    help="tokens counted per document at most (the daemon's message.max_tokens)")
     p.add_argument("--checkpoint-every", type=int, default=10_000,
                    help="lines (documents and rejected lines) between checkpoints")
-    p.add_argument("--stopwords", default="english",
-                   help="stopword list: a shipped list name, a file path, or 'none'")
+    p.add_argument("--stopwords", default=STOPWORDS, help=STOPWORDS_HELP)
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
     new = p.add_argument_group("store settings (used when the store is created)")
-    new.add_argument("--capacity", type=int, default=20_000, help="vocabulary capacity V")
-    new.add_argument("--admit-threshold", type=float, default=5.0,
+    new.add_argument("--capacity", type=int, default=CAPACITY, help="vocabulary capacity V")
+    new.add_argument("--admit-threshold", type=float, default=ADMIT_THRESHOLD,
                      help="document frequency at which a new word is admitted")
     new.add_argument("--seed-vocabulary", type=Path, default=None,
                      help="file of initial words, one per line, most frequent first")
-    new.add_argument("--max-df", type=_max_df, default=0.5,
+    new.add_argument("--max-df", type=max_df_arg, default=MAX_DF,
                      help="block words in more than this fraction of documents (checked every "
                           "1000 documents from the 1000th; the default is fit --max-df's); "
                           "'none' = off")
@@ -99,9 +107,7 @@ def register(subparsers) -> None:
     new.add_argument("--n-windows", type=int, default=1, help="windows summed")
     new.add_argument("--time-unit", choices=("documents", "seconds"), default="documents")
     new.add_argument("--length-cap", type=length_cap_arg, default=LENGTH_CAP, metavar="TOKENS",
-                     help="document weighting: every word pair counts the same up to a document "
-                          "of this many tokens, a longer one as much as that; 2 = every "
-                          "document the same, 'none' = every pair (as fit --length-cap)")
+                     help=length_cap_help(", 'none' = every pair (as fit --length-cap)"))
     new.add_argument("--chunk-size", type=int, default=256, help="matrix chunk edge")
     new.add_argument("--shard-size", type=int, default=None,
                      help="matrix shard edge (default 8 chunks)")
@@ -246,22 +252,8 @@ def ingest_files(
     }
 
 
-def _max_df(text: str) -> float | None:
-    """``--max-df``: a fraction in (0, 1], or ``none``."""
-    if text.strip().lower() == "none":
-        return None
-    try:
-        value = float(text)
-    except ValueError:
-        value = float("nan")
-    if not 0 < value <= 1:
-        raise argparse.ArgumentTypeError(f"expected a fraction in (0, 1] or 'none', got {text!r}")
-    return value
-
-
 def run(args) -> int:
-    stopwords = None if args.stopwords == "none" else load_stopwords(args.stopwords)
-    tokenizer = Tokenizer(stopwords=stopwords)
+    tokenizer = stopwords_tokenizer(args.stopwords)
     seed = read_seed_vocabulary(args.seed_vocabulary) if args.seed_vocabulary else ()
     forgetting = Forgetting(
         half_life=args.half_life, window=args.window, n_windows=args.n_windows,

@@ -96,14 +96,15 @@ def run(args) -> int:
     if args.format == "text" and args.key_field:
         raise InputError("--key-field needs --format json")
 
-    # Through daemon.kafka.source, which imports kafka-python with its deprecation warning silenced.
-    from daemon.kafka.source import (
+    # Through daemon.kafka.client, which imports kafka-python with its deprecation warning silenced.
+    from daemon.kafka.client import (
         KafkaError,
         KafkaProducer,
         client_settings,
         create_client,
         create_topics,
     )
+    from daemon.kafka.producers import Paced
 
     kafka, servers = _kafka_config(args)
     if args.create_topic is not None:
@@ -130,15 +131,7 @@ def run(args) -> int:
     start = time.monotonic()
     last_offset = 0
     try:
-        for offset, line in iter_lines(args.file):
-            if args.limit is not None and sent >= args.limit:
-                break
-            if args.rate is not None:
-                # Pace against the start time rather than sleeping a fixed interval per message,
-                # so time spent sending does not add up to a lower rate than asked.
-                ahead = start + sent / args.rate - time.monotonic()
-                if ahead > 0:
-                    time.sleep(ahead)
+        for offset, line in Paced(iter_lines(args.file), args.rate, limit=args.limit):
             key = _key(line, args.key_field) if args.format == "json" else None
             sent += 1
             try:

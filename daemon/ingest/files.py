@@ -65,8 +65,9 @@ class FileRecord:
 class FileSource:
     """The lines of ``paths``, in order, each file from its start offset: a source of records.
 
-    A file source is finite: :meth:`poll_batch` returns an empty list once every file is read
-    through (and then :attr:`exhausted` is true); it never waits.
+    A :class:`daemon.ingest.source.RecordSource`. It is finite: :meth:`poll_batch` returns an
+    empty list once every file is read through (and then :attr:`exhausted` is true); it never
+    waits.
 
     Parameters
     ----------
@@ -84,6 +85,8 @@ class FileSource:
         self.starts = dict(starts or {})
         self.on_bytes = on_bytes
         self.exhausted = False
+        # Set by the loop (daemon.ingest.source.RecordSource); a file source has no use for them.
+        self.offsets_for = self.on_topic_reset = self.on_skip = None
         self._records = self._read()
 
     def _read(self) -> Iterator[FileRecord]:
@@ -111,6 +114,15 @@ class FileSource:
     def topic_ids(self) -> dict:
         """Files have no topics (the loop asks every source)."""
         return {}
+
+    def topic_id(self, topic: str) -> None:
+        """Files have no topics."""
+        return None
+
+    @property
+    def stopped(self) -> bool:
+        """A file source never fails on its own (a file that cannot be read raises)."""
+        return False
 
     def commit(self, offsets) -> None:
         """Nothing to tell anyone: the store's offsets are the only record of progress."""

@@ -6,13 +6,14 @@ path: the daemon runs it over :class:`daemon.kafka.source.KafkaSource` and ``anc
 :class:`daemon.ingest.files.FileSource`, so a record is accepted or rejected for the same reason, under
 the same ``message`` limits, whichever way it arrives.
 
-* **Sources.** A source has ``poll_batch(max_records, timeout) -> list`` of records, each with a
-  ``value`` (bytes, or None for a Kafka tombstone) and a ``timestamp`` (milliseconds, or None);
-  ``position(record) -> (offsets key, next position)``, where the record puts the source's
-  position in the store's offsets (files: ``file:<absolute path>`` and the byte offset past the
-  line; without the method, Kafka's: ``kafka:<topic>:<partition>`` and offset + 1);
-  ``topic_ids() -> dict`` and ``commit(positions)``, which only a Kafka source fills (the
-  latter informational). An empty poll from a finite source means it is exhausted.
+* **Sources** follow :class:`daemon.ingest.source.RecordSource`: ``poll_batch(max_records,
+  timeout) -> list`` of records, each with a ``value`` (bytes, or None for a Kafka tombstone)
+  and a ``timestamp`` (milliseconds, or None); ``position(record) -> (offsets key, next
+  position)``, where the record puts the source's position in the store's offsets (files:
+  ``file:<absolute path>`` and the byte offset past the line; Kafka: ``kafka:<topic>:<partition>``
+  and offset + 1); ``topic_ids()``, ``topic_id(topic)`` and ``commit(positions)``, which only a
+  Kafka source fills (the latter informational); ``stopped``. An empty poll from a finite
+  source means it is exhausted.
 * **A record can only be rejected, never fatal.** Each record is decoded
   (:func:`anchorstream.text.decode.decode`, with ``message.max_bytes``), timed when the store
   forgets in seconds (:func:`anchorstream.text.decode.parse_timestamp`: the document's field, else
@@ -63,17 +64,21 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from anchorstream.text.decode import DecodeError, check_tokens, decode, parse_timestamp
+from anchorstream.text.decode import DecodeError, Document, check_tokens, decode, parse_timestamp
 from anchorstream.errors import AnchorstreamError, StoreError
+from daemon.ingest.source import (
+    TOPIC_IDS_KEY,
+    RecordSource,
+    kafka_position,
+    offset_key,
+    parse_offset_key,
+)
 from daemon.settings import MessageConfig
 
-__all__ = ["Committed", "IngestLoop", "LoopError", "kafka_position", "offset_key",
-           "parse_offset_key", "TOPIC_IDS_KEY", "UNDECODABLE_BATCH"]
+__all__ = ["Committed", "IngestLoop", "LoopError", "UNDECODABLE_BATCH", "record_tokens"]
 
 log = logging.getLogger("anchorstream.loop")
 
-#: Store offsets key holding ``{topic: topic id}`` as seen at the checkpoint.
-TOPIC_IDS_KEY = "kafka:topic_ids"
 #: Rejection reason of the offsets of a record batch the Kafka client could not read.
 UNDECODABLE_BATCH = "undecodable_batch"
 
@@ -86,30 +91,32 @@ class LoopError(AnchorstreamError, RuntimeError):
     """Ingestion cannot go on (the store keeps failing to commit)."""
 
 
-def offset_key(topic: str, partition: int) -> str:
-    """Store offsets key of a Kafka partition: ``kafka:<topic>:<partition>``.
+def record_tokens(value: bytes | None, tokenizer: Callable, *, format: str = "json",
+                  text_field: str = "text", id_field: str | None = None,
+                  timestamp_field: str | None = None, max_bytes: int | None = None,
+                  max_tokens: int | None = None) -> tuple[Document, list[str]]:
+    """``(document, tokens)`` of one record's raw value: decode, tokenize, cut, check.
 
-    Topic names cannot contain ``:``, so the key parses back unambiguously.
+    The one rule by which a record becomes tokens, for the loop and ``anchorstream fit``: the
+    value is decoded (:func:`anchorstream.text.decode.decode`, at most ``max_bytes``),
+    tokenized, cut to ``max_tokens`` tokens and checked
+    (:func:`anchorstream.text.decode.check_tokens`). The timestamp is left to the caller.
 
-    >>> offset_key("news", 3), parse_offset_key("kafka:news:3")
-    ('kafka:news:3', ('news', 3))
+    Raises
+    ------
+    DecodeError
+        With the reason the record is rejected for (``empty`` for a missing value: a Kafka
+        tombstone).
     """
-    return f"kafka:{topic}:{int(partition)}"
-
-
-def parse_offset_key(key: str) -> tuple[str, int] | None:
-    """``(topic, partition)`` of a key made by :func:`offset_key`, else None."""
-    if not key.startswith("kafka:") or key == TOPIC_IDS_KEY:
-        return None
-    topic, _, partition = key[len("kafka:"):].rpartition(":")
-    if not topic or not partition.isdigit():
-        return None
-    return topic, int(partition)
-
-
-def kafka_position(record) -> tuple[str, int]:
-    """Offsets key and next offset of a Kafka record (a :class:`daemon.kafka.source.SourceRecord`)."""
-    return offset_key(record.topic, record.partition), record.offset + 1
+    if value is None:
+        raise DecodeError("empty", "record has no value (a tombstone)")
+    doc = decode(value, format=format, text_field=text_field, id_field=id_field,
+                 timestamp_field=timestamp_field, max_bytes=max_bytes)
+    tokens = tokenizer(doc.content)
+    if max_tokens is not None and len(tokens) > max_tokens:
+        tokens = tokens[:max_tokens]
+    check_tokens(tokens)
+    return doc, tokens
 
 
 @dataclass(frozen=True)
@@ -128,9 +135,10 @@ class IngestLoop:
     ----------
     store : anchorstream.store.CooccurrenceStore
         The writer (this loop is its only user).
-    source : daemon.kafka.source.KafkaSource or daemon.ingest.files.FileSource, optional
-        Any object with the source methods of the module notes; :meth:`attach` routes a Kafka
-        source's ``offsets_for`` and ``on_topic_reset`` to this loop.
+    source : daemon.ingest.source.RecordSource, optional
+        :class:`daemon.kafka.source.KafkaSource` or :class:`daemon.ingest.files.FileSource`;
+        :meth:`attach` routes its ``offsets_for``, ``on_topic_reset`` and ``on_skip`` to this
+        loop.
     tokenizer : callable ``str | list[str] -> list[str]``
     message : MessageConfig
         Format, fields and limits of the messages.
@@ -206,10 +214,10 @@ class IngestLoop:
         if source is not None:
             self.attach(source)
 
-    def attach(self, source) -> None:
+    def attach(self, source: RecordSource) -> None:
         """Use ``source`` and route its seek, topic-reset and skip callbacks to this loop."""
         self.source = source
-        self._position = getattr(source, "position", kafka_position)
+        self._position = source.position
         source.offsets_for = self.offsets_for
         source.on_topic_reset = self.on_topic_reset
         source.on_skip = self.skip_batch
@@ -224,7 +232,7 @@ class IngestLoop:
         the daemon was down) do not apply to the new topic and are ignored.
         """
         stored_id = self._stored_topic_ids.get(topic)
-        current = _current_topic_id(self.source, topic)
+        current = None if self.source is None else self.source.topic_id(topic)
         if stored_id is not None and current is not None and stored_id != current:
             log.warning("topic %r was recreated since the last checkpoint (id %s -> %s): "
                         "reading it from the beginning", topic, stored_id, current)
@@ -351,16 +359,11 @@ class IngestLoop:
     def _document(self, record) -> tuple[list[str], float]:
         """``(tokens, seconds)`` of one record, or :class:`DecodeError` with the reason."""
         m = self.message
-        if record.value is None:
-            raise DecodeError("empty", "record has no value (a tombstone)")
-        doc = decode(record.value, format=m.format, text_field=m.text_field,
-                     id_field=m.id_field, timestamp_field=m.timestamp_field,
-                     max_bytes=m.max_bytes)
+        doc, tokens = record_tokens(record.value, self.tokenizer, format=m.format,
+                                    text_field=m.text_field, id_field=m.id_field,
+                                    timestamp_field=m.timestamp_field, max_bytes=m.max_bytes,
+                                    max_tokens=m.max_tokens)
         stamp = parse_timestamp(doc.timestamp, record.timestamp) if self._seconds else 0.0
-        tokens = self.tokenizer(doc.content)
-        if len(tokens) > m.max_tokens:
-            tokens = tokens[: m.max_tokens]
-        check_tokens(tokens)
         return tokens, stamp
 
     def _reject(self, record, key: str, reason: str, detail: str) -> None:
@@ -520,30 +523,7 @@ class IngestLoop:
         """``(ok, reason)`` for ``/readyz``: checkpoints succeed and the source is usable."""
         if self._failures:
             return False, f"checkpoints failing: {self.last_checkpoint_error}"
-        if self.source is not None and getattr(self.source, "_fatal", None) is not None:
+        if self.source is not None and self.source.stopped:
             return False, "the Kafka source stopped"
         return True, "ok"
-
-
-def _current_topic_id(source, topic: str) -> str | None:
-    """The topic id in the source's latest metadata, or None where unknown.
-
-    KafkaSource learns topic ids only after its first poll has positioned the partitions, too
-    late for the first seek after a restart; kafka-python's cluster metadata already has them
-    when the partitions are assigned. Read defensively: private in kafka-python 3.0.
-    """
-    if source is None:
-        return None
-    known = source.topic_ids().get(topic) if hasattr(source, "topic_ids") else None
-    if known is not None:
-        return known
-    cluster = getattr(getattr(source, "_consumer", None), "_cluster", None)
-    topic_id = getattr(cluster, "topic_id", None)
-    if topic_id is None:
-        return None
-    try:
-        tid = topic_id(topic)
-    except Exception:  # noqa: BLE001 - metadata internals: best effort
-        return None
-    return None if tid is None else str(tid)
 

@@ -43,7 +43,7 @@ import zlib
 from collections.abc import Iterator
 
 with warnings.catch_warnings():
-    # kafka-python 3.0's import-time DeprecationWarning (see daemon/kafka/source.py).
+    # kafka-python 3.0's import-time DeprecationWarning (see daemon/kafka/client.py).
     warnings.filterwarnings("ignore", "(read|open)_text is deprecated", DeprecationWarning)
     from kafka.errors import KafkaError, UnsupportedCodecError
 

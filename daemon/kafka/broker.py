@@ -262,7 +262,7 @@ class EmbeddedBroker:
         import warnings
 
         with warnings.catch_warnings():
-            # See daemon.kafka.source: kafka-python 3.0 triggers a DeprecationWarning on import.
+            # See daemon.kafka.client: kafka-python 3.0 triggers a DeprecationWarning on import.
             warnings.filterwarnings("ignore", "(read|open)_text is deprecated",
                                     DeprecationWarning)
             from kafka import KafkaAdminClient

@@ -1,4 +1,4 @@
-"""Kafka in and out: the document consumer, the dead-letter producer, the model-updates producer.
+"""Kafka in: the document consumer (producers: :mod:`daemon.kafka.producers`; clients: :mod:`daemon.kafka.client`).
 
 :class:`KafkaSource` wraps a kafka-python ``KafkaConsumer`` in a consumer group:
 
@@ -43,12 +43,6 @@
 Assumption: one daemon (one store) owns all partitions of its topics. Several instances sharing a
 group would each need their own store and an ``offsets_for`` that knows about the others.
 
-Producers: :class:`DeadLetterProducer` forwards a rejected record's raw value with a ``reason``
-header (plus ``error``, ``source_topic``, ``source_partition``, ``source_offset``), and
-:class:`ModelUpdatesProducer` sends :func:`daemon.publish.compact_summary` JSON as a
-``Publisher(on_publish=...)`` hook. Both connect lazily, retry with backoff, and report each
-send's outcome (``"sent"``/``"failed"``) to an optional callback (e.g. a metrics counter).
-
 Usage::
 
     source = KafkaSource(cfg.kafka, offsets_for=store_offsets)
@@ -60,57 +54,36 @@ Usage::
 
 from __future__ import annotations
 
-import json
 import logging
-import random
 import threading
 import time
-import warnings
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-with warnings.catch_warnings():
-    # kafka-python 3.0 reads its protocol schemas with importlib.resources.read_text/open_text,
-    # which Python 3.11 deprecates; the warning is theirs, and the test suite turns warnings
-    # into errors at import time.
-    warnings.filterwarnings("ignore", "(read|open)_text is deprecated", DeprecationWarning)
-    from kafka import (
-        ConsumerRebalanceListener,
-        KafkaConsumer,
-        KafkaProducer,
-        OffsetAndMetadata,
-        TopicPartition,
-    )
-    from kafka.admin import KafkaAdminClient, NewTopic
-    from kafka.errors import KafkaConfigurationError, KafkaError, TopicAlreadyExistsError
-    from kafka.net.compat import KafkaNetClient
-
-from anchorstream.errors import AnchorstreamError
+from daemon.ingest.source import kafka_position
 from daemon.kafka import batches
 from daemon.kafka.batches import UndecodableBatch
+from daemon.kafka.client import (
+    Backoff,
+    ConsumerRebalanceListener,
+    KafkaConfigurationError,
+    KafkaConsumer,
+    KafkaError,
+    OffsetAndMetadata,
+    SourceError,
+    TopicPartition,
+    client_settings,
+    create_client,
+)
 from daemon.settings import KafkaConfig
 
-__all__ = [
-    "Backoff",
-    "DeadLetterProducer",
-    "KafkaSource",
-    "ModelUpdatesProducer",
-    "SourceError",
-    "SourceRecord",
-    "client_settings",
-    "create_client",
-    "create_topics",
-]
+__all__ = ["KafkaSource", "SourceError", "SourceRecord"]
 
 log = logging.getLogger("anchorstream.source")
 
 OffsetsFor = Callable[[str, int], "int | None"]
-
-
-class SourceError(AnchorstreamError, RuntimeError):
-    """Consuming cannot go on: bad client configuration or a failing ``offsets_for``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,119 +97,6 @@ class SourceRecord:
     key: bytes | None = None
     timestamp: int | None = None  # milliseconds since the epoch, as the producer/broker set it
     headers: tuple[tuple[str, bytes], ...] = ()
-
-
-class Backoff:
-    """Exponential backoff with jitter: ``initial * 2**n`` capped at ``maximum``, ±20 %.
-
-    kafka-python retries connections itself; this covers what it does not (creating a client
-    while no broker answers, errors that escape ``poll``).
-    """
-
-    def __init__(self, initial: float, maximum: float, *, rng: random.Random | None = None):
-        self.initial, self.maximum = float(initial), float(maximum)
-        self._n = 0
-        self._rng = rng or random.Random()
-
-    def next(self) -> float:
-        delay = min(self.initial * 2.0 ** self._n, self.maximum)
-        self._n = min(self._n + 1, 62)
-        return delay * self._rng.uniform(0.8, 1.2)
-
-    def reset(self) -> None:
-        self._n = 0
-
-
-def client_settings(config: KafkaConfig, bootstrap_servers: str | list[str] | None = None
-                    ) -> dict[str, Any]:
-    """kafka-python settings shared by consumers, producers and admin clients.
-
-    Parameters
-    ----------
-    config : KafkaConfig
-    bootstrap_servers : str or list of str, optional
-        Overrides ``config.bootstrap_servers`` (needed when it is ``"embedded"``: pass the
-        started broker's address).
-
-    Raises
-    ------
-    SourceError
-        If the configuration says ``embedded`` and no address is given.
-    """
-    servers = bootstrap_servers if bootstrap_servers is not None else list(config.bootstrap_servers)
-    if config.embedded and bootstrap_servers is None:
-        raise SourceError("kafka.bootstrap_servers is 'embedded': start the embedded broker and "
-                          "pass its address as bootstrap_servers")
-    settings: dict[str, Any] = {
-        "bootstrap_servers": servers,
-        "client_id": config.client_id,
-        "security_protocol": config.security_protocol,
-        "ssl_check_hostname": config.ssl_check_hostname,
-        "request_timeout_ms": config.request_timeout_ms,
-        "reconnect_backoff_ms": config.reconnect_backoff_ms,
-        "reconnect_backoff_max_ms": config.reconnect_backoff_max_ms,
-        "retry_backoff_ms": config.retry_backoff_ms,
-    }
-    optional = {
-        "sasl_mechanism": config.sasl_mechanism,
-        "sasl_plain_username": config.sasl_plain_username,
-        "sasl_plain_password": (config.sasl_plain_password.reveal()
-                                if config.sasl_plain_password is not None else None),
-        "ssl_cafile": config.ssl_cafile,
-        "ssl_certfile": config.ssl_certfile,
-        "ssl_keyfile": config.ssl_keyfile,
-    }
-    settings.update({k: v for k, v in optional.items() if v is not None})
-    return settings
-
-
-def create_client(factory: Callable[..., Any], settings: Mapping[str, Any]) -> Any:
-    """``factory(**settings)``, closing what a failed construction leaves running.
-
-    kafka-python 3.0.12 starts its I/O thread before it bootstraps and does not stop it when the
-    bootstrap fails (no broker), so each failed attempt during an outage would leak a thread.
-    The client it creates is captured here and closed on failure.
-    """
-    made: list[KafkaNetClient] = []
-
-    def tracking_client(**kwargs):
-        client = KafkaNetClient(**kwargs)
-        made.append(client)
-        return client
-
-    try:
-        return factory(**settings, kafka_client=tracking_client)
-    except BaseException:
-        for client in made:
-            try:
-                client.close()
-            except Exception:  # noqa: BLE001 - cleaning up after a failure, best effort
-                log.debug("closing a half-created Kafka client failed", exc_info=True)
-        raise
-
-
-def create_topics(config: KafkaConfig, topics: Mapping[str, int], *,
-                  bootstrap_servers: str | list[str] | None = None) -> list[str]:
-    """Create topics (name -> partitions, replication 1); returns the names that were new.
-
-    Existing topics are left as they are. Used by ``anchorstream replay --create-topic`` and
-    for the embedded broker (create topics before producing: see :mod:`daemon.kafka.broker`).
-    """
-    allowed = set(KafkaAdminClient.DEFAULT_CONFIG)
-    settings = {k: v for k, v in client_settings(config, bootstrap_servers).items()
-                if k in allowed}
-    admin = create_client(KafkaAdminClient, settings)
-    created = []
-    try:
-        for name, partitions in topics.items():
-            try:
-                admin.create_topics([NewTopic(name, int(partitions), 1)])
-                created.append(name)
-            except TopicAlreadyExistsError:
-                pass
-    finally:
-        admin.close()
-    return created
 
 
 def _consumer_settings(config: KafkaConfig, bootstrap_servers) -> dict[str, Any]:
@@ -259,6 +119,7 @@ def _consumer_settings(config: KafkaConfig, bootstrap_servers) -> dict[str, Any]
         # shutdown during an outage is quick (creation is retried with backoff).
         "bootstrap_timeout_ms": min(config.request_timeout_ms, 10000),
     }
+
 
 
 class _Listener(ConsumerRebalanceListener):
@@ -665,6 +526,37 @@ class KafkaSource:
         """
         return {t: str(tid) for t, tid in self._topic_ids.items()}
 
+    def topic_id(self, topic: str) -> str | None:
+        """The topic's id in the latest metadata, or None where unknown.
+
+        The ids of :meth:`topic_ids` are learnt only after the first poll has positioned the
+        partitions, too late for the first seek after a restart; kafka-python's cluster
+        metadata already has them when the partitions are assigned. Read defensively: private
+        in kafka-python 3.0.
+        """
+        known = self.topic_ids().get(topic)
+        if known is not None:
+            return known
+        cluster = getattr(self._consumer, "_cluster", None)
+        lookup = getattr(cluster, "topic_id", None)
+        if lookup is None:
+            return None
+        try:
+            tid = lookup(topic)
+        except Exception:  # noqa: BLE001 - metadata internals: best effort
+            return None
+        return None if tid is None else str(tid)
+
+    @staticmethod
+    def position(record: SourceRecord) -> tuple[str, int]:
+        """``(kafka:<topic>:<partition>, offset + 1)``: what a checkpoint commits for it."""
+        return kafka_position(record)
+
+    @property
+    def stopped(self) -> bool:
+        """True once consuming cannot go on (:class:`SourceError` was raised)."""
+        return self._fatal is not None
+
     def assignment(self) -> set[tuple[str, int]]:
         """``{(topic, partition)}`` currently assigned to this member."""
         with self._lock:
@@ -718,152 +610,3 @@ class KafkaSource:
 
     def __exit__(self, *exc) -> None:
         self.close()
-
-
-# --------------------------------------------------------------------------------------------
-# producers
-
-
-class _Sink:
-    """A lazily created KafkaProducer for one topic, retried with backoff."""
-
-    def __init__(self, config: KafkaConfig, topic: str, *,
-                 bootstrap_servers: str | list[str] | None = None,
-                 on_outcome: Callable[[str], None] | None = None,
-                 producer_factory: Callable[..., KafkaProducer] = KafkaProducer,
-                 max_block_seconds: float = 5.0):
-        self.topic = topic
-        self.on_outcome = on_outcome
-        self._settings = {
-            **client_settings(config, bootstrap_servers),
-            "acks": "all",
-            "compression_type": config.compression_type,
-            # send() blocks at most this long when the broker is away; ingestion must go on.
-            "max_block_ms": int(max_block_seconds * 1000),
-            "bootstrap_timeout_ms": min(config.request_timeout_ms, 10000),
-        }
-        self.max_request_size = 1024 * 1024
-        self._factory = producer_factory
-        self._producer: KafkaProducer | None = None
-        self._backoff = Backoff(config.reconnect_backoff_ms / 1000,
-                                config.reconnect_backoff_max_ms / 1000)
-        self._retry_at = 0.0
-
-    def _outcome(self, outcome: str) -> None:
-        if self.on_outcome is not None:
-            try:
-                self.on_outcome(outcome)
-            except Exception:  # noqa: BLE001 - a metrics hook must not break sending
-                log.debug("on_outcome hook failed", exc_info=True)
-
-    def _get(self) -> KafkaProducer | None:
-        if self._producer is None and time.monotonic() >= self._retry_at:
-            try:
-                self._producer = create_client(self._factory, self._settings)
-                self._backoff.reset()
-            except KafkaConfigurationError as exc:
-                raise SourceError(f"invalid Kafka producer settings: {exc}") from exc
-            except (KafkaError, OSError) as exc:
-                delay = self._backoff.next()
-                self._retry_at = time.monotonic() + delay
-                log.warning("cannot create a producer for %r (%s); retrying in %.1f s",
-                            self.topic, exc, delay)
-        return self._producer
-
-    def _send(self, value: bytes, *, key: bytes | None = None,
-              headers: list[tuple[str, bytes]] | None = None) -> bool:
-        producer = self._get()
-        if producer is None:
-            self._outcome("failed")
-            return False
-        try:
-            future = producer.send(self.topic, value=value, key=key, headers=headers or [])
-        except KafkaError as exc:
-            log.warning("cannot send to %r: %s", self.topic, exc)
-            self._outcome("failed")
-            return False
-        def failed(exc):
-            log.warning("send to %r failed: %s", self.topic, exc)
-            self._outcome("failed")
-
-        future.add_callback(lambda _meta: self._outcome("sent"))
-        future.add_errback(failed)
-        return True
-
-    def flush(self, timeout: float | None = None) -> None:
-        """Wait until everything sent so far is acknowledged (or failed)."""
-        if self._producer is not None:
-            try:
-                self._producer.flush(timeout=timeout)
-            except KafkaError as exc:
-                log.warning("flushing %r failed: %s", self.topic, exc)
-
-    def close(self, timeout: float = 5.0) -> None:
-        producer, self._producer = self._producer, None
-        if producer is not None:
-            try:
-                producer.close(timeout=timeout)
-            except Exception:  # noqa: BLE001 - closing is best effort
-                log.debug("error closing a producer", exc_info=True)
-
-
-class DeadLetterProducer(_Sink):
-    """Forwards rejected records, raw, to the dead-letter topic with the reason in a header.
-
-    Parameters
-    ----------
-    config : KafkaConfig
-    topic : str, optional
-        Default ``config.dead_letter_topic``.
-    bootstrap_servers : optional override (embedded broker)
-    on_outcome : callable, optional
-        Called with ``"sent"`` or ``"failed"`` per record (possibly from kafka-python's thread).
-    """
-
-    def __init__(self, config: KafkaConfig, topic: str | None = None, **kwargs: Any):
-        topic = topic or config.dead_letter_topic
-        if not topic:
-            raise ValueError("no dead-letter topic: set kafka.dead_letter_topic")
-        super().__init__(config, topic, **kwargs)
-        # Leave room for headers and batch overhead under the producer's request size limit.
-        self.max_value_bytes = self.max_request_size - 16 * 1024
-
-    def send(self, record: SourceRecord, reason: str, detail: str | None = None) -> bool:
-        """Forward ``record`` (asynchronously). Returns False when it could not be queued.
-
-        Headers: ``reason``, ``error`` (the detail, at most 1000 characters),
-        ``source_topic``, ``source_partition``, ``source_offset``; values larger than the
-        producer's request limit are cut and get ``truncated_from`` (the original byte count).
-        """
-        value = record.value if record.value is not None else b""
-        headers = [
-            ("reason", reason.encode()),
-            ("source_topic", record.topic.encode()),
-            ("source_partition", str(record.partition).encode()),
-            ("source_offset", str(record.offset).encode()),
-        ]
-        if detail:
-            headers.append(("error", detail[:1000].encode("utf-8", "replace")))
-        if len(value) > self.max_value_bytes:
-            headers.append(("truncated_from", str(len(value)).encode()))
-            value = value[: self.max_value_bytes]
-        return self._send(value, key=record.key, headers=headers)
-
-
-class ModelUpdatesProducer(_Sink):
-    """A ``Publisher(on_publish=...)`` hook sending each snapshot's compact JSON summary.
-
-    The message key is ``kafka.group_id``: every summary of one daemon lands on one partition
-    in order, and a compacted topic keeps each daemon's latest.
-    """
-
-    def __init__(self, config: KafkaConfig, topic: str | None = None, **kwargs: Any):
-        topic = topic or config.model_updates_topic
-        if not topic:
-            raise ValueError("no model-updates topic: set kafka.model_updates_topic")
-        super().__init__(config, topic, **kwargs)
-        self._key = config.group_id.encode()
-
-    def __call__(self, summary: Mapping[str, Any]) -> None:
-        body = json.dumps(summary, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-        self._send(body, key=self._key)
