@@ -100,8 +100,8 @@ def document_delta(X, ids, weights, doc_index, evict_pos, settings) -> Part:
     """The statistics of some pending documents (one window), voided entries zeroed.
 
     Exactly :func:`~anchorstream.stats.wordpatterns.split_statistic` and
-    :func:`~anchorstream.stats.wordpatterns.rp_sketch` of ``X`` when every weight is 1 and nothing was
-    evicted (tested), so streaming through the store equals the batch statistic.
+    :func:`~anchorstream.stats.wordpatterns.rp_sketch` of ``X`` when every weight is 1 and
+    nothing was evicted (tested), so streaming through the store equals the batch statistic.
     """
     lengths = np.asarray(X.sum(axis=1)).ravel()
     indicator = X.copy()

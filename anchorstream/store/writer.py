@@ -22,8 +22,8 @@ from anchorstream.stats.documents import DocStatsSettings, DocumentStatistics
 from anchorstream.store.compaction import Compacting
 from anchorstream.store.format import BRANCH, Segment, StoreState, vocab_items
 from anchorstream.store.reading import CommittedState, read_version
-from anchorstream.store.repository import disk_bytes, pass_through, wrap
 from anchorstream.store.opening import Opening
+from anchorstream.store.repository import disk_bytes, pass_through, wrap
 from anchorstream.store.retention import Retaining
 from anchorstream.store.segments import BandEntries
 from anchorstream.store.settings import RUNTIME_DEFAULTS, length_cap, vocabulary_of
@@ -84,6 +84,7 @@ class CooccurrenceStore(Opening, Compacting, Retaining):
         compaction or garbage collection ran after it). All 0.0 after a call that had nothing
         to commit; empty before the first call.
     """
+
     _RUNTIME_DEFAULTS = RUNTIME_DEFAULTS
 
     #: The stages of :attr:`last_checkpoint_seconds`, in order.
