@@ -2,10 +2,9 @@
 
 A writer (:class:`CooccurrenceStore`) adds documents in memory and checkpoints them atomically
 with the source offsets; readers (:func:`open_committed`) see whole commits only. The design,
-the layout and measured costs are in ``docs/store.md``; the modules, by job:
-:mod:`~anchorstream.store.format` (layout and state), :mod:`~anchorstream.store.reading`,
-:mod:`~anchorstream.store.writer`, :mod:`~anchorstream.store.compaction`,
-:mod:`~anchorstream.store.retention` and :mod:`~anchorstream.store.location` (storage URLs).
+the layout and measured costs are in ``docs/store.md``, which also maps the modules by job
+(format, settings, repository, segments, reading, writer with opening, compaction and
+retention, location).
 
 Importing the store has no side effects; a process that wants Icechunk's noisy local-disk
 warning quieted calls :func:`configure_logging` once.
