@@ -43,6 +43,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from anchorstream.fsutil import fsync_dir
 from anchorstream.errors import InputError, SnapshotError, SnapshotNotFoundError
 from anchorstream.evaluate import top_words as _top_words
 
@@ -316,7 +317,7 @@ def write_snapshot(
     try:
         for name, data in payload.items():
             _write_file(tmp / name, data)
-        _fsync_dir(tmp)
+        fsync_dir(tmp)
         try:
             # rename(2) replaces an *empty* directory silently; the exists() check above covers
             # all but a racing writer creating an empty one in between.
@@ -330,7 +331,7 @@ def write_snapshot(
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    _fsync_dir(target.parent)
+    fsync_dir(target.parent)
     return target
 
 
@@ -339,14 +340,6 @@ def _write_file(path: Path, data: bytes) -> None:
         fh.write(data)
         fh.flush()
         os.fsync(fh.fileno())
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _npy_bytes(array: np.ndarray) -> bytes:

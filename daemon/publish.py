@@ -54,6 +54,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from anchorstream.fsutil import fsync_dir
 from anchorstream.errors import SnapshotError, SnapshotNotFoundError
 from anchorstream.snapshot import Snapshot, read_snapshot, write_snapshot
 from anchorstream.text.decode import parse_timestamp
@@ -246,7 +247,7 @@ class Publisher:
         finally:
             if tmp.exists():
                 tmp.unlink()
-        _fsync_dir(self.path)
+        fsync_dir(self.path, missing_ok=True)
 
     # ----------------------------------------------------------------------------------------
     # publishing
@@ -490,14 +491,3 @@ class Publisher:
         with self._cond:
             self._closed = True
             self._cond.notify_all()
-
-
-def _fsync_dir(path: Path) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:  # pragma: no cover - platforms without directory fds (Windows)
-        return
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

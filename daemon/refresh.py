@@ -68,13 +68,14 @@ import numpy as np
 from anchorstream.model.align import align_topics
 from anchorstream.stats.cooccurrence import Cooccurrence, take_square
 from anchorstream.model.correlations import hierarchy
-from anchorstream.stats.documents import DocumentState, fit_novel_words, read_document_state
+from anchorstream.model.storedfit import fit_novel_words
+from anchorstream.stats.documents import DocumentState
 from anchorstream.evaluate import topic_sparsity, topic_specificity
 from anchorstream.model.anchors import anchor_min_df_for
 from anchorstream.model.methods import TopicFit, fit_topics, novel_word_min_df
 from anchorstream.model.pipeline import AnchorModel
 from anchorstream.model.registry import method_spec
-from anchorstream.store import open_committed
+from anchorstream.store import open_committed, read_document_state
 
 __all__ = ["RefreshResult", "Refresher", "select_words"]
 

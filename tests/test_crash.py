@@ -59,9 +59,11 @@ ZYGOTE = textwrap.dedent(
     import json, os, signal, sys, time, traceback
     import numpy as np
     from anchorstream._kernels.store import store_pair_delta, store_unique_counts
-    from anchorstream.store import CooccurrenceStore
+    from anchorstream.store import CooccurrenceStore, configure_logging
     from anchorstream.text.tokenize import Tokenizer
     from daemon.cli.ingest import ingest_files
+
+    configure_logging()  # Icechunk's local-disk warning would go to stdout
 
     STORE = json.loads(sys.argv[1])
     # Load the compiled kernels now, so that children start working at once.

@@ -24,10 +24,10 @@ from hypothesis import strategies as st
 
 from anchorstream.stats import wordpatterns as wp
 from anchorstream.stats.accumulator import Forgetting
-from anchorstream.stats.documents import DocStatsSettings, read_document_state, reservoir_keys
+from anchorstream.stats.documents import DocStatsSettings, reservoir_keys
 from anchorstream.errors import InputError
 from anchorstream.evaluate import recovery_error
-from anchorstream.store import CooccurrenceStore, open_committed
+from anchorstream.store import CooccurrenceStore, open_committed, read_document_state
 from anchorstream.synthetic import planted_model, sample_documents
 from daemon.publish import Publisher
 from daemon.refresh import Refresher
@@ -233,7 +233,8 @@ def test_evicted_slots_decay_and_windows_follow_the_counts_rules(tmp_path, rng, 
 CHILD = """
 import json, sys
 from anchorstream.stats.documents import DocStatsSettings
-from anchorstream.store import CooccurrenceStore
+from anchorstream.store import CooccurrenceStore, configure_logging
+configure_logging()  # Icechunk's local-disk warning would go to stdout
 url, path, kw, cfg = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), json.loads(sys.argv[4])
 hold = int(sys.argv[5])
 docs = json.load(open(path))

@@ -181,7 +181,7 @@ def test_refreshes_reuse_their_buffers_and_never_overwrite_the_warm_start(tmp_pa
 
 
 def test_warm_refreshes_read_only_what_was_committed_since(setup, monkeypatch):
-    import anchorstream.store as store_mod
+    import anchorstream.store.reading as store_mod
     from anchorstream.store import open_committed
 
     store, pub, metrics, ref = setup

@@ -23,7 +23,8 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-import anchorstream.store as store_mod
+import anchorstream.store.reading as reading_mod
+import anchorstream.zarrio as zarrio
 from anchorstream.stats.accumulator import Forgetting
 from anchorstream.stats.cooccurrence import LENGTH_CAP, cooccurrence
 from anchorstream.errors import InputError, StoreError, StoreFormatError
@@ -35,6 +36,7 @@ from anchorstream.store import (
     read_committed,
     store_info,
 )
+from anchorstream.store.repository import storage
 from anchorstream.text.tokenize import count_matrix
 from tests.naive_store import NaiveStoreModel, NaiveVocabulary, align, naive_cooccurrence
 
@@ -149,7 +151,7 @@ class TestConformance:
         np.testing.assert_allclose(after.cooccurrence.counts, before.cooccurrence.counts,
                                    rtol=1e-12, atol=1e-14)
         root = zarr.open_group(
-            icechunk.Repository.open(store_mod._storage(url)[0]).readonly_session(
+            icechunk.Repository.open(storage(url)[0]).readonly_session(
                 branch="main").store, mode="r")
         assert len(root.attrs["state"]["segments"]) == 0
         assert_equals_batch((after.cooccurrence, after.words), docs)
@@ -394,7 +396,7 @@ def test_a_read_catches_up_by_reading_only_the_new_segments(tmp_path, rng, monke
     def no_full_read(*args, **kwargs):
         raise AssertionError("a full read")
 
-    monkeypatch.setattr(store_mod, "_densify", no_full_read)
+    monkeypatch.setattr(reading_mod, "_densify", no_full_read)
     again = open_committed(url, out=buffer, since=first.dense)
     assert np.shares_memory(again.cooccurrence.counts, buffer)
     assert_equals_batch(again, docs)
@@ -586,7 +588,7 @@ def test_failure_in_the_write_path_keeps_the_last_commit(tmp_path, rng, monkeypa
     s.add(docs[:30])
     v1 = s.checkpoint({"n": 30})
     s.add(docs[30:])
-    real_put = store_mod._put_async
+    real_put = zarrio._put_async
     calls = {"n": 0}
 
     async def failing_put(agroup, name, data):
@@ -595,7 +597,7 @@ def test_failure_in_the_write_path_keeps_the_last_commit(tmp_path, rng, monkeypa
             raise OSError(28, "No space left on device")
         await real_put(agroup, name, data)
 
-    monkeypatch.setattr(store_mod, "_put_async", failing_put)
+    monkeypatch.setattr(zarrio, "_put_async", failing_put)
     with pytest.raises(StoreError, match="No space left") as info:
         s.checkpoint({"n": 60})
     assert v1 in str(info.value)
@@ -604,7 +606,7 @@ def test_failure_in_the_write_path_keeps_the_last_commit(tmp_path, rng, monkeypa
     assert st_.version == v1 and st_.offsets == {"n": 30}
     assert_equals_batch((st_.cooccurrence, st_.words), docs[:30])
     # the writer kept everything in memory: retrying succeeds and nothing is lost
-    monkeypatch.setattr(store_mod, "_put_async", real_put)
+    monkeypatch.setattr(zarrio, "_put_async", real_put)
     s.checkpoint({"n": 60})
     assert_equals_batch(read_committed(url), docs)
 
@@ -633,7 +635,8 @@ _FULL_DISK_SCRIPT = """
 import resource, signal, sys
 import numpy as np
 from anchorstream.errors import StoreError
-from anchorstream.store import CooccurrenceStore, open_committed
+from anchorstream.store import CooccurrenceStore, configure_logging, open_committed
+configure_logging()  # Icechunk's local-disk warning would go to stdout
 url = sys.argv[1]
 rng = np.random.default_rng(0)
 docs = [[f"w{i}" for i in rng.integers(0, 300, size=20)] for _ in range(300)]
@@ -1055,3 +1058,24 @@ def test_length_cap_is_kept_by_the_store_and_a_different_one_is_refused(tmp_path
         merge_committed([url, other])
     with pytest.raises(InputError, match="length_cap"):
         CooccurrenceStore.create(str(tmp_path / "bad"), capacity=4, length_cap=1)
+
+
+_IMPORT_SCRIPT = """
+import icechunk
+calls = []
+icechunk.set_logs_filter = lambda directive: calls.append(directive)
+import anchorstream.store
+assert calls == [], calls  # importing the store changes no global log filter
+anchorstream.store.configure_logging({"ICECHUNK_LOG": "debug"})
+assert calls == [], calls  # the operator's ICECHUNK_LOG wins
+anchorstream.store.configure_logging({})
+assert calls == ["warn,icechunk::storage::object_store=error"], calls
+print("ok")
+"""
+
+
+def test_importing_the_store_has_no_side_effects():
+    root = Path(__file__).resolve().parents[1]
+    res = subprocess.run([sys.executable, "-c", _IMPORT_SCRIPT], capture_output=True, text=True,
+                         timeout=120, cwd=root, env={**os.environ, "PYTHONPATH": str(root)})
+    assert res.returncode == 0 and res.stdout.strip() == "ok", res.stderr[-3000:]

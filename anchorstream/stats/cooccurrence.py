@@ -40,6 +40,7 @@ import scipy.sparse as sp
 from anchorstream._buffers import leading_view
 from anchorstream._kernels.cooc import cooc_counts
 from anchorstream.errors import InputError
+from anchorstream.stats.sums import field_sums
 
 __all__ = ["LENGTH_CAP", "Cooccurrence", "accumulate", "cap_pairs", "cooccurrence",
            "pair_scale", "take_square"]
@@ -210,11 +211,7 @@ class Cooccurrence:
                 f"cannot merge co-occurrences weighted differently (length_cap "
                 f"{self.length_cap} and {other.length_cap})")
         return Cooccurrence(
-            self.counts + other.counts,
-            self.unigram + other.unigram,
-            self.doc_freq + other.doc_freq,
-            self.num_docs + other.num_docs,
-            self.num_tokens + other.num_tokens,
+            *field_sums(self, other, ("counts", "unigram", "doc_freq", "num_docs", "num_tokens")),
             self.length_cap,
             None if self.mass is None and other.mass is None
             else self.total_weight() + other.total_weight(),

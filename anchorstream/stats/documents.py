@@ -75,27 +75,28 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
 
 from anchorstream.model.registry import method_spec
 from anchorstream.stats.accumulator import Forgetting
-from anchorstream.errors import InputError, StoreError, StoreFormatError
+from anchorstream.zarrio import put_many, zstd
+from anchorstream.errors import InputError, StoreFormatError
+from anchorstream.stats.docparts import Part, Pending, Reservoir, read_segments
+from anchorstream.stats.windows import is_live
 from anchorstream.stats.wordpatterns import (
     RPSketch,
     SplitStatistic,
     random_directions,
-    split_documents,
 )
 
 __all__ = [
     "DocStatsSettings",
     "DocumentState",
     "DocumentStatistics",
-    "fit_novel_words",
-    "read_document_state",
+    "StoredDocuments",
 ]
 
 log = logging.getLogger(__name__)
@@ -196,272 +197,6 @@ class DocStatsSettings:
                    int(d["seed"]))
 
 
-def _live(window: int, current: int, ring: int) -> bool:
-    return window > current - ring
-
-
-# ---------------------------------------------------------------------------------- a sum
-@dataclass(eq=False)
-class _Part:
-    """The statistics of some documents over store slots (unsummed duplicates allowed).
-
-    ``rows, cols, vals``: cross entries; ``slots`` with ``vecs`` (k, n) and ``sketch`` (n, P)
-    or None: per-slot columns; ``docs``: [split documents, sketch documents] (weighted).
-    """
-
-    rows: np.ndarray
-    cols: np.ndarray
-    vals: np.ndarray
-    slots: np.ndarray
-    vecs: np.ndarray
-    sketch: np.ndarray | None
-    docs: np.ndarray = field(default_factory=lambda: np.zeros(2))
-
-    @classmethod
-    def empty(cls, n_vecs: int, n_projections: int) -> _Part:
-        return cls(
-            np.empty(0, np.int32), np.empty(0, np.int32), np.empty(0), np.empty(0, np.int32),
-            np.empty((n_vecs, 0)), np.empty((0, n_projections)) if n_projections else None,
-        )
-
-    @classmethod
-    def concat(cls, parts: Sequence[_Part]) -> _Part:
-        sk = [p.sketch for p in parts]
-        return cls(
-            np.concatenate([p.rows for p in parts]).astype(np.int32),
-            np.concatenate([p.cols for p in parts]).astype(np.int32),
-            np.concatenate([p.vals for p in parts]),
-            np.concatenate([p.slots for p in parts]).astype(np.int32),
-            np.concatenate([p.vecs for p in parts], axis=1),
-            None if sk[0] is None else np.concatenate(sk, axis=0),
-            np.sum([p.docs for p in parts], axis=0),
-        )
-
-    def scaled(self, factor: float) -> _Part:
-        if factor == 1.0:
-            return self
-        return _Part(self.rows, self.cols, self.vals * factor, self.slots, self.vecs * factor,
-                     None if self.sketch is None else self.sketch * factor, self.docs * factor)
-
-    def coalesced(self, capacity: int) -> _Part:
-        """Duplicates summed, entries sorted, explicit zeros dropped from the cross entries."""
-        cross = sp.coo_matrix((self.vals, (self.rows, self.cols)), shape=(capacity, capacity))
-        cross = cross.tocsr()
-        cross.sum_duplicates()
-        cross.eliminate_zeros()
-        cross = cross.tocoo()
-        slots, inv = np.unique(self.slots, return_inverse=True)
-        vecs = np.zeros((self.vecs.shape[0], slots.size))
-        for i in range(self.vecs.shape[0]):
-            vecs[i] = np.bincount(inv, weights=self.vecs[i], minlength=slots.size)
-        sketch = None
-        if self.sketch is not None:
-            sketch = np.zeros((slots.size, self.sketch.shape[1]))
-            np.add.at(sketch, inv, self.sketch)
-        return _Part(cross.row.astype(np.int32), cross.col.astype(np.int32), cross.data,
-                     slots.astype(np.int32), vecs, sketch, self.docs.copy())
-
-
-def _void_mask(M: sp.csr_matrix, doc_index: np.ndarray, evict_pos: np.ndarray) -> np.ndarray:
-    """Entries of ``M`` (rows = documents) whose slot was evicted after their document."""
-    rows = np.repeat(np.arange(M.shape[0]), np.diff(M.indptr))
-    return doc_index[rows] < evict_pos[M.indices]
-
-
-def _scaled_rows(M: sp.csr_matrix, scale: np.ndarray, void: np.ndarray) -> sp.csr_matrix:
-    """``diag(scale) M`` with the ``void`` entries zeroed and every zero dropped."""
-    out = M.copy()
-    out.data = out.data * np.repeat(scale, np.diff(out.indptr))
-    out.data[void] = 0.0
-    out.eliminate_zeros()
-    return out
-
-
-def _delta(X, ids, weights, doc_index, evict_pos, settings: DocStatsSettings) -> _Part:
-    """The statistics of some pending documents (one window), voided entries zeroed.
-
-    Exactly :func:`~anchorstream.stats.wordpatterns.split_statistic` and
-    :func:`~anchorstream.stats.wordpatterns.rp_sketch` of ``X`` when every weight is 1 and nothing was
-    evicted (tested), so streaming through the store equals the batch statistic.
-    """
-    lengths = np.asarray(X.sum(axis=1)).ravel()
-    indicator = X.copy()
-    indicator.data = np.ones_like(indicator.data)
-    void_x = _void_mask(X, doc_index, evict_pos)
-
-    first, second = split_documents(X, ids, settings.seed)
-    keep2 = lengths >= 2
-    halves = []
-    # The first half carries the document's weight, the second not: w_d x⁽¹⁾ x⁽²⁾ᵀ.
-    for half, w in ((first, weights), (second, np.ones_like(weights))):
-        size = np.asarray(half.sum(axis=1)).ravel()
-        scale = np.where(keep2, w / np.maximum(size, 1.0), 0.0)
-        halves.append(_scaled_rows(half.tocsr(), scale, _void_mask(half, doc_index, evict_pos)))
-    F1, F2 = halves
-    cross = (F1.T @ F2).tocoo()
-    df2 = _scaled_rows(indicator, np.where(keep2, weights, 0.0), void_x)
-    columns = [np.asarray(F1.sum(axis=0)).ravel(), np.asarray(F2.T @ weights).ravel(),
-               np.asarray(df2.sum(axis=0)).ravel()]
-    docs = [float(weights[keep2].sum()), 0.0]
-    sketch_cols = None
-    if settings.sketch:
-        keep1 = lengths >= 1
-        F = _scaled_rows(X, np.where(keep1, weights / np.maximum(lengths, 1.0), 0.0), void_x)
-        df1 = _scaled_rows(indicator, np.where(keep1, weights, 0.0), void_x)
-        columns += [np.asarray(F.sum(axis=0)).ravel(), np.asarray(df1.sum(axis=0)).ravel()]
-        docs[1] = float(weights[keep1].sum())
-        rows = np.flatnonzero(keep1)
-        touched = np.flatnonzero(np.diff(F.tocsc().indptr))
-        P = settings.n_projections
-        proj = np.zeros((touched.size, P))
-        Ft = F[rows][:, touched]
-        # Chunked so that the block of directions stays small whatever P is.
-        chunk = max(1, 4_000_000 // P)
-        for start in range(0, rows.size, chunk):
-            G = random_directions(ids[rows[start : start + chunk]], P, settings.seed)
-            proj += np.asarray(Ft[start : start + chunk].T @ G)
-        sketch_cols = (touched, proj)
-    vecs = np.vstack(columns)
-    slots = np.flatnonzero(np.any(vecs != 0.0, axis=0))
-    sketch = None
-    if sketch_cols is not None:
-        touched, proj = sketch_cols
-        sketch = np.zeros((slots.size, settings.n_projections))
-        sketch[np.searchsorted(slots, touched)] = proj
-    return _Part(cross.row.astype(np.int32), cross.col.astype(np.int32), cross.data,
-                 slots.astype(np.int32), vecs[:, slots], sketch, np.asarray(docs))
-
-
-# ---------------------------------------------------------------------------------- buffers
-class _Pending:
-    """Documents added since the last checkpoint (their slot counts), for the split and sketch."""
-
-    def __init__(self, capacity: int):
-        self.capacity = capacity
-        self.clear()
-
-    def clear(self) -> None:
-        self.parts: list[sp.csr_matrix] = []
-        self.ids: list[np.ndarray] = []
-        self.weights: list[np.ndarray] = []
-        self.windows: list[np.ndarray] = []
-        self.n = 0
-        # Entries of slot s in pending documents before index evict_pos[s] are void.
-        self.evict_pos = np.zeros(self.capacity, dtype=np.int64)
-
-    def add(self, X, ids, weights, windows, evictions) -> None:
-        base = self.n
-        for d, slot in evictions:
-            self.evict_pos[int(slot)] = base + int(d)
-        self.parts.append(X)
-        self.ids.append(np.asarray(ids, dtype=np.int64))
-        self.weights.append(np.asarray(weights, dtype=np.float64).copy())
-        self.windows.append(np.asarray(windows, dtype=np.int64))
-        self.n += X.shape[0]
-
-    def evict(self, slot: int) -> None:
-        self.evict_pos[int(slot)] = self.n
-
-    @property
-    def nbytes(self) -> int:
-        return sum(X.data.nbytes + X.indices.nbytes + X.indptr.nbytes for X in self.parts) + (
-            28 * self.n)
-
-    def rescale(self, factor: float) -> None:
-        self.weights = [w * factor for w in self.weights]
-
-    def deltas(self, settings, current_window: int, ring: int) -> dict[int, _Part]:
-        """One :class:`_Part` per live window with pending documents."""
-        if not self.n:
-            return {}
-        X = sp.vstack(self.parts, format="csr")
-        ids, w, win = (np.concatenate(a) for a in (self.ids, self.weights, self.windows))
-        out = {}
-        for window in np.unique(win).tolist():
-            if not _live(window, current_window, ring):
-                continue
-            sel = np.flatnonzero(win == window)
-            out[window] = _delta(X[sel], ids[sel], w[sel], sel, self.evict_pos, settings)
-        return out
-
-
-class _Reservoir:
-    """A weighted sample without replacement of ``size`` documents (see the module notes)."""
-
-    _FIELDS = ("key", "pos", "seq", "window")
-
-    def __init__(self, size: int, capacity: int, arrays: Mapping | None = None):
-        self.size = int(size)
-        self.capacity = int(capacity)
-        if arrays is None:
-            self.key = np.empty(0)
-            self.pos = np.empty(0, np.int64)
-            self.seq = np.empty(0, np.int64)
-            self.window = np.empty(0, np.int64)
-            self.docs = sp.csr_matrix((0, capacity))
-        else:
-            self.key = np.asarray(arrays["key"], np.float64)
-            self.pos = np.asarray(arrays["pos"], np.int64)
-            self.seq = np.asarray(arrays["seq"], np.int64)
-            self.window = np.asarray(arrays["window"], np.int64)
-            self.docs = sp.csr_matrix(
-                (np.asarray(arrays["counts"], np.float64), np.asarray(arrays["slots"], np.int32),
-                 np.asarray(arrays["indptr"], np.int64)), shape=(self.key.size, capacity))
-        self.changed = False
-
-    def offer(self, keys, pos, seq, window, X: sp.csr_matrix) -> None:
-        """Offer documents (rows of ``X``; empty ones are never kept)."""
-        cand = np.flatnonzero(np.diff(X.indptr) > 0)
-        if self.key.size >= self.size and self.key.size:
-            worst = self.key.max()
-            cand = cand[keys[cand] < worst]
-        if cand.size == 0:
-            return
-        key = np.concatenate([self.key, keys[cand]])
-        p = np.concatenate([self.pos, pos[cand]])
-        s = np.concatenate([self.seq, np.broadcast_to(seq, cand.size)])
-        w = np.concatenate([self.window, window[cand]])
-        docs = sp.vstack([self.docs, X[cand]], format="csr")
-        best = np.lexsort((p, key))[: self.size]
-        order = best[np.argsort(p[best], kind="stable")]  # kept in stream order
-        self.key, self.pos, self.seq, self.window = key[order], p[order], s[order], w[order]
-        self.docs = docs[order]
-        self.changed = True
-
-    def void(self, evict_abs: np.ndarray) -> None:
-        """Drop entries of slot ``s`` in documents before stream position ``evict_abs[s]``."""
-        d = self.docs
-        if not d.nnz:
-            return
-        mask = _void_mask(d, self.pos, evict_abs)
-        if mask.any():
-            d = d.copy()
-            d.data[mask] = 0.0
-            d.eliminate_zeros()
-            self.docs = d
-            self.changed = True
-
-    def drop_windows(self, current: int, ring: int) -> None:
-        keep = self.window > current - ring
-        if not keep.all():
-            idx = np.flatnonzero(keep)
-            self.key, self.pos = self.key[idx], self.pos[idx]
-            self.seq, self.window = self.seq[idx], self.window[idx]
-            self.docs = self.docs[idx]
-            self.changed = True
-
-    def arrays(self) -> dict:
-        d = self.docs
-        return {"key": self.key, "pos": self.pos, "seq": self.seq, "window": self.window,
-                "indptr": d.indptr.astype(np.int64), "slots": d.indices.astype(np.int32),
-                "counts": d.data.astype(np.float64)}
-
-    def copy(self) -> _Reservoir:
-        out = _Reservoir(self.size, self.capacity, self.arrays())
-        out.docs = self.docs.copy()
-        return out
-
-
 def reservoir_keys(positions, times, forgetting: Forgetting, seed: int) -> np.ndarray:
     """``log E_d − log w_d`` of documents: smaller is kept (see the module notes).
 
@@ -522,9 +257,9 @@ class DocumentStatistics:
         self.since_docs = int(since_docs)
         self.max_segments = int(max_segments)
         self._segments = [dict(s) for s in segments]
-        self._pending = _Pending(self.capacity) if settings.split else None
+        self._pending = Pending(self.capacity) if settings.split else None
         self._reservoir = (
-            _Reservoir(settings.reservoir, self.capacity, reservoir)
+            Reservoir(settings.reservoir, self.capacity, reservoir)
             if settings.reservoir else None)
 
     @classmethod
@@ -619,15 +354,13 @@ class DocumentStatistics:
         Called inside the store's checkpoint, before its commit. Returns what :meth:`adopt`
         takes once the commit succeeded.
         """
-        from anchorstream.store import _put_many
-
         ring = self.forgetting.ring
         group = root.require_group(GROUP)
         seg_group = group.require_group("segments")
         segments = []
         deleted = []
         for s in self._segments:
-            (segments if _live(s["window"], current_window, ring) else deleted).append(s)
+            (segments if is_live(s["window"], current_window, ring) else deleted).append(s)
         items: list = []
         deltas = (self._pending.deltas(self.settings, current_window, ring)
                   if self._pending is not None else {})
@@ -635,9 +368,9 @@ class DocumentStatistics:
             same = [s for s in segments if s["window"] == window]
             if len(same) + 1 > self.max_segments:
                 # Merge: the old segments (valid entries, current units) plus the delta.
-                old = _read_segments(group, same, reset_seq, self.forgetting, t_ref,
+                old = read_segments(group, same, reset_seq, self.forgetting, t_ref,
                                      self.settings)
-                delta = _Part.concat([old, delta])
+                delta = Part.concat([old, delta])
                 deleted += same
                 segments = [s for s in segments if s["window"] != window]
             delta = delta.coalesced(self.capacity)
@@ -661,7 +394,7 @@ class DocumentStatistics:
             rg = group.require_group("reservoir")
             items += [(rg, k, v) for k, v in self._reservoir.arrays().items()]
         if items:
-            _put_many(items)
+            put_many(items)
         group.attrs.update({
             "config": self.settings.to_dict(),
             "state": {"format": _FORMAT, "since_docs": self.since_docs, "segments": segments},
@@ -679,34 +412,11 @@ class DocumentStatistics:
 
 def _put_chunked(group, name: str, data: np.ndarray) -> None:
     """A (n, P) float64 array in row chunks of about 4 MiB (a sketch can be large)."""
-    from anchorstream.store import _zstd
-
     rows = max(1, min(data.shape[0], _SKETCH_CHUNK_BYTES // (8 * max(1, data.shape[1]))))
     arr = group.create_array(name, shape=data.shape, dtype="f8", chunks=(rows, data.shape[1]),
-                             compressors=_zstd(), fill_value=0.0, overwrite=True)
+                             compressors=zstd(), fill_value=0.0, overwrite=True)
     if data.size:
         arr[...] = data
-
-
-def _read_segments(group, segments, reset_seq, forgetting: Forgetting, T: float,
-                   settings: DocStatsSettings) -> _Part:
-    """Valid entries of ``segments`` in the units of time ``T`` (not coalesced)."""
-    n_vecs = 5 if settings.sketch else 3
-    parts = [_Part.empty(n_vecs, settings.n_projections)]
-    for seg in segments:
-        g = group[f"segments/{seg['name']}"]
-        seq = seg["seq"]
-        rows, cols = np.asarray(g["rows"][...]), np.asarray(g["cols"][...])
-        vals = np.asarray(g["vals"][...])
-        keep = (reset_seq[rows] <= seq) & (reset_seq[cols] <= seq)
-        slots = np.asarray(g["slots"][...])
-        ok = reset_seq[slots] <= seq
-        vecs = np.asarray(g["vecs"][...])[:, ok]
-        sketch = np.asarray(g["sketch"][...])[ok] if settings.sketch else None
-        part = _Part(rows[keep], cols[keep], vals[keep], slots[ok], vecs, sketch,
-                     np.array([seg["split_docs"], seg["rp_docs"]], dtype=np.float64))
-        parts.append(part.scaled(forgetting.readout(T, seg["t_ref"])))
-    return _Part.concat(parts)
 
 
 # ---------------------------------------------------------------------------------- reading
@@ -749,47 +459,25 @@ class DocumentState:
         return out
 
 
-def read_document_state(url, version: str, slots, *,
-                        storage_options=None) -> DocumentState | None:
-    """Read the document statistics of store version ``version`` over ``slots``.
+@dataclass(frozen=True, eq=False)
+class StoredDocuments:
+    """The document statistics of one committed store version, as read from its root group
+    (all slots); :meth:`over` gives them over chosen slots. The store opens and checks the
+    version (:func:`anchorstream.store.read_document_state`)."""
 
-    Use the version :func:`~anchorstream.store.open_committed` returned, so the statistics and
-    the counts come from the same commit.
+    settings: DocStatsSettings
+    since_docs: int
+    part: Part | None
+    reservoir: dict | None
+    reset_seq: np.ndarray
+    capacity: int
+    current_window: int
+    ring: int
 
-    Parameters
-    ----------
-    url : str or path-like
-        The store.
-    version : str
-        An Icechunk snapshot id of the store.
-    slots : int array of shape (n,)
-        Store slots to read (e.g. ``CommittedState.slots``, or a subset), in the order wanted.
-    storage_options : mapping, optional
-        Options of the store's storage (see :mod:`anchorstream.store.location`).
-
-    Returns
-    -------
-    DocumentState or None
-        None when that version keeps no document statistics.
-
-    Raises
-    ------
-    StoreError
-        If the store cannot be read.
-    """
-    import os
-
-    import zarr
-
-    from anchorstream.store import _check_format, _open_repo, _pass_through, _wrap
-
-    where = os.fspath(url)
-    slots = np.asarray(slots, dtype=np.int64)
-    repo, _ = _open_repo(url, storage_options)
-    try:
-        session = repo.readonly_session(snapshot_id=version)
-        root = zarr.open_group(session.store, mode="r")
-        meta = _check_format(root.attrs, where)
+    @classmethod
+    def read(cls, root, config: Mapping) -> StoredDocuments | None:
+        """What ``root`` (a store version's root group, of ``config``) holds, or None when
+        it keeps no document statistics."""
         if GROUP not in root:
             return None
         group = root[GROUP]
@@ -797,106 +485,54 @@ def read_document_state(url, version: str, slots, *,
         st = group.attrs["state"]
         settings = DocStatsSettings.from_dict(group.attrs["config"])
         reset_seq = np.asarray(root["reset_seq"][...])
-        forgetting = Forgetting.from_dict(meta["config"]["forgetting"])
-        capacity = int(meta["config"]["capacity"])
+        forgetting = Forgetting.from_dict(config["forgetting"])
+        capacity = int(config["capacity"])
         current, ring, T = state["current_window"], forgetting.ring, float(state["clock"])
-        live = [s for s in st["segments"] if _live(s["window"], current, ring)]
+        live = [s for s in st["segments"] if is_live(s["window"], current, ring)]
         part = None
         if settings.split:
-            part = _read_segments(group, live, reset_seq, forgetting, T, settings)
+            part = read_segments(group, live, reset_seq, forgetting, T, settings)
         reservoir = None
         if settings.reservoir and "reservoir" in group:
             g = group["reservoir"]
             reservoir = {k: np.asarray(g[k][...]) for k in
                          ("key", "pos", "seq", "window", "indptr", "slots", "counts")}
-    except (StoreError, StoreFormatError):
-        raise
-    except BaseException as exc:
-        _pass_through(exc)
-        raise _wrap(exc, f"cannot read the document statistics of {where!r}") from exc
-    n = slots.size
-    pos = np.full(capacity, -1, dtype=np.int64)
-    pos[slots] = np.arange(n)
-    split = sketch = documents = positions = None
-    if part is not None:
-        ok = (pos[part.rows] >= 0) & (pos[part.cols] >= 0)
-        cross = sp.coo_matrix((part.vals[ok], (pos[part.rows[ok]], pos[part.cols[ok]])),
-                              shape=(n, n)).toarray()
-        vecs = np.zeros((part.vecs.shape[0], n))
-        vsel = pos[part.slots] >= 0
-        for i in range(vecs.shape[0]):
-            vecs[i] = np.bincount(pos[part.slots[vsel]], weights=part.vecs[i, vsel],
-                                  minlength=n)
-        split = SplitStatistic(cross, vecs[0], vecs[1], vecs[2], float(part.docs[0]),
-                               settings.seed)
-        if settings.sketch:
-            proj = np.zeros((n, settings.n_projections))
-            np.add.at(proj, pos[part.slots[vsel]], part.sketch[vsel])
-            sketch = RPSketch(proj.T, vecs[3], vecs[4], float(part.docs[1]), settings.seed)
-    if reservoir is not None:
-        rv = _Reservoir(settings.reservoir, capacity, reservoir)
-        keep_docs = np.flatnonzero(rv.window > current - ring)
-        d = rv.docs[keep_docs]
-        # Entries of a slot reset after the checkpoint that wrote the document are void.
-        doc_seq = rv.seq[keep_docs]
-        rows = np.repeat(np.arange(d.shape[0]), np.diff(d.indptr))
-        valid = (reset_seq[d.indices] <= doc_seq[rows]) & (pos[d.indices] >= 0)
-        M = sp.csr_matrix((d.data[valid], (rows[valid], pos[d.indices[valid]])),
-                          shape=(d.shape[0], n))
-        nonempty = np.flatnonzero(np.diff(M.indptr) > 0)
-        documents = M[nonempty]
-        positions = rv.pos[keep_docs][nonempty]
-    return DocumentState(settings, int(st["since_docs"]), split, sketch, documents, positions)
+        return cls(settings, int(st["since_docs"]), part, reservoir, reset_seq, capacity,
+                   current, ring)
 
-
-# ---------------------------------------------------------------------------------- fitting
-def fit_novel_words(
-    n_topics: int,
-    cooc,
-    state: DocumentState,
-    *,
-    anchor_method: str,
-    min_df: float = 0.0,
-    random_state: int = 0,
-    on_stage=None,
-):
-    """DDP or RP topics from a store's statistics (what ``fit_topics`` does from documents).
-
-    Parameters
-    ----------
-    n_topics : int
-    cooc : Cooccurrence
-        Over the same words as ``state`` (for the topic-topic matrix).
-    state : DocumentState
-        With ``split`` (and ``sketch`` for RP).
-    anchor_method : {"ddp", "rp"}
-    min_df : float
-        Novel-word candidates need this (possibly decayed) document frequency.
-    random_state : int
-    on_stage : callable, optional
-        As for :meth:`anchorstream.model.pipeline.AnchorModel.fit`.
-
-    Returns
-    -------
-    anchorstream.model.methods.TopicFit
-
-    Raises
-    ------
-    InputError
-        For a state without the needed statistics, or too little data (from the algorithms).
-    """
-    from anchorstream.model.methods import fit_topics
-
-    if anchor_method not in ("ddp", "rp"):
-        raise InputError(f"anchor_method must be 'ddp' or 'rp', got {anchor_method!r}")
-    if state.split is None or (anchor_method == "rp" and state.sketch is None):
-        raise InputError(
-            f"anchors {anchor_method!r} need the store's "
-            f"{'split statistic and RP sketch' if anchor_method == 'rp' else 'split statistic'}"
-            "; open the store with DocStatsSettings.for_method('anchor', "
-            f"{anchor_method!r}, ...)"
-        )
-    return fit_topics(int(n_topics), cooc=cooc, method="anchor", anchor_method=anchor_method,
-                      random_state=random_state, on_stage=on_stage, split=state.split,
-                      sketch=state.sketch if anchor_method == "rp" else None,
-                      anchor_min_df=min_df)
+    def over(self, slots: np.ndarray) -> DocumentState:
+        """The statistics over ``slots`` (int64), in their order."""
+        settings, part, reset_seq = self.settings, self.part, self.reset_seq
+        n = slots.size
+        pos = np.full(self.capacity, -1, dtype=np.int64)
+        pos[slots] = np.arange(n)
+        split = sketch = documents = positions = None
+        if part is not None:
+            ok = (pos[part.rows] >= 0) & (pos[part.cols] >= 0)
+            cross = sp.coo_matrix((part.vals[ok], (pos[part.rows[ok]], pos[part.cols[ok]])),
+                                  shape=(n, n)).toarray()
+            vecs = np.zeros((part.vecs.shape[0], n))
+            vsel = pos[part.slots] >= 0
+            for i in range(vecs.shape[0]):
+                vecs[i] = np.bincount(pos[part.slots[vsel]], weights=part.vecs[i, vsel],
+                                      minlength=n)
+            split = SplitStatistic(cross, vecs[0], vecs[1], vecs[2], float(part.docs[0]),
+                                   settings.seed)
+            if settings.sketch:
+                proj = np.zeros((n, settings.n_projections))
+                np.add.at(proj, pos[part.slots[vsel]], part.sketch[vsel])
+                sketch = RPSketch(proj.T, vecs[3], vecs[4], float(part.docs[1]), settings.seed)
+        if self.reservoir is not None:
+            rv = Reservoir(settings.reservoir, self.capacity, self.reservoir)
+            keep_docs = np.flatnonzero(rv.window > self.current_window - self.ring)
+            d = rv.docs[keep_docs]
+            # Entries of a slot reset after the checkpoint that wrote the document are void.
+            doc_seq = rv.seq[keep_docs]
+            rows = np.repeat(np.arange(d.shape[0]), np.diff(d.indptr))
+            valid = (reset_seq[d.indices] <= doc_seq[rows]) & (pos[d.indices] >= 0)
+            M = sp.csr_matrix((d.data[valid], (rows[valid], pos[d.indices[valid]])),
+                              shape=(d.shape[0], n))
+            nonempty = np.flatnonzero(np.diff(M.indptr) > 0)
+            documents = M[nonempty]
+            positions = rv.pos[keep_docs][nonempty]
+        return DocumentState(settings, self.since_docs, split, sketch, documents, positions)

@@ -26,6 +26,7 @@ import scipy.sparse as sp
 
 from anchorstream.stats.cooccurrence import _as_counts_csr, _check_count
 from anchorstream.errors import InputError
+from anchorstream.stats.sums import field_sums
 
 __all__ = [
     "RPSketch",
@@ -263,12 +264,7 @@ class RPSketch:
                 f"seed {other.seed}"
             )
         return RPSketch(
-            self.projections + other.projections,
-            self.mass + other.mass,
-            self.doc_freq + other.doc_freq,
-            self.num_docs + other.num_docs,
-            self.seed,
-        )
+            *field_sums(self, other, ("projections", "mass", "doc_freq", "num_docs")), self.seed)
 
     def __add__(self, other):
         return self.merge(other) if isinstance(other, RPSketch) else NotImplemented
@@ -349,14 +345,8 @@ class SplitStatistic:
                 f"cannot merge split statistics over {self.n_words} and {other.n_words} words "
                 f"or with seeds {self.seed} and {other.seed}"
             )
-        return SplitStatistic(
-            self.cross + other.cross,
-            self.mass_first + other.mass_first,
-            self.mass_second + other.mass_second,
-            self.doc_freq + other.doc_freq,
-            self.num_docs + other.num_docs,
-            self.seed,
-        )
+        summed = ("cross", "mass_first", "mass_second", "doc_freq", "num_docs")
+        return SplitStatistic(*field_sums(self, other, summed), self.seed)
 
     def __add__(self, other):
         return self.merge(other) if isinstance(other, SplitStatistic) else NotImplemented

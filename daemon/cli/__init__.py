@@ -14,6 +14,7 @@ import sys
 
 from anchorstream import __version__
 from anchorstream.errors import AnchorstreamError
+from anchorstream.store import configure_logging as configure_store_logging
 
 #: Subcommand modules, in the order ``--help`` lists them. A module that is not present
 #: (a command still being built) is skipped rather than breaking the whole CLI.
@@ -59,6 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(
         level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
+    configure_store_logging()
     try:
         return int(args.func(args) or 0)
     except AnchorstreamError as exc:
