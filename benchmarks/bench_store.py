@@ -168,7 +168,7 @@ def checkpoint_cost(corpus: Corpus, V: int, n_checkpoints: int, tmp: Path) -> di
         _, t = timed(store.checkpoint, {"bench": 1})
         times.append(t)
         written.append(dir_bytes(path) - before)
-        nnz.append(store._state["segments"][-1]["nnz"])
+        nnz.append(store._state.segments[-1].nnz)
     _, t_compact = timed(store.compact)
     _, t_open = timed(CooccurrenceStore.open, str(path))
     return {
@@ -196,10 +196,10 @@ def disk_after(corpus: Corpus, n_docs: int, V: int, tmp: Path, read_dense: bool)
     ckpt_times = []
     for s in range(0, n_docs, 10_000):
         store.add([tok(t) for t in corpus.docs(min(10_000, n_docs - s), 10)])
-        n_seg = len(store._state["segments"])
+        n_seg = len(store._state.segments)
         _, t = timed(store.checkpoint, {"docs": s + 10_000})
         ckpt_times.append(t)
-        if len(store._state["segments"]) < n_seg:
+        if len(store._state.segments) < n_seg:
             compactions += 1
     total = time.perf_counter() - t0
     disk_scheduled = dir_bytes(path)  # as the default schedule left it

@@ -24,9 +24,9 @@ One refresh:
 
    The other methods (``model.method`` / ``model.anchor_method``): AnchorFree runs
    :func:`anchorstream.model.methods.fit_topics` on the same co-occurrence (cold: ``fit_topics`` has no
-   warm start for it); DDP and RP novel words (:func:`anchorstream.stats.documents.fit_novel_words`)
+   warm start for it); DDP and RP novel words (:func:`anchorstream.model.storedfit.fit_novel_words`)
    and TSVD (``fit_topics`` over the reservoir's documents) read the document statistics the
-   store keeps for them (:func:`anchorstream.stats.documents.read_document_state`) from the *same*
+   store keeps for them (:func:`anchorstream.store.read_document_state`) from the *same*
    store version as the counts, restricted to the same words. Every snapshot records
    ``method`` and ``anchor_method`` in its settings and, for the document methods, what the
    statistics cover in ``source["document_stats"]``.

@@ -96,7 +96,7 @@ def pair_scale(n, length_cap: float | None = 2) -> np.ndarray:
     return out
 
 
-def _check_count(name: str, value):
+def check_count(name: str, value):
     """A document or token count: a finite number >= 0, as int when whole.
 
     Counted documents give whole numbers, kept as int; a store with exponential forgetting
@@ -173,7 +173,7 @@ class Cooccurrence:
                 f"{self.doc_freq.shape}"
             )
         for name in ("num_docs", "num_tokens"):
-            setattr(self, name, _check_count(name, getattr(self, name)))
+            setattr(self, name, check_count(name, getattr(self, name)))
 
     @classmethod
     def zeros(cls, n_words: int, length_cap: float | None = 2) -> Cooccurrence:
@@ -263,7 +263,7 @@ class Cooccurrence:
         return self.counts / total
 
 
-def _as_counts_csr(X: object) -> sp.csr_array | sp.csr_matrix:
+def as_counts_csr(X: object) -> sp.csr_array | sp.csr_matrix:
     """Validate ``X`` and return it as canonical CSR with float64 data."""
     if sp.issparse(X):
         if X.ndim != 2:
@@ -390,7 +390,7 @@ def cooccurrence(X: object, *, out: np.ndarray | None = None,
     - npm package summaries, ~6 words each (0.29M non-zeros): kernel 0.04 s (0.11 s), scipy
       0.05 s (0.09 s); both are dominated by allocating the 200 MB dense result.
     """
-    X = _as_counts_csr(X)
+    X = as_counts_csr(X)
     cap_pairs(length_cap)  # validated before the V x V memory is allocated or overwritten
     V = X.shape[1]
     if out is None:
@@ -434,7 +434,7 @@ def accumulate(state: Cooccurrence, X: object) -> Cooccurrence:
     if not isinstance(state, Cooccurrence):
         raise InputError(f"state must be a Cooccurrence, got {type(state).__name__}")
     out = np.array(state.counts, dtype=np.float64, order="C", copy=True)
-    X = _as_counts_csr(X)
+    X = as_counts_csr(X)
     cap = state.length_cap
     unigram, doc_freq, num_docs, num_tokens = _counts_into(X, out, length_cap=cap)
     added = _mass(X, cap)

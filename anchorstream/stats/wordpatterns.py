@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from anchorstream.stats.cooccurrence import _as_counts_csr, _check_count
+from anchorstream.stats.cooccurrence import as_counts_csr, check_count
 from anchorstream.errors import InputError
 from anchorstream.stats.sums import field_sums
 
@@ -151,7 +151,7 @@ def split_documents(X, doc_ids, seed: int = 0) -> tuple[sp.csr_matrix, sp.csr_ma
     first, second : scipy.sparse.csr_matrix of shape (n_docs, n_words)
         Counts of the halves; ``first + second == X``.
     """
-    X = _as_counts_csr(X)
+    X = as_counts_csr(X)
     ids = _check_doc_ids(doc_ids, X.shape[0])
     seed = _check_seed(seed)
     n_docs, V = X.shape
@@ -232,7 +232,7 @@ class RPSketch:
                 f"doc_freq of shape (n_words,); got {self.projections.shape}, "
                 f"{self.mass.shape}, {self.doc_freq.shape}"
             )
-        self.num_docs = _check_count("num_docs", self.num_docs)
+        self.num_docs = check_count("num_docs", self.num_docs)
         self.seed = _check_seed(self.seed)
 
     @classmethod
@@ -321,7 +321,7 @@ class SplitStatistic:
                 f"(n_words,); got {self.cross.shape}, {self.mass_first.shape}, "
                 f"{self.mass_second.shape}, {self.doc_freq.shape}"
             )
-        self.num_docs = _check_count("num_docs", self.num_docs)
+        self.num_docs = check_count("num_docs", self.num_docs)
         self.seed = _check_seed(self.seed)
 
     @classmethod
@@ -390,7 +390,7 @@ def rp_sketch(X, doc_ids, n_projections: int, seed: int = 0) -> RPSketch:
     -------
     RPSketch
     """
-    X = _as_counts_csr(X)
+    X = as_counts_csr(X)
     ids = _check_doc_ids(doc_ids, X.shape[0])
     F, lengths = _frequencies(X)
     keep = np.flatnonzero(lengths >= 1)
@@ -425,7 +425,7 @@ def split_statistic(X, doc_ids, seed: int = 0) -> SplitStatistic:
     -------
     SplitStatistic
     """
-    X = _as_counts_csr(X)
+    X = as_counts_csr(X)
     first, second = split_documents(X, doc_ids, seed)
     lengths = np.asarray(X.sum(axis=1)).ravel()
     keep = np.flatnonzero(lengths >= 2)
