@@ -39,7 +39,7 @@ import scipy.linalg
 import scipy.sparse as sp
 import scipy.sparse.linalg
 
-from anchorstream.stats.cooccurrence import _as_counts_csr
+from anchorstream.stats.cooccurrence import as_counts_csr
 from anchorstream.errors import InputError
 
 __all__ = ["KMeansResult", "TSVDResult", "kmeans", "tsvd", "word_thresholds"]
@@ -376,7 +376,7 @@ def tsvd(
     >>> tsvd(X, 3, random_state=0).topic_word.shape
     (100, 3)
     """
-    X = _as_counts_csr(X)
+    X = as_counts_csr(X)
     lengths = np.asarray(X.sum(axis=1)).ravel()
     docs = np.flatnonzero(lengths > 0)
     K = n_topics
