@@ -155,6 +155,96 @@ def _recover_gap(y, g):
     return gap
 
 
+@njit(cache=True)
+def _recover_line_search(y, g, eta, y_new, d, kl, G, Gd, Ut, cols, v, r, s):
+    """The backtracking step-size search shared by the exponentiated-gradient kernels.
+
+    From the (capped) step ``eta``, tries ``y_new = expgrad_step(y, g, eta)`` with ``d = y_new -
+    y`` and halves ``eta`` until the loss's Armijo test holds (:func:`_recover_kl_accepts` with
+    ``Ut, cols, v, r, s`` if ``kl``, else :func:`_recover_l2_accepts` with ``G, Gd``; the other
+    loss's arrays are unused), at most ``_RECOVER_MAX_HALVINGS`` times. Returns ``(accepted,
+    eta, gᵀd)``; ``y_new`` and ``d`` hold the accepted step. (The test is picked by a flag, not
+    passed as a function: a kernel that passes a function cannot be cached by numba.)
+    """
+    gd = 0.0
+    for _ in range(_RECOVER_MAX_HALVINGS):
+        _recover_expgrad_step(y, g, eta, y_new)
+        for k in range(y.shape[0]):
+            d[k] = y_new[k] - y[k]
+        gd = _recover_slope(g, d)
+        if kl:
+            accepted = _recover_kl_accepts(g, d, gd, Ut, cols, v, r, s)
+        else:
+            accepted = _recover_l2_accepts(g, d, gd, G, Gd)
+        if accepted:
+            return True, eta, gd
+        eta *= 0.5
+    return False, eta, gd
+
+
+@njit(cache=True)
+def _recover_l2_accepts(g, d, gd, G, Gd):
+    """Armijo test of the L2 loss for the step ``d`` (``Gd`` gets ``G d``)."""
+    _recover_matvec(G, d, Gd)
+    dGd = 0.0
+    for k in range(d.shape[0]):
+        dGd += d[k] * Gd[k]
+    # f(y + d) - f(y) = gᵀd + dᵀGd exactly (gᵀd taken as the slope); written this way it does
+    # not cancel two nearly equal objective values.
+    return gd + dGd <= _RECOVER_ARMIJO_C1 * gd
+
+
+@njit(cache=True)
+def _recover_l2_word(G, h, y, stop, max_iter, step, lift):
+    """One word of :func:`recover_expgrad_l2`: ``y`` (the start) is overwritten by the
+    solution; returns ``(accepted steps, converged)``."""
+    K = y.shape[0]
+    unused, unused_2d, unused_cols = np.empty(0), np.empty((0, 0)), np.empty(0, dtype=np.int64)
+    y_new = np.empty(K)
+    d = np.empty(K)
+    Gy = np.empty(K)
+    Gd = np.empty(K)
+    g = np.empty(K)
+    _recover_matvec(G, y, Gy)
+    for k in range(K):
+        g[k] = 2.0 * (Gy[k] - h[k])
+    eta = step
+    it = 0
+    done = False
+    if lift > 0.0 and not _recover_gap(y, g) < stop:
+        for k in range(K):
+            y[k] = (1.0 - lift) * y[k] + lift / K
+        _recover_matvec(G, y, Gy)
+        for k in range(K):
+            g[k] = 2.0 * (Gy[k] - h[k])
+    while True:
+        if _recover_gap(y, g) < stop:
+            done = True
+            break
+        if it >= max_iter:
+            break
+        eta = _recover_step_cap(g, eta)
+        accepted, eta, gd = _recover_line_search(
+            y, g, eta, y_new, d, False, G, Gd, unused_2d, unused_cols, unused, unused, unused
+        )
+        if not accepted:
+            break
+        it += 1
+        if it % _RECOVER_REFRESH_EVERY == 0:
+            _recover_matvec(G, y_new, Gy)
+        else:
+            for k in range(K):
+                Gy[k] += Gd[k]
+        for k in range(K):
+            g[k] = 2.0 * (Gy[k] - h[k])
+            y[k] = y_new[k]
+        # Weak Wolfe curvature condition: if the slope along the step is still steep the
+        # step was too short; lengthen the next one.
+        if _recover_slope(g, d) < _RECOVER_WOLFE_C2 * gd:
+            eta *= 2.0
+    return it, done
+
+
 @njit(cache=True, parallel=True)
 def recover_expgrad_l2(G, H, vnorm2, init, rows, tol, max_iter, step, lift):
     """RecoverL2 by exponentiated gradient for every word in ``rows``.
@@ -197,69 +287,12 @@ def recover_expgrad_l2(G, H, vnorm2, init, rows, tol, max_iter, step, lift):
     converged = np.zeros(V, dtype=np.bool_)
     for r in prange(rows.shape[0]):
         i = rows[r]
-        h = H[i]
         y = init[i].copy()
-        y_new = np.empty(K)
-        d = np.empty(K)
-        Gy = np.empty(K)
-        Gd = np.empty(K)
-        g = np.empty(K)
-        _recover_matvec(G, y, Gy)
-        for k in range(K):
-            g[k] = 2.0 * (Gy[k] - h[k])
-        eta = step
-        it = 0
-        done = False
-        stop = tol * vnorm2[i]
-        if lift > 0.0 and not _recover_gap(y, g) < stop:
-            for k in range(K):
-                y[k] = (1.0 - lift) * y[k] + lift / K
-            _recover_matvec(G, y, Gy)
-            for k in range(K):
-                g[k] = 2.0 * (Gy[k] - h[k])
-        while True:
-            if _recover_gap(y, g) < stop:
-                done = True
-                break
-            if it >= max_iter:
-                break
-            eta = _recover_step_cap(g, eta)
-            accepted = False
-            gd = 0.0
-            for _ in range(_RECOVER_MAX_HALVINGS):
-                _recover_expgrad_step(y, g, eta, y_new)
-                for k in range(K):
-                    d[k] = y_new[k] - y[k]
-                gd = _recover_slope(g, d)
-                _recover_matvec(G, d, Gd)
-                dGd = 0.0
-                for k in range(K):
-                    dGd += d[k] * Gd[k]
-                # f(y + d) - f(y) = gᵀd + dᵀGd exactly (gᵀd taken as the slope above); written
-                # this way it does not cancel two nearly equal objective values.
-                if gd + dGd <= _RECOVER_ARMIJO_C1 * gd:
-                    accepted = True
-                    break
-                eta *= 0.5
-            if not accepted:
-                break
-            it += 1
-            if it % _RECOVER_REFRESH_EVERY == 0:
-                _recover_matvec(G, y_new, Gy)
-            else:
-                for k in range(K):
-                    Gy[k] += Gd[k]
-            for k in range(K):
-                g[k] = 2.0 * (Gy[k] - h[k])
-                y[k] = y_new[k]
-            # Weak Wolfe curvature condition: if the slope along the step is still steep the
-            # step was too short; lengthen the next one.
-            if _recover_slope(g, d) < _RECOVER_WOLFE_C2 * gd:
-                eta *= 2.0
+        n_iter[i], converged[i] = _recover_l2_word(
+            G, H[i], y, tol * vnorm2[i], max_iter, step, lift
+        )
         for k in range(K):
             coef[i, k] = y[k]
-        n_iter[i] = it
-        converged[i] = done
     return coef, n_iter, converged
 
 
@@ -286,6 +319,102 @@ def _recover_kl_gradient(Ut, v, r, cols, g):
         w = v[c] / r[c]
         for k in range(K):
             g[k] -= w * Ut[j, k]
+
+
+@njit(cache=True)
+def _recover_kl_accepts(g, d, gd, Ut, cols, v, r, s):
+    """Armijo test of the KL loss for the step ``d`` (``s`` gets ``(Uᵀd)`` on the support)."""
+    dsum = 0.0
+    for k in range(d.shape[0]):
+        dsum += d[k]
+    _recover_kl_residual(Ut, d, cols, s)
+    # f(y + d) - f(y) = -Σ v_j log(1 + x_j), x = Uᵀd / Uᵀy, computed from the step itself: no
+    # cancellation between two nearly equal objective values. Its first-order part is gᵀd, so
+    # the rounding Σd carries in is taken out as in the slope (see _recover_slope). The
+    # logarithms cost more than the rest of the iteration together, so the upper bound
+    # log(1 + x) >= x - x² / (2 min(1, 1 + x)) is tried first: if it passes the Armijo test so
+    # does the exact value, and the accept/reject decision is the same as with the exact test.
+    shift = -g.min() * dsum
+    bound = shift
+    for c in range(cols.shape[0]):
+        x = s[c] / r[c]
+        if x <= -1.0:
+            return False  # the step empties a column: infinite loss
+        m = 1.0 + x if x < 0.0 else 1.0
+        bound -= v[c] * (x - x * x / (2.0 * m))
+    if bound <= _RECOVER_ARMIJO_C1 * gd:
+        return True
+    df = shift
+    for c in range(cols.shape[0]):
+        df -= v[c] * np.log1p(s[c] / r[c])
+    return df <= _RECOVER_ARMIJO_C1 * gd
+
+
+@njit(cache=True)
+def _recover_kl_word(Ci, pi, Ut, valid, y, tol, max_iter, step, lift):
+    """One word of :func:`recover_expgrad_kl` (``Ci``: its row of ``C``, ``pi``: its sum):
+    ``y`` (the start) is overwritten by the solution; returns ``(accepted steps, converged)``."""
+    V = Ci.shape[0]
+    K = y.shape[0]
+    n = 0
+    for j in range(V):
+        if Ci[j] > 0.0 and valid[j]:
+            n += 1
+    cols = np.empty(n, dtype=np.int64)
+    v = np.empty(n)
+    n = 0
+    for j in range(V):
+        if Ci[j] > 0.0 and valid[j]:
+            cols[n] = j
+            v[n] = Ci[j] / pi
+            n += 1
+    y_new = np.empty(K)
+    d = np.empty(K)
+    g = np.empty(K)
+    r = np.empty(n)
+    s = np.empty(n)
+    unused, unused_2d = np.empty(0), np.empty((0, 0))
+    _recover_kl_residual(Ut, y, cols, r)
+    # A start with zeros may leave a column of the word's support uncovered (infinite loss);
+    # it is lifted like a start that is not yet optimal.
+    covered = True
+    for c in range(n):
+        if not r[c] > 0.0:
+            covered = False
+    if covered:
+        _recover_kl_gradient(Ut, v, r, cols, g)
+    if not covered or (lift > 0.0 and not _recover_gap(y, g) < tol):
+        for k in range(K):
+            y[k] = (1.0 - lift) * y[k] + lift / K
+        _recover_kl_residual(Ut, y, cols, r)
+        _recover_kl_gradient(Ut, v, r, cols, g)
+    eta = step
+    it = 0
+    done = False
+    while True:
+        if _recover_gap(y, g) < tol:
+            done = True
+            break
+        if it >= max_iter:
+            break
+        eta = _recover_step_cap(g, eta)
+        accepted, eta, gd = _recover_line_search(
+            y, g, eta, y_new, d, True, unused_2d, unused, Ut, cols, v, r, s
+        )
+        if not accepted:
+            break
+        it += 1
+        for k in range(K):
+            y[k] = y_new[k]
+        if it % _RECOVER_REFRESH_EVERY == 0:
+            _recover_kl_residual(Ut, y, cols, r)
+        else:
+            for c in range(n):
+                r[c] += s[c]
+        _recover_kl_gradient(Ut, v, r, cols, g)
+        if _recover_slope(g, d) < _RECOVER_WOLFE_C2 * gd:
+            eta *= 2.0
+    return it, done
 
 
 @njit(cache=True, parallel=True)
@@ -325,103 +454,12 @@ def recover_expgrad_kl(C, p, Ut, valid, init, rows, tol, max_iter, step, lift):
     converged = np.zeros(V, dtype=np.bool_)
     for r_ in prange(rows.shape[0]):
         i = rows[r_]
-        n = 0
-        for j in range(V):
-            if C[i, j] > 0.0 and valid[j]:
-                n += 1
-        cols = np.empty(n, dtype=np.int64)
-        v = np.empty(n)
-        n = 0
-        for j in range(V):
-            if C[i, j] > 0.0 and valid[j]:
-                cols[n] = j
-                v[n] = C[i, j] / p[i]
-                n += 1
         y = init[i].copy()
-        y_new = np.empty(K)
-        d = np.empty(K)
-        g = np.empty(K)
-        r = np.empty(n)
-        s = np.empty(n)
-        _recover_kl_residual(Ut, y, cols, r)
-        # A start with zeros may leave a column of the word's support uncovered (infinite loss);
-        # it is lifted like a start that is not yet optimal.
-        covered = True
-        for c in range(n):
-            if not r[c] > 0.0:
-                covered = False
-        if covered:
-            _recover_kl_gradient(Ut, v, r, cols, g)
-        if not covered or (lift > 0.0 and not _recover_gap(y, g) < tol):
-            for k in range(K):
-                y[k] = (1.0 - lift) * y[k] + lift / K
-            _recover_kl_residual(Ut, y, cols, r)
-            _recover_kl_gradient(Ut, v, r, cols, g)
-        eta = step
-        it = 0
-        done = False
-        while True:
-            if _recover_gap(y, g) < tol:
-                done = True
-                break
-            if it >= max_iter:
-                break
-            eta = _recover_step_cap(g, eta)
-            accepted = False
-            gd = 0.0
-            for _ in range(_RECOVER_MAX_HALVINGS):
-                _recover_expgrad_step(y, g, eta, y_new)
-                dsum = 0.0
-                for k in range(K):
-                    d[k] = y_new[k] - y[k]
-                    dsum += d[k]
-                gd = _recover_slope(g, d)
-                _recover_kl_residual(Ut, d, cols, s)
-                # f(y + d) - f(y) = -Σ v_j log(1 + x_j), x = Uᵀd / Uᵀy, computed from the step
-                # itself: no cancellation between two nearly equal objective values. Its
-                # first-order part is gᵀd, so the rounding Σd carries in is taken out as in the
-                # slope (see _recover_slope). The logarithms cost more than the rest of the
-                # iteration together, so the upper bound log(1 + x) >= x - x² / (2 min(1, 1 + x))
-                # is tried first: if it passes the Armijo test so does the exact value, and the
-                # accept/reject decision is the same as with the exact test.
-                shift = -g.min() * dsum
-                bound = shift
-                feasible = True
-                for c in range(n):
-                    x = s[c] / r[c]
-                    if x <= -1.0:
-                        feasible = False  # the step empties a column: infinite loss
-                        break
-                    m = 1.0 + x if x < 0.0 else 1.0
-                    bound -= v[c] * (x - x * x / (2.0 * m))
-                if feasible:
-                    if bound <= _RECOVER_ARMIJO_C1 * gd:
-                        accepted = True
-                        break
-                    df = shift
-                    for c in range(n):
-                        df -= v[c] * np.log1p(s[c] / r[c])
-                    if df <= _RECOVER_ARMIJO_C1 * gd:
-                        accepted = True
-                        break
-                eta *= 0.5
-            if not accepted:
-                break
-            it += 1
-            for k in range(K):
-                y[k] = y_new[k]
-            if it % _RECOVER_REFRESH_EVERY == 0:
-                _recover_kl_residual(Ut, y, cols, r)
-            else:
-                for c in range(n):
-                    r[c] += s[c]
-            _recover_kl_gradient(Ut, v, r, cols, g)
-            if _recover_slope(g, d) < _RECOVER_WOLFE_C2 * gd:
-                eta *= 2.0
+        n_iter[i], converged[i] = _recover_kl_word(
+            C[i], p[i], Ut, valid, y, tol, max_iter, step, lift
+        )
         for k in range(K):
             coef[i, k] = y[k]
-        n_iter[i] = it
-        converged[i] = done
     return coef, n_iter, converged
 
 
