@@ -1,13 +1,10 @@
-"""numba kernels of the recovery step (``anchorstream.model.recover``), one per solver.
+"""numba kernels of the exponentiated-gradient recovery (RecoverL2, RecoverKL; Arora et al. 2013).
 
-Every kernel solves, for each word ``i`` listed in ``rows``, a small simplex-constrained problem
-``min_{y in simplex} loss(C̄_i, yᵀ C̄_S)`` and writes ``y`` into row ``i`` of ``coef``; words are
-independent, so the loop over them is a ``prange`` and each iteration owns its output row (no
-reduction, no race). Work vectors are allocated once per word, not per iteration.
-
-Arrays in, arrays out; the public wrapper ``anchorstream.model.recover.recover`` checks dtypes, shapes
-and contiguity. Kernels import numba and numpy only, so they can be merged into
-``anchorstream/_kernels.py``. Slow loop twins live in ``tests/naive_recover.py``.
+Each kernel solves, for each word ``i`` in ``rows``, ``min_{y in simplex} loss(C̄_i, yᵀ C̄_S)``
+and writes ``y`` into row ``i`` of ``coef``; words are independent, so the loop over them is a
+``prange`` and each iteration owns its output row. The simplex helpers here are shared with the
+ADMM kernel (``anchorstream._kernels.admm``). Arrays in, arrays out: the public wrapper
+``anchorstream.model.recover.recover`` checks them. Slow loop twins: ``tests/naive_recover.py``.
 """
 
 from __future__ import annotations
@@ -31,11 +28,6 @@ _RECOVER_MAX_HALVINGS = 60
 # Incremental updates of ``G y`` (or of ``Uᵀ y``) drift by rounding; recompute them exactly every
 # this many accepted steps.
 _RECOVER_REFRESH_EVERY = 32
-
-# Support changes the active-set search of a warm ADMM start may make before it gives up and
-# iterates (each one an |S|³ solve, |S| ~ 11 on the npm corpus against ~50 ADMM iterations of
-# K² each).
-_ACTIVE_SET_STEPS = 10
 
 
 @njit(cache=True)
@@ -66,7 +58,7 @@ def recover_project_simplex(x, out, work):
 
 
 @njit(cache=True, fastmath={"reassoc", "contract", "nsz"})
-def _recover_matvec(G, y, out):
+def recover_matvec(G, y, out):
     K = y.shape[0]
     for a in range(K):
         s = 0.0
@@ -76,9 +68,9 @@ def _recover_matvec(G, y, out):
 
 
 @njit(cache=True)
-def _recover_quadratic(G, h, y, tmp):
+def recover_quadratic(G, h, y, tmp):
     """``½ yᵀ G y − hᵀ y`` (``tmp`` is scratch of length K)."""
-    _recover_matvec(G, y, tmp)
+    recover_matvec(G, y, tmp)
     s = 0.0
     for k in range(y.shape[0]):
         s += y[k] * (0.5 * tmp[k] - h[k])
@@ -185,7 +177,7 @@ def _recover_line_search(y, g, eta, y_new, d, kl, G, Gd, Ut, cols, v, r, s):
 @njit(cache=True)
 def _recover_l2_accepts(g, d, gd, G, Gd):
     """Armijo test of the L2 loss for the step ``d`` (``Gd`` gets ``G d``)."""
-    _recover_matvec(G, d, Gd)
+    recover_matvec(G, d, Gd)
     dGd = 0.0
     for k in range(d.shape[0]):
         dGd += d[k] * Gd[k]
@@ -205,7 +197,7 @@ def _recover_l2_word(G, h, y, stop, max_iter, step, lift):
     Gy = np.empty(K)
     Gd = np.empty(K)
     g = np.empty(K)
-    _recover_matvec(G, y, Gy)
+    recover_matvec(G, y, Gy)
     for k in range(K):
         g[k] = 2.0 * (Gy[k] - h[k])
     eta = step
@@ -214,7 +206,7 @@ def _recover_l2_word(G, h, y, stop, max_iter, step, lift):
     if lift > 0.0 and not _recover_gap(y, g) < stop:
         for k in range(K):
             y[k] = (1.0 - lift) * y[k] + lift / K
-        _recover_matvec(G, y, Gy)
+        recover_matvec(G, y, Gy)
         for k in range(K):
             g[k] = 2.0 * (Gy[k] - h[k])
     while True:
@@ -231,7 +223,7 @@ def _recover_l2_word(G, h, y, stop, max_iter, step, lift):
             break
         it += 1
         if it % _RECOVER_REFRESH_EVERY == 0:
-            _recover_matvec(G, y_new, Gy)
+            recover_matvec(G, y_new, Gy)
         else:
             for k in range(K):
                 Gy[k] += Gd[k]
@@ -460,214 +452,4 @@ def recover_expgrad_kl(C, p, Ut, valid, init, rows, tol, max_iter, step, lift):
         )
         for k in range(K):
             coef[i, k] = y[k]
-    return coef, n_iter, converged
-
-
-@njit(cache=True)
-def _recover_kkt_solve(G, h, idx, m, A, b, y):
-    """Solve ``[[G_SS, 1], [1ᵀ, 0]] [y_S; μ] = [h_S; 1]`` on the support ``S = idx[:m]`` by
-    Gaussian elimination with partial pivoting (``A``, ``b``: scratch of at least
-    ``(m + 1)²`` and ``m + 1``); ``y`` gets ``y_S`` (zeros elsewhere). Returns ``μ``, or NaN
-    when the system is (numerically) singular."""
-    n = m + 1
-    scale = 0.0
-    for r in range(m):
-        for c in range(m):
-            A[r, c] = G[idx[r], idx[c]]
-            if abs(A[r, c]) > scale:
-                scale = abs(A[r, c])
-        A[r, m] = 1.0
-        A[m, r] = 1.0
-        b[r] = h[idx[r]]
-    A[m, m] = 0.0
-    b[m] = 1.0
-    if m == 0 or scale == 0.0:
-        return np.nan
-    for c in range(n):
-        piv = c
-        for r in range(c + 1, n):
-            if abs(A[r, c]) > abs(A[piv, c]):
-                piv = r
-        if abs(A[piv, c]) <= 1e-12 * scale:
-            return np.nan
-        if piv != c:
-            for k in range(n):
-                t = A[c, k]
-                A[c, k] = A[piv, k]
-                A[piv, k] = t
-            t = b[c]
-            b[c] = b[piv]
-            b[piv] = t
-        for r in range(c + 1, n):
-            f = A[r, c] / A[c, c]
-            if f != 0.0:
-                for k in range(c, n):
-                    A[r, k] -= f * A[c, k]
-                b[r] -= f * b[c]
-    for c in range(n - 1, -1, -1):
-        acc = b[c]
-        for k in range(c + 1, n):
-            acc -= A[c, k] * b[k]
-        b[c] = acc / A[c, c]
-    for k in range(y.shape[0]):
-        y[k] = 0.0
-    for r in range(m):
-        y[idx[r]] = b[r]
-    return b[m]
-
-
-@njit(cache=True)
-def _recover_active_set(G, h, start, tol, max_steps, y):
-    """The exact minimizer of ``½ yᵀGy − hᵀy`` on the simplex by an active-set search from
-    ``start``'s support: True and the minimizer in ``y``, or False (``y`` is then garbage).
-
-    On a support ``S`` the optimum solves the KKT system (:func:`_recover_kkt_solve`). It is
-    the simplex optimum when ``y_S > 0`` and every multiplier off the support,
-    ``ν_j = (G y − h)_j + μ``, is at least ``−tol · G_jj`` (a negative one would move ``y_j``
-    off zero by about ``|ν_j| / G_jj``). Otherwise the entries ``≤ 0`` leave ``S`` or, if
-    there are none, every violating ``j`` joins it, at most ``max_steps`` times (on the npm
-    corpus after 1% new documents: every word solved, in 3.5 steps on average; adding only
-    the most violated ``j`` per step solved 96% within 10). The
-    answer is only accepted after the full optimality check, so the search path can only cost
-    time, never accuracy. A warm start whose support is nearly right (most words after a
-    small change of the data) is solved in a few ``|S|³`` steps instead of ADMM iterations.
-    """
-    K = h.shape[0]
-    support = np.empty(K, dtype=np.bool_)
-    for k in range(K):
-        support[k] = start[k] > 0.0
-    idx = np.empty(K, dtype=np.int64)
-    A = np.empty((K + 1, K + 1))
-    b = np.empty(K + 1)
-    for _ in range(max_steps):
-        m = 0
-        for k in range(K):
-            if support[k]:
-                idx[m] = k
-                m += 1
-        mu = _recover_kkt_solve(G, h, idx, m, A, b, y)
-        if not np.isfinite(mu):
-            return False
-        dropped = False
-        for r in range(m):
-            if not y[idx[r]] > 0.0:
-                support[idx[r]] = False
-                dropped = True
-        if dropped:
-            continue
-        added = False
-        for k in range(K):
-            if not support[k]:
-                g = mu - h[k]
-                for r in range(m):
-                    g += G[k, idx[r]] * y[idx[r]]
-                if g / max(G[k, k], 1e-300) < -tol:
-                    support[k] = True
-                    added = True
-        if not added:
-            return True
-    return False
-
-
-@njit(cache=True, parallel=True)
-def recover_admm_dr(G, H, F, G_pinv, init, use_init, rows, lam, gamma, tol, max_iter):
-    """ADMM by Douglas–Rachford splitting for every word in ``rows`` (JSMF Algorithm 3).
-
-    Solves ``min_{y in simplex} ½‖Uy - v‖²`` with ``U = C̄_Sᵀ`` and ``v = C̄_iᵀ`` through
-    ``UᵀU = G`` and ``Uᵀv = H[i]``; ``F = (γG + I)⁻¹`` is factored once by the caller, so an
-    iteration is one K×K product and one simplex projection.
-
-    Parameters
-    ----------
-    G, H
-        As in :func:`recover_expgrad_l2`.
-    F : float64 array of shape (K, K)
-        ``(γG + I)⁻¹``.
-    G_pinv : float64 array of shape (K, K)
-        Pseudo-inverse of ``G``, for the least-squares initialization.
-    init : float64 array of shape (V, K)
-        Warm start, used when ``use_init``.
-    use_init : bool
-        First an active-set search from ``init``'s support (:func:`_recover_active_set`):
-        where it finds the optimum, that exact optimum is returned after 0 iterations. Otherwise start from ``init`` (with
-        ``q`` set to the Douglas–Rachford fixed point that belongs to it,
-        ``q = y - γ∇f(y)``) where its objective is lower than that of the paper's start, the
-        least-squares solution projected onto the simplex (with ``q = y`` in a cold start),
-        which is used otherwise.
-    rows : int64 array of shape (n,)
-    lam, gamma : float
-        Relaxation λ and proximal parameter γ.
-    tol : float
-        Stop when both the change of ``y`` and the primal residual ``p - y`` are below ``tol``
-        in the max norm.
-    max_iter : int
-
-    Returns
-    -------
-    coef, n_iter, converged
-        As in :func:`recover_expgrad_l2`.
-    """
-    V, K = H.shape
-    coef = np.zeros((V, K))
-    n_iter = np.zeros(V, dtype=np.int64)
-    converged = np.zeros(V, dtype=np.bool_)
-    for r in prange(rows.shape[0]):
-        i = rows[r]
-        h = H[i]
-        f = np.empty(K)
-        y = np.empty(K)
-        q = np.empty(K)
-        p = np.empty(K)
-        x = np.empty(K)
-        y_new = np.empty(K)
-        work = np.empty(K)
-        it = 0
-        done = False
-        if use_init:
-            recover_project_simplex(init[i], p, work)
-            if _recover_active_set(G, h, p, tol, _ACTIVE_SET_STEPS, y):
-                done = True
-        if not done:
-            for k in range(K):
-                f[k] = gamma * h[k]
-            # The paper's start: the least-squares solution projected onto the simplex, q = y.
-            _recover_matvec(G_pinv, h, x)
-            recover_project_simplex(x, y, work)
-            for k in range(K):
-                q[k] = y[k]
-            if use_init:
-                # The warm start only where its objective ½yᵀGy − hᵀy is lower: after the
-                # anchors or the matrix moved, the projected least-squares point is often
-                # closer. Either way q is the fixed point that belongs to y, so an optimal y
-                # stops at once.
-                if _recover_quadratic(G, h, p, x) < _recover_quadratic(G, h, y, x):
-                    for k in range(K):
-                        y[k] = p[k]
-                _recover_matvec(G, y, x)
-                for k in range(K):
-                    q[k] = y[k] - gamma * (x[k] - h[k])
-        while not done and it < max_iter:
-            for k in range(K):
-                x[k] = 2.0 * y[k] - q[k] + f[k]
-            _recover_matvec(F, x, p)
-            for k in range(K):
-                q[k] += lam * (p[k] - y[k])
-            recover_project_simplex(q, y_new, work)
-            it += 1
-            change = 0.0
-            for k in range(K):
-                a = abs(y_new[k] - y[k])
-                b = abs(p[k] - y[k])
-                if a > change:
-                    change = a
-                if b > change:
-                    change = b
-                y[k] = y_new[k]
-            if change < tol:
-                done = True
-                break
-        for k in range(K):
-            coef[i, k] = y[k]
-        n_iter[i] = it
-        converged[i] = done
     return coef, n_iter, converged
