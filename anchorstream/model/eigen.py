@@ -9,12 +9,16 @@ measurements: ``docs/algorithms.md`` and ``benchmarks/README.md``.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 
 import numpy as np
 import scipy.sparse as sp
 
 from anchorstream.errors import InputError
+
+# The rectifier's logger, as before the split.
+log = logging.getLogger("anchorstream.model.rectify")
 
 __all__ = ["fix_signs", "orthonormal_complement", "sparse_top_eigh", "top_eigh", "upper_matmul"]
 
