@@ -447,7 +447,7 @@ def test_long_rectifications_report_progress(rng, monkeypatch, caplog):
 
 
 def test_the_sparse_cold_solve_returns_top_eigh_answer(rng):
-    from anchorstream.model.rectify import _sparse_top_eigh
+    from anchorstream.model.eigen import sparse_top_eigh as _sparse_top_eigh
 
     n, k = 300, 6
     S = sp.random(n, n, density=0.03, random_state=3, format="csr")

@@ -38,7 +38,9 @@ import scipy.sparse as sp
 
 from anchorstream.stats.cooccurrence import cap_pairs, pair_scale
 from anchorstream.errors import InputError
-from anchorstream.model.rectify import AndersonMixer, _check_loop_args, fix_signs, top_eigh
+from anchorstream.model.anderson import AndersonMixer
+from anchorstream.model.eigen import fix_signs, top_eigh
+from anchorstream.model.rectify_core import check_loop_args
 
 log = logging.getLogger(__name__)
 
@@ -459,7 +461,7 @@ def rectify_lowrank(
     C = _check_operator(C)
     V = C.shape[0]
     K = n_topics
-    eig_tol, init_eigvecs = _check_loop_args(V, K, max_iter, anderson, tol, eig_tol,
+    eig_tol, init_eigvecs = check_loop_args(V, K, max_iter, anderson, tol, eig_tol,
                                              init_eigvecs)
     if rows is None:
         rows = default_rows(V, K)

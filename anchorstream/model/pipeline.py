@@ -18,14 +18,18 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from anchorstream.model.registry import COUNT_ANCHORS
-from anchorstream.model.anchors import ANCHOR_MIN_DF, anchor_min_df_for, candidate_words, find_anchors
+from anchorstream.model.anchors import ANCHOR_MIN_DF
 from anchorstream.stats.cooccurrence import Cooccurrence, take_square
-from anchorstream.model.correlations import dirichlet_alpha, topic_topic
-from anchorstream.errors import AnchorstreamError, InputError, NotFittedError
-from anchorstream.model.lowrank import DocumentCooccurrence, rectify_lowrank
-from anchorstream.model.recover import recover
-from anchorstream._buffers import leading_view
-from anchorstream.model.rectify import rectify, rectify_update
+from anchorstream.errors import InputError, NotFittedError
+from anchorstream.model.stages import (
+    active_part,
+    anchor_min_df,
+    anchor_stage,
+    check_fit_input,
+    correlation_stage,
+    recover_stage,
+    rectify_stage,
+)
 
 log = logging.getLogger(__name__)
 
@@ -143,35 +147,6 @@ class ModelSettings:
         d = asdict(self)
         d["pinned_anchors"] = list(self.pinned_anchors)
         return d
-
-
-def _active_part(cooc, overwrite: bool):
-    """The normalized co-occurrence of the words that occur in a document of >= 2 tokens, and
-    their indices: a dense array (from a :class:`Cooccurrence`) or an operator (from a
-    :class:`~anchorstream.model.lowrank.DocumentCooccurrence`)."""
-    if isinstance(cooc, DocumentCooccurrence):
-        active = np.flatnonzero(cooc.row_sums() > 0)
-        return (cooc if active.size == cooc.n_words else cooc.subset(active)), active
-    counts = cooc.counts
-    if (overwrite and isinstance(counts, np.ndarray) and counts.dtype == np.float64
-            and counts.flags.c_contiguous and counts.flags.writeable):
-        total = cooc.total_weight()
-        C_full = counts
-        C_full /= total  # what normalized() returns, in place
-    else:
-        C_full = cooc.normalized()
-    active = np.flatnonzero(C_full.sum(axis=1) > 0)
-    # Usually every word is active: no copy of the V x V matrix then.
-    return (C_full if active.size == C_full.shape[0] else take_square(C_full, active)), active
-
-
-def _warm_eigvecs(init, active: np.ndarray) -> np.ndarray | None:
-    """The previous model's eigenvectors on the active words, when it has any."""
-    vecs = None if init is None else getattr(init, "eigvecs_", None)
-    if vecs is None:
-        return None
-    vecs = vecs[active]
-    return vecs if np.any(vecs) else None
 
 
 class AnchorModel:
@@ -297,28 +272,10 @@ class AnchorModel:
         """
         s = self.settings
         K = s.n_topics
-        lowrank = s.rectify and s.rectify_method == "lowrank"
-        if isinstance(cooc, DocumentCooccurrence):
-            if not lowrank:
-                raise InputError("a DocumentCooccurrence (documents, no V x V matrix) needs "
-                                 "rectify_method='lowrank'; pass a Cooccurrence otherwise")
-        elif not isinstance(cooc, Cooccurrence):
-            raise InputError(f"fit expects a Cooccurrence, got {type(cooc).__name__}")
-        if cooc.num_docs < 1:
-            raise InputError("the co-occurrence holds no documents (need documents of >= 2 tokens)")
-        V = cooc.n_words
-        if init is not None:
-            init._check_fitted()
-            if init.topic_word_.shape != (V, K):
-                raise InputError(
-                    f"init was fitted on {init.topic_word_.shape[0]} words and "
-                    f"{init.topic_word_.shape[1]} topics; this fit has {V} words and {K} topics "
-                    "(remap the warm start to the new vocabulary first)"
-                )
-
+        V = check_fit_input(cooc, init, K, s.rectify and s.rectify_method == "lowrank")
         # Words that never occur in a document of >= 2 tokens have zero rows: no anchor can be
         # one and row normalisation would divide by zero, so the stages run on the others.
-        C, active = _active_part(cooc, overwrite_cooc)
+        C, active = active_part(cooc, overwrite_cooc)
         if active.size <= K:
             raise InputError(
                 f"only {active.size} words occur in documents of >= 2 tokens, need more than "
@@ -326,192 +283,25 @@ class AnchorModel:
             )
         position = np.full(V, -1)
         position[active] = np.arange(active.size)
-
         timings: dict[str, float] = {}
-        n_iter: dict[str, int] = {}
         stage = StageTimer(timings, on_stage)
 
-        eigvecs = None
-        factor = None
-        shift = 0.0
-        data = None
-        row_sums = row_sqnorms = None
-        residual = 0.0
-        change = 0.0
-        warm_chain = 0
-        if lowrank:
-            warm_eig = _warm_eigvecs(init, active)
-            rect = stage("rectify", lambda: rectify_lowrank(
-                C, K, rows=s.rectify_rows, max_iter=s.rectify_max_iter, tol=s.rectify_tol,
-                anderson=s.rectify_anderson, init_eigvecs=warm_eig,
-                random_state=s.random_state))
-            C = rect.matrix
-            row_sums, row_sqnorms = rect.row_sums, rect.row_sqnorms
-            eigvecs = np.zeros((V, K))
-            eigvecs[active] = rect.eigvecs
-            factor = np.zeros((V, rect.factor.shape[1]))
-            factor[active] = rect.factor
-            shift, residual = float(rect.shift), float(rect.residual)
-            n_iter["rectify"] = int(rect.n_iter)
-        elif s.rectify:
-            warm_eig = _warm_eigvecs(init, active)
-            # A warm refit follows the data's change since the last cold rectification, to
-            # first order, instead of rerunning alternating projection (rectify_update). The
-            # state stays that of the cold rectification for the whole chain: the update's
-            # error grows with the change it follows, so one update from the cold point over
-            # the summed change is as good as a chain of small ones, and the summed change is
-            # what max_change bounds.
-            previous = None
-            if (init is not None
-                    and getattr(init, "rectify_data_", None) is not None
-                    and init.rectify_data_.shape == (V, V)
-                    and getattr(init, "rectify_factor_", None) is not None
-                    and (s.rectify_warm_limit is None
-                         or init.rectify_warm_chain_ < s.rectify_warm_limit)):
-                prev_data = (init.rectify_data_ if active.size == V
-                             else take_square(init.rectify_data_, active))
-                previous = (prev_data, init.rectify_factor_[active], init.rectify_shift_)
-            work_dtype = np.dtype(s.rectify_dtype)
-
-            def cold_data():
-                """This fit's data as the state of later warm refits (cold path only)."""
-                data = leading_view(rectify_data_out, (V, V), np.float32)
-                current = None if init is None else getattr(init, "rectify_data_", None)
-                if data is None or (current is not None and np.shares_memory(data, current)):
-                    data = np.empty((V, V), dtype=np.float32)
-                if active.size == V:
-                    np.copyto(data, C, casting="same_kind")
-                else:  # zero rows for the unused words
-                    data[...] = take_square(C, position)
-                return data
-
-            def rectify_stage():
-                nonlocal data
-                if previous is not None:
-                    updated = rectify_update(
-                        C, *previous, max_change=s.rectify_warm_change, dtype=work_dtype,
-                        overwrite_input=True, workspace=rectify_workspace,
-                        check_input=False)
-                    if updated is not None:
-                        return updated
-                if warm_state:
-                    data = cold_data()  # before C's memory receives the result
-                return rectify(
-                    C,
-                    K,
-                    method=s.rectify_method,
-                    max_iter=s.rectify_max_iter,
-                    tol=s.rectify_tol,
-                    init_eigvecs=warm_eig,
-                    random_state=s.random_state,
-                    dtype=work_dtype,
-                    anderson=s.rectify_anderson,
-                    # C (this fit's own array) is not needed afterwards: the result takes
-                    # its memory.
-                    overwrite_input=True,
-                    # The eigenvectors only seed a later cold rectification: the loop's
-                    # precision (1e-6) is plenty, and refining costs a V x V product.
-                    refine_eigvecs=False,
-                    workspace=rectify_workspace,
-                )
-
-            rect = stage("rectify", rectify_stage)
-            warm = rect.n_iter == 0 and previous is not None
-            C = rect.matrix
-            row_sums, row_sqnorms = rect.row_sums, rect.row_sqnorms
-            eigvecs = np.zeros((V, K))
-            eigvecs[active] = rect.eigvecs
-            n_iter["rectify"] = int(rect.n_iter)
-            if warm:
-                # The cold rectification's state carries on (shared: fits never write it).
-                data = init.rectify_data_ if warm_state else None
-                factor, shift = init.rectify_factor_, float(init.rectify_shift_)
-                residual = float(init.rectify_residual_)
-                change = float(rect.residual)
-                warm_chain = init.rectify_warm_chain_ + 1
-            else:
-                factor = np.zeros((V, K))
-                factor[active] = rect.factor
-                shift = float(rect.shift)
-                residual = float(rect.residual)
-
-        min_df = anchor_min_df_for(cooc.doc_freq[active], K, s.anchor_min_df)
-        if min_df < s.anchor_min_df:
-            log.info("anchor_min_df %g lowered to %g: fewer than %d words are in %g documents",
-                     s.anchor_min_df, min_df, 2 * K, s.anchor_min_df)
+        rect = rectify_stage(C, V, K, active, position, init, s, stage, warm_state,
+                             rectify_workspace, rectify_data_out)
+        min_df = anchor_min_df(cooc, K, active, s)
         self.anchor_min_df_ = float(min_df)
-        candidates = candidate_words(cooc.doc_freq[active], min_df)
-        if candidates.sum() < K:
-            raise InputError(
-                f"only {int(candidates.sum())} words appear in >= anchor_min_df="
-                f"{min_df:g} documents, need at least n_topics={K} anchor candidates; "
-                "lower anchor_min_df or the number of topics"
-            )
-        pinned = []
-        for word in s.pinned_anchors:
-            if not 0 <= word < V or position[word] < 0:
-                raise InputError(f"pinned anchor {word} is not a word that occurs in the corpus")
-            pinned.append(int(position[word]))
-        warm_anchors = None
-        if init is not None:
-            mapped = position[init.anchors_] if init.anchors_.size == K else np.full(K, -1)
-            warm_anchors = mapped if np.all(mapped >= 0) else None
-        # The QR search's coordinates give the recovery its products with the anchor rows.
-        qr = s.anchor_method == "qr"
-        found = stage(
-            "anchors",
-            lambda: find_anchors(
-                C,
-                K,
-                method=s.anchor_method,
-                candidates=candidates,
-                pinned=tuple(pinned),
-                init=warm_anchors,
-                # Rectification checked its input and returns a finite, non-negative matrix,
-                # with its row statistics.
-                check_input=not s.rectify,
-                row_sums=row_sums,
-                row_sqnorms=row_sqnorms,
-                **({"return_products": True} if qr else
-                   {"projection_dim": s.projection_dim, "random_state": s.random_state}),
-            ),
-        )
-        anchors, products = found if qr else (found, None)
+        anchors, products = anchor_stage(cooc, rect, K, min_df, active, position, init, s,
+                                         stage)
+        rec = recover_stage(rect, anchors, products, K, active, init, s, stage)
+        A, alpha = correlation_stage(rect.C, rec.topic_word, anchors, s, stage)
+        self._store(V, K, active, anchors, rect, rec, A, alpha)
+        self.n_iter_ = {**rect.n_iter, "recover": int(rec.n_iter)}
+        self.timings_ = timings
+        self.num_docs_ = int(cooc.num_docs)
+        return self
 
-        warm_coef = None
-        if init is not None:
-            warm_coef = init.coef_[active]
-            # Words that were absent last time have zero rows: start them uniform.
-            empty = warm_coef.sum(axis=1) <= 0
-            if empty.any():
-                warm_coef = warm_coef.copy()
-                warm_coef[empty] = 1.0 / K
-        rec = stage(
-            "recover",
-            lambda: recover(
-                C,
-                anchors,
-                method=s.recover_method,
-                init=warm_coef,
-                tol=s.recover_tol,
-                max_iter=s.recover_max_iter,
-                check_input=not s.rectify,
-                row_sums=row_sums,
-                anchor_products=products,
-            ),
-        )
-        n_iter["recover"] = int(rec.n_iter)
-
-        def correlations():
-            A = topic_topic(C, rec.topic_word, anchors, method=s.correlation_method)
-            try:
-                alpha = dirichlet_alpha(A)
-            except (AnchorstreamError, ValueError, FloatingPointError, np.linalg.LinAlgError):
-                alpha = None  # the Dirichlet fit is optional: a correlated A may not admit one
-            return A, alpha
-
-        A, alpha = stage("correlations", correlations)
-
+    def _store(self, V, K, active, anchors, rect, rec, A, alpha) -> None:
+        """The fitted attributes, on all ``V`` words (zero rows for the inactive ones)."""
         topic_word = np.zeros((V, K))
         topic_word[active] = rec.topic_word
         coef = np.zeros((V, K))
@@ -522,18 +312,14 @@ class AnchorModel:
         self.topic_topic_ = A
         self.prevalence_ = A.sum(axis=1)
         self.alpha_ = alpha
-        self.eigvecs_ = eigvecs
-        self.rectify_data_ = data
-        self.rectify_factor_ = factor
-        self.rectify_shift_ = shift
-        self.rectify_residual_ = residual
-        self.rectify_change_ = change
-        self.rectify_warm_chain_ = warm_chain
+        self.eigvecs_ = rect.eigvecs
+        self.rectify_data_ = rect.data
+        self.rectify_factor_ = rect.factor
+        self.rectify_shift_ = rect.shift
+        self.rectify_residual_ = rect.residual
+        self.rectify_change_ = rect.change
+        self.rectify_warm_chain_ = rect.warm_chain
         self.recover_converged_ = float(rec.converged)
-        self.n_iter_ = n_iter
-        self.timings_ = timings
-        self.num_docs_ = int(cooc.num_docs)
-        return self
 
     def top_words(self, n: int = 20) -> np.ndarray:
         """Indices of each topic's ``n`` most probable words, shape (n_topics, n)."""

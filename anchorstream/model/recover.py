@@ -47,8 +47,8 @@ import scipy.linalg
 import scipy.sparse as sp
 
 from anchorstream._buffers import given_array
+from anchorstream._kernels.admm import recover_admm_dr
 from anchorstream._kernels.recover import (
-    recover_admm_dr,
     recover_expgrad_kl,
     recover_expgrad_l2,
 )
