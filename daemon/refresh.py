@@ -1,58 +1,10 @@
 """Refreshing the topic model off the ingest path: read, fit (warm), align ids, publish.
 
-:class:`Refresher` runs :meth:`Refresher.refresh_once` in a background **thread** whenever
-``refresh.interval_seconds`` passed since the last attempt *and* at least
-``refresh.min_new_docs`` documents were committed to the store since the last published model
-(the ingest loop calls :meth:`Refresher.notify` after every checkpoint; :meth:`request` asks for
-a refresh at the next chance regardless of the interval).
-
-One refresh:
-
-1. **read** — :func:`anchorstream.store.open_committed` pins one committed store version while
-   ingestion goes on (Icechunk read-only session), so a snapshot is computed from exactly the
-   offsets it records. Words with document frequency below ``vocab.min_df`` or above
-   ``vocab.max_df_ratio`` of the documents are left out of the model. Warm, the refresher
-   keeps the dense counts it read last and brings them up to the new version by adding the
-   segments committed since (``open_committed(since=)``; a compaction, an expired window or
-   a changed set of slots means a full read): 1% new documents at 5000 words read in
-   ~0.05 s instead of ~0.3 s.
-2. **rectify, anchors, recover, correlations** — :meth:`anchorstream.model.pipeline.AnchorModel.fit`,
-   warm-started from the previous model moved onto the new vocabulary
-   (:meth:`~anchorstream.model.pipeline.AnchorModel.remapped`): eigenvectors, anchors and recovery
-   coefficients seed the next fit, so a refresh after a small change costs a fraction of a cold
-   one. Each stage's seconds go to ``anchorstream_refresh_duration_seconds{stage}``.
-
-   The other methods (``model.method`` / ``model.anchor_method``): AnchorFree runs
-   :func:`anchorstream.model.methods.fit_topics` on the same co-occurrence (cold: ``fit_topics`` has no
-   warm start for it); DDP and RP novel words (:func:`anchorstream.model.storedfit.fit_novel_words`)
-   and TSVD (``fit_topics`` over the reservoir's documents) read the document statistics the
-   store keeps for them (:func:`anchorstream.store.read_document_state`) from the *same*
-   store version as the counts, restricted to the same words. Every snapshot records
-   ``method`` and ``anchor_method`` in its settings and, for the document methods, what the
-   statistics cover in ``source["document_stats"]``.
-3. **align** — :func:`anchorstream.model.align.align_topics` against the latest published snapshot
-   (which survives restarts), with the id counter carried in its ``extra["next_topic_id"]``.
-4. **publish** — :meth:`daemon.publish.Publisher.publish` with the store version, the
-   offsets, ``num_docs`` and the churn.
-
-A refresh that raises is logged and counted (``anchorstream_refresh_failures_total{stage}``);
-nothing is published and the last good snapshot keeps being served; the next attempt comes
-after the interval. A store that does not yet hold enough words or anchor candidates for
-``model.num_topics`` topics is not a failure: the refresh is skipped (logged) until it does.
-
-Why a thread and not a process: the heavy parts of a fit are LAPACK/BLAS calls and numba
-kernels, which run without the GIL, so the ingest thread keeps running beside them; a thread
-shares the previous model (the warm start: several ``V × K`` arrays) and the metrics registry
-without serialization; and a crash of the refresh is an exception, caught here, not a dead
-child to detect. The cost is memory: a refresh allocates the dense ``V × V`` matrix in the
-daemon's own process, bounded by ``vocab.capacity`` (which therefore has to be sized for the
-machine). A process per refresh would isolate that and the GIL-bound Python glue; it is the
-move to make if refreshes at large ``V`` ever slow ingestion measurably.
-
-``num_docs`` of a snapshot is the number of documents ingested into the store version it was
-fitted on (``CommittedState.n_docs_added``: every valid message, including ones too short to
-contribute co-occurrences), so a client can check that a snapshot covers what was produced;
-the effective (possibly decayed) weight of the matrix is in ``source["matrix_docs"]``.
+:class:`Refresher` runs in a background thread: when enough new documents were checkpointed and
+the interval passed, it pins one committed store version, fits the configured method (warm-started
+from the previous model), aligns topic ids with the last snapshot and publishes. A failed refresh
+is logged and counted; the last good snapshot keeps being served. Why a thread, and the steps in
+detail: docs/daemon.md.
 """
 
 from __future__ import annotations

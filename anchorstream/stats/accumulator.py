@@ -8,34 +8,10 @@ decay weight, 1 without forgetting), plus ``w_d h_d`` to the unigram mass, ``w_d
 document frequency of each of its words, ``w_d`` to the document count and ``w_d n_d`` to the
 token count; documents with ``n_d < 2`` contribute nothing (as in the batch estimator).
 
-Representation, chosen by measurement (V = 20,000, Zipf-distributed text, CPU seconds on
-the shared 2-core VM; ``benchmarks/bench_store.py``):
-
-1. **A buffer of documents**: the distinct slots and counts of each document and its scale
-   ``s_d`` (about 12 bytes per distinct word). Appending is ``O(m_d)``.
-2. **Folds**: when the buffer's worst-case sparse output outgrows what is already folded (so
-   re-adding the folded part stays amortised ``O(1)`` per entry), a numba kernel adds its pair
-   terms, upper triangle only, into
-   - a dense block of *hot rows* (slots ``< hot_rows``, default: half the byte budget; the
-     vocabulary gives frequent words low slots, so most pairs have one end there), and
-   - a sparse CSR for the remaining rows, built row by row (Gustavson) in a cache-resident
-     work row into which the running CSR's row is scattered first, so the fold and the sparse
-     addition are one pass (a separate scipy addition of the running CSR cost as much as the
-     fold itself on news-length documents).
-
-Alternatives measured: a Python ``dict`` of pairs costs ~790 ns per pair (23k short documents
-per second for this step alone, where the whole path must reach 50k); dense buffers for touched
-chunks only do not help, because 10,000 short documents touch 96 % of the 6,241 256² chunks
-at V = 20,000 (3 GB of buffers for a 4 MB delta); CSR without the hot block spent most of its
-time sorting and merging long rows of news-length documents (850 documents/s for vocabulary +
-accumulator, 3,600/s with the hot block).
-
-Evictions are lazy: a word that leaves the vocabulary only records the buffer position before
-which its entries are void (document lengths are untouched, so every other pair keeps its
-exact value); the voiding, and the zeroing of its folded row and column, happen in one
-vectorized pass at the next fold. Voiding eagerly cost 0.45 ms per eviction, and a stream whose
-vocabulary exceeds the capacity evicts often (3,400 evictions per 100,000 short documents
-here).
+Between folds documents sit in a buffer (their distinct slots, counts and scale); folds add
+their pair terms into a dense block of hot rows and a sparse CSR for the rest, and evictions are
+applied lazily at the next fold. Why this representation (the alternatives were measured):
+docs/store.md, "The accumulator".
 
 Forgetting
 ----------

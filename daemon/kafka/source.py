@@ -1,55 +1,11 @@
-"""Kafka in: the document consumer (producers: :mod:`daemon.kafka.producers`; clients: :mod:`daemon.kafka.client`).
+"""Kafka in: the document consumer (producers: :mod:`daemon.kafka.producers`; clients:
+:mod:`daemon.kafka.client`).
 
-:class:`KafkaSource` wraps a kafka-python ``KafkaConsumer`` in a consumer group:
-
-* **Raw bytes in.** No deserializer is configured: decoding happens in the caller
-  (:func:`anchorstream.text.decode.decode`), because a deserializer that raises makes kafka-python
-  deliver the same record again forever.
-* **The store decides where to start.** On every (re)assignment each partition is sought to
-  ``max(offsets_for(topic, partition), next offset this source already delivered)``; ``None``
-  from both means ``kafka.auto_offset_reset`` (earliest by default). ``offsets_for`` is the
-  store's last checkpoint; the second term matters when the group rebalances (a broker restart,
-  a coordinator change) while delivered records sit in the not yet checkpointed accumulator —
-  seeking back to the checkpoint would count them twice. The group's committed offsets are never
-  used to position the consumer; :meth:`KafkaSource.commit` only reports progress to tools.
-* **Seeking happens in the caller's thread.** kafka-python 3 runs rebalance listeners on its
-  I/O thread. The listener here only pauses the new partitions and notes them;
-  :meth:`KafkaSource.poll_batch` then calls ``offsets_for`` (which may read the store), seeks
-  and resumes, all in the caller's thread, and drops any record of those partitions fetched
-  before the seek. A failing ``offsets_for`` (a broken store) is fatal: :class:`SourceError`.
-* **Bounded memory.** ``fetch_max_bytes`` and ``max_partition_fetch_bytes`` bound the compressed
-  bytes one fetch may return, and ``max_batch_bytes`` what one record batch may decompress to
-  (:mod:`daemon.kafka.batches`), so a compressed batch cannot inflate without limit.
-* **A batch that cannot be read is skipped, not retried.** Every codec is readable (gzip,
-  snappy, lz4, zstd); a batch kafka-python still cannot read (corrupt, unknown codec, past
-  ``max_batch_bytes``) arrives here as :class:`daemon.kafka.batches.UndecodableBatch`: the partition is
-  sought past it, the skip is logged once, counted (``on_error(kind)``) and handed to
-  ``on_skip`` (the ingest loop counts its offsets as rejected and moves its offsets past it).
-* **Broker outages** are survived: kafka-python reconnects with exponential backoff
-  (``reconnect_backoff_ms`` .. ``reconnect_backoff_max_ms``), ``poll_batch`` returns ``[]``
-  meanwhile, and a consumer that cannot be created (no broker at start) is retried with the same
-  backoff. Nothing the caller holds is lost. kafka-python hides an outage inside ``poll`` (it
-  returns nothing), so the broker is asked for the end offsets every ``probe_seconds``; a
-  failure marks it unreachable (:attr:`KafkaSource.unreachable_since`, ``on_error("probe")``)
-  until it answers again. The first failure of an outage is logged as a warning, the repeats at
-  debug level, the recovery once.
-* **Lag** per partition is computed in the polling thread from the fetch responses' high
-  watermark and the periodic ``end_offsets`` (Tansu reports the latter too low, see
-  :mod:`daemon.kafka.broker`), clamped at 0, and cached: :meth:`KafkaSource.lag` is safe to call from
-  the metrics scrape thread, and :meth:`KafkaSource.lag_age` says how old the broker's last
-  answer is (the lag keeps its last value during an outage). Nothing else here is thread-safe:
-  one thread polls.
-
-Assumption: one daemon (one store) owns all partitions of its topics. Several instances sharing a
-group would each need their own store and an ``offsets_for`` that knows about the others.
-
-Usage::
-
-    source = KafkaSource(cfg.kafka, offsets_for=store_offsets)
-    while running:
-        for rec in source.poll_batch(max_records=1000, timeout=1.0):
-            ...   # rec.topic, rec.partition, rec.offset, rec.value (bytes), rec.key, ...
-    source.close()
+:class:`KafkaSource` wraps a kafka-python ``KafkaConsumer`` in a consumer group. Raw bytes in
+(decoding is the caller's), the store's checkpoint decides where each partition starts (seeks
+happen in the polling thread), memory is bounded per fetch and per batch, an unreadable batch
+is skipped once, broker outages are survived and probed, lag is cached for the metrics thread.
+The reasons for each of these: docs/daemon.md.
 """
 
 from __future__ import annotations
