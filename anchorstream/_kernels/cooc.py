@@ -1,4 +1,4 @@
-"""numba kernels of the co-occurrence estimator (to be merged into ``_kernels.py``).
+"""numba kernels of the co-occurrence estimator.
 
 Arrays in, arrays out; the public wrapper in ``anchorstream/stats/cooccurrence.py`` validates input
 (canonical CSR: sorted indices, no duplicates; float64 non-negative integer counts). Slow loop

@@ -1,4 +1,4 @@
-"""numba kernels of rectification and anchor finding (to be merged into ``_kernels.py``).
+"""numba kernels of rectification and anchor finding.
 
 Arrays in, arrays out; the public wrappers in ``anchorstream/model/rectify.py`` and
 ``anchorstream/model/anchors.py`` validate shapes, dtypes and contiguity. Slow loop twins live in

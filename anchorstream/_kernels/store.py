@@ -1,4 +1,4 @@
-"""numba kernels of the co-occurrence store (merged into ``_kernels.py`` later).
+"""numba kernels of the co-occurrence store.
 
 Arrays in, arrays out; the callers in ``anchorstream/stats/accumulator.py`` and
 ``anchorstream/store/segments.py`` check dtypes and shapes. Slow loop twins live in
