@@ -56,7 +56,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import daemon.kafka.source  # noqa: E402,F401 - silences kafka-python's import-time warning first
 from anchorstream.evaluate import npmi_coherence, top_words  # noqa: E402
-from anchorstream.store import CooccurrenceStore  # noqa: E402
+from anchorstream.store import CooccurrenceStore, configure_logging  # noqa: E402
 from anchorstream.synthetic import planted_model, sample_documents  # noqa: E402
 from anchorstream.text.tokenize import Tokenizer, count_matrix  # noqa: E402
 from daemon.kafka.broker import EmbeddedBroker  # noqa: E402
@@ -350,6 +350,7 @@ def main(argv=None) -> int:
     p.add_argument("--latency-batches", type=int, default=5)
     p.add_argument("--latency-batch-docs", type=int, default=500)
     args = p.parse_args(argv)
+    configure_logging()  # as the anchorstream command does: no Icechunk warning per open
     only = set(args.only or ("ingest", "refresh", "latency"))
     work = Path(tempfile.mkdtemp(prefix="bench-daemon-"))
     print(f"# bench_daemon ({os.cpu_count()} CPUs, {time.strftime('%Y-%m-%d %H:%M')})")

@@ -45,7 +45,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from anchorstream.stats.accumulator import Accumulator  # noqa: E402
-from anchorstream.store import CooccurrenceStore, read_committed  # noqa: E402
+from anchorstream.store import CooccurrenceStore, configure_logging, read_committed  # noqa: E402
 from anchorstream.text.tokenize import Tokenizer  # noqa: E402
 from anchorstream.text.vocabulary import StreamingVocabulary  # noqa: E402
 
@@ -260,6 +260,7 @@ def main(argv=None) -> int:
                    help="skip read_committed of the V=20,000 store (needs ~7 GB of memory)")
     p.add_argument("--out", type=Path, default=None, help="write the results as JSON here")
     args = p.parse_args(argv)
+    configure_logging()  # as the anchorstream command does: no Icechunk warning per open
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
     quick = args.quick
