@@ -111,59 +111,15 @@ def write_snapshot(
     target = Path(path)
     words = _check_vocabulary(vocabulary)
     V = len(words)
-    tw = np.asarray(topic_word, dtype=np.float64)
-    if tw.ndim != 2 or tw.shape[0] < 1 or tw.shape[1] != V:
-        raise InputError(
-            f"topic_word must be of shape (num_topics, vocab_size) = (K, {V}), got shape "
-            f"{tw.shape}; a model's topic_word_ is (vocab_size, num_topics): pass its transpose"
-        )
-    K = tw.shape[0]
-    if not np.all(np.isfinite(tw)) or tw.min() < 0:
-        raise InputError("topic_word must be finite and non-negative")
-    row_mass = tw.sum(axis=1)
-    if np.any(row_mass <= 0):
-        raise InputError(f"topic_word row(s) {np.flatnonzero(row_mass <= 0).tolist()} are all zero")
-    # Normalize in float64, then round: each entry is off by at most half a float32 ulp, so the
-    # stored rows sum to 1 far inside what the reader accepts.
-    tw32 = (tw / row_mass[:, None]).astype(np.float32)
-
-    tt = np.asarray(topic_topic, dtype=np.float64)
-    if tt.shape != (K, K) or not np.all(np.isfinite(tt)):
-        raise InputError(f"topic_topic must be finite and of shape ({K}, {K}), got {tt.shape}")
-    prev = tt.sum(axis=1) if prevalence is None else np.asarray(prevalence, dtype=np.float64)
-    if prev.shape != (K,) or not np.all(np.isfinite(prev)):
-        raise InputError(f"prevalence must be finite and of shape ({K},), got {prev.shape}")
+    tw32 = _normalized_topic_word(topic_word, V)
+    K = tw32.shape[0]
+    tt, prev = _check_topic_topic(topic_topic, prevalence, K)
     ids = _check_ids(topic_ids, K)
     anchor_words = _check_anchors(anchors, K, words)
-    if isinstance(num_docs, bool) or not isinstance(num_docs, numbers.Integral) or num_docs < 0:
-        raise InputError(f"num_docs must be an integer >= 0, got {num_docs!r}")
-    if (
-        isinstance(n_top_words, bool)
-        or not isinstance(n_top_words, numbers.Integral)
-        or n_top_words < MIN_TOP_WORDS
-    ):
-        raise InputError(
-            f"n_top_words must be an integer >= {MIN_TOP_WORDS} (the format lists at least "
-            f"{MIN_TOP_WORDS} words per topic), got {n_top_words!r}"
-        )
-    n_top = min(int(n_top_words), V)
+    n_top = _check_counts(num_docs, n_top_words, V)
     stamp = _utc_stamp(created_at)
     quality_rows = _check_quality(quality, K)
-
-    top = top_words(tw32.T, n_top)
-    topics = []
-    for k in range(K):
-        entry: dict[str, Any] = {
-            "id": ids[k],
-            "anchor": anchor_words[k],
-            "prevalence": float(prev[k]),
-            # str() of a float32 is the shortest decimal that reads back as the same float32,
-            # so topics.json agrees exactly with topic_word.npy.
-            "top_words": [[words[i], float(str(tw32[k, i]))] for i in top[k]],
-        }
-        if quality_rows is not None:
-            entry["quality"] = quality_rows[k]
-        topics.append(entry)
+    topics = _topic_entries(words, tw32, n_top, ids, anchor_words, prev, quality_rows)
 
     payload = {
         TOPICS: _json_lines_bytes(topics, "topics"),
@@ -187,7 +143,79 @@ def write_snapshot(
         },
     }
     payload[MANIFEST] = _json_bytes(manifest, "manifest")
+    _publish(target, payload)
+    return target
 
+
+def _normalized_topic_word(topic_word, V: int) -> np.ndarray:
+    """``topic_word`` checked and its rows normalized to sum to 1, as float32."""
+    tw = np.asarray(topic_word, dtype=np.float64)
+    if tw.ndim != 2 or tw.shape[0] < 1 or tw.shape[1] != V:
+        raise InputError(
+            f"topic_word must be of shape (num_topics, vocab_size) = (K, {V}), got shape "
+            f"{tw.shape}; a model's topic_word_ is (vocab_size, num_topics): pass its transpose"
+        )
+    if not np.all(np.isfinite(tw)) or tw.min() < 0:
+        raise InputError("topic_word must be finite and non-negative")
+    row_mass = tw.sum(axis=1)
+    if np.any(row_mass <= 0):
+        raise InputError(f"topic_word row(s) {np.flatnonzero(row_mass <= 0).tolist()} are all zero")
+    # Normalize in float64, then round: each entry is off by at most half a float32 ulp, so the
+    # stored rows sum to 1 far inside what the reader accepts.
+    return (tw / row_mass[:, None]).astype(np.float32)
+
+
+def _check_topic_topic(topic_topic, prevalence, K: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(topic_topic, prevalence)`` as float64, the prevalence defaulting to the row sums."""
+    tt = np.asarray(topic_topic, dtype=np.float64)
+    if tt.shape != (K, K) or not np.all(np.isfinite(tt)):
+        raise InputError(f"topic_topic must be finite and of shape ({K}, {K}), got {tt.shape}")
+    prev = tt.sum(axis=1) if prevalence is None else np.asarray(prevalence, dtype=np.float64)
+    if prev.shape != (K,) or not np.all(np.isfinite(prev)):
+        raise InputError(f"prevalence must be finite and of shape ({K},), got {prev.shape}")
+    return tt, prev
+
+
+def _check_counts(num_docs, n_top_words, V: int) -> int:
+    """Check ``num_docs`` and ``n_top_words``; the number of top words to list per topic."""
+    if isinstance(num_docs, bool) or not isinstance(num_docs, numbers.Integral) or num_docs < 0:
+        raise InputError(f"num_docs must be an integer >= 0, got {num_docs!r}")
+    if (
+        isinstance(n_top_words, bool)
+        or not isinstance(n_top_words, numbers.Integral)
+        or n_top_words < MIN_TOP_WORDS
+    ):
+        raise InputError(
+            f"n_top_words must be an integer >= {MIN_TOP_WORDS} (the format lists at least "
+            f"{MIN_TOP_WORDS} words per topic), got {n_top_words!r}"
+        )
+    return min(int(n_top_words), V)
+
+
+def _topic_entries(words, tw32, n_top, ids, anchor_words, prev, quality_rows) -> list[dict]:
+    """The objects of ``topics.json``, one per topic in matrix row order."""
+    top = top_words(tw32.T, n_top)
+    topics = []
+    for k in range(tw32.shape[0]):
+        entry: dict[str, Any] = {
+            "id": ids[k],
+            "anchor": anchor_words[k],
+            "prevalence": float(prev[k]),
+            # str() of a float32 is the shortest decimal that reads back as the same float32,
+            # so topics.json agrees exactly with topic_word.npy.
+            "top_words": [[words[i], float(str(tw32[k, i]))] for i in top[k]],
+        }
+        if quality_rows is not None:
+            entry["quality"] = quality_rows[k]
+        topics.append(entry)
+    return topics
+
+
+def _publish(target: Path, payload: dict[str, bytes]) -> None:
+    """Write ``payload`` (file name -> bytes) under a temporary name, then rename it to ``target``.
+
+    Either the whole directory appears at ``target`` or nothing does.
+    """
     if target.exists() or target.is_symlink():
         raise SnapshotError(f"{target} already exists; snapshots are immutable, choose a new path")
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -213,7 +241,6 @@ def write_snapshot(
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     fsync_dir(target.parent)
-    return target
 
 
 def _write_file(path: Path, data: bytes) -> None:
