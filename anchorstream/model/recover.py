@@ -301,6 +301,29 @@ def recover(
     K = S.size
     if init is not None:
         init = _check_init(init, V, K)
+    tol, max_iter = _check_solver_settings(method, tol, max_iter, step_size, admm_lambda,
+                                           admm_gamma)
+    pv, C_total, p = _word_mass(C, S, row_sums)
+    if method == "inverse":
+        return _recover_inverse(C, C_total, S)
+    if isinstance(C, LowRankCooccurrence) and method == "kl":
+        raise InputError("recover method 'kl' reads every entry of C; with a low-rank "
+                         "rectified matrix use 'admm' or 'l2'")
+
+    is_anchor = np.zeros(V, dtype=bool)
+    is_anchor[S] = True
+    rows = np.flatnonzero(~is_anchor & (p > 0)).astype(np.int64)
+    start = np.full((V, K), 1.0 / K) if init is None else init
+    coef, n_iter, conv = _solve(
+        method, C, pv, S, start, init is not None, rows, tol, max_iter,
+        step_size=step_size, admm_lambda=admm_lambda, admm_gamma=admm_gamma,
+        anchor_products=anchor_products,
+    )
+    return _result(coef, n_iter, conv, S, is_anchor, p, rows)
+
+
+def _check_solver_settings(method, tol, max_iter, step_size, admm_lambda, admm_gamma):
+    """``(tol, max_iter)`` checked, ``tol`` defaulted per method."""
     if tol is None:
         tol = DEFAULT_TOL[method]
     if not (np.isfinite(tol) and tol >= 0):
@@ -314,7 +337,12 @@ def recover(
         raise InputError(f"admm_lambda must lie in (0, 2), got {admm_lambda!r}")
     if not (np.isfinite(admm_gamma) and admm_gamma > 0):
         raise InputError(f"admm_gamma must be > 0, got {admm_gamma!r}")
+    return tol, max_iter
 
+
+def _word_mass(C, S: np.ndarray, row_sums) -> tuple[np.ndarray, float, np.ndarray]:
+    """``(row sums, their total, p(w))``; refuses anchors without mass."""
+    V = C.shape[0]
     # Bayes' rule and the row normalization are scale invariant; dividing by the total only
     # makes p a probability vector when C does not quite sum to 1.
     if row_sums is None:
@@ -331,63 +359,67 @@ def recover(
         raise InputError(
             f"anchor words {S[p[S] <= 0].tolist()} have zero mass in C; anchors must occur"
         )
+    return pv, C_total, p
 
-    if method == "inverse":
-        return _recover_inverse(C, C_total, S)
-    implicit = isinstance(C, LowRankCooccurrence)
-    if implicit and method == "kl":
-        raise InputError("recover method 'kl' reads every entry of C; with a low-rank "
-                         "rectified matrix use 'admm' or 'l2'")
 
-    is_anchor = np.zeros(V, dtype=bool)
-    is_anchor[S] = True
-    rows = np.flatnonzero(~is_anchor & (p > 0)).astype(np.int64)
-
-    start = np.full((V, K), 1.0 / K) if init is None else init
+def _solve(method, C, pv, S, start, warm, rows, tol, max_iter, *, step_size, admm_lambda,
+           admm_gamma, anchor_products):
+    """Dispatch to the method's kernel: ``(coef, n_iter per word, converged per word)``."""
+    V, K = start.shape
     # Row-normalized anchor rows, and H = C̄ C̄_Sᵀ formed as (C C_Sᵀ) scaled by 1/p on both
     # sides: no row-normalized V×V copy of C is ever made.
     U = C[S] / pv[S][:, None]  # (K, V) = C̄_S
     G = np.ascontiguousarray(U @ U.T)
-    if method in ("l2", "admm"):
-        safe = np.where(pv > 0, pv, 1.0)
-        if anchor_products is None:
-            H = np.ascontiguousarray((C @ U.T) / safe[:, None])
-        else:
-            H = np.ascontiguousarray(given_array(anchor_products, (V, K), "anchor_products"))
-
-    if method == "l2":
-        # ‖C̄_i‖² without forming C̄: Σ_j C_ij² / p_i².
-        sq = C.row_sqnorms() if implicit else np.einsum("ij,ij->i", C, C)
-        vnorm2 = sq / safe**2
-        coef, n_iter, conv = recover_expgrad_l2(
-            G, H, vnorm2, start, rows, float(tol), max_iter, float(step_size), _WARM_LIFT
-        )
-    elif method == "kl":
+    if method == "kl":
         Ut = np.ascontiguousarray(U.T)
         valid = U.max(axis=0) > 0
-        coef, n_iter, conv = recover_expgrad_kl(
+        return recover_expgrad_kl(
             np.ascontiguousarray(C), pv, Ut, valid, start, rows, float(tol), max_iter,
             float(step_size), _WARM_LIFT,
         )
+    safe = np.where(pv > 0, pv, 1.0)
+    if anchor_products is None:
+        H = np.ascontiguousarray((C @ U.T) / safe[:, None])
     else:
-        # γ is scale dependent: the Gram entries are squared probabilities, ~1/V for spread-out
-        # rows, and the paper's γ = 3 on the raw loss then needs thousands of iterations at
-        # V = 5000. Dividing the loss by sqrt(λmin λmax) of G (which leaves the minimizer
-        # unchanged) is the scaling under which γ = 1 is the optimal Douglas–Rachford parameter
-        # for a strongly convex quadratic (Giselsson & Boyd 2017), so the paper's "insensitive
-        # within γ ∈ [1, 5]" holds whatever V is.
-        eig = np.linalg.eigvalsh(G)
-        scale = np.sqrt(max(eig[0], eig[-1] * 1e-12) * eig[-1])
-        Gs = G / scale
-        Hs = H / scale
-        F = np.linalg.inv(admm_gamma * Gs + np.eye(K))
-        F = np.ascontiguousarray((F + F.T) / 2.0)
-        G_pinv = np.ascontiguousarray(scipy.linalg.pinvh(Gs))
-        coef, n_iter, conv = recover_admm_dr(
-            Gs, Hs, F, G_pinv, start, init is not None, rows,
-            float(admm_lambda), float(admm_gamma), float(tol), max_iter,
+        H = np.ascontiguousarray(given_array(anchor_products, (V, K), "anchor_products"))
+    if method == "l2":
+        # ‖C̄_i‖² without forming C̄: Σ_j C_ij² / p_i².
+        implicit = isinstance(C, LowRankCooccurrence)
+        sq = C.row_sqnorms() if implicit else np.einsum("ij,ij->i", C, C)
+        vnorm2 = sq / safe**2
+        return recover_expgrad_l2(
+            G, H, vnorm2, start, rows, float(tol), max_iter, float(step_size), _WARM_LIFT
         )
+    return _solve_admm(G, H, start, warm, rows, tol, max_iter, admm_lambda, admm_gamma)
 
+
+def _solve_admm(G, H, start, warm, rows, tol, max_iter, admm_lambda, admm_gamma):
+    """ADMM-DR on the loss divided by ``sqrt(λmin λmax)`` of ``G``.
+
+    γ is scale dependent: the Gram entries are squared probabilities, ~1/V for spread-out
+    rows, and the paper's γ = 3 on the raw loss then needs thousands of iterations at
+    V = 5000. Dividing the loss by sqrt(λmin λmax) of G (which leaves the minimizer
+    unchanged) is the scaling under which γ = 1 is the optimal Douglas–Rachford parameter
+    for a strongly convex quadratic (Giselsson & Boyd 2017), so the paper's "insensitive
+    within γ ∈ [1, 5]" holds whatever V is.
+    """
+    K = G.shape[0]
+    eig = np.linalg.eigvalsh(G)
+    scale = np.sqrt(max(eig[0], eig[-1] * 1e-12) * eig[-1])
+    Gs = G / scale
+    Hs = H / scale
+    F = np.linalg.inv(admm_gamma * Gs + np.eye(K))
+    F = np.ascontiguousarray((F + F.T) / 2.0)
+    G_pinv = np.ascontiguousarray(scipy.linalg.pinvh(Gs))
+    return recover_admm_dr(
+        Gs, Hs, F, G_pinv, start, warm, rows,
+        float(admm_lambda), float(admm_gamma), float(tol), max_iter,
+    )
+
+
+def _result(coef, n_iter, conv, S, is_anchor, p, rows) -> RecoverResult:
+    """Anchor rows set to unit vectors, massless words uniform, then Bayes' rule."""
+    K = S.size
     coef[S] = 0.0
     coef[S, np.arange(K)] = 1.0
     zero_mass = ~is_anchor & (p <= 0)
