@@ -1,39 +1,13 @@
 """Novel words by data-dependent and random projections (Ding, Rohban, Ishwar, Saligrama 2014).
 
-Ding et al. look at each word's *cross-document pattern*: row ``i`` of the words × documents
-frequency matrix, normalized to sum to 1 over documents (``X̃_i``). Under separability the
-patterns of a topic's novel (anchor) words all equal the topic's normalized weight pattern
-``θ̃_k`` and every other word's pattern is a convex combination of those, so novel words are the
-extreme points. The pipeline:
-
-* **DDP** (Algorithm 1): split every document at random into two halves ``X``, ``X'``
-  (independent samples of the same distribution) and form ``C = M ⟨X̃_i, X̃'_j⟩``; word ``i`` is
-  novel when it is more correlated with itself than with every word far from it. The paper's
-  agnostic variant is used: the far set is the ``r = W/2`` most distant words and the top
-  ``s = 10 K`` scores are declared novel.
-* **RP** (Algorithm 2): project every pattern on ``P ≈ 50 K`` random directions of
-  ``R^M``; each direction's maximum and minimum are novel words. With documents of fixed
-  length this detection is *not* consistent in ``M`` (the paper omits its analysis): a word's
-  sampling noise ``X̃_i − Ã_i`` has ``M‖·‖² ≈ 1/(N p_i)``, the same order as the gaps
-  ``M‖Ã_i − Ã_j‖²`` between a topic's corner and its nearly novel words, whatever ``M``, so a
-  random direction of ``R^M`` sees both in a fixed ratio and its extremes stay noise picks
-  (rare words, ~0.7 topic purity on the benchmark's planted model at 2 000 and 50 000
-  documents alike, never the true anchors).
-* **Clustering** (Algorithm 3): novel words of one topic have (asymptotically) equal patterns;
-  they are grouped into ``K`` clusters by connected components of the distance-threshold graph
-  (single linkage cut at ``K`` components when no threshold is given) or by the spectral
-  clustering of ``exp(−D/σ)`` the paper suggests.
-* **Re-anchoring** (RP only, :func:`extreme_words`): a cluster of RP's picks still points
-  at its topic, so its mean pattern is used as a data-dependent direction (the principle of
-  DDP): every candidate word is projected on it with the split halves — unbiased, and the
-  noise vanishes as ``M`` grows — and the few most extreme words become the topic's novel
-  words. ``n_extreme=None`` keeps the paper's plain cluster average.
-* **Topic estimation** (Algorithm 4): every word's pattern is regressed on the clusters'
-  average patterns over the simplex, using the two halves so the squared loss is unbiased,
-  then scaled by the word's frequency and column-normalized.
-
-Everything the algorithms read is a sum over documents, kept as mergeable state: the split
-statistic and the RP sketch of :mod:`anchorstream.stats.wordpatterns`.
+Under separability a topic's novel (anchor) words are the extreme points of the words'
+cross-document patterns. This module detects them (Algorithm 1, DDP; Algorithm 2, RP), clusters
+them into topics (Algorithm 3), re-anchors RP's clusters along their mean patterns
+(:func:`extreme_words`) and runs the pipelines end to end (:func:`ddp_topics`,
+:func:`rp_topics`); Algorithm 4, the topic regression, lives in
+:mod:`anchorstream.model.patternregression` and is re-exported here. Everything read is mergeable
+state (:mod:`anchorstream.stats.wordpatterns`), so the methods stream. The method notes:
+``docs/algorithms.md`` (Novel words); measured figures: ``benchmarks/README.md``.
 """
 
 from __future__ import annotations

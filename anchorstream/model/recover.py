@@ -1,41 +1,14 @@
 """Topic recovery given anchor words: ``p(topic | word)`` for every word, then Bayes' rule.
 
-With anchor words ``S``, the row-normalized co-occurrence ``C̄_i = p(w2 | w1 = i)`` of any word
-lies in the convex hull of the anchor rows: ``C̄_i = Σ_k p(z = k | i) C̄_{s_k}`` (Arora et al.
-2013, §3). Recovery finds those convex coefficients word by word and turns them into the
-word-topic matrix with Bayes' rule, ``B[i, k] ∝ p(z = k | i) p(i)``.
-
-Methods (``method=``):
-
-``"l2"``
-    RecoverL2: squared Euclidean loss, exponentiated gradient (Arora et al. 2013, Algorithm 5)
-    with an Armijo/Wolfe line search and the KKT duality-gap stop ``λᵀy < tol`` (supplementary
-    D.2). Kernelized through the K×K Gram matrices, so an iteration is O(K²) per word. Converges
-    sublinearly: on real data many words use the whole ``max_iter`` (the papers report 100–1000
-    iterations).
-``"kl"``
-    RecoverKL: ``KL(C̄_i ‖ yᵀC̄_S)``, same solver (Algorithm 3). The loss does not kernelize, so an
-    iteration is O(nnz(C_i) K) per word: minutes, not seconds, at V = 5000 on a dense matrix.
-``"admm"``
-    ADMM by Douglas–Rachford splitting on the L2 loss (JSMF, Lee et al., Algorithm 3) with the
-    paper's λ = 1.9 and γ = 1.0 (the paper's 3.0 took twice the iterations here), started from
-    the projected least-squares solution. γ is applied to the loss scaled to be independent of
-    V (see :func:`recover`). Fast, and the sparsest
-    coefficients: the recommended method.
-``"inverse"``
-    The original Recover by matrix inversion (Arora et al. 2012b; Algorithm 2 of Arora 2013),
-    kept as the baseline the other methods beat. It can return negative probabilities on noisy
-    data; these are clipped to zero and the columns renormalized, as the papers do.
-
-Every method solves all words in parallel (numba ``prange``; kernels in
-``anchorstream._kernels_recover``) and accepts a warm start ``init`` (the coefficients of a
-previous model), which is what makes a streaming refresh cheap. ADMM converges linearly, so a
-start ~1% off still costs most of a cold solve's iterations; its warm start therefore first
-searches for the optimum's support from the previous one (an active-set method: a KKT solve
-on the support, checked for optimality, entries dropped or added a few times) and iterates
-only where that fails. On the npm corpus after 1% new documents (V = 5000, K = 50) it solved
-96% of the words exactly, the mean ADMM iterations per word fell from 83 to 2.7 and the
-kernel's time from 0.25 s to 0.07 s.
+Under separability every word's row-normalized co-occurrence is a convex combination of the
+anchor rows (Arora et al. 2013, §3); recovery finds those coefficients word by word and turns
+them into the word-topic matrix, ``B[i, k] ∝ p(z = k | i) p(i)``. Methods: ``"l2"`` and ``"kl"``
+(RecoverL2/RecoverKL, exponentiated gradient), ``"admm"`` (JSMF's Douglas–Rachford splitting on
+the L2 loss; fast, sparsest, recommended) and ``"inverse"`` (the original matrix-inversion
+Recover, kept as the baseline). All solve the words in parallel (numba kernels in
+:mod:`anchorstream._kernels.recover` and :mod:`anchorstream._kernels.admm`) and take a warm start
+``init``, which is what makes a streaming refresh cheap. The methods and their choices:
+``docs/algorithms.md`` (Recovery); measured figures: ``benchmarks/README.md``.
 """
 
 from __future__ import annotations
@@ -237,14 +210,14 @@ def recover(
     anchors : array of int of shape (n_topics,)
         Distinct word indices; anchor ``k`` defines topic ``k``. Every anchor must have mass.
     method : {"l2", "kl", "admm", "inverse"}
-        See the module docstring.
+        See the module docstring and ``docs/algorithms.md`` (Recovery).
     init : ndarray of shape (n_words, n_topics), optional
         Warm start: coefficients of a previous model (rows are renormalized; all-zero rows
         start uniform). For the expgrad methods a row that already meets the tolerance is kept
         as it is, and any other row is mixed with a 1e-2 share of the uniform vector so that its
-        zeros can move; ADMM first searches for the optimum from its support (see the module
-        docstring), then starts from it as given where that fails, with its dual variable set
-        to the Douglas–Rachford fixed point of that start. ``"inverse"`` is closed-form: ``init`` is
+        zeros can move; ADMM first searches for the optimum from its support (an active-set
+        search, ``docs/algorithms.md``), then starts from it as given where that fails, with
+        its dual variable set to the Douglas–Rachford fixed point of that start. ``"inverse"`` is closed-form: ``init`` is
         checked and otherwise ignored.
     tol : float, optional
         Per-word stopping tolerance, in the method's own unit. ``"l2"``: the duality gap

@@ -1,33 +1,11 @@
 """Thresholded SVD (TSVD) topic recovery for dominant-admixture corpora (Bansal et al. 2014).
 
-TSVD assumes every document has one *dominant* topic and every topic a set of *catchwords*
-(words clearly more frequent in that topic than in any other, frequent as a group). It works on
-documents, not on the co-occurrence, so the daemon runs it over a bounded reservoir of recent
-documents. The steps (paper §3.3):
-
-1. **Threshold** each word at its own level ``ζ_i``: the highest frequency such that at least
-   ``w0 s / 2`` documents exceed it and at most ``3 ε w0 s`` documents sit exactly on it; keep
-   ``√ζ_i`` where a document exceeds the threshold and 0 elsewhere. Thresholding turns "a lot
-   of word i" into a yes/no pattern, which is what separates topics whose frequency ranges
-   overlap.
-2. **Rank-K SVD** of the thresholded matrix and **project-and-cluster**: k-means++ in the
-   K-dimensional projection, then Lloyd's algorithm on the thresholded rows from that start.
-   The clusters estimate the dominant topics.
-3. **Catchwords** of cluster ``l``: words whose ``⌊ε0 w0 s / 2⌋``-th highest frequency in the
-   cluster exceeds ``γ`` times the same statistic in every other cluster.
-4. **Topic vectors**: average the ``⌊ε0 w0 s / 2⌋`` documents where the catchwords of topic
-   ``l`` are most frequent (the nearly pure documents).
-
-The practical parameters are the paper's §4 choices: ``w0 = 1/K``, ``ε = 1/6``, ``γ = 1.1``,
-``ε0 = 1/3`` for the catchwords and ``ε0 w0 = 1/K`` ("the top 50 %") for the topic vectors, 10
-k-means++ restarts keeping the best. Two parts of the proof-oriented algorithm are off by
-default, as in the paper's experiments: the absolute lower bounds on thresholds and catchword
-frequencies (``8 ln(20/ε w0)`` occurrences, far above what short documents hold) and the split
-of the corpus into a threshold half and a clustering half (a proof device against conditioning
-that halves a small reservoir); ``split=True`` restores the split.
-
-Documents of any length are handled through word *frequencies* ``h_ij / n_j``; with equal
-lengths ``m`` this is exactly the paper's ``A_ij = ζ / m`` grid.
+TSVD assumes every document has one *dominant* topic and every topic a set of *catchwords*. It
+thresholds each word's frequencies at a word-specific level, clusters the documents in the rank-K
+SVD projection (k-means++ then Lloyd), finds each cluster's catchwords and averages the documents
+richest in them (paper §3.3, with the §4 practical parameters). It reads documents, not the
+co-occurrence, so the daemon runs it over a bounded reservoir of recent documents. Also home of
+the shared :func:`kmeans`. The steps and the choices: ``docs/algorithms.md`` (TSVD).
 """
 
 from __future__ import annotations
