@@ -1,39 +1,13 @@
 """Novel words by data-dependent and random projections (Ding, Rohban, Ishwar, Saligrama 2014).
 
-Ding et al. look at each word's *cross-document pattern*: row ``i`` of the words × documents
-frequency matrix, normalized to sum to 1 over documents (``X̃_i``). Under separability the
-patterns of a topic's novel (anchor) words all equal the topic's normalized weight pattern
-``θ̃_k`` and every other word's pattern is a convex combination of those, so novel words are the
-extreme points. The pipeline:
-
-* **DDP** (Algorithm 1): split every document at random into two halves ``X``, ``X'``
-  (independent samples of the same distribution) and form ``C = M ⟨X̃_i, X̃'_j⟩``; word ``i`` is
-  novel when it is more correlated with itself than with every word far from it. The paper's
-  agnostic variant is used: the far set is the ``r = W/2`` most distant words and the top
-  ``s = 10 K`` scores are declared novel.
-* **RP** (Algorithm 2): project every pattern on ``P ≈ 50 K`` random directions of
-  ``R^M``; each direction's maximum and minimum are novel words. With documents of fixed
-  length this detection is *not* consistent in ``M`` (the paper omits its analysis): a word's
-  sampling noise ``X̃_i − Ã_i`` has ``M‖·‖² ≈ 1/(N p_i)``, the same order as the gaps
-  ``M‖Ã_i − Ã_j‖²`` between a topic's corner and its nearly novel words, whatever ``M``, so a
-  random direction of ``R^M`` sees both in a fixed ratio and its extremes stay noise picks
-  (rare words, ~0.7 topic purity on the benchmark's planted model at 2 000 and 50 000
-  documents alike, never the true anchors).
-* **Clustering** (Algorithm 3): novel words of one topic have (asymptotically) equal patterns;
-  they are grouped into ``K`` clusters by connected components of the distance-threshold graph
-  (single linkage cut at ``K`` components when no threshold is given) or by the spectral
-  clustering of ``exp(−D/σ)`` the paper suggests.
-* **Re-anchoring** (RP only, :func:`extreme_words`): a cluster of RP's picks still points
-  at its topic, so its mean pattern is used as a data-dependent direction (the principle of
-  DDP): every candidate word is projected on it with the split halves — unbiased, and the
-  noise vanishes as ``M`` grows — and the few most extreme words become the topic's novel
-  words. ``n_extreme=None`` keeps the paper's plain cluster average.
-* **Topic estimation** (Algorithm 4): every word's pattern is regressed on the clusters'
-  average patterns over the simplex, using the two halves so the squared loss is unbiased,
-  then scaled by the word's frequency and column-normalized.
-
-Everything the algorithms read is a sum over documents, kept as mergeable state: the split
-statistic and the RP sketch of :mod:`anchorstream.stats.wordpatterns`.
+Under separability a topic's novel (anchor) words are the extreme points of the words'
+cross-document patterns. This module detects them (Algorithm 1, DDP; Algorithm 2, RP), clusters
+them into topics (Algorithm 3), re-anchors RP's clusters along their mean patterns
+(:func:`extreme_words`) and runs the pipelines end to end (:func:`ddp_topics`,
+:func:`rp_topics`); Algorithm 4, the topic regression, lives in
+:mod:`anchorstream.model.patternregression` and is re-exported here. Everything read is mergeable
+state (:mod:`anchorstream.stats.wordpatterns`), so the methods stream. The method notes:
+``docs/algorithms.md`` (Novel words); measured figures: ``benchmarks/README.md``.
 """
 
 from __future__ import annotations
@@ -48,6 +22,7 @@ import scipy.sparse.csgraph
 import scipy.spatial.distance
 
 from anchorstream.errors import InputError
+from anchorstream.model.patternregression import estimate_topics
 from anchorstream.stats.wordpatterns import RPSketch, SplitStatistic
 
 __all__ = [
@@ -63,7 +38,7 @@ __all__ = [
 ]
 
 # --------------------------------------------------------------------------------------------
-# Algorithms 1–4
+# Algorithms 1–3 (Algorithm 4, estimate_topics, is in anchorstream.model.patternregression)
 # --------------------------------------------------------------------------------------------
 
 
@@ -404,99 +379,6 @@ def extreme_words(
         cand[np.lexsort((cand, -score[:, k]))[:keep]].astype(np.int64)
         for k in range(len(groups))
     )
-
-
-def _project_simplex_rows(Y: np.ndarray) -> np.ndarray:
-    """Euclidean projection of every row onto the probability simplex (sort-based)."""
-    n, K = Y.shape
-    U = -np.sort(-Y, axis=1)
-    css = np.cumsum(U, axis=1) - 1.0
-    ks = np.arange(1, K + 1)
-    cond = U - css / ks > 0
-    rho = K - 1 - np.argmax(cond[:, ::-1], axis=1)
-    tau = css[np.arange(n), rho] / (rho + 1)
-    return np.maximum(Y - tau[:, None], 0.0)
-
-
-def estimate_topics(
-    split: SplitStatistic,
-    groups,
-    *,
-    max_iter: int = 2000,
-    tol: float = 1e-10,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Algorithm 4: regress every word's pattern on the groups' average patterns.
-
-    For word ``i`` it minimizes ``M (X̃_i − bY)(X̃'_i − bY')ᵀ`` over the simplex, where row k of
-    ``Y`` (``Y'``) is the mean pattern of group k in the first (second) half; expanded, this is
-    the quadratic ``bᵀ G b − bᵀ h_i + c`` with ``G`` and ``h_i`` block means of the correlation
-    ``C``. The Gram ``G`` is made positive semidefinite (sampling noise can break that), and all
-    words are solved together by accelerated projected gradient (FISTA with restarts). Then
-    ``β̂_i = (Σ_d x_di / M) b_i`` and the columns are normalized.
-
-    Parameters
-    ----------
-    split : SplitStatistic
-    groups : sequence of n_topics int arrays
-        Novel words per topic (from :func:`cluster_novel_words`, or one anchor each).
-    max_iter : int
-    tol : float
-        Stop when the largest coefficient change of an iteration is below ``tol``.
-
-    Returns
-    -------
-    topic_word : ndarray of shape (n_words, n_topics)
-        Columns sum to 1.
-    coef : ndarray of shape (n_words, n_topics)
-        The regression coefficients ``b_i`` (rows on the simplex), ≈ ``p(topic | word)``.
-    """
-    if not isinstance(split, SplitStatistic):
-        raise InputError(f"split must be a SplitStatistic, got {type(split).__name__}")
-    groups = [np.asarray(g, dtype=np.int64).ravel() for g in groups]
-    K = len(groups)
-    V = split.n_words
-    if K < 1 or any(g.size == 0 for g in groups):
-        raise InputError("groups must be a non-empty sequence of non-empty word arrays")
-    if any(g.min() < 0 or g.max() >= V for g in groups):
-        raise InputError(f"group words must lie in [0, {V})")
-    if split.num_docs == 0:
-        raise InputError("the split statistic is empty: no documents of >= 2 tokens")
-    C = split.correlation()
-    Cs = (C + C.T) / 2.0
-    # Averaging matrix of the groups: row k is uniform over group k. The paper finds the
-    # average "more noise resilient than choosing a single point" (§4.3); measured here too.
-    Avg = np.zeros((K, V))
-    for k, g in enumerate(groups):
-        Avg[k, g] = 1.0 / g.size
-    G = Avg @ Cs @ Avg.T
-    G = (G + G.T) / 2.0
-    w, Q = np.linalg.eigh(G)
-    w = np.maximum(w, max(w.max(), 0.0) * 1e-10)
-    G = (Q * w) @ Q.T
-    H = 2.0 * (Cs @ Avg.T)  # (V, K): h_i = (Y X̃'_iᵀ + Y' X̃_iᵀ) M
-    L = 2.0 * w.max()
-    if L <= 0:
-        raise InputError("the group patterns are all zero; the statistic holds no signal")
-    b = np.full((V, K), 1.0 / K)
-    z, t = b.copy(), 1.0
-    for _ in range(int(max_iter)):
-        grad = 2.0 * z @ G - H
-        b_new = _project_simplex_rows(z - grad / L)
-        delta = float(np.max(np.abs(b_new - b)))
-        # Gradient restart: drop momentum when it points uphill (keeps FISTA monotone-ish).
-        if np.sum((z - b_new) * (b_new - b)) > 0:
-            t = 1.0
-        t_new = (1.0 + np.sqrt(1.0 + 4.0 * t * t)) / 2.0
-        z = b_new + ((t - 1.0) / t_new) * (b_new - b)
-        b, t = b_new, t_new
-        if delta < tol:
-            break
-    mass = (split.mass_first + split.mass_second) / 2.0
-    topic_word = b * mass[:, None]
-    sums = topic_word.sum(axis=0)
-    if np.any(sums <= 0):
-        raise InputError("a topic received no mass; the groups do not separate the words")
-    return topic_word / sums, b
 
 
 @dataclass(frozen=True)

@@ -1,41 +1,14 @@
 """Topic recovery given anchor words: ``p(topic | word)`` for every word, then Bayes' rule.
 
-With anchor words ``S``, the row-normalized co-occurrence ``C̄_i = p(w2 | w1 = i)`` of any word
-lies in the convex hull of the anchor rows: ``C̄_i = Σ_k p(z = k | i) C̄_{s_k}`` (Arora et al.
-2013, §3). Recovery finds those convex coefficients word by word and turns them into the
-word-topic matrix with Bayes' rule, ``B[i, k] ∝ p(z = k | i) p(i)``.
-
-Methods (``method=``):
-
-``"l2"``
-    RecoverL2: squared Euclidean loss, exponentiated gradient (Arora et al. 2013, Algorithm 5)
-    with an Armijo/Wolfe line search and the KKT duality-gap stop ``λᵀy < tol`` (supplementary
-    D.2). Kernelized through the K×K Gram matrices, so an iteration is O(K²) per word. Converges
-    sublinearly: on real data many words use the whole ``max_iter`` (the papers report 100–1000
-    iterations).
-``"kl"``
-    RecoverKL: ``KL(C̄_i ‖ yᵀC̄_S)``, same solver (Algorithm 3). The loss does not kernelize, so an
-    iteration is O(nnz(C_i) K) per word: minutes, not seconds, at V = 5000 on a dense matrix.
-``"admm"``
-    ADMM by Douglas–Rachford splitting on the L2 loss (JSMF, Lee et al., Algorithm 3) with the
-    paper's λ = 1.9 and γ = 1.0 (the paper's 3.0 took twice the iterations here), started from
-    the projected least-squares solution. γ is applied to the loss scaled to be independent of
-    V (see :func:`recover`). Fast, and the sparsest
-    coefficients: the recommended method.
-``"inverse"``
-    The original Recover by matrix inversion (Arora et al. 2012b; Algorithm 2 of Arora 2013),
-    kept as the baseline the other methods beat. It can return negative probabilities on noisy
-    data; these are clipped to zero and the columns renormalized, as the papers do.
-
-Every method solves all words in parallel (numba ``prange``; kernels in
-``anchorstream._kernels_recover``) and accepts a warm start ``init`` (the coefficients of a
-previous model), which is what makes a streaming refresh cheap. ADMM converges linearly, so a
-start ~1% off still costs most of a cold solve's iterations; its warm start therefore first
-searches for the optimum's support from the previous one (an active-set method: a KKT solve
-on the support, checked for optimality, entries dropped or added a few times) and iterates
-only where that fails. On the npm corpus after 1% new documents (V = 5000, K = 50) it solved
-96% of the words exactly, the mean ADMM iterations per word fell from 83 to 2.7 and the
-kernel's time from 0.25 s to 0.07 s.
+Under separability every word's row-normalized co-occurrence is a convex combination of the
+anchor rows (Arora et al. 2013, §3); recovery finds those coefficients word by word and turns
+them into the word-topic matrix, ``B[i, k] ∝ p(z = k | i) p(i)``. Methods: ``"l2"`` and ``"kl"``
+(RecoverL2/RecoverKL, exponentiated gradient), ``"admm"`` (JSMF's Douglas–Rachford splitting on
+the L2 loss; fast, sparsest, recommended) and ``"inverse"`` (the original matrix-inversion
+Recover, kept as the baseline). All solve the words in parallel (numba kernels in
+:mod:`anchorstream._kernels.recover` and :mod:`anchorstream._kernels.admm`) and take a warm start
+``init``, which is what makes a streaming refresh cheap. The methods and their choices:
+``docs/algorithms.md`` (Recovery); measured figures: ``benchmarks/README.md``.
 """
 
 from __future__ import annotations
@@ -237,14 +210,14 @@ def recover(
     anchors : array of int of shape (n_topics,)
         Distinct word indices; anchor ``k`` defines topic ``k``. Every anchor must have mass.
     method : {"l2", "kl", "admm", "inverse"}
-        See the module docstring.
+        See the module docstring and ``docs/algorithms.md`` (Recovery).
     init : ndarray of shape (n_words, n_topics), optional
         Warm start: coefficients of a previous model (rows are renormalized; all-zero rows
         start uniform). For the expgrad methods a row that already meets the tolerance is kept
         as it is, and any other row is mixed with a 1e-2 share of the uniform vector so that its
-        zeros can move; ADMM first searches for the optimum from its support (see the module
-        docstring), then starts from it as given where that fails, with its dual variable set
-        to the Douglas–Rachford fixed point of that start. ``"inverse"`` is closed-form: ``init`` is
+        zeros can move; ADMM first searches for the optimum from its support (an active-set
+        search, ``docs/algorithms.md``), then starts from it as given where that fails, with
+        its dual variable set to the Douglas–Rachford fixed point of that start. ``"inverse"`` is closed-form: ``init`` is
         checked and otherwise ignored.
     tol : float, optional
         Per-word stopping tolerance, in the method's own unit. ``"l2"``: the duality gap
@@ -301,6 +274,29 @@ def recover(
     K = S.size
     if init is not None:
         init = _check_init(init, V, K)
+    tol, max_iter = _check_solver_settings(method, tol, max_iter, step_size, admm_lambda,
+                                           admm_gamma)
+    pv, C_total, p = _word_mass(C, S, row_sums)
+    if method == "inverse":
+        return _recover_inverse(C, C_total, S)
+    if isinstance(C, LowRankCooccurrence) and method == "kl":
+        raise InputError("recover method 'kl' reads every entry of C; with a low-rank "
+                         "rectified matrix use 'admm' or 'l2'")
+
+    is_anchor = np.zeros(V, dtype=bool)
+    is_anchor[S] = True
+    rows = np.flatnonzero(~is_anchor & (p > 0)).astype(np.int64)
+    start = np.full((V, K), 1.0 / K) if init is None else init
+    coef, n_iter, conv = _solve(
+        method, C, pv, S, start, init is not None, rows, tol, max_iter,
+        step_size=step_size, admm_lambda=admm_lambda, admm_gamma=admm_gamma,
+        anchor_products=anchor_products,
+    )
+    return _result(coef, n_iter, conv, S, is_anchor, p, rows)
+
+
+def _check_solver_settings(method, tol, max_iter, step_size, admm_lambda, admm_gamma):
+    """``(tol, max_iter)`` checked, ``tol`` defaulted per method."""
     if tol is None:
         tol = DEFAULT_TOL[method]
     if not (np.isfinite(tol) and tol >= 0):
@@ -314,7 +310,12 @@ def recover(
         raise InputError(f"admm_lambda must lie in (0, 2), got {admm_lambda!r}")
     if not (np.isfinite(admm_gamma) and admm_gamma > 0):
         raise InputError(f"admm_gamma must be > 0, got {admm_gamma!r}")
+    return tol, max_iter
 
+
+def _word_mass(C, S: np.ndarray, row_sums) -> tuple[np.ndarray, float, np.ndarray]:
+    """``(row sums, their total, p(w))``; refuses anchors without mass."""
+    V = C.shape[0]
     # Bayes' rule and the row normalization are scale invariant; dividing by the total only
     # makes p a probability vector when C does not quite sum to 1.
     if row_sums is None:
@@ -331,63 +332,67 @@ def recover(
         raise InputError(
             f"anchor words {S[p[S] <= 0].tolist()} have zero mass in C; anchors must occur"
         )
+    return pv, C_total, p
 
-    if method == "inverse":
-        return _recover_inverse(C, C_total, S)
-    implicit = isinstance(C, LowRankCooccurrence)
-    if implicit and method == "kl":
-        raise InputError("recover method 'kl' reads every entry of C; with a low-rank "
-                         "rectified matrix use 'admm' or 'l2'")
 
-    is_anchor = np.zeros(V, dtype=bool)
-    is_anchor[S] = True
-    rows = np.flatnonzero(~is_anchor & (p > 0)).astype(np.int64)
-
-    start = np.full((V, K), 1.0 / K) if init is None else init
+def _solve(method, C, pv, S, start, warm, rows, tol, max_iter, *, step_size, admm_lambda,
+           admm_gamma, anchor_products):
+    """Dispatch to the method's kernel: ``(coef, n_iter per word, converged per word)``."""
+    V, K = start.shape
     # Row-normalized anchor rows, and H = C̄ C̄_Sᵀ formed as (C C_Sᵀ) scaled by 1/p on both
     # sides: no row-normalized V×V copy of C is ever made.
     U = C[S] / pv[S][:, None]  # (K, V) = C̄_S
     G = np.ascontiguousarray(U @ U.T)
-    if method in ("l2", "admm"):
-        safe = np.where(pv > 0, pv, 1.0)
-        if anchor_products is None:
-            H = np.ascontiguousarray((C @ U.T) / safe[:, None])
-        else:
-            H = np.ascontiguousarray(given_array(anchor_products, (V, K), "anchor_products"))
-
-    if method == "l2":
-        # ‖C̄_i‖² without forming C̄: Σ_j C_ij² / p_i².
-        sq = C.row_sqnorms() if implicit else np.einsum("ij,ij->i", C, C)
-        vnorm2 = sq / safe**2
-        coef, n_iter, conv = recover_expgrad_l2(
-            G, H, vnorm2, start, rows, float(tol), max_iter, float(step_size), _WARM_LIFT
-        )
-    elif method == "kl":
+    if method == "kl":
         Ut = np.ascontiguousarray(U.T)
         valid = U.max(axis=0) > 0
-        coef, n_iter, conv = recover_expgrad_kl(
+        return recover_expgrad_kl(
             np.ascontiguousarray(C), pv, Ut, valid, start, rows, float(tol), max_iter,
             float(step_size), _WARM_LIFT,
         )
+    safe = np.where(pv > 0, pv, 1.0)
+    if anchor_products is None:
+        H = np.ascontiguousarray((C @ U.T) / safe[:, None])
     else:
-        # γ is scale dependent: the Gram entries are squared probabilities, ~1/V for spread-out
-        # rows, and the paper's γ = 3 on the raw loss then needs thousands of iterations at
-        # V = 5000. Dividing the loss by sqrt(λmin λmax) of G (which leaves the minimizer
-        # unchanged) is the scaling under which γ = 1 is the optimal Douglas–Rachford parameter
-        # for a strongly convex quadratic (Giselsson & Boyd 2017), so the paper's "insensitive
-        # within γ ∈ [1, 5]" holds whatever V is.
-        eig = np.linalg.eigvalsh(G)
-        scale = np.sqrt(max(eig[0], eig[-1] * 1e-12) * eig[-1])
-        Gs = G / scale
-        Hs = H / scale
-        F = np.linalg.inv(admm_gamma * Gs + np.eye(K))
-        F = np.ascontiguousarray((F + F.T) / 2.0)
-        G_pinv = np.ascontiguousarray(scipy.linalg.pinvh(Gs))
-        coef, n_iter, conv = recover_admm_dr(
-            Gs, Hs, F, G_pinv, start, init is not None, rows,
-            float(admm_lambda), float(admm_gamma), float(tol), max_iter,
+        H = np.ascontiguousarray(given_array(anchor_products, (V, K), "anchor_products"))
+    if method == "l2":
+        # ‖C̄_i‖² without forming C̄: Σ_j C_ij² / p_i².
+        implicit = isinstance(C, LowRankCooccurrence)
+        sq = C.row_sqnorms() if implicit else np.einsum("ij,ij->i", C, C)
+        vnorm2 = sq / safe**2
+        return recover_expgrad_l2(
+            G, H, vnorm2, start, rows, float(tol), max_iter, float(step_size), _WARM_LIFT
         )
+    return _solve_admm(G, H, start, warm, rows, tol, max_iter, admm_lambda, admm_gamma)
 
+
+def _solve_admm(G, H, start, warm, rows, tol, max_iter, admm_lambda, admm_gamma):
+    """ADMM-DR on the loss divided by ``sqrt(λmin λmax)`` of ``G``.
+
+    γ is scale dependent: the Gram entries are squared probabilities, ~1/V for spread-out
+    rows, and the paper's γ = 3 on the raw loss then needs thousands of iterations at
+    V = 5000. Dividing the loss by sqrt(λmin λmax) of G (which leaves the minimizer
+    unchanged) is the scaling under which γ = 1 is the optimal Douglas–Rachford parameter
+    for a strongly convex quadratic (Giselsson & Boyd 2017), so the paper's "insensitive
+    within γ ∈ [1, 5]" holds whatever V is.
+    """
+    K = G.shape[0]
+    eig = np.linalg.eigvalsh(G)
+    scale = np.sqrt(max(eig[0], eig[-1] * 1e-12) * eig[-1])
+    Gs = G / scale
+    Hs = H / scale
+    F = np.linalg.inv(admm_gamma * Gs + np.eye(K))
+    F = np.ascontiguousarray((F + F.T) / 2.0)
+    G_pinv = np.ascontiguousarray(scipy.linalg.pinvh(Gs))
+    return recover_admm_dr(
+        Gs, Hs, F, G_pinv, start, warm, rows,
+        float(admm_lambda), float(admm_gamma), float(tol), max_iter,
+    )
+
+
+def _result(coef, n_iter, conv, S, is_anchor, p, rows) -> RecoverResult:
+    """Anchor rows set to unit vectors, massless words uniform, then Bayes' rule."""
+    K = S.size
     coef[S] = 0.0
     coef[S, np.arange(K)] = 1.0
     zero_mass = ~is_anchor & (p <= 0)

@@ -1,33 +1,11 @@
 """Thresholded SVD (TSVD) topic recovery for dominant-admixture corpora (Bansal et al. 2014).
 
-TSVD assumes every document has one *dominant* topic and every topic a set of *catchwords*
-(words clearly more frequent in that topic than in any other, frequent as a group). It works on
-documents, not on the co-occurrence, so the daemon runs it over a bounded reservoir of recent
-documents. The steps (paper §3.3):
-
-1. **Threshold** each word at its own level ``ζ_i``: the highest frequency such that at least
-   ``w0 s / 2`` documents exceed it and at most ``3 ε w0 s`` documents sit exactly on it; keep
-   ``√ζ_i`` where a document exceeds the threshold and 0 elsewhere. Thresholding turns "a lot
-   of word i" into a yes/no pattern, which is what separates topics whose frequency ranges
-   overlap.
-2. **Rank-K SVD** of the thresholded matrix and **project-and-cluster**: k-means++ in the
-   K-dimensional projection, then Lloyd's algorithm on the thresholded rows from that start.
-   The clusters estimate the dominant topics.
-3. **Catchwords** of cluster ``l``: words whose ``⌊ε0 w0 s / 2⌋``-th highest frequency in the
-   cluster exceeds ``γ`` times the same statistic in every other cluster.
-4. **Topic vectors**: average the ``⌊ε0 w0 s / 2⌋`` documents where the catchwords of topic
-   ``l`` are most frequent (the nearly pure documents).
-
-The practical parameters are the paper's §4 choices: ``w0 = 1/K``, ``ε = 1/6``, ``γ = 1.1``,
-``ε0 = 1/3`` for the catchwords and ``ε0 w0 = 1/K`` ("the top 50 %") for the topic vectors, 10
-k-means++ restarts keeping the best. Two parts of the proof-oriented algorithm are off by
-default, as in the paper's experiments: the absolute lower bounds on thresholds and catchword
-frequencies (``8 ln(20/ε w0)`` occurrences, far above what short documents hold) and the split
-of the corpus into a threshold half and a clustering half (a proof device against conditioning
-that halves a small reservoir); ``split=True`` restores the split.
-
-Documents of any length are handled through word *frequencies* ``h_ij / n_j``; with equal
-lengths ``m`` this is exactly the paper's ``A_ij = ζ / m`` grid.
+TSVD assumes every document has one *dominant* topic and every topic a set of *catchwords*. It
+thresholds each word's frequencies at a word-specific level, clusters the documents in the rank-K
+SVD projection (k-means++ then Lloyd), finds each cluster's catchwords and averages the documents
+richest in them (paper §3.3, with the §4 practical parameters). It reads documents, not the
+co-occurrence, so the daemon runs it over a bounded reservoir of recent documents. Also home of
+the shared :func:`kmeans`. The steps and the choices: ``docs/algorithms.md`` (TSVD).
 """
 
 from __future__ import annotations
@@ -379,6 +357,39 @@ def tsvd(
     X = as_counts_csr(X)
     lengths = np.asarray(X.sum(axis=1)).ravel()
     docs = np.flatnonzero(lengths > 0)
+    K, w0, catchword_fraction, pure_fraction = _check_settings(
+        n_topics, w0, eps, gamma, catchword_fraction, pure_fraction
+    )
+    rng = np.random.default_rng(random_state)
+
+    F_all = sp.diags(1.0 / np.maximum(lengths, 1.0)) @ X  # word frequencies per document
+    F_all = F_all.tocsr()
+    half_a, half_b = _halves(docs, split, rng, K)
+    s = half_b.size
+    F_a, F = F_all[half_a], F_all[half_b]
+
+    # Step 2: thresholds on one part, thresholding on the other.
+    thresholds = word_thresholds(F_a, w0, eps)
+    Bt = _thresholded(F, thresholds)
+    # Step 3: rank-K SVD; the projection's coordinates U_K S_K keep the distances of B_(K).
+    coords = _top_left_singular(Bt, K, rng)
+    # Step 4: project-and-cluster, then Lloyd on the thresholded rows; best of n_init.
+    best = _project_and_cluster(Bt, coords, K, n_init, max_iter, rng)
+    labels = best.labels
+    # Step 5: catchwords from each cluster's ⌊ε0 w0 s / 2⌋-th highest word frequency.
+    r5 = max(1, int(np.floor(catchword_fraction * s / 2.0)))
+    catchwords = _catchwords(F, labels, K, r5, gamma, min_catchword_freq)
+    # Step 6: average the ⌊ε0 w0 s / 2⌋ documents richest in the topic's catchwords.
+    r6 = max(1, int(np.floor(pure_fraction * s / 2.0)))
+    topic_word = _topic_vectors(F, labels, catchwords, r6)
+
+    doc_labels = np.full(X.shape[0], -1, dtype=np.int64)
+    doc_labels[half_b] = labels
+    return TSVDResult(topic_word, tuple(catchwords), doc_labels, thresholds, best.inertia)
+
+
+def _check_settings(n_topics, w0, eps, gamma, catchword_fraction, pure_fraction):
+    """``(K, w0, catchword_fraction, pure_fraction)`` checked, with the paper's §4 defaults."""
     K = n_topics
     if int(K) != K or K < 1:
         raise InputError(f"n_topics must be a positive integer, got {n_topics!r}")
@@ -396,10 +407,11 @@ def tsvd(
             raise InputError(f"{name} must lie in (0, 1], got {value!r}")
     if gamma < 1:
         raise InputError(f"gamma must be >= 1, got {gamma!r}")
-    rng = np.random.default_rng(random_state)
+    return K, w0, catchword_fraction, pure_fraction
 
-    F_all = sp.diags(1.0 / np.maximum(lengths, 1.0)) @ X  # word frequencies per document
-    F_all = F_all.tocsr()
+
+def _halves(docs, split: bool, rng, K: int) -> tuple[np.ndarray, np.ndarray]:
+    """The threshold half and the clustering half (both ``docs`` unless ``split``)."""
     if split:
         perm = rng.permutation(docs)
         half_a, half_b = np.sort(perm[: perm.size // 2]), np.sort(perm[perm.size // 2 :])
@@ -410,33 +422,35 @@ def tsvd(
         raise InputError(
             f"TSVD needs more documents than topics: {s} usable documents, n_topics={K}"
         )
-    F_a, F = F_all[half_a], F_all[half_b]
-    V = X.shape[1]
+    return half_a, half_b
 
-    # Step 2: thresholds on one part, thresholding on the other.
-    thresholds = word_thresholds(F_a, w0, eps)
+
+def _thresholded(F, thresholds: np.ndarray) -> sp.csr_matrix:
+    """``√ζ_i`` where a document's frequency exceeds word i's threshold, 0 elsewhere."""
+    s, V = F.shape
     finite = np.isfinite(thresholds) & (thresholds > 0)
     Fc = F.tocoo()
     keep = finite[Fc.col] & (Fc.data > np.where(finite, thresholds, np.inf)[Fc.col])
     # Scale √ζ_i: √(t_i m) up to the common factor √m, which changes neither SVD nor k-means.
-    Bt = sp.csr_matrix(
+    return sp.csr_matrix(
         (np.sqrt(thresholds[Fc.col[keep]]), (Fc.row[keep], Fc.col[keep])), shape=(s, V)
     )
 
-    # Step 3: rank-K SVD; the projection's coordinates U_K S_K keep the distances of B_(K).
-    coords = _top_left_singular(Bt, K, rng)
 
-    # Step 4: project-and-cluster, then Lloyd on the thresholded rows; best of n_init.
+def _project_and_cluster(Bt, coords, K: int, n_init, max_iter, rng) -> KMeansResult:
+    """k-means++ in the projection, Lloyd on the thresholded rows; the best of ``n_init``."""
     best = None
     for _ in range(int(n_init)):
         seed = kmeans(coords, K, n_init=1, max_iter=max_iter, random_state=rng)
         run = kmeans(Bt, K, init=seed.labels, max_iter=max_iter)
         if best is None or run.inertia < best.inertia:
             best = run
-    labels = best.labels
+    return best
 
-    # Step 5: catchwords from each cluster's ⌊ε0 w0 s / 2⌋-th highest word frequency.
-    r5 = max(1, int(np.floor(catchword_fraction * s / 2.0)))
+
+def _catchwords(F, labels, K: int, r5: int, gamma, min_catchword_freq) -> list[np.ndarray]:
+    """Words whose ``r5``-th highest frequency in a cluster beats ``γ`` times every other's."""
+    V = F.shape[1]
     g = np.empty((K, V))
     for lbl in range(K):
         members = np.flatnonzero(labels == lbl)
@@ -447,9 +461,13 @@ def tsvd(
         rival = gamma * others.max(axis=0) if K > 1 else np.zeros(V)
         catch = np.flatnonzero((g[lbl] > np.maximum(min_catchword_freq, rival)) & (g[lbl] > 0))
         catchwords.append(catch.astype(np.int64))
+    return catchwords
 
-    # Step 6: average the ⌊ε0 w0 s / 2⌋ documents richest in the topic's catchwords.
-    r6 = max(1, int(np.floor(pure_fraction * s / 2.0)))
+
+def _topic_vectors(F, labels, catchwords, r6: int) -> np.ndarray:
+    """Each topic: the mean of the ``r6`` documents richest in its catchwords."""
+    s, V = F.shape
+    K = len(catchwords)
     topic_word = np.empty((V, K))
     for lbl in range(K):
         catch = catchwords[lbl]
@@ -464,10 +482,7 @@ def tsvd(
                 chosen = np.arange(s)
         topic_word[:, lbl] = np.asarray(F[chosen].mean(axis=0)).ravel()
     topic_word /= topic_word.sum(axis=0, keepdims=True)
-
-    doc_labels = np.full(X.shape[0], -1, dtype=np.int64)
-    doc_labels[half_b] = labels
-    return TSVDResult(topic_word, tuple(catchwords), doc_labels, thresholds, best.inertia)
+    return topic_word
 
 
 def _top_left_singular(B: sp.csr_matrix, k: int, rng: np.random.Generator) -> np.ndarray:
