@@ -174,11 +174,11 @@ def test_every_module_is_in_the_documented_layout_and_every_listed_one_exists():
     listed = set()
     folders = []
     for line in tree.splitlines():
-        m = re.match(r"^([│ ]*)(?:├── |└── )?(\S+)", line.replace("\u00a0", " "))
+        m = re.match(r"^([│ ]*)(├── |└── )?(\S+)", line)
         if not m or line.strip().startswith("```"):
             continue
-        depth = len(m.group(1)) // 4
-        entry = m.group(2)
+        depth = len(m.group(1)) // 4 + (1 if m.group(2) else 0)
+        entry = m.group(3)
         folders = folders[:depth]
         if entry.endswith("/"):
             folders.append(entry.rstrip("/"))
