@@ -5,9 +5,9 @@ Three measurements, each printed side by side with a peer measured in the same r
 
 1. **Ingest throughput** — documents per second from Kafka into *checkpointed* state (the clock
    stops when the checkpoint holding the last document has committed), for short documents
-   (``--doc-words`` Zipf-distributed words). Path measured: :class:`daemon.source.KafkaSource`
+   (``--doc-words`` Zipf-distributed words). Path measured: :class:`daemon.kafka.source.KafkaSource`
    in a consumer group → decode → tokenize → :meth:`CooccurrenceStore.add` → checkpoints every
-   ``--checkpoint-every`` documents (:class:`daemon.loop.IngestLoop`). Peer: a raw kafka-python
+   ``--checkpoint-every`` documents (:class:`daemon.ingest.loop.IngestLoop`). Peer: a raw kafka-python
    consumer reading the same topic (assign + seek to beginning, no group, no processing), i.e.
    the ceiling the client library puts on any consumer. The time to join the group is excluded
    (the clock starts at the first record); the topic is produced before either starts.
@@ -18,7 +18,7 @@ Three measurements, each printed side by side with a peer measured in the same r
    ``model.rectify_warm_change`` and the cold rectification that ends the chain (at most
    ``--refresh-max-rounds``), so that the mean is what a daemon pays over time;
    ``--refresh-rounds N`` runs exactly N. Two
-   :class:`daemon.refresher.Refresher` follow every version, as a long-running daemon does: one
+   :class:`daemon.refresh.Refresher` follow every version, as a long-running daemon does: one
    warm-started from its previous model (the counts read last, the rectified core and the data
    it was fitted to, anchors, recovery coefficients), its peer with ``warm_start=False``. Every
    round is reported (total seconds, rectification iterations and held-out NPMI@10 of both
@@ -54,16 +54,16 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import daemon.source  # noqa: E402,F401 - silences kafka-python's import-time warning first
+import daemon.kafka.source  # noqa: E402,F401 - silences kafka-python's import-time warning first
 from anchorstream.evaluate import npmi_coherence, top_words  # noqa: E402
-from anchorstream.store import CooccurrenceStore  # noqa: E402
+from anchorstream.store import CooccurrenceStore, configure_logging  # noqa: E402
 from anchorstream.synthetic import planted_model, sample_documents  # noqa: E402
-from anchorstream.text import Tokenizer, count_matrix  # noqa: E402
-from daemon.broker import EmbeddedBroker  # noqa: E402
-from daemon.config import parse_config  # noqa: E402
-from daemon.loop import IngestLoop  # noqa: E402
-from daemon.publisher import Publisher  # noqa: E402
-from daemon.refresher import Refresher  # noqa: E402
+from anchorstream.text.tokenize import Tokenizer, count_matrix  # noqa: E402
+from daemon.kafka.broker import EmbeddedBroker  # noqa: E402
+from daemon.settings import parse_config  # noqa: E402
+from daemon.ingest.loop import IngestLoop  # noqa: E402
+from daemon.publish import Publisher  # noqa: E402
+from daemon.refresh import Refresher  # noqa: E402
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore", DeprecationWarning)
@@ -134,7 +134,7 @@ def bench_ingest(args, broker: EmbeddedBroker, work: Path) -> None:
                                   "max_poll_records": args.max_poll_records}})
     store = CooccurrenceStore.create(work / "ingest-store", capacity=args.capacity,
                                      admit_threshold=5)
-    source = daemon.source.KafkaSource(cfg.kafka)
+    source = daemon.kafka.source.KafkaSource(cfg.kafka)
     loop = IngestLoop(store, source, tokenizer=Tokenizer(), message=cfg.message,
                       checkpoint_every_docs=args.checkpoint_every,
                       checkpoint_every_seconds=3600.0, max_poll_records=args.max_poll_records)
@@ -350,6 +350,7 @@ def main(argv=None) -> int:
     p.add_argument("--latency-batches", type=int, default=5)
     p.add_argument("--latency-batch-docs", type=int, default=500)
     args = p.parse_args(argv)
+    configure_logging()  # as the anchorstream command does: no Icechunk warning per open
     only = set(args.only or ("ingest", "refresh", "latency"))
     work = Path(tempfile.mkdtemp(prefix="bench-daemon-"))
     print(f"# bench_daemon ({os.cpu_count()} CPUs, {time.strftime('%Y-%m-%d %H:%M')})")

@@ -66,7 +66,7 @@ except ImportError:  # running from a checkout without `pip install -e .`
 from anchorstream.evaluate import npmi_coherence, recovery_error, unique_word_ratio
 from anchorstream.synthetic import PlantedModel, dirichlet_second_moment, planted_model
 from anchorstream.synthetic import sample_documents
-from anchorstream.text import Tokenizer, count_matrix, select_vocabulary
+from anchorstream.text.tokenize import Tokenizer, count_matrix, select_vocabulary
 
 if str(REPO) not in sys.path:  # for benchmarks.quality, after this checkout's anchorstream
     sys.path.append(str(REPO))
@@ -151,7 +151,7 @@ def peer_version(name: str) -> str | None:
 
 
 def anchorstream_command(override: str | None) -> tuple[list[str], dict]:
-    """The `anchorstream` console script next to this interpreter, else ``python -m daemon.cli``."""
+    """The `anchorstream` console script next to this interpreter, else ``python -m daemon``."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
     if override:
@@ -159,7 +159,7 @@ def anchorstream_command(override: str | None) -> tuple[list[str], dict]:
     script = Path(sys.executable).parent / "anchorstream"
     if script.is_file():
         return [str(script)], env
-    return [sys.executable, "-m", "daemon.cli"], env
+    return [sys.executable, "-m", "daemon"], env
 
 
 def _children_cpu() -> float:
@@ -394,7 +394,7 @@ def run_synthetic(args, results: dict[str, Result], rng) -> dict:
     settings = {"random_state": args.seed}
     real = results.get("anchorstream")
     if real is not None and real.status == "ok":
-        from anchorstream.model import ModelSettings
+        from anchorstream.model.pipeline import ModelSettings
 
         recorded = real.extra["manifest"].get("settings", {})
         fields = set(ModelSettings.__dataclass_fields__) - {"n_topics", "pinned_anchors"}
@@ -409,8 +409,8 @@ def run_synthetic(args, results: dict[str, Result], rng) -> dict:
             t1 = time.perf_counter()
             try:
                 if peer == "anchorstream":
-                    from anchorstream.cooccurrence import cooccurrence
-                    from anchorstream.model import AnchorModel
+                    from anchorstream.stats.cooccurrence import cooccurrence
+                    from anchorstream.model.pipeline import AnchorModel
 
                     est = AnchorModel(K, **settings).fit(cooccurrence(X)).topic_word_
                 elif peer == "anchortopics":
@@ -580,7 +580,7 @@ def parse_args(argv=None):
     p.add_argument("--gensim-passes", type=int, default=2, help="passes of LdaModel")
     p.add_argument("--anchorstream-cmd", default=None,
                    help="command that runs the anchorstream CLI (default: the console script "
-                        "next to this Python, else `python -m daemon.cli`)")
+                        "next to this Python, else `python -m daemon`)")
     p.add_argument("--anchorstream-args", default="",
                    help="extra arguments for `anchorstream fit`; write it with '=', e.g. "
                         "--anchorstream-args='--anchors fast'")

@@ -2,8 +2,8 @@
 """Long-poll crowd benchmark: N concurrent ``GET /v1/snapshots/latest?wait=`` against a real server.
 
 The question (issue 15): with many dashboards long-polling at once, is every client answered, and
-within the cap ``http.max_wait_seconds``? A server process (:class:`daemon.api.ApiServer` over a
-:class:`daemon.publisher.Publisher` holding one planted snapshot, its own process so that the
+within the cap ``http.max_wait_seconds``? A server process (:class:`daemon.http.api.ApiServer` over a
+:class:`daemon.publish.Publisher` holding one planted snapshot, its own process so that the
 clients do not share its interpreter lock) is started with the given settings; then ``--clients``
 connections are opened at the same instant from one asyncio client, each asking
 ``?wait=--wait`` with ``If-None-Match`` of the current version (so each one would wait), with
@@ -43,8 +43,8 @@ def serve(args: argparse.Namespace) -> None:
     import logging
 
     from anchorstream.synthetic import planted_model
-    from daemon.api import ApiServer
-    from daemon.publisher import Publisher
+    from daemon.http.api import ApiServer
+    from daemon.publish import Publisher
 
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
                         format="server %(levelname)s %(name)s: %(message)s")

@@ -11,7 +11,7 @@ One command, one run; every method sees exactly the same documents:
 * **(c) real text**: ``npm_summaries.jsonl.gz``, a seeded split into training and held-out
   documents; held-out NPMI@10, unique@10 and seconds.
 
-Methods are called through :func:`anchorstream.methods.fit_topics`. A method that fails on a
+Methods are called through :func:`anchorstream.model.methods.fit_topics`. A method that fails on a
 corpus shows its error in its cell; the run goes on. The co-occurrence matrix of each corpus is
 computed once and shared (its time is printed separately); method seconds cover the fit alone.
 All numba kernels are compiled by a warm-up on a tiny corpus before anything is timed.
@@ -41,12 +41,12 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(REPO))
 
-from anchorstream.cooccurrence import cooccurrence  # noqa: E402
+from anchorstream.stats.cooccurrence import cooccurrence  # noqa: E402
 from anchorstream.evaluate import (  # noqa: E402
     npmi_coherence, recovery_error, top_words, unique_word_ratio)
-from anchorstream.methods import fit_topics  # noqa: E402
+from anchorstream.model.methods import fit_topics  # noqa: E402
 from anchorstream.synthetic import planted_model, sample_documents  # noqa: E402
-from anchorstream.text import Tokenizer, count_matrix, select_vocabulary  # noqa: E402
+from anchorstream.text.tokenize import Tokenizer, count_matrix, select_vocabulary  # noqa: E402
 
 BEGIN, END = "<!-- bench_methods:begin -->", "<!-- bench_methods:end -->"
 KL_MAX_WORDS = 1000  # recover_method="kl" is run only up to this vocabulary size (slow)

@@ -33,14 +33,14 @@ import scipy.sparse as sp
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from anchorstream.anchors import candidate_words, find_anchors  # noqa: E402
-from anchorstream.cooccurrence import cooccurrence  # noqa: E402
+from anchorstream.model.anchors import candidate_words, find_anchors  # noqa: E402
+from anchorstream.stats.cooccurrence import cooccurrence  # noqa: E402
 from anchorstream.evaluate import recovery_error  # noqa: E402
-from anchorstream.model import AnchorModel  # noqa: E402
-from anchorstream.recover import recover  # noqa: E402
-from anchorstream.rectify import rectify  # noqa: E402
+from anchorstream.model.pipeline import AnchorModel  # noqa: E402
+from anchorstream.model.recover import recover  # noqa: E402
+from anchorstream.model.rectify import rectify  # noqa: E402
 from anchorstream.synthetic import PlantedModel, dirichlet_second_moment, sample_documents  # noqa: E402
-from anchorstream.text import Tokenizer, count_matrix, select_vocabulary  # noqa: E402
+from anchorstream.text.tokenize import Tokenizer, count_matrix, select_vocabulary  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "npm_summaries.jsonl.gz"
 

@@ -14,7 +14,7 @@ Run it in the benchmark environment (``make bench``), from the repository root::
     python benchmarks/bench_splits.py --seeds 0,1,2,3 \\
         --setting '{}' --setting '{"rectify_tol": 1e-4}'
 
-A ``--setting`` is a JSON object of :func:`anchorstream.methods.fit_topics` keyword arguments
+A ``--setting`` is a JSON object of :func:`anchorstream.model.methods.fit_topics` keyword arguments
 (``ModelSettings`` fields). anchortopics is skipped with a note when it is not importable.
 """
 
@@ -34,10 +34,10 @@ sys.path.insert(0, str(HERE))
 
 from bench_fit import MAX_DF, MIN_DF, TOP_N, read_texts  # noqa: E402
 
-from anchorstream.cooccurrence import cooccurrence  # noqa: E402
+from anchorstream.stats.cooccurrence import cooccurrence  # noqa: E402
 from anchorstream.evaluate import npmi_coherence, unique_word_ratio  # noqa: E402
-from anchorstream.methods import fit_topics  # noqa: E402
-from anchorstream.text import Tokenizer, count_matrix, select_vocabulary  # noqa: E402
+from anchorstream.model.methods import fit_topics  # noqa: E402
+from anchorstream.text.tokenize import Tokenizer, count_matrix, select_vocabulary  # noqa: E402
 
 PEER = "anchortopics"
 

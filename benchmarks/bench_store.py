@@ -44,10 +44,10 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from anchorstream.accumulator import Accumulator  # noqa: E402
-from anchorstream.store import CooccurrenceStore, read_committed  # noqa: E402
-from anchorstream.text import Tokenizer  # noqa: E402
-from anchorstream.vocabulary import StreamingVocabulary  # noqa: E402
+from anchorstream.stats.accumulator import Accumulator  # noqa: E402
+from anchorstream.store import CooccurrenceStore, configure_logging, read_committed  # noqa: E402
+from anchorstream.text.tokenize import Tokenizer  # noqa: E402
+from anchorstream.text.vocabulary import StreamingVocabulary  # noqa: E402
 
 
 def pseudo_words(n: int, rng: np.random.Generator) -> list[str]:
@@ -168,7 +168,7 @@ def checkpoint_cost(corpus: Corpus, V: int, n_checkpoints: int, tmp: Path) -> di
         _, t = timed(store.checkpoint, {"bench": 1})
         times.append(t)
         written.append(dir_bytes(path) - before)
-        nnz.append(store._state["segments"][-1]["nnz"])
+        nnz.append(store._state.segments[-1].nnz)
     _, t_compact = timed(store.compact)
     _, t_open = timed(CooccurrenceStore.open, str(path))
     return {
@@ -196,10 +196,10 @@ def disk_after(corpus: Corpus, n_docs: int, V: int, tmp: Path, read_dense: bool)
     ckpt_times = []
     for s in range(0, n_docs, 10_000):
         store.add([tok(t) for t in corpus.docs(min(10_000, n_docs - s), 10)])
-        n_seg = len(store._state["segments"])
+        n_seg = len(store._state.segments)
         _, t = timed(store.checkpoint, {"docs": s + 10_000})
         ckpt_times.append(t)
-        if len(store._state["segments"]) < n_seg:
+        if len(store._state.segments) < n_seg:
             compactions += 1
     total = time.perf_counter() - t0
     disk_scheduled = dir_bytes(path)  # as the default schedule left it
@@ -260,6 +260,7 @@ def main(argv=None) -> int:
                    help="skip read_committed of the V=20,000 store (needs ~7 GB of memory)")
     p.add_argument("--out", type=Path, default=None, help="write the results as JSON here")
     args = p.parse_args(argv)
+    configure_logging()  # as the anchorstream command does: no Icechunk warning per open
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
     quick = args.quick

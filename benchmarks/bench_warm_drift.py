@@ -2,7 +2,7 @@
 """How far warm updates of a rectification stray from cold rectifications, round by round.
 
 A warm refresh does not rerun alternating projection (AP): it updates the last cold result to
-first order in the data's change (:func:`anchorstream.rectify.rectify_update`). This script
+first order in the data's change (:func:`anchorstream.model.rectify.rectify_update`). This script
 measures the price on real text. A co-occurrence over a fixed vocabulary is built from
 ``--docs`` documents, then ``--rounds`` rounds each add 1% new ones. Every round it prints the
 relative Frobenius distance to a cold rectification of the same data (the peer, computed in
@@ -10,7 +10,7 @@ the same run) of two kinds of warm update:
 
 - **chain**: each update starts from the previous update's result and data;
 - **from cold**: each update starts from the first round's cold result and follows the whole
-  change since (what :class:`anchorstream.model.AnchorModel` does);
+  change since (what :class:`anchorstream.model.pipeline.AnchorModel` does);
 
 next to the summed change of the data and how far the cold result itself moved since round 0
 (the scale of the differences). Typical figures (npm summaries, V = 5000, K = 50): both kinds
@@ -32,9 +32,9 @@ from pathlib import Path
 
 import numpy as np
 
-from anchorstream.cooccurrence import cooccurrence
-from anchorstream.rectify import rectify, rectify_update
-from anchorstream.text import Tokenizer, count_matrix, select_vocabulary
+from anchorstream.stats.cooccurrence import cooccurrence
+from anchorstream.model.rectify import rectify, rectify_update
+from anchorstream.text.tokenize import Tokenizer, count_matrix, select_vocabulary
 
 
 def _tokens(path: Path, n: int, seed: int) -> list[list[str]]:

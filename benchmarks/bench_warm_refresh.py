@@ -1,8 +1,8 @@
 #!/usr/bin/env python
 """Warm refresh against cold fit: the daemon's refresh after 1% new documents (issue 16).
 
-The daemon refits with the previous model as ``init`` (:class:`anchorstream.model.AnchorModel`,
-what ``daemon/refresher.py`` calls). This script builds a quality-benchmark corpus's
+The daemon refits with the previous model as ``init`` (:class:`anchorstream.model.pipeline.AnchorModel`,
+what ``daemon/refresh.py`` calls). This script builds a quality-benchmark corpus's
 co-occurrence over 99% of its training documents, fits cold, adds the last 1%, and refits
 twice on the whole: warm from the first fit, and cold (the peer, in the same run). It prints
 each fit's seconds and CPU seconds (the fit only: the daemon reads its counts from the store) and the held-out NPMI@10 of both refits (the metric of
@@ -26,9 +26,9 @@ sys.path.insert(0, str(REPO))
 
 import numpy as np  # noqa: E402
 
-from anchorstream.cooccurrence import LENGTH_CAP, cooccurrence  # noqa: E402
-from anchorstream.model import AnchorModel  # noqa: E402
-from anchorstream.text import Tokenizer, count_matrix, select_vocabulary  # noqa: E402
+from anchorstream.stats.cooccurrence import LENGTH_CAP, cooccurrence  # noqa: E402
+from anchorstream.model.pipeline import AnchorModel  # noqa: E402
+from anchorstream.text.tokenize import Tokenizer, count_matrix, select_vocabulary  # noqa: E402
 from benchmarks.quality.corpora import load  # noqa: E402
 from benchmarks.quality.metrics import HeldoutIndex, npmi, top_word_strings  # noqa: E402
 

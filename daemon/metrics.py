@@ -14,7 +14,7 @@ Two kinds of values:
   (or :meth:`Metrics.bind_publisher`, :meth:`Metrics.bind_filesystems`); a callable that
   raises is logged and its metric left out of that scrape, so a scrape never fails because the
   store is mid-checkpoint. The callables run in the HTTP thread, so they must be thread-safe and
-  cheap — return cached values (e.g. :meth:`daemon.source.KafkaSource.lag`), do no network I/O.
+  cheap — return cached values (e.g. :meth:`daemon.kafka.source.KafkaSource.lag`), do no network I/O.
 
 Process memory and CPU come from prometheus_client's ``ProcessCollector`` under the same prefix
 (``anchorstream_process_resident_memory_bytes``; Linux only, where ``/proc`` exists).
@@ -95,9 +95,9 @@ from prometheus_client.exposition import choose_encoder
 from prometheus_client.registry import Collector
 
 from anchorstream import __version__
-from anchorstream.decode import REASONS
-from anchorstream.storage import parse_store_url
-from daemon.loop import UNDECODABLE_BATCH
+from anchorstream.text.decode import REASONS
+from anchorstream.store.location import parse_store_url
+from daemon.ingest.loop import UNDECODABLE_BATCH
 
 __all__ = ["CHECKPOINT_STAGES", "PREFIX", "REFRESH_STAGES", "SOURCE_ERROR_KINDS", "Metrics"]
 
@@ -113,7 +113,7 @@ REFRESH_STAGES = ("read", "rectify", "anchors", "recover", "correlations", "alig
 CHECKPOINT_STAGES = ("delta", "write", "commit", "compact", "gc")
 #: Kinds of source errors (label values of source_errors_total): the broker did not answer
 #: (creating the consumer, polling, the periodic end-offsets probe), or a record batch was
-#: skipped (daemon.batches.KINDS).
+#: skipped (daemon.kafka.batches.KINDS).
 SOURCE_ERROR_KINDS = ("connect", "poll", "probe", "unsupported_codec", "corrupt_batch",
                       "batch_too_large")
 
@@ -316,7 +316,7 @@ class Metrics:
         ----------
         lag : callable -> mapping of (topic, partition) to int
         lag_age : callable -> float
-            Seconds since the broker last answered (:meth:`daemon.source.KafkaSource.lag_age`).
+            Seconds since the broker last answered (:meth:`daemon.kafka.source.KafkaSource.lag_age`).
         vocabulary_size : callable -> int
         snapshot : callable -> (version, created_timestamp, num_docs) or None
         snapshots_retained : callable -> int
@@ -355,7 +355,7 @@ class Metrics:
         with :func:`shutil.disk_usage` at every scrape (one ``statvfs`` call each). A location
         that is a URL of an object store (``s3://``, ``gs://``, ``memory://``) has no file
         system and is left out; ``file://`` URLs are local (read as the store reads them,
-        :func:`anchorstream.storage.parse_store_url`). A location on the same file system
+        :func:`anchorstream.store.location.parse_store_url`). A location on the same file system
         as one named before it is left out too (one series per file system, so an alert on
         free space fires once), and so is a directory that does not exist yet: its nearest
         existing parent is measured instead.
@@ -405,7 +405,7 @@ class Metrics:
         self.messages_rejected.labels(reason).inc()
 
     def observe_churn(self, churn: Mapping[str, Any]) -> None:
-        """Record :meth:`anchorstream.align.Alignment.churn` of a refresh."""
+        """Record :meth:`anchorstream.model.align.Alignment.churn` of a refresh."""
         births, deaths = len(churn.get("births", ())), len(churn.get("deaths", ()))
         matched = churn.get("matched", ())
         self.topic_births.inc(births)

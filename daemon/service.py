@@ -1,12 +1,12 @@
 """The daemon assembled from its parts: store, source, loop, refresher, publisher, API, metrics.
 
-:class:`Daemon` builds everything from a :class:`daemon.config.Config` and runs the ingest loop
+:class:`Daemon` builds everything from a :class:`daemon.settings.Config` and runs the ingest loop
 in the calling (main) thread; the refresher, the HTTP server and the Kafka clients have their
 own threads.
 
 Shutdown: SIGTERM or SIGINT (handlers installed by :meth:`Daemon.run` when called from the main
 thread) set a stop event. The loop notices it within one poll (``poll_timeout``, 0.5 s), commits
-what it accumulated with its offsets (:meth:`daemon.loop.IngestLoop.flush`), and the daemon then
+what it accumulated with its offsets (:meth:`daemon.ingest.loop.IngestLoop.flush`), and the daemon then
 stops the refresher (waiting at most ``refresh_join_seconds``; a refresh still running is
 abandoned: publication is atomic, so nothing half-written is ever visible), closes the consumer
 (leaving the group), flushes the dead-letter producer, and stops the HTTP server. The time
@@ -31,19 +31,19 @@ from pathlib import Path
 from collections.abc import Callable
 from typing import Any
 
-from anchorstream.accumulator import Forgetting
-from anchorstream.docstats import DocStatsSettings
+from anchorstream.stats.accumulator import Forgetting
+from anchorstream.stats.documents import DocStatsSettings
 from anchorstream.store import CooccurrenceStore
-from anchorstream.text import Tokenizer
-from anchorstream.vocabulary import read_seed_vocabulary
-from daemon.api import ApiServer
-from daemon import logfilter
-from daemon.config import Config
-from daemon.health import Readiness
-from daemon.loop import IngestLoop
+from anchorstream.text.tokenize import Tokenizer
+from anchorstream.text.vocabulary import read_seed_vocabulary
+from daemon.http.api import ApiServer
+from daemon.kafka import logfilter
+from daemon.settings import Config
+from daemon.http.health import Readiness
+from daemon.ingest.loop import IngestLoop
 from daemon.metrics import Metrics
-from daemon.publisher import Publisher
-from daemon.refresher import Refresher
+from daemon.publish import Publisher
+from daemon.refresh import Refresher
 
 __all__ = ["Daemon", "build_tokenizer", "open_store"]
 
@@ -72,7 +72,7 @@ def open_store(cfg: Config) -> CooccurrenceStore:
     The store keeps the document statistics ``model.method`` / ``model.anchor_method`` need
     (DDP, RP, TSVD) and no others: with a co-occurrence method, statistics a previous run kept
     are dropped, so they cost nothing; after a change of method, new statistics count the
-    documents from the current one on (see :mod:`anchorstream.docstats`).
+    documents from the current one on (see :mod:`anchorstream.stats.documents`).
     """
     s, v = cfg.store, cfg.vocab
     forgetting_kw = s.forgetting_kwargs()
@@ -144,7 +144,8 @@ class Daemon:
     def start(self) -> Daemon:
         """Build every part and start the background threads (not the ingest loop)."""
         # Imported here: kafka-python is only needed by a daemon that consumes.
-        from daemon.source import DeadLetterProducer, KafkaSource, ModelUpdatesProducer
+        from daemon.kafka.producers import DeadLetterProducer, ModelUpdatesProducer
+        from daemon.kafka.source import KafkaSource
 
         cfg = self.config
         k = cfg.kafka
@@ -255,7 +256,7 @@ class Daemon:
         """Start (if needed), ingest until stopped, shut down. Returns the exit status.
 
         ``stop_requested`` tells whether a signal came before the handlers were installed
-        (see :class:`daemon.cmd_run.StartupSignals`); the daemon then stops at once.
+        (see :class:`daemon.cli.run.StartupSignals`); the daemon then stops at once.
         """
         if threading.current_thread() is threading.main_thread():
             # Before start(): a signal while the parts are built then stops gracefully (the

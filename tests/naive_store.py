@@ -130,7 +130,7 @@ def naive_cooccurrence(token_lists, vocabulary, weights=None, length_cap=2):
 
 
 class NaiveVocabulary:
-    """The streaming vocabulary's rules, spelled out with lists (see anchorstream.vocabulary).
+    """The streaming vocabulary's rules, spelled out with lists (see anchorstream.text.vocabulary).
 
     ``sketch`` is a list of ``[word, count, error]`` in table order.
     """

@@ -8,8 +8,8 @@ import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from anchorstream.accumulator import Accumulator, Forgetting
-from anchorstream.cooccurrence import cooccurrence
+from anchorstream.stats.accumulator import Accumulator, Forgetting
+from anchorstream.stats.cooccurrence import cooccurrence
 from anchorstream.errors import InputError
 from tests.naive_store import naive_cooccurrence
 

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from anchorstream.align import align_topics, topic_similarity
+from anchorstream.model.align import align_topics, topic_similarity
 from anchorstream.errors import InputError
 from anchorstream.synthetic import planted_model
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from anchorstream.anchorfree import anchor_free, square_root_factor
-from anchorstream.cooccurrence import Cooccurrence
+from anchorstream.model.anchorfree import anchor_free, square_root_factor
+from anchorstream.stats.cooccurrence import Cooccurrence
 from anchorstream.errors import InputError
 from anchorstream.evaluate import recovery_error
-from anchorstream.model import AnchorModel
+from anchorstream.model.pipeline import AnchorModel
 from anchorstream.synthetic import (
     dirichlet_second_moment,
     planted_model,
@@ -103,8 +103,8 @@ def test_warm_start_from_previous_topics(scattered):
 
 
 def test_sampled_cooccurrence_is_close():
-    from anchorstream.cooccurrence import cooccurrence
-    from anchorstream.rectify import rectify
+    from anchorstream.stats.cooccurrence import cooccurrence
+    from anchorstream.model.rectify import rectify
     from anchorstream.synthetic import PlantedModel, sample_documents
 
     rng = np.random.default_rng(11)

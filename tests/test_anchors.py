@@ -8,8 +8,8 @@ import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from anchorstream import anchors as anchors_mod
-from anchorstream.anchors import (
+from anchorstream.model import anchors as anchors_mod
+from anchorstream.model.anchors import (
     candidate_words,
     fast_anchor_words,
     find_anchors,
@@ -379,7 +379,7 @@ def test_candidate_words_bad_input(doc_freq, min_df):
 @given(st.lists(st.integers(0, 500), min_size=0, max_size=60), st.integers(1, 20),
        st.integers(1, 300))
 def test_anchor_min_df_falls_back_to_keep_two_candidates_per_topic(df, k, min_df):
-    from anchorstream.anchors import anchor_min_df_for
+    from anchorstream.model.anchors import anchor_min_df_for
 
     got = anchor_min_df_for(df, k, min_df)
     assert got <= min_df
@@ -392,8 +392,8 @@ def test_anchor_min_df_falls_back_to_keep_two_candidates_per_topic(df, k, min_df
 
 
 def test_the_default_anchor_min_df_falls_back_on_a_small_corpus():
-    from anchorstream.cooccurrence import cooccurrence
-    from anchorstream.model import AnchorModel
+    from anchorstream.stats.cooccurrence import cooccurrence
+    from anchorstream.model.pipeline import AnchorModel
     from anchorstream.synthetic import planted_model, sample_documents
 
     X, _ = sample_documents(planted_model(200, 5, random_state=0), 150, 20, random_state=1)

@@ -12,10 +12,10 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from anchorstream.synthetic import planted_model
-from daemon.api import ApiServer
-from daemon.config import Secret
+from daemon.http.api import ApiServer
+from daemon.settings import Secret
 from daemon.metrics import Metrics
-from daemon.publisher import Publisher
+from daemon.publish import Publisher
 
 V, K = 40, 4
 VOCAB = [f"word{i:02d}" for i in range(V)]

@@ -19,11 +19,13 @@ import time
 import pytest
 from test_api import model_kwargs, request
 
-from daemon import httpserver, strictjson
-from daemon.api import ApiServer
-from daemon.config import ConfigError, parse_config
+from daemon.http import server as httpserver
+
+from daemon.http import strictjson
+from daemon.http.api import ApiServer
+from daemon.settings import ConfigError, parse_config
 from daemon.metrics import Metrics
-from daemon.publisher import Publisher
+from daemon.publish import Publisher
 
 #: Generous deadline for anything that should take about a second.
 PATIENCE = 30.0

@@ -16,11 +16,11 @@ import kafka.codec
 import pytest
 from kafka_broker import FAST_GROUP, gzip_bomb, produce, produce_batch, unique_name
 
-from daemon import batches
-from daemon.batches import BatchTooLarge, UndecodableBatch, decompress
-from daemon.config import parse_config
+from daemon.kafka import batches
+from daemon.kafka.batches import BatchTooLarge, UndecodableBatch, decompress
+from daemon.settings import parse_config
 from daemon.metrics import SOURCE_ERROR_KINDS
-from daemon.source import KafkaSource
+from daemon.kafka.source import KafkaSource
 
 CODECS = ("gzip", "snappy", "lz4", "zstd")
 ENCODERS = {"gzip": kafka.codec.gzip_encode, "snappy": kafka.codec.snappy_encode,
@@ -233,9 +233,10 @@ def test_gzip_bomb_raises_daemon_memory_by_a_bounded_amount(kafka_broker, tmp_pa
 
 def test_loop_counts_a_skipped_batch_and_moves_its_offset_past_it(tmp_path):
     from anchorstream.store import CooccurrenceStore
-    from anchorstream.text import Tokenizer
-    from daemon.config import MessageConfig
-    from daemon.loop import IngestLoop, offset_key
+    from anchorstream.text.tokenize import Tokenizer
+    from daemon.settings import MessageConfig
+    from daemon.ingest.loop import IngestLoop
+    from daemon.ingest.source import offset_key
 
     class DeadLetters:
         def __init__(self):

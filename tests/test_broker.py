@@ -6,7 +6,7 @@ the real thing — a real broker, a real ``python -m daemon run`` process with a
 (embedded broker, temporary store and snapshot directories, HTTP on port 0) — and end the
 daemon every way it can end: a clean SIGTERM, a second signal during shutdown (the forced
 exit), a signal during start-up, and SIGKILL (which no handler sees: the broker goes through
-its parent-death signal, see :func:`daemon.broker._die_with_parent`).
+its parent-death signal, see :func:`daemon.kafka.broker._die_with_parent`).
 
 Every process a test starts is killed at its end if it is still there, broker included.
 """
@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from daemon.broker import BrokerError, EmbeddedBroker, resolve_binary
+from daemon.kafka.broker import BrokerError, EmbeddedBroker, resolve_binary
 
 REPO = Path(__file__).resolve().parents[1]
 # Upper bounds that only turn a hang into a failure; nothing is asserted about speed. An
@@ -105,7 +105,7 @@ def test_broker_dies_when_the_process_that_started_it_is_killed(tmp_path, reaper
     script = textwrap.dedent(f"""
         import sys, time
         sys.path.insert(0, {str(REPO)!r})
-        from daemon.broker import EmbeddedBroker
+        from daemon.kafka.broker import EmbeddedBroker
         broker = EmbeddedBroker().start()
         print(broker.pid, broker.port, flush=True)
         time.sleep(600)
@@ -213,7 +213,7 @@ class EmbeddedRun:
 
 
 def stopped_line(pid: int) -> str:
-    """What :meth:`daemon.broker.EmbeddedBroker.stop` logs: proof it was stopped on purpose."""
+    """What :meth:`daemon.kafka.broker.EmbeddedBroker.stop` logs: proof it was stopped on purpose."""
     return f"embedded broker (pid {pid}) stopped"
 
 

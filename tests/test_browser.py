@@ -38,9 +38,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from daemon.api import ApiServer
+from daemon.http.api import ApiServer
 from daemon.metrics import Metrics
-from daemon.publisher import Publisher
+from daemon.publish import Publisher
 
 REPO = Path(__file__).resolve().parents[1]
 #: Where the screenshot lands for a person to look at (build/ is ignored by git).

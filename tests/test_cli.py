@@ -115,7 +115,7 @@ def test_fit_refuses_an_existing_output_before_working(corpus, tmp_path, capsys)
 
 
 def test_fit_prepares_its_arrays_in_the_background_within_a_memory_bound(monkeypatch):
-    import daemon.cmd_fit as cmd_fit
+    import daemon.cli.fit as cmd_fit
 
     pre = cmd_fit._Prefault(30, np.float32)
     assert pre.enabled
@@ -214,3 +214,27 @@ def test_length_cap_and_max_df_options_take_none_and_name_bad_values(tmp_path, c
     committed = open_committed(store)
     assert committed.cooccurrence.length_cap is None
     assert committed.cooccurrence.normalized().sum() == pytest.approx(1.0)
+
+
+def test_fit_reads_records_by_the_ingest_loops_rule_and_never_aborts(tmp_path):
+    # The same record rule as the ingest loop (daemon.ingest.loop.record_tokens): bad lines are
+    # rejected by reason, and a line whose processing raises what no check foresaw is rejected
+    # as unprocessable, as the loop does, instead of stopping the fit.
+    from anchorstream.text.tokenize import Tokenizer
+    from daemon.cli.fit import read_documents
+
+    path = tmp_path / "docs.jsonl"
+    path.write_bytes(b'{"text": "apple banana"}\n\xff\n{"text": "boom here"}\n'
+                     b'{"text": ["a\\nb"]}\n{"text": "cherry date"}\n')
+    plain = Tokenizer(stopwords=None)
+
+    def tokenizer(content):
+        if "boom" in content:
+            raise RuntimeError("a tokenizer bug")
+        return plain(content)
+
+    docs, stats = read_documents([path], format="json", text_field="text", tokenizer=tokenizer,
+                                 progress=False)
+    assert docs == [["apple", "banana"], ["cherry", "date"]]
+    assert stats == {"lines": 5, "documents": 2, "rejected": {
+        "invalid_utf8": 1, "unprocessable": 1, "invalid_token": 1}}

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 import pytest
 import yaml
+from pydantic import ValidationError
 
-from daemon.config import (
+from anchorstream.model import pipeline
+from anchorstream.model.registry import COUNT_ANCHORS, DOCUMENT_ANCHORS, METHODS
+from anchorstream.stats.accumulator import Forgetting
+from anchorstream.stats.documents import DocStatsSettings
+from daemon.settings import (
     Config,
     ConfigError,
     Secret,
@@ -43,7 +47,7 @@ def test_defaults_and_frozen():
     assert cfg.http.host == "127.0.0.1" and cfg.metrics.port == 0
     assert cfg.kafka.bootstrap_servers == ("embedded",) and cfg.kafka.embedded
     assert cfg.kafka.allow_plaintext_sasl is False
-    with pytest.raises(dataclasses.FrozenInstanceError):
+    with pytest.raises(ValidationError, match="frozen"):
         cfg.model.num_topics = 3
 
 
@@ -147,6 +151,41 @@ def test_bad_values_name_key_value_and_allowed(section, key, value, allowed):
     assert "allowed:" in msg and allowed in msg
 
 
+def test_every_problem_is_reported_at_once():
+    msg = error_of({"kafka": {"security_protocol": "SASL"}, "model": {"num_topics": 0},
+                    "http": {"bearer_token": ["hunter2"]}, "vocab": {"capacity": "many"}},
+                   env={"ANCHORSTREAM_STORE__KEEP_VERSION": "3"})
+    lines = msg.splitlines()
+    assert lines[0] == "5 problems in the configuration:", msg
+    assert lines[1:] == [
+        "  kafka.security_protocol: got 'SASL'; allowed: one of 'PLAINTEXT', 'SSL', "
+        "'SASL_PLAINTEXT', 'SASL_SSL'",
+        lines[2],
+        "  vocab.capacity: got 'many'; allowed: an integer >= 2",
+        "  model.num_topics: got 0; allowed: an integer >= 1",
+        "  http.bearer_token: got <a list>; allowed: a non-empty string or null",
+    ], msg
+    assert lines[2].startswith("  unknown key 'store.keep_version' (from environment variable "
+                               "ANCHORSTREAM_STORE__KEEP_VERSION) (did you mean 'keep_versions'?)")
+    assert "hunter2" not in msg
+
+
+def test_rules_between_keys_join_the_report():
+    msg = error_of({"kafka": {"heartbeat_interval_ms": 6000, "reconnect_backoff_ms": 500,
+                              "reconnect_backoff_max_ms": 100},
+                    "store": {"half_life_docs": 1e5, "half_life_seconds": 3600},
+                    "model": {"num_topics": 0}})
+    assert msg.splitlines()[1:] == [
+        "  kafka.heartbeat_interval_ms: got 6000; allowed: less than kafka.session_timeout_ms "
+        "(6000)",
+        "  kafka.reconnect_backoff_max_ms: got 100; allowed: at least kafka.reconnect_backoff_ms "
+        "(500)",
+        "  store.half_life_seconds: got 3600.0 while store.half_life_docs is 100000.0; allowed: "
+        "at most one of the two",
+        "  model.num_topics: got 0; allowed: an integer >= 1",
+    ], msg
+
+
 def test_bad_environment_value_names_the_variable():
     msg = error_of(env={"ANCHORSTREAM_HTTP__PORT": "eighty"})
     assert msg.startswith("http.port (from environment variable ANCHORSTREAM_HTTP__PORT): "
@@ -198,8 +237,7 @@ def test_forgetting_settings_map_to_the_store():
                                     "half_life_docs": 500}}).store
     assert store.forgetting_kwargs() == {"half_life": 500.0, "window": 1000.0, "n_windows": 4,
                                          "unit": "documents"}
-    accumulator = pytest.importorskip("anchorstream.accumulator")
-    forgetting = accumulator.Forgetting(**store.forgetting_kwargs())
+    forgetting = Forgetting(**store.forgetting_kwargs())
     assert forgetting.n_windows == 4
 
 
@@ -264,17 +302,15 @@ def test_file_problems(tmp_path):
 
 
 def test_model_settings_match_the_estimator():
-    model = pytest.importorskip("anchorstream.model")
-    from daemon.config import ModelConfig
+    from daemon.settings import ModelConfig
 
-    fields = {f.name: f for f in dataclasses.fields(ModelConfig)}
-    assert fields["anchor_method"].metadata["check"]("qr") == "qr"
-    for method in model.ANCHOR_METHODS:
-        fields["anchor_method"].metadata["check"](method)
-    for method in model.RECOVER_METHODS:
-        fields["recover_method"].metadata["check"](method)
+    assert ModelConfig(anchor_method="qr").anchor_method == "qr"
+    for method in COUNT_ANCHORS:
+        assert ModelConfig(anchor_method=method).anchor_method == method
+    for method in pipeline.RECOVER_METHODS:
+        assert ModelConfig(recover_method=method).recover_method == method
     kwargs = ModelConfig(num_topics=7).model_kwargs()
-    settings = model.ModelSettings(**kwargs)
+    settings = pipeline.ModelSettings(**kwargs)
     assert settings.n_topics == 7
 
 
@@ -304,32 +340,29 @@ def test_warm_rectification_bounds_reach_the_model():
 
 
 def test_methods_and_the_document_statistics_they_need():
-    docstats = pytest.importorskip("anchorstream.docstats")
-    methods = pytest.importorskip("anchorstream.methods")
-    from daemon.config import ModelConfig
+    from daemon.settings import ModelConfig
 
-    fields = {f.name: f for f in dataclasses.fields(ModelConfig)}
-    for method in methods.METHODS:
-        assert fields["method"].metadata["check"](method) == method
-    for anchors in methods.DOCUMENT_ANCHORS:
-        assert fields["anchor_method"].metadata["check"](anchors) == anchors
+    for method in METHODS:
+        assert ModelConfig(method=method).method == method
+    for anchors in DOCUMENT_ANCHORS:
+        assert ModelConfig(anchor_method=anchors).anchor_method == anchors
     msg = error_of({"model": {"method": "tsvd", "anchor_method": "ddp"}})
     assert "got 'ddp' with model.method='tsvd'" in msg and "'qr' or 'fast'" in msg
 
     def settings(**model):
         m = parse_config({"model": model}).model
-        return m.needs_documents, docstats.DocStatsSettings.for_method(
+        return m.needs_documents, DocStatsSettings.for_method(
             **m.document_stats_kwargs())
 
-    assert settings() == (False, docstats.DocStatsSettings())
-    assert settings(method="anchorfree") == (False, docstats.DocStatsSettings())
+    assert settings() == (False, DocStatsSettings())
+    assert settings(method="anchorfree") == (False, DocStatsSettings())
     assert settings(anchor_method="ddp", random_state=4) == (
-        True, docstats.DocStatsSettings(split=True, seed=4))
+        True, DocStatsSettings(split=True, seed=4))
     assert settings(anchor_method="rp", num_topics=8) == (
-        True, docstats.DocStatsSettings(split=True, n_projections=400))
+        True, DocStatsSettings(split=True, n_projections=400))
     assert settings(anchor_method="rp", rp_projections=30)[1].n_projections == 30
     assert settings(method="tsvd", tsvd_documents=500) == (
-        True, docstats.DocStatsSettings(reservoir=500))
+        True, DocStatsSettings(reservoir=500))
 
 
 def test_readme_configuration_table_is_generated_from_the_keys():
@@ -344,7 +377,7 @@ def test_readme_configuration_table_is_generated_from_the_keys():
     while end < len(lines) and lines[end].startswith("| `"):
         end += 1
     assert lines[start:end] == rows, (
-        "README's configuration table differs from daemon/config.py's keys; regenerate it "
+        "README's configuration table differs from daemon/settings/sections.py's keys; regenerate it "
         "from describe_keys() (one row per key: name, JSON default, doc)")
 
 

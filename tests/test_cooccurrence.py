@@ -10,8 +10,8 @@ import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import anchorstream.cooccurrence as cooc_mod
-from anchorstream.cooccurrence import Cooccurrence, accumulate, cooccurrence, take_square
+import anchorstream.stats.cooccurrence as cooc_mod
+from anchorstream.stats.cooccurrence import Cooccurrence, accumulate, cooccurrence, take_square
 from anchorstream.errors import InputError
 from anchorstream.synthetic import planted_model, sample_documents
 from tests import naive_cooc as naive

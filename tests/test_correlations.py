@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import doctest
-import importlib.util
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import anchorstream.correlations as correlations_module
-from anchorstream.correlations import dirichlet_alpha, supertopics, topic_topic
+import anchorstream.model.correlations as correlations_module
+from anchorstream.model.correlations import dirichlet_alpha, supertopics, topic_topic
 from anchorstream.errors import InputError
-from anchorstream.recover import recover
+from anchorstream.model.recover import recover
 from anchorstream.synthetic import (
     dirichlet_second_moment,
     planted_model,
@@ -165,11 +164,6 @@ def test_supertopics_pass_through_a_rectifier():
     np.testing.assert_allclose(A_super, R, atol=1e-8)
 
 
-@pytest.mark.skipif(
-    importlib.util.find_spec("anchorstream.rectify") is None
-    or importlib.util.find_spec("anchorstream.anchors") is None,
-    reason="needs anchorstream.rectify and anchorstream.anchors",
-)
 def test_supertopics_with_the_default_stages():
     W, R, A = _hierarchy()
     weights, A_super = supertopics(A, 3, random_state=0)

@@ -32,11 +32,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from anchorstream.cooccurrence import cooccurrence
+from anchorstream.stats.cooccurrence import cooccurrence
 from anchorstream.errors import StoreError
 from anchorstream.store import CooccurrenceStore, open_committed
-from anchorstream.text import Tokenizer, count_matrix
-from daemon.cmd_ingest import file_key, ingest_files
+from anchorstream.text.tokenize import Tokenizer, count_matrix
+from daemon.cli.ingest import file_key, ingest_files
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -59,9 +59,11 @@ ZYGOTE = textwrap.dedent(
     import json, os, signal, sys, time, traceback
     import numpy as np
     from anchorstream._kernels.store import store_pair_delta, store_unique_counts
-    from anchorstream.store import CooccurrenceStore
-    from anchorstream.text import Tokenizer
-    from daemon.cmd_ingest import ingest_files
+    from anchorstream.store import CooccurrenceStore, configure_logging
+    from anchorstream.text.tokenize import Tokenizer
+    from daemon.cli.ingest import ingest_files
+
+    configure_logging()  # Icechunk's local-disk warning would go to stdout
 
     STORE = json.loads(sys.argv[1])
     # Load the compiled kernels now, so that children start working at once.

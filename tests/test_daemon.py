@@ -26,7 +26,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from anchorstream.store import store_info
 from anchorstream.synthetic import planted_model, sample_documents
-from daemon.broker import BrokerError, EmbeddedBroker, resolve_binary
+from daemon.kafka.broker import BrokerError, EmbeddedBroker, resolve_binary
 
 REPO = Path(__file__).resolve().parents[1]
 K = 6

@@ -13,7 +13,7 @@ import json
 from kafka_broker import produce, unique_name
 from test_daemon import DaemonProcess, corpus, wait_for_docs, write_config
 
-from daemon.publisher import version_name
+from daemon.publish import version_name
 
 
 def manifest(tmp_path, snap: dict) -> dict:

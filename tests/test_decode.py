@@ -5,8 +5,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import anchorstream.decode as decode_module
-from anchorstream.decode import (
+import anchorstream.text.decode as decode_module
+from anchorstream.text.decode import (
     MAX_TIMESTAMP,
     REASONS,
     DecodeError,

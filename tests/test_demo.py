@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from daemon.cmd_demo import SAMPLE, demo_config
+from daemon.cli.demo import SAMPLE, demo_config
 
 REPO = Path(__file__).resolve().parents[1]
 # Upper bound only for a hung process; the test asserts nothing about time.
@@ -181,7 +181,7 @@ def test_demo_stops_cleanly_on_sigterm(tmp_path):
 
 
 def test_demo_config_forces_embedded_broker_and_demo_paths(tmp_path):
-    from daemon.config import parse_config
+    from daemon.settings import parse_config
 
     base = parse_config({
         "kafka": {"bootstrap_servers": ["kafka:9093"], "security_protocol": "SASL_SSL",

@@ -24,7 +24,7 @@ from kafka_broker import produce, unique_name
 from prometheus_client.parser import text_string_to_metric_families
 from test_daemon import DaemonProcess, corpus, http, wait_for_docs, write_config
 
-from daemon.config import parse_config
+from daemon.settings import parse_config
 
 DEPLOY = Path(__file__).resolve().parent.parent / "deploy"
 METRIC = re.compile(r"\banchorstream_[A-Za-z0-9_]+")
@@ -275,7 +275,7 @@ def test_kubernetes_manifests():
 
 
 #: Peak bytes of a refresh per squared vocabulary word: the refresher keeps ~30 V^2 of dense
-#: buffers (daemon/refresher.py: float64 counts and subset, float32 iterate and two states,
+#: buffers (daemon/refresh.py: float64 counts and subset, float32 iterate and two states,
 #: 10% headroom) and peaked at 33.9 V^2 of numpy allocations (tracemalloc, V = 2000, cold).
 REFRESH_PEAK_PER_V2 = 34
 #: Interpreter, libraries and Kafka client (the daemon's resident size before any refresh).

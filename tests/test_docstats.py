@@ -1,7 +1,7 @@
 """Document statistics kept with the store (DDP/RP split statistic and sketch, TSVD reservoir).
 
 Real stores on disk throughout. The statistics read back from a committed version are held
-against: the batch functions of :mod:`anchorstream.wordpatterns` (streaming equals batch, any
+against: the batch functions of :mod:`anchorstream.stats.wordpatterns` (streaming equals batch, any
 cuts, checkpoints and crashes), a per-document slow twin that applies the eviction, decay and
 window rules literally, and a writer killed with SIGKILL mid-stream. Refreshes with every
 method run on planted corpora through the real refresher and publisher.
@@ -22,15 +22,15 @@ import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from anchorstream import wordpatterns as wp
-from anchorstream.accumulator import Forgetting
-from anchorstream.docstats import DocStatsSettings, read_document_state, reservoir_keys
+from anchorstream.stats import wordpatterns as wp
+from anchorstream.stats.accumulator import Forgetting
+from anchorstream.stats.documents import DocStatsSettings, reservoir_keys
 from anchorstream.errors import InputError
 from anchorstream.evaluate import recovery_error
-from anchorstream.store import CooccurrenceStore, open_committed
+from anchorstream.store import CooccurrenceStore, open_committed, read_document_state
 from anchorstream.synthetic import planted_model, sample_documents
-from daemon.publisher import Publisher
-from daemon.refresher import Refresher
+from daemon.publish import Publisher
+from daemon.refresh import Refresher
 
 ROOT = Path(__file__).resolve().parents[1]
 WORDS = [f"w{i}" for i in range(30)]
@@ -232,8 +232,9 @@ def test_evicted_slots_decay_and_windows_follow_the_counts_rules(tmp_path, rng, 
 
 CHILD = """
 import json, sys
-from anchorstream.docstats import DocStatsSettings
-from anchorstream.store import CooccurrenceStore
+from anchorstream.stats.documents import DocStatsSettings
+from anchorstream.store import CooccurrenceStore, configure_logging
+configure_logging()  # Icechunk's local-disk warning would go to stdout
 url, path, kw, cfg = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), json.loads(sys.argv[4])
 hold = int(sys.argv[5])
 docs = json.load(open(path))
@@ -447,6 +448,6 @@ def test_refresh_waits_for_statistics(tmp_path, rng):
 def test_module_doctests():
     import doctest
 
-    import anchorstream.docstats as docstats_module
+    import anchorstream.stats.documents as docstats_module
 
     assert doctest.testmod(docstats_module).failed == 0

@@ -9,6 +9,7 @@ import pytest
 import scipy.sparse as sp
 
 import anchorstream.evaluate as ev
+import anchorstream.evaluate.jsmf as ev_jsmf
 from anchorstream.errors import InputError
 from anchorstream.synthetic import planted_model, population_cooccurrence, sample_documents
 
@@ -225,7 +226,7 @@ def test_approximation_and_recovery_vanish_on_the_exact_model(truth, monkeypatch
     B, R = truth.topic_word, truth.topic_topic
     Q = population_cooccurrence(B, R)
     coef = ev.word_topic_posterior(B, R.sum(axis=1))
-    monkeypatch.setattr(ev, "_ROW_BLOCK", 7)  # exercise the row blocks
+    monkeypatch.setattr(ev_jsmf, "_ROW_BLOCK", 7)  # exercise the row blocks
     assert ev.approximation_error(Q, B, R) < 1e-14
     assert ev.recovery_error_rows(Q, truth.anchors, coef) < 1e-10
     assert ev.recovery_error_rows(sp.csr_matrix(Q), truth.anchors, coef) < 1e-10

@@ -4,7 +4,7 @@ Hypothesis generates message values — random bytes; JSON of every shape and de
 thousands of digits, huge floats, NaN and Infinity literals; lone surrogates both as JSON
 ``\\ud800`` escapes and as raw (invalid UTF-8) bytes; NULs, line breaks and other control
 characters; every type in the text and timestamp fields — and drives them through the real
-decode → validate → tokenize → accumulate → checkpoint path: :class:`daemon.loop.IngestLoop` on
+decode → validate → tokenize → accumulate → checkpoint path: :class:`daemon.ingest.loop.IngestLoop` on
 a real store on disk, fed by an in-memory list source (the Kafka source has its own tests), for
 each message format, with and without a timestamp field, with forgetting in documents or in
 seconds.
@@ -31,13 +31,14 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from anchorstream.accumulator import Forgetting
-from anchorstream.decode import REASONS
+from anchorstream.stats.accumulator import Forgetting
+from anchorstream.text.decode import REASONS
 from anchorstream.store import CooccurrenceStore, open_committed
-from anchorstream.text import Tokenizer
-from daemon.config import MessageConfig
-from daemon.loop import IngestLoop
-from daemon.source import SourceRecord
+from anchorstream.text.tokenize import Tokenizer
+from daemon.settings import MessageConfig
+from daemon.ingest.loop import IngestLoop
+from daemon.ingest.source import kafka_position
+from daemon.kafka.source import SourceRecord
 
 PER_EXAMPLE = 200
 MESSAGES = int(os.environ.get("ANCHORSTREAM_FUZZ_MESSAGES", "10000"))
@@ -132,8 +133,14 @@ class ListSource:
         self.pos += len(out)
         return out
 
+    position = staticmethod(kafka_position)
+    stopped = False
+
     def topic_ids(self):
         return {}
+
+    def topic_id(self, topic):
+        return None
 
     def commit(self, offsets):
         pass

@@ -12,10 +12,10 @@ import pytest
 from kafka.errors import KafkaTimeoutError
 from test_daemon import DEADLINE, DaemonProcess, http, metric, write_config
 
-from daemon.broker import free_port
-from daemon.config import parse_config
-from daemon.health import Readiness
-from daemon.source import KafkaSource
+from daemon.kafka.broker import free_port
+from daemon.settings import parse_config
+from daemon.http.health import Readiness
+from daemon.kafka.source import KafkaSource
 
 
 class Clock:

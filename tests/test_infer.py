@@ -1,4 +1,4 @@
-"""Topic proportions of new documents (anchorstream.infer)."""
+"""Topic proportions of new documents (anchorstream.model.infer)."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-import anchorstream.infer as infer_mod
+import anchorstream.model.infer as infer_mod
 from anchorstream.errors import InputError
-from anchorstream.infer import infer_topics
+from anchorstream.model.infer import infer_topics
 from anchorstream.synthetic import planted_model, sample_documents
 
 V, K = 150, 5

@@ -1,7 +1,7 @@
 """``anchorstream ingest`` and the daemon's loop accept and reject the same records.
 
-Both run :class:`daemon.loop.IngestLoop` (files through :class:`daemon.files.FileSource`, Kafka
-through :class:`daemon.source.KafkaSource`); these tests hold them together on a real store on
+Both run :class:`daemon.ingest.loop.IngestLoop` (files through :class:`daemon.ingest.files.FileSource`, Kafka
+through :class:`daemon.kafka.source.KafkaSource`); these tests hold them together on a real store on
 disk: the same lines give the same documents and the same rejections by reason, and no line
 stops ``ingest`` (issue 15).
 """
@@ -10,18 +10,21 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 
 import numpy as np
 import pytest
 
-from anchorstream.accumulator import Forgetting
+from anchorstream.stats.accumulator import Forgetting
 from anchorstream.store import CooccurrenceStore, open_committed
-from anchorstream.text import Tokenizer
+from anchorstream.text.tokenize import Tokenizer, load_stopwords
 from daemon.cli import main
-from daemon.cmd_ingest import file_key, ingest_files, register
-from daemon.config import MessageConfig
-from daemon.loop import IngestLoop
-from daemon.source import SourceRecord
+from daemon.cli.ingest import file_key, ingest_files, register
+from daemon.settings import MessageConfig
+from daemon.ingest.files import FileSource
+from daemon.ingest.loop import IngestLoop
+from daemon.ingest.source import RecordSource, kafka_position, offset_key
+from daemon.kafka.source import SourceRecord
 
 SECONDS = Forgetting(half_life=3600, unit="seconds")
 
@@ -133,3 +136,83 @@ def test_ingest_never_aborts_on_a_line_of_any_format(tmp_path, fmt):
     n = len(ADVERSARIAL) + 3
     assert stats["documents"] + sum(stats["rejected"].values()) == n
     assert open_committed(tmp_path / "s").n_docs_added == stats["documents"]
+
+
+#: Hostile records: bad UTF-8, bad JSON, oversized, a bad field, a token the store cannot keep,
+#: between good ones.
+HOSTILE = [
+    b'{"text": "caf\xc3 ok"}',                      # bad UTF-8
+    b"\xff\xfe\xfd",                                 # bad UTF-8, not even JSON
+    b'{"text": "apple banana"',                      # bad JSON
+    b"[1, 2, 3]",                                    # JSON, not an object
+    b'{"text": "' + b"apple " * 400 + b'"}',         # oversized under max_bytes=1000
+    b'{"text": 5}',                                  # wrongly typed field
+    b'{"other": "no text"}',                         # missing field
+    b'{"text": ["line\\nbreak", "okay"]}',           # a token the store cannot keep
+    b'{"text": "the of and"}',                       # only stopwords: still a document
+]
+
+
+class KafkaRecords:
+    """The records of one partition as the daemon's loop gets them (a RecordSource)."""
+
+    def __init__(self, values, batch=4):
+        self.records = [SourceRecord("docs", 0, i, v, timestamp=None)
+                        for i, v in enumerate(values)]
+        self.batch, self.pos, self.commits = batch, 0, []
+
+    def poll_batch(self, max_records=1000, timeout=0.0):
+        out = self.records[self.pos:self.pos + min(self.batch, max_records)]
+        self.pos += len(out)
+        return out
+
+    position = staticmethod(kafka_position)
+    stopped = False
+    offsets_for = on_topic_reset = on_skip = None
+
+    def topic_ids(self):
+        return {}
+
+    def topic_id(self, topic):
+        return None
+
+    def commit(self, offsets):
+        self.commits.append(dict(offsets))
+
+    def close(self):
+        pass
+
+
+def test_file_and_kafka_sources_treat_hostile_records_identically(tmp_path):
+    # The same hostile lines through the one loop, once from a file (FileSource, as
+    # `anchorstream ingest` reads) and once as Kafka records (as the daemon reads): the same
+    # rejections by reason, the same documents, the same matrix, and each source's position
+    # past the last record committed; nothing stops either.
+    data = []
+    for i, bad in enumerate(HOSTILE):
+        data += [good(2 * i), bad, good(2 * i + 1)]
+    path = tmp_path / "docs.jsonl"
+    path.write_bytes(b"\n".join(data) + b"\n")
+    message = MessageConfig(max_bytes=1000)
+    tokenizer = Tokenizer(stopwords=load_stopwords("english"))
+    results = {}
+    for name, source in (("files", FileSource([path])), ("kafka", KafkaRecords(data))):
+        assert isinstance(source, RecordSource)
+        store = CooccurrenceStore.create(tmp_path / name, capacity=64, admit_threshold=1)
+        loop = IngestLoop(store, source, tokenizer=tokenizer, message=message,
+                          checkpoint_every_docs=5, checkpoint_every_seconds=math.inf,
+                          max_poll_records=4)
+        while loop.step():
+            pass
+        assert loop.flush()
+        results[name] = (dict(loop.rejected), loop.documents, open_committed(tmp_path / name))
+    (rej_f, docs_f, a), (rej_k, docs_k, b) = results["files"], results["kafka"]
+    assert rej_f == rej_k == {"invalid_utf8": 2, "invalid_json": 1, "not_an_object": 1,
+                              "oversized": 1,
+                              "wrong_type": 1, "missing_field": 1, "invalid_token": 1}
+    assert docs_f == docs_k == 2 * len(HOSTILE) + 1
+    assert a.n_docs_added == b.n_docs_added == docs_f
+    assert a.words == b.words
+    np.testing.assert_allclose(a.cooccurrence.counts, b.cooccurrence.counts, rtol=1e-12)
+    assert a.offsets[file_key(path)] == path.stat().st_size
+    assert b.offsets[offset_key("docs", 0)] == len(data)

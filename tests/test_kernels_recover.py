@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import scipy.linalg
 
+from anchorstream._kernels import admm as ka
 from anchorstream._kernels import recover as kr
 from tests import naive_recover as naive
 
@@ -110,7 +111,7 @@ def test_admm_dr_matches_twin(use_init):
     F = scipy.linalg.inv(gamma * G + np.eye(K))
     G_pinv = scipy.linalg.pinvh(G)
     init = _warm_start(V, K, 3)
-    got = kr.recover_admm_dr(G, H, F, G_pinv, init, use_init, rows, lam, gamma, 1e-10, 2000)
+    got = ka.recover_admm_dr(G, H, F, G_pinv, init, use_init, rows, lam, gamma, 1e-10, 2000)
     want = naive.naive_admm_dr(G, H, F, G_pinv, init, use_init, rows, lam, gamma, 1e-10, 2000)
     np.testing.assert_allclose(got[0], want[0], atol=1e-9)
     np.testing.assert_array_equal(got[1], want[1])
@@ -132,7 +133,7 @@ def test_active_set_search_matches_twin_and_the_oracle():
         start = naive.exact_simplex_least_squares(G, h + 0.3 * rng.normal(size=K))
         y = np.empty(K)
         for steps in (1, 10):
-            ok = kr._recover_active_set(G, h, start, 1e-9, steps, y)
+            ok = ka._recover_active_set(G, h, start, 1e-9, steps, y)
             twin = naive.naive_active_set(G, h, start, 1e-9, steps)
             assert ok == (twin is not None), trial
             if ok:
@@ -150,7 +151,7 @@ def test_admm_dr_warm_start_at_the_optimum_takes_no_iterations():
     init = np.zeros((V, K))
     for i in rows:
         init[i] = naive.exact_simplex_least_squares(G, H[i] * 1.02)  # a slightly other problem
-    got = kr.recover_admm_dr(G, H, F, G_pinv, init, True, rows, 1.9, 1.0, 1e-9, 2000)
+    got = ka.recover_admm_dr(G, H, F, G_pinv, init, True, rows, 1.9, 1.0, 1e-9, 2000)
     want = naive.naive_admm_dr(G, H, F, G_pinv, init, True, rows, 1.9, 1.0, 1e-9, 2000)
     np.testing.assert_allclose(got[0], want[0], atol=1e-9)
     np.testing.assert_array_equal(got[1], want[1])
@@ -166,7 +167,7 @@ def test_l2_solvers_reach_the_exact_minimizer():
     C, p, U, G, H, vnorm2, rows = _problem(4, noise=1.0)
     V, K = H.shape
     F = scipy.linalg.inv(3.0 * G + np.eye(K))
-    admm = kr.recover_admm_dr(
+    admm = ka.recover_admm_dr(
         G, H, F, scipy.linalg.pinvh(G), H, False, rows, 1.9, 3.0, 1e-12, 20000
     )
     eg = kr.recover_expgrad_l2(

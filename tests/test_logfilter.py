@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import logging
 
-from daemon import logfilter
-from daemon.logfilter import RepeatFilter
+from daemon.kafka import logfilter
+from daemon.kafka.logfilter import RepeatFilter
 
 
 class Clock:

@@ -1,6 +1,6 @@
 """The ingest loop on a real store, fed by a scripted in-memory record source.
 
-The source here is a stand-in for :class:`daemon.source.KafkaSource` (which has its own tests
+The source here is a stand-in for :class:`daemon.kafka.source.KafkaSource` (which has its own tests
 against a real broker); the loop, the store and the offsets logic are the real ones. The whole
 chain with a real broker and a real daemon process is in ``tests/test_daemon.py``.
 """
@@ -14,11 +14,12 @@ import pytest
 
 from anchorstream.errors import StoreError
 from anchorstream.store import CooccurrenceStore, open_committed
-from anchorstream.text import Tokenizer
-from daemon.config import MessageConfig
-from daemon.loop import TOPIC_IDS_KEY, IngestLoop, LoopError, offset_key, parse_offset_key
+from anchorstream.text.tokenize import Tokenizer
+from daemon.settings import MessageConfig
+from daemon.ingest.loop import IngestLoop, LoopError
+from daemon.ingest.source import TOPIC_IDS_KEY, kafka_position, offset_key, parse_offset_key
 from daemon.metrics import Metrics
-from daemon.source import SourceRecord
+from daemon.kafka.source import SourceRecord
 
 WORDS = ["apple", "banana", "cherry", "grape", "lemon", "mango", "melon", "peach", "pear", "plum"]
 
@@ -45,8 +46,14 @@ class ScriptedSource:
         self.pos += len(out)
         return out
 
+    position = staticmethod(kafka_position)
+    stopped = False
+
     def topic_ids(self):
         return dict(self._ids)
+
+    def topic_id(self, topic):
+        return self._ids.get(topic)
 
     def commit(self, offsets):
         self.commits.append(dict(offsets))
@@ -282,7 +289,7 @@ def test_issue15_tokens_the_store_cannot_hold_are_rejected(store, token):
 
 @pytest.mark.parametrize("ts", [-5, float("nan"), float("inf"), 1e300, "yesterday", True, [1]])
 def test_issue15_bad_timestamps_are_rejected_as_bad_timestamp(tmp_path, ts):
-    from anchorstream.accumulator import Forgetting
+    from anchorstream.stats.accumulator import Forgetting
 
     store = CooccurrenceStore.create(tmp_path / "s", capacity=64, admit_threshold=1,
                                      forgetting=Forgetting(half_life=3600, unit="seconds"))

@@ -10,17 +10,17 @@ import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from anchorstream.cooccurrence import Cooccurrence, cooccurrence
+from anchorstream.stats.cooccurrence import Cooccurrence, cooccurrence
 from anchorstream.errors import InputError
 from anchorstream.evaluate import recovery_error
-from anchorstream.lowrank import (
+from anchorstream.model.lowrank import (
     DocumentCooccurrence,
     LowRankCooccurrence,
     default_rows,
     rectify_lowrank,
 )
-from anchorstream.model import AnchorModel
-from anchorstream.rectify import rectify
+from anchorstream.model.pipeline import AnchorModel
+from anchorstream.model.rectify import rectify
 from anchorstream.synthetic import planted_model, population_cooccurrence, sample_documents
 from tests import naive_cooc as naive
 

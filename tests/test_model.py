@@ -3,10 +3,10 @@
 import numpy as np
 import pytest
 
-from anchorstream.cooccurrence import Cooccurrence, cooccurrence
+from anchorstream.stats.cooccurrence import Cooccurrence, cooccurrence
 from anchorstream.errors import InputError, NotFittedError
 from anchorstream.evaluate import recovery_error
-from anchorstream.model import AnchorModel
+from anchorstream.model.pipeline import AnchorModel
 from anchorstream.synthetic import planted_model, population_cooccurrence, sample_documents
 
 V, K = 120, 6

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from anchorstream import novelwords as nw
-from anchorstream import wordpatterns as wp
+from anchorstream.model import novelwords as nw
+from anchorstream.stats import wordpatterns as wp
 from anchorstream.errors import InputError
 from anchorstream.evaluate import recovery_error
 from anchorstream.synthetic import planted_model, sample_documents

@@ -12,7 +12,7 @@ import pytest
 
 from anchorstream.errors import InputError, SnapshotNotFoundError
 from anchorstream.synthetic import planted_model
-from daemon.publisher import LATEST_FILE, Publisher, compact_summary, version_name
+from daemon.publish import LATEST_FILE, Publisher, compact_summary, version_name
 
 V, K = 40, 4
 VOCAB = [f"word{i:02d}" for i in range(V)]

@@ -10,9 +10,9 @@ import scipy.sparse as sp
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import anchorstream.recover as recover_module
+import anchorstream.model.recover as recover_module
 from anchorstream.errors import InputError
-from anchorstream.recover import METHODS, RecoverResult, bayes_topic_word, recover
+from anchorstream.model.recover import METHODS, RecoverResult, bayes_topic_word, recover
 from anchorstream.synthetic import planted_model, population_cooccurrence, sample_documents
 from tests.naive_recover import exact_simplex_least_squares
 

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from anchorstream.errors import InputError
-from anchorstream.rectify import RectifyResult, rectify, rectify_update, top_eigh
+from anchorstream.model.rectify import RectifyResult, rectify, rectify_update, top_eigh
 from anchorstream.synthetic import planted_model, population_cooccurrence, sample_documents
 from tests.naive_anchor import naive_rectify
 
@@ -193,7 +193,7 @@ def test_deterministic_and_accepts_sparse_input(rng):
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_a_sparse_matrix_is_solved_cold_on_a_csr_copy_with_the_same_result(monkeypatch, dtype):
-    import anchorstream.rectify as module
+    import anchorstream.model.rectify as module
 
     # Short documents over many words: few pairs ever co-occur.
     model = planted_model(400, 5, random_state=16)
@@ -433,21 +433,21 @@ def test_update_input_errors(rng):
 def test_long_rectifications_report_progress(rng, monkeypatch, caplog):
     import logging
 
-    import anchorstream.rectify as module
+    import anchorstream.model.rectify as module
 
     C = _random_symmetric(rng, 30)
-    with caplog.at_level(logging.INFO, logger="anchorstream.rectify"):
+    with caplog.at_level(logging.INFO, logger="anchorstream.model.rectify"):
         rectify(C, 3, max_iter=3, tol=0.0)
     assert not any("iteration" in r.getMessage() for r in caplog.records)  # quick: quiet
     monkeypatch.setattr(module, "_PROGRESS_SECONDS", 0.0)
-    with caplog.at_level(logging.INFO, logger="anchorstream.rectify"):
+    with caplog.at_level(logging.INFO, logger="anchorstream.model.rectify"):
         rectify(C, 3, max_iter=3, tol=0.0)
     lines = [r.getMessage() for r in caplog.records if r.levelno == logging.INFO]
     assert lines[-1].startswith("rectify: iteration 3 of at most 3, change ")
 
 
 def test_the_sparse_cold_solve_returns_top_eigh_answer(rng):
-    from anchorstream.rectify import _sparse_top_eigh
+    from anchorstream.model.eigen import sparse_top_eigh as _sparse_top_eigh
 
     n, k = 300, 6
     S = sp.random(n, n, density=0.03, random_state=3, format="csr")

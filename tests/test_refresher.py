@@ -7,13 +7,13 @@ import time
 import numpy as np
 import pytest
 
-from anchorstream.model import AnchorModel
+from anchorstream.model.pipeline import AnchorModel
 from anchorstream.store import CooccurrenceStore
 from anchorstream.synthetic import planted_model, sample_documents
-from daemon.loop import Committed
+from daemon.ingest.loop import Committed
 from daemon.metrics import Metrics
-from daemon.publisher import Publisher
-from daemon.refresher import Refresher, select_words
+from daemon.publish import Publisher
+from daemon.refresh import Refresher, select_words
 
 K = 6
 
@@ -122,7 +122,7 @@ def test_background_thread_refreshes_when_notified(setup):
 
 
 def test_select_words_applies_min_and_max_df():
-    from anchorstream.cooccurrence import Cooccurrence
+    from anchorstream.stats.cooccurrence import Cooccurrence
 
     c = Cooccurrence(np.zeros((4, 4)), np.ones(4), np.array([1.0, 5.0, 9.0, 10.0]), 10, 40)
     assert select_words(c, min_df=2, max_df_ratio=0.9).tolist() == [1, 2]
@@ -181,7 +181,7 @@ def test_refreshes_reuse_their_buffers_and_never_overwrite_the_warm_start(tmp_pa
 
 
 def test_warm_refreshes_read_only_what_was_committed_since(setup, monkeypatch):
-    import anchorstream.store as store_mod
+    import anchorstream.store.reading as store_mod
     from anchorstream.store import open_committed
 
     store, pub, metrics, ref = setup

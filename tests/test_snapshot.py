@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import anchorstream.snapshot as snap
+import anchorstream.snapshot.write as snap_write
 from anchorstream.errors import InputError, SnapshotError, SnapshotNotFoundError
 from anchorstream.snapshot import FORMAT_VERSION, format_topics, read_snapshot, write_snapshot
 
@@ -62,7 +62,7 @@ def _rewrite(path: Path, name: str, data: bytes, fix_checksum: bool = True) -> N
 
 
 def _npy(array) -> bytes:
-    return snap._npy_bytes(np.asarray(array))
+    return snap_write._npy_bytes(np.asarray(array))
 
 
 def _leftovers(parent: Path) -> list[str]:
@@ -178,7 +178,7 @@ def test_unserializable_setting_leaves_nothing(tmp_path):
 
 def test_failure_midway_leaves_nothing(tmp_path, monkeypatch):
     written_files = []
-    real = snap._write_file
+    real = snap_write._write_file
 
     def failing(path, data):
         if len(written_files) == 2:
@@ -186,7 +186,7 @@ def test_failure_midway_leaves_nothing(tmp_path, monkeypatch):
         written_files.append(path.name)
         real(path, data)
 
-    monkeypatch.setattr(snap, "_write_file", failing)
+    monkeypatch.setattr(snap_write, "_write_file", failing)
     with pytest.raises(OSError, match="No space"):
         _write(tmp_path / "snap")
     assert len(written_files) == 2
@@ -197,7 +197,7 @@ def test_failing_rename_leaves_nothing(tmp_path, monkeypatch):
     def no_rename(src, dst):
         raise OSError(5, "I/O error")
 
-    monkeypatch.setattr(snap.os, "rename", no_rename)
+    monkeypatch.setattr(snap_write.os, "rename", no_rename)
     with pytest.raises(OSError, match="I/O error"):
         _write(tmp_path / "snap")
     assert _leftovers(tmp_path) == []

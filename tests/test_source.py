@@ -18,17 +18,12 @@ from kafka_broker import (
     unique_name,
 )
 
-from daemon import cmd_replay
-from daemon.broker import EmbeddedBroker, free_port
-from daemon.config import parse_config
-from daemon.source import (
-    DeadLetterProducer,
-    KafkaSource,
-    ModelUpdatesProducer,
-    SourceError,
-    SourceRecord,
-    client_settings,
-)
+from daemon.cli import replay as cmd_replay
+from daemon.kafka.broker import EmbeddedBroker, free_port
+from daemon.settings import parse_config
+from daemon.kafka.client import client_settings
+from daemon.kafka.producers import DeadLetterProducer, ModelUpdatesProducer
+from daemon.kafka.source import KafkaSource, SourceError, SourceRecord
 
 
 def kafka_config(bootstrap: str, topics, **extra):

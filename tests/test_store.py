@@ -23,9 +23,10 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-import anchorstream.store as store_mod
-from anchorstream.accumulator import Forgetting
-from anchorstream.cooccurrence import LENGTH_CAP, cooccurrence
+import anchorstream.store.reading as reading_mod
+import anchorstream.zarrio as zarrio
+from anchorstream.stats.accumulator import Forgetting
+from anchorstream.stats.cooccurrence import LENGTH_CAP, cooccurrence
 from anchorstream.errors import InputError, StoreError, StoreFormatError
 from anchorstream.store import (
     CooccurrenceStore,
@@ -35,7 +36,8 @@ from anchorstream.store import (
     read_committed,
     store_info,
 )
-from anchorstream.text import count_matrix
+from anchorstream.store.repository import storage
+from anchorstream.text.tokenize import count_matrix
 from tests.naive_store import NaiveStoreModel, NaiveVocabulary, align, naive_cooccurrence
 
 WORDS = [f"w{i}" for i in range(12)]
@@ -149,7 +151,7 @@ class TestConformance:
         np.testing.assert_allclose(after.cooccurrence.counts, before.cooccurrence.counts,
                                    rtol=1e-12, atol=1e-14)
         root = zarr.open_group(
-            icechunk.Repository.open(store_mod._storage(url)[0]).readonly_session(
+            icechunk.Repository.open(storage(url)[0]).readonly_session(
                 branch="main").store, mode="r")
         assert len(root.attrs["state"]["segments"]) == 0
         assert_equals_batch((after.cooccurrence, after.words), docs)
@@ -394,7 +396,7 @@ def test_a_read_catches_up_by_reading_only_the_new_segments(tmp_path, rng, monke
     def no_full_read(*args, **kwargs):
         raise AssertionError("a full read")
 
-    monkeypatch.setattr(store_mod, "_densify", no_full_read)
+    monkeypatch.setattr(reading_mod, "_densify", no_full_read)
     again = open_committed(url, out=buffer, since=first.dense)
     assert np.shares_memory(again.cooccurrence.counts, buffer)
     assert_equals_batch(again, docs)
@@ -586,7 +588,7 @@ def test_failure_in_the_write_path_keeps_the_last_commit(tmp_path, rng, monkeypa
     s.add(docs[:30])
     v1 = s.checkpoint({"n": 30})
     s.add(docs[30:])
-    real_put = store_mod._put_async
+    real_put = zarrio._put_async
     calls = {"n": 0}
 
     async def failing_put(agroup, name, data):
@@ -595,7 +597,7 @@ def test_failure_in_the_write_path_keeps_the_last_commit(tmp_path, rng, monkeypa
             raise OSError(28, "No space left on device")
         await real_put(agroup, name, data)
 
-    monkeypatch.setattr(store_mod, "_put_async", failing_put)
+    monkeypatch.setattr(zarrio, "_put_async", failing_put)
     with pytest.raises(StoreError, match="No space left") as info:
         s.checkpoint({"n": 60})
     assert v1 in str(info.value)
@@ -604,7 +606,7 @@ def test_failure_in_the_write_path_keeps_the_last_commit(tmp_path, rng, monkeypa
     assert st_.version == v1 and st_.offsets == {"n": 30}
     assert_equals_batch((st_.cooccurrence, st_.words), docs[:30])
     # the writer kept everything in memory: retrying succeeds and nothing is lost
-    monkeypatch.setattr(store_mod, "_put_async", real_put)
+    monkeypatch.setattr(zarrio, "_put_async", real_put)
     s.checkpoint({"n": 60})
     assert_equals_batch(read_committed(url), docs)
 
@@ -633,7 +635,8 @@ _FULL_DISK_SCRIPT = """
 import resource, signal, sys
 import numpy as np
 from anchorstream.errors import StoreError
-from anchorstream.store import CooccurrenceStore, open_committed
+from anchorstream.store import CooccurrenceStore, configure_logging, open_committed
+configure_logging()  # Icechunk's local-disk warning would go to stdout
 url = sys.argv[1]
 rng = np.random.default_rng(0)
 docs = [[f"w{i}" for i in rng.integers(0, 300, size=20)] for _ in range(300)]
@@ -861,7 +864,8 @@ TestStoreMachine = StoreMachine.TestCase
 
 
 def _cli(*argv):
-    from daemon import cmd_ingest, cmd_store_info
+    from daemon.cli import ingest as cmd_ingest
+    from daemon.cli import store_info as cmd_store_info
 
     parser = argparse.ArgumentParser(prog="anchorstream")
     sub = parser.add_subparsers(dest="command")
@@ -872,7 +876,7 @@ def _cli(*argv):
 
 
 def test_ingest_and_store_info_commands(tmp_path, rng, capsys):
-    from anchorstream.text import Tokenizer
+    from anchorstream.text.tokenize import Tokenizer
 
     docs = [d for d in corpus(rng, 90, words=[
         "market", "stocks", "bank", "rates", "football", "goal", "election", "senate"]) if d]
@@ -950,8 +954,8 @@ def test_ingest_refuses_a_file_listed_twice(tmp_path):
         assert str(path) in str(info.value) and str(again) in str(info.value)
     assert not os.path.exists(url)  # refused before the store was created
     # A store's own writer refuses it too, before adding anything.
-    from anchorstream.text import Tokenizer
-    from daemon.cmd_ingest import ingest_files
+    from anchorstream.text.tokenize import Tokenizer
+    from daemon.cli.ingest import ingest_files
 
     s = CooccurrenceStore.create(url, capacity=8, admit_threshold=1)
     with pytest.raises(InputError, match="same file"):
@@ -967,8 +971,8 @@ def test_ingest_progress_counts_one_kind_of_byte(tmp_path, monkeypatch):
 
     from tqdm import tqdm
 
-    from anchorstream.text import Tokenizer
-    from daemon import cmd_ingest
+    from anchorstream.text.tokenize import Tokenizer
+    from daemon.cli import ingest as cmd_ingest
 
     bars = []
 
@@ -1007,7 +1011,7 @@ def test_store_info_fingerprint_is_the_documented_sum(tmp_path, rng, capsys):
     # words check that g hashes the UTF-8 bytes.
     import zlib
 
-    from anchorstream.text import Tokenizer
+    from anchorstream.text.tokenize import Tokenizer
 
     vocab = ["market", "stocks", "café", "naïve", "東京", "über", "election", "senate"]
     texts = [" ".join(d) for d in corpus(rng, 80, words=vocab) if d]
@@ -1054,3 +1058,24 @@ def test_length_cap_is_kept_by_the_store_and_a_different_one_is_refused(tmp_path
         merge_committed([url, other])
     with pytest.raises(InputError, match="length_cap"):
         CooccurrenceStore.create(str(tmp_path / "bad"), capacity=4, length_cap=1)
+
+
+_IMPORT_SCRIPT = """
+import icechunk
+calls = []
+icechunk.set_logs_filter = lambda directive: calls.append(directive)
+import anchorstream.store
+assert calls == [], calls  # importing the store changes no global log filter
+anchorstream.store.configure_logging({"ICECHUNK_LOG": "debug"})
+assert calls == [], calls  # the operator's ICECHUNK_LOG wins
+anchorstream.store.configure_logging({})
+assert calls == ["warn,icechunk::storage::object_store=error"], calls
+print("ok")
+"""
+
+
+def test_importing_the_store_has_no_side_effects():
+    root = Path(__file__).resolve().parents[1]
+    res = subprocess.run([sys.executable, "-c", _IMPORT_SCRIPT], capture_output=True, text=True,
+                         timeout=120, cwd=root, env={**os.environ, "PYTHONPATH": str(root)})
+    assert res.returncode == 0 and res.stdout.strip() == "ok", res.stderr[-3000:]

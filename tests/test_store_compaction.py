@@ -15,8 +15,9 @@ import zarr
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-import anchorstream.store as store_mod
+import anchorstream.store.format as store_format
 from anchorstream.store import CooccurrenceStore, open_committed
+from anchorstream.store.repository import open_repo
 
 WORDS = [f"w{i}" for i in range(60)]
 STEPS = {"compact_step_seconds": 1e-9, "max_segments": 2}
@@ -47,7 +48,7 @@ def _assert_same(got, want):
 
 def _folding(url):
     root = zarr.open_group(
-        store_mod._open_repo(url)[0].readonly_session(branch="main").store, mode="r"
+        open_repo(url)[0].readonly_session(branch="main").store, mode="r"
     )
     return root.attrs["state"].get("folding")
 
@@ -118,11 +119,11 @@ def test_fold_steps_end_by_dropping_the_generation(tmp_path):
     # A fold takes at most one step per shard pair (15), one per checkpoint, so the segments
     # stay bounded: the generation being folded (at most 3 + 15, those that waited for the
     # previous fold) plus those committed meanwhile (15).
-    assert len(store._state["segments"]) <= 3 + 2 * 15
+    assert len(store._state.segments) <= 3 + 2 * 15
     # An explicit compact() finishes a fold in progress without counting anything twice.
     plain = open_committed(str(tmp_path / "s"))
     store.compact()
-    assert _folding(str(tmp_path / "s")) is None and store._state["segments"] == []
+    assert _folding(str(tmp_path / "s")) is None and store._state.segments == ()
     _assert_same(open_committed(str(tmp_path / "s")), plain)
 
 
@@ -148,9 +149,9 @@ def test_format_1_stores_are_read_and_marked_2_by_their_first_fold_step(tmp_path
     # Mark it version 1, as stores written before folds in steps are.
     session = store._repo.writable_session("main")
     root = zarr.open_group(session.store, mode="r+")
-    meta = dict(root.attrs[store_mod._META])
+    meta = dict(root.attrs[store_format.META])
     meta["format_version"] = 1
-    root.attrs[store_mod._META] = meta
+    root.attrs[store_format.META] = meta
     session.commit("as format 1")
     store = CooccurrenceStore.open(url, **STEPS)
     rng = np.random.default_rng(2)
@@ -159,4 +160,4 @@ def test_format_1_stores_are_read_and_marked_2_by_their_first_fold_step(tmp_path
         store.checkpoint({"k": k})
     open_committed(url)
     root = zarr.open_group(store._repo.readonly_session(branch="main").store, mode="r")
-    assert root.attrs[store_mod._META]["format_version"] == store_mod.FORMAT_VERSION == 2
+    assert root.attrs[store_format.META]["format_version"] == store_format.FORMAT_VERSION == 2

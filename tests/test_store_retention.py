@@ -14,10 +14,10 @@ import time
 import numpy as np
 import pytest
 
-from anchorstream.cooccurrence import cooccurrence
+from anchorstream.stats.cooccurrence import cooccurrence
 from anchorstream.store import CooccurrenceStore, read_committed, store_info
-from anchorstream.text import Tokenizer, count_matrix
-from daemon.cmd_ingest import ingest_files
+from anchorstream.text.tokenize import Tokenizer, count_matrix
+from daemon.cli.ingest import ingest_files
 
 WORDS = [f"w{i}" for i in range(15)]
 
@@ -160,7 +160,7 @@ def test_a_store_without_recorded_stopwords_is_not_checked(tmp_path, caplog):
 
 
 def test_the_daemon_store_gets_the_configured_options(tmp_path, caplog):
-    from daemon.config import parse_config
+    from daemon.settings import parse_config
     from daemon.service import open_store
 
     seed = tmp_path / "seed.txt"

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from anchorstream.errors import InputError
-from anchorstream.storage import (
+from anchorstream.store.location import (
     SCHEMES,
     STORAGE_OPTIONS,
     StoreURL,
@@ -29,9 +29,9 @@ from anchorstream.store import CooccurrenceStore, open_committed, read_committed
 def test_module_doctests():
     import doctest
 
-    import anchorstream.storage
+    import anchorstream.store.location
 
-    assert doctest.testmod(anchorstream.storage).failed == 0
+    assert doctest.testmod(anchorstream.store.location).failed == 0
 
 
 @pytest.mark.parametrize("url, expected", [
@@ -177,7 +177,7 @@ def test_a_store_on_an_s3_server_equals_one_on_local_disk(s3_server, tmp_path, r
 
 
 def test_storage_options_in_the_configuration():
-    from daemon.config import ConfigError, parse_config
+    from daemon.settings import ConfigError, parse_config
 
     env = {"ANCHORSTREAM_STORE__PATH": "s3://bucket/prefix",
            "ANCHORSTREAM_STORE__STORAGE_OPTIONS":
@@ -212,8 +212,8 @@ def test_storage_options_in_the_configuration():
 
 def test_the_refresher_publishes_from_a_store_on_an_s3_server(s3_server, tmp_path):
     # The daemon's reader needs the storage options too (endpoint, credentials).
-    from daemon.publisher import Publisher
-    from daemon.refresher import Refresher
+    from daemon.publish import Publisher
+    from daemon.refresh import Refresher
     from tests.test_refresher import K, planted_docs
 
     options = {"endpoint_url": s3_server, "allow_http": True, "region": "us-east-1",

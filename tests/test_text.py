@@ -16,9 +16,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import anchorstream.text as text_mod
+import anchorstream.text.tokenize as text_mod
 from anchorstream.errors import InputError
-from anchorstream.text import (
+from anchorstream.text.tokenize import (
     Tokenizer,
     available_stopword_lists,
     count_matrix,

@@ -8,7 +8,7 @@ import scipy.sparse as sp
 
 from anchorstream.errors import InputError
 from anchorstream.evaluate import recovery_error
-from anchorstream.tsvd import kmeans, tsvd, word_thresholds
+from anchorstream.model.tsvd import kmeans, tsvd, word_thresholds
 
 N_WORDS, N_TOPICS, N_CATCH = 200, 4, 10
 

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from anchorstream.errors import InputError
-from anchorstream.vocabulary import (
+from anchorstream.text.vocabulary import (
     StreamingVocabulary,
     decode_words,
     encode_words,
@@ -223,7 +223,7 @@ def test_no_dependence_on_string_hashing():
     script = textwrap.dedent(
         """
         import numpy as np
-        from anchorstream.vocabulary import StreamingVocabulary
+        from anchorstream.text.vocabulary import StreamingVocabulary
         rng = np.random.default_rng(3)
         v = StreamingVocabulary(6, admit_threshold=2, sketch_size=4)
         for _ in range(300):

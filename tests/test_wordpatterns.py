@@ -9,7 +9,7 @@ import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from anchorstream import wordpatterns as wp
+from anchorstream.stats import wordpatterns as wp
 from anchorstream.errors import InputError
 from anchorstream.synthetic import planted_model, sample_documents
 

@@ -1,7 +1,7 @@
 """Every numba kernel of anchorstream, in one private place.
 
 One module per stage keeps each file small: ``cooc`` (co-occurrence estimator), ``store``
-(streaming accumulation), ``recover`` (per-word simplex solvers), ``rectify`` (the fused
+(streaming accumulation), ``recover`` (per-word simplex solvers), ``admm`` (the ADMM recovery), ``rectify`` (the fused
 projection pass). Kernels take arrays and scalars only (sparse matrices as ``indptr, indices,
 data``); the public wrappers in the stage modules check dtype, shape and contiguity. Each kernel
 has a slow loop-based twin in ``tests/naive_<stage>.py`` and a test in

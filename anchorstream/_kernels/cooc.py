@@ -1,6 +1,6 @@
-"""numba kernels of the co-occurrence estimator (to be merged into ``_kernels.py``).
+"""numba kernels of the co-occurrence estimator.
 
-Arrays in, arrays out; the public wrapper in ``anchorstream/cooccurrence.py`` validates input
+Arrays in, arrays out; the public wrapper in ``anchorstream/stats/cooccurrence.py`` validates input
 (canonical CSR: sorted indices, no duplicates; float64 non-negative integer counts). Slow loop
 twins live in ``tests/naive_cooc.py``.
 
@@ -43,7 +43,7 @@ def cooc_transpose(indptr, indices, data, n_words, cap_pairs=2.0):
     data : float64 ndarray of shape (nnz,)
     n_words : int
     cap_pairs : float
-        The documents' weighting (see ``anchorstream.cooccurrence.pair_scale``): a document's
+        The documents' weighting (see ``anchorstream.stats.cooccurrence.pair_scale``): a document's
         total weight is ``min(n_d (n_d - 1), cap_pairs) / cap_pairs``; 2 gives every document
         weight 1, ``inf`` every pair weight 1/2.
 

@@ -1,7 +1,7 @@
-"""numba kernels of rectification and anchor finding (to be merged into ``_kernels.py``).
+"""numba kernels of rectification and anchor finding.
 
-Arrays in, arrays out; the public wrappers in ``anchorstream/rectify.py`` and
-``anchorstream/anchors.py`` validate shapes, dtypes and contiguity. Slow loop twins live in
+Arrays in, arrays out; the public wrappers in ``anchorstream/model/rectify.py`` and
+``anchorstream/model/anchors.py`` validate shapes, dtypes and contiguity. Slow loop twins live in
 ``tests/naive_anchor.py``.
 """
 
@@ -103,7 +103,7 @@ def anchor_dense_to_csr(dense, nnz):
 
 @numba.njit(cache=True)
 def anchor_update_difference(rows, previous, diff):
-    """One row block of :func:`~anchorstream.rectify.rectify_update`'s pass over the data.
+    """One row block of :func:`~anchorstream.model.rectify.rectify_update`'s pass over the data.
 
     Writes ``diff = rows − previous`` (the data's change, in ``diff``'s precision) and sums
     what the update needs to decide whether it may run: one pass over memory instead of three.

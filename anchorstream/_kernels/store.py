@@ -1,7 +1,7 @@
-"""numba kernels of the co-occurrence store (merged into ``_kernels.py`` later).
+"""numba kernels of the co-occurrence store.
 
-Arrays in, arrays out; the callers in ``anchorstream/accumulator.py`` and
-``anchorstream/store.py`` check dtypes and shapes. Slow loop twins live in
+Arrays in, arrays out; the callers in ``anchorstream/stats/accumulator.py`` and
+``anchorstream/store/segments.py`` check dtypes and shapes. Slow loop twins live in
 ``tests/naive_store.py``. Serial on purpose: the ingest path is budgeted to one core, and a
 serial kernel is also safe in a process that forks.
 """
@@ -113,6 +113,29 @@ def store_pair_delta(uindptr, uslots, ucounts, doc_scale, n_slots, dense, prev=N
 
 
 @numba.njit(cache=True)
+def _by_slot(dptr, sl, m, n_slots):
+    """The transpose of the documents' sorted entries ``sl[:m]`` (document ``d`` holds
+    ``dptr[d]:dptr[d + 1]``): for every slot, the (document, position) pairs containing it,
+    in document order, as ``(col_ptr, col_doc, col_pos)``."""
+    n_docs = dptr.shape[0] - 1
+    col_ptr = np.zeros(n_slots + 1, dtype=np.int64)
+    for k in range(m):
+        col_ptr[sl[k] + 1] += 1
+    for i in range(n_slots):
+        col_ptr[i + 1] += col_ptr[i]
+    col_doc = np.empty(m, dtype=np.int64)
+    col_pos = np.empty(m, dtype=np.int64)
+    fill = col_ptr[:-1].copy()
+    for d in range(n_docs):
+        for k in range(dptr[d], dptr[d + 1]):
+            s = sl[k]
+            col_doc[fill[s]] = d
+            col_pos[fill[s]] = k
+            fill[s] += 1
+    return col_ptr, col_doc, col_pos
+
+
+@numba.njit(cache=True)
 def _pair_delta(uindptr, uslots, ucounts, doc_scale, n_slots, dense, prev_indptr, prev_indices,
                 prev_data):
     n_docs = uindptr.shape[0] - 1
@@ -142,21 +165,7 @@ def _pair_delta(uindptr, uslots, ucounts, doc_scale, n_slots, dense, prev_indptr
                 ct[start:m] = c_sorted
             bound += cold * (cold + 1) // 2
         dptr[d + 1] = m
-    # Transpose: for every slot, the (document, position) pairs containing it, document order.
-    col_ptr = np.zeros(n_slots + 1, dtype=np.int64)
-    for k in range(m):
-        col_ptr[sl[k] + 1] += 1
-    for i in range(n_slots):
-        col_ptr[i + 1] += col_ptr[i]
-    col_doc = np.empty(m, dtype=np.int64)
-    col_pos = np.empty(m, dtype=np.int64)
-    fill = col_ptr[:-1].copy()
-    for d in range(n_docs):
-        for k in range(dptr[d], dptr[d + 1]):
-            s = sl[k]
-            col_doc[fill[s]] = d
-            col_pos[fill[s]] = k
-            fill[s] += 1
+    col_ptr, col_doc, col_pos = _by_slot(dptr, sl, m, n_slots)
     # Hot rows: straight into the dense block, no bookkeeping.
     for i in range(min(H, n_slots)):
         row = dense[i]

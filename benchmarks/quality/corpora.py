@@ -383,7 +383,7 @@ def _build(name: str, directory: Path, synth) -> None:
 
 
 def _lengths(texts: list[str]) -> dict:
-    from anchorstream.text import Tokenizer
+    from anchorstream.text.tokenize import Tokenizer
 
     tok = Tokenizer()
     sample = texts if len(texts) <= 50_000 else [texts[i] for i in range(0, len(texts),

@@ -68,7 +68,7 @@ def installed(peer: str) -> bool:
 def bag_of_words(train: Path, vocab_size: int):
     """``(token lists, vocabulary, X)`` of a JSON-lines file, as ``anchorstream fit`` builds
     them (documents without tokens dropped before the vocabulary is chosen)."""
-    from anchorstream.text import Tokenizer, count_matrix, select_vocabulary
+    from anchorstream.text.tokenize import Tokenizer, count_matrix, select_vocabulary
 
     tok = Tokenizer()
     with open(train, encoding="utf-8") as fh:

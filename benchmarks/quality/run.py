@@ -11,7 +11,7 @@ From the shell (one row per corpus)::
     python -m benchmarks.quality.run --corpus tech --args='--rectify-tol 1e-4'
     python -m benchmarks.quality.run --corpus short,synth30-30k --json
 
-``anchorstream fit`` runs as a subprocess of this interpreter (``python -m daemon.cli``) with
+``anchorstream fit`` runs as a subprocess of this interpreter (``python -m daemon``) with
 this checkout first on ``PYTHONPATH``, so the code of the working tree is what is measured,
 whatever is installed. The corpus files, the held-out index and its document frequencies are
 cached, so a run costs the fit plus well under a second of scoring.
@@ -43,7 +43,7 @@ def anchorstream_command(override: str | None = None) -> tuple[list[str], dict]:
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
     if override:
         return shlex.split(override), env
-    return [sys.executable, "-m", "daemon.cli"], env
+    return [sys.executable, "-m", "daemon"], env
 
 
 def children_cpu() -> float:

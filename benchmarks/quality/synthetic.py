@@ -74,7 +74,7 @@ def fit_truth() -> Path:
     """Fit the truth with tomotopy and cache it; returns its directory."""
     import tomotopy as tp
 
-    from anchorstream.text import Tokenizer, select_vocabulary
+    from anchorstream.text.tokenize import Tokenizer, select_vocabulary
     from benchmarks.quality.corpora import load
 
     corpus = load(TRUTH_CORPUS)

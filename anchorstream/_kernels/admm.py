@@ -1,0 +1,229 @@
+"""numba kernel of the ADMM recovery (JSMF Algorithm 3) with its warm active-set start.
+
+Same contract as the kernels of ``anchorstream._kernels.recover``: one ``prange`` iteration per
+word, arrays in and out, checked by ``anchorstream.model.recover.recover``. Slow loop twins live
+in ``tests/naive_recover.py``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+from anchorstream._kernels.recover import recover_matvec, recover_project_simplex, recover_quadratic
+
+# Support changes the active-set search of a warm ADMM start may make before it gives up and
+# iterates (each one an |S|³ solve, |S| ~ 11 on the npm corpus against ~50 ADMM iterations of
+# K² each).
+_ACTIVE_SET_STEPS = 10
+
+
+
+@njit(cache=True)
+def _recover_kkt_solve(G, h, idx, m, A, b, y):
+    """Solve ``[[G_SS, 1], [1ᵀ, 0]] [y_S; μ] = [h_S; 1]`` on the support ``S = idx[:m]`` by
+    Gaussian elimination with partial pivoting (``A``, ``b``: scratch of at least
+    ``(m + 1)²`` and ``m + 1``); ``y`` gets ``y_S`` (zeros elsewhere). Returns ``μ``, or NaN
+    when the system is (numerically) singular."""
+    n = m + 1
+    scale = 0.0
+    for r in range(m):
+        for c in range(m):
+            A[r, c] = G[idx[r], idx[c]]
+            if abs(A[r, c]) > scale:
+                scale = abs(A[r, c])
+        A[r, m] = 1.0
+        A[m, r] = 1.0
+        b[r] = h[idx[r]]
+    A[m, m] = 0.0
+    b[m] = 1.0
+    if m == 0 or scale == 0.0:
+        return np.nan
+    for c in range(n):
+        piv = c
+        for r in range(c + 1, n):
+            if abs(A[r, c]) > abs(A[piv, c]):
+                piv = r
+        if abs(A[piv, c]) <= 1e-12 * scale:
+            return np.nan
+        if piv != c:
+            for k in range(n):
+                t = A[c, k]
+                A[c, k] = A[piv, k]
+                A[piv, k] = t
+            t = b[c]
+            b[c] = b[piv]
+            b[piv] = t
+        for r in range(c + 1, n):
+            f = A[r, c] / A[c, c]
+            if f != 0.0:
+                for k in range(c, n):
+                    A[r, k] -= f * A[c, k]
+                b[r] -= f * b[c]
+    for c in range(n - 1, -1, -1):
+        acc = b[c]
+        for k in range(c + 1, n):
+            acc -= A[c, k] * b[k]
+        b[c] = acc / A[c, c]
+    for k in range(y.shape[0]):
+        y[k] = 0.0
+    for r in range(m):
+        y[idx[r]] = b[r]
+    return b[m]
+
+
+@njit(cache=True)
+def _recover_active_set(G, h, start, tol, max_steps, y):
+    """The exact minimizer of ``½ yᵀGy − hᵀy`` on the simplex by an active-set search from
+    ``start``'s support: True and the minimizer in ``y``, or False (``y`` is then garbage).
+
+    On a support ``S`` the optimum solves the KKT system (:func:`_recover_kkt_solve`). It is
+    the simplex optimum when ``y_S > 0`` and every multiplier off the support,
+    ``ν_j = (G y − h)_j + μ``, is at least ``−tol · G_jj`` (a negative one would move ``y_j``
+    off zero by about ``|ν_j| / G_jj``). Otherwise the entries ``≤ 0`` leave ``S`` or, if
+    there are none, every violating ``j`` joins it, at most ``max_steps`` times (on the npm
+    corpus after 1% new documents: every word solved, in 3.5 steps on average; adding only
+    the most violated ``j`` per step solved 96% within 10). The
+    answer is only accepted after the full optimality check, so the search path can only cost
+    time, never accuracy. A warm start whose support is nearly right (most words after a
+    small change of the data) is solved in a few ``|S|³`` steps instead of ADMM iterations.
+    """
+    K = h.shape[0]
+    support = np.empty(K, dtype=np.bool_)
+    for k in range(K):
+        support[k] = start[k] > 0.0
+    idx = np.empty(K, dtype=np.int64)
+    A = np.empty((K + 1, K + 1))
+    b = np.empty(K + 1)
+    for _ in range(max_steps):
+        m = 0
+        for k in range(K):
+            if support[k]:
+                idx[m] = k
+                m += 1
+        mu = _recover_kkt_solve(G, h, idx, m, A, b, y)
+        if not np.isfinite(mu):
+            return False
+        dropped = False
+        for r in range(m):
+            if not y[idx[r]] > 0.0:
+                support[idx[r]] = False
+                dropped = True
+        if dropped:
+            continue
+        added = False
+        for k in range(K):
+            if not support[k]:
+                g = mu - h[k]
+                for r in range(m):
+                    g += G[k, idx[r]] * y[idx[r]]
+                if g / max(G[k, k], 1e-300) < -tol:
+                    support[k] = True
+                    added = True
+        if not added:
+            return True
+    return False
+
+
+@njit(cache=True, parallel=True)
+def recover_admm_dr(G, H, F, G_pinv, init, use_init, rows, lam, gamma, tol, max_iter):
+    """ADMM by Douglas–Rachford splitting for every word in ``rows`` (JSMF Algorithm 3).
+
+    Solves ``min_{y in simplex} ½‖Uy - v‖²`` with ``U = C̄_Sᵀ`` and ``v = C̄_iᵀ`` through
+    ``UᵀU = G`` and ``Uᵀv = H[i]``; ``F = (γG + I)⁻¹`` is factored once by the caller, so an
+    iteration is one K×K product and one simplex projection.
+
+    Parameters
+    ----------
+    G, H
+        As in :func:`recover_expgrad_l2`.
+    F : float64 array of shape (K, K)
+        ``(γG + I)⁻¹``.
+    G_pinv : float64 array of shape (K, K)
+        Pseudo-inverse of ``G``, for the least-squares initialization.
+    init : float64 array of shape (V, K)
+        Warm start, used when ``use_init``.
+    use_init : bool
+        First an active-set search from ``init``'s support (:func:`_recover_active_set`):
+        where it finds the optimum, that exact optimum is returned after 0 iterations. Otherwise start from ``init`` (with
+        ``q`` set to the Douglas–Rachford fixed point that belongs to it,
+        ``q = y - γ∇f(y)``) where its objective is lower than that of the paper's start, the
+        least-squares solution projected onto the simplex (with ``q = y`` in a cold start),
+        which is used otherwise.
+    rows : int64 array of shape (n,)
+    lam, gamma : float
+        Relaxation λ and proximal parameter γ.
+    tol : float
+        Stop when both the change of ``y`` and the primal residual ``p - y`` are below ``tol``
+        in the max norm.
+    max_iter : int
+
+    Returns
+    -------
+    coef, n_iter, converged
+        As in :func:`recover_expgrad_l2`.
+    """
+    V, K = H.shape
+    coef = np.zeros((V, K))
+    n_iter = np.zeros(V, dtype=np.int64)
+    converged = np.zeros(V, dtype=np.bool_)
+    for r in prange(rows.shape[0]):
+        i = rows[r]
+        h = H[i]
+        f = np.empty(K)
+        y = np.empty(K)
+        q = np.empty(K)
+        p = np.empty(K)
+        x = np.empty(K)
+        y_new = np.empty(K)
+        work = np.empty(K)
+        it = 0
+        done = False
+        if use_init:
+            recover_project_simplex(init[i], p, work)
+            if _recover_active_set(G, h, p, tol, _ACTIVE_SET_STEPS, y):
+                done = True
+        if not done:
+            for k in range(K):
+                f[k] = gamma * h[k]
+            # The paper's start: the least-squares solution projected onto the simplex, q = y.
+            recover_matvec(G_pinv, h, x)
+            recover_project_simplex(x, y, work)
+            for k in range(K):
+                q[k] = y[k]
+            if use_init:
+                # The warm start only where its objective ½yᵀGy − hᵀy is lower: after the
+                # anchors or the matrix moved, the projected least-squares point is often
+                # closer. Either way q is the fixed point that belongs to y, so an optimal y
+                # stops at once.
+                if recover_quadratic(G, h, p, x) < recover_quadratic(G, h, y, x):
+                    for k in range(K):
+                        y[k] = p[k]
+                recover_matvec(G, y, x)
+                for k in range(K):
+                    q[k] = y[k] - gamma * (x[k] - h[k])
+        while not done and it < max_iter:
+            for k in range(K):
+                x[k] = 2.0 * y[k] - q[k] + f[k]
+            recover_matvec(F, x, p)
+            for k in range(K):
+                q[k] += lam * (p[k] - y[k])
+            recover_project_simplex(q, y_new, work)
+            it += 1
+            change = 0.0
+            for k in range(K):
+                a = abs(y_new[k] - y[k])
+                b = abs(p[k] - y[k])
+                if a > change:
+                    change = a
+                if b > change:
+                    change = b
+                y[k] = y_new[k]
+            if change < tol:
+                done = True
+                break
+        for k in range(K):
+            coef[i, k] = y[k]
+        n_iter[i] = it
+        converged[i] = done
+    return coef, n_iter, converged

@@ -1,0 +1,531 @@
+"""Low-rank rectification: alternating projection on an implicit rank-K-plus-sparse matrix.
+
+The rectified co-occurrence of JSMF (:mod:`anchorstream.model.rectify`) is a dense V × V array, which
+stops one machine near V = 20,000. Its iterate is ``max(Y Yᵀ + r, 0)`` with ``Y`` a V × K factor,
+and the clipping changes few entries: on real corpora ~12% of them after the first iteration,
+~1% once the iteration has settled. So the iterate is held here as
+
+    M = Y Yᵀ + r 1 1ᵀ + E,
+
+``E`` sparse, symmetric and non-negative: the non-negativity corrections. Products with ``M`` cost
+``O(V K + nnz(E))`` per vector, so the eigensolver of each projection never touches a V × V
+array, and neither do the anchor search and the recovery, which work from
+:class:`LowRankCooccurrence`'s products, rows and row statistics.
+
+Finding ``E`` exactly would scan all V² entries. Following ENN (the "epsilon non-negative"
+rectification of Lee, Cho, Dong, Mimno & Bindel, ICML 2021), only the rows and columns of the
+``n_rows`` words with the largest factor rows are scanned: an entry of two other words is at
+least ``-‖Y_i‖ ‖Y_j‖``, so it is left at most ``ε = max_{i ∉ I} ‖Y_i‖²`` below zero, and the
+words left out are the rare ones, whose factor rows are short. The result reports that bound
+(``epsilon``) beside the largest entry.
+
+The iteration is the published one (PSD rank-K projection, normalization, non-negativity), with
+the same Anderson acceleration and stopping rule as the dense :func:`~anchorstream.model.rectify.rectify`
+(the relative change of the iterate, computed here from the factors in ``O(V K² + nnz(E) K)``).
+Its input is anything that multiplies a block of vectors: a dense or sparse matrix, or the
+co-occurrence of documents never formed at all (:class:`DocumentCooccurrence`); only its first
+projection reads it.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from anchorstream.stats.cooccurrence import cap_pairs, pair_scale
+from anchorstream.errors import InputError
+from anchorstream.model.anderson import AndersonMixer
+from anchorstream.model.eigen import fix_signs, top_eigh
+from anchorstream.model.rectify_core import check_loop_args
+
+log = logging.getLogger(__name__)
+
+__all__ = [
+    "DocumentCooccurrence",
+    "LowRankCooccurrence",
+    "LowRankResult",
+    "default_rows",
+    "rectify_lowrank",
+]
+
+#: Columns of ``Y Y_Iᵀ`` formed at once when scanning for negative entries: a block of
+#: V × this many float64 values (~50 MB at V = 50,000).
+_SCAN_COLUMNS = 128
+
+#: Seconds between INFO progress lines of a long rectification.
+_PROGRESS_SECONDS = 10.0
+
+
+def default_rows(n_words: int, n_topics: int) -> int:
+    """Words whose rows and columns are scanned for negative entries by default: ``10 K + 1000``
+    (the ENN authors' setting), at most ``n_words``."""
+    return int(min(n_words, 10 * n_topics + 1000))
+
+
+# --------------------------------------------------------------------------------------------
+# The input: the co-occurrence of documents, never formed
+# --------------------------------------------------------------------------------------------
+
+
+class DocumentCooccurrence:
+    """The normalized co-occurrence of a corpus as an operator, without a V × V array.
+
+    Document ``d`` with word counts ``h_d`` (``n_d`` tokens) contributes
+    ``w_d (h_d h_dᵀ − diag h_d)``, and the sum is divided by its total so that the matrix sums
+    to 1. With ``H̃`` the count matrix with rows scaled by ``√w_d`` and ``δ = Σ_d w_d h_d``,
+
+        C = (H̃ᵀ H̃ − diag δ) / total,
+
+    so ``C Z`` costs two sparse products, ``O(nnz(H) b)`` for ``b`` vectors.
+
+    Parameters
+    ----------
+    counts : sparse matrix of shape (n_docs, n_words)
+        Word counts; documents with fewer than 2 tokens contribute nothing.
+    length_cap : float or None, default 2
+        ``w_d`` is :func:`~anchorstream.stats.cooccurrence.pair_scale`: with the default every
+        document weighs the same (the unbiased estimator of Arora et al. 2013); with ``m``
+        every word pair counts the same up to an ``m``-token document. The same weighting as
+        :func:`~anchorstream.stats.cooccurrence.cooccurrence` with the same ``length_cap``.
+
+    Examples
+    --------
+    >>> import scipy.sparse as sp
+    >>> from anchorstream.stats.cooccurrence import cooccurrence
+    >>> X = sp.csr_matrix(np.array([[2., 1., 0.], [0., 1., 3.]]))
+    >>> C = DocumentCooccurrence(X)
+    >>> bool(np.allclose(C @ np.eye(3), cooccurrence(X).normalized()))
+    True
+    """
+
+    def __init__(self, counts, *, length_cap: float | None = 2):
+        cap_pairs(length_cap)  # validates
+        X = sp.csr_matrix(counts, dtype=np.float64)
+        if X.ndim != 2:
+            raise InputError(f"counts must be (n_docs, n_words), got shape {X.shape}")
+        if X.nnz and (not np.all(np.isfinite(X.data)) or X.data.min() < 0):
+            raise InputError("counts must be finite and non-negative")
+        n = np.asarray(X.sum(axis=1)).ravel()
+        used = n >= 2
+        w = pair_scale(n, length_cap)
+        # Each document's matrix sums to n_d (n_d − 1) before weighting.
+        total = float(np.sum(w * n * (n - 1.0)))
+        self.length_cap = length_cap
+        self.num_docs = int(used.sum())
+        self.n_words = X.shape[1]
+        self.shape = (self.n_words, self.n_words)
+        self.total = total
+        self._Ht = sp.csr_matrix(X.multiply(np.sqrt(w)[:, None]))
+        self._HtT = sp.csr_matrix(self._Ht.T)
+        self._delta = np.asarray(X.T @ w).ravel()
+        self.doc_freq = np.asarray((X > 0).sum(axis=0)).ravel()
+
+    def __matmul__(self, Z):
+        Z = np.asarray(Z, dtype=np.float64)
+        if self.total <= 0:
+            return np.zeros_like(Z)
+        d = self._delta if Z.ndim == 1 else self._delta[:, None]
+        return (self._HtT @ (self._Ht @ Z) - d * Z) / self.total
+
+    def total_weight(self) -> float:
+        """The documents' total weight, which the matrix is divided by (as for
+        :meth:`Cooccurrence.total_weight <anchorstream.stats.cooccurrence.Cooccurrence.total_weight>`)."""
+        return self.total
+
+    def row_sums(self) -> np.ndarray:
+        """``C 1``: each word's share of the (weighted) pairs, ``p(w)``."""
+        return self @ np.ones(self.n_words)
+
+    def normalized(self) -> np.ndarray:
+        """The dense matrix (V² memory: for the methods that need one, and small problems)."""
+        C = (self._HtT @ self._Ht).toarray()
+        C[np.diag_indices_from(C)] -= self._delta
+        if self.total > 0:
+            C /= self.total
+        return C
+
+    def subset(self, words) -> DocumentCooccurrence:
+        """The same matrix restricted to ``words`` (rows and columns), documents' weights and the
+        total unchanged: what taking those rows and columns of the dense matrix gives."""
+        words = np.asarray(words, dtype=np.int64)
+        out = DocumentCooccurrence.__new__(DocumentCooccurrence)
+        out.length_cap = self.length_cap
+        out.num_docs = self.num_docs
+        out.n_words = int(words.size)
+        out.shape = (out.n_words, out.n_words)
+        out.total = self.total
+        out._Ht = sp.csr_matrix(self._Ht[:, words])
+        out._HtT = sp.csr_matrix(out._Ht.T)
+        out._delta = self._delta[words]
+        out.doc_freq = self.doc_freq[words]
+        return out
+
+
+# --------------------------------------------------------------------------------------------
+# The output: the rectified matrix, implicit
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(eq=False)
+class LowRankCooccurrence:
+    """A symmetric V × V matrix ``Y Yᵀ + r 1 1ᵀ + E`` held by its parts.
+
+    ``E`` is the non-negativity correction of ``Y Yᵀ`` on the rows and columns of the scanned
+    words ``I``: ``E = max(−Y Yᵀ, 0)`` there, zero elsewhere. It is stored as
+    ``N = max(−Y Y_Iᵀ, 0)`` (V × |I|, float32, computed from ``Y`` when not given), so that
+    ``E[i, j] = N[i, p(j)]`` for ``j`` in ``I`` (``p(j)`` its position in ``I``),
+    ``E[i, j] = N[j, p(i)]`` for ``i`` in ``I`` and ``j`` not, and a product with ``E`` is two
+    dense GEMMs.
+
+    It quacks enough like the dense co-occurrence for the anchor search, the recovery and the
+    topic-topic matrix: ``M @ Z`` (products), ``M[i]`` and ``M[idx]`` (dense rows),
+    ``M.sum(axis=1)`` and :meth:`row_sqnorms`.
+
+    Attributes
+    ----------
+    factor : ndarray of shape (n_words, k)
+        ``Y``.
+    shift : float
+        ``r``.
+    scanned : ndarray of int64, shape (n_scanned,)
+        ``I``, distinct word indices.
+    negatives : ndarray of float32, shape (n_words, n_scanned)
+        ``N``; leave it out to have it computed (``O(V K |I|)``).
+    """
+
+    factor: np.ndarray
+    shift: float
+    scanned: np.ndarray
+    negatives: np.ndarray | None = None
+
+    def __post_init__(self):
+        V = self.factor.shape[0]
+        self.scanned = np.asarray(self.scanned, dtype=np.int64)
+        if self.negatives is None:
+            self.negatives = _negatives(self.factor, self.scanned)
+        if self.negatives.shape != (V, self.scanned.size):
+            raise InputError(f"negatives must have shape ({V}, {self.scanned.size}), got "
+                             f"{self.negatives.shape}")
+        self._outside = np.ones(V, dtype=bool)
+        self._outside[self.scanned] = False
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        V = self.factor.shape[0]
+        return (V, V)
+
+    @property
+    def ndim(self) -> int:
+        return 2
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.factor.nbytes + self.negatives.nbytes + self.scanned.nbytes)
+
+    def _correction_matmul(self, Z: np.ndarray) -> np.ndarray:
+        """``E @ Z`` for a 2-D ``Z``."""
+        N, I = self.negatives, self.scanned
+        out = (N @ Z[I].astype(np.float32)).astype(np.float64)
+        # The mirrored half: rows of I receive N's columns against the unscanned words.
+        Zo = np.where(self._outside[:, None], Z, 0.0).astype(np.float32)
+        out[I] += N.T @ Zo
+        return out
+
+    def __matmul__(self, Z):
+        Z = np.asarray(Z, dtype=np.float64)
+        vector = Z.ndim == 1
+        Z2 = Z[:, None] if vector else Z
+        Y = self.factor
+        out = Y @ (Y.T @ Z2) + self._correction_matmul(Z2) + Z2.sum(axis=0) * self.shift
+        return out[:, 0] if vector else out
+
+    def correction_rows(self, idx) -> np.ndarray:
+        """Dense rows ``E[idx]``, shape (len(idx), n_words)."""
+        idx = np.asarray(idx, dtype=np.int64)
+        N, I = self.negatives, self.scanned
+        out = np.zeros((idx.size, self.shape[0]))
+        out[:, I] = N[idx]
+        pos = np.full(self.shape[0], -1)
+        pos[I] = np.arange(I.size)
+        which = np.flatnonzero(pos[idx] >= 0)
+        if which.size:
+            cols = N[:, pos[idx[which]]].T  # (m, V): E[i, j] = N[j, p(i)]
+            out[which[:, None], np.flatnonzero(self._outside)[None, :]] = cols[:, self._outside]
+        return out
+
+    def __getitem__(self, index):
+        """Dense rows: ``M[i]`` of shape (n_words,), ``M[idx]`` of shape (len(idx), n_words)."""
+        single = isinstance(index, (int, np.integer))
+        idx = np.atleast_1d(np.asarray(index))
+        if idx.ndim != 1 or not np.issubdtype(idx.dtype, np.integer):
+            raise InputError("a LowRankCooccurrence is indexed by a word or an array of words")
+        Y = self.factor
+        rows = Y[idx] @ Y.T + self.shift + self.correction_rows(idx)
+        return rows[0] if single else rows
+
+    def sum(self, axis=None):
+        """Row sums (``axis=1`` or 0: the matrix is symmetric), or the total."""
+        Y = self.factor
+        V = Y.shape[0]
+        rows = Y @ Y.sum(axis=0) + self.shift * V + self._correction_sums()
+        return float(rows.sum()) if axis is None else rows
+
+    def row_sqnorms(self) -> np.ndarray:
+        """Squared Euclidean norm of every row, in ``O(V K² + V |I|)``.
+
+        Where ``E`` is non-zero it equals ``−Y Yᵀ``, so ``⟨(Y Yᵀ + r)_i, E_i⟩ = −‖E_i‖² +
+        r Σ_j E_ij`` and ``‖M_i‖² = ‖(Y Yᵀ + r)_i‖² − ‖E_i‖² + 2 r Σ_j E_ij``.
+        """
+        Y, r, N = self.factor, self.shift, self.negatives
+        V = Y.shape[0]
+        G = Y.T @ Y
+        m = Y.sum(axis=0)
+        low = np.einsum("ik,kl,il->i", Y, G, Y) + 2.0 * r * (Y @ m) + r * r * V
+        I = self.scanned
+        corr = np.einsum("ij,ij->i", N, N, dtype=np.float64)
+        # Column sums over the unscanned rows: all rows minus the scanned ones (no copy of N).
+        corr[I] += (np.einsum("ij,ij->j", N, N, dtype=np.float64)
+                    - np.einsum("ij,ij->j", N[I], N[I], dtype=np.float64))
+        return np.maximum(low - corr + 2.0 * r * self._correction_sums(), 0.0)
+
+    def _correction_sums(self) -> np.ndarray:
+        """Row sums of ``E``."""
+        N, I = self.negatives, self.scanned
+        out = N.sum(axis=1, dtype=np.float64)
+        out[I] += N.sum(axis=0, dtype=np.float64) - N[I].sum(axis=0, dtype=np.float64)
+        return out
+
+    def toarray(self) -> np.ndarray:
+        """The dense matrix (for tests and small problems: V² memory)."""
+        Y = self.factor
+        return Y @ Y.T + self.shift + self.correction_rows(np.arange(Y.shape[0]))
+
+    def scaled(self, c: float) -> LowRankCooccurrence:
+        """``c`` times this matrix (``c > 0``)."""
+        return LowRankCooccurrence(self.factor * np.sqrt(c), self.shift * c, self.scanned,
+                                   self.negatives * np.float32(c))
+
+
+# --------------------------------------------------------------------------------------------
+# Alternating projection on the implicit iterate
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class LowRankResult:
+    """The outcome of :func:`rectify_lowrank`.
+
+    Attributes
+    ----------
+    matrix : LowRankCooccurrence
+        The rectified co-occurrence, summing to 1.
+    eigvecs : ndarray of shape (n_words, n_topics)
+        Eigenvectors of the last projection (a warm start for the next rectification).
+    eigvals : ndarray of shape (n_topics,)
+    n_iter : int
+    residual : float
+        Relative change (Frobenius) of the iterate's low-rank part ``Y Yᵀ + r 1 1ᵀ`` in the
+        last iteration.
+    converged : bool
+    n_products : int
+        Block products spent by the eigensolver.
+    epsilon : float
+        Bound on how far an entry between two unscanned words may be below zero (compare with
+        the matrix's largest entry).
+    row_sums, row_sqnorms : ndarray of shape (n_words,)
+    """
+
+    matrix: LowRankCooccurrence
+    eigvecs: np.ndarray
+    eigvals: np.ndarray
+    n_iter: int
+    residual: float
+    converged: bool
+    n_products: int
+    epsilon: float
+    row_sums: np.ndarray
+    row_sqnorms: np.ndarray
+
+    @property
+    def factor(self) -> np.ndarray:
+        return self.matrix.factor
+
+    @property
+    def shift(self) -> float:
+        return self.matrix.shift
+
+
+def _negatives(Y: np.ndarray, scanned: np.ndarray) -> np.ndarray:
+    """``max(−Y Y_Iᵀ, 0)`` as a float32 (V × |I|) array, formed a block of columns at a time.
+
+    ``O(V K |I|)`` work; memory: the result and one V × 128 float64 block.
+    """
+    out = np.empty((Y.shape[0], scanned.size), dtype=np.float32)
+    for s in range(0, scanned.size, _SCAN_COLUMNS):
+        cols = scanned[s : s + _SCAN_COLUMNS]
+        block = Y @ Y[cols].T
+        np.negative(block, out=block)
+        np.maximum(block, 0.0, out=block)
+        out[:, s : s + cols.size] = block
+    return out
+
+
+def _low_inner(Ya: np.ndarray, ra: float, Yb: np.ndarray, rb: float) -> float:
+    """``⟨Ya Yaᵀ + ra 11ᵀ, Yb Ybᵀ + rb 11ᵀ⟩`` (Frobenius) from K × K products."""
+    V = Ya.shape[0]
+    G = Ya.T @ Yb
+    ma, mb = Ya.sum(axis=0), Yb.sum(axis=0)
+    return float(np.sum(G * G) + rb * (ma @ ma) + ra * (mb @ mb) + ra * rb * V * V)
+
+
+def _check_operator(C):
+    """``C`` as something with ``shape`` and ``@``: a dense or sparse matrix or an operator."""
+    if sp.issparse(C):
+        C = sp.csr_matrix(C, dtype=np.float64)
+        if not np.all(np.isfinite(C.data)):
+            raise InputError("C contains NaN or infinite entries")
+    elif isinstance(C, np.ndarray):
+        C = np.asarray(C, dtype=np.float64)
+        if not np.all(np.isfinite(C)):
+            raise InputError("C contains NaN or infinite entries")
+    elif not hasattr(C, "__matmul__") or not hasattr(C, "shape"):
+        raise InputError(
+            f"C must be a matrix or an operator with shape and @, got {type(C).__name__}")
+    shape = tuple(C.shape)
+    if len(shape) != 2 or shape[0] != shape[1]:
+        raise InputError(f"C must be square, got shape {shape}")
+    return C
+
+
+def rectify_lowrank(
+    C,
+    n_topics: int,
+    *,
+    rows: int | None = None,
+    max_iter: int = 150,
+    tol: float = 1e-3,
+    anderson: int = 5,
+    init_eigvecs: np.ndarray | None = None,
+    eig_tol: float | None = None,
+    random_state: int | np.random.Generator | None = None,
+) -> LowRankResult:
+    """Rectify a co-occurrence by alternating projection, holding the iterate in low rank.
+
+    Each iteration projects onto rank-``n_topics`` PSD matrices (the top eigenpairs of the
+    iterate, negative eigenvalues clipped), onto matrices summing to 1 (the shift ``r``), and
+    onto non-negative matrices on the scanned rows and columns (the correction ``E``); it
+    stops when the iterate's relative change is at most ``tol`` (as
+    :func:`~anchorstream.model.rectify.rectify` does), after ``max_iter`` iterations at the latest.
+    The result is divided by its sum. Memory: ``O(V K + nnz(E))``, never ``V²``.
+
+    Parameters
+    ----------
+    C : ndarray, sparse matrix or operator of shape (n_words, n_words)
+        The co-occurrence (summing to 1), e.g. a :class:`DocumentCooccurrence`; an operator
+        needs ``shape`` and ``@`` with an ``(n_words, b)`` array. Only the first projection
+        reads it.
+    n_topics : int
+    rows : int, optional
+        Words (those with the largest factor rows) whose rows and columns are scanned for
+        negative entries each iteration; default :func:`default_rows`. ``n_words`` scans all.
+    max_iter, tol, anderson :
+        As for :func:`~anchorstream.model.rectify.rectify`.
+    init_eigvecs : ndarray of shape (n_words, m), optional
+        Eigenvectors of a nearby matrix (a previous rectification): they seed the first
+        eigensolve.
+    eig_tol : float, optional
+        Tolerance of the eigensolves (default ``tol / 100`` clipped to ``[1e-8, 1e-6]``).
+    random_state : int, Generator or None
+
+    Returns
+    -------
+    LowRankResult
+
+    Raises
+    ------
+    InputError
+        On a malformed ``C`` or option.
+
+    Examples
+    --------
+    >>> B = np.array([[0.6, 0.0], [0.0, 0.5], [0.4, 0.5]])
+    >>> Q = B @ np.array([[0.3, 0.2], [0.2, 0.3]]) @ B.T   # rank 2, PSD, NN, NOR already
+    >>> res = rectify_lowrank(Q, 2)
+    >>> bool(np.allclose(res.matrix.toarray(), Q)), res.converged
+    (True, True)
+    """
+    C = _check_operator(C)
+    V = C.shape[0]
+    K = n_topics
+    eig_tol, init_eigvecs = check_loop_args(V, K, max_iter, anderson, tol, eig_tol,
+                                             init_eigvecs)
+    if rows is None:
+        rows = default_rows(V, K)
+    if not isinstance(rows, (int, np.integer)) or rows < 1:
+        raise InputError(f"rows must be a positive integer, got {rows!r}")
+    rows = int(min(rows, V))
+    rng = np.random.default_rng(random_state)
+
+    theta, X, _, info = top_eigh(lambda Z: C @ Z, V, K, init=init_eigvecs, tol=eig_tol,
+                                 random_state=rng)
+    n_products = info["n_products"]
+    mixer = AndersonMixer(int(anderson))
+    Y = X[:, :K] * np.sqrt(np.maximum(theta[:K], 0.0))
+    previous: tuple[np.ndarray, float, float] | None = None  # Y, r, ‖Y Yᵀ + r 11ᵀ‖²
+    residual = np.inf
+    converged = False
+    n_iter = 0
+    next_report = time.monotonic() + _PROGRESS_SECONDS
+    for n_iter in range(1, max_iter + 1):
+        # Non-negativity, then normalization (the order of ENN): N corrects Y Yᵀ on the
+        # scanned rows and columns, and the shift r then makes the iterate sum to 1. Checking
+        # Y Yᵀ + r instead would find the whole block of two unscanned (rare) words negative
+        # whenever r < 0 (it is about -0.035 / V² on short texts), leaving their rows with
+        # negative sums; r only evens out the total, which nothing downstream depends on.
+        scanned = np.argsort(-np.einsum("ij,ij->i", Y, Y), kind="stable")[:rows]
+        iterate = LowRankCooccurrence(Y, 0.0, scanned)
+        r = (1.0 - iterate.sum()) / (V * V)
+        iterate.shift = r
+        # The change of the low-rank part, O(V K²): the corrections follow from it.
+        sq = _low_inner(Y, r, Y, r)
+        if previous is not None and previous[2] > 0:
+            change2 = sq + previous[2] - 2.0 * _low_inner(Y, r, previous[0], previous[1])
+            residual = float(np.sqrt(max(change2, 0.0) / previous[2]))
+        previous = (Y, r, sq)
+        converged = residual <= tol
+        now = time.monotonic()
+        if now >= next_report:
+            log.info("rectify (low rank): iteration %d of at most %d, change %.2e (stops at "
+                     "%.1e)", n_iter, max_iter, residual, tol)
+            next_report = now + _PROGRESS_SECONDS
+        if converged or n_iter == max_iter:
+            break
+        theta, X, _, info = top_eigh(iterate.__matmul__, V, K, init=X, tol=eig_tol,
+                                     random_state=rng)
+        n_products += info["n_products"]
+        Y = mixer(Y, X[:, :K] * np.sqrt(np.maximum(theta[:K], 0.0)), residual)
+
+    norms = np.einsum("ij,ij->i", iterate.factor, iterate.factor)
+    outside = np.ones(V, dtype=bool)
+    outside[iterate.scanned] = False
+    epsilon = float(norms[outside].max(initial=0.0))
+    # The result is Y Yᵀ + E, without the normalization shift (see above), divided by its sum.
+    iterate.shift = 0.0
+    total = iterate.sum()
+    matrix = iterate.scaled(1.0 / total)
+    return LowRankResult(
+        matrix=matrix,
+        eigvecs=fix_signs(np.ascontiguousarray(X[:, :K])),
+        eigvals=theta[:K] / total,
+        n_iter=n_iter,
+        residual=residual,
+        converged=converged,
+        n_products=n_products,
+        epsilon=epsilon / total,
+        row_sums=matrix.sum(axis=1),
+        row_sqnorms=matrix.row_sqnorms(),
+    )

@@ -1,0 +1,218 @@
+"""One entry point over every topic-inference method, for batch fits and comparisons.
+
+:func:`fit_topics` runs any method of :mod:`anchorstream.model.registry` and returns a
+:class:`TopicFit` with the word-topic matrix, a topic-topic matrix and one representative word
+per topic, which is all a snapshot needs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from anchorstream.stats.cooccurrence import Cooccurrence, cooccurrence
+from anchorstream.model.correlations import topic_topic
+from anchorstream.errors import InputError
+from anchorstream.model.pipeline import AnchorModel, ModelSettings, StageTimer
+from anchorstream.model.rectify import rectify
+from anchorstream.model.registry import DOCUMENT_ANCHORS, method_spec
+
+# The other methods' modules are imported where they are used: AnchorFree pulls in
+# scipy.optimize (HiGHS), ~0.2 s of the start-up of every `anchorstream fit` otherwise.
+
+__all__ = ["TopicFit", "fit_topics", "novel_word_min_df"]
+
+
+@dataclass(frozen=True, eq=False)
+class TopicFit:
+    """The outcome of :func:`fit_topics`.
+
+    Attributes
+    ----------
+    topic_word : ndarray of shape (n_words, n_topics)
+        ``p(word | topic)``, columns sum to 1.
+    topic_topic : ndarray of shape (n_topics, n_topics)
+        Topic co-occurrence, sums to 1.
+    anchors : ndarray of shape (n_topics,)
+        A representative word per topic: the anchor (anchor methods), the first novel word
+        (DDP/RP), or the most probable word (AnchorFree, TSVD, which have no anchors).
+    timings : dict
+        Seconds per stage.
+    model : AnchorModel or None
+        The fitted estimator for ``method="anchor"`` with ``qr``/``fast`` (warm-startable).
+    """
+
+    topic_word: np.ndarray
+    topic_topic: np.ndarray
+    anchors: np.ndarray
+    timings: dict = field(default_factory=dict)
+    model: AnchorModel | None = None
+
+    @property
+    def prevalence(self) -> np.ndarray:
+        return self.topic_topic.sum(axis=1)
+
+
+def _most_probable(topic_word: np.ndarray) -> np.ndarray:
+    return np.argmax(topic_word, axis=0).astype(np.int64)
+
+
+def _correlations(C: np.ndarray, topic_word: np.ndarray, anchors: np.ndarray) -> np.ndarray:
+    # The diagonal form (JSMF Alg. 4) needs each topic to give its anchor positive mass; the
+    # pseudo-inverse form works for any B, so it is the fallback for anchorless methods.
+    try:
+        return topic_topic(C, topic_word, anchors, method="diagonal")
+    except InputError:
+        return topic_topic(C, topic_word, anchors, method="pinv")
+
+
+def novel_word_min_df(split, n_topics: int, min_df: float) -> float:
+    """``anchor_min_df`` for DDP and RP: as for anchor words
+    (:func:`~anchorstream.model.anchors.anchor_min_df_for`), over the words seen in both halves of
+    the documents (the only ones the novel-word tests can pick)."""
+    from anchorstream.model.anchors import anchor_min_df_for
+
+    seen = (split.mass_first > 0) & (split.mass_second > 0)
+    return anchor_min_df_for(np.asarray(split.doc_freq)[seen], n_topics, min_df)
+
+
+def fit_topics(
+    n_topics: int,
+    *,
+    cooc: Cooccurrence | None = None,
+    documents=None,
+    method: str = "anchor",
+    anchor_method: str = "qr",
+    random_state: int = 0,
+    on_stage=None,
+    init: np.ndarray | None = None,
+    split=None,
+    sketch=None,
+    overwrite_cooc: bool = False,
+    warm_state: bool = True,
+    rectify_workspace: np.ndarray | None = None,
+    **settings,
+) -> TopicFit:
+    """Fit topics with any of the supported methods.
+
+    Parameters
+    ----------
+    n_topics : int
+    cooc : Cooccurrence, optional
+        Needed by the co-occurrence methods; computed from ``documents`` when omitted.
+    documents : sparse matrix of shape (n_docs, n_words), optional
+        Word counts; needed by ``tsvd`` and by the ``ddp``/``rp`` anchor finders. Row ``d``
+        is document id ``d`` (the seed of its random direction in RP).
+    method : {"anchor", "anchorfree", "tsvd"}
+    anchor_method : {"qr", "fast", "ddp", "rp"}
+        With ``method="anchor"``.
+    random_state : int
+    on_stage : callable, optional
+        As for :meth:`AnchorModel.fit`.
+    init : ndarray of shape (n_words, n_topics), optional
+        A previous word-topic matrix on the same words (zero rows for new ones): the warm
+        start of ``anchorfree``. Ignored by the other methods.
+    overwrite_cooc : bool
+        As for :meth:`AnchorModel.fit` (anchors qr/fast only): ``cooc`` may be overwritten.
+    warm_state : bool
+        As for :meth:`AnchorModel.fit`: False keeps no copy of the co-occurrence, which only
+        a later warm-started refit of the returned ``model`` would use.
+    rectify_workspace : ndarray, optional
+        As for :meth:`AnchorModel.fit` (anchors qr/fast only).
+    split, sketch : SplitStatistic, RPSketch, optional
+        The statistics of ``ddp``/``rp`` (:mod:`anchorstream.model.novelwords`) when they were kept
+        elsewhere (a store); then ``documents`` are not needed.
+    **settings
+        Further :class:`~anchorstream.model.pipeline.ModelSettings` fields (``rectify``,
+        ``recover_method``, ``anchor_min_df``, ...).
+
+    Returns
+    -------
+    TopicFit
+
+    Raises
+    ------
+    InputError
+        For an unknown method, or a document method without ``documents``.
+    """
+    try:
+        spec = method_spec(method, anchor_method)
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
+    needs_docs = spec.needs_documents
+    if split is not None and (spec.statistics == "split" or sketch is not None):
+        needs_docs = False
+    if needs_docs and documents is None:
+        raise InputError(
+            f"{spec.label} works on documents, not on a co-occurrence matrix alone: pass documents "
+            "(batch fit from files), or choose anchors qr/fast or method anchorfree"
+        )
+    if cooc is None:
+        if documents is None:
+            raise InputError("fit_topics needs cooc or documents")
+        cooc = cooccurrence(documents)
+    timings: dict[str, float] = {}
+    stage = StageTimer(timings, on_stage)
+
+    if spec.anchor_words:
+        model = AnchorModel(
+            n_topics, anchor_method=anchor_method, random_state=random_state, **settings
+        ).fit(cooc, on_stage=on_stage, overwrite_cooc=overwrite_cooc, warm_state=warm_state,
+              rectify_workspace=rectify_workspace)
+        return TopicFit(model.topic_word_, model.topic_topic_, model.anchors_,
+                        dict(model.timings_), model)
+
+    C = cooc.normalized()
+    K = n_topics
+    if method == "anchor":  # DDP / RP (Ding et al. 2014)
+        from anchorstream.model.novelwords import ddp_topics, rp_topics
+        from anchorstream.stats.wordpatterns import rp_sketch, split_statistic
+
+        min_df = float(settings.get("anchor_min_df", 0))
+        if documents is not None:
+            doc_ids = np.arange(documents.shape[0], dtype=np.int64)
+        if split is None:
+            split = stage("statistics",
+                          lambda: split_statistic(documents, doc_ids, seed=random_state))
+        min_df = novel_word_min_df(split, K, min_df)
+        if anchor_method == "ddp":
+            res = stage("novel_words", lambda: ddp_topics(
+                split, K, min_df=min_df, random_state=random_state))
+        else:
+            if sketch is None:
+                sketch = stage("sketch", lambda: rp_sketch(
+                    documents, doc_ids, n_projections=50 * K, seed=random_state))
+            res = stage("novel_words", lambda: rp_topics(
+                sketch, split, K, min_df=min_df, random_state=random_state))
+        anchors = np.asarray(res.anchors, dtype=np.int64)
+        A = stage("correlations", lambda: _correlations(C, res.topic_word, anchors))
+        return TopicFit(res.topic_word, A, anchors, timings)
+
+    if method == "anchorfree":
+        from anchorstream.model.anchorfree import anchor_free
+
+        active = np.flatnonzero(C.sum(axis=1) > 0)
+        P = C[np.ix_(active, active)]
+        s = ModelSettings(n_topics=K, random_state=random_state, **settings)
+        if s.rectify:
+            P = stage("rectify", lambda: rectify(
+                P, K, max_iter=s.rectify_max_iter, tol=s.rectify_tol,
+                dtype=np.dtype(s.rectify_dtype), anderson=s.rectify_anderson,
+                random_state=random_state).matrix)
+        warm = None
+        if init is not None:
+            warm = np.asarray(init, dtype=np.float64)[active]
+            if warm.shape != (active.size, K) or not np.any(warm):
+                warm = None
+        res = stage("anchorfree", lambda: anchor_free(P, K, init=warm))
+        B = np.zeros((C.shape[0], K))
+        B[active] = res.topic_word
+        return TopicFit(B, res.topic_topic, _most_probable(B), timings)
+
+    from anchorstream.model.tsvd import tsvd
+
+    res = stage("tsvd", lambda: tsvd(documents, K, random_state=random_state))
+    anchors = _most_probable(res.topic_word)
+    A = stage("correlations", lambda: topic_topic(C, res.topic_word, anchors, method="pinv"))
+    return TopicFit(res.topic_word, A, anchors, timings)

@@ -1,0 +1,378 @@
+"""The rectified anchor-word pipeline as one estimator.
+
+:class:`AnchorModel` composes the stages — rectify (JSMF Alg. 1), find anchors (JSMF Alg. 2 or
+Arora 2013 Alg. 4), recover (RecoverL2/KL, ADMM-DR or the inversion baseline) and the topic-topic
+matrix with Dirichlet α (JSMF Alg. 4) — on a :class:`~anchorstream.stats.cooccurrence.Cooccurrence`.
+The constructor only stores settings; :meth:`AnchorModel.fit` learns the attributes that end in
+``_``. Passing the previous model as ``init`` warm-starts every stage: the eigenvectors seed the
+truncated eigensolver, the anchors seed the anchor search and the coefficients seed recovery.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from anchorstream.model.registry import COUNT_ANCHORS
+from anchorstream.model.anchors import ANCHOR_MIN_DF
+from anchorstream.stats.cooccurrence import Cooccurrence, take_square
+from anchorstream.errors import InputError, NotFittedError
+from anchorstream.model.stages import (
+    active_part,
+    anchor_min_df,
+    anchor_stage,
+    check_fit_input,
+    correlation_stage,
+    recover_stage,
+    rectify_stage,
+)
+
+log = logging.getLogger(__name__)
+
+__all__ = ["RECOVER_METHODS", "AnchorModel", "ModelSettings"]
+
+RECOVER_METHODS = ("admm", "l2", "kl", "inverse")
+RECTIFY_METHODS = ("ap", "lowrank")
+CORRELATION_METHODS = ("diagonal", "pinv")
+
+#: A progress hook: called with the stage name when it starts and its seconds when it ends.
+StageCallback = Callable[[str, float | None], None]
+
+
+class StageTimer:
+    """Runs pipeline stages, recording their seconds in ``timings`` and reporting to a hook.
+
+    ``stage(name, fn)`` calls ``on_stage(name, None)``, runs ``fn()``, stores its duration in
+    ``timings[name]``, calls ``on_stage(name, seconds)`` and returns ``fn``'s result.
+    """
+
+    def __init__(self, timings: dict[str, float], on_stage: StageCallback | None = None):
+        self.timings = timings
+        self.on_stage = on_stage
+
+    def __call__(self, name: str, fn):
+        if self.on_stage:
+            self.on_stage(name, None)
+        t0 = time.perf_counter()
+        out = fn()
+        self.timings[name] = time.perf_counter() - t0
+        if self.on_stage:
+            self.on_stage(name, self.timings[name])
+        return out
+
+
+@dataclass(frozen=True)
+class ModelSettings:
+    """Every setting of the pipeline; recorded verbatim in each snapshot's manifest."""
+
+    n_topics: int
+    rectify: bool = True
+    rectify_method: str = "ap"
+    rectify_max_iter: int = 150
+    # Measured trade-off (benchmarks/README.md, "Rectification tolerance"): on 50k npm
+    # documents 1e-3 took 12 accelerated iterations against 25 at 1e-4 (rectify 2.5 s against
+    # 3.7 s), with higher held-out NPMI (+0.002 against -0.030, mean of 4 splits) but more
+    # shared top words (unique@10 0.56 against 0.67); semi-synthetic ℓ1 error was equal on
+    # 8-word documents and 7-27% higher on 20-word ones at 10k-30k documents. A service that
+    # refreshes all day takes the faster default; 1e-4 is one setting away.
+    rectify_tol: float = 1e-3
+    rectify_dtype: str = "float32"
+    rectify_anderson: int = 5
+    # A warm refit updates the last cold rectification to first order in the data's change
+    # since (rectify_update) instead of rerunning alternating projection. The update's
+    # distance from a cold result grew as about half the change it followed (relative
+    # Frobenius; 1% new npm documents change the co-occurrence by ~0.01, 12-15 rounds of 1%
+    # by ~0.04), so a change since the cold rectification above rectify_warm_change rectifies
+    # cold again. On 50k npm documents plus rounds of 1%, the warm refits' held-out NPMI stayed
+    # within noise of cold refits' up to a summed change of ~0.04 (0.000-0.007 below over
+    # 21 rounds) and fell 0.023 below beyond it (benchmarks/README.md, "Refresh cold vs warm").
+    # rectify_warm_limit additionally caps the warm refits in a row (None: no cap; 0: every
+    # refit rectifies cold).
+    rectify_warm_change: float = 0.04
+    rectify_warm_limit: int | None = None
+    # rectify_method "lowrank": words whose rows and columns are checked for negative entries
+    # each iteration (None: anchorstream.model.lowrank.default_rows, 10 K + 1000).
+    rectify_rows: int | None = None
+    anchor_method: str = "qr"
+    # Anchors need this many documents; a small corpus falls back (anchors.anchor_min_df_for).
+    anchor_min_df: int = ANCHOR_MIN_DF
+    projection_dim: int = 1000
+    pinned_anchors: tuple[int, ...] = field(default_factory=tuple)
+    recover_method: str = "admm"
+    recover_max_iter: int = 500
+    recover_tol: float | None = None  # None: the method's own default (recover.DEFAULT_TOL)
+    correlation_method: str = "diagonal"
+    random_state: int = 0
+
+    def __post_init__(self):
+        def choice(name, allowed):
+            value = getattr(self, name)
+            if value not in allowed:
+                raise InputError(f"{name} must be one of {allowed}, got {value!r}")
+
+        if not isinstance(self.n_topics, (int, np.integer)) or self.n_topics < 1:
+            raise InputError(f"n_topics must be a positive integer, got {self.n_topics!r}")
+        choice("rectify_method", RECTIFY_METHODS)
+        choice("rectify_dtype", ("float64", "float32"))
+        choice("anchor_method", COUNT_ANCHORS)
+        choice("recover_method", RECOVER_METHODS)
+        choice("correlation_method", CORRELATION_METHODS)
+        for name in ("rectify_max_iter", "recover_max_iter", "projection_dim"):
+            if getattr(self, name) < 1:
+                raise InputError(f"{name} must be >= 1, got {getattr(self, name)!r}")
+        if self.rectify_warm_limit is not None and (
+                not isinstance(self.rectify_warm_limit, (int, np.integer))
+                or self.rectify_warm_limit < 0):
+            raise InputError("rectify_warm_limit must be None or an integer >= 0, got "
+                             f"{self.rectify_warm_limit!r}")
+        if not 0 <= self.rectify_warm_change <= 1:
+            raise InputError(
+                f"rectify_warm_change must be in [0, 1], got {self.rectify_warm_change!r}")
+        if not isinstance(self.rectify_anderson, (int, np.integer)) or self.rectify_anderson < 0:
+            raise InputError(
+                f"rectify_anderson must be an integer >= 0, got {self.rectify_anderson!r}")
+        if self.rectify_rows is not None and (
+                not isinstance(self.rectify_rows, (int, np.integer)) or self.rectify_rows < 1):
+            raise InputError(
+                f"rectify_rows must be None or a positive integer, got {self.rectify_rows!r}")
+        if self.anchor_min_df < 0:
+            raise InputError(f"anchor_min_df must be >= 0, got {self.anchor_min_df!r}")
+        object.__setattr__(self, "pinned_anchors", tuple(int(a) for a in self.pinned_anchors))
+
+    def as_dict(self) -> dict:
+        d = asdict(self)
+        d["pinned_anchors"] = list(self.pinned_anchors)
+        return d
+
+
+class AnchorModel:
+    """Rectified anchor-word topic model fitted on a co-occurrence matrix.
+
+    Parameters
+    ----------
+    n_topics : int
+    **settings
+        Any field of :class:`ModelSettings` (``rectify``, ``anchor_method``,
+        ``recover_method``, ...).
+
+    Attributes
+    ----------
+    topic_word_ : ndarray of shape (n_words, n_topics)
+        ``p(word | topic)``; columns sum to 1. Words that never occur get zero rows.
+    coef_ : ndarray of shape (n_words, n_topics)
+        ``p(topic | word)`` from recovery (rows on the simplex; zero rows for absent words).
+    anchors_ : ndarray of shape (n_topics,)
+        Word index of each topic's anchor.
+    topic_topic_ : ndarray of shape (n_topics, n_topics)
+        Joint topic co-occurrence ``A``; sums to 1.
+    prevalence_ : ndarray of shape (n_topics,)
+        Row sums of ``A``: the share of the corpus each topic accounts for.
+    alpha_ : ndarray of shape (n_topics,) or None
+        Dirichlet parameter fitted to ``A`` (None where the fit failed).
+    eigvecs_ : ndarray of shape (n_words, n_topics) or None
+        Leading eigenvectors of the rectified matrix (they seed the eigensolver of a later
+        cold rectification).
+    rectify_data_ : ndarray of shape (n_words, n_words), float32, or None
+        The normalized co-occurrence the last cold rectification fitted (zero rows for
+        unused words); with ``rectify_factor_`` and ``rectify_shift_`` the state a warm refit
+        updates (:func:`~anchorstream.model.rectify.rectify_update`). Warm refits carry it on
+        unchanged. None with ``warm_state=False``.
+    rectify_factor_ : ndarray of shape (n_words, n_topics) or None
+        That cold rectified matrix's rank-``K`` core ``F``: the matrix is
+        ``max(F Fᵀ + shift, 0)``.
+    rectify_shift_ : float
+    rectify_residual_ : float
+        Relative change in the last alternating-projection iteration of the cold
+        rectification this fit's state descends from (0 when not rectified).
+    rectify_change_ : float
+        Relative change of the co-occurrence since the cold rectification that a warm update
+        followed (0 for a cold one).
+    rectify_warm_chain_ : int
+        Warm updates in a row that ended with this fit's (0: it rectified cold).
+    n_iter_ : dict
+        Iterations used per stage.
+    timings_ : dict
+        Seconds per stage: ``rectify``, ``anchors``, ``recover``, ``correlations``.
+
+    Examples
+    --------
+    >>> from anchorstream.synthetic import planted_model, sample_documents
+    >>> from anchorstream.stats.cooccurrence import cooccurrence
+    >>> truth = planted_model(200, 5, random_state=0)
+    >>> X, _ = sample_documents(truth, 2000, random_state=0)
+    >>> model = AnchorModel(5, anchor_min_df=0).fit(cooccurrence(X))
+    >>> model.topic_word_.shape
+    (200, 5)
+    """
+
+    def __init__(self, n_topics: int, **settings):
+        self.settings = ModelSettings(n_topics=n_topics, **settings)
+
+    @property
+    def n_topics(self) -> int:
+        return self.settings.n_topics
+
+    def get_params(self) -> dict:
+        """The settings as a plain JSON-serialisable dict."""
+        return self.settings.as_dict()
+
+    def _check_fitted(self):
+        if not hasattr(self, "topic_word_"):
+            raise NotFittedError("this AnchorModel is not fitted yet; call fit() first")
+
+    def fit(
+        self,
+        cooc: Cooccurrence,
+        *,
+        init: AnchorModel | None = None,
+        on_stage: StageCallback | None = None,
+        overwrite_cooc: bool = False,
+        warm_state: bool = True,
+        rectify_workspace: np.ndarray | None = None,
+        rectify_data_out: np.ndarray | None = None,
+    ) -> AnchorModel:
+        """Learn topics from a co-occurrence.
+
+        Parameters
+        ----------
+        cooc : Cooccurrence
+            Sufficient statistics over ``n_words`` words.
+        init : AnchorModel, optional
+            A model fitted earlier on the same vocabulary (same ``n_words``): warm start.
+        on_stage : callable, optional
+            ``on_stage(name, None)`` when a stage starts, ``on_stage(name, seconds)`` when it ends.
+        overwrite_cooc : bool
+            Let the fit work in ``cooc.counts``' memory (it is left holding an intermediate
+            matrix, and ``cooc`` must not be used afterwards): saves a V x V copy when the
+            caller built ``cooc`` for this fit only.
+        warm_state : bool
+            Keep what a warm refit needs beyond the rectified core: a float32 copy of the
+            co-occurrence (``rectify_data_``, 100 MB at V = 5000). A one-off fit passes False.
+        rectify_workspace : ndarray, optional
+            Memory for the rectification's iterate: a C-contiguous array of ``rectify_dtype``
+            with at least ``n_words²`` elements (see :func:`~anchorstream.model.rectify.rectify`).
+        rectify_data_out : ndarray, optional
+            Memory for ``rectify_data_`` when this fit rectifies cold (float32, at least
+            ``n_words²`` elements), e.g. the state before ``init``'s; ignored if it is
+            ``init``'s.
+
+        Returns
+        -------
+        self
+
+        Raises
+        ------
+        InputError
+            When the co-occurrence has fewer usable words than topics, or ``init`` does not
+            match the vocabulary size.
+        """
+        s = self.settings
+        K = s.n_topics
+        V = check_fit_input(cooc, init, K, s.rectify and s.rectify_method == "lowrank")
+        # Words that never occur in a document of >= 2 tokens have zero rows: no anchor can be
+        # one and row normalisation would divide by zero, so the stages run on the others.
+        C, active = active_part(cooc, overwrite_cooc)
+        if active.size <= K:
+            raise InputError(
+                f"only {active.size} words occur in documents of >= 2 tokens, need more than "
+                f"n_topics={K}; use fewer topics or more documents"
+            )
+        position = np.full(V, -1)
+        position[active] = np.arange(active.size)
+        timings: dict[str, float] = {}
+        stage = StageTimer(timings, on_stage)
+
+        rect = rectify_stage(C, V, K, active, position, init, s, stage, warm_state,
+                             rectify_workspace, rectify_data_out)
+        min_df = anchor_min_df(cooc, K, active, s)
+        self.anchor_min_df_ = float(min_df)
+        anchors, products = anchor_stage(cooc, rect, K, min_df, active, position, init, s,
+                                         stage)
+        rec = recover_stage(rect, anchors, products, K, active, init, s, stage)
+        A, alpha = correlation_stage(rect.C, rec.topic_word, anchors, s, stage)
+        self._store(V, K, active, anchors, rect, rec, A, alpha)
+        self.n_iter_ = {**rect.n_iter, "recover": int(rec.n_iter)}
+        self.timings_ = timings
+        self.num_docs_ = int(cooc.num_docs)
+        return self
+
+    def _store(self, V, K, active, anchors, rect, rec, A, alpha) -> None:
+        """The fitted attributes, on all ``V`` words (zero rows for the inactive ones)."""
+        topic_word = np.zeros((V, K))
+        topic_word[active] = rec.topic_word
+        coef = np.zeros((V, K))
+        coef[active] = rec.coef
+        self.topic_word_ = topic_word
+        self.coef_ = coef
+        self.anchors_ = active[np.asarray(anchors, dtype=np.int64)]
+        self.topic_topic_ = A
+        self.prevalence_ = A.sum(axis=1)
+        self.alpha_ = alpha
+        self.eigvecs_ = rect.eigvecs
+        self.rectify_data_ = rect.data
+        self.rectify_factor_ = rect.factor
+        self.rectify_shift_ = rect.shift
+        self.rectify_residual_ = rect.residual
+        self.rectify_change_ = rect.change
+        self.rectify_warm_chain_ = rect.warm_chain
+        self.recover_converged_ = float(rec.converged)
+
+    def top_words(self, n: int = 20) -> np.ndarray:
+        """Indices of each topic's ``n`` most probable words, shape (n_topics, n)."""
+        self._check_fitted()
+        order = np.argsort(-self.topic_word_, axis=0, kind="stable")[:n]
+        return order.T
+
+    def remapped(self, old_vocabulary: Sequence[str], new_vocabulary: Sequence[str]) -> AnchorModel:
+        """This fitted model's warm-start state moved onto another vocabulary.
+
+        Words new to ``new_vocabulary`` get zero rows (recovery starts them uniform); anchors
+        that left the vocabulary disable the anchor warm start. Used by the daemon when the
+        streaming vocabulary admitted or evicted words between two refreshes.
+
+        Returns
+        -------
+        AnchorModel
+            A copy carrying ``topic_word_``, ``coef_``, ``eigvecs_`` and ``anchors_`` in the
+            new word order.
+        """
+        self._check_fitted()
+        index = {w: i for i, w in enumerate(old_vocabulary)}
+        src = np.array([index.get(w, -1) for w in new_vocabulary], dtype=np.int64)
+        keep = src >= 0
+        V, K = len(new_vocabulary), self.n_topics
+
+        def move(arr):
+            if arr is None:
+                return None
+            out = np.zeros((V, K))
+            out[keep] = arr[src[keep]]
+            return out
+
+        clone = AnchorModel.__new__(AnchorModel)
+        clone.settings = self.settings
+        for name, value in vars(self).items():
+            if name.endswith("_"):
+                setattr(clone, name, value)
+        clone.topic_word_ = move(self.topic_word_)
+        clone.coef_ = move(self.coef_)
+        clone.eigvecs_ = move(self.eigvecs_)
+        clone.rectify_factor_ = move(self.rectify_factor_)
+        if self.rectify_data_ is not None:
+            # Zeros for new words. Shared, not copied, when the vocabulary is unchanged: a
+            # fit reads its init's data and never writes it.
+            same = src.size == self.rectify_data_.shape[0] and np.array_equal(
+                src, np.arange(src.size))
+            clone.rectify_data_ = (self.rectify_data_ if same
+                                   else take_square(self.rectify_data_, src))
+        new_index = {w: i for i, w in enumerate(new_vocabulary)}
+        mapped = [new_index.get(old_vocabulary[a], -1) for a in self.anchors_]
+        clone.anchors_ = np.array(mapped, dtype=np.int64)
+        if np.any(clone.anchors_ < 0):
+            # position lookup in fit() treats any missing anchor as "no anchor warm start"
+            clone.anchors_ = np.zeros(0, dtype=np.int64)
+        return clone

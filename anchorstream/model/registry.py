@@ -1,0 +1,124 @@
+"""The method registry: every topic-inference method, what it needs and what it warm-starts from.
+
+One place answers "does this method need documents?", "which statistics must the store keep for
+it?", "what does a refresh reuse?" and "which settings does it read?"; the configuration, the
+refresher, ``fit``, the document statistics and the CLI all ask here. This module imports no
+other library code, so anything may import it.
+
+========================  ===========================================  ====================
+method / anchors          paper                                        needs
+========================  ===========================================  ====================
+anchor + qr / fast        JSMF Alg. 2 / Arora 2013 Alg. 4               co-occurrence
+anchor + ddp / rp         Ding et al. 2014, Alg. 1 / 2 (+ 3, 4)         documents
+anchorfree                Huang et al. 2016                             co-occurrence
+tsvd                      Bansal et al. 2014                            documents
+========================  ===========================================  ====================
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["ANCHOR_METHODS", "COUNT_ANCHORS", "DOCUMENT_ANCHORS", "METHODS", "MethodSpec",
+           "method_spec"]
+
+#: Topic methods (``fit --method``, ``model.method``).
+METHODS = ("anchor", "anchorfree", "tsvd")
+#: Anchor finders on the co-occurrence alone.
+COUNT_ANCHORS = ("qr", "fast")
+#: Anchor finders on documents (novel words by data-dependent or random projections).
+DOCUMENT_ANCHORS = ("ddp", "rp")
+#: Every anchor finder (``fit --anchors``, ``model.anchor_method``).
+ANCHOR_METHODS = COUNT_ANCHORS + DOCUMENT_ANCHORS
+
+
+@dataclass(frozen=True)
+class MethodSpec:
+    """What one method (with its anchor finder) needs and reuses.
+
+    Attributes
+    ----------
+    method, anchor_method : str
+        As configured; ``anchor_method`` matters only for ``method="anchor"`` and is ``"qr"``
+        otherwise.
+    statistics : {"counts", "split", "split+sketch", "reservoir"}
+        What the store must keep: the co-occurrence only, or beside it the document statistics
+        of :mod:`anchorstream.stats.documents` (the split statistic of DDP, the split statistic
+        and a random-projection sketch of RP, a reservoir of documents for TSVD).
+    warm_start : {"rectification", "topic_word", "none"}
+        What a refresh reuses from the previous model: the rectification's state (the anchor-word
+        pipeline), the previous word-topic matrix as the initial point (AnchorFree), nothing.
+    paper : str
+    settings : tuple of str
+        The ``model.*`` settings the method reads beyond ``num_topics`` and ``random_state``.
+    """
+
+    method: str
+    anchor_method: str
+    statistics: str
+    warm_start: str
+    paper: str
+    settings: tuple[str, ...] = ()
+
+    @property
+    def needs_documents(self) -> bool:
+        """Whether the method works on documents, not on the co-occurrence alone."""
+        return self.statistics != "counts"
+
+    @property
+    def anchor_words(self) -> bool:
+        """Whether this is the rectified anchor-word pipeline (``AnchorModel``)."""
+        return self.method == "anchor" and self.anchor_method in COUNT_ANCHORS
+
+    @property
+    def label(self) -> str:
+        """How messages name it: ``anchors='ddp'`` for an anchor finder, else the method."""
+        return f"anchors={self.anchor_method!r}" if self.method == "anchor" else self.method
+
+
+_PIPELINE = ("rectify", "rectify_method", "rectify_max_iter", "rectify_tol", "rectify_dtype",
+             "rectify_anderson", "rectify_rows", "rectify_warm_change", "rectify_warm_limit",
+             "recover_method", "anchor_min_df")
+_SPECS = {
+    ("anchor", "qr"): MethodSpec("anchor", "qr", "counts", "rectification",
+                                 "JSMF Alg. 2 (sparse pivoted QR)", _PIPELINE),
+    ("anchor", "fast"): MethodSpec("anchor", "fast", "counts", "rectification",
+                                   "Arora et al. 2013 Alg. 4 (FastAnchorWords)", _PIPELINE),
+    ("anchor", "ddp"): MethodSpec("anchor", "ddp", "split", "none",
+                                  "Ding et al. 2014 Alg. 1 (data-dependent projections)",
+                                  ("anchor_min_df",)),
+    ("anchor", "rp"): MethodSpec("anchor", "rp", "split+sketch", "none",
+                                 "Ding et al. 2014 Alg. 2 (random projections)",
+                                 ("anchor_min_df", "rp_projections")),
+    ("anchorfree", "qr"): MethodSpec("anchorfree", "qr", "counts", "topic_word",
+                                     "Huang et al. 2016 (AnchorFree)",
+                                     ("rectify", "rectify_max_iter", "rectify_tol",
+                                      "rectify_dtype", "rectify_anderson")),
+    ("tsvd", "qr"): MethodSpec("tsvd", "qr", "reservoir", "none",
+                               "Bansal et al. 2014 (thresholded SVD)", ("tsvd_documents",)),
+}
+
+
+def method_spec(method: str, anchor_method: str = "qr") -> MethodSpec:
+    """The registry's entry for ``method`` (and ``anchor_method`` when ``method="anchor"``).
+
+    Raises ``ValueError`` (naming what is allowed) for an unknown method or anchor finder, and
+    for a document anchor finder with a method other than ``"anchor"``; other methods ignore a
+    count anchor finder.
+
+    >>> method_spec("anchor", "rp").statistics
+    'split+sketch'
+    >>> method_spec("tsvd").needs_documents
+    True
+    """
+    if method not in METHODS:
+        raise ValueError(f"method: got {method!r}; allowed: {', '.join(METHODS)}")
+    if anchor_method not in ANCHOR_METHODS:
+        raise ValueError(f"anchor_method: got {anchor_method!r}; allowed: "
+                         f"{', '.join(ANCHOR_METHODS)}")
+    if method != "anchor":
+        if anchor_method in DOCUMENT_ANCHORS:
+            raise ValueError(f"anchor_method: got {anchor_method!r} with method={method!r}; "
+                             "anchor finders apply only to method 'anchor'")
+        anchor_method = "qr"
+    return _SPECS[(method, anchor_method)]

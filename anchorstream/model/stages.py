@@ -1,0 +1,296 @@
+"""The stages of :meth:`anchorstream.model.pipeline.AnchorModel.fit`, one function each.
+
+Rectification (cold, warm update or low-rank), the anchor search, the recovery and the topic
+correlations, each run through the fit's :class:`~anchorstream.model.pipeline.StageTimer`
+(``stage``), plus the input checks and the warm-start bookkeeping between them.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from anchorstream._buffers import leading_view
+from anchorstream.errors import AnchorstreamError, InputError
+from anchorstream.model.anchors import anchor_min_df_for, candidate_words, find_anchors
+from anchorstream.model.correlations import dirichlet_alpha, topic_topic
+from anchorstream.model.lowrank import DocumentCooccurrence, rectify_lowrank
+from anchorstream.model.recover import recover
+from anchorstream.model.rectify import rectify, rectify_update
+from anchorstream.stats.cooccurrence import Cooccurrence, take_square
+
+# The fit's own logger, as when these stages were part of it.
+log = logging.getLogger("anchorstream.model.pipeline")
+
+__all__ = ["Rectified", "active_part", "anchor_min_df", "anchor_stage", "check_fit_input", "correlation_stage",
+           "recover_stage", "rectify_stage", "warm_eigvecs"]
+
+
+@dataclass
+class Rectified:
+    """The matrix the later stages work on, and the rectification state a warm refit needs."""
+
+    C: object
+    row_sums: np.ndarray | None = None
+    row_sqnorms: np.ndarray | None = None
+    eigvecs: np.ndarray | None = None
+    factor: np.ndarray | None = None
+    shift: float = 0.0
+    data: np.ndarray | None = None
+    residual: float = 0.0
+    change: float = 0.0
+    warm_chain: int = 0
+    n_iter: dict = field(default_factory=dict)
+
+
+def check_fit_input(cooc, init, K: int, lowrank: bool) -> int:
+    """InputError unless ``cooc`` (and the warm start ``init``) suit this fit; returns V."""
+    if isinstance(cooc, DocumentCooccurrence):
+        if not lowrank:
+            raise InputError("a DocumentCooccurrence (documents, no V x V matrix) needs "
+                             "rectify_method='lowrank'; pass a Cooccurrence otherwise")
+    elif not isinstance(cooc, Cooccurrence):
+        raise InputError(f"fit expects a Cooccurrence, got {type(cooc).__name__}")
+    if cooc.num_docs < 1:
+        raise InputError("the co-occurrence holds no documents (need documents of >= 2 tokens)")
+    V = cooc.n_words
+    if init is not None:
+        init._check_fitted()
+        if init.topic_word_.shape != (V, K):
+            raise InputError(
+                f"init was fitted on {init.topic_word_.shape[0]} words and "
+                f"{init.topic_word_.shape[1]} topics; this fit has {V} words and {K} topics "
+                "(remap the warm start to the new vocabulary first)"
+            )
+    return V
+
+
+def active_part(cooc, overwrite: bool):
+    """The normalized co-occurrence of the words that occur in a document of >= 2 tokens, and
+    their indices: a dense array (from a :class:`Cooccurrence`) or an operator (from a
+    :class:`~anchorstream.model.lowrank.DocumentCooccurrence`)."""
+    if isinstance(cooc, DocumentCooccurrence):
+        active = np.flatnonzero(cooc.row_sums() > 0)
+        return (cooc if active.size == cooc.n_words else cooc.subset(active)), active
+    counts = cooc.counts
+    if (overwrite and isinstance(counts, np.ndarray) and counts.dtype == np.float64
+            and counts.flags.c_contiguous and counts.flags.writeable):
+        total = cooc.total_weight()
+        C_full = counts
+        C_full /= total  # what normalized() returns, in place
+    else:
+        C_full = cooc.normalized()
+    active = np.flatnonzero(C_full.sum(axis=1) > 0)
+    # Usually every word is active: no copy of the V x V matrix then.
+    return (C_full if active.size == C_full.shape[0] else take_square(C_full, active)), active
+
+
+def warm_eigvecs(init, active: np.ndarray) -> np.ndarray | None:
+    """The previous model's eigenvectors on the active words, when it has any."""
+    vecs = None if init is None else getattr(init, "eigvecs_", None)
+    if vecs is None:
+        return None
+    vecs = vecs[active]
+    return vecs if np.any(vecs) else None
+
+
+
+def rectify_stage(C, V, K, active, position, init, s, stage, warm_state, workspace, data_out):
+    """Rectification of the active words' co-occurrence ``C`` (none unless ``s.rectify``)."""
+    if not s.rectify:
+        return Rectified(C)
+    warm_eig = warm_eigvecs(init, active)
+    if s.rectify_method == "lowrank":
+        rect = stage("rectify", lambda: rectify_lowrank(
+            C, K, rows=s.rectify_rows, max_iter=s.rectify_max_iter, tol=s.rectify_tol,
+            anderson=s.rectify_anderson, init_eigvecs=warm_eig,
+            random_state=s.random_state))
+        out = _rectified(rect, V, K, active)
+        factor = np.zeros((V, rect.factor.shape[1]))
+        factor[active] = rect.factor
+        out.factor, out.shift, out.residual = factor, float(rect.shift), float(rect.residual)
+        return out
+    previous = _warm_previous(init, active, V, s)
+    data = None
+
+    def run():
+        nonlocal data
+        if previous is not None:
+            updated = rectify_update(
+                C, *previous, max_change=s.rectify_warm_change, dtype=np.dtype(s.rectify_dtype),
+                overwrite_input=True, workspace=workspace, check_input=False)
+            if updated is not None:
+                return updated
+        if warm_state:
+            # before C's memory receives the result
+            data = _cold_data(C, V, active, position, init, data_out)
+        return rectify(
+            C,
+            K,
+            method=s.rectify_method,
+            max_iter=s.rectify_max_iter,
+            tol=s.rectify_tol,
+            init_eigvecs=warm_eig,
+            random_state=s.random_state,
+            dtype=np.dtype(s.rectify_dtype),
+            anderson=s.rectify_anderson,
+            # C (this fit's own array) is not needed afterwards: the result takes its memory.
+            overwrite_input=True,
+            # The eigenvectors only seed a later cold rectification: the loop's precision
+            # (1e-6) is plenty, and refining costs a V x V product.
+            refine_eigvecs=False,
+            workspace=workspace,
+        )
+
+    rect = stage("rectify", run)
+    out = _rectified(rect, V, K, active)
+    if rect.n_iter == 0 and previous is not None:  # warm
+        # The cold rectification's state carries on (shared: fits never write it).
+        out.data = init.rectify_data_ if warm_state else None
+        out.factor, out.shift = init.rectify_factor_, float(init.rectify_shift_)
+        out.residual = float(init.rectify_residual_)
+        out.change = float(rect.residual)
+        out.warm_chain = init.rectify_warm_chain_ + 1
+    else:
+        out.data = data
+        out.factor = np.zeros((V, K))
+        out.factor[active] = rect.factor
+        out.shift = float(rect.shift)
+        out.residual = float(rect.residual)
+    return out
+
+
+def _rectified(rect, V, K, active) -> Rectified:
+    """The part of a rectification result both paths keep the same way."""
+    eigvecs = np.zeros((V, K))
+    eigvecs[active] = rect.eigvecs
+    return Rectified(rect.matrix, rect.row_sums, rect.row_sqnorms, eigvecs,
+                     n_iter={"rectify": int(rect.n_iter)})
+
+
+def _warm_previous(init, active, V, s):
+    """``(previous_data, factor, shift)`` for :func:`rectify_update`, or None for a cold fit.
+
+    A warm refit follows the data's change since the last cold rectification, to first order,
+    instead of rerunning alternating projection. The state stays that of the cold
+    rectification for the whole chain: the update's error grows with the change it follows, so
+    one update from the cold point over the summed change is as good as a chain of small ones,
+    and the summed change is what max_change bounds.
+    """
+    if (init is not None
+            and getattr(init, "rectify_data_", None) is not None
+            and init.rectify_data_.shape == (V, V)
+            and getattr(init, "rectify_factor_", None) is not None
+            and (s.rectify_warm_limit is None
+                 or init.rectify_warm_chain_ < s.rectify_warm_limit)):
+        prev_data = (init.rectify_data_ if active.size == V
+                     else take_square(init.rectify_data_, active))
+        return prev_data, init.rectify_factor_[active], init.rectify_shift_
+    return None
+
+
+def _cold_data(C, V, active, position, init, data_out):
+    """This fit's data as the state of later warm refits (cold path only)."""
+    data = leading_view(data_out, (V, V), np.float32)
+    current = None if init is None else getattr(init, "rectify_data_", None)
+    if data is None or (current is not None and np.shares_memory(data, current)):
+        data = np.empty((V, V), dtype=np.float32)
+    if active.size == V:
+        np.copyto(data, C, casting="same_kind")
+    else:  # zero rows for the unused words
+        data[...] = take_square(C, position)
+    return data
+
+
+def anchor_min_df(cooc, K, active, s) -> float:
+    """``s.anchor_min_df``, lowered (and logged) where fewer than ``2 K`` words reach it."""
+    min_df = anchor_min_df_for(cooc.doc_freq[active], K, s.anchor_min_df)
+    if min_df < s.anchor_min_df:
+        log.info("anchor_min_df %g lowered to %g: fewer than %d words are in %g documents",
+                 s.anchor_min_df, min_df, 2 * K, s.anchor_min_df)
+    return min_df
+
+
+def anchor_stage(cooc, rect: Rectified, K, min_df, active, position, init, s, stage):
+    """The anchor words (indices into the active words) and the QR search's products with the
+    anchor rows (or None); ``min_df`` is :func:`anchor_min_df`'s."""
+    V = cooc.n_words
+    candidates = candidate_words(cooc.doc_freq[active], min_df)
+    if candidates.sum() < K:
+        raise InputError(
+            f"only {int(candidates.sum())} words appear in >= anchor_min_df="
+            f"{min_df:g} documents, need at least n_topics={K} anchor candidates; "
+            "lower anchor_min_df or the number of topics"
+        )
+    pinned = []
+    for word in s.pinned_anchors:
+        if not 0 <= word < V or position[word] < 0:
+            raise InputError(f"pinned anchor {word} is not a word that occurs in the corpus")
+        pinned.append(int(position[word]))
+    warm_anchors = None
+    if init is not None:
+        mapped = position[init.anchors_] if init.anchors_.size == K else np.full(K, -1)
+        warm_anchors = mapped if np.all(mapped >= 0) else None
+    # The QR search's coordinates give the recovery its products with the anchor rows.
+    qr = s.anchor_method == "qr"
+    found = stage(
+        "anchors",
+        lambda: find_anchors(
+            rect.C,
+            K,
+            method=s.anchor_method,
+            candidates=candidates,
+            pinned=tuple(pinned),
+            init=warm_anchors,
+            # Rectification checked its input and returns a finite, non-negative matrix,
+            # with its row statistics.
+            check_input=not s.rectify,
+            row_sums=rect.row_sums,
+            row_sqnorms=rect.row_sqnorms,
+            **({"return_products": True} if qr else
+               {"projection_dim": s.projection_dim, "random_state": s.random_state}),
+        ),
+    )
+    return found if qr else (found, None)
+
+
+def recover_stage(rect: Rectified, anchors, products, K, active, init, s, stage):
+    """The recovery, warm-started from ``init``'s coefficients on the active words."""
+    warm_coef = None
+    if init is not None:
+        warm_coef = init.coef_[active]
+        # Words that were absent last time have zero rows: start them uniform.
+        empty = warm_coef.sum(axis=1) <= 0
+        if empty.any():
+            warm_coef = warm_coef.copy()
+            warm_coef[empty] = 1.0 / K
+    return stage(
+        "recover",
+        lambda: recover(
+            rect.C,
+            anchors,
+            method=s.recover_method,
+            init=warm_coef,
+            tol=s.recover_tol,
+            max_iter=s.recover_max_iter,
+            check_input=not s.rectify,
+            row_sums=rect.row_sums,
+            anchor_products=products,
+        ),
+    )
+
+
+def correlation_stage(C, topic_word, anchors, s, stage):
+    """The topic-topic matrix and, where one fits, its Dirichlet ``alpha`` (else None)."""
+
+    def correlations():
+        A = topic_topic(C, topic_word, anchors, method=s.correlation_method)
+        try:
+            alpha = dirichlet_alpha(A)
+        except (AnchorstreamError, ValueError, FloatingPointError, np.linalg.LinAlgError):
+            alpha = None  # the Dirichlet fit is optional: a correlated A may not admit one
+        return A, alpha
+
+    return stage("correlations", correlations)

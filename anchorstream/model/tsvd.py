@@ -1,0 +1,504 @@
+"""Thresholded SVD (TSVD) topic recovery for dominant-admixture corpora (Bansal et al. 2014).
+
+TSVD assumes every document has one *dominant* topic and every topic a set of *catchwords*. It
+thresholds each word's frequencies at a word-specific level, clusters the documents in the rank-K
+SVD projection (k-means++ then Lloyd), finds each cluster's catchwords and averages the documents
+richest in them (paper §3.3, with the §4 practical parameters). It reads documents, not the
+co-occurrence, so the daemon runs it over a bounded reservoir of recent documents. Also home of
+the shared :func:`kmeans`. The steps and the choices: ``docs/algorithms.md`` (TSVD).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.linalg
+import scipy.sparse as sp
+import scipy.sparse.linalg
+
+from anchorstream.stats.cooccurrence import as_counts_csr
+from anchorstream.errors import InputError
+
+__all__ = ["KMeansResult", "TSVDResult", "kmeans", "tsvd", "word_thresholds"]
+
+
+# --------------------------------------------------------------------------------------------
+# k-means (k-means++ seeding + Lloyd)
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class KMeansResult:
+    """What :func:`kmeans` returns.
+
+    Attributes
+    ----------
+    labels : ndarray of int64, shape (n_points,)
+    centers : ndarray of shape (n_clusters, n_features)
+    inertia : float
+        Sum of squared distances of the points to their centers.
+    n_iter : int
+        Lloyd iterations of the returned run.
+    """
+
+    labels: np.ndarray
+    centers: np.ndarray
+    inertia: float
+    n_iter: int
+
+
+def _sq_norms(P) -> np.ndarray:
+    if sp.issparse(P):
+        return np.asarray(P.multiply(P).sum(axis=1)).ravel()
+    return np.einsum("ij,ij->i", P, P)
+
+
+def _sq_distances(P, p_norms: np.ndarray, centers: np.ndarray) -> np.ndarray:
+    """``‖p_j − c_l‖²`` for all points and centers, shape (n_points, n_clusters)."""
+    cross = np.asarray(P @ centers.T)
+    d = p_norms[:, None] - 2.0 * cross + np.einsum("ij,ij->i", centers, centers)[None, :]
+    return np.maximum(d, 0.0)  # rounding can make a zero distance slightly negative
+
+
+def _centers_of(P, labels: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Cluster means (rows) and sizes; an empty cluster gets a zero row."""
+    n = labels.shape[0]
+    onehot = sp.csr_matrix((np.ones(n), (labels, np.arange(n))), shape=(k, n))
+    sizes = np.asarray(onehot.sum(axis=1)).ravel()
+    sums = np.asarray((onehot @ P).todense()) if sp.issparse(P) else onehot @ P
+    centers = sums / np.maximum(sizes, 1.0)[:, None]
+    return centers, sizes
+
+
+def _kmeans_pp(P, p_norms: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
+    """k-means++ seeding (Arthur & Vassilvitskii 2007): D²-weighted sampling of centers."""
+    n = p_norms.shape[0]
+
+    def row(j):
+        r = P[j]
+        return np.asarray(r.todense()).ravel() if sp.issparse(P) else np.asarray(r, dtype=float)
+
+    centers = np.empty((k, P.shape[1]))
+    centers[0] = row(int(rng.integers(n)))
+    closest = _sq_distances(P, p_norms, centers[:1])[:, 0]
+    for c in range(1, k):
+        total = closest.sum()
+        if total <= 0:  # fewer distinct points than clusters: any point will do
+            j = int(rng.integers(n))
+        else:
+            j = int(np.searchsorted(np.cumsum(closest), rng.random() * total, side="right"))
+            j = min(j, n - 1)
+        centers[c] = row(j)
+        closest = np.minimum(closest, _sq_distances(P, p_norms, centers[c : c + 1])[:, 0])
+    return centers
+
+
+def _lloyd(P, p_norms, centers, max_iter: int) -> KMeansResult:
+    k = centers.shape[0]
+    labels = None
+    n_iter = 0
+    for n_iter in range(1, max_iter + 1):
+        d = _sq_distances(P, p_norms, centers)
+        new = np.argmin(d, axis=1)
+        if labels is not None and np.array_equal(new, labels):
+            break
+        labels = new
+        centers, sizes = _centers_of(P, labels, k)
+        for c in np.flatnonzero(sizes == 0):
+            # An empty cluster is re-seeded at the point farthest from its center, the usual
+            # deterministic repair: it keeps exactly k clusters without a random draw.
+            dist = d[np.arange(d.shape[0]), labels]
+            far = int(np.argmax(dist))
+            labels[far] = c
+            centers, sizes = _centers_of(P, labels, k)
+            d = _sq_distances(P, p_norms, centers)
+    d = _sq_distances(P, p_norms, centers)
+    labels = np.argmin(d, axis=1)
+    inertia = float(d[np.arange(d.shape[0]), labels].sum())
+    return KMeansResult(labels.astype(np.int64), centers, inertia, n_iter)
+
+
+def _check_points(points):
+    if sp.issparse(points):
+        P = points.tocsr().astype(np.float64)
+        ok = np.all(np.isfinite(P.data))
+    else:
+        P = np.asarray(points, dtype=np.float64)
+        ok = np.all(np.isfinite(P))
+    if P.ndim != 2:
+        raise InputError(f"points must be 2-D (n_points, n_features), got shape {P.shape}")
+    if not ok:
+        raise InputError("points contain NaN or infinity")
+    return P
+
+
+def kmeans(
+    points,
+    n_clusters: int,
+    *,
+    init: np.ndarray | None = None,
+    n_init: int = 10,
+    max_iter: int = 100,
+    random_state: int | np.random.Generator | None = None,
+) -> KMeansResult:
+    """k-means: k-means++ seeding then Lloyd's algorithm, best of ``n_init`` runs.
+
+    Written here rather than taken from scipy: ``scipy.cluster.vq.kmeans2`` warns (an error in
+    this project's test configuration) or raises on an empty cluster and cannot start from a
+    partition, which TSVD's "Lloyd from the projected clustering" step needs.
+
+    Parameters
+    ----------
+    points : ndarray or sparse matrix of shape (n_points, n_features)
+    n_clusters : int
+        ``1 <= n_clusters <= n_points``.
+    init : ndarray of shape (n_points,), optional
+        A starting partition (cluster labels in ``[0, n_clusters)``); then one Lloyd run from
+        its means, no seeding.
+    n_init : int
+        Independent k-means++ seedings; the run of lowest inertia is returned.
+    max_iter : int
+        Lloyd iterations per run.
+    random_state : int, Generator or None
+
+    Returns
+    -------
+    KMeansResult
+
+    Raises
+    ------
+    InputError
+        For malformed points, ``n_clusters`` out of range or a malformed ``init``.
+
+    Examples
+    --------
+    >>> pts = np.array([[0.0], [0.1], [5.0], [5.2]])
+    >>> r = kmeans(pts, 2, random_state=0)
+    >>> round(r.inertia, 6), sorted(np.bincount(r.labels).tolist())
+    (0.025, [2, 2])
+    """
+    P = _check_points(points)
+    n = P.shape[0]
+    if int(n_clusters) != n_clusters or not 1 <= n_clusters <= n:
+        raise InputError(f"n_clusters must be an integer in [1, {n}], got {n_clusters!r}")
+    k = int(n_clusters)
+    if n_init < 1 or max_iter < 1:
+        raise InputError(f"n_init and max_iter must be >= 1, got {n_init!r}, {max_iter!r}")
+    p_norms = _sq_norms(P)
+    if init is not None:
+        labels = np.asarray(init)
+        if labels.shape != (n,) or not np.issubdtype(labels.dtype, np.integer):
+            raise InputError(f"init must be integer labels of shape ({n},), got {labels.shape}")
+        if labels.size and (labels.min() < 0 or labels.max() >= k):
+            raise InputError(f"init labels must lie in [0, {k}), got {labels.min()}..{labels.max()}")
+        centers, _ = _centers_of(P, labels.astype(np.int64), k)
+        return _lloyd(P, p_norms, centers, max_iter)
+    rng = np.random.default_rng(random_state)
+    best = None
+    for _ in range(int(n_init)):
+        run = _lloyd(P, p_norms, _kmeans_pp(P, p_norms, k, rng), max_iter)
+        if best is None or run.inertia < best.inertia:
+            best = run
+    return best
+
+
+# --------------------------------------------------------------------------------------------
+# TSVD
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TSVDResult:
+    """What :func:`tsvd` returns.
+
+    Attributes
+    ----------
+    topic_word : ndarray of shape (n_words, n_topics)
+        ``p(word | topic)``; every column sums to 1.
+    catchwords : tuple of n_topics int64 ndarrays
+        Catchword indices of each topic (may be empty; the topic then averages its cluster).
+    labels : ndarray of int64, shape (n_docs,)
+        Dominant-topic cluster of every document (-1 for empty documents and, with
+        ``split=True``, for the threshold half).
+    thresholds : ndarray of shape (n_words,)
+        Per-word frequency threshold ``ζ_i / m``; ``inf`` for words that never pass.
+    inertia : float
+        Lloyd objective of the chosen clustering.
+    """
+
+    topic_word: np.ndarray
+    catchwords: tuple
+    labels: np.ndarray
+    thresholds: np.ndarray
+    inertia: float
+
+
+def _column_kth_largest(F: sp.csc_matrix, k: int) -> np.ndarray:
+    """The ``k``-th largest entry of every column (implicit zeros included), shape (n_cols,)."""
+    n_rows, n_cols = F.shape
+    out = np.zeros(n_cols)
+    if k > n_rows:
+        out[:] = -np.inf
+        return out
+    counts = np.diff(F.indptr)
+    col = np.repeat(np.arange(n_cols), counts)
+    # Sort every column segment in decreasing order in one vectorized pass.
+    order = np.lexsort((-F.data, col))
+    sorted_data = F.data[order]
+    has = counts >= k
+    out[has] = sorted_data[F.indptr[:-1][has] + k - 1]
+    return out  # columns with fewer than k non-zeros have 0 as their k-th largest
+
+
+def word_thresholds(F, w0: float, eps: float) -> np.ndarray:
+    """TSVD step 2(a): every word's threshold frequency.
+
+    ``ζ_i`` is the highest value ``t`` among the word's observed frequencies (0 included) with
+    ``#{j : F_ji > t} >= w0 s / 2`` and ``#{j : F_ji = t} <= 3 ε w0 s``.
+
+    Parameters
+    ----------
+    F : sparse matrix of shape (n_docs, n_words)
+        Word frequencies (counts divided by document length).
+    w0 : float
+        Smallest probability of a topic being dominant.
+    eps : float
+        The tie tolerance ``ε``.
+
+    Returns
+    -------
+    ndarray of shape (n_words,)
+        Thresholds; ``inf`` where no value qualifies (the word is never thresholded in).
+    """
+    F = sp.csc_matrix(F)
+    s, V = F.shape
+    need_above = w0 * s / 2.0
+    max_ties = 3.0 * eps * w0 * s
+    out = np.full(V, np.inf)
+    for i in range(V):
+        vals = F.data[F.indptr[i] : F.indptr[i + 1]]
+        vals = vals[vals > 0]
+        uniq, counts = np.unique(vals, return_counts=True)  # increasing
+        uniq, counts = uniq[::-1], counts[::-1]
+        above = np.concatenate([[0], np.cumsum(counts)[:-1]])  # #{> uniq[r]}
+        ok = np.flatnonzero((above >= need_above) & (counts <= max_ties))
+        if ok.size:
+            out[i] = uniq[ok[0]]
+        elif vals.size >= need_above and (s - vals.size) <= max_ties:
+            out[i] = 0.0
+    return out
+
+
+def tsvd(
+    X,
+    n_topics: int,
+    *,
+    w0: float | None = None,
+    eps: float = 1.0 / 6.0,
+    gamma: float = 1.1,
+    catchword_fraction: float | None = None,
+    pure_fraction: float | None = None,
+    n_init: int = 10,
+    max_iter: int = 100,
+    split: bool = False,
+    min_catchword_freq: float = 0.0,
+    random_state: int | np.random.Generator | None = None,
+) -> TSVDResult:
+    """Learn topics from documents with Thresholded SVD (Bansal et al. 2014, §3.3).
+
+    Parameters
+    ----------
+    X : sparse matrix or ndarray of shape (n_docs, n_words)
+        Word counts, one row per document (non-negative whole numbers).
+    n_topics : int
+        ``K``, at least 1 and less than the number of non-empty documents.
+    w0 : float, optional
+        Smallest probability of a topic being dominant; default ``1 / K`` (paper §4).
+    eps : float
+        Threshold tie tolerance ``ε``; default 1/6 (paper §4).
+    gamma : float
+        Catchword margin ``γ`` over every other topic; default 1.1 (paper §4).
+    catchword_fraction : float, optional
+        ``ε0 w0`` of the catchword step: ``g(i, l)`` is the ``⌊ε0 w0 s / 2⌋``-th highest
+        frequency in cluster l. Default ``1 / (3 K)`` (``ε0 = 1/3``, paper §4).
+    pure_fraction : float, optional
+        ``ε0 w0`` of the topic-vector step: ``⌊ε0 w0 s / 2⌋`` documents are averaged. Default
+        ``1 / K`` (the paper's "top 50 %").
+    n_init : int
+        k-means++ restarts (each followed by Lloyd); the lowest Lloyd objective wins.
+    max_iter : int
+        Lloyd iterations per run.
+    split : bool
+        Compute thresholds on a random half and run the rest on the other half (the paper's
+        proof device); off by default.
+    min_catchword_freq : float
+        Absolute lower bound on ``g(i, l)`` for a catchword (the paper's
+        ``4 ln(20/ε w0) / (m δ²)``; 0 disables it, as in the paper's experiments).
+    random_state : int, Generator or None
+
+    Returns
+    -------
+    TSVDResult
+
+    Raises
+    ------
+    InputError
+        For malformed counts, ``n_topics`` out of range or parameters outside (0, 1].
+
+    Examples
+    --------
+    >>> from anchorstream.synthetic import planted_model, sample_documents
+    >>> truth = planted_model(100, 3, alpha=0.01, random_state=0)
+    >>> X, _ = sample_documents(truth, 600, random_state=0)
+    >>> tsvd(X, 3, random_state=0).topic_word.shape
+    (100, 3)
+    """
+    X = as_counts_csr(X)
+    lengths = np.asarray(X.sum(axis=1)).ravel()
+    docs = np.flatnonzero(lengths > 0)
+    K, w0, catchword_fraction, pure_fraction = _check_settings(
+        n_topics, w0, eps, gamma, catchword_fraction, pure_fraction
+    )
+    rng = np.random.default_rng(random_state)
+
+    F_all = sp.diags(1.0 / np.maximum(lengths, 1.0)) @ X  # word frequencies per document
+    F_all = F_all.tocsr()
+    half_a, half_b = _halves(docs, split, rng, K)
+    s = half_b.size
+    F_a, F = F_all[half_a], F_all[half_b]
+
+    # Step 2: thresholds on one part, thresholding on the other.
+    thresholds = word_thresholds(F_a, w0, eps)
+    Bt = _thresholded(F, thresholds)
+    # Step 3: rank-K SVD; the projection's coordinates U_K S_K keep the distances of B_(K).
+    coords = _top_left_singular(Bt, K, rng)
+    # Step 4: project-and-cluster, then Lloyd on the thresholded rows; best of n_init.
+    best = _project_and_cluster(Bt, coords, K, n_init, max_iter, rng)
+    labels = best.labels
+    # Step 5: catchwords from each cluster's ⌊ε0 w0 s / 2⌋-th highest word frequency.
+    r5 = max(1, int(np.floor(catchword_fraction * s / 2.0)))
+    catchwords = _catchwords(F, labels, K, r5, gamma, min_catchword_freq)
+    # Step 6: average the ⌊ε0 w0 s / 2⌋ documents richest in the topic's catchwords.
+    r6 = max(1, int(np.floor(pure_fraction * s / 2.0)))
+    topic_word = _topic_vectors(F, labels, catchwords, r6)
+
+    doc_labels = np.full(X.shape[0], -1, dtype=np.int64)
+    doc_labels[half_b] = labels
+    return TSVDResult(topic_word, tuple(catchwords), doc_labels, thresholds, best.inertia)
+
+
+def _check_settings(n_topics, w0, eps, gamma, catchword_fraction, pure_fraction):
+    """``(K, w0, catchword_fraction, pure_fraction)`` checked, with the paper's §4 defaults."""
+    K = n_topics
+    if int(K) != K or K < 1:
+        raise InputError(f"n_topics must be a positive integer, got {n_topics!r}")
+    K = int(K)
+    w0 = 1.0 / K if w0 is None else float(w0)
+    catchword_fraction = 1.0 / (3 * K) if catchword_fraction is None else catchword_fraction
+    pure_fraction = 1.0 / K if pure_fraction is None else pure_fraction
+    for name, value in (
+        ("w0", w0),
+        ("eps", eps),
+        ("catchword_fraction", catchword_fraction),
+        ("pure_fraction", pure_fraction),
+    ):
+        if not 0 < value <= 1:
+            raise InputError(f"{name} must lie in (0, 1], got {value!r}")
+    if gamma < 1:
+        raise InputError(f"gamma must be >= 1, got {gamma!r}")
+    return K, w0, catchword_fraction, pure_fraction
+
+
+def _halves(docs, split: bool, rng, K: int) -> tuple[np.ndarray, np.ndarray]:
+    """The threshold half and the clustering half (both ``docs`` unless ``split``)."""
+    if split:
+        perm = rng.permutation(docs)
+        half_a, half_b = np.sort(perm[: perm.size // 2]), np.sort(perm[perm.size // 2 :])
+    else:
+        half_a = half_b = docs
+    s = half_b.size
+    if not K < s:
+        raise InputError(
+            f"TSVD needs more documents than topics: {s} usable documents, n_topics={K}"
+        )
+    return half_a, half_b
+
+
+def _thresholded(F, thresholds: np.ndarray) -> sp.csr_matrix:
+    """``√ζ_i`` where a document's frequency exceeds word i's threshold, 0 elsewhere."""
+    s, V = F.shape
+    finite = np.isfinite(thresholds) & (thresholds > 0)
+    Fc = F.tocoo()
+    keep = finite[Fc.col] & (Fc.data > np.where(finite, thresholds, np.inf)[Fc.col])
+    # Scale √ζ_i: √(t_i m) up to the common factor √m, which changes neither SVD nor k-means.
+    return sp.csr_matrix(
+        (np.sqrt(thresholds[Fc.col[keep]]), (Fc.row[keep], Fc.col[keep])), shape=(s, V)
+    )
+
+
+def _project_and_cluster(Bt, coords, K: int, n_init, max_iter, rng) -> KMeansResult:
+    """k-means++ in the projection, Lloyd on the thresholded rows; the best of ``n_init``."""
+    best = None
+    for _ in range(int(n_init)):
+        seed = kmeans(coords, K, n_init=1, max_iter=max_iter, random_state=rng)
+        run = kmeans(Bt, K, init=seed.labels, max_iter=max_iter)
+        if best is None or run.inertia < best.inertia:
+            best = run
+    return best
+
+
+def _catchwords(F, labels, K: int, r5: int, gamma, min_catchword_freq) -> list[np.ndarray]:
+    """Words whose ``r5``-th highest frequency in a cluster beats ``γ`` times every other's."""
+    V = F.shape[1]
+    g = np.empty((K, V))
+    for lbl in range(K):
+        members = np.flatnonzero(labels == lbl)
+        g[lbl] = _column_kth_largest(F[members].tocsc(), r5)
+    catchwords = []
+    for lbl in range(K):
+        others = np.delete(g, lbl, axis=0)
+        rival = gamma * others.max(axis=0) if K > 1 else np.zeros(V)
+        catch = np.flatnonzero((g[lbl] > np.maximum(min_catchword_freq, rival)) & (g[lbl] > 0))
+        catchwords.append(catch.astype(np.int64))
+    return catchwords
+
+
+def _topic_vectors(F, labels, catchwords, r6: int) -> np.ndarray:
+    """Each topic: the mean of the ``r6`` documents richest in its catchwords."""
+    s, V = F.shape
+    K = len(catchwords)
+    topic_word = np.empty((V, K))
+    for lbl in range(K):
+        catch = catchwords[lbl]
+        if catch.size:
+            score = np.asarray(F[:, catch].sum(axis=1)).ravel()
+            # Stable sort on -score: ties go to the earlier document, so reruns agree.
+            chosen = np.argsort(-score, kind="stable")[:r6]
+        else:
+            # No catchwords: the cluster itself is the best available estimate of the topic.
+            chosen = np.flatnonzero(labels == lbl)
+            if chosen.size == 0:
+                chosen = np.arange(s)
+        topic_word[:, lbl] = np.asarray(F[chosen].mean(axis=0)).ravel()
+    topic_word /= topic_word.sum(axis=0, keepdims=True)
+    return topic_word
+
+
+def _top_left_singular(B: sp.csr_matrix, k: int, rng: np.random.Generator) -> np.ndarray:
+    """``U_k S_k`` of the rank-k SVD of ``B`` (shape (n_rows, k)), deterministic given ``rng``."""
+    n, m = B.shape
+    if min(n, m) <= max(2 * k, 50) or B.nnz == 0:
+        U, S, _ = scipy.linalg.svd(B.toarray(), full_matrices=False)
+        U, S = U[:, :k], S[:k]
+    else:
+        v0 = rng.standard_normal(min(n, m))
+        U, S, _ = scipy.sparse.linalg.svds(B, k=k, v0=v0)
+        order = np.argsort(-S)
+        U, S = U[:, order], S[order]
+    # Fixed signs (largest-magnitude entry positive) so the output does not depend on the
+    # solver's arbitrary choice; k-means distances are unchanged by it.
+    idx = np.argmax(np.abs(U), axis=0)
+    signs = np.sign(U[idx, np.arange(U.shape[1])])
+    signs[signs == 0] = 1.0
+    return U * (S * signs)[None, :]

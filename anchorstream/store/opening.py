@@ -1,0 +1,213 @@
+"""Creating and opening a writer: a new store's first commit, an existing store's last one.
+
+A mixin of :class:`~anchorstream.store.CooccurrenceStore`, whose constructor takes what
+:meth:`Opening._load` reads.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Self
+
+import icechunk
+import zarr
+
+from anchorstream.errors import StoreError, StoreFormatError
+from anchorstream.stats.accumulator import Forgetting
+from anchorstream.stats.documents import GROUP as DOCSTATS_GROUP
+from anchorstream.stats.documents import DocStatsSettings, DocumentStatistics
+from anchorstream.store.format import BRANCH, META, check_format, initialize, load_arrays
+from anchorstream.store.repository import (
+    create_repository,
+    open_repo,
+    pass_through,
+    remove_creation_debris,
+    repo_exists,
+    storage,
+    wrap,
+)
+from anchorstream.store.settings import (
+    RUNTIME_DEFAULTS,
+    build_config,
+    check_runtime,
+    choose_docstats,
+    warn_other_settings,
+)
+
+__all__ = ["Opening"]
+
+
+
+class Opening:
+    """The constructors of :class:`~anchorstream.store.CooccurrenceStore` (a mixin)."""
+
+    @classmethod
+    def create(
+        cls,
+        url,
+        *,
+        capacity: int,
+        chunk_size: int = 256,
+        shard_size: int | None = None,
+        admit_threshold: float = 5.0,
+        sketch_size: int | None = None,
+        max_df: float | None = None,
+        max_df_min_docs: int = 1000,
+        maintain_every: int = 1000,
+        stopwords: Iterable[str] = (),
+        seed: Sequence[str] = (),
+        pin_seed: bool = True,
+        forgetting: Forgetting | None = None,
+        length_cap: float | None = 2,
+        document_stats: DocStatsSettings | None = None,
+        storage_options: Mapping[str, Any] | None = None,
+        **runtime,
+    ) -> Self:
+        """Create a new, empty store (its first commit holds the layout and the seed words).
+
+        Parameters
+        ----------
+        url : str or path-like
+        capacity : int
+            Vocabulary capacity ``V`` (the matrix is ``V × V``).
+        chunk_size, shard_size : int
+            Zarr chunk (default 256) and shard (default ``8 × chunk_size``) edge lengths of the
+            matrix; ``shard_size`` must be a multiple of ``chunk_size``.
+        admit_threshold, sketch_size, max_df, max_df_min_docs, maintain_every, stopwords, seed, \
+pin_seed
+            Vocabulary settings, see :class:`~anchorstream.text.vocabulary.StreamingVocabulary`.
+        forgetting : Forgetting, optional
+            Decay and windows; default none.
+        length_cap : float or None, default 2
+            How a document's word pairs are weighted
+            (:func:`~anchorstream.stats.cooccurrence.pair_scale`): every pair the same up to a
+            document of this many tokens, a longer document as much as that; 2 weighs every
+            document the same, None every pair. Fixed for the store's life.
+        document_stats : DocStatsSettings, optional
+            Document statistics to keep (DDP, RP, TSVD); see :meth:`open`.
+        storage_options : mapping, optional
+            Keyword arguments of the Icechunk storage of ``url`` (region, endpoint_url,
+            allow_http, anonymous, ...; see :mod:`anchorstream.store.location`); credentials come
+            from the environment by default. Not stored: pass them to every open and read.
+        **runtime
+            Runtime options (see the class notes).
+
+        Raises
+        ------
+        InputError
+            For invalid settings, an unsupported URL or storage options it does not take.
+        StoreError
+            If something already exists at ``url``, or it cannot be written.
+        """
+        settings = {
+            "capacity": capacity, "chunk_size": chunk_size, "shard_size": shard_size,
+            "admit_threshold": admit_threshold, "sketch_size": sketch_size, "max_df": max_df,
+            "max_df_min_docs": max_df_min_docs, "maintain_every": maintain_every,
+            "stopwords": stopwords, "seed": seed, "pin_seed": pin_seed, "forgetting": forgetting,
+            "length_cap": length_cap,
+        }
+        meta, vocab, forgetting = build_config(**settings)
+        check_runtime(runtime)
+        repo, target = create_repository(
+            url, storage_options,
+            lambda repo: initialize(repo, meta, vocab, forgetting, document_stats))
+        store = cls._load(repo, url, target, runtime, document_stats)
+        store._check_history = False  # a new store has no earlier writers' commits
+        return store
+
+    @classmethod
+    def open(cls, url, *, document_stats: DocStatsSettings | None = None,
+             storage_options: Mapping[str, Any] | None = None,
+             **runtime) -> Self:
+        """Open an existing store for writing, at its last commit.
+
+        Parameters
+        ----------
+        url : str or path-like
+        document_stats : DocStatsSettings, optional
+            The document statistics to keep from now on. None (default) keeps what the store
+            keeps. Other settings than the stored ones (``DocStatsSettings()`` for none) drop
+            the stored statistics at the next checkpoint and start new ones from the current
+            document on (logged as a warning); a reader sees their ``since_docs``.
+        storage_options : mapping, optional
+            See :meth:`create`.
+        **runtime
+            Runtime options (see the class notes).
+
+        Raises
+        ------
+        StoreError
+            If there is no store or it cannot be read.
+        StoreFormatError
+            If it is not an anchorstream store or has another format version.
+        InputError
+            For an unsupported URL or storage options it does not take.
+        """
+        check_runtime(runtime)
+        repo, local = open_repo(url, storage_options)
+        return cls._load(repo, url, local, runtime, document_stats)
+
+    @classmethod
+    def open_or_create(cls, url, *, document_stats: DocStatsSettings | None = None,
+                       storage_options: Mapping[str, Any] | None = None,
+                       **kwargs) -> Self:
+        """Open the store at ``url`` if there is one, else :meth:`create` it with ``kwargs``.
+
+        An Icechunk repository whose anchorstream initialization never committed (a creation
+        interrupted on an object store) is initialized. Settings other than the runtime options
+        do not apply when the store exists: the stored ones do, and those that differ from the
+        ones given (capacity, chunking, vocabulary settings such as ``stopwords`` and
+        ``max_df``, forgetting) are logged as a warning. A store that recorded no stopwords
+        (one made by ``anchorstream ingest``, whose tokenizer drops them) is not checked for
+        them.
+        """
+        backend, local = storage(url, storage_options)
+        if local is not None:
+            remove_creation_debris(local)
+        if not repo_exists(backend, url):
+            return cls.create(url, document_stats=document_stats,
+                              storage_options=storage_options, **kwargs)
+        runtime = {k: kwargs.pop(k) for k in list(kwargs) if k in RUNTIME_DEFAULTS}
+        repo, local = open_repo(url, storage_options)
+        try:
+            session = repo.readonly_session(branch=BRANCH)
+            initialized = META in zarr.open_group(session.store, mode="r").attrs
+        except Exception:
+            initialized = False
+        if not initialized and sum(1 for _ in repo.ancestry(branch=BRANCH)) <= 1:
+            # Nothing but Icechunk's own first commit: our initialization never happened.
+            meta, vocab, forgetting = build_config(**kwargs)
+            try:
+                initialize(repo, meta, vocab, forgetting, document_stats)
+            except BaseException as exc:
+                pass_through(exc)
+                raise wrap(exc, f"cannot initialize store {os.fspath(url)!r}") from exc
+        store = cls._load(repo, url, local, runtime, document_stats)
+        warn_other_settings(store._meta["config"], kwargs, store.url)
+        return store
+
+    @classmethod
+    def _load(cls, repo: icechunk.Repository, url, local, runtime,
+              document_stats=None) -> Self:
+        where = os.fspath(url)
+        try:
+            session = repo.readonly_session(branch=BRANCH)
+            root = zarr.open_group(session.store, mode="r")
+            meta = check_format(root.attrs, where)
+            attrs = {"state": root.attrs["state"], "offsets": root.attrs["offsets"],
+                     "maintenance": root.attrs.get("maintenance")}
+            arrays = load_arrays(root, session.snapshot_id)
+            stored = None
+            if DOCSTATS_GROUP in root:
+                stored = DocumentStatistics.load(
+                    root[DOCSTATS_GROUP], meta["config"]["capacity"],
+                    Forgetting.from_dict(meta["config"]["forgetting"]))
+        except (StoreFormatError, StoreError):
+            raise
+        except BaseException as exc:
+            pass_through(exc)
+            raise wrap(exc, f"cannot open store {where!r}") from exc
+        docstats = choose_docstats(stored, document_stats, meta,
+                                   attrs["state"]["n_docs_added"], where)
+        return cls(repo, url, local, meta, attrs, arrays, dict(runtime), docstats)

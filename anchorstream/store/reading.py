@@ -1,0 +1,452 @@
+"""Reading committed store versions: read-only, pinned to one Icechunk snapshot.
+
+A reader densifies the base matrix plus the valid live segments over the active words;
+:func:`open_committed` can also bring an earlier read up to date by adding only what changed.
+"""
+
+from __future__ import annotations
+
+import os
+import zlib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import icechunk
+import numpy as np
+import zarr
+
+from anchorstream._buffers import leading_view
+from anchorstream.errors import InputError, StoreError, StoreFormatError
+from anchorstream.stats.accumulator import Forgetting
+from anchorstream.stats.cooccurrence import Cooccurrence
+from anchorstream.stats.documents import DocumentState, StoredDocuments
+from anchorstream.store.format import BRANCH, META, StoreState, check_format
+from anchorstream.store.repository import disk_bytes, open_repo, pass_through, wrap
+from anchorstream.store.segments import EntryReader, Fold
+from anchorstream.store.settings import length_cap
+from anchorstream.zarrio import get, get_words
+
+__all__ = [
+    "CommittedState",
+    "DenseRead",
+    "fingerprint",
+    "merge_committed",
+    "open_committed",
+    "read_committed",
+    "read_document_state",
+    "read_version",
+    "store_info",
+]
+
+
+@dataclass(frozen=True)
+class CommittedState:
+    """One committed version of a store, densified over the active vocabulary.
+
+    Attributes
+    ----------
+    cooccurrence : Cooccurrence
+        Over the active words, in slot order. With decay ``num_docs`` / ``num_tokens`` are
+        decayed sums (floats); after evictions the counts sum to at most ``num_docs``.
+    words : list of str
+        The active words (row ``i`` is ``words[i]``).
+    slots : int64 ndarray of shape (n_words,)
+        Their slots in the store.
+    offsets : dict
+        Source offsets committed with this version.
+    version : str
+        Icechunk snapshot id.
+    clock : float
+        Time of the last document (its index, or its timestamp in seconds).
+    n_docs_added : int
+        Documents ever added (including those too short to count).
+    dense : DenseRead
+        What the dense counts hold; pass it as ``since`` to :func:`open_committed`, with the
+        same array as ``out``, to read a later version by adding only what changed.
+    """
+
+    cooccurrence: Any
+    words: list
+    slots: np.ndarray
+    offsets: dict
+    version: str
+    clock: float
+    n_docs_added: int
+    dense: DenseRead | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class DenseRead:
+    """What the dense counts of one read are made of (see ``open_committed(since=)``).
+
+    The live base arrays (each ``(ring slot, window)``, with the compaction that wrote them),
+    the segments added to them, the eviction state and the read-out time. A later version
+    whose base, live windows and active slots are the same, and which only added segments and
+    evicted slots since, differs from these counts by those segments, by zero rows and columns
+    for the evicted slots and, with decay, by one factor.
+    """
+
+    base: tuple
+    segments: frozenset
+    active: np.ndarray
+    reset_seq: np.ndarray
+    seq: int
+    clock: float
+
+
+@dataclass(frozen=True, eq=False)
+class _Version:
+    """What a reader holds of one committed version: its root group, metadata, state,
+    eviction state and active slots."""
+
+    root: Any
+    meta: dict
+    state: StoreState
+    reset_seq: np.ndarray
+    active: np.ndarray
+
+    @property
+    def forgetting(self) -> Forgetting:
+        return Forgetting.from_dict(self.meta["config"]["forgetting"])
+
+    def entry_reader(self) -> EntryReader:
+        return EntryReader(self.root, self.reset_seq, self.forgetting, self.state.clock,
+                           Fold.of(self.meta, self.state))
+
+    def dense_read(self) -> DenseRead:
+        R, state = self.forgetting.ring, self.state
+        live_base = tuple((r, w) for r, w in enumerate(state.base_window)
+                          if w >= 0 and state.live(w, R))
+        return DenseRead(
+            base=(state.base_seq, state.base_t_ref, live_base),
+            segments=frozenset(seg.name for seg in state.live_segments(R)),
+            active=self.active, reset_seq=self.reset_seq, seq=int(state.seq),
+            clock=float(state.clock))
+
+
+def _catch_up(v: _Version, out, since: DenseRead | None):
+    """Bring ``out`` (holding the dense read ``since``) up to version ``v`` in place, or
+    return None when that is not possible and a full read is needed."""
+    if since is None:
+        return None
+    now = v.dense_read()
+    active, reset_seq = v.active, v.reset_seq
+    n = active.size
+    counts = leading_view(out, (n, n), np.float64)
+    fold = Fold.of(v.meta, v.state)
+    if (counts is None or now.base != since.base or not since.segments <= now.segments
+            or not np.array_equal(active, since.active)
+            or since.reset_seq.shape != reset_seq.shape
+            # Folding moves entries of its segments into the base: the earlier read must hold
+            # those segments whole (then the move changes nothing it holds).
+            or (fold is not None and not fold.names <= since.segments)):
+        return None
+    evicted = np.flatnonzero(reset_seq != since.reset_seq)
+    # An eviction since the read voids every entry of the slot read then: its reset is at
+    # least the sequence number of the next checkpoint, after all those segments.
+    if np.any(reset_seq[evicted] < since.seq):
+        return None
+    factor = v.forgetting.readout(v.state.clock, since.clock)  # same for every reference time
+    if factor != 1.0:
+        counts *= factor
+    pos = np.full(reset_seq.size, -1, dtype=np.int64)
+    pos[active] = np.arange(n)
+    gone = pos[evicted]
+    gone = gone[gone >= 0]
+    counts[gone, :] = 0.0
+    counts[:, gone] = 0.0
+    new = now.segments - since.segments
+    v.entry_reader().add_into(counts, pos, [seg for seg in v.state.segments if seg.name in new])
+    return counts, now
+
+
+def _as_slice(src: np.ndarray, dst: np.ndarray) -> tuple[slice, slice] | None:
+    """``(slice of src, slice of dst)`` when both index runs are contiguous, else None."""
+    n = src.size
+    if n and src[-1] - src[0] == n - 1 and dst[-1] - dst[0] == n - 1:
+        return slice(int(src[0]), int(src[0]) + n), slice(int(dst[0]), int(dst[0]) + n)
+    return None
+
+
+def _densify(v: _Version, out=None) -> np.ndarray:
+    """Base + valid live segments over the active slots of ``v``, dense, true (decayed)
+    values; into ``out``'s first ``n²`` elements when it has room (see :func:`open_committed`)."""
+    V = v.meta["config"]["capacity"]
+    S = v.meta["config"]["shard_size"]
+    forgetting, state, active, reset_seq = v.forgetting, v.state, v.active, v.reset_seq
+    R = forgetting.ring
+    n = active.size
+    out = leading_view(out, (n, n), np.float64)
+    if out is None:
+        out = np.zeros((n, n))
+    else:
+        out.fill(0.0)
+    pos = np.full(V, -1, dtype=np.int64)
+    pos[active] = np.arange(n)
+    fold = Fold.of(v.meta, state)
+    # Base rows and columns of slots reset after the last compaction hold the words they
+    # evicted: skipped. In the shards a fold in progress has rewritten, slots reset up to the
+    # fold's last checkpoint were zeroed and got their new words' entries: kept there.
+    base_ok = reset_seq <= state.base_seq
+    folded_ok = base_ok if fold is None else reset_seq <= fold.seq
+    base_factor = forgetting.readout(state.clock, state.base_t_ref)
+    for r in range(R):
+        w = state.base_window[r]
+        if w < 0 or not state.live(w, R):
+            continue
+        arr = v.root[f"counts/{r}"]
+        for r0 in range(0, V, S):
+            rall = active[(active >= r0) & (active < r0 + S)]
+            if rall.size == 0:
+                continue
+            for c0 in range(0, V, S):
+                csel = active[(active >= c0) & (active < c0 + S)]
+                folded = fold is not None and fold.has_folded(r0 // S, c0 // S)
+                ok = folded_ok if folded else base_ok
+                rsel, csel = rall[ok[rall]], csel[ok[csel]]
+                if rsel.size == 0 or csel.size == 0:
+                    continue
+                block = arr[r0 : min(r0 + S, V), c0 : min(c0 + S, V)]
+                if base_factor != 1.0:
+                    block *= base_factor
+                rs, cs = _as_slice(rsel - r0, pos[rsel]), _as_slice(csel - c0, pos[csel])
+                if rs is not None and cs is not None:
+                    # Every slot of the shard is active (the usual case): plain slices.
+                    out[rs[1], cs[1]] += block[rs[0], cs[0]]
+                else:
+                    out[np.ix_(pos[rsel], pos[csel])] += block[np.ix_(rsel - r0, csel - c0)]
+    v.entry_reader().add_into(out, pos, state.live_segments(R))
+    return out
+
+
+def read_version(repo: icechunk.Repository, where: str, version: str | None,
+                 out=None, since: DenseRead | None = None) -> CommittedState:
+    """Read version ``version`` (the branch head for None) of the store in ``repo``."""
+    try:
+        if version is None:
+            session = repo.readonly_session(branch=BRANCH)
+        else:
+            session = repo.readonly_session(snapshot_id=version)
+        root = zarr.open_group(session.store, mode="r")
+        meta = check_format(root.attrs, where)
+        state = StoreState.from_json(root.attrs["state"])
+        offsets = dict(root.attrs["offsets"])
+        words_all = get_words(root["vocab"], "slot_words")
+        reset_seq = get(root, "reset_seq")
+        active = np.asarray([s for s, w in enumerate(words_all) if w], dtype=np.int64)
+        v = _Version(root, meta, state, reset_seq, active)
+        caught_up = _catch_up(v, out, since)
+        if caught_up is not None:
+            counts, dense = caught_up
+        else:
+            counts = _densify(v, out)
+            dense = v.dense_read()
+        forgetting = v.forgetting
+        R = forgetting.ring
+        live = np.asarray([w >= 0 and state.live(w, R) for w in state.vec_window])
+        unigram = get(root, "unigram")[live].sum(axis=0)[active]
+        doc_freq = get(root, "doc_freq")[live].sum(axis=0)[active]
+        totals = get(root, "totals")[live].sum(axis=0)
+    except (StoreFormatError, StoreError):
+        raise
+    except BaseException as exc:
+        pass_through(exc)
+        raise wrap(exc, f"cannot read store {where!r}") from exc
+    # Vectors are stored in the units of t_ref; the matrix was converted array by array.
+    factor = forgetting.readout(state.clock, state.t_ref)
+    if factor != 1.0:
+        unigram *= factor
+        doc_freq *= factor
+        totals = totals * factor
+    cooc = Cooccurrence(counts, unigram, doc_freq, int(totals[0]), int(round(totals[1])),
+                        length_cap(meta["config"]))
+    if forgetting.decays:
+        # Decayed sums are not whole numbers; Cooccurrence would truncate them.
+        cooc.num_docs = float(totals[0])
+        cooc.num_tokens = float(totals[1])
+    return CommittedState(
+        cooc, [words_all[s] for s in active], active, offsets, session.snapshot_id,
+        float(state.clock), int(state.n_docs_added), dense,
+    )
+def open_committed(url, version: str | None = None, *, out=None,
+                   since: DenseRead | None = None,
+                   storage_options: Mapping[str, Any] | None = None) -> CommittedState:
+    """Read one committed version of a store (the latest by default), read-only.
+
+    Parameters
+    ----------
+    url : str or path-like
+        The store (see module notes for URL forms).
+    version : str, optional
+        A snapshot id (as returned by :meth:`CooccurrenceStore.checkpoint`).
+    out : ndarray, optional
+        A C-contiguous float64 array to hold the dense counts (its first ``n_words²``
+        elements, overwritten) when it is large enough; else they get a new array. The
+        refresher passes the same buffer every time: fresh memory costs a page fault per
+        page, which dominated the read on the benchmark machine.
+    since : DenseRead, optional
+        The ``dense`` of an earlier read whose counts ``out`` still holds, unchanged. When
+        this version only added segments and evicted slots since (no compaction, no window
+        expired, the same active slots), ``out`` is brought up to date in place, reading only
+        the new segments: the result equals a full read (to rounding, with decay). Otherwise
+        this is a full read.
+    storage_options : mapping, optional
+        Keyword arguments of the Icechunk storage (see :mod:`anchorstream.store.location`), e.g.
+        ``{"endpoint_url": "http://localhost:9000", "allow_http": True}``.
+
+    Returns
+    -------
+    CommittedState
+
+    Raises
+    ------
+    StoreError
+        If there is no store there or it cannot be read.
+    StoreFormatError
+        If it is not an anchorstream store or has another format version.
+    InputError
+        For an unsupported URL or storage options its storage does not take.
+    """
+    repo, _ = open_repo(url, storage_options)
+    return read_version(repo, os.fspath(url), version, out, since)
+
+
+def read_committed(url, version: str | None = None, *,
+                   storage_options: Mapping[str, Any] | None = None):
+    """The committed state as ``(Cooccurrence, words, offsets, version)`` (for ``fit``).
+
+    See :func:`open_committed`; the co-occurrence is dense over the active vocabulary.
+    """
+    st = open_committed(url, version, storage_options=storage_options)
+    return st.cooccurrence, st.words, st.offsets, st.version
+
+
+def fingerprint(counts: np.ndarray, words: Sequence[str]) -> float:
+    """``Σ_ij Q_ij g(w_i) g(w_j)`` with ``g(w) = 1 + (crc32(w) mod 1000) / 1000``.
+
+    Independent of slot order, so stores built from the same documents agree.
+    """
+    g = np.asarray([1.0 + (zlib.crc32(w.encode("utf-8")) % 1000) / 1000.0 for w in words])
+    return float(g @ np.asarray(counts) @ g) if g.size else 0.0
+
+
+def store_info(url, version: str | None = None, *,
+               storage_options: Mapping[str, Any] | None = None) -> dict:
+    """Summary of a committed version, as plain JSON values (``anchorstream store-info``).
+
+    ``storage_options`` as for :func:`open_committed`.
+
+    Returns
+    -------
+    dict
+        ``version``, ``num_docs``, ``num_tokens``, ``vocab_size``, ``capacity``, ``length_cap``,
+        ``offsets``, ``bytes_on_disk``, ``fingerprint`` (see :func:`fingerprint`, on the counts),
+        ``n_docs_added``, ``clock``, ``format_version``, ``segments``, ``versions``.
+    """
+    repo, local = open_repo(url, storage_options)
+    st = read_version(repo, os.fspath(url), version)
+    session = repo.readonly_session(snapshot_id=st.version)
+    root = zarr.open_group(session.store, mode="r")
+    meta = root.attrs[META]
+    c = st.cooccurrence
+    return {
+        "version": st.version,
+        "format_version": meta["format_version"],
+        "num_docs": c.num_docs,
+        "num_tokens": c.num_tokens,
+        "vocab_size": len(st.words),
+        "capacity": meta["config"]["capacity"],
+        "length_cap": c.length_cap,
+        "offsets": st.offsets,
+        "bytes_on_disk": disk_bytes(local, repo),
+        "fingerprint": fingerprint(c.counts, st.words),
+        "n_docs_added": st.n_docs_added,
+        "clock": st.clock,
+        "segments": len(root.attrs["state"]["segments"]),
+        "versions": sum(1 for _ in repo.ancestry(branch=BRANCH)),
+    }
+
+
+def merge_committed(urls: Iterable) -> tuple[Any, list[str]]:
+    """Sum the committed states of several stores (e.g. one per worker) over their words.
+
+    Words are aligned by string, so slot assignments may differ; the union vocabulary lists
+    the first store's words, then each later store's new words in its order.
+
+    Returns
+    -------
+    (Cooccurrence, words)
+    """
+    states = [open_committed(u) for u in urls]
+    if not states:
+        raise InputError("merge_committed needs at least one store")
+    caps = {st.cooccurrence.length_cap for st in states}
+    if len(caps) > 1:
+        raise InputError(f"cannot merge stores whose documents are weighted differently "
+                         f"(length_cap {sorted(caps, key=str)})")
+    index: dict[str, int] = {}
+    for st in states:
+        for w in st.words:
+            index.setdefault(w, len(index))
+    V = len(index)
+    counts, unigram, doc_freq = np.zeros((V, V)), np.zeros(V), np.zeros(V)
+    num_docs = num_tokens = 0
+    for st in states:
+        p = np.asarray([index[w] for w in st.words], dtype=np.int64)
+        c = st.cooccurrence
+        counts[np.ix_(p, p)] += c.counts
+        unigram[p] += c.unigram
+        doc_freq[p] += c.doc_freq
+        num_docs += c.num_docs
+        num_tokens += c.num_tokens
+    out = Cooccurrence(counts, unigram, doc_freq, int(num_docs), int(round(num_tokens)),
+                       caps.pop())
+    out.num_docs, out.num_tokens = num_docs, num_tokens
+    return out, list(index)
+
+
+
+
+def read_document_state(url, version: str, slots, *,
+                        storage_options=None) -> DocumentState | None:
+    """Read the document statistics of store version ``version`` over ``slots``.
+
+    Use the version :func:`open_committed` returned, so the statistics and the counts come
+    from the same commit.
+
+    Parameters
+    ----------
+    url : str or path-like
+        The store.
+    version : str
+        An Icechunk snapshot id of the store.
+    slots : int array of shape (n,)
+        Store slots to read (e.g. ``CommittedState.slots``, or a subset), in the order wanted.
+    storage_options : mapping, optional
+        Options of the store's storage (see :mod:`anchorstream.store.location`).
+
+    Returns
+    -------
+    DocumentState or None
+        None when that version keeps no document statistics.
+
+    Raises
+    ------
+    StoreError
+        If the store cannot be read.
+    """
+    where = os.fspath(url)
+    slots = np.asarray(slots, dtype=np.int64)
+    repo, _ = open_repo(url, storage_options)
+    try:
+        session = repo.readonly_session(snapshot_id=version)
+        root = zarr.open_group(session.store, mode="r")
+        meta = check_format(root.attrs, where)
+        stored = StoredDocuments.read(root, meta["config"])
+    except (StoreError, StoreFormatError):
+        raise
+    except BaseException as exc:
+        pass_through(exc)
+        raise wrap(exc, f"cannot read the document statistics of {where!r}") from exc
+    return None if stored is None else stored.over(slots)

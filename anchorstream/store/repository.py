@@ -1,0 +1,157 @@
+"""Opening and creating the Icechunk repository behind a store, and its storage errors."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+import icechunk
+
+from anchorstream.errors import StoreError, StoreFormatError
+from anchorstream.store.location import icechunk_storage
+
+__all__ = [
+    "configure_logging",
+    "create_repository",
+    "disk_bytes",
+    "open_repo",
+    "pass_through",
+    "remove_creation_debris",
+    "repo_exists",
+    "storage",
+    "wrap",
+]
+
+#: Icechunk's log filter set by :func:`configure_logging`.
+LOG_FILTER = "warn,icechunk::storage::object_store=error"
+_MEMORY: dict[str, icechunk.Storage] = {}
+
+
+def configure_logging(environ: Mapping[str, str] | None = None) -> None:
+    """Quiet Icechunk's warning, on every open of a local store, that it does not arbitrate
+    concurrent commits, unless ``ICECHUNK_LOG`` is set in ``environ`` (default
+    ``os.environ``), which brings Icechunk's own filters back.
+
+    A store has one writer by design (see ``CooccurrenceStore``), so the line is noise in
+    every command. Called once where a process starts (the ``anchorstream`` command).
+    """
+    if "ICECHUNK_LOG" not in (os.environ if environ is None else environ):
+        icechunk.set_logs_filter(LOG_FILTER)
+
+
+def storage(url: str | os.PathLike, storage_options: Mapping[str, Any] | None = None
+            ) -> tuple[icechunk.Storage, str | None]:
+    """Icechunk storage for a URL, and the local directory when there is one.
+
+    See :mod:`anchorstream.store.location` for the URL forms and ``storage_options``.
+    """
+    return icechunk_storage(url, storage_options, memory=_MEMORY)
+
+
+def wrap(exc: BaseException, what: str) -> StoreError:
+    """A storage failure as a :class:`StoreError` saying ``what`` failed."""
+    return StoreError(f"{what}: {type(exc).__name__}: {exc}")
+
+
+def pass_through(exc: BaseException) -> None:
+    """Re-raise what is not a storage failure (Ctrl-C, exit); Icechunk's Rust panics are one.
+
+    A panic surfaces as ``pyo3_runtime.PanicException``, a ``BaseException`` (not importable
+    before the first panic, hence the check by name).
+    """
+    if not isinstance(exc, Exception) and type(exc).__name__ != "PanicException":
+        raise exc
+
+
+def repo_exists(store: icechunk.Storage, url) -> bool:
+    """Whether an Icechunk repository is at ``store`` (``url`` names it in errors)."""
+    try:
+        return icechunk.Repository.exists(store)
+    except BaseException as exc:
+        pass_through(exc)
+        raise wrap(exc, f"cannot reach store {os.fspath(url)!r}") from exc
+
+
+def open_repo(url, storage_options: Mapping[str, Any] | None = None
+              ) -> tuple[icechunk.Repository, str | None]:
+    """The repository at ``url`` and its local directory (None on an object store)."""
+    store, local = storage(url, storage_options)
+    if not repo_exists(store, url):
+        if local is not None and os.path.isdir(local) and os.listdir(local):
+            raise StoreFormatError(f"{local!r} exists but is not an Icechunk repository")
+        raise StoreError(f"no store at {os.fspath(url)!r}")
+    try:
+        return icechunk.Repository.open(store), local
+    except BaseException as exc:
+        pass_through(exc)
+        raise wrap(exc, f"cannot open store {os.fspath(url)!r}") from exc
+
+
+def remove_creation_debris(local: str) -> None:
+    """Remove what creations of a store at ``local`` that crashed left beside it."""
+    parent, name = os.path.split(local)
+    if not os.path.isdir(parent or "."):
+        return
+    for entry in os.listdir(parent or "."):
+        if entry.startswith(f"{name}.creating-"):
+            shutil.rmtree(os.path.join(parent, entry), ignore_errors=True)
+
+
+def create_repository(url, storage_options, initialize) -> tuple[icechunk.Repository,
+                                                                  str | None]:
+    """Create a repository at ``url`` and ``initialize(repo)`` it; returns it and its local
+    directory.
+
+    A local store is built beside its final place and renamed in, so a crash during creation
+    leaves no half-made store at the path (only debris, removed next time).
+    """
+    store, local = storage(url, storage_options)
+    target = local
+    if local is not None:
+        remove_creation_debris(local)
+        if os.path.exists(local) and (not os.path.isdir(local) or os.listdir(local)):
+            raise StoreError(f"cannot create a store at {local!r}: it exists and is not empty")
+        tmp = f"{local}.creating-{uuid.uuid4().hex[:12]}"
+        try:
+            # Checked here because Icechunk panics (with a Rust backtrace) on an uncreatable
+            # local path instead of raising.
+            os.makedirs(tmp)
+        except OSError as exc:
+            raise StoreError(
+                f"cannot create a store at {local!r}: {exc.strerror or exc}"
+            ) from exc
+        store = icechunk.local_filesystem_storage(tmp)
+    try:
+        repo = icechunk.Repository.create(store)
+        initialize(repo)
+        if local is not None:
+            if os.path.isdir(local):
+                os.rmdir(local)  # empty (checked above); rename needs it gone or empty
+            os.rename(tmp, local)
+            repo = icechunk.Repository.open(icechunk.local_filesystem_storage(local))
+    except BaseException as exc:
+        pass_through(exc)
+        if local is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+        raise wrap(exc, f"cannot create a store at {target or os.fspath(url)!r}") from exc
+    return repo, target
+
+
+def disk_bytes(local: str | None, repo: icechunk.Repository) -> int:
+    """Bytes a store occupies (local disk: every file; object stores: chunks only)."""
+    if local is None:
+        # Chunks only (what an object store bills for most); metadata objects are small.
+        value = repo.chunk_storage_stats().non_virtual_bytes
+        # A property in the type stubs, a method in icechunk 1.1's binary: accept both.
+        return int(value() if callable(value) else value)
+    total = 0
+    for dirpath, _, files in os.walk(local):
+        for f in files:
+            try:
+                total += os.path.getsize(os.path.join(dirpath, f))
+            except OSError:
+                pass  # removed by a concurrent garbage collection
+    return total

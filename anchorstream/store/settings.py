@@ -1,0 +1,165 @@
+"""A store's settings: the stored configuration, the runtime options and their checks."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+
+import numpy as np
+
+from anchorstream.errors import InputError
+from anchorstream.stats.accumulator import Forgetting
+from anchorstream.stats.cooccurrence import cap_pairs
+from anchorstream.stats.documents import DocStatsSettings, DocumentStatistics
+from anchorstream.store.format import FORMAT_VERSION, VOCAB_SETTINGS
+from anchorstream.text.vocabulary import StreamingVocabulary
+
+__all__ = [
+    "RUNTIME_DEFAULTS",
+    "build_config",
+    "check_runtime",
+    "choose_docstats",
+    "length_cap",
+    "vocabulary_of",
+    "warn_other_settings",
+]
+
+log = logging.getLogger("anchorstream.store")
+
+#: Runtime options of a writer (not stored; see CooccurrenceStore) and their defaults.
+RUNTIME_DEFAULTS = {
+    "budget_bytes": 256 * 2**20,
+    "compact_bytes": 256 * 2**20,
+    "max_segments": 64,
+    "compact_step_seconds": 0.5,
+    "keep_versions": 3,
+    "gc_every": 20,
+    "gc_interval_seconds": 3600.0,
+    "gc_min_age": 60.0,
+}
+
+
+def check_runtime(runtime: Mapping) -> None:
+    """Refuse unknown runtime options and values that are not numbers >= 0."""
+    for key, value in runtime.items():
+        if key not in RUNTIME_DEFAULTS:
+            known = sorted(RUNTIME_DEFAULTS)
+            raise InputError(f"unknown store option {key!r}; known: {known}")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+            raise InputError(f"store option {key} must be a number >= 0, got {value!r}")
+    if runtime.get("keep_versions", 1) < 1:
+        raise InputError("keep_versions must be >= 1")
+
+
+def length_cap(config: Mapping) -> float | None:
+    """A store's document weighting (:func:`~anchorstream.stats.cooccurrence.pair_scale`); stores
+    made before it was a setting weigh every document the same (2)."""
+    return config.get("length_cap", 2)
+
+
+def vocabulary_of(config: Mapping) -> StreamingVocabulary:
+    """An empty vocabulary with a stored configuration's settings."""
+    vcfg = config["vocabulary"]
+    return StreamingVocabulary(int(config["capacity"]), **{k: vcfg[k] for k in VOCAB_SETTINGS})
+
+
+def warn_other_settings(config: Mapping, requested: Mapping, where: str) -> None:
+    """Log the settings of ``requested`` (``create`` keywords) that differ from the stored ones.
+
+    They do not apply to an existing store; a silent difference would let an operator believe
+    that a changed ``capacity`` or stopword list took effect. Stopwords are compared only when
+    the store recorded some: ``anchorstream ingest`` filters them in its tokenizer and gives the
+    store none, so an empty stored list says nothing.
+    """
+    vocab = config["vocabulary"]
+    stored = {"capacity": config["capacity"], "chunk_size": config["chunk_size"],
+              "shard_size": config["shard_size"], **vocab,
+              "forgetting": Forgetting.from_dict(config["forgetting"]).to_dict(),
+              "length_cap": length_cap(config)}
+    diffs = []
+    for key, value in requested.items():
+        if key not in stored or value is None and key in ("shard_size", "sketch_size"):
+            continue  # not a stored setting (seed), or "the default", which depends on others
+        have = stored[key]
+        if key == "stopwords":
+            if isinstance(value, str) or not have:
+                continue
+            want = set(value)
+            added, removed = sorted(want - set(have)), sorted(set(have) - want)
+            if added or removed:
+                diffs.append(
+                    f"stopwords (the store never counts its {len(have)}; asked for "
+                    f"{len(added)} more {added[:5]}, {len(removed)} fewer {removed[:5]})")
+            continue
+        if key == "forgetting":
+            if isinstance(value, Forgetting) or value is None:
+                value = (value if value is not None else Forgetting()).to_dict()
+        if value != have:
+            diffs.append(f"{key} {have!r} (asked for {value!r})")
+    if diffs:
+        log.warning(
+            "store %s exists and keeps the settings it was created with, not the ones asked "
+            "for: %s. Documents added from now on are counted under the stored settings; to "
+            "change them, build a new store (e.g. anchorstream ingest, or replay the topic)",
+            where, "; ".join(diffs))
+
+
+def build_config(
+    capacity, chunk_size=256, shard_size=None, admit_threshold=5.0, sketch_size=None,
+    max_df=None, max_df_min_docs=1000, maintain_every=1000, stopwords=(), seed=(),
+    pin_seed=True, forgetting=None, length_cap=2,
+) -> tuple[dict, StreamingVocabulary, Forgetting]:
+    """Validated store metadata, the initial vocabulary and the forgetting settings."""
+    cap_pairs(length_cap)  # validates
+    if shard_size is None:
+        shard_size = 8 * chunk_size if isinstance(chunk_size, int) else chunk_size
+    for name, value in (("chunk_size", chunk_size), ("shard_size", shard_size)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+            raise InputError(f"{name} must be a positive int, got {value!r}")
+    if shard_size % chunk_size:
+        raise InputError(
+            f"shard_size ({shard_size}) must be a multiple of chunk_size ({chunk_size})"
+        )
+    forgetting = forgetting if forgetting is not None else Forgetting()
+    if not isinstance(forgetting, Forgetting):
+        raise InputError(f"forgetting must be a Forgetting, got {type(forgetting).__name__}")
+    vocab = StreamingVocabulary(
+        capacity, admit_threshold=admit_threshold, sketch_size=sketch_size, max_df=max_df,
+        max_df_min_docs=max_df_min_docs, maintain_every=maintain_every, stopwords=stopwords,
+        seed=seed, pin_seed=pin_seed,
+    )
+    vcfg = vocab.config()
+    del vcfg["capacity"]
+    meta = {
+        "format_version": FORMAT_VERSION,
+        "config": {
+            "capacity": int(capacity),
+            "chunk_size": int(chunk_size),
+            "shard_size": int(shard_size),
+            "vocabulary": vcfg,
+            "forgetting": forgetting.to_dict(),
+            "length_cap": None if length_cap is None else float(length_cap),
+        },
+    }
+    return meta, vocab, forgetting
+
+
+def choose_docstats(stored, requested, meta, n_docs_added: int, where: str):
+    """``(DocumentStatistics or None, drop the committed group?)`` for a writer."""
+    if requested is None or (stored is not None and stored.settings == requested):
+        return stored, False
+    if not isinstance(requested, DocStatsSettings):
+        raise InputError(
+            f"document_stats must be a DocStatsSettings or None, got {type(requested).__name__}")
+    if stored is not None:
+        log.warning(
+            "store %s keeps document statistics %s; %s were asked for: the stored ones are "
+            "dropped at the next checkpoint and new ones count documents from %d on",
+            where, stored.settings.to_dict(), requested.to_dict(), n_docs_added)
+    if not requested.enabled:
+        return None, stored is not None
+    cfg = meta["config"]
+    fresh = DocumentStatistics(requested, cfg["capacity"],
+                               Forgetting.from_dict(cfg["forgetting"]),
+                               since_docs=int(n_docs_added))
+    return fresh, stored is not None

@@ -1,0 +1,80 @@
+"""Small Zarr helpers shared by the store and the document statistics it keeps.
+
+Many small arrays are written (and read) in one trip to Zarr's event loop: one synchronous
+Zarr call per array costs a thread hand-off plus metadata each.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+import zarr
+from zarr.codecs import ZstdCodec
+from zarr.core.sync import sync as zarr_sync  # runs a coroutine on Zarr's own event loop
+
+from anchorstream.text.vocabulary import decode_words, encode_words
+
+__all__ = ["get", "get_many", "get_words", "put_many", "words_items", "zstd"]
+
+
+def zstd() -> ZstdCodec:
+    """The compressor of every stored array."""
+    # Level 1: the matrix is mostly zeros in its rare-word corner, which any level squeezes;
+    # higher levels cost write time on every compaction for little gain.
+    return ZstdCodec(level=1)
+
+
+async def _put_async(agroup, name: str, data: np.ndarray) -> None:
+    """(Re)create a small array ``name`` in ``agroup`` holding ``data`` entirely."""
+    data = np.ascontiguousarray(data)
+    chunks = (max(1, min(data.shape[0], 1 << 20)),) + data.shape[1:]
+    arr = await agroup.create_array(
+        name, shape=data.shape, dtype=data.dtype, chunks=chunks, compressors=zstd(),
+        fill_value=data.dtype.type(0).item(), overwrite=True,
+    )
+    if data.size:
+        await arr.setitem(Ellipsis, data)
+
+
+def put_many(items: Iterable[tuple[zarr.Group, str, np.ndarray]]) -> None:
+    """Write many small arrays ``(group, name, data)`` concurrently, in one trip to Zarr's
+    event loop (a checkpoint of ~20 small arrays took ~90 ms one call at a time)."""
+
+    async def run() -> None:
+        results = await asyncio.gather(
+            *(_put_async(g._async_group, name, data) for g, name, data in items),
+            return_exceptions=True,
+        )
+        for r in results:
+            if isinstance(r, BaseException):
+                raise r
+
+    zarr_sync(run())
+
+
+def get_many(arrays, spans=None) -> list[np.ndarray]:
+    """Read many arrays (or the slices ``spans`` of them) in one trip to Zarr's event loop."""
+    sel = [slice(None)] * len(arrays) if spans is None else [slice(lo, hi) for lo, hi in spans]
+
+    async def run():
+        return await asyncio.gather(*(a._async_array.getitem(s) for a, s in zip(arrays, sel)))
+
+    return [np.asarray(x) for x in zarr_sync(run())]
+
+
+def words_items(group: zarr.Group, name: str, words: Sequence[str | None]) -> list:
+    """The arrays of a word list, for :func:`put_many`."""
+    blob, offsets = encode_words(words)
+    return [(group, f"{name}_utf8", blob), (group, f"{name}_offsets", offsets)]
+
+
+def get(group: zarr.Group, name: str) -> np.ndarray:
+    """The whole array ``name`` of ``group``."""
+    return np.asarray(group[name][...])
+
+
+def get_words(group: zarr.Group, name: str) -> list[str]:
+    """A word list written by :func:`words_items`."""
+    return decode_words(get(group, f"{name}_utf8"), get(group, f"{name}_offsets"))

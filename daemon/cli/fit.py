@@ -1,0 +1,447 @@
+"""``anchorstream fit``: the whole pipeline over files (or a store), written as one snapshot."""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import logging
+import os
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from tqdm import tqdm
+
+from anchorstream.model.anchors import ANCHOR_MIN_DF
+from anchorstream.stats.cooccurrence import cooccurrence
+from anchorstream.text.decode import FORMATS, DecodeError
+from anchorstream.errors import InputError
+from anchorstream.model.methods import fit_topics
+from anchorstream.model.registry import ANCHOR_METHODS, METHODS, method_spec
+from anchorstream.model.lowrank import DocumentCooccurrence
+from anchorstream.model.pipeline import RECOVER_METHODS, RECTIFY_METHODS, ModelSettings
+from anchorstream.snapshot import write_snapshot
+from anchorstream.text.tokenize import count_matrix, select_vocabulary
+from daemon.cli.options import (
+    LENGTH_CAP,
+    MAX_DF,
+    MIN_DF,
+    STOPWORDS,
+    STOPWORDS_HELP,
+    VOCAB_SIZE,
+    length_cap_arg,
+    length_cap_help,
+    stopwords_tokenizer,
+)
+from daemon.ingest.files import iter_lines
+from daemon.ingest.loop import record_tokens
+
+log = logging.getLogger("anchorstream.fit")
+
+#: Most memory :class:`_Prefault` may prepare before the vocabulary is known: its buffers are
+#: sized for ``--vocab-size`` words, which a small corpus may not reach.
+_PREFAULT_MAX_BYTES = 2 << 30
+
+#: Options that only apply to ``--input`` (reading and tokenizing files, choosing the
+#: vocabulary), with their defaults. They default to "not given" so that ``--store`` can
+#: refuse them (see :func:`_input_options`).
+_INPUT_ONLY = {
+    "format": ("--format", "json"),
+    "text_field": ("--text-field", "text"),
+    "vocab_size": ("--vocab-size", VOCAB_SIZE),
+    "min_df": ("--min-df", MIN_DF),
+    "max_df": ("--max-df", MAX_DF),
+    "stopwords": ("--stopwords", STOPWORDS),
+    "length_cap": ("--length-cap", LENGTH_CAP),
+}
+
+
+class _Prefault(threading.Thread):
+    """Allocates and touches the fit's two V x V arrays on another core while the main thread
+    reads and tokenizes (Python, holding the GIL; numpy's fill releases it).
+
+    The first write to fresh memory costs a page fault per page. On the machine the
+    benchmarks ran on, a virtual machine whose freed memory goes back to its host within
+    seconds, that was 1-2.5 ms per MB: 0.3-0.8 s for the 200 MB counts and the 100 MB
+    float32 iterate at V = 5000, paid by the fit (measured with ``anchorstream fit`` on 50k npm
+    summaries; on bare metal expect ~0.05 s). Here it overlaps the reading instead.
+
+    Buffers are sized for ``n_words`` (the vocabulary cap); the fit uses their first V² elements
+    for a vocabulary of V words. Nothing is prepared when that would exceed
+    :data:`_PREFAULT_MAX_BYTES` or a quarter of the available memory.
+    """
+
+    def __init__(self, n_words: int, iterate_dtype=None):
+        super().__init__(name="anchorstream-prefault", daemon=True)
+        self.n = int(n_words) ** 2
+        self.iterate_dtype = None if iterate_dtype is None else np.dtype(iterate_dtype)
+        self.counts: np.ndarray | None = None
+        self.iterate: np.ndarray | None = None
+        need = self.n * (8 + (0 if iterate_dtype is None else self.iterate_dtype.itemsize))
+        self.enabled = need <= min(_PREFAULT_MAX_BYTES, _available_bytes() // 4)
+
+    def run(self) -> None:
+        if not self.enabled:
+            return
+        counts = np.empty(self.n)
+        counts.fill(0.0)
+        self.counts = counts
+        if self.iterate_dtype is not None:
+            iterate = np.empty(self.n, dtype=self.iterate_dtype)
+            iterate.fill(0.0)
+            self.iterate = iterate
+
+    def take(self, V: int) -> tuple[np.ndarray | None, np.ndarray | None]:
+        """``(counts (V, V), iterate (V * V,) or None)`` views, or Nones; waits for the
+        thread."""
+        self.join()
+        if self.counts is None or V * V > self.n:
+            return None, None
+        counts = self.counts[: V * V].reshape(V, V)
+        return counts, None if self.iterate is None else self.iterate[: V * V]
+
+
+def _available_bytes() -> int:
+    """MemAvailable from /proc/meminfo, else physical memory, else 0 (prefault nothing)."""
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 0
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "fit",
+        help="fit topics on files (or a store) and write a snapshot",
+        description=(
+            "Read documents, build the co-occurrence matrix, run rectification, anchor finding "
+            "and recovery, and write a snapshot directory. Bad lines are counted and skipped."
+        ),
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--input", nargs="+", type=Path, metavar="FILE",
+                     help="JSON-lines or text files (.gz allowed)")
+    # A str, not a Path: Path("s3://bucket/prefix") collapses the "//" into "s3:/bucket/prefix".
+    src.add_argument("--store", metavar="DIR|URL",
+                     help="fit on the last committed state of a co-occurrence store (a local "
+                          "path, file://, s3://, gs://); its vocabulary is the store's active "
+                          "words, so the --input-only options below are refused")
+    p.add_argument("--out", type=Path, required=True, help="snapshot directory to create")
+    p.add_argument("--topics", "-k", type=int, required=True, help="number of topics K")
+    # SUPPRESS: an option not given leaves no attribute, which tells "not given" from "given
+    # the default" (and keeps the help free of "default: None"); defaults are in _INPUT_ONLY.
+    d = {dest: default for dest, (_, default) in _INPUT_ONLY.items()}
+    p.add_argument("--format", choices=FORMATS, default=argparse.SUPPRESS,
+                   help=f"input record format (--input only; default {d['format']})")
+    p.add_argument("--text-field", default=argparse.SUPPRESS,
+                   help=f"JSON field holding the text (--input only; default {d['text_field']})")
+    p.add_argument("--vocab-size", type=int, default=argparse.SUPPRESS,
+                   help=f"vocabulary size cap V (--input only; default {d['vocab_size']})")
+    p.add_argument("--min-df", type=int, default=argparse.SUPPRESS,
+                   help=f"minimum document frequency of a word (--input only; default "
+                        f"{d['min_df']})")
+    p.add_argument("--max-df", type=float, default=argparse.SUPPRESS,
+                   help=f"maximum document frequency of a word, as a ratio of documents "
+                        f"(--input only; default {d['max_df']})")
+    p.add_argument("--stopwords", default=argparse.SUPPRESS,
+                   help=f"{STOPWORDS_HELP} (--input only; default {d['stopwords']})")
+    p.add_argument("--length-cap", type=length_cap_arg, default=argparse.SUPPRESS,
+                   metavar="TOKENS",
+                   help=length_cap_help(f" (the papers' estimator), 'none' = every pair "
+                                        f"(--input only; a store has its own; default "
+                                        f"{d['length_cap']:g})"))
+    p.add_argument("--method", choices=METHODS, default="anchor",
+                   help="anchor = anchor words + recovery (JSMF/Arora); anchorfree = "
+                        "determinant maximization (Huang 2016); tsvd = thresholded SVD "
+                        "(Bansal 2014, needs --input)")
+    p.add_argument("--anchors", choices=ANCHOR_METHODS, default="qr",
+                   help="anchor finder: qr = sparse implicit pivoted QR (JSMF), "
+                        "fast = FastAnchorWords (Arora 2013), ddp/rp = data-dependent / random "
+                        "projections (Ding 2014, need --input)")
+    p.add_argument("--anchor-min-df", type=int, default=ANCHOR_MIN_DF,
+                   help="only words in at least this many documents may be anchors (fewer "
+                        "where fewer than 2 x topics words are that frequent)")
+    p.add_argument("--recover", choices=RECOVER_METHODS, default="admm",
+                   help="recovery: admm (JSMF), l2/kl (exponentiated gradient), inverse (baseline)")
+    p.add_argument("--no-rectify", dest="rectify", action="store_false",
+                   help="skip alternating-projection rectification")
+    p.add_argument("--rectify-method", choices=RECTIFY_METHODS, default=ModelSettings.rectify_method,
+                   help="lowrank = alternating projection on a V x K factor plus sparse "
+                        "corrections, from the documents, never a V x V array (memory O(V K)); "
+                        "ap = dense alternating projection (JSMF Algorithm 1, 16 V² bytes)")
+    p.add_argument("--rectify-rows", type=int, default=None, metavar="N",
+                   help="lowrank: words whose rows and columns are checked for negative entries "
+                        "each iteration (default 10 K + 1000)")
+    p.add_argument("--rectify-iters", type=int, default=150, help="rectification iteration cap")
+    p.add_argument("--rectify-dtype", choices=("float64", "float32"), default="float32",
+                   help="working precision of rectification: float32 halves its memory and "
+                        "is ~1.8x faster, at ~2e-5 relative deviation of the iterate")
+    p.add_argument("--rectify-tol", type=float, default=ModelSettings.rectify_tol,
+                   help="stop rectifying when an iteration changes the matrix by less than this "
+                        "(relative, default %(default)g); 1e-4 is ~1.5x slower and gives more "
+                        "distinct topics (benchmarks/README.md)")
+    p.add_argument("--rectify-anderson", type=int, default=5, metavar="M",
+                   help="history length of the Anderson acceleration of rectification; "
+                        "0 = plain alternating projection (JSMF Algorithm 1 as published)")
+    p.add_argument("--supertopics", type=int, default=0, metavar="N",
+                   help="also factorize the topic-topic matrix into N supertopics (JSMF §4) "
+                        "and store the hierarchy in the snapshot; 0 = off")
+    p.add_argument("--seed", type=int, default=0, help="random seed")
+    p.add_argument("--top-words", type=int, default=20, help="top words stored per topic")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress bars")
+    p.set_defaults(func=run)
+
+
+def read_documents(paths, *, format, text_field, tokenizer, progress=True):
+    """Read and tokenize every record of ``paths``.
+
+    Returns
+    -------
+    docs : list of list of str
+    stats : dict with ``lines``, ``documents`` and ``rejected`` (a reason -> count mapping)
+    """
+    docs: list[list[str]] = []
+    rejected: collections.Counter[str] = collections.Counter()
+    lines = 0
+    bar = tqdm(desc="reading", unit=" docs", disable=not progress, file=sys.stderr)
+    for path in paths:
+        if not Path(path).is_file():
+            raise InputError(f"input file {str(path)!r} does not exist")
+        for _, raw in iter_lines(path):
+            lines += 1
+            try:
+                # The daemon's and `ingest`'s rule (no size or token limits here).
+                _, tokens = record_tokens(raw, tokenizer, format=format, text_field=text_field)
+            except DecodeError as exc:
+                rejected[exc.reason] += 1
+                continue
+            except Exception:  # noqa: BLE001 - as the ingest loop: one line never stops a fit
+                log.error("rejected line %d of %s as unprocessable", lines, path, exc_info=True)
+                rejected["unprocessable"] += 1
+                continue
+            if not tokens:
+                rejected["no_tokens"] += 1
+                continue
+            docs.append(tokens)
+            bar.update()
+    bar.close()
+    return docs, {"lines": lines, "documents": len(docs), "rejected": dict(rejected)}
+
+
+def _input_options(args) -> dict:
+    """The ``--input``-only options (:data:`_INPUT_ONLY`), defaults filled in.
+
+    With ``--store`` any of them given is refused rather than applied to the store's
+    vocabulary. The store's matrix is the estimator over its own active words, each document
+    weighted by its number of in-vocabulary tokens (``--length-cap``): keeping the words that
+    pass ``--min-df``/``--max-df``/``--vocab-size`` would cut a sub-matrix out of it, which is
+    not the estimator over the smaller vocabulary (what ``fit --input`` with the same options
+    computes), and with forgetting the store's document frequencies are decayed sums rather
+    than counts. The file options (``--format``, ``--text-field``, ``--stopwords``) and the
+    document weighting (``--length-cap``) were applied when the store was ingested. So a store's vocabulary is chosen at ingestion
+    (``anchorstream ingest --capacity --admit-threshold --max-df``); ignoring the options
+    silently would leave the snapshot recording settings that had no effect.
+
+    Raises
+    ------
+    InputError
+        With ``--store``, naming every ``--input``-only option given.
+    """
+    given = [dest for dest in _INPUT_ONLY if hasattr(args, dest)]
+    if args.store is not None and given:
+        flags = ", ".join(_INPUT_ONLY[dest][0] for dest in given)
+        raise InputError(
+            f"{flags} only appl{'ies' if len(given) == 1 else 'y'} to --input: with --store "
+            "the vocabulary is the store's active words, chosen when it was ingested "
+            "(anchorstream ingest --capacity, --admit-threshold, --max-df, --stopwords); "
+            f"drop {flags}"
+        )
+    return {dest: getattr(args, dest, default) for dest, (_, default) in _INPUT_ONLY.items()}
+
+
+def run(args) -> int:
+    t_start = time.perf_counter()
+    opts = _input_options(args)
+    if args.out.exists():
+        # Checked again when the snapshot is written; here so that a fit is not wasted.
+        raise InputError(f"{args.out} already exists; snapshots are immutable, "
+                         "choose a new path")
+    if args.store is not None:
+        counts = _counts_from_store(args)
+    else:
+        counts = _counts_from_input(args, opts, t_start)
+    print(f"{counts.cooc.num_docs} documents, {len(counts.vocabulary)} words, fitting "
+          f"{args.topics} topics ({time.perf_counter() - t_start:.1f} s)", file=sys.stderr)
+    fitted = _fit(args, counts)
+    path = _write(args, fitted, counts)
+    print(f"wrote {path} in {time.perf_counter() - t_start:.1f} s", file=sys.stderr)
+    return 0
+
+
+@dataclass
+class _Counts:
+    """What a fit starts from: the co-occurrences over a vocabulary, and where they came from."""
+
+    cooc: Any
+    vocabulary: Any
+    documents: Any = None      # the document-term matrix (--input), else None
+    iterate: Any = None        # a prefaulted rectification workspace, or None
+    source: dict = field(default_factory=dict)
+    #: What chose the vocabulary, for the snapshot's settings: only what was used.
+    vocabulary_settings: dict = field(default_factory=dict)
+
+
+def _counts_from_store(args) -> _Counts:
+    from anchorstream.store import read_committed
+
+    cooc, vocabulary, offsets, version = read_committed(args.store)
+    if len(vocabulary) <= args.topics:
+        raise InputError(
+            f"the store {args.store!r} has {len(vocabulary)} active words (version "
+            f"{version}), need more than --topics={args.topics}; ingest more documents "
+            "(or lower the store's --admit-threshold) or fit fewer topics"
+        )
+    source = {"store": args.store, "store_version": version, "offsets": offsets,
+              "length_cap": cooc.length_cap}
+    return _Counts(cooc, vocabulary, source=source)
+
+
+def _counts_from_input(args, opts: dict, t_start: float) -> _Counts:
+    progress = not args.quiet and sys.stderr.isatty()
+    tokenizer = stopwords_tokenizer(opts["stopwords"])
+    # The low-rank rectifier works from the documents: no V x V array at all. Otherwise
+    # every method counts co-occurrences, and only the anchor-word model's float32 dense
+    # rectification has an iterate to put in the second buffer.
+    anchor_words = args.method == "anchor" and method_spec("anchor", args.anchors).anchor_words
+    implicit = anchor_words and args.rectify and args.rectify_method == "lowrank"
+    rectifies = anchor_words and args.rectify and args.rectify_dtype == "float32"
+    prefault = _Prefault(0 if implicit else opts["vocab_size"],
+                         np.float32 if rectifies else None)
+    prefault.start()
+    docs, stats = read_documents(
+        args.input, format=opts["format"], text_field=opts["text_field"],
+        tokenizer=tokenizer, progress=progress,
+    )
+    bad = sum(stats["rejected"].values())
+    print(
+        f"read {stats['lines']} lines: {stats['documents']} documents, {bad} rejected"
+        + (f" {stats['rejected']}" if bad else "")
+        + f" ({time.perf_counter() - t_start:.1f} s)",
+        file=sys.stderr,
+    )
+    if not docs:
+        raise InputError("no usable documents in the input")
+    vocabulary = select_vocabulary(
+        docs, min_df=opts["min_df"], max_df=opts["max_df"], max_size=opts["vocab_size"]
+    )
+    if len(vocabulary) <= args.topics:
+        raise InputError(
+            f"the vocabulary has {len(vocabulary)} words (min_df={opts['min_df']}, "
+            f"max_df={opts['max_df']}), need more than --topics={args.topics}; "
+            "lower --min-df or add documents"
+        )
+    X = count_matrix(docs, vocabulary)
+    del docs  # token lists of the whole corpus: by far the largest Python object here
+    counts, iterate = prefault.take(len(vocabulary))
+    cap = opts["length_cap"]
+    cooc = (DocumentCooccurrence(X, length_cap=cap) if implicit
+            else cooccurrence(X, out=counts, length_cap=cap))
+    source = {
+        "input": [str(p) for p in args.input],
+        "format": opts["format"],
+        "text_field": opts["text_field"],
+        **stats,
+    }
+    vocabulary_settings = {
+        "vocab_size": opts["vocab_size"],
+        "min_df": opts["min_df"],
+        "max_df": opts["max_df"],
+        "stopwords": opts["stopwords"],
+        "length_cap": opts["length_cap"],
+        "tokenizer": (tokenizer.describe() if hasattr(tokenizer, "describe")
+                      else repr(tokenizer)),
+    }
+    return _Counts(cooc, vocabulary, X, iterate, source, vocabulary_settings)
+
+
+def _fit(args, counts: _Counts):
+    def on_stage(name, seconds):
+        if seconds is not None and not args.quiet:
+            print(f"  {name:<13} {seconds:7.2f} s", file=sys.stderr)
+
+    return fit_topics(
+        args.topics,
+        cooc=counts.cooc,
+        documents=counts.documents,
+        method=args.method,
+        anchor_method=args.anchors,
+        random_state=args.seed,
+        on_stage=on_stage,
+        rectify=args.rectify,
+        rectify_method=args.rectify_method,
+        rectify_rows=args.rectify_rows,
+        rectify_max_iter=args.rectify_iters,
+        rectify_tol=args.rectify_tol,
+        rectify_dtype=args.rectify_dtype,
+        rectify_workspace=counts.iterate,
+        rectify_anderson=args.rectify_anderson,
+        overwrite_cooc=True,  # built for this fit; only num_docs is read afterwards
+        warm_state=False,  # no refit follows a one-off fit
+        anchor_min_df=args.anchor_min_df,
+        recover_method=args.recover,
+    )
+
+
+def _write(args, fitted, counts: _Counts) -> Path:
+    """Write the fit's snapshot to ``args.out``; returns its path."""
+    model = fitted.model
+    vocabulary = counts.vocabulary
+    settings = {
+        **(model.get_params() if model is not None else {
+            "n_topics": args.topics, "rectify": args.rectify, "anchor_method": args.anchors,
+            "anchor_min_df": args.anchor_min_df, "random_state": args.seed,
+        }),
+        "method": args.method,
+        **counts.vocabulary_settings,
+    }
+    hierarchy = None
+    if args.supertopics:
+        from anchorstream.model.correlations import hierarchy as build_hierarchy
+
+        hierarchy = build_hierarchy(fitted.topic_topic, args.supertopics,
+                                    random_state=args.seed)
+    quality = {} if model is None else {
+        "rectify_iterations": model.n_iter_.get("rectify", 0),
+        "rectify_residual": model.rectify_residual_,
+    }
+    return write_snapshot(
+        args.out,
+        vocabulary=list(vocabulary),
+        topic_word=fitted.topic_word.T,
+        topic_topic=fitted.topic_topic,
+        anchors=[vocabulary[a] for a in fitted.anchors],
+        prevalence=fitted.prevalence,
+        num_docs=int(counts.cooc.num_docs),
+        settings=settings,
+        source=counts.source,
+        extra={
+            "alpha": None if model is None or model.alpha_ is None
+            else np.asarray(model.alpha_).tolist(),
+            "timings_seconds": fitted.timings,
+            "fit": quality,
+            **({"hierarchy": hierarchy} if hierarchy else {}),
+        },
+        n_top_words=args.top_words,
+    )

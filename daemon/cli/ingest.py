@@ -1,0 +1,287 @@
+"""``anchorstream ingest``: backfill JSON-lines or text files into a co-occurrence store.
+
+The files go through the daemon's own ingest loop (:class:`daemon.ingest.loop.IngestLoop` over a
+:class:`daemon.ingest.files.FileSource`): the same decoding, checks, limits (``--max-bytes``,
+``--max-tokens``, the daemon's ``message.max_bytes`` and ``message.max_tokens``), tokenization
+and checkpoints, so a line is accepted or rejected for the same reason as the same Kafka
+message.
+
+Exactly once across crashes: each checkpoint commits, with the counts, the byte offset just
+past the last line it includes, per file (key ``file:<absolute path>``). Running the same
+command again after a crash starts every file at its committed offset, so the documents of the
+lost, uncommitted tail are counted once and nothing is counted twice. No line stops the
+command: a malformed one (bad UTF-8 or JSON, missing or wrongly typed field, bad timestamp,
+oversized, a token the store cannot hold, ...) is counted by reason, skipped, and still
+advances the offset; the reasons are printed at the end. Only a store that cannot commit
+stops it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import math
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from tqdm import tqdm
+
+from anchorstream.stats.accumulator import Forgetting
+from anchorstream.text.decode import FORMATS
+from anchorstream.errors import InputError
+from anchorstream.text.vocabulary import read_seed_vocabulary
+from daemon.cli.options import (
+    ADMIT_THRESHOLD,
+    CAPACITY,
+    LENGTH_CAP,
+    MAX_DF,
+    STOPWORDS,
+    STOPWORDS_HELP,
+    length_cap_arg,
+    length_cap_help,
+    max_df_arg,
+    stopwords_tokenizer,
+)
+from daemon.settings import MessageConfig
+from daemon.ingest.files import FileSource, file_key
+from daemon.ingest.loop import IngestLoop
+
+if TYPE_CHECKING:
+    from anchorstream.store import CooccurrenceStore
+
+log = logging.getLogger("anchorstream.ingest")
+
+__all__ = ["check_files", "file_key", "ingest_files", "register", "run"]
+
+#: The daemon's defaults (``message.max_bytes``, ``message.max_tokens``).
+MAX_BYTES = MessageConfig().max_bytes
+MAX_TOKENS = MessageConfig().max_tokens
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "ingest",
+        help="backfill files into a co-occurrence store (resumable)",
+        description=(
+            "Tokenize documents from JSON-lines or text files and add them to a co-occurrence "
+            "store, checkpointing with the file positions. Rerunning the same command after a "
+            "crash resumes after the last checkpoint. Store settings apply only when the store "
+            "is created."
+        ),
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    p.add_argument("files", nargs="+", type=Path, metavar="FILE",
+                   help="JSON-lines or text files (.gz allowed), read in order")
+    p.add_argument("--store", required=True, metavar="DIR", help="store path or URL")
+    p.add_argument("--format", choices=FORMATS, default="json",
+                   help="record format: a JSON object per line, a text line, or a JSON token list")
+    p.add_argument("--text-field", default="text", help="JSON field holding the text")
+    p.add_argument("--timestamp-field", default=None,
+                   help="JSON field with the document time (seconds or ISO 8601), needed when "
+                        "forgetting is measured in seconds")
+    p.add_argument("--max-bytes", type=int, default=MAX_BYTES,
+                   help="longer lines are rejected as oversized (the daemon's message.max_bytes)")
+    p.add_argument("--max-tokens", type=int, default=MAX_TOKENS,
+                   help="tokens counted per document at most (the daemon's message.max_tokens)")
+    p.add_argument("--checkpoint-every", type=int, default=10_000,
+                   help="lines (documents and rejected lines) between checkpoints")
+    p.add_argument("--stopwords", default=STOPWORDS, help=STOPWORDS_HELP)
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
+    new = p.add_argument_group("store settings (used when the store is created)")
+    new.add_argument("--capacity", type=int, default=CAPACITY, help="vocabulary capacity V")
+    new.add_argument("--admit-threshold", type=float, default=ADMIT_THRESHOLD,
+                     help="document frequency at which a new word is admitted")
+    new.add_argument("--seed-vocabulary", type=Path, default=None,
+                     help="file of initial words, one per line, most frequent first")
+    new.add_argument("--max-df", type=max_df_arg, default=MAX_DF,
+                     help="block words in more than this fraction of documents (checked every "
+                          "1000 documents from the 1000th; the default is fit --max-df's); "
+                          "'none' = off")
+    new.add_argument("--half-life", type=float, default=None,
+                     help="exponential decay half-life, in --time-unit")
+    new.add_argument("--window", type=float, default=None,
+                     help="tumbling window length, in --time-unit")
+    new.add_argument("--n-windows", type=int, default=1, help="windows summed")
+    new.add_argument("--time-unit", choices=("documents", "seconds"), default="documents")
+    new.add_argument("--length-cap", type=length_cap_arg, default=LENGTH_CAP, metavar="TOKENS",
+                     help=length_cap_help(", 'none' = every pair (as fit --length-cap)"))
+    new.add_argument("--chunk-size", type=int, default=256, help="matrix chunk edge")
+    new.add_argument("--shard-size", type=int, default=None,
+                     help="matrix shard edge (default 8 chunks)")
+    p.set_defaults(func=run)
+
+
+def check_files(paths) -> None:
+    """Refuse input files that do not exist or that are listed more than once.
+
+    A file listed twice would be read twice in one run, its documents counted twice, while the
+    store keeps one offset per file, so no rerun could tell the passes apart. It is refused
+    rather than skipped with a warning: the list is most likely a mistake (overlapping globs,
+    a link to a file also listed, or a typo for another file) that a warning would leave in
+    the resume command, which is this same command line. Identity is the file itself (device and
+    inode), so other spellings of its path and links to it count as the same file.
+
+    Raises
+    ------
+    InputError
+        Naming the missing file, or both names of the repeated one.
+    """
+    seen: dict[tuple[int, int], str] = {}
+    for path in paths:
+        if not Path(path).is_file():
+            raise InputError(f"input file {str(path)!r} does not exist")
+        st = os.stat(path)
+        identity = (st.st_dev, st.st_ino)
+        if identity in seen:
+            raise InputError(
+                f"input files {seen[identity]!r} and {str(path)!r} are the same file: its "
+                "documents would be counted twice; list each file once"
+            )
+        seen[identity] = str(path)
+
+
+def _check_counts(named: dict) -> None:
+    for name, value in named.items():
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise InputError(f"{name} must be an integer >= 1, got {value!r}")
+
+
+def ingest_files(
+    store: CooccurrenceStore,
+    paths,
+    *,
+    tokenizer,
+    format: str = "json",
+    text_field: str = "text",
+    timestamp_field: str | None = None,
+    max_bytes: int = MAX_BYTES,
+    max_tokens: int = MAX_TOKENS,
+    checkpoint_every: int = 10_000,
+    batch_size: int = 1000,
+    progress: bool = False,
+) -> dict:
+    """Add the records of ``paths`` to ``store`` from its committed offsets on.
+
+    Parameters
+    ----------
+    store : CooccurrenceStore
+    paths : sequence of str or Path
+        JSON-lines or text files (``.gz`` allowed), read in order; each at most once.
+    tokenizer : callable ``str | list[str] -> list[str]``
+    format, text_field, timestamp_field, max_bytes, max_tokens
+        As the daemon's ``message`` settings.
+    checkpoint_every : int
+        Lines (documents and rejected lines) between checkpoints.
+    batch_size : int
+        Lines read and added to the store at a time.
+    progress : bool
+        Show a progress bar (bytes) on stderr.
+
+    Returns
+    -------
+    dict
+        ``documents`` (added this run), ``rejected`` (reason → count), ``checkpoints``,
+        ``version`` (last commit).
+
+    Raises
+    ------
+    InputError
+        For bad arguments or files (missing, listed twice, shorter than the stored offset),
+        before anything is added; never for a line.
+    daemon.ingest.loop.LoopError
+        When a checkpoint fails (from the store's ``StoreError``): what the last successful
+        checkpoint holds stays, and the same call resumes from there.
+    """
+    _check_counts({"--checkpoint-every": checkpoint_every, "--max-bytes": max_bytes,
+                   "--max-tokens": max_tokens, "batch_size": batch_size})
+    paths = list(paths)
+    check_files(paths)
+    offsets = store.offsets
+    starts = {}
+    # The progress bar counts bytes of the uncompressed streams, as the offsets do (a resume
+    # seeks there). A .gz file's uncompressed size is unknown without reading it through, so
+    # with one among the inputs the bar shows bytes and rate without a total (the compressed
+    # size would mix units: percentages past 100).
+    total: int | None = 0
+    for path in paths:
+        key = file_key(path)
+        start = int(offsets.get(key, 0))
+        size = os.path.getsize(path)
+        if str(path).endswith(".gz"):
+            total = None
+        elif start > size:
+            raise InputError(
+                f"the store's offset for {str(path)!r} is {start} but the file has {size} "
+                "bytes: it was replaced or truncated; ingest it into a new store"
+            )
+        elif total is not None:
+            total += size - start
+        starts[key] = start
+    if store.forgetting.unit == "seconds" and not timestamp_field:
+        raise InputError("this store measures time in seconds: pass --timestamp-field")
+    message = MessageConfig(format=format, text_field=text_field,
+                            timestamp_field=timestamp_field, max_bytes=max_bytes,
+                            max_tokens=max_tokens)
+    bar = tqdm(total=total, unit="B", unit_scale=True, desc="ingest", disable=not progress,
+               file=sys.stderr)
+    source = FileSource(paths, starts, on_bytes=bar.update)
+    checkpoints = []
+    # Checkpoints by count only (no timer: a run's commits do not depend on the machine's
+    # speed), and a poll never crosses one; a failed commit stops the command at once (the
+    # daemon retries, but a rerun of this command is the retry here).
+    loop = IngestLoop(store, source, tokenizer=tokenizer, message=message, name="ingest",
+                      checkpoint_every_docs=checkpoint_every,
+                      checkpoint_every_seconds=math.inf,
+                      max_poll_records=min(batch_size, checkpoint_every),
+                      on_checkpoint=checkpoints.append, max_checkpoint_failures=1)
+    try:
+        while loop.step():
+            pass
+        loop.checkpoint()  # the rest (a no-op commit when nothing is left)
+    finally:
+        source.close()
+        bar.close()
+    return {
+        "documents": loop.documents,
+        "rejected": dict(loop.rejected),
+        "checkpoints": len(checkpoints),
+        "version": store.version,
+    }
+
+
+def run(args) -> int:
+    tokenizer = stopwords_tokenizer(args.stopwords)
+    seed = read_seed_vocabulary(args.seed_vocabulary) if args.seed_vocabulary else ()
+    forgetting = Forgetting(
+        half_life=args.half_life, window=args.window, n_windows=args.n_windows,
+        unit=args.time_unit,
+    )
+    from anchorstream.store import CooccurrenceStore  # icechunk and zarr: only for this command
+
+    # Before the store is created: bad input leaves nothing behind.
+    _check_counts({"--checkpoint-every": args.checkpoint_every, "--max-bytes": args.max_bytes,
+                   "--max-tokens": args.max_tokens})
+    check_files(args.files)
+    store = CooccurrenceStore.open_or_create(
+        args.store, capacity=args.capacity, admit_threshold=args.admit_threshold, seed=seed,
+        max_df=args.max_df, forgetting=forgetting, chunk_size=args.chunk_size,
+        shard_size=args.shard_size, length_cap=args.length_cap,
+    )
+    stats = ingest_files(
+        store, args.files, tokenizer=tokenizer, format=args.format,
+        text_field=args.text_field, timestamp_field=args.timestamp_field,
+        max_bytes=args.max_bytes, max_tokens=args.max_tokens,
+        checkpoint_every=args.checkpoint_every,
+        progress=not args.quiet and sys.stderr.isatty(),
+    )
+    bad = sum(stats["rejected"].values())
+    print(
+        f"ingested {stats['documents']} documents ({bad} rejected"
+        + (f": {json.dumps(stats['rejected'], sort_keys=True)}" if bad else "")
+        + f") into {args.store}, version {stats['version']}",
+        file=sys.stderr,
+    )
+    return 0

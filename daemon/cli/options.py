@@ -1,0 +1,69 @@
+"""Options several commands share: the vocabulary settings, defined once.
+
+``anchorstream fit --input`` chooses a vocabulary from files, ``anchorstream ingest`` sets up a
+store that chooses its own as documents arrive; both tokenize with a stopword list and weight
+documents by ``--length-cap``. The defaults, the argument parsers and the help of these options
+live here so that the commands cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from anchorstream.errors import InputError
+from anchorstream.stats.cooccurrence import LENGTH_CAP, cap_pairs
+from anchorstream.text.tokenize import Tokenizer, load_stopwords
+
+__all__ = ["ADMIT_THRESHOLD", "CAPACITY", "LENGTH_CAP", "MAX_DF", "MIN_DF", "STOPWORDS",
+           "STOPWORDS_HELP", "VOCAB_SIZE", "length_cap_arg", "length_cap_help", "max_df_arg",
+           "stopwords_tokenizer"]
+
+#: Stopword list: a shipped list name, a file path, or ``none``.
+STOPWORDS = "english"
+#: Words in more than this fraction of documents are left out (fit) or blocked (a store).
+MAX_DF = 0.5
+#: ``fit --input``: vocabulary size cap and minimum document frequency.
+VOCAB_SIZE = 5000
+MIN_DF = 5
+#: A store's vocabulary slots and the document frequency that admits a new word.
+CAPACITY = 20_000
+ADMIT_THRESHOLD = 5.0
+
+STOPWORDS_HELP = "stopword list: a shipped list name, a file path, or 'none'"
+
+
+def length_cap_help(note: str) -> str:
+    """``--length-cap``'s help, with what differs by command in ``note``."""
+    return ("document weighting: every word pair counts the same up to a document of this "
+            f"many tokens, a longer one as much as that; 2 = every document the same{note}")
+
+
+def stopwords_tokenizer(name: str) -> Tokenizer:
+    """The tokenizer of ``--stopwords NAME`` (``none``: no stopwords)."""
+    return Tokenizer(stopwords=None if name == "none" else load_stopwords(name))
+
+
+def length_cap_arg(text: str) -> float | None:
+    """``--length-cap``: a number >= 2, or ``none`` (every word pair the same)."""
+    if text.strip().lower() == "none":
+        return None
+    try:
+        value = float(text)
+        cap_pairs(value)
+    except (ValueError, InputError):
+        raise argparse.ArgumentTypeError(
+            f"expected a number of tokens >= 2 or 'none', got {text!r}") from None
+    return value
+
+
+def max_df_arg(text: str) -> float | None:
+    """``--max-df`` of a store: a fraction in (0, 1], or ``none``."""
+    if text.strip().lower() == "none":
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"expected a fraction in (0, 1] or 'none', got {text!r}")
+    return value

@@ -1,0 +1,1 @@
+"""Ingest: documents from a source (Kafka or files) into the store, checkpointed exactly once."""

@@ -1,0 +1,560 @@
+"""Refreshing the topic model off the ingest path: read, fit (warm), align ids, publish.
+
+:class:`Refresher` runs in a background thread: when enough new documents were checkpointed and
+the interval passed, it pins one committed store version, fits the configured method (warm-started
+from the previous model), aligns topic ids with the last snapshot and publishes. A failed refresh
+is logged and counted; the last good snapshot keeps being served. Why a thread, and the steps in
+detail: docs/daemon.md.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+
+from anchorstream.model.align import align_topics
+from anchorstream.stats.cooccurrence import Cooccurrence, take_square
+from anchorstream.model.correlations import hierarchy
+from anchorstream.model.storedfit import fit_novel_words
+from anchorstream.stats.documents import DocumentState
+from anchorstream.evaluate import topic_sparsity, topic_specificity
+from anchorstream.model.anchors import anchor_min_df_for
+from anchorstream.model.methods import TopicFit, fit_topics, novel_word_min_df
+from anchorstream.model.pipeline import AnchorModel
+from anchorstream.model.registry import method_spec
+from anchorstream.store import open_committed, read_document_state
+
+__all__ = ["RefreshResult", "Refresher", "select_words"]
+
+log = logging.getLogger("anchorstream.refresher")
+
+
+class _Skip(Exception):
+    """Not enough data for a model yet (not a failure)."""
+
+
+def select_words(cooc: Cooccurrence, *, min_df: float, max_df_ratio: float) -> np.ndarray:
+    """Indices of the words the model uses: ``min_df <= doc_freq <= max_df_ratio * num_docs``.
+
+    Parameters
+    ----------
+    cooc : Cooccurrence
+    min_df : float
+    max_df_ratio : float in (0, 1]
+
+    Returns
+    -------
+    int64 ndarray of shape (n_selected,), increasing
+    """
+    df = np.asarray(cooc.doc_freq, dtype=np.float64)
+    keep = df >= float(min_df)
+    if float(max_df_ratio) < 1.0 and float(cooc.num_docs) > 0:
+        keep &= df <= float(max_df_ratio) * float(cooc.num_docs)
+    return np.flatnonzero(keep).astype(np.int64)
+
+
+class _Buffers:
+    """V x V arrays a refresher keeps from one refresh to the next.
+
+    Every refresh needs the dense counts, often a copy of them over the selected words, and
+    the rectification's float32 iterate: 500 MB at 5000 words. Fresh memory costs a page
+    fault per page on first write; on the benchmark machine (a VM whose freed memory returns
+    to its host within seconds) that was 1-2.5 ms per MB, up to ~1 s per refresh. Kept, the
+    memory stays mapped; the price is holding it between refreshes (see the README's Limits).
+    """
+
+    def __init__(self):
+        self._arrays: dict[str, np.ndarray] = {}
+
+    def held(self, name: str) -> np.ndarray | None:
+        """The buffer ``name`` as it is (None if there is none yet)."""
+        return self._arrays.get(name)
+
+    def adopt(self, name: str, array: np.ndarray) -> None:
+        """Keep ``array``'s memory as buffer ``name`` (if it is larger than the one held)."""
+        held = self._arrays.get(name)
+        if array.flags.c_contiguous and (held is None or held.size < array.size):
+            self._arrays[name] = array.reshape(-1)
+
+    def get(self, name: str, n_elements: int, dtype) -> np.ndarray:
+        """A flat array of at least ``n_elements`` (grown by 10% headroom when too small)."""
+        arr = self._arrays.get(name)
+        if arr is None or arr.size < n_elements or arr.dtype != np.dtype(dtype):
+            self._arrays.pop(name, None)  # free the old one first
+            arr = np.empty(int(n_elements * 1.1) + 1, dtype=dtype)
+            self._arrays[name] = arr
+        return arr
+
+
+def _subset(cooc: Cooccurrence, idx: np.ndarray, out: np.ndarray | None = None) -> Cooccurrence:
+    """The words ``idx`` of ``cooc`` (counts copied into ``out`` when given and large enough);
+    shares its arrays when that is every word and there is no ``out`` (the fit may then
+    overwrite them: ``cooc`` is a fresh read that nothing else uses)."""
+    if idx.size == cooc.n_words and out is None:
+        out = Cooccurrence(cooc.counts, cooc.unigram, cooc.doc_freq, 0, 0, cooc.length_cap,
+                           cooc.mass)
+        out.num_docs, out.num_tokens = cooc.num_docs, cooc.num_tokens
+        return out
+    out = Cooccurrence(take_square(cooc.counts, idx, out=out), cooc.unigram[idx],
+                       cooc.doc_freq[idx], 0, 0, cooc.length_cap)
+    # Decayed stores have float totals; keep them as they are (the constructor wants ints).
+    out.num_docs, out.num_tokens = cooc.num_docs, cooc.num_tokens
+    return out
+
+
+def _by_word(rows: np.ndarray, old_words: list[str], new_words: list[str]) -> np.ndarray:
+    """``rows`` (one per word of ``old_words``) moved to ``new_words``' order; zeros for words
+    that are new."""
+    index = {w: i for i, w in enumerate(old_words)}
+    src = np.array([index.get(w, -1) for w in new_words], dtype=np.int64)
+    out = np.zeros((len(new_words),) + rows.shape[1:])
+    out[src >= 0] = rows[src[src >= 0]]
+    return out
+
+
+class RefreshResult(dict):
+    """What one successful refresh did (a dict: version, store_version, num_docs, timings...)."""
+
+
+class Refresher:
+    """Background model refreshes from a store into a publisher.
+
+    Parameters
+    ----------
+    store_url : str
+        The store (read with :func:`~anchorstream.store.open_committed`).
+    publisher : daemon.publish.Publisher
+    model_kwargs : mapping
+        ``AnchorModel`` arguments (``ModelConfig.model_kwargs()``), ``n_topics`` included;
+        ``anchor_method`` may also be ``"ddp"`` or ``"rp"`` (novel words).
+    method : {"anchor", "anchorfree", "tsvd"}, default "anchor"
+        ``anchor`` with ``ddp``/``rp`` anchors and ``tsvd`` need a store that keeps document
+        statistics (``CooccurrenceStore.open(..., document_stats=...)``).
+    metrics : daemon.metrics.Metrics, optional
+    interval_seconds : float, default 60
+    min_new_docs : int, default 1000
+        Committed documents needed since the last published model (at least 1).
+    warm_start : bool, default True
+    min_df : float, default 1
+    max_df_ratio : float, default 1.0
+    align_min_similarity : float, default 0.5
+    settings : mapping, optional
+        Extra settings recorded in every snapshot (e.g. the redacted daemon configuration).
+    source_info : mapping, optional
+        Extra ``source`` entries (e.g. the Kafka topics).
+    storage_options : mapping, optional
+        Options of the store's storage (endpoint, region, ...; see :mod:`anchorstream.store.location`).
+    clock : callable, default time.monotonic
+    """
+
+    def __init__(self, store_url: str, publisher, *, model_kwargs: Mapping[str, Any],
+                 metrics=None, interval_seconds: float = 60.0, min_new_docs: int = 1000,
+                 warm_start: bool = True, min_df: float = 1, max_df_ratio: float = 1.0,
+                 align_min_similarity: float = 0.5, settings: Mapping[str, Any] | None = None,
+                 source_info: Mapping[str, Any] | None = None,
+                 supertopics: int = 0, method: str = "anchor",
+                 storage_options: Mapping[str, Any] | None = None,
+                 clock: Callable[[], float] = time.monotonic):
+        self.store_url = str(store_url)
+        self.storage_options = None if storage_options is None else dict(storage_options)
+        self.publisher = publisher
+        self.model_kwargs = dict(model_kwargs)
+        self.method = str(method)
+        self.anchor_method = str(self.model_kwargs.get("anchor_method", "qr"))
+        self.supertopics = int(supertopics)
+        self.n_topics = int(self.model_kwargs["n_topics"])
+        self.metrics = metrics
+        self.interval_seconds = float(interval_seconds)
+        self.min_new_docs = max(int(min_new_docs), 1)
+        self.warm_start = bool(warm_start)
+        self.min_df = float(min_df)
+        self.max_df_ratio = float(max_df_ratio)
+        self.align_min_similarity = float(align_min_similarity)
+        self.settings = dict(settings or {})
+        self.source_info = dict(source_info or {})
+        self._clock = clock
+        self._model: AnchorModel | None = None
+        self._model_words: list[str] | None = None
+        # AnchorFree's warm start: the last word-topic matrix, by word.
+        self._topic_word: np.ndarray | None = None
+        latest = publisher.latest()
+        # Documents covered by what is already published (a restart does not refresh again
+        # for nothing).
+        self._published_docs = latest[1].num_docs if latest is not None else 0
+        self._published_store_version = (
+            (latest[1].source or {}).get("store_version") if latest is not None else None)
+        self._committed_docs = 0
+        self._last_attempt = -float("inf")
+        self._cond = threading.Condition()
+        self._requested = False
+        self._stop = False
+        self._thread: threading.Thread | None = None
+        self._buffers = _Buffers()
+        # What the counts buffer holds (a DenseRead), when it still holds it.
+        self._dense = None
+        self._refresh_lock = threading.Lock()
+        self._busy = False
+        self.failures = 0
+        self.last_error: str | None = None
+        self.last_result: RefreshResult | None = None
+        if metrics is not None:
+            # Every stage's failure counter exists from the start, at 0, so alerts on
+            # increase() work before the first failure.
+            for stage in ("read", "fit", "rectify", "anchors", "recover", "correlations",
+                          "novel_words", "anchorfree", "tsvd", "align", "publish"):
+                metrics.refresh_failures.labels(stage)
+
+    # ----------------------------------------------------------------------------------------
+    # scheduling
+
+    def notify(self, committed) -> None:
+        """The store committed a new version (``committed.n_docs`` documents in all)."""
+        with self._cond:
+            self._committed_docs = max(self._committed_docs, int(committed.n_docs))
+            self._cond.notify_all()
+
+    def request(self) -> None:
+        """Refresh at the next chance, ignoring the interval (still needs new documents)."""
+        with self._cond:
+            self._requested = True
+            self._cond.notify_all()
+
+    def due(self) -> bool:
+        """Whether a refresh should start now."""
+        new = self._committed_docs - self._published_docs
+        if new < self.min_new_docs and not (self._requested and new > 0):
+            return False
+        return self._requested or self._clock() - self._last_attempt >= self.interval_seconds
+
+    def start(self) -> Refresher:
+        """Run refreshes in a daemon thread until :meth:`stop`."""
+        self._thread = threading.Thread(target=self._run, name="anchorstream-refresher",
+                                        daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self, timeout: float = 10.0) -> bool:
+        """Ask the thread to stop and wait up to ``timeout`` s; False if a refresh still runs.
+
+        A refresh cannot be interrupted mid-fit; since publication is atomic, abandoning it
+        (the thread is a daemon thread) at process exit loses nothing but its work.
+        """
+        with self._cond:
+            self._stop = True
+            self._cond.notify_all()
+        if self._thread is None:
+            return True
+        self._thread.join(timeout)
+        return not self._thread.is_alive()
+
+    @property
+    def busy(self) -> bool:
+        return self._busy
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._stop and not self.due():
+                    # Wake on notify or when the interval may have elapsed.
+                    wait = self.interval_seconds - (self._clock() - self._last_attempt)
+                    self._cond.wait(timeout=min(max(wait, 0.05), 1.0))
+                if self._stop:
+                    return
+                self._requested = False
+                self._last_attempt = self._clock()
+                self._busy = True
+            try:
+                self.refresh_once()
+            except Exception:  # noqa: BLE001 - refresh_once already logged and counted it
+                pass
+            finally:
+                self._busy = False
+
+    # ----------------------------------------------------------------------------------------
+    # one refresh
+
+    def refresh_once(self, version: str | None = None) -> RefreshResult | None:
+        """Read, fit, align and publish once (in the calling thread).
+
+        Parameters
+        ----------
+        version : str, optional
+            Store version to read; default the latest commit.
+
+        Returns
+        -------
+        RefreshResult or None
+            None when skipped (no new store version, or not enough words yet).
+
+        Raises
+        ------
+        Exception
+            Whatever failed, after logging it and counting it under the failing stage.
+        """
+        # One refresh at a time: they share the buffers and the warm-start state.
+        with self._refresh_lock:
+            return self._refresh_once(version)
+
+    def _refresh_once(self, version: str | None) -> RefreshResult | None:
+        stage = "read"
+        t_total = time.perf_counter()
+        timings: dict[str, float] = {}
+        m = self.metrics
+
+        def observe(name: str, seconds: float) -> None:
+            timings[name] = seconds
+            if m is not None:
+                m.refresh_duration.labels(name).observe(seconds)
+
+        try:
+            t0 = time.perf_counter()
+            # The counts go into the memory of the last read's, if the vocabulary still fits;
+            # warm, they are that read's counts plus the segments committed since, when the
+            # store allows (see open_committed). Until this read succeeds they are unknown.
+            since, self._dense = self._dense, None
+            st = open_committed(self.store_url, version, out=self._buffers.held("counts"),
+                                since=since if self.warm_start else None,
+                                storage_options=self.storage_options)
+            self._buffers.adopt("counts", st.cooccurrence.counts)
+            # Warm, the fit works on a copy (below), so the counts stay this read's.
+            self._dense = st.dense if self.warm_start else None
+            if st.version == self._published_store_version:
+                log.debug("store version %s is already published", st.version)
+                self._published_docs = max(self._published_docs, st.n_docs_added)
+                return None
+            cooc_all = st.cooccurrence
+            idx = select_words(cooc_all, min_df=self.min_df, max_df_ratio=self.max_df_ratio)
+            words = [st.words[i] for i in idx]
+            # Cold with every word selected, the fit may take the counts' memory itself.
+            share = idx.size == cooc_all.n_words and not self.warm_start
+            cooc = _subset(cooc_all, idx, out=None if share
+                           else self._buffers.get("subset", idx.size ** 2, np.float64))
+            self._check_enough(cooc, len(words))
+            docs = None
+            if self.needs_documents:
+                # The same store version as the counts, over the same words.
+                docs = read_document_state(self.store_url, st.version, st.slots[idx],
+                                           storage_options=self.storage_options)
+                self._check_documents(docs)
+            observe("read", time.perf_counter() - t0)
+
+            stage = "fit"
+
+            def on_stage(name: str, seconds: float | None) -> None:
+                nonlocal stage
+                if seconds is None:
+                    stage = name
+                else:
+                    observe(name, seconds)
+
+            model, fit, init, settings = self._fit(cooc, words, docs, on_stage)
+
+            stage = "align"
+            t0 = time.perf_counter()
+            alignment = self._align(fit, words)
+            observe("align", time.perf_counter() - t0)
+
+            stage = "publish"
+            t0 = time.perf_counter()
+            churn = alignment.churn()
+            info = self._publish(st, cooc, words, docs, model, fit, init, settings, alignment,
+                                 churn, timings)
+            observe("publish", time.perf_counter() - t0)
+        except _Skip as exc:
+            log.info("refresh skipped: %s", exc)
+            return None
+        except Exception as exc:
+            self.failures += 1
+            self.last_error = f"{stage}: {type(exc).__name__}: {exc}"
+            if m is not None:
+                m.refresh_failures.labels(stage).inc()
+            log.exception("refresh failed at stage %r; still serving the last good snapshot",
+                          stage)
+            raise
+        total = time.perf_counter() - t_total
+        observe("total", total)
+        self._model, self._model_words = model, words
+        self._topic_word = fit.topic_word
+        self._published_docs = int(st.n_docs_added)
+        self._published_store_version = st.version
+        self.last_error = None
+        self._observe_success(model, churn)
+        result = RefreshResult(version=info.version, store_version=st.version,
+                               num_docs=int(st.n_docs_added), n_words=len(words),
+                               warm=init is not None, timings=timings, churn=churn,
+                               iterations={} if model is None else dict(model.n_iter_))
+        self.last_result = result
+        log.info("refresh: snapshot %d from store version %s (%d documents, %d words, %s, "
+                 "%.2f s)", info.version, st.version, st.n_docs_added, len(words),
+                 "warm" if init is not None else "cold", total)
+        return result
+
+    def _align(self, fit, words: list[str]):
+        """Topic ids of ``fit``: matched to the latest published snapshot's, new ones after."""
+        latest = self.publisher.latest()
+        if latest is None:
+            return align_topics(fit.topic_word, words, min_similarity=self.align_min_similarity)
+        prev = latest[1]
+        return align_topics(
+            fit.topic_word, words, np.asarray(prev.topic_word, np.float64).T,
+            list(prev.vocabulary), prev.topic_ids,
+            next_id=max(int((prev.extra or {}).get("next_topic_id", 0)),
+                        max(prev.topic_ids, default=-1) + 1),
+            min_similarity=self.align_min_similarity)
+
+    def _publish(self, st, cooc, words, docs, model, fit, init, settings, alignment, churn,
+                 timings: dict[str, float]):
+        """Publish the refreshed snapshot; returns the publisher's info."""
+        unigram = cooc.unigram / max(float(cooc.unigram.sum()), 1e-300)
+        quality = {
+            "sparsity": topic_sparsity(fit.topic_word).tolist(),
+            "specificity": topic_specificity(fit.topic_word, unigram).tolist(),
+        }
+        extra_hierarchy = {}
+        if 0 < self.supertopics < self.n_topics:
+            # JSMF §4: the rectified A factorized again; ids are the aligned public ones.
+            extra_hierarchy["hierarchy"] = hierarchy(
+                fit.topic_topic, self.supertopics, topic_ids=alignment.ids.tolist(),
+                random_state=int(self.model_kwargs.get("random_state", 0)))
+        source_docs = {} if docs is None else {"document_stats": docs.summary()}
+        return self.publisher.publish(
+            vocabulary=words,
+            topic_word=fit.topic_word.T,
+            topic_topic=fit.topic_topic,
+            anchors=[words[a] for a in fit.anchors],
+            topic_ids=alignment.ids.tolist(),
+            prevalence=fit.prevalence,
+            num_docs=int(st.n_docs_added),
+            settings={**settings, "min_df": self.min_df,
+                      "max_df_ratio": self.max_df_ratio, "warm_start": self.warm_start,
+                      **self.settings},
+            source={**self.source_info, "store": self.store_url,
+                    "store_version": st.version, "offsets": st.offsets,
+                    "matrix_docs": float(cooc.num_docs), "clock": st.clock,
+                    **source_docs},
+            quality=quality,
+            extra={
+                "churn": churn,
+                "next_topic_id": alignment.next_id,
+                "warm_started": init is not None,
+                "alpha": (None if model is None or model.alpha_ is None
+                          else np.asarray(model.alpha_).tolist()),
+                "rectify_residual": None if model is None else model.rectify_residual_,
+                "rectify_warm_change": None if model is None else model.rectify_change_,
+                "iterations": {} if model is None else model.n_iter_,
+                "timings_seconds": dict(timings),
+                **extra_hierarchy,
+            },
+        )
+
+    def _observe_success(self, model, churn) -> None:
+        m = self.metrics
+        if m is None:
+            return
+        m.refreshes.inc()
+        m.snapshots_published.inc()
+        m.observe_churn(churn)
+        if model is not None:
+            m.rectification_residual.set(model.rectify_residual_)
+            m.rectification_iterations.set(model.n_iter_.get("rectify", 0))
+            m.rectification_warm_change.set(model.rectify_change_)
+
+    @property
+    def needs_documents(self) -> bool:
+        """Whether the configured method reads the store's document statistics."""
+        return method_spec(self.method, self.anchor_method).needs_documents
+
+    def _fit(self, cooc: Cooccurrence, words: list[str], docs: DocumentState | None,
+             on_stage) -> tuple[AnchorModel | None, TopicFit, Any, dict]:
+        """Run the configured method: ``(AnchorModel or None, TopicFit, warm start, settings)``."""
+        kw = self.model_kwargs
+        K, seed = self.n_topics, int(kw.get("random_state", 0))
+        common = {"method": self.method, "n_topics": K, "random_state": seed}
+        if method_spec(self.method, self.anchor_method).anchor_words:
+            model = AnchorModel(**kw)
+            init = None
+            if self.warm_start and self._model is not None:
+                init = self._model.remapped(self._model_words, words)
+            s = model.settings
+            workspace = (self._buffers.get("iterate", len(words) ** 2, np.float32)
+                         if s.rectify and np.dtype(s.rectify_dtype) == np.float32 else None)
+            # Two buffers for the rectification's state take turns: the new one must not be
+            # the one the warm start (the current model) reads.
+            data_out = None
+            if s.rectify:
+                current = None if self._model is None else self._model.rectify_data_
+                for name in ("state-a", "state-b"):
+                    buf = self._buffers.get(name, len(words) ** 2, np.float32)
+                    if current is None or not np.shares_memory(buf, current):
+                        data_out = buf
+                        break
+            # cooc is this refresh's own subset; only its vectors are read afterwards.
+            model.fit(cooc, init=init, on_stage=on_stage, overwrite_cooc=True,
+                      rectify_workspace=workspace, rectify_data_out=data_out)
+            fit = TopicFit(model.topic_word_, model.topic_topic_, model.anchors_,
+                           dict(model.timings_), model)
+            return model, fit, init, {**model.get_params(), "method": "anchor"}
+        if self.method == "anchor":
+            fit = fit_novel_words(K, cooc, docs, anchor_method=self.anchor_method,
+                                  min_df=float(kw.get("anchor_min_df", 0)), random_state=seed,
+                                  on_stage=on_stage)
+            return None, fit, None, {**common, "anchor_method": self.anchor_method,
+                                     "anchor_min_df": kw.get("anchor_min_df", 0),
+                                     **docs.settings.to_dict()}
+        if self.method == "anchorfree":
+            # Rectification as configured (every rectify_* setting, defaults included).
+            params = AnchorModel(**kw).get_params()
+            rect = {k: v for k, v in params.items() if k.startswith("rectify")}
+            init = None
+            if self.warm_start and self._topic_word is not None:
+                init = _by_word(self._topic_word, self._model_words, words)
+            fit = fit_topics(K, cooc=cooc, method="anchorfree", random_state=seed,
+                             on_stage=on_stage, init=init, **rect)
+            return None, fit, init, {**common, "anchor_method": None, **rect}
+        fit = fit_topics(K, cooc=cooc, documents=docs.documents, method="tsvd",
+                         random_state=seed, on_stage=on_stage)
+        return None, fit, None, {**common, "anchor_method": None, **docs.settings.to_dict()}
+
+    def _check_documents(self, docs: DocumentState | None) -> None:
+        K = self.n_topics
+        if docs is None:
+            raise _Skip("the store keeps no document statistics yet (the first checkpoint "
+                        "after the method changed starts them)")
+        if self.method == "tsvd":
+            n = 0 if docs.documents is None else docs.documents.shape[0]
+            if n <= K:
+                raise _Skip(f"{n} documents in the reservoir, need more than {K}")
+            return
+        if docs.split is None or (self.anchor_method == "rp" and docs.sketch is None):
+            raise _Skip(f"the store's document statistics {docs.settings.to_dict()} do not "
+                        f"serve anchors {self.anchor_method!r} yet")
+        s = docs.split
+        min_df = novel_word_min_df(s, K, float(self.model_kwargs.get("anchor_min_df", 0)))
+        candidates = int(np.count_nonzero(
+            (s.mass_first > 0) & (s.mass_second > 0) & (s.doc_freq >= min_df)))
+        if candidates < K:
+            raise _Skip(f"{candidates} novel-word candidates (in both document halves, "
+                        f"document frequency >= {min_df:g}), need {K}")
+
+    def _check_enough(self, cooc: Cooccurrence, n_words: int) -> None:
+        K = self.n_topics
+        if float(cooc.num_docs) <= 0:
+            raise _Skip("no documents with two or more vocabulary words yet")
+        # A word's co-occurrence row sums to its share of the documents of >= 2 tokens it is
+        # in, so it is nonzero where its document frequency is: O(V), not a pass over V².
+        active = int(np.count_nonzero(cooc.doc_freq > 0))
+        if active <= K:
+            raise _Skip(f"{active} usable words (of {n_words}), need more than {K}")
+        if self.method != "anchor":
+            return  # no anchor words to choose
+        min_df = anchor_min_df_for(cooc.doc_freq[cooc.doc_freq > 0], K,
+                                   int(self.model_kwargs.get("anchor_min_df", 0)))
+        candidates = int(np.count_nonzero(cooc.doc_freq >= min_df))
+        if candidates < K:
+            raise _Skip(f"{candidates} anchor candidates (document frequency >= {min_df:g}), "
+                        f"need {K}")

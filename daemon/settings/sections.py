@@ -1,0 +1,385 @@
+"""The configuration's sections: one frozen pydantic model per section of ``config.yaml``.
+
+A field's type is the kind of value it takes (:mod:`daemon.settings.checks`), its default the
+shipped default and its description the one line that ``config.yaml`` and the README's table
+explain it with. Unknown keys are refused (``extra="forbid"``); rules between keys of one
+section are the section's ``rules`` (:mod:`daemon.settings.rules`), checked once its values are.
+"""
+
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from anchorstream.model.registry import ANCHOR_METHODS, METHODS, MethodSpec, method_spec
+from daemon.settings import rules
+from daemon.settings.checks import (EMBEDDED, Bool, Bootstrap, Choice, ExistingFile, Float,
+                                    FrozenMap, Int, LogLevel, OptionalTopic, Secret, SecretText,
+                                    StorageOptions, Stopwords, Text, Topics)
+
+
+class _Section(BaseModel):
+    """A section: frozen, unknown keys refused, its cross-key rules checked after its values."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    #: The section's rules between keys (functions of the section, :mod:`daemon.settings.rules`).
+    RULES: ClassVar[tuple[rules.Rule, ...]] = ()
+
+    @model_validator(mode="after")
+    def _check_rules(self):
+        rules.check(self.RULES, self)
+        return self
+
+
+_SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+
+
+class KafkaConfig(_Section):
+    """``kafka``: where documents come from and how to talk to the cluster."""
+
+    bootstrap_servers: Bootstrap = Field(
+        (EMBEDDED,), description="HOST:PORT list, or 'embedded' to start the bundled broker (the "
+        "default, so a fresh machine runs without a cluster)")
+    topics: Topics = Field(("documents",), description="topics to consume")
+    group_id: Text() = Field("anchorstream", description="consumer group id")
+    client_id: Text() = Field("anchorstream", description="client id sent to the brokers")
+    security_protocol: Choice(*_SECURITY_PROTOCOLS) = Field(
+        "PLAINTEXT", description="PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL")
+    sasl_mechanism: Choice(*rules.SASL_MECHANISMS, optional=True) = Field(
+        None, description="SASL mechanism")
+    sasl_plain_username: Text(optional=True) = Field(None, description="SASL user name")
+    sasl_plain_password: SecretText = Field(None, description="SASL password (secret)")
+    ssl_cafile: ExistingFile = Field(None, description="CA bundle (PEM)")
+    ssl_certfile: ExistingFile = Field(None, description="client certificate (PEM)")
+    ssl_keyfile: ExistingFile = Field(None, description="client private key (PEM)")
+    ssl_check_hostname: Bool = Field(True, description="verify the broker's host name")
+    allow_plaintext_sasl: Bool = Field(
+        False, description="allow SASL_PLAINTEXT with PLAIN (password in clear text)")
+    dead_letter_topic: OptionalTopic = Field(
+        None, description="topic receiving rejected messages, or null")
+    model_updates_topic: OptionalTopic = Field(
+        None, description="topic receiving a compact JSON per snapshot")
+    auto_offset_reset: Choice("earliest", "latest") = Field(
+        "earliest", description="where to start a partition with no stored offset")
+    fetch_max_bytes: Int(1024) = Field(
+        16 * 1024 * 1024, description="max bytes of record data per fetch response")
+    max_partition_fetch_bytes: Int(1024) = Field(
+        1024 * 1024, description="max bytes per partition per fetch")
+    max_poll_records: Int(1) = Field(1000, description="max records returned by one poll")
+    max_batch_bytes: Int(1024, optional=True) = Field(
+        None, description="largest record batch after decompression; larger ones are skipped and "
+        "counted (null = 32 x message.max_bytes)")
+    session_timeout_ms: Int(1000) = Field(6000, description="consumer group session timeout")
+    heartbeat_interval_ms: Int(100) = Field(1000, description="group heartbeat interval")
+    max_poll_interval_ms: Int(1000) = Field(
+        60000, description="max time between polls before leaving the group")
+    # kafka-python needs fetch_max_wait_ms (500) < request_timeout_ms < connections_max_idle_ms
+    # (540000); the bounds keep any accepted value inside that window.
+    request_timeout_ms: Int(1000, 300000) = Field(30000, description="broker request timeout")
+    reconnect_backoff_ms: Int(1) = Field(100, description="first reconnect delay")
+    reconnect_backoff_max_ms: Int(1) = Field(10000, description="reconnect delay cap")
+    retry_backoff_ms: Int(1) = Field(200, description="delay before retrying a failed request")
+    compression_type: Choice("gzip", "snappy", "lz4", "zstd", optional=True) = Field(
+        None, description="compression of what the daemon produces")
+
+    RULES = rules.KAFKA
+
+    @property
+    def embedded(self) -> bool:
+        """True when the daemon should start the bundled broker itself."""
+        return self.bootstrap_servers == (EMBEDDED,)
+
+
+class MessageConfig(_Section):
+    """``message``: how a Kafka message value becomes a document."""
+
+    format: Choice("json", "text", "tokens") = Field(
+        "json", description="json object, UTF-8 text, or a JSON array of tokens")
+    text_field: Text() = Field("text", description="JSON field with the text (format json)")
+    id_field: Text(optional=True) = Field(None, description="JSON field with a document id")
+    timestamp_field: Text(optional=True) = Field(
+        None, description="JSON field with a document timestamp")
+    max_bytes: Int(1) = Field(1024 * 1024, description="larger messages are rejected as oversized")
+    max_tokens: Int(1) = Field(10000, description="max tokens counted per document")
+
+
+class StoreConfig(_Section):
+    """``store``: the on-disk co-occurrence store (its format is the store's business)."""
+
+    path: Text() = Field(
+        "store", description="store directory, or URL: file://, s3:// (s3a://), gs:// (gcs://), "
+        "az:// (abfs://, abfss://, azure://)")
+    storage_options: StorageOptions = Field(
+        FrozenMap(), description="keyword arguments of the Icechunk storage of an object-store "
+        "URL (region, endpoint_url, allow_http, anonymous, force_path_style, ...); credentials "
+        "come from the environment by default")
+    chunk_size: Int(1, optional=True) = Field(
+        None, description="words per chunk side; null = store default")
+    shard_size: Int(1, optional=True) = Field(
+        None, description="words per shard side, a multiple of chunk_size; null = store default")
+    checkpoint_every_docs: Int(1) = Field(
+        10000, description="checkpoint after this many documents")
+    checkpoint_every_seconds: Float(0, lo_open=True) = Field(
+        30.0, description="... or after this many seconds")
+    accumulator_budget_bytes: Int(1024 * 1024) = Field(
+        256 * 1024 * 1024, description="memory of the in-memory delta before a checkpoint")
+    keep_versions: Int(1) = Field(10, description="store versions kept before garbage collection")
+    gc_every: Int(0) = Field(
+        20, description="garbage-collect after this many checkpoints of one run; 0 = not by "
+        "count")
+    gc_interval_seconds: Float(0) = Field(
+        3600.0, description="... or at a checkpoint this long after the last collection (kept in "
+        "the store, across restarts); 0 = not by time")
+    gc_min_age_seconds: Float(0) = Field(
+        60.0, description="versions and unreferenced objects younger than this are never "
+        "collected (readers of a recent version keep working)")
+    compact_bytes: Int(1) = Field(
+        256 * 1024 * 1024, description="checkpoint segments (bytes) folded into the matrix past "
+        "this")
+    max_segments: Int(1) = Field(64, description="... or past this many segments")
+    compact_step_seconds: Float(0) = Field(
+        0.5, description="without forgetting, fold segments into the matrix in steps of about "
+        "this long, one after each checkpoint; 0 = in one step")
+    half_life_docs: Float(0, lo_open=True, optional=True) = Field(
+        None, description="exponential forgetting: half-life in documents")
+    half_life_seconds: Float(0, lo_open=True, optional=True) = Field(
+        None, description="exponential forgetting: half-life in seconds")
+    length_cap: Float(2, optional=True) = Field(
+        25.0,  # anchorstream.stats.cooccurrence.LENGTH_CAP (numba-free here)
+        description="how a document's word pairs are weighted: every pair the same up to a "
+        "document of this many tokens, a longer one as much as that; 2 = every document the same "
+        "(the papers' estimator), null = every pair the same. Fixed when the store is created")
+    window_docs: Int(1, optional=True) = Field(
+        None, description="tumbling windows: documents per window")
+    windows: Int(1, optional=True) = Field(
+        None, description="tumbling windows: number of windows summed")
+
+    RULES = rules.STORE
+
+    def forgetting_kwargs(self) -> dict[str, Any] | None:
+        """Keyword arguments for ``anchorstream.stats.accumulator.Forgetting`` (None: no forgetting).
+
+        >>> StoreConfig(half_life_docs=1e5).forgetting_kwargs()
+        {'half_life': 100000.0, 'window': None, 'n_windows': 1, 'unit': 'documents'}
+        """
+        if self.half_life_docs is None and self.half_life_seconds is None \
+                and self.window_docs is None:
+            return None
+        seconds = self.half_life_seconds is not None
+        return {
+            "half_life": self.half_life_seconds if seconds else self.half_life_docs,
+            "window": None if self.window_docs is None else float(self.window_docs),
+            "n_windows": self.windows or 1,
+            "unit": "seconds" if seconds else "documents",
+        }
+
+    def runtime_kwargs(self) -> dict[str, Any]:
+        """Runtime options of ``anchorstream.store.CooccurrenceStore`` (not stored in it).
+
+        >>> StoreConfig(gc_every=5).runtime_kwargs()["gc_every"]
+        5
+        """
+        return {
+            "budget_bytes": self.accumulator_budget_bytes,
+            "keep_versions": self.keep_versions,
+            "gc_every": self.gc_every,
+            "gc_interval_seconds": self.gc_interval_seconds,
+            "gc_min_age": self.gc_min_age_seconds,
+            "compact_bytes": self.compact_bytes,
+            "max_segments": self.max_segments,
+            "compact_step_seconds": self.compact_step_seconds,
+        }
+
+    def storage_kwargs(self) -> dict[str, Any] | None:
+        """``storage_options`` for the store, secrets revealed; None when there are none."""
+        if not self.storage_options:
+            return None
+        return {k: v.reveal() if isinstance(v, Secret) else
+                dict(v) if isinstance(v, Mapping) else v
+                for k, v in self.storage_options.items()}
+
+
+class VocabConfig(_Section):
+    """``vocab``: the bounded, growing vocabulary."""
+
+    capacity: Int(2) = Field(20000, description="vocabulary slots")
+    min_df: Int(1) = Field(5, description="min document frequency of a word used by the model")
+    max_df_ratio: Float(0, 1, lo_open=True) = Field(
+        0.5, description="words in a larger share of documents are ignored")
+    block_df_ratio: Float(0, 1, lo_open=True, optional=True) = Field(
+        None, description="words in a larger share of documents are blocked in the store (no "
+        "slot, not counted until they fall below; checked every 1000 documents from the 1000th); "
+        "null = off. Set when the store is created")
+    admit_threshold: Float(0, lo_open=True) = Field(
+        5.0, description="sketched document frequency that admits a new word")
+    seed_file: ExistingFile = Field(None, description="words admitted at start, one a line")
+    stopwords: Stopwords = Field("english", description="'english', 'none', or a file path")
+
+
+class ModelConfig(_Section):
+    """``model``: the topic model fitted at every refresh."""
+
+    num_topics: Int(1) = Field(20, description="number of topics K")
+    method: Choice(*METHODS) = Field(
+        "anchor", description="anchor words, AnchorFree (Huang 2016) or TSVD over a reservoir of "
+        "documents (Bansal 2014)")
+    rectify: Bool = Field(True, description="rectify the co-occurrence (JSMF)")
+    rectify_method: Choice("ap", "lowrank") = Field(
+        "ap", description="ap = alternating projection on the V x V matrix (JSMF Algorithm 1); "
+        "lowrank = the same projections on a V x K factor plus sparse corrections (warm-started "
+        "from the last refresh's eigenvectors)")
+    rectify_rows: Int(1, optional=True) = Field(
+        None, description="lowrank: words whose rows and columns are checked for negative "
+        "entries each iteration; null = 10 x num_topics + 1000")
+    anchor_method: Choice(*ANCHOR_METHODS) = Field(
+        "qr", description="anchor finder (method anchor): qr, fast, or the novel words ddp, rp "
+        "(Ding 2014) from document statistics kept with the store")
+    recover_method: Choice("admm", "l2", "kl", "inverse") = Field(
+        "admm", description="recovery (anchors qr and fast)")
+    anchor_min_df: Int(1) = Field(
+        100, description="min document frequency of an anchor word; fewer where fewer than 2 x "
+        "num_topics words are that frequent (a small or young corpus)")
+    random_state: Int(0) = Field(0, description="seed")
+    rectify_max_iter: Int(1) = Field(150, description="rectification iteration cap")
+    supertopics: Int(0) = Field(
+        0, description="supertopics (JSMF §4) stored as a hierarchy in each snapshot; 0 = off")
+    rectify_dtype: Choice("float32", "float64") = Field(
+        "float32", description="working precision of rectification (float32: half the memory, "
+        "~1.5x faster)")
+    rectify_tol: Float(0.0) = Field(
+        1e-3, description="rectification stops when an iteration changes the matrix by less than "
+        "this (relative, Frobenius); 1e-4: slower, more distinct topics")
+    rectify_anderson: Int(0) = Field(
+        5, description="history length of the Anderson acceleration of rectification; 0 = plain "
+        "alternating projection (JSMF Algorithm 1)")
+    rectify_warm_change: Float(0.0, 1.0) = Field(
+        0.04, description="a warm refresh updates the last cold rectification (first order in "
+        "the data's change) while the co-occurrence changed less than this since (relative, "
+        "Frobenius; 1% new documents ~0.01), else it rectifies cold")
+    rectify_warm_limit: Int(0, optional=True) = Field(
+        None, description="most warm refreshes in a row before one rectifies cold regardless of "
+        "the change; null = no cap, 0 = always cold")
+    rp_projections: Int(1, optional=True) = Field(
+        None, description="random projections P of anchors rp; null = 50 x num_topics (the "
+        "paper)")
+    tsvd_documents: Int(2) = Field(
+        10000, description="documents in the reservoir that method tsvd fits on")
+
+    RULES = rules.MODEL
+
+    @property
+    def needs_documents(self) -> bool:
+        """Whether the store must keep document statistics (anchors ddp/rp, method tsvd)."""
+        return self.spec.needs_documents
+
+    @property
+    def spec(self) -> MethodSpec:
+        """The method registry's entry for the configured method."""
+        return method_spec(self.method, self.anchor_method)
+
+    def document_stats_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments for ``anchorstream.stats.documents.DocStatsSettings.for_method``.
+
+        >>> ModelConfig(anchor_method="rp", num_topics=4).document_stats_kwargs()["method"]
+        'anchor'
+        """
+        return {
+            "method": self.method,
+            "anchor_method": self.anchor_method,
+            "n_topics": self.num_topics,
+            "n_projections": self.rp_projections,
+            "reservoir": self.tsvd_documents,
+            "seed": self.random_state,
+        }
+
+    def model_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments for ``anchorstream.model.pipeline.AnchorModel``."""
+        return {
+            "n_topics": self.num_topics,
+            "rectify": self.rectify,
+            "rectify_method": self.rectify_method,
+            "rectify_rows": self.rectify_rows,
+            "rectify_max_iter": self.rectify_max_iter,
+            "rectify_tol": self.rectify_tol,
+            "rectify_dtype": self.rectify_dtype,
+            "rectify_anderson": self.rectify_anderson,
+            "rectify_warm_change": self.rectify_warm_change,
+            "rectify_warm_limit": self.rectify_warm_limit,
+            "anchor_method": self.anchor_method,
+            "anchor_min_df": self.anchor_min_df,
+            "recover_method": self.recover_method,
+            "random_state": self.random_state,
+        }
+
+
+class RefreshConfig(_Section):
+    """``refresh``: when the model is re-fitted and how topic ids are carried over."""
+
+    interval_seconds: Float(0, lo_open=True) = Field(60.0, description="time between refreshes")
+    min_new_docs: Int(0) = Field(1000, description="new documents needed for a refresh")
+    warm_start: Bool = Field(True, description="seed each refresh with the previous model")
+    align_min_similarity: Float(0, 1) = Field(
+        0.5, description="1 - total variation needed to keep a topic id")
+
+
+class SnapshotsConfig(_Section):
+    """``snapshots``: where published models go and how many stay."""
+
+    path: Text() = Field("snapshots", description="snapshot directory")
+    keep: Int(1) = Field(20, description="newest snapshots kept")
+    keep_seconds: Float(0, lo_open=True, optional=True) = Field(
+        None, description="also drop snapshots older than this; null = no limit")
+    # The snapshot format lists at least 20 words per topic (anchorstream.snapshot).
+    n_top_words: Int(20) = Field(20, description="top words stored per topic")
+
+
+class HealthConfig(_Section):
+    """``health``: when ``/readyz`` reports that ingestion stopped."""
+
+    stall_seconds: Float(0, lo_open=True) = Field(
+        60.0, description="not ready when the lag is above 0 and nothing was consumed for this "
+        "long")
+    broker_probe_seconds: Float(0, lo_open=True) = Field(
+        5.0, description="how often the broker is asked for the end offsets (lag, and whether it "
+        "answers)")
+
+
+class HttpConfig(_Section):
+    """``http``: the JSON API."""
+
+    host: Text() = Field("127.0.0.1", description="bind address")
+    port: Int(0, 65535) = Field(8080, description="port; 0 = any free port")
+    bearer_token: SecretText = Field(None, description="require 'Authorization: Bearer <token>'")
+    max_body_bytes: Int(1) = Field(1024 * 1024, description="largest accepted request body")
+    max_wait_seconds: Float(0) = Field(60.0, description="cap on ?wait= long polls")
+    max_waiters: Int(1) = Field(
+        256, description="long polls waiting at once (a thread each); past it a poll that would "
+        "wait gets 503 with Retry-After")
+    header_timeout_seconds: Float(0, lo_open=True) = Field(
+        20.0, description="a request's line and headers must arrive within this (408 otherwise, "
+        "however slowly they trickle); also closes idle keep-alive connections")
+    body_timeout_seconds: Float(0, lo_open=True) = Field(
+        30.0, description="a request body must arrive within this after the headers (408 "
+        "otherwise)")
+    listen_backlog: Int(1, 65535) = Field(
+        1024, description="connections queued before they are accepted (capped by the kernel's "
+        "net.core.somaxconn)")
+
+
+class MetricsConfig(_Section):
+    """``metrics``: Prometheus exposition."""
+
+    port: Int(0, 65535) = Field(0, description="0 = serve /metrics on the HTTP API's port")
+    host: Text() = Field("127.0.0.1", description="bind address of a separate metrics port")
+
+
+class LoggingConfig(_Section):
+    """``logging``."""
+
+    level: LogLevel = Field("INFO", description="DEBUG, INFO, WARNING, ERROR or CRITICAL")
+    kafka_repeat_seconds: Float(0) = Field(
+        60.0, description="a Kafka client message that repeats is logged once per this many "
+        "seconds, with a count; 0 = every time")
+
+
