@@ -25,7 +25,7 @@ test: $(VENV)/.installed
 	.ci/system-deps $(VENV)/bin
 	@$(MAKE) --no-print-directory --keep-going test-suite test-nojit
 
-# The unit tests alone, for the edit-and-test loop (about two minutes): no broker, daemon,
+# The unit tests alone, on every core, for the edit-and-test loop (under two minutes): no broker, daemon,
 # browser or crash-test processes (the `integration` marker, set in tests/conftest.py), no
 # `slow` test, and 2,000 fuzzed messages instead of 10,000 (tests/test_fuzz_ingest.py); then
 # the kernels without JIT. `make test` remains the test command: it runs all of it.
@@ -37,7 +37,7 @@ test-suite: $(VENV)/.installed
 
 test-unit: $(VENV)/.installed
 	PATH="$(abspath $(VENV))/bin:$$PATH" ANCHORSTREAM_FUZZ_MESSAGES=2000 \
-		$(PY) -m pytest -m "not integration and not slow" --durations=10
+		$(PY) -m pytest -m "not integration and not slow" -n auto --durations=10
 
 test-nojit: $(VENV)/.installed
 	NUMBA_DISABLE_JIT=1 $(PY) -m pytest -q tests/test_kernels_*.py
