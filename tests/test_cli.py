@@ -2,6 +2,7 @@
 store written by `anchorstream ingest`), a real snapshot out."""
 
 import json
+import re
 import uuid
 
 import numpy as np
@@ -238,3 +239,24 @@ def test_fit_reads_records_by_the_ingest_loops_rule_and_never_aborts(tmp_path):
     assert docs == [["apple", "banana"], ["cherry", "date"]]
     assert stats == {"lines": 5, "documents": 2, "rejected": {
         "invalid_utf8": 1, "unprocessable": 1, "invalid_token": 1}}
+
+
+@pytest.mark.parametrize("command", ["fit", "ingest", "replay", "run", "demo"])
+def test_help_says_each_default_once_and_only_where_it_informs(command, capsys):
+    from daemon.cli import build_parser
+
+    with pytest.raises(SystemExit):
+        build_parser().parse_args([command, "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    for noise in ("(default: None)", "(default: True)", "(default: False)"):
+        assert noise not in text
+    # One option per entry: no help text names its default twice.
+    entries = re.split(r"\s(?=--?[a-z][\w-]*[ ,])", text)
+    assert [e for e in entries if len(re.findall(r"\bdefault\b", e)) > 1] == []
+
+
+def test_demo_takes_rectify_iters_as_fit_spells_it_and_the_old_spelling():
+    from daemon.cli import build_parser
+
+    for flag in ("--rectify-iters", "--rectify-iter"):
+        assert build_parser().parse_args(["demo", flag, "7"]).rectify_iter == 7

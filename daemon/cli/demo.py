@@ -27,7 +27,6 @@ terminal, colours (unless ``NO_COLOR`` is set) and top words cut to the terminal
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import json
 import logging
@@ -40,6 +39,7 @@ import time
 from pathlib import Path
 
 from anchorstream.errors import InputError
+from daemon.cli.options import HelpFormatter
 from daemon.cli.demo_output import Seen, Style, format_snapshot, remember
 
 __all__ = ["SAMPLE", "demo_config", "format_snapshot", "register", "run"]
@@ -63,7 +63,7 @@ def register(subparsers) -> None:
             "each refreshed snapshot's topics as they change. The topic browser is served "
             "meanwhile. Ctrl-C stops everything."
         ),
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=HelpFormatter,
     )
     p.add_argument("--config", type=Path, default=None,
                    help="config.yaml to start from (default: ./config.yaml when present, else "
@@ -90,7 +90,8 @@ def register(subparsers) -> None:
     p.add_argument("--vocab", type=int, default=3000, metavar="N",
                    help="vocabulary slots (at most vocab.capacity of the configuration): "
                         "demo scale, so that a refresh takes seconds on a laptop")
-    p.add_argument("--rectify-iter", type=int, default=50, metavar="N",
+    p.add_argument("--rectify-iters", "--rectify-iter", dest="rectify_iter", type=int, default=50,
+                   metavar="N",
                    help="rectification iterations per refresh (at most "
                         "model.rectify_max_iter of the configuration)")
     p.add_argument("--words", type=int, default=None, metavar="N",

@@ -27,6 +27,7 @@ from anchorstream.model.pipeline import RECOVER_METHODS, RECTIFY_METHODS, ModelS
 from anchorstream.snapshot import write_snapshot
 from anchorstream.text.tokenize import count_matrix, select_vocabulary
 from daemon.cli.options import (
+    HelpFormatter,
     LENGTH_CAP,
     MAX_DF,
     MIN_DF,
@@ -128,7 +129,7 @@ def register(subparsers) -> None:
             "Read documents, build the co-occurrence matrix, run rectification, anchor finding "
             "and recovery, and write a snapshot directory. Bad lines are counted and skipped."
         ),
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=HelpFormatter,
     )
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--input", nargs="+", type=Path, metavar="FILE",
