@@ -97,6 +97,32 @@ def test_errors_are_one_line_not_tracebacks(tmp_path, capsys):
     assert "error" in capsys.readouterr().err
 
 
+def test_fit_says_why_no_line_became_a_document_and_what_to_pass(tmp_path, capsys):
+    text = tmp_path / "plain.txt"
+    text.write_text("".join(f"alpha beta gamma {i % 7}\n" for i in range(50)))
+    assert main(["fit", "--input", str(text), "-k", "2", "--out", str(tmp_path / "o")]) == 1
+    err = capsys.readouterr().err
+    assert "none of the 50 lines is JSON" in err and "--format text" in err
+    jsonl = tmp_path / "docs.jsonl"
+    jsonl.write_text("".join(json.dumps({"body": "alpha beta"}) + "\n" for _ in range(5)))
+    assert main(["fit", "--input", str(jsonl), "-k", "2", "--out", str(tmp_path / "o")]) == 1
+    assert "no line has the field 'text'" in capsys.readouterr().err
+
+
+def test_fit_counts_the_documents_too_short_for_a_word_pair(tmp_path, capsys):
+    rng = np.random.default_rng(0)
+    words = [f"w{i}" for i in range(30)]
+    lines = [" ".join(rng.choice(words, size=12)) for _ in range(300)] + ["w1"] * 40
+    path = tmp_path / "docs.txt"
+    path.write_text("\n".join(lines) + "\n")
+    assert main(["fit", "--input", str(path), "--format", "text", "-k", "3", "--min-df", "1",
+                 "--anchor-min-df", "1", "--stopwords", "none", "-q",
+                 "--out", str(tmp_path / "snap")]) == 0
+    err = capsys.readouterr().err
+    assert "300 documents" in err
+    assert "40 more had fewer than 2 words of the vocabulary, so no word pair" in err
+
+
 def test_fit_records_the_rectification_settings(corpus, tmp_path):
     path, _, _ = corpus
     out = tmp_path / "snap"

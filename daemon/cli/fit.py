@@ -205,6 +205,20 @@ def register(subparsers) -> None:
     p.set_defaults(func=run)
 
 
+def _no_documents_hint(stats: dict, opts: dict) -> str:
+    """Why no line became a document, when the reason is one a user can fix."""
+    rejected = stats["rejected"]
+    if stats["lines"] == 0:
+        return ": the files are empty"
+    if opts["format"] == "json" and rejected.get("invalid_json", 0) == stats["lines"]:
+        return (f": none of the {stats['lines']} lines is JSON; for plain text, one document "
+                "per line, pass --format text")
+    if rejected.get("missing_field", 0) == stats["lines"]:
+        return (f": no line has the field {opts['text_field']!r}; name the field that holds "
+                "the text with --text-field")
+    return f": every line was rejected ({rejected})"
+
+
 def read_documents(paths, *, format, text_field, tokenizer, progress=True):
     """Read and tokenize every record of ``paths``.
 
@@ -283,8 +297,11 @@ def run(args) -> int:
         counts = _counts_from_store(args)
     else:
         counts = _counts_from_input(args, opts, t_start)
+    short = counts.short_documents
     print(f"{counts.cooc.num_docs} documents, {len(counts.vocabulary)} words, fitting "
-          f"{args.topics} topics ({time.perf_counter() - t_start:.1f} s)", file=sys.stderr)
+          f"{args.topics} topics ({time.perf_counter() - t_start:.1f} s)"
+          + (f"; {short} more had fewer than 2 words of the vocabulary, so no word pair"
+             if short else ""), file=sys.stderr)
     fitted = _fit(args, counts)
     path = _write(args, fitted, counts)
     print(f"wrote {path} in {time.perf_counter() - t_start:.1f} s", file=sys.stderr)
@@ -302,6 +319,13 @@ class _Counts:
     source: dict = field(default_factory=dict)
     #: What chose the vocabulary, for the snapshot's settings: only what was used.
     vocabulary_settings: dict = field(default_factory=dict)
+
+    @property
+    def short_documents(self) -> int:
+        """Documents (--input) with fewer than 2 words of the vocabulary: no word pair."""
+        if self.documents is None:
+            return 0
+        return int(np.count_nonzero(np.asarray(self.documents.sum(axis=1)).ravel() < 2))
 
 
 def _counts_from_store(args) -> _Counts:
@@ -343,7 +367,7 @@ def _counts_from_input(args, opts: dict, t_start: float) -> _Counts:
         file=sys.stderr,
     )
     if not docs:
-        raise InputError("no usable documents in the input")
+        raise InputError("no usable documents in the input" + _no_documents_hint(stats, opts))
     vocabulary = select_vocabulary(
         docs, min_df=opts["min_df"], max_df=opts["max_df"], max_size=opts["vocab_size"]
     )
