@@ -286,3 +286,13 @@ def test_demo_takes_rectify_iters_as_fit_spells_it_and_the_old_spelling():
 
     for flag in ("--rectify-iters", "--rectify-iter"):
         assert build_parser().parse_args(["demo", flag, "7"]).rectify_iter == 7
+
+
+def test_the_demo_knows_whether_numba_must_compile_first(tmp_path, monkeypatch):
+    from daemon.cli.demo import kernels_cached
+
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
+    assert not kernels_cached()  # the demo then says the first snapshot waits for compilation
+    (tmp_path / "anchorstream" / "_kernels").mkdir(parents=True)
+    (tmp_path / "anchorstream" / "_kernels" / "cooc.cooccurrence_rows-40.py311.nbi").touch()
+    assert kernels_cached()

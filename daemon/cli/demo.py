@@ -30,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import os
 import shutil
 import socket
 import sys
@@ -330,6 +331,19 @@ def _announce(args, cfg, style: Style, *, config_path, state_dir: Path, remove_s
         ends.append(f"after the snapshot of document {args.limit}")
     _say("  stop:     Ctrl-C" + (f" (or ends by itself {' or '.join(ends)})"
                                   if ends else ""))
+    if not kernels_cached():
+        _say("  first run: numba compiles the numerical kernels once (about a minute on a small "
+             "machine)\n             before the first snapshot; later runs reuse its cache")
+
+
+def kernels_cached() -> bool:
+    """Whether numba's on-disk cache of the library's kernels exists (compiled on first use)."""
+    import anchorstream
+
+    cache = os.environ.get("NUMBA_CACHE_DIR")
+    kernels = Path(anchorstream.__file__).parent / "_kernels"
+    where = Path(cache) if cache else kernels / "__pycache__"
+    return any(where.rglob("*.nbi")) if where.is_dir() else False
 
 
 def run(args) -> int:
