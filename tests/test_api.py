@@ -183,9 +183,15 @@ def test_infer_puts_mass_on_the_documents_topic(server, published):
     assert status == 200 and body["version"] == 2
     assert body["num_known_tokens"] == 24
     assert body["topics"][0]["id"] == snap.topics[k]["id"]
-    assert sum(t["weight"] for t in body["topics"]) == pytest.approx(1.0)
     weights = [t["weight"] for t in body["topics"]]
     assert weights == sorted(weights, reverse=True)
+    assert min(weights) >= 0.01  # the default min_weight: no tail of 1e-77 weights
+    assert sum(weights) + body["omitted_weight"] == pytest.approx(1.0)
+    status, _, every = request(server, "POST", "/v1/infer",
+                               {"text": " ".join(top * 3), "min_weight": 0})
+    assert len(every["topics"]) == len(snap.topics) and every["omitted_weight"] < 1e-9
+    assert sum(t["weight"] for t in every["topics"]) == pytest.approx(1.0)
+    assert every["topics"][:len(weights)] == body["topics"]
 
     status, _, body2 = request(server, "POST", "/v1/infer", {"tokens": top * 3, "top": 1})
     assert status == 200 and len(body2["topics"]) == 1
@@ -208,6 +214,8 @@ def test_infer_puts_mass_on_the_documents_topic(server, published):
         ({"text": "unknown vocabulary only"}, None, 422, "no_known_words"),
         ({"text": "word01", "version": 77}, None, 404, "not_found"),
         ({"text": "word01", "top": 0}, None, 400, "bad_request"),
+        ({"text": "word01", "min_weight": 1.5}, None, 400, "bad_request"),
+        ({"text": "word01", "min_weight": "0.1"}, None, 400, "bad_request"),
         (b'{"text": "x"}', {"Content-Type": "text/plain"}, 415, "unsupported_media_type"),
     ],
 )

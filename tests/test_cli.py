@@ -2,6 +2,7 @@
 store written by `anchorstream ingest`), a real snapshot out."""
 
 import json
+import re
 import uuid
 
 import numpy as np
@@ -94,6 +95,32 @@ def test_errors_are_one_line_not_tracebacks(tmp_path, capsys):
     assert "does not exist" in capsys.readouterr().err
     assert main(["inspect", str(tmp_path / "nothing")]) == 1
     assert "error" in capsys.readouterr().err
+
+
+def test_fit_says_why_no_line_became_a_document_and_what_to_pass(tmp_path, capsys):
+    text = tmp_path / "plain.txt"
+    text.write_text("".join(f"alpha beta gamma {i % 7}\n" for i in range(50)))
+    assert main(["fit", "--input", str(text), "-k", "2", "--out", str(tmp_path / "o")]) == 1
+    err = capsys.readouterr().err
+    assert "none of the 50 lines is JSON" in err and "--format text" in err
+    jsonl = tmp_path / "docs.jsonl"
+    jsonl.write_text("".join(json.dumps({"body": "alpha beta"}) + "\n" for _ in range(5)))
+    assert main(["fit", "--input", str(jsonl), "-k", "2", "--out", str(tmp_path / "o")]) == 1
+    assert "no line has the field 'text'" in capsys.readouterr().err
+
+
+def test_fit_counts_the_documents_too_short_for_a_word_pair(tmp_path, capsys):
+    rng = np.random.default_rng(0)
+    words = [f"w{i}" for i in range(30)]
+    lines = [" ".join(rng.choice(words, size=12)) for _ in range(300)] + ["w1"] * 40
+    path = tmp_path / "docs.txt"
+    path.write_text("\n".join(lines) + "\n")
+    assert main(["fit", "--input", str(path), "--format", "text", "-k", "3", "--min-df", "1",
+                 "--anchor-min-df", "1", "--stopwords", "none", "-q",
+                 "--out", str(tmp_path / "snap")]) == 0
+    err = capsys.readouterr().err
+    assert "300 documents" in err
+    assert "40 more had fewer than 2 words of the vocabulary, so no word pair" in err
 
 
 def test_fit_records_the_rectification_settings(corpus, tmp_path):
@@ -238,3 +265,34 @@ def test_fit_reads_records_by_the_ingest_loops_rule_and_never_aborts(tmp_path):
     assert docs == [["apple", "banana"], ["cherry", "date"]]
     assert stats == {"lines": 5, "documents": 2, "rejected": {
         "invalid_utf8": 1, "unprocessable": 1, "invalid_token": 1}}
+
+
+@pytest.mark.parametrize("command", ["fit", "ingest", "replay", "run", "demo"])
+def test_help_says_each_default_once_and_only_where_it_informs(command, capsys):
+    from daemon.cli import build_parser
+
+    with pytest.raises(SystemExit):
+        build_parser().parse_args([command, "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    for noise in ("(default: None)", "(default: True)", "(default: False)"):
+        assert noise not in text
+    # One option per entry: no help text names its default twice.
+    entries = re.split(r"\s(?=--?[a-z][\w-]*[ ,])", text)
+    assert [e for e in entries if len(re.findall(r"\bdefault\b", e)) > 1] == []
+
+
+def test_demo_takes_rectify_iters_as_fit_spells_it_and_the_old_spelling():
+    from daemon.cli import build_parser
+
+    for flag in ("--rectify-iters", "--rectify-iter"):
+        assert build_parser().parse_args(["demo", flag, "7"]).rectify_iter == 7
+
+
+def test_the_demo_knows_whether_numba_must_compile_first(tmp_path, monkeypatch):
+    from daemon.cli.demo import kernels_cached
+
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
+    assert not kernels_cached()  # the demo then says the first snapshot waits for compilation
+    (tmp_path / "anchorstream" / "_kernels").mkdir(parents=True)
+    (tmp_path / "anchorstream" / "_kernels" / "cooc.cooccurrence_rows-40.py311.nbi").touch()
+    assert kernels_cached()

@@ -27,10 +27,10 @@ terminal, colours (unless ``NO_COLOR`` is set) and top words cut to the terminal
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import json
 import logging
+import os
 import shutil
 import socket
 import sys
@@ -40,6 +40,7 @@ import time
 from pathlib import Path
 
 from anchorstream.errors import InputError
+from daemon.cli.options import HelpFormatter
 from daemon.cli.demo_output import Seen, Style, format_snapshot, remember
 
 __all__ = ["SAMPLE", "demo_config", "format_snapshot", "register", "run"]
@@ -63,7 +64,7 @@ def register(subparsers) -> None:
             "each refreshed snapshot's topics as they change. The topic browser is served "
             "meanwhile. Ctrl-C stops everything."
         ),
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=HelpFormatter,
     )
     p.add_argument("--config", type=Path, default=None,
                    help="config.yaml to start from (default: ./config.yaml when present, else "
@@ -90,7 +91,8 @@ def register(subparsers) -> None:
     p.add_argument("--vocab", type=int, default=3000, metavar="N",
                    help="vocabulary slots (at most vocab.capacity of the configuration): "
                         "demo scale, so that a refresh takes seconds on a laptop")
-    p.add_argument("--rectify-iter", type=int, default=50, metavar="N",
+    p.add_argument("--rectify-iters", "--rectify-iter", dest="rectify_iter", type=int, default=50,
+                   metavar="N",
                    help="rectification iterations per refresh (at most "
                         "model.rectify_max_iter of the configuration)")
     p.add_argument("--words", type=int, default=None, metavar="N",
@@ -329,6 +331,19 @@ def _announce(args, cfg, style: Style, *, config_path, state_dir: Path, remove_s
         ends.append(f"after the snapshot of document {args.limit}")
     _say("  stop:     Ctrl-C" + (f" (or ends by itself {' or '.join(ends)})"
                                   if ends else ""))
+    if not kernels_cached():
+        _say("  first run: numba compiles the numerical kernels once (about a minute on a small "
+             "machine)\n             before the first snapshot; later runs reuse its cache")
+
+
+def kernels_cached() -> bool:
+    """Whether numba's on-disk cache of the library's kernels exists (compiled on first use)."""
+    import anchorstream
+
+    cache = os.environ.get("NUMBA_CACHE_DIR")
+    kernels = Path(anchorstream.__file__).parent / "_kernels"
+    where = Path(cache) if cache else kernels / "__pycache__"
+    return any(where.rglob("*.nbi")) if where.is_dir() else False
 
 
 def run(args) -> int:

@@ -27,6 +27,7 @@ from anchorstream.model.pipeline import RECOVER_METHODS, RECTIFY_METHODS, ModelS
 from anchorstream.snapshot import write_snapshot
 from anchorstream.text.tokenize import count_matrix, select_vocabulary
 from daemon.cli.options import (
+    HelpFormatter,
     LENGTH_CAP,
     MAX_DF,
     MIN_DF,
@@ -128,7 +129,7 @@ def register(subparsers) -> None:
             "Read documents, build the co-occurrence matrix, run rectification, anchor finding "
             "and recovery, and write a snapshot directory. Bad lines are counted and skipped."
         ),
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=HelpFormatter,
     )
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--input", nargs="+", type=Path, metavar="FILE",
@@ -202,6 +203,20 @@ def register(subparsers) -> None:
     p.add_argument("--top-words", type=int, default=20, help="top words stored per topic")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bars")
     p.set_defaults(func=run)
+
+
+def _no_documents_hint(stats: dict, opts: dict) -> str:
+    """Why no line became a document, when the reason is one a user can fix."""
+    rejected = stats["rejected"]
+    if stats["lines"] == 0:
+        return ": the files are empty"
+    if opts["format"] == "json" and rejected.get("invalid_json", 0) == stats["lines"]:
+        return (f": none of the {stats['lines']} lines is JSON; for plain text, one document "
+                "per line, pass --format text")
+    if rejected.get("missing_field", 0) == stats["lines"]:
+        return (f": no line has the field {opts['text_field']!r}; name the field that holds "
+                "the text with --text-field")
+    return f": every line was rejected ({rejected})"
 
 
 def read_documents(paths, *, format, text_field, tokenizer, progress=True):
@@ -282,8 +297,11 @@ def run(args) -> int:
         counts = _counts_from_store(args)
     else:
         counts = _counts_from_input(args, opts, t_start)
+    short = counts.short_documents
     print(f"{counts.cooc.num_docs} documents, {len(counts.vocabulary)} words, fitting "
-          f"{args.topics} topics ({time.perf_counter() - t_start:.1f} s)", file=sys.stderr)
+          f"{args.topics} topics ({time.perf_counter() - t_start:.1f} s)"
+          + (f"; {short} more had fewer than 2 words of the vocabulary, so no word pair"
+             if short else ""), file=sys.stderr)
     fitted = _fit(args, counts)
     path = _write(args, fitted, counts)
     print(f"wrote {path} in {time.perf_counter() - t_start:.1f} s", file=sys.stderr)
@@ -301,6 +319,13 @@ class _Counts:
     source: dict = field(default_factory=dict)
     #: What chose the vocabulary, for the snapshot's settings: only what was used.
     vocabulary_settings: dict = field(default_factory=dict)
+
+    @property
+    def short_documents(self) -> int:
+        """Documents (--input) with fewer than 2 words of the vocabulary: no word pair."""
+        if self.documents is None:
+            return 0
+        return int(np.count_nonzero(np.asarray(self.documents.sum(axis=1)).ravel() < 2))
 
 
 def _counts_from_store(args) -> _Counts:
@@ -342,7 +367,7 @@ def _counts_from_input(args, opts: dict, t_start: float) -> _Counts:
         file=sys.stderr,
     )
     if not docs:
-        raise InputError("no usable documents in the input")
+        raise InputError("no usable documents in the input" + _no_documents_hint(stats, opts))
     vocabulary = select_vocabulary(
         docs, min_df=opts["min_df"], max_df=opts["max_df"], max_size=opts["vocab_size"]
     )

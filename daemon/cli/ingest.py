@@ -18,7 +18,6 @@ stops it.
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 import math
@@ -34,6 +33,7 @@ from anchorstream.text.decode import FORMATS
 from anchorstream.errors import InputError
 from anchorstream.text.vocabulary import read_seed_vocabulary
 from daemon.cli.options import (
+    HelpFormatter,
     ADMIT_THRESHOLD,
     CAPACITY,
     LENGTH_CAP,
@@ -71,7 +71,7 @@ def register(subparsers) -> None:
             "crash resumes after the last checkpoint. Store settings apply only when the store "
             "is created."
         ),
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=HelpFormatter,
     )
     p.add_argument("files", nargs="+", type=Path, metavar="FILE",
                    help="JSON-lines or text files (.gz allowed), read in order")

@@ -1,4 +1,4 @@
-"""Options several commands share: the vocabulary settings, defined once.
+"""Options several commands share: the vocabulary settings and the help format, defined once.
 
 ``anchorstream fit --input`` chooses a vocabulary from files, ``anchorstream ingest`` sets up a
 store that chooses its own as documents arrive; both tokenize with a stopword list and weight
@@ -14,9 +14,24 @@ from anchorstream.errors import InputError
 from anchorstream.stats.cooccurrence import LENGTH_CAP, cap_pairs
 from anchorstream.text.tokenize import Tokenizer, load_stopwords
 
-__all__ = ["ADMIT_THRESHOLD", "CAPACITY", "LENGTH_CAP", "MAX_DF", "MIN_DF", "STOPWORDS",
+__all__ = ["ADMIT_THRESHOLD", "CAPACITY", "HelpFormatter", "LENGTH_CAP", "MAX_DF", "MIN_DF", "STOPWORDS",
            "STOPWORDS_HELP", "VOCAB_SIZE", "length_cap_arg", "length_cap_help", "max_df_arg",
            "stopwords_tokenizer"]
+
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """``--help`` with each option's default, said once and only where it informs.
+
+    Left out: a help text that already names its default, a default of None (nothing set), and
+    on/off flags (``--no-rectify (default: True)`` read as if rectification were off).
+    """
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        if ("default" in text or action.default in (None, argparse.SUPPRESS)
+                or isinstance(action.default, bool) or not action.option_strings):
+            return text
+        return text + " (default: %(default)s)"
+
 
 #: Stopword list: a shipped list name, a file path, or ``none``.
 STOPWORDS = "english"

@@ -15,7 +15,6 @@ Examples::
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 import sys
@@ -25,6 +24,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from anchorstream.errors import InputError
+from daemon.cli.options import HelpFormatter
 from daemon.ingest.files import iter_lines
 
 log = logging.getLogger("anchorstream.replay")
@@ -39,7 +39,7 @@ def register(subparsers) -> None:
             "Connection and security settings come from --config (kafka section) when given; "
             "--bootstrap-servers overrides the address."
         ),
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=HelpFormatter,
     )
     p.add_argument("file", type=Path, metavar="FILE", help="JSON-lines or text file (.gz allowed)")
     p.add_argument("--topic", required=True, help="topic to produce to")

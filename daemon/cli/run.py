@@ -20,13 +20,13 @@ killed by the signal's default action.
 
 from __future__ import annotations
 
-import argparse
 import logging
 import signal
 import sys
 import threading
 from pathlib import Path
 
+from daemon.cli.options import HelpFormatter
 from daemon.settings import load_config
 
 log = logging.getLogger("anchorstream.run")
@@ -42,7 +42,7 @@ def register(subparsers) -> None:
             "Run the long-running service configured by --config (environment overrides "
             "ANCHORSTREAM_<SECTION>__<KEY> apply). SIGTERM or SIGINT checkpoint and exit 0."
         ),
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=HelpFormatter,
     )
     p.add_argument("--config", type=Path, default=None,
                    help="config.yaml (default: built-in defaults plus the environment)")

@@ -18,7 +18,8 @@ Endpoints
 ``GET /v1/topics/{id}``                  the topic in the latest snapshot (``null`` if it died)
                                          and its ``history`` across retained snapshots.
 ``POST /v1/infer``                       ``{"text": "..."}`` or ``{"tokens": [...]}``, optional
-                                         ``"version"`` and ``"top"``: topic proportions.
+                                         ``"version"``, ``"top"`` and ``"min_weight"``: topic
+                                         proportions of at least ``min_weight`` (default 0.01).
 ``GET /healthz``                         200 while the process serves requests.
 ``GET /readyz``                          200 when a snapshot exists and ``ready()`` says
                                          ok, else 503 with the reason (the daemon's
@@ -81,6 +82,9 @@ from daemon.http.server import JsonHandler, JsonServer, dumps
 __all__ = ["ApiServer", "STATIC_DIR"]
 
 log = logging.getLogger("anchorstream.api")
+
+#: ``POST /v1/infer`` lists topics of at least this weight unless the request says otherwise.
+INFER_MIN_WEIGHT = 0.01
 
 STATIC_DIR = Path(__file__).parents[1] / "static"
 _STATIC_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,100}")
@@ -483,10 +487,10 @@ class _Handler(JsonHandler):
             raise _HttpError(400, "bad_request",
                              'the body must be a JSON object: {"text": "..."} or '
                              '{"tokens": ["...", ...]}')
-        unknown = set(req) - {"text", "tokens", "version", "top"}
+        unknown = set(req) - {"text", "tokens", "version", "top", "min_weight"}
         if unknown:
             raise _HttpError(400, "bad_request", f"unknown field(s) {sorted(unknown)}; allowed: "
-                             "text, tokens, version, top")
+                             "text, tokens, version, top, min_weight")
         if ("text" in req) == ("tokens" in req):
             raise _HttpError(400, "bad_request", 'send exactly one of "text" and "tokens"')
         if "text" in req and not isinstance(req["text"], str):
@@ -497,6 +501,10 @@ class _Handler(JsonHandler):
         top = req.get("top")
         if top is not None and (not isinstance(top, int) or isinstance(top, bool) or top < 1):
             raise _HttpError(400, "bad_request", '"top" must be an integer >= 1')
+        min_weight = req.get("min_weight", INFER_MIN_WEIGHT)
+        if (not isinstance(min_weight, (int, float)) or isinstance(min_weight, bool)
+                or not 0 <= min_weight <= 1):
+            raise _HttpError(400, "bad_request", '"min_weight" must be a number in [0, 1]')
         version = req.get("version")
         if version is not None and (not isinstance(version, int) or isinstance(version, bool)):
             raise _HttpError(400, "bad_request", '"version" must be an integer')
@@ -528,6 +536,9 @@ class _Handler(JsonHandler):
         theta = infer_topics(snap.topic_word.T, counts)
         ids = snap.topic_ids
         order = np.argsort(-theta, kind="stable")
+        # The strongest topic always; the others down to min_weight (a document's proportions
+        # trail off to 1e-77, which is no information), at most `top` in all.
+        order = order[:1 + int(np.count_nonzero(theta[order[1:]] >= min_weight))]
         if top is not None:
             order = order[:top]
         return self._send_json(200, {
@@ -535,6 +546,7 @@ class _Handler(JsonHandler):
             "num_tokens": len(tokens),
             "num_known_tokens": len(cols),
             "topics": [{"id": ids[k], "weight": float(theta[k])} for k in order],
+            "omitted_weight": float(max(0.0, 1.0 - theta[order].sum())),
             "seconds": round(time.perf_counter() - start, 6),
         })
 
