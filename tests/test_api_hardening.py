@@ -172,7 +172,7 @@ def test_bad_content_length_is_400(publisher, api_log, length):
 
 def test_sane_json_still_works(publisher):
     with ApiServer(publisher) as srv:
-        body = '{"tokens": ["word01", "wörd", "😀"], "top": 2, "version": 1}'.encode()
+        body = '{"tokens": ["word01", "wörd", "😀"], "top": 2, "version": 1, "min_weight": 0}'.encode()
         status, _, data = request(srv, "POST", "/v1/infer", body,
                                   {"Content-Type": "application/json"})
     assert status == 200 and len(data["topics"]) == 2 and data["num_known_tokens"] == 1
