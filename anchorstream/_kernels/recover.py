@@ -147,7 +147,7 @@ def _recover_gap(y, g):
     return gap
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _recover_line_search(y, g, eta, y_new, d, kl, G, Gd, Ut, cols, v, r, s):
     """The backtracking step-size search shared by the exponentiated-gradient kernels.
 
