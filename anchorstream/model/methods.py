@@ -16,7 +16,7 @@ from anchorstream.model.correlations import topic_topic
 from anchorstream.errors import InputError
 from anchorstream.model.pipeline import AnchorModel, ModelSettings, StageTimer
 from anchorstream.model.rectify import rectify
-from anchorstream.model.registry import DOCUMENT_ANCHORS, method_spec
+from anchorstream.model.registry import method_spec
 
 # The other methods' modules are imported where they are used: AnchorFree pulls in
 # scipy.optimize (HiGHS), ~0.2 s of the start-up of every `anchorstream fit` otherwise.
