@@ -27,7 +27,7 @@ from anchorstream.model.anchors import anchor_min_df_for
 from anchorstream.model.methods import TopicFit, fit_topics, novel_word_min_df
 from anchorstream.model.pipeline import AnchorModel
 from anchorstream.model.registry import method_spec
-from anchorstream.store import open_committed, read_document_state
+from anchorstream.store import open_committed, open_committed_sparse, read_document_state
 
 __all__ = ["RefreshResult", "Refresher", "select_words"]
 
@@ -316,13 +316,7 @@ class Refresher:
             # The counts go into the memory of the last read's, if the vocabulary still fits;
             # warm, they are that read's counts plus the segments committed since, when the
             # store allows (see open_committed). Until this read succeeds they are unknown.
-            since, self._dense = self._dense, None
-            st = open_committed(self.store_url, version, out=self._buffers.held("counts"),
-                                since=since if self.warm_start else None,
-                                storage_options=self.storage_options)
-            self._buffers.adopt("counts", st.cooccurrence.counts)
-            # Warm, the fit works on a copy (below), so the counts stay this read's.
-            self._dense = st.dense if self.warm_start else None
+            st = self._read(version)
             if st.version == self._published_store_version:
                 log.debug("store version %s is already published", st.version)
                 self._published_docs = max(self._published_docs, st.n_docs_added)
@@ -330,10 +324,14 @@ class Refresher:
             cooc_all = st.cooccurrence
             idx = select_words(cooc_all, min_df=self.min_df, max_df_ratio=self.max_df_ratio)
             words = [st.words[i] for i in idx]
-            # Cold with every word selected, the fit may take the counts' memory itself.
-            share = idx.size == cooc_all.n_words and not self.warm_start
-            cooc = _subset(cooc_all, idx, out=None if share
-                           else self._buffers.get("subset", idx.size ** 2, np.float64))
+            if self.sparse:
+                cooc = (cooc_all if idx.size == cooc_all.n_words
+                        else cooc_all.subset(idx, keep_total=False))
+            else:
+                # Cold with every word selected, the fit may take the counts' memory itself.
+                share = idx.size == cooc_all.n_words and not self.warm_start
+                cooc = _subset(cooc_all, idx, out=None if share
+                               else self._buffers.get("subset", idx.size ** 2, np.float64))
             self._check_enough(cooc, len(words))
             docs = None
             if self.needs_documents:
@@ -393,6 +391,32 @@ class Refresher:
                  "%.2f s)", info.version, st.version, st.n_docs_added, len(words),
                  "warm" if init is not None else "cold", total)
         return result
+
+    @property
+    def sparse(self) -> bool:
+        """Whether refreshes read the counts sparse (no V x V array): the low-rank rectifier
+        (``model.rectify_method: lowrank``) of the anchor-word pipeline."""
+        kw = self.model_kwargs
+        return (method_spec(self.method, self.anchor_method).anchor_words
+                and bool(kw.get("rectify", True)) and kw.get("rectify_method") == "lowrank")
+
+    def _read(self, version: str | None):
+        """The committed state of ``version``: sparse counts (:attr:`sparse`), or dense ones
+        in the memory of the last read's, if the vocabulary still fits; warm, they are that
+        read's counts plus the segments committed since, when the store allows (see
+        open_committed)."""
+        if self.sparse:
+            return open_committed_sparse(self.store_url, version,
+                                         storage_options=self.storage_options)
+        # Until this read succeeds the buffer's contents are unknown.
+        since, self._dense = self._dense, None
+        st = open_committed(self.store_url, version, out=self._buffers.held("counts"),
+                            since=since if self.warm_start else None,
+                            storage_options=self.storage_options)
+        self._buffers.adopt("counts", st.cooccurrence.counts)
+        # Warm, the fit works on a copy (below), so the counts stay this read's.
+        self._dense = st.dense if self.warm_start else None
+        return st
 
     def _align(self, fit, words: list[str]):
         """Topic ids of ``fit``: matched to the latest published snapshot's, new ones after."""
@@ -481,12 +505,13 @@ class Refresher:
             if self.warm_start and self._model is not None:
                 init = self._model.remapped(self._model_words, words)
             s = model.settings
+            dense = s.rectify and s.rectify_method != "lowrank"  # lowrank keeps no V x V
             workspace = (self._buffers.get("iterate", len(words) ** 2, np.float32)
-                         if s.rectify and np.dtype(s.rectify_dtype) == np.float32 else None)
+                         if dense and np.dtype(s.rectify_dtype) == np.float32 else None)
             # Two buffers for the rectification's state take turns: the new one must not be
             # the one the warm start (the current model) reads.
             data_out = None
-            if s.rectify:
+            if dense:
                 current = None if self._model is None else self._model.rectify_data_
                 for name in ("state-a", "state-b"):
                     buf = self._buffers.get(name, len(words) ** 2, np.float32)
@@ -541,7 +566,7 @@ class Refresher:
             raise _Skip(f"{candidates} novel-word candidates (in both document halves, "
                         f"document frequency >= {min_df:g}), need {K}")
 
-    def _check_enough(self, cooc: Cooccurrence, n_words: int) -> None:
+    def _check_enough(self, cooc, n_words: int) -> None:
         K = self.n_topics
         if float(cooc.num_docs) <= 0:
             raise _Skip("no documents with two or more vocabulary words yet")

@@ -22,6 +22,7 @@ from anchorstream.store.reading import (
     store_info,
 )
 from anchorstream.store.repository import configure_logging
+from anchorstream.store.sparseread import open_committed_sparse
 from anchorstream.store.writer import CooccurrenceStore
 
 __all__ = [
@@ -33,6 +34,7 @@ __all__ = [
     "fingerprint",
     "merge_committed",
     "open_committed",
+    "open_committed_sparse",
     "read_committed",
     "read_document_state",
     "store_info",
