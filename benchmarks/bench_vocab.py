@@ -127,13 +127,71 @@ def child_refresh(args) -> int:
     from daemon.settings import ModelConfig, VocabConfig
 
     model = ModelConfig(num_topics=args.topics, rectify_method="lowrank")
-    vocab = VocabConfig()
+    # vocab.min_df at the store's admission threshold: every active word is modelled.
+    vocab = VocabConfig(min_df=MIN_DF)
     with tempfile.TemporaryDirectory() as tmp:
         r = Refresher(str(args.store), Publisher(tmp), model_kwargs=model.model_kwargs(),
                       min_df=vocab.min_df, max_df_ratio=vocab.max_df_ratio)
         result = r.refresh_once()
     print(json.dumps({"n_words": result["n_words"], "sparse": r.sparse,
                       "timings": {k: round(v, 2) for k, v in result["timings"].items()}}))
+    return 0
+
+
+def child_trace(args) -> int:
+    """The memory each step of the low-rank path allocates beyond what it started with (its
+    peak, tracemalloc, which sees numpy's and scipy's arrays) at one V, from files and from a
+    store: where a hidden O(V²) array would show."""
+    import tracemalloc
+
+    from anchorstream.model.lowrank import DocumentCooccurrence
+    from anchorstream.model.pipeline import AnchorModel
+    from anchorstream.snapshot import write_snapshot
+    from anchorstream.store import open_committed_sparse
+    from anchorstream.text.tokenize import Tokenizer, count_matrix, select_vocabulary
+
+    peaks: dict[str, float] = {}  # MB allocated beyond what was held when the step began
+    start: dict[str, float] = {}
+
+    def begin(name):
+        tracemalloc.reset_peak()
+        start[name] = tracemalloc.get_traced_memory()[0]
+
+    def end(name):
+        peaks[name] = (tracemalloc.get_traced_memory()[1] - start[name]) / 1e6
+
+    def step(name, fn):
+        begin(name)
+        out = fn()
+        end(name)
+        return out
+
+    def on_stage(name, seconds):
+        (begin if seconds is None else end)(name)
+
+    tracemalloc.start()
+    tok = Tokenizer()
+    with open(args.corpus, encoding="utf-8") as fh:
+        docs = step("tokenize", lambda: [d for d in (tok(json.loads(line)["text"])
+                                                     for line in fh) if d])
+    vocabulary = step("select_vocabulary", lambda: select_vocabulary(
+        docs, min_df=MIN_DF, max_df=MAX_DF, max_size=args.vocab_size))
+    X = step("count_matrix", lambda: count_matrix(docs, vocabulary))
+    del docs
+    C = step("DocumentCooccurrence", lambda: DocumentCooccurrence(X, length_cap=25))
+    model = AnchorModel(args.topics, rectify_method="lowrank", anchor_min_df=100)
+    model.fit(C, on_stage=on_stage)
+    with tempfile.TemporaryDirectory() as tmp:
+        step("write_snapshot", lambda: write_snapshot(
+            Path(tmp) / "snap", vocabulary=list(vocabulary), topic_word=model.topic_word_.T,
+            topic_topic=model.topic_topic_, anchors=[vocabulary[a] for a in model.anchors_],
+            prevalence=model.prevalence_, num_docs=int(C.num_docs), settings={}, source={}))
+    if args.store is not None:
+        st_ = step("open_committed_sparse", lambda: open_committed_sparse(args.store))
+        peaks["(store nnz, upper)"] = st_.cooccurrence.upper.nnz / 1e6
+    V = len(vocabulary)
+    print(json.dumps({"n_words": V, "float32_VxV_MB": 4 * V * V / 1e6,
+                      "peak_MB": {k: round(v, 1) for k, v in peaks.items()}}))
     return 0
 
 
@@ -205,7 +263,9 @@ def main(argv=None) -> int:
     p.add_argument("--topics", type=int, default=100)
     p.add_argument("--no-peer", action="store_true", help="skip anchortopics")
     p.add_argument("--no-store", action="store_true", help="skip ingest, fit --store, refresh")
-    p.add_argument("--child", choices=("anchortopics", "refresh"))
+    p.add_argument("--only-store", action="store_true",
+                   help="only ingest, fit --store and refresh, at the largest of --sizes")
+    p.add_argument("--child", choices=("anchortopics", "refresh", "trace"))
     p.add_argument("--corpus", type=Path)
     p.add_argument("--store", type=Path)
     p.add_argument("--vocab-size", type=int)
@@ -214,6 +274,8 @@ def main(argv=None) -> int:
         return child_anchortopics(args)
     if args.child == "refresh":
         return child_refresh(args)
+    if args.child == "trace":
+        return child_trace(args)
 
     corpus = build_corpus()
     info = corpus_words(corpus)
@@ -224,6 +286,10 @@ def main(argv=None) -> int:
           flush=True)
     print(f"\n{'':<34} {'seconds':>9} {'CPU s':>9} {'peak GB':>9}")
     ours, peers = [], []
+    if args.only_store:
+        with tempfile.TemporaryDirectory() as tmp:
+            store_path(corpus, max(args.sizes), args.topics, Path(tmp))
+        return 0
     with tempfile.TemporaryDirectory() as tmp:
         for V in args.sizes:
             r = measured(fit_command(corpus, Path(tmp) / f"fit-{V}", V, args.topics))
