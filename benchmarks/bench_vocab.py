@@ -127,8 +127,9 @@ def child_refresh(args) -> int:
     from daemon.settings import ModelConfig, VocabConfig
 
     model = ModelConfig(num_topics=args.topics, rectify_method="lowrank")
-    # vocab.min_df at the store's admission threshold: every active word is modelled.
-    vocab = VocabConfig(min_df=MIN_DF)
+    # vocab.min_df 1: every active word of the store is modelled (the store's document
+    # frequencies count only what came after a word's admission, so 2 would drop ~5,500).
+    vocab = VocabConfig(min_df=1)
     with tempfile.TemporaryDirectory() as tmp:
         r = Refresher(str(args.store), Publisher(tmp), model_kwargs=model.model_kwargs(),
                       min_df=vocab.min_df, max_df_ratio=vocab.max_df_ratio)
