@@ -21,6 +21,13 @@ from anchorstream.store.reading import (
     read_document_state,
     store_info,
 )
+from anchorstream.store.partitions import (
+    PartitionedState,
+    partition_key,
+    partition_url,
+    pin_partitions,
+    read_partitions,
+)
 from anchorstream.store.repository import configure_logging
 from anchorstream.store.writer import CooccurrenceStore
 
@@ -29,11 +36,16 @@ __all__ = [
     "CommittedState",
     "CooccurrenceStore",
     "DenseRead",
+    "PartitionedState",
     "configure_logging",
     "fingerprint",
     "merge_committed",
     "open_committed",
+    "partition_key",
+    "partition_url",
+    "pin_partitions",
     "read_committed",
     "read_document_state",
+    "read_partitions",
     "store_info",
 ]
