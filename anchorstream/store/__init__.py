@@ -23,6 +23,7 @@ from anchorstream.store.reading import (
 )
 from anchorstream.store.partitions import (
     PartitionedState,
+    committed_docs,
     partition_key,
     partition_url,
     pin_partitions,
@@ -37,6 +38,7 @@ __all__ = [
     "CooccurrenceStore",
     "DenseRead",
     "PartitionedState",
+    "committed_docs",
     "configure_logging",
     "fingerprint",
     "merge_committed",

@@ -34,12 +34,12 @@ import zarr
 from anchorstream.errors import InputError
 from anchorstream.stats.accumulator import Forgetting
 from anchorstream.stats.cooccurrence import Cooccurrence
-from anchorstream.store.format import BRANCH, StoreState, check_format
+from anchorstream.store.format import BRANCH, META, StoreState, check_format
 from anchorstream.store.reading import read_version
 from anchorstream.store.repository import open_repo, pass_through, repo_exists, storage, wrap
 from anchorstream.zarrio import get, get_words
 
-__all__ = ["PARTITIONS_DIR", "PartitionedState", "partition_key", "partition_url",
+__all__ = ["PARTITIONS_DIR", "PartitionedState", "committed_docs", "partition_key", "partition_url",
            "pin_partitions", "read_partitions"]
 
 #: Directory (prefix) under the root holding one store per partition.
@@ -100,23 +100,48 @@ class PartitionedState:
     partitions: dict = field(default_factory=dict)
 
 
+def _head(root, topic: str, p: int, storage_options) -> tuple[Any, str, Any] | None:
+    """``(repo, head version, root attributes)`` of a partition's store, or None when it has
+    none yet (or its creation, on an object store, has not committed its layout yet)."""
+    url = partition_url(root, topic, p)
+    store, _ = storage(url, storage_options)
+    if not repo_exists(store, url):
+        return None
+    repo, _ = open_repo(url, storage_options)
+    try:
+        version = repo.lookup_branch(BRANCH)
+        session = repo.readonly_session(snapshot_id=version)
+        try:
+            attrs = dict(zarr.open_group(session.store, mode="r").attrs)
+        except FileNotFoundError:  # zarr's GroupNotFoundError: not initialized yet
+            return None
+    except BaseException as exc:
+        pass_through(exc)
+        raise wrap(exc, f"cannot read the head of {url!r}") from exc
+    if META not in attrs:
+        return None
+    return repo, version, attrs
+
+
 def pin_partitions(root, partitions: Iterable[tuple[str, int]], *,
                    storage_options: Mapping[str, Any] | None = None) -> dict[str, str | None]:
     """The branch head of each partition's store, ``{key: version}`` (None: no store yet)."""
     out: dict[str, str | None] = {}
     for topic, p in sorted(set(partitions)):
-        url = partition_url(root, topic, p)
-        store, _ = storage(url, storage_options)
-        if not repo_exists(store, url):
-            out[partition_key(topic, p)] = None
-            continue
-        repo, _ = open_repo(url, storage_options)
-        try:
-            out[partition_key(topic, p)] = repo.lookup_branch(BRANCH)
-        except BaseException as exc:
-            pass_through(exc)
-            raise wrap(exc, f"cannot read the branch of {url!r}") from exc
+        head = _head(root, topic, p, storage_options)
+        out[partition_key(topic, p)] = None if head is None else head[1]
     return out
+
+
+def committed_docs(root, partitions: Iterable[tuple[str, int]], *,
+                   storage_options: Mapping[str, Any] | None = None) -> int:
+    """Documents committed to every partition's store, summed (cheap: no array is read)."""
+    total = 0
+    for topic, p in sorted(set(partitions)):
+        head = _head(root, topic, p, storage_options)
+        if head is not None:
+            total += int(StoreState.from_json(head[2]["state"]).n_docs_added)
+    return total
 
 
 def _vocabulary(repo, url: str, version: str) -> tuple[dict, list[str], np.ndarray]:

@@ -418,6 +418,14 @@ class CooccurrenceStore(Opening, Compacting, Retaining):
             "commit": t_commit - t_write, **after}
         return self.version
 
+    def is_stale(self) -> bool:
+        """Whether another writer has moved the branch since this writer's version."""
+        try:
+            return self._repo.lookup_branch(BRANCH) != self.version
+        except BaseException as exc:
+            pass_through(exc)
+            raise wrap(exc, f"cannot read the branch of {self.url!r}") from exc
+
     def writable_session(self):
         """A writable Icechunk session on the branch, which must still be at :attr:`version`.
 
