@@ -69,9 +69,14 @@ def check_role(role: str, cfg: Config) -> None:
             f"summed by the refresher); got store.layout {cfg.store.layout!r}")
 
 
-def open_store(cfg: Config, url=None) -> CooccurrenceStore:
+def open_store(cfg: Config, url=None, *, share: int = 1) -> CooccurrenceStore:
     """Open the store of ``cfg.store.path`` (or ``url``: a partition's store of the
     partitioned layout), creating it with the configured settings.
+
+    ``share``: the store gets ``store.accumulator_budget_bytes / share`` of memory for its
+    uncommitted delta (a partition's store: the budget is split over the topics' partitions,
+    so an instance owning every partition stays within it; half of a store's budget is a
+    dense block allocated, and scanned at each checkpoint, whether used or not).
 
     The tokenizer's stopwords are also given to the store, which records them (and never
     counts them): reopening the store with another ``vocab.stopwords`` list then logs a
@@ -110,9 +115,11 @@ def open_store(cfg: Config, url=None) -> CooccurrenceStore:
     if s.shard_size is not None:
         create["shard_size"] = s.shard_size
     document_stats = DocStatsSettings.for_method(**cfg.model.document_stats_kwargs())
+    runtime = s.runtime_kwargs()
+    runtime["budget_bytes"] = max(runtime["budget_bytes"] // max(int(share), 1), 1 << 20)
     return CooccurrenceStore.open_or_create(
-        s.path if url is None else url, storage_options=s.storage_kwargs(), document_stats=document_stats,
-        **s.runtime_kwargs(), **create)
+        s.path if url is None else url, storage_options=s.storage_kwargs(),
+        document_stats=document_stats, **runtime, **create)
 
 
 class Daemon:
@@ -230,8 +237,12 @@ class Daemon:
         if self.partitions is not None:
             from daemon.ingest.partitioned import PartitionStores, PartitionedIngestLoop
 
-            self.store = store = PartitionStores(cfg.store.path,
-                                                 lambda url: open_store(cfg, url))
+            partitions = self.partitions
+
+            def opener(url):
+                return open_store(cfg, url, share=len(partitions() or ()) or 1)
+
+            self.store = store = PartitionStores(cfg.store.path, opener)
             loop_class = PartitionedIngestLoop
             log.info("partitioned store under %s: partitions are opened as they are assigned",
                      cfg.store.path)

@@ -177,6 +177,37 @@ def _keep_words(vocabularies: list[tuple[list[str], np.ndarray]], max_words: int
     return {w: i for i, w in enumerate(order)}
 
 
+#: Rows gathered at a time when a partition's matrix is added in the union's order.
+BLOCK_ROWS = 256
+
+
+def _add_by_rows(out: np.ndarray, part: np.ndarray, rows: np.ndarray) -> None:
+    """``out[rows[i], rows[j]] += part[i, j]`` for every ``i, j`` with ``rows >= 0``.
+
+    ``rows`` are distinct. A partition's matrix is gathered into the union's order a block of
+    rows at a time (scattering with ``np.ix_`` on both axes was 5× slower than the read at
+    V = 5000); when its words fill the union's first rows, as they usually do, the block is
+    added into a plain slice.
+    """
+    have = np.flatnonzero(rows >= 0)
+    if have.size == 0:
+        return
+    order = np.argsort(rows[have], kind="stable")
+    have, dst = have[order], rows[have][order]
+    k = dst.size
+    prefix = bool(dst[-1] == k - 1)  # sorted and distinct: dst == arange(k)
+    if prefix and np.array_equal(have, np.arange(k)):
+        out[:k, :k] += part[:k, :k]
+        return
+    for b in range(0, k, BLOCK_ROWS):
+        src_rows = have[b:b + BLOCK_ROWS]
+        block = part[src_rows][:, have]
+        if prefix:
+            out[b:b + src_rows.size, :k] += block
+        else:
+            out[np.ix_(dst[b:b + BLOCK_ROWS], dst)] += block
+
+
 def _check_summable(url: str, config: dict, caps: set) -> None:
     """Partition states add only without forgetting and with one document weighting."""
     forgetting = Forgetting.from_dict(config["forgetting"])
@@ -245,7 +276,7 @@ def read_partitions(root, partitions: Iterable[tuple[str, int]], *,
         keep = np.flatnonzero(rows >= 0)
         r = rows[keep]
         c = st.cooccurrence
-        counts[np.ix_(r, r)] += c.counts[np.ix_(keep, keep)]
+        _add_by_rows(counts, c.counts, rows)
         unigram[r] += c.unigram[keep]
         doc_freq[r] += c.doc_freq[keep]
         num_docs += c.num_docs
