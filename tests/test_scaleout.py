@@ -226,29 +226,55 @@ def test_three_ingest_instances_a_kill_a_rebalance_and_a_refresher_count_once(
         cluster.close()
 
 
+def test_role_all_with_the_partitioned_layout_on_a_local_path(kafka_broker, s3_endpoint,
+                                                              tmp_path):
+    """One process, the partitioned layout on a shared local path: the same states."""
+    topic = unique_name("all")
+    kafka_broker.create_topics({topic: PARTITIONS})
+    boot = kafka_broker.bootstrap_servers
+    cluster = Cluster(tmp_path, boot, s3_endpoint, topic)
+    cfg = yaml.safe_load(cluster.config.read_text())
+    cfg["store"].update(path=str(tmp_path / "root"), storage_options={})
+    cluster.config.write_text(yaml.safe_dump(cfg))
+    cluster.root, cluster.options = str(tmp_path / "root"), None
+    values = corpus(600, seed=13)
+    try:
+        name = cluster.start("all")
+        cluster.ready(name)
+        produce_spread(boot, topic, values, 0)
+        check_exactly_once(cluster, name, values, tmp_path)
+    finally:
+        cluster.close()
+
+
 @pytest.mark.slow
 def test_a_kill_storm_loses_and_doubles_nothing(kafka_broker, s3_endpoint, tmp_path):
-    """At least 30 SIGKILLs of random instances (the refresher too), each replaced, while
-    the corpus is produced in pieces."""
+    """30 SIGKILLs of random working instances (the refresher too), each replaced at once,
+    while the corpus is produced in pieces; most kills hit an instance holding uncommitted
+    documents (fewer committed than produced at that moment)."""
     topic = unique_name("storm")
     kafka_broker.create_topics({topic: PARTITIONS})
     boot = kafka_broker.bootstrap_servers
     cluster = Cluster(tmp_path, boot, s3_endpoint, topic)
     values = corpus(3000, seed=12)
     rng = random.Random(5)
-    kills = 0
+    kills, mid_stream, sent = 0, 0, 0
     try:
         refresher = cluster.start("refresh")
         for _ in range(3):
             cluster.start("ingest")
-        sent = 0
         while kills < 30:
             if sent < len(values):
                 chunk = values[sent:sent + 100]
                 produce_spread(boot, topic, chunk, sent)
                 sent += len(chunk)
-            time.sleep(rng.uniform(0.2, 2.0))
-            victim = rng.choice(sorted(cluster.procs))
+            time.sleep(rng.uniform(0.5, 3.0))
+            # Only instances that are up (ready file written) are worth killing.
+            working = sorted(n for n in cluster.procs if (tmp_path / f"{n}.ready.json").exists())
+            if not working:
+                continue
+            victim = rng.choice(working)
+            mid_stream += cluster.committed() < sent
             role = "refresh" if victim.startswith("refresh") else "ingest"
             cluster.kill(victim)
             kills += 1
@@ -256,6 +282,7 @@ def test_a_kill_storm_loses_and_doubles_nothing(kafka_broker, s3_endpoint, tmp_p
             if role == "refresh":
                 refresher = name
         produce_spread(boot, topic, values[sent:], sent)
+        assert mid_stream >= 15, f"only {mid_stream} of {kills} kills came mid-stream"
         check_exactly_once(cluster, refresher, values, tmp_path)
     finally:
         cluster.close()

@@ -99,6 +99,9 @@ def run(args) -> int:
         # kafka-python logs every connection and group step at INFO; keep its warnings.
         logging.getLogger("kafka").setLevel(logging.WARNING)
     log.info("configuration: %s", cfg.to_dict())  # secrets are redacted by to_dict()
+    from daemon.service import check_role
+
+    check_role(getattr(args, "role", "all"), cfg)  # before a broker is started for nothing
     broker = None
     bootstrap = None
     signals = StartupSignals().install()
