@@ -155,7 +155,7 @@ class Refresher:
         Extra ``source`` entries (e.g. the Kafka topics).
     storage_options : mapping, optional
         Options of the store's storage (endpoint, region, ...; see :mod:`anchorstream.store.location`).
-    reader : callable ``(version, *, out, since) -> state``, optional
+    reader : callable ``(version) -> state``, optional
         Reads the state to fit (default: :func:`~anchorstream.store.open_committed` of
         ``store_url``); the partitioned layout passes one that sums every partition's store
         (:func:`anchorstream.store.read_partitions`), whose ``partitions`` (each partition's
@@ -329,12 +329,7 @@ class Refresher:
             # The counts go into the memory of the last read's, if the vocabulary still fits;
             # warm, they are that read's counts plus the segments committed since, when the
             # store allows (see open_committed). Until this read succeeds they are unknown.
-            since, self._dense = self._dense, None
-            st = (self.reader or self._read)(version, out=self._buffers.held("counts"),
-                                             since=since if self.warm_start else None)
-            self._buffers.adopt("counts", st.cooccurrence.counts)
-            # Warm, the fit works on a copy (below), so the counts stay this read's.
-            self._dense = st.dense if self.warm_start else None
+            st = self._read(version)
             if st.version == self._published_store_version:
                 log.debug("store version %s is already published", st.version)
                 self._published_docs = max(self._published_docs, st.n_docs_added)
@@ -406,10 +401,22 @@ class Refresher:
                  "warm" if init is not None else "cold", total)
         return result
 
-    def _read(self, version: str | None, *, out, since):
-        """The committed state of the one store (the default ``reader``)."""
-        return open_committed(self.store_url, version, out=out, since=since,
-                              storage_options=self.storage_options)
+    def _read(self, version: str | None):
+        """The committed state of ``version``: from ``reader`` when one was given (the
+        partitioned layout), else dense counts in the memory of the last read's, if the
+        vocabulary still fits; warm, they are that read's counts plus the segments committed
+        since, when the store allows (see open_committed)."""
+        if self.reader is not None:
+            return self.reader(version)
+        # Until this read succeeds the buffer's contents are unknown.
+        since, self._dense = self._dense, None
+        st = open_committed(self.store_url, version, out=self._buffers.held("counts"),
+                            since=since if self.warm_start else None,
+                            storage_options=self.storage_options)
+        self._buffers.adopt("counts", st.cooccurrence.counts)
+        # Warm, the fit works on a copy (below), so the counts stay this read's.
+        self._dense = st.dense if self.warm_start else None
+        return st
 
     def _align(self, fit, words: list[str]):
         """Topic ids of ``fit``: matched to the latest published snapshot's, new ones after."""

@@ -76,8 +76,9 @@ class TopicPartitions:
 
 def partitioned_reader(cfg: Config, partitions: Callable[[], set | None]):
     """The refresher's reader over every partition store (see module notes)."""
-    def read(version=None, *, out=None, since=None):
-        # version, out, since: a partitioned read pins the heads and reads in full.
+    def read(version=None):
+        # A partitioned read pins every head now (``version`` names no single store) and
+        # reads in full.
         parts = partitions()
         if parts is None:
             raise RuntimeError("the partitions of the consumed topics are not known yet "
