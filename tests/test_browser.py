@@ -375,6 +375,11 @@ def test_page_shows_topics_and_follows_new_snapshots(server, publisher, browser,
     browser.wait_for(f"return {VERSION} === '2';", "snapshot 2")
     publisher.publish(**snapshot_kwargs([3, 3, 1, 2, 4], ids=[0, 1, 5, 3, 4], seed=2))
     browser.wait_for(f"return {VERSION} === '3';", "snapshot 3")
+    # The chart shows the top rising topics until told to show them all.
+    browser.wait_for("return document.querySelector('#picks button.link:last-of-type');",
+                     "the chart's picks")
+    browser.js("Array.from(document.querySelectorAll('#picks button.link'))"
+               ".find(b => b.innerText === 'all topics').click();")
     points = browser.wait_for(
         "const p = (function(){" + POINTS + "})(); "
         "return p.length === 5 && p.filter(n => n === 3).length === 4 ? p : null;",
@@ -399,7 +404,9 @@ def test_page_shows_topics_and_follows_new_snapshots(server, publisher, browser,
     assert browser.js("return document.getElementById('age').innerText;").endswith(
         ("ago", "now"))
 
-    # The bar colours of the topic rows that are fully on screen: each must be painted.
+    # The bar colours of the topic rows that are fully on screen: each must be painted. The
+    # table comes after the rising panel, the chart and the infer box.
+    browser.js("document.getElementById('topics-card').scrollIntoView();")
     bar_colors = browser.js("""
         return Array.from(document.querySelectorAll('#topics tr[data-topic-id] .bar-fill'))
           .filter(el => { const r = el.getBoundingClientRect();
@@ -419,6 +426,136 @@ def test_page_shows_topics_and_follows_new_snapshots(server, publisher, browser,
     assert pixels.shape[2] >= 3 and pixels.shape[0] >= 400 and pixels.shape[1] >= 800, \
         pixels.shape
     assert blank_page_problems(pixels, bar_rgb) == [], path
+
+
+def coupled(kwargs: dict, a: int, b: int, hierarchy: dict | None = None) -> dict:
+    """``kwargs`` with a topic-topic matrix where the topics in rows ``a`` and ``b`` share
+    documents 1.5 times as often as chance and every other pair less than chance (lift 0.5),
+    and optionally a supertopic hierarchy in ``extra``."""
+    p = np.asarray(kwargs["prevalence"])
+    A = 0.5 * np.diag(p) + 0.5 * np.outer(p, p)
+    c = p[a] * p[b]
+    A[a, b] += c
+    A[b, a] += c
+    A[a, a] -= c
+    A[b, b] -= c
+    out = {**kwargs, "topic_topic": A}
+    if hierarchy is not None:
+        out["extra"] = {"hierarchy": hierarchy}
+    return out
+
+
+def save_screenshot(browser, name: str, capsys) -> Path:
+    """Screenshot the window into ``build/test-artifacts/NAME`` and check it was painted."""
+    png = browser.screenshot()
+    path = SCREENSHOT.parent / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(png)
+    with capsys.disabled():
+        print(f"\nscreenshot: {path}")
+    assert blank_page_problems(decode_png(png)) == [], path
+    return path
+
+
+TRENDS_SHOWN = """
+const out = {};
+for (const kind of ['new', 'rising', 'falling']) {
+  out[kind] = Array.from(document.querySelectorAll(`#${kind}-list li.trend`))
+    .map(li => Number(li.dataset.topicId));
+}
+out.source = document.getElementById('trends').dataset.source;
+return out.source && out.rising.length ? out : null;
+"""
+SERIES = ("return Array.from(document.querySelectorAll('#chart .lines [data-series]'))"
+          ".map(g => Number(g.dataset.series)).sort((a, b) => a - b);")
+CHIPS = ("return Array.from(document.querySelectorAll('#picks .chip'))"
+         ".map(c => Number(c.dataset.topicId)).sort((a, b) => a - b);")
+
+
+@needs_chromium
+def test_rising_panel_topic_detail_chart_picks_and_infer(server, publisher, browser, capsys):
+    """The rising / new panel, a topic's detail view (words with probabilities, history,
+    related topics from the topic-topic matrix, supertopic), the chart limited to the picked
+    topics (default: the top rising), and the infer box, each screenshotted."""
+    hierarchy = {"supertopics": [
+        {"id": 0, "prevalence": 0.55, "topics": [[4, 0.6], [3, 0.4]]},
+        {"id": 1, "prevalence": 0.45, "topics": [[0, 0.5], [1, 0.3], [5, 0.2]]}]}
+    # Topic 4 ("terrorists") rises throughout, 0 falls, 2 dies in v3 where 5 is born, and 5
+    # rises from v3 to v4; 3 and 4 share documents.
+    publisher.publish(**coupled(snapshot_kwargs([5, 3, 2, 1, 1], seed=0), 3, 4))
+    publisher.publish(**coupled(snapshot_kwargs([4, 3, 2, 2, 2], seed=1), 3, 4))
+    publisher.publish(**coupled(snapshot_kwargs([3, 3, 1, 2, 4], ids=[0, 1, 5, 3, 4], seed=2),
+                                3, 4))
+    publisher.publish(**coupled(snapshot_kwargs([3, 3, 2, 2, 6], ids=[0, 1, 5, 3, 4], seed=3),
+                                3, 4, hierarchy))
+    browser.get(server.url + "/")
+    shown = browser.wait_for(TRENDS_SHOWN, "the rising / new panel")
+    assert shown["rising"][0] == 4, shown
+    assert 5 in shown["new"] and 0 in shown["falling"], shown
+    # The panel comes first on the page.
+    order = browser.js("return Array.from(document.querySelectorAll('main > section.card'))"
+                       ".filter(s => !s.hidden).map(s => s.id);")
+    assert order[0] == "trends-card", order
+    browser.js("window.scrollTo(0, 0);")
+    save_screenshot(browser, "rising-panel.png", capsys)
+
+    # The chart shows the picked topics only, by default the top rising (new first).
+    chips = browser.wait_for(f"const c = (function(){{{CHIPS}}})(); return c.length ? c : null;",
+                             "the chart's picks")
+    assert 4 in chips and 5 in chips and len(chips) <= 5, chips
+    assert browser.wait_for(f"const s = (function(){{{SERIES}}})(); "
+                            f"return s.length === {len(chips)} ? s : null;",
+                            "the picked series") == chips
+    browser.js("document.querySelector('#topics tr[data-topic-id=\"4\"] input.pick').click();")
+    after = browser.wait_for(f"const s = (function(){{{SERIES}}})(); "
+                             "return s.includes(4) ? null : s;", "topic 4 leaving the chart")
+    assert sorted(after) == sorted(set(chips) - {4})
+
+    # A rising topic opens its detail view.
+    browser.js("document.querySelector('#rising-list li[data-topic-id=\"4\"] .trend-open')"
+               ".click();")
+    browser.wait_for("return document.getElementById('detail-card').dataset.loaded === '4';",
+                     "the detail view of topic 4")
+    detail = browser.js("""
+        const card = document.getElementById('detail-card');
+        return {
+          heading: document.getElementById('detail-heading').innerText,
+          words: Array.from(card.querySelectorAll('#detail-words li')).map(li =>
+            [li.querySelector('.wb-word').innerText, li.querySelector('.wb-p').innerText]),
+          points: card.querySelectorAll('#detail-chart circle').length,
+          related: Array.from(card.querySelectorAll('#detail-related li[data-topic-id]'))
+            .map(li => Number(li.dataset.topicId)),
+          superVisible: !document.getElementById('detail-super-box').hidden,
+          superText: document.getElementById('detail-super').innerText,
+          hash: location.hash,
+        };""")
+    assert "terrorists" in detail["heading"], detail
+    assert detail["words"][0][0] == "terrorists" and len(detail["words"]) >= 10, detail
+    probs = [float(p) for _, p in detail["words"]]
+    assert probs == sorted(probs, reverse=True) and 0 < probs[0] < 1, probs
+    assert detail["points"] == 4, detail  # in all four snapshots
+    assert detail["related"] == [3], detail  # the only pair above chance
+    assert detail["superVisible"] and "#3" in detail["superText"], detail
+    assert detail["hash"] == "#topic-4"
+    browser.js("document.getElementById('detail-card').scrollIntoView();")
+    save_screenshot(browser, "topic-detail.png", capsys)
+
+    # The infer box: a text about the navy gets the navy topic first.
+    browser.js("""
+        const t = document.getElementById('infer-text');
+        t.value = 'The navy must have more vessels: the fleet, its squadron and its seamen '
+                + 'guard the coast and every harbor, and naval officers ask for a new dock.';
+        document.getElementById('infer-run').click();""")
+    result = browser.wait_for("""
+        const ol = document.getElementById('infer-result');
+        if (ol.dataset.state !== 'done') return null;
+        return {ids: Array.from(ol.children).map(li => Number(li.dataset.topicId)),
+                status: document.getElementById('infer-status').innerText};""",
+                              "the topics of the pasted text")
+    assert result["ids"][0] == 1, result
+    assert "words known to snapshot v4" in result["status"], result
+    browser.js("document.getElementById('infer-card').scrollIntoView();")
+    save_screenshot(browser, "infer-box.png", capsys)
 
 
 @needs_chromium
