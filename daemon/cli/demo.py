@@ -33,6 +33,7 @@ import logging
 import os
 import shutil
 import socket
+import subprocess
 import sys
 import tempfile
 import threading
@@ -370,8 +371,43 @@ def _announce(args, cfg, style: Style, *, config_path, state_dir: Path, remove_s
     _say("  stop:     Ctrl-C" + (f" (or ends by itself {' or '.join(ends)})"
                                   if ends else ""))
     if not kernels_cached():
-        _say("  first run: numba compiles the numerical kernels once (about a minute on a small "
-             "machine)\n             before the first snapshot; later runs reuse its cache")
+        _say("  first run: numba compiles the numerical kernels once (half a minute on a small "
+             "machine),\n             the refresh's in a background process meanwhile; later "
+             "runs reuse its cache")
+
+
+class _Warmup:
+    """The refresh's kernels compiled in a separate process (:mod:`anchorstream.model.warmup`)
+    while the broker starts and the first documents are ingested (which compile the store's
+    kernels in this process): on two cores, that takes one of the two off the first snapshot's
+    path. Started only when numba's cache is empty."""
+
+    def __init__(self, model_kwargs: dict):
+        self.started = time.monotonic()
+        self.reported = False
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "anchorstream.model.warmup", json.dumps(model_kwargs)],
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            text=True)
+
+    def report(self) -> str | None:
+        """Once, when the process ended: what to print."""
+        if self.reported or self.proc.poll() is None:
+            return None
+        self.reported = True
+        took = time.monotonic() - self.started
+        if self.proc.returncode != 0:
+            return (f"compiling the kernels in the background failed (exit status "
+                    f"{self.proc.returncode}); the first refresh compiles them instead")
+        return f"refresh kernels compiled in the background in {took:.1f} s (cached from now on)"
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(10)
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
 
 
 def kernels_cached() -> bool:
@@ -400,7 +436,7 @@ def run(args) -> int:
     state_dir, remove_state = _prepare_state_dir(args.state_dir)
     broker = daemon = None
     stop_replay = threading.Event()
-    replay = printer = None
+    replay = printer = warmup = None
     style = Style(sys.stdout)
     status = 0
     try:
@@ -416,6 +452,8 @@ def run(args) -> int:
         level = logging.INFO if args.verbose else logging.WARNING
         logging.getLogger().setLevel(level)
         logging.getLogger("kafka").setLevel(logging.WARNING if args.verbose else logging.ERROR)
+        if not kernels_cached():
+            warmup = _Warmup(cfg.model.model_kwargs())
 
         from daemon.kafka.broker import EmbeddedBroker
         from daemon.service import Daemon
@@ -451,7 +489,7 @@ def run(args) -> int:
         replay.start()
         printer = threading.Thread(
             target=_watch, name="anchorstream-demo-printer", daemon=True,
-            args=(daemon, replay, style, args, t0))
+            args=(daemon, replay, style, args, t0, warmup))
         printer.start()
         status = daemon.run(stop_requested=signals.received_any)
         if signals.received_any():
@@ -466,6 +504,8 @@ def run(args) -> int:
             replay.join(10)
         if printer is not None:
             printer.join(10)
+        if warmup is not None:
+            warmup.stop()
         if broker is not None:
             broker.close()
         if remove_state:
@@ -479,7 +519,8 @@ def run(args) -> int:
     return status
 
 
-def _watch(daemon, replay: _Replay, style: Style, args, t0: float) -> None:
+def _watch(daemon, replay: _Replay, style: Style, args, t0: float,
+           warmup: _Warmup | None = None) -> None:
     """Print every new snapshot; stop the daemon when the demo is over."""
     publisher = daemon.publisher
     stop = daemon.stop_event
@@ -495,6 +536,9 @@ def _watch(daemon, replay: _Replay, style: Style, args, t0: float) -> None:
                 break
             if replay.error:
                 break
+            said = warmup.report() if warmup is not None else None
+            if said:
+                _say(style.dim(said))
             newest = publisher.wait_for_newer(last, timeout=0.25)
             if newest is not None:
                 for version in range(last + 1 if last is not None else newest, newest + 1):
