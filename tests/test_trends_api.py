@@ -127,3 +127,21 @@ def test_infer_batch_answers_each_document_as_alone(pub):
             status, _, err = request(srv, "POST", "/v1/infer", body)
             assert status == 400 and err["error"] == "bad_request", body
             assert needle in err["message"], err
+
+
+def test_metrics_export_the_trends(pub):
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from daemon.metrics import Metrics
+
+    stream(pub)
+    metrics = Metrics()
+    metrics.bind_publisher(pub)
+    with ApiServer(pub, metrics=metrics) as srv:
+        status, _, text = request(srv, "GET", "/metrics")
+    families = {f.name: f for f in text_string_to_metric_families(text.decode())}
+    kinds = {s.labels["kind"]: s.value for s in families["anchorstream_trend_topics"].samples}
+    trends = pub.trends()
+    assert kinds == {"rising": len(trends.rising), "falling": 1.0, "new": 1.0, "gone": 2.0}
+    top = families["anchorstream_trend_top_score"].samples[0].value
+    assert top == pytest.approx(trends.rising[0].score) and top >= 3.0
