@@ -183,7 +183,8 @@ class History:
         with self._lock:
             records = list(self.records)
         return [HistoryEntry(int(r["version"]), str(r["created_at"]),
-                             {int(t["id"]): float(t["prevalence"]) for t in r["topics"]})
+                             {int(t["id"]): float(t["prevalence"]) for t in r["topics"]},
+                             {int(t["id"]): list(t.get("top_words") or []) for t in r["topics"]})
                 for r in records]
 
     def last_words(self) -> dict[int, tuple[str | None, list[str]]]:

@@ -121,3 +121,22 @@ def test_gone_and_window():
     assert [x.id for x in t.gone] == [1] and t.gone[0].series[-1][0] == 4
     assert [w[0] for w in t.window] == [3, 4, 5, 6, 7]
     assert compute_trends(entries(rows), TrendSettings(window=3)).gone == []
+
+
+def test_a_recut_of_an_established_topic_is_not_new():
+    old = [f"a{i}" for i in range(10)]
+    fresh = [f"z{i}" for i in range(10)]
+
+    def entry(v, prev, words):
+        return HistoryEntry(v, f"2026-01-01T00:00:{v:02d}Z", prev, words)
+
+    rows = [entry(v, {0: 0.5, 1: 0.5}, {0: old, 1: fresh[:2] + old[2:]}) for v in (1, 2, 3)]
+    # 5 is born on 1's words (6 of 10 in common) and grows: a re-cut of 1, not news.
+    rows += [entry(v, {0: 0.5, 1: 0.3, 5: 0.02 * 2 ** (v - 4)},
+                   {0: old, 1: fresh[:2] + old[2:], 5: old[:6] + fresh[6:]}) for v in range(4, 9)]
+    t = compute_trends(rows)
+    assert t.topics[5].direction == "rising" and t.new == []
+    assert [x.id for x in compute_trends(rows, TrendSettings(new_max_overlap=1.0)).new] == [5]
+    # On words of its own, the same series is new.
+    own = rows[:3] + [entry(e.version, e.prevalence, {**e.words, 5: fresh}) for e in rows[3:]]
+    assert [x.id for x in compute_trends(own).new] == [5]

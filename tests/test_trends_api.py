@@ -6,21 +6,26 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from anchorstream.synthetic import planted_model
 from daemon.http.api import ApiServer
 from daemon.publish import Publisher
 from tests.test_api import request
 
-V, K = 40, 4
+V, K = 50, 4
 VOCAB = [f"word{i:02d}" for i in range(V)]
 
 
-def publish(pub: Publisher, ids: list[int], prevalence: list[float], seed: int = 0):
-    m = planted_model(V, K, random_state=seed)
+def publish(pub: Publisher, ids: list[int], prevalence: list[float], blocks=(0, 1, 2, 3)):
+    """Topic k puts its mass on the words of block ``blocks[k]`` (10 words each): topics of
+    different blocks share no top word."""
+    rng = np.random.default_rng(sum(ids))
+    B = np.full((K, V), 1e-4)
+    for k, b in enumerate(blocks):
+        B[k, 10 * b:10 * b + 10] = rng.dirichlet(np.ones(10)) + 0.05
+    B /= B.sum(axis=1, keepdims=True)
     p = np.asarray(prevalence, dtype=np.float64)
     return pub.publish(
-        vocabulary=VOCAB, topic_word=m.topic_word.T, topic_topic=m.topic_topic,
-        anchors=[VOCAB[a] for a in m.anchors], topic_ids=ids, prevalence=p / p.sum(),
+        vocabulary=VOCAB, topic_word=B, topic_topic=np.eye(K) / K,
+        anchors=[VOCAB[10 * b] for b in blocks], topic_ids=ids, prevalence=p / p.sum(),
         num_docs=1000, settings={"num_topics": K}, source={"offsets": {}})
 
 
@@ -32,15 +37,17 @@ def pub(tmp_path):
 
 
 def stream(pub: Publisher) -> None:
-    """Ten snapshots: topic 0 steady, 1 falling, 2 steady until it dies at version 8, and 9
-    born at version 4, growing 40 % a snapshot (ids: never reused, 3 is 9's predecessor)."""
+    """Ten snapshots: topic 0 steady, 1 falling, 2 steady until it dies at version 8 (5, on the
+    same words, takes its place: a re-cut, never new), and 9 born at version 4 on words no
+    topic had, growing 40 % a snapshot (3 dies then)."""
     rng = np.random.default_rng(0)
     for v in range(1, 11):
         noise = np.exp(0.02 * rng.standard_normal(4))
         steady, falling = 0.3 * noise[0], 0.4 * 0.8 ** v * noise[1]
         third = (2, 0.2 * noise[2]) if v < 8 else (5, 0.2 * noise[2])
         fourth = (3, 0.05) if v < 4 else (9, 0.01 * 1.4 ** (v - 4) * noise[3])
-        publish(pub, [0, 1, third[0], fourth[0]], [steady, falling, third[1], fourth[1]])
+        publish(pub, [0, 1, third[0], fourth[0]], [steady, falling, third[1], fourth[1]],
+                blocks=(0, 1, 2, 3 if v < 4 else 4))
 
 
 def test_trends_name_the_new_rising_topic_and_the_gone_ones(pub):

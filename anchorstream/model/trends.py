@@ -35,8 +35,10 @@ Emergence
 ---------
 A topic is **new** when it was born within the window (its first version in the history is in the
 window and is not the history's first entry, so the first model's topics are never "new"), is
-alive in the latest snapshot, has persisted for at least ``new_min_snapshots`` snapshots, and is
-rising. A refresh that reshuffles topics gives short-lived births; requiring persistence and a
+alive in the latest snapshot, has persisted for at least ``new_min_snapshots`` snapshots, is
+rising, and is not an old topic re-cut: at most ``new_max_overlap`` of its top words are among
+the top words of any one established topic (from the history's first model, or alive for
+``new_min_snapshots`` snapshots) of the snapshot before its birth, when the history has words. A refresh that reshuffles topics gives short-lived births; requiring persistence and a
 rise is what makes "new" mean something (measured: benchmarks/bench_churn.py). A topic is
 **gone** when it appears in the window but not in the latest snapshot.
 
@@ -88,6 +90,10 @@ class TrendSettings:
         as good as absent).
     noise_floor : float
         Least noise assumed, in log prevalence per snapshot.
+    new_max_overlap : float
+        A born topic whose top words share more than this fraction with the top words of a
+        topic of the snapshot before its birth is that topic re-cut (a split, or a successor
+        that took its mass), not new. Needs the history's words; 1 turns the check off.
     """
 
     window: int = 10
@@ -95,6 +101,7 @@ class TrendSettings:
     new_min_snapshots: int = 3
     prevalence_floor: float = 1e-3
     noise_floor: float = 0.05
+    new_max_overlap: float = 0.5
 
     def __post_init__(self):
         if int(self.window) < 2:
@@ -108,6 +115,8 @@ class TrendSettings:
                 f"prevalence_floor must be in (0, 1), got {self.prevalence_floor!r}")
         if not float(self.noise_floor) > 0:
             raise InputError(f"noise_floor must be > 0, got {self.noise_floor!r}")
+        if not 0 <= float(self.new_max_overlap) <= 1:
+            raise InputError(f"new_max_overlap must be in [0, 1], got {self.new_max_overlap!r}")
 
 
 @dataclass(frozen=True)
@@ -117,6 +126,8 @@ class HistoryEntry:
     version: int
     created_at: str
     prevalence: Mapping[int, float]
+    #: Top words per topic id (optional): what tells a new theme from an old one re-cut.
+    words: Mapping[int, Sequence[str]] | None = None
 
 
 @dataclass(frozen=True)
@@ -181,17 +192,25 @@ def pooled_noise(series: Sequence[Sequence[float]], *, prevalence_floor: float =
     """The noise of log prevalence pooled over topics: ``(variance, degrees of freedom)``.
 
     Every topic of one model is re-estimated at every refresh, so the refit noise is shared;
-    pooling the residual variances of the series with at least :data:`MIN_POINTS` points
-    (each weighted by its ``n - 2`` degrees of freedom) gives a noise estimate that two or three
-    points of one young topic cannot. ``(0.0, 0.0)`` when no series is long enough.
+    pooling the series with at least :data:`MIN_POINTS` points gives a noise estimate that two
+    or three points of one young topic cannot. The pool is the *median* of the topics' residual
+    variances (over the median of ``χ²_d / d``, which makes it unbiased for normal noise with
+    ``d`` the median degrees of freedom), so the few topics that really move, and whose
+    residuals about a line are large because their change is not linear, do not pass their
+    movement off as everybody's noise. The degrees of freedom are the sum over the topics.
+    ``(0.0, 0.0)`` when no series is long enough.
     """
-    rss, df = 0.0, 0.0
+    variances, dfs = [], []
     for values in series:
         p = _check(values)
         if p.size >= MIN_POINTS:
             _, r, n = _fit_line(p, prevalence_floor)
-            rss, df = rss + r, df + n - 2
-    return (rss / df if df > 0 else 0.0), df
+            variances.append(r / (n - 2))
+            dfs.append(n - 2)
+    if not variances:
+        return 0.0, 0.0
+    d = float(np.median(dfs))
+    return float(np.median(variances)) / (float(stats.chi2.median(d)) / d), float(sum(dfs))
 
 
 def trend_score(prevalence: Sequence[float], *, prevalence_floor: float = 1e-3,
@@ -233,6 +252,25 @@ def trend_score(prevalence: Sequence[float], *, prevalence_floor: float = 1e-3,
     # probability: one scale for every series length (2 points of t_1 are not 2 of t_30).
     z = float(stats.norm.isf(stats.t.sf(abs(t), df)))
     return math.copysign(min(z, MAX_SCORE), t)
+
+
+def _recut(tid: int, born: int, history: Sequence[HistoryEntry], latest: HistoryEntry,
+           s: TrendSettings) -> bool:
+    """Whether topic ``tid`` (born at version ``born``) shares more than ``new_max_overlap`` of
+    its latest top words with an established topic of the snapshot before its birth: one of
+    the history's first model, or one that had lived ``new_min_snapshots`` snapshots by then
+    (a precursor that lived a snapshot or two is the same emergence, seen early)."""
+    words = (latest.words or {}).get(tid)
+    before = [e for e in history if int(e.version) < born]
+    if not words or not before or not before[-1].words or float(s.new_max_overlap) >= 1:
+        return False
+    mine = set(words)
+    for other, w in before[-1].words.items():
+        lived = sum(other in e.prevalence for e in before)
+        established = other in history[0].prevalence or lived >= int(s.new_min_snapshots)
+        if established and len(mine & set(w)) > float(s.new_max_overlap) * len(mine):
+            return True
+    return False
 
 
 def _direction(score: float, min_score: float) -> str:
@@ -294,7 +332,8 @@ def compute_trends(history: Sequence[HistoryEntry], settings: TrendSettings | No
         alive = tid in alive_ids
         direction = _direction(score, float(s.min_score))
         is_new = (alive and born != versions[0] and born >= int(window[0].version)
-                  and len(series) >= int(s.new_min_snapshots) and direction == "rising")
+                  and len(series) >= int(s.new_min_snapshots) and direction == "rising"
+                  and not _recut(tid, born, history, latest, s))
         topics[tid] = TopicTrend(tid, score, direction, series[-1][2], born_version, alive,
                                  is_new, series)
     alive = [t for t in topics.values() if t.alive]

@@ -85,7 +85,8 @@ def trends_document(publisher, *, limit: int = 10, window: int | None = None
         "settings": {"window": settings.window, "min_score": settings.min_score,
                      "new_min_snapshots": settings.new_min_snapshots,
                      "prevalence_floor": settings.prevalence_floor,
-                     "noise_floor": settings.noise_floor},
+                     "noise_floor": settings.noise_floor,
+                     "new_max_overlap": settings.new_max_overlap},
         **{name: [_trend(t, words) for t in getattr(trends, name)[:limit]]
            for name in ("rising", "falling", "new", "gone")},
     }

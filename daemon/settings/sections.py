@@ -352,6 +352,9 @@ class TrendsConfig(_Section):
         0.001, description="prevalences below this count as this (log scale)")
     noise_floor: Float(0, lo_open=True) = Field(
         0.05, description="least noise assumed, in log prevalence per snapshot")
+    new_max_overlap: Float(0, 1) = Field(
+        0.5, description="a born topic sharing more of its top words with one topic of the "
+        "snapshot before its birth is that topic re-cut, not new; 1 = no check")
 
     def settings(self):
         """The library's :class:`anchorstream.model.trends.TrendSettings`."""
@@ -360,7 +363,8 @@ class TrendsConfig(_Section):
         return TrendSettings(window=self.window, min_score=self.min_score,
                              new_min_snapshots=self.new_min_snapshots,
                              prevalence_floor=self.prevalence_floor,
-                             noise_floor=self.noise_floor)
+                             noise_floor=self.noise_floor,
+                             new_max_overlap=self.new_max_overlap)
 
 
 class HealthConfig(_Section):
