@@ -331,6 +331,8 @@ class Publisher:
             write_snapshot(target, **snapshot)
             snap = read_snapshot(target)
             self._write_pointer(version)
+            # Before waking readers: whoever sees the new version finds it in the trends.
+            self._record_history(version, snap)
             with self._cond:
                 self._max_version = version
                 self._latest = (version, snap)
@@ -338,7 +340,6 @@ class Publisher:
                 self._cond.notify_all()
             info = self._info(version)
             self._prune()
-            self._record_history(version, snap)
             trends = self.trends()
         log.info("published snapshot %s (%d topics, %d documents)",
                  version_name(version), snap.num_topics, snap.num_docs)
