@@ -75,19 +75,28 @@ VOCAB = sorted({w for words in THEMES.values() for w in words})
 K = len(THEMES)
 
 
-def snapshot_kwargs(prevalence, ids=None, seed=0) -> dict:
-    """A published model whose topic k puts most mass on theme k's words, in theme order."""
+#: A theme of words none of THEMES has: a topic on it is new, not an old one re-cut.
+NEW_THEME = ["internet", "broadband", "online", "digital", "technology", "web", "cyber",
+             "data", "networks", "computers", "software", "innovation"]
+
+
+def snapshot_kwargs(prevalence, ids=None, seed=0, themes=None) -> dict:
+    """A published model whose topic k puts most mass on theme k's words, in theme order
+    (``themes``: a list of word lists, default THEMES' values)."""
     rng = np.random.default_rng(seed)
-    index = {w: i for i, w in enumerate(VOCAB)}
-    tw = np.full((K, len(VOCAB)), 1e-3)
-    for k, words in enumerate(THEMES.values()):
+    themes = list(THEMES.values()) if themes is None else themes
+    vocab = sorted({w for words in themes for w in words})
+    index = {w: i for i, w in enumerate(vocab)}
+    tw = np.full((K, len(vocab)), 1e-3)
+    for k, words in enumerate(themes):
         for rank, w in enumerate(words):
             tw[k, index[w]] += (len(words) - rank) * (1.0 + 0.05 * rng.random())
     prevalence = np.asarray(prevalence, dtype=np.float64)
     prevalence = prevalence / prevalence.sum()
     return dict(
-        vocabulary=VOCAB, topic_word=tw, topic_topic=np.diag(prevalence),
-        anchors=list(THEMES), topic_ids=ids if ids is not None else list(range(K)),
+        vocabulary=vocab, topic_word=tw, topic_topic=np.diag(prevalence),
+        anchors=[words[0] for words in themes],
+        topic_ids=ids if ids is not None else list(range(K)),
         prevalence=prevalence, num_docs=10_000 + 2_500 * seed,
         settings={"num_topics": K}, source={"offsets": {}},
     )
@@ -480,16 +489,22 @@ def test_rising_panel_topic_detail_chart_picks_and_infer(server, publisher, brow
     hierarchy = {"supertopics": [
         {"id": 0, "prevalence": 0.55, "topics": [[4, 0.6], [3, 0.4]]},
         {"id": 1, "prevalence": 0.45, "topics": [[0, 0.5], [1, 0.3], [5, 0.2]]}]}
-    # Topic 4 ("terrorists") rises throughout, 0 falls, 2 dies in v3 where 5 is born, and 5
-    # rises from v3 to v4; 3 and 4 share documents.
-    publisher.publish(**coupled(snapshot_kwargs([5, 3, 2, 1, 1], seed=0), 3, 4))
-    publisher.publish(**coupled(snapshot_kwargs([4, 3, 2, 2, 2], seed=1), 3, 4))
-    publisher.publish(**coupled(snapshot_kwargs([3, 3, 1, 2, 4], ids=[0, 1, 5, 3, 4], seed=2),
-                                3, 4))
-    publisher.publish(**coupled(snapshot_kwargs([3, 3, 2, 2, 6], ids=[0, 1, 5, 3, 4], seed=3),
-                                3, 4, hierarchy))
+    # Eight refreshes: topic 4 ("terrorists") rises throughout and 0 ("tariff") falls; 2 dies
+    # at v4, where 5 is born on words no topic had ("internet") and rises from then on; 3
+    # and 4 share documents (the topic-topic matrix).
+    old = list(THEMES.values())
+    new = [*old[:2], NEW_THEME, *old[3:]]
+    plan = [([8, 4, 3, 2, 1], None), ([7, 4, 3, 2, 1.4], None), ([6, 4, 3, 2, 2], None),
+            ([5, 4, 1, 2, 2.8], new), ([4.3, 4, 1.5, 2, 3.9], new),
+            ([3.7, 4, 2.2, 2, 5.4], new), ([3.2, 4, 3.3, 2, 7.5], new),
+            ([2.8, 4, 5, 2, 10], new)]
+    for seed, (prevalence, themes) in enumerate(plan):
+        kw = snapshot_kwargs(prevalence, ids=None if themes is None else [0, 1, 5, 3, 4],
+                             seed=seed, themes=themes)
+        publisher.publish(**coupled(kw, 3, 4, hierarchy if seed == len(plan) - 1 else None))
     browser.get(server.url + "/")
     shown = browser.wait_for(TRENDS_SHOWN, "the rising / new panel")
+    assert shown["source"] == "api", shown  # /v1/trends, not the page's own fallback
     assert shown["rising"][0] == 4, shown
     assert 5 in shown["new"] and 0 in shown["falling"], shown
     # The panel comes first on the page.
@@ -533,7 +548,7 @@ def test_rising_panel_topic_detail_chart_picks_and_infer(server, publisher, brow
     assert detail["words"][0][0] == "terrorists" and len(detail["words"]) >= 10, detail
     probs = [float(p) for _, p in detail["words"]]
     assert probs == sorted(probs, reverse=True) and 0 < probs[0] < 1, probs
-    assert detail["points"] == 4, detail  # in all four snapshots
+    assert detail["points"] == len(plan), detail  # in every snapshot
     assert detail["related"] == [3], detail  # the only pair above chance
     assert detail["superVisible"] and "#3" in detail["superText"], detail
     assert detail["hash"] == "#topic-4"
@@ -553,7 +568,7 @@ def test_rising_panel_topic_detail_chart_picks_and_infer(server, publisher, brow
                 status: document.getElementById('infer-status').innerText};""",
                               "the topics of the pasted text")
     assert result["ids"][0] == 1, result
-    assert "words known to snapshot v4" in result["status"], result
+    assert f"words known to snapshot v{len(plan)}" in result["status"], result
     browser.js("document.getElementById('infer-card').scrollIntoView();")
     save_screenshot(browser, "infer-box.png", capsys)
 

@@ -147,6 +147,8 @@ def test_demo_prints_snapshots_and_exits_by_itself(tmp_path):
     # The last snapshot printed covers the last replayed document.
     assert re.findall(r"^\W* snapshot \d+ · ([\d,]+) documents", out, flags=re.M)[-1] \
         == "1,500", out
+    # Each snapshot ends with what is new and rising (the publisher's trends).
+    assert re.search(r"^trends \(last \d+ snapshots\): ", out, flags=re.M), out
     assert "demo stopped" in out and "broker stopped" in out
     # The temporary state directory is removed and no broker is left running.
     state = re.search(r"state:\s+(\S+)", out).group(1)

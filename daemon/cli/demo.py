@@ -549,7 +549,8 @@ def _watch(daemon, replay: _Replay, style: Style, args, t0: float,
                     if seen is None:
                         _say(style.dim(f"first snapshot after {time.monotonic() - t0:.1f} s"))
                     _say(format_snapshot(version, snap, seen, style, n_words=args.words,
-                                         stream_at=_reach(replay, snap.num_docs)))
+                                         stream_at=_reach(replay, snap.num_docs),
+                                         trends=publisher.trends()))
                     seen = remember(snap)
                 last = newest
             if replay.done.is_set() and replay.finished and not announced:
