@@ -4,11 +4,18 @@ One command that shows the whole pipeline on a fresh machine: it starts the bund
 Kafka-compatible broker (:class:`daemon.kafka.broker.EmbeddedBroker`), runs the same
 :class:`daemon.service.Daemon` that ``anchorstream run`` runs, replays the bundled sample
 (``daemon/data/sample.jsonl.gz``: State of the Union paragraphs 1790-2026, public domain, see
-``daemon/data/SOURCE.md``) into its topic at a steady rate from a thread, and prints every
+``daemon/data/SOURCE.md``) into its topic in time order from a thread, and prints every
 published snapshot's topics as they change: topic id, prevalence and its change, anchor word, top
 words, and which topics were born, died, rose and fell since the previous snapshot (the
 snapshot's ``extra["churn"]`` and prevalence deltas by topic id). The topic browser is served at
 the printed URL meanwhile.
+
+Pacing: the replay sends at most ``--rate`` documents a second and waits while it is more than
+``2 x --refresh-docs`` documents ahead of the newest snapshot (:class:`daemon.kafka.producers.Paced` ``hold``), so each
+refresh moves the stream on by about ``--refresh-docs`` documents whatever the machine's speed:
+a run shows a snapshot every few seconds from the start (about twenty over the sample), and the
+store forgets (``--half-life`` documents, ``store.half_life_docs``) so that eras fade as the
+stream moves on.
 
 Settings come from ``--config`` (default: ``config.yaml`` in the working directory when there is
 one, else the built-in defaults) with what a demo needs forced on top: the embedded broker
@@ -33,7 +40,6 @@ import logging
 import os
 import shutil
 import socket
-import subprocess
 import sys
 import tempfile
 import threading
@@ -61,9 +67,9 @@ def register(subparsers) -> None:
         help="run the daemon on the embedded broker, replay a bundled sample, print topics",
         description=(
             "Start the embedded Kafka-compatible broker and the daemon, replay the bundled "
-            "sample (State of the Union paragraphs, 1790-2026) at a steady rate, and print "
-            "each refreshed snapshot's topics as they change. The topic browser is served "
-            "meanwhile. Ctrl-C stops everything."
+            "sample (State of the Union paragraphs, 1790-2026) in time order, a step per "
+            "refresh, and print each refreshed snapshot's topics as they change. The topic "
+            "browser is served meanwhile. Ctrl-C stops everything."
         ),
         formatter_class=HelpFormatter,
     )
@@ -372,42 +378,7 @@ def _announce(args, cfg, style: Style, *, config_path, state_dir: Path, remove_s
                                   if ends else ""))
     if not kernels_cached():
         _say("  first run: numba compiles the numerical kernels once (half a minute on a small "
-             "machine),\n             the refresh's in a background process meanwhile; later "
-             "runs reuse its cache")
-
-
-class _Warmup:
-    """The refresh's kernels compiled in a separate process (:mod:`anchorstream.model.warmup`)
-    while the broker starts and the first documents are ingested (which compile the store's
-    kernels in this process): on two cores, that takes one of the two off the first snapshot's
-    path. Started only when numba's cache is empty."""
-
-    def __init__(self, model_kwargs: dict):
-        self.started = time.monotonic()
-        self.reported = False
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "anchorstream.model.warmup", json.dumps(model_kwargs)],
-            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-            text=True)
-
-    def report(self) -> str | None:
-        """Once, when the process ended: what to print."""
-        if self.reported or self.proc.poll() is None:
-            return None
-        self.reported = True
-        took = time.monotonic() - self.started
-        if self.proc.returncode != 0:
-            return (f"compiling the kernels in the background failed (exit status "
-                    f"{self.proc.returncode}); the first refresh compiles them instead")
-        return f"refresh kernels compiled in the background in {took:.1f} s (cached from now on)"
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.proc.wait(10)
-        if self.proc.stdout is not None:
-            self.proc.stdout.close()
+             "machine)\n             before the first snapshot; later runs reuse its cache")
 
 
 def kernels_cached() -> bool:
@@ -436,7 +407,7 @@ def run(args) -> int:
     state_dir, remove_state = _prepare_state_dir(args.state_dir)
     broker = daemon = None
     stop_replay = threading.Event()
-    replay = printer = warmup = None
+    replay = printer = None
     style = Style(sys.stdout)
     status = 0
     try:
@@ -452,8 +423,6 @@ def run(args) -> int:
         level = logging.INFO if args.verbose else logging.WARNING
         logging.getLogger().setLevel(level)
         logging.getLogger("kafka").setLevel(logging.WARNING if args.verbose else logging.ERROR)
-        if not kernels_cached():
-            warmup = _Warmup(cfg.model.model_kwargs())
 
         from daemon.kafka.broker import EmbeddedBroker
         from daemon.service import Daemon
@@ -478,6 +447,7 @@ def run(args) -> int:
         daemon.start()
         url = daemon.api.url + "/"
 
+        cold = not kernels_cached()
         _announce(args, cfg, style, config_path=config_path, state_dir=state_dir,
                   remove_state=remove_state, broker=broker, topic=topic, url=url)
 
@@ -489,7 +459,7 @@ def run(args) -> int:
         replay.start()
         printer = threading.Thread(
             target=_watch, name="anchorstream-demo-printer", daemon=True,
-            args=(daemon, replay, style, args, t0, warmup))
+            args=(daemon, replay, style, args, t0, cold))
         printer.start()
         status = daemon.run(stop_requested=signals.received_any)
         if signals.received_any():
@@ -504,8 +474,6 @@ def run(args) -> int:
             replay.join(10)
         if printer is not None:
             printer.join(10)
-        if warmup is not None:
-            warmup.stop()
         if broker is not None:
             broker.close()
         if remove_state:
@@ -519,9 +487,9 @@ def run(args) -> int:
     return status
 
 
-def _watch(daemon, replay: _Replay, style: Style, args, t0: float,
-           warmup: _Warmup | None = None) -> None:
-    """Print every new snapshot; stop the daemon when the demo is over."""
+def _watch(daemon, replay: _Replay, style: Style, args, t0: float, cold: bool = False) -> None:
+    """Print every new snapshot; stop the daemon when the demo is over. ``cold``: numba's cache
+    was empty at the start (the first snapshot's time includes compiling the kernels)."""
     publisher = daemon.publisher
     stop = daemon.stop_event
     deadline = t0 + args.duration if args.duration is not None else None
@@ -536,9 +504,6 @@ def _watch(daemon, replay: _Replay, style: Style, args, t0: float,
                 break
             if replay.error:
                 break
-            said = warmup.report() if warmup is not None else None
-            if said:
-                _say(style.dim(said))
             newest = publisher.wait_for_newer(last, timeout=0.25)
             if newest is not None:
                 for version in range(last + 1 if last is not None else newest, newest + 1):
@@ -547,7 +512,9 @@ def _watch(daemon, replay: _Replay, style: Style, args, t0: float,
                     except Exception:  # noqa: BLE001 - pruned meanwhile: skip it
                         continue
                     if seen is None:
-                        _say(style.dim(f"first snapshot after {time.monotonic() - t0:.1f} s"))
+                        _say(style.dim(f"first snapshot after {time.monotonic() - t0:.1f} s"
+                                       + (", numba compiling its kernels included (cached "
+                                          "now: later runs skip it)" if cold else "")))
                     _say(format_snapshot(version, snap, seen, style, n_words=args.words,
                                          stream_at=_reach(replay, snap.num_docs),
                                          trends=publisher.trends()))
