@@ -591,16 +591,21 @@
   function pickedIds() {
     const alive = new Set(state.snapshot.topics.map((t) => t.id));
     if (state.picked) return [...state.picked].filter((id) => alive.has(id));
-    // Default: the top rising topics (new ones first), else the most prevalent.
+    // Default: the top rising topics (new ones first), then the ones whose prevalence moved
+    // most (either way) across the retained snapshots, so that a quiet window still shows
+    // what changes.
     const ids = [];
     const tr = state.trends || {};
     for (const t of [...(tr.new || []), ...(tr.rising || [])]) {
       if (alive.has(t.id) && !ids.includes(t.id)) ids.push(t.id);
     }
-    if (!ids.length) {
-      const byPrev = [...state.snapshot.topics].sort((a, b) => b.prevalence - a.prevalence);
-      for (const t of byPrev) ids.push(t.id);
-    }
+    const moved = (t) => {
+      const h = state.history.get(t.id) || [];
+      return h.length ? Math.abs(t.prevalence - h[0].prevalence) : 0;
+    };
+    const rest = state.snapshot.topics.filter((t) => !ids.includes(t.id))
+      .sort((a, b) => moved(b) - moved(a) || b.prevalence - a.prevalence);
+    for (const t of rest) ids.push(t.id);
     return ids.slice(0, DEFAULT_PICKS);
   }
 
@@ -632,7 +637,8 @@
     const all = el("button", { type: "button", class: "link", text: "all topics" });
     all.addEventListener("click", () => setPicked(state.snapshot.topics.map((t) => t.id)));
     $("picks").replaceChildren(...chips, el("span", { class: "hint" },
-      state.picked ? "picked by you · show " : "the top rising · show ", reset, " or ", all));
+      state.picked ? "picked by you · show " : "the top rising, then those that moved most · show ",
+      reset, " or ", all));
   }
 
   // ------------------------------------------------------------------------------------------
