@@ -208,7 +208,10 @@ class Daemon:
             on_publish = self.model_updates
         self.publisher = publisher = Publisher(
             cfg.snapshots.path, keep=cfg.snapshots.keep, keep_seconds=cfg.snapshots.keep_seconds,
-            n_top_words=cfg.snapshots.n_top_words, on_publish=on_publish)
+            n_top_words=cfg.snapshots.n_top_words, on_publish=on_publish,
+            history_max_entries=cfg.snapshots.history_max_entries,
+            history_max_age_seconds=cfg.snapshots.history_max_age_seconds,
+            trend_settings=cfg.trends.settings())
         reader = None
         if self.partitions is not None:
             from daemon.scaled import partitioned_reader
@@ -291,6 +294,7 @@ class Daemon:
                 max_waiters=cfg.http.max_waiters,
                 header_timeout_seconds=cfg.http.header_timeout_seconds,
                 body_timeout_seconds=cfg.http.body_timeout_seconds,
+                max_infer_documents=cfg.http.max_infer_documents,
                 listen_backlog=cfg.http.listen_backlog).start()
             http_url, http_port = self.api.url, self.api.port
         else:
