@@ -34,6 +34,7 @@ anchorstream_source_errors_total                   counter    kind (connect, pol
                                                               was skipped)
 anchorstream_checkpoints_total                     counter
 anchorstream_checkpoint_failures_total             counter
+anchorstream_partitions_fenced_total               counter
 anchorstream_checkpoint_duration_seconds           histogram
 anchorstream_checkpoint_stage_seconds              histogram  stage (delta, write, commit,
                                                               compact, gc): stages that ran
@@ -63,6 +64,12 @@ anchorstream_snapshot_version                      gauge      (scrape time)
 anchorstream_snapshot_age_seconds                  gauge      (scrape time)
 anchorstream_snapshot_documents                    gauge      (scrape time)
 anchorstream_snapshots_retained                    gauge      (scrape time)
+anchorstream_trend_top_score                       gauge      highest trend score of an alive
+                                                              topic (docs/trends.md; scrape
+                                                              time)
+anchorstream_trend_topics                          gauge      kind (rising, falling, new, gone):
+                                                              topics in each /v1/trends list
+                                                              (scrape time)
 anchorstream_store_size_bytes                      gauge      (scrape time)
 anchorstream_accumulator_bytes                     gauge      (scrape time)
 anchorstream_filesystem_free_bytes                 gauge      path (store, snapshots): space
@@ -182,6 +189,17 @@ class _ScrapeCollector(Collector):
             yield GaugeMetricFamily(f"{PREFIX}_snapshot_documents",
                                     "Documents the latest snapshot was fitted on.",
                                     value=float(num_docs))
+        trends = self._call("trends")
+        if trends is not None:
+            yield GaugeMetricFamily(f"{PREFIX}_trend_top_score",
+                                    "Highest trend score of an alive topic (a z-score).",
+                                    value=float(trends.top_score))
+            g = GaugeMetricFamily(f"{PREFIX}_trend_topics",
+                                  "Topics rising, falling, new and gone over the trend window.",
+                                  labels=["kind"])
+            for kind in ("rising", "falling", "new", "gone"):
+                g.add_metric([kind], float(len(getattr(trends, kind))))
+            yield g
         retained = self._call("snapshots_retained")
         if retained is not None:
             yield GaugeMetricFamily(f"{PREFIX}_snapshots_retained",
@@ -216,7 +234,8 @@ class Metrics:
     ----------
     registry : CollectorRegistry
     messages_consumed, messages_rejected, dead_letters, documents_accumulated,
-    tokens_accumulated, source_errors, checkpoints, checkpoint_failures, checkpoint_duration,
+    tokens_accumulated, source_errors, checkpoints, checkpoint_failures, partitions_fenced,
+    checkpoint_duration,
     checkpoint_stage_duration, checkpoint_size, refreshes, refresh_failures, refresh_duration,
     snapshots_published, vocabulary_admissions, vocabulary_evictions, topic_births,
     topic_deaths, topic_churn,
@@ -254,6 +273,10 @@ class Metrics:
         self.checkpoints = Counter(f"{p}_checkpoints", "Store checkpoints committed.", registry=r)
         self.checkpoint_failures = Counter(f"{p}_checkpoint_failures",
                                            "Store checkpoints that failed.", registry=r)
+        self.partitions_fenced = Counter(
+            f"{p}_partitions_fenced", "Partition checkpoints refused because another ingest "
+            "instance committed to the partition first (store.layout partitioned).",
+            registry=r)
         self.checkpoint_duration = Histogram(
             f"{p}_checkpoint_duration_seconds", "Time to commit a checkpoint.",
             buckets=_DURATION_BUCKETS, registry=r)
@@ -307,7 +330,7 @@ class Metrics:
     # scrape-time sources
 
     _SOURCES = ("lag", "lag_age", "vocabulary_size", "snapshot", "snapshots_retained",
-                "store_bytes", "accumulator_bytes", "filesystems")
+                "store_bytes", "accumulator_bytes", "filesystems", "trends")
 
     def bind(self, **sources: Callable[[], Any] | None) -> None:
         """Register (or with ``None`` remove) callables read at scrape time.
@@ -339,13 +362,14 @@ class Metrics:
                 self._sources[name] = fn
 
     def bind_publisher(self, publisher) -> None:
-        """Read snapshot version, age, documents and count from a :class:`Publisher`."""
+        """Read snapshot version, age, documents, count and trends from a :class:`Publisher`."""
         def snapshot():
             info = publisher.latest_info()
             return None if info is None else (info.version, info.created_timestamp,
                                               info.num_docs)
 
-        self.bind(snapshot=snapshot, snapshots_retained=lambda: len(publisher.list()))
+        self.bind(snapshot=snapshot, snapshots_retained=lambda: len(publisher.list()),
+                  trends=publisher.trends)
 
     def bind_filesystems(self, **locations: str | os.PathLike | None) -> None:
         """Export free and total bytes of the file systems holding the daemon's directories.

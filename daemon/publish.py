@@ -5,6 +5,8 @@ Layout under ``snapshots.path``::
     0000000001/        one immutable snapshot per version (anchorstream.snapshot format)
     0000000002/
     LATEST             "0000000002\\n": the newest published version
+    HISTORY.jsonl      every published topic's prevalence, anchor and top words, one line per
+                       version, kept longer than the snapshots (daemon/history.py)
 
 A version is a positive integer, one more than the largest version ever found in the directory,
 so versions stay monotonic across restarts (the newest snapshot is never pruned, so the largest
@@ -24,6 +26,13 @@ Retention: after each publication the newest ``keep`` snapshots are kept, and of
 than ``keep_seconds`` (by their manifest's ``created_at``) are dropped as well; the latest is
 never dropped. A pruned directory is first renamed to a hidden ``.trash-*`` name (so it leaves
 the listing at once) and then deleted.
+
+History and trends: each publication appends the snapshot's topics to the history
+(:class:`daemon.history.History`) and :meth:`Publisher.trends` computes
+:func:`anchorstream.model.trends.compute_trends` over it (cached per version); the
+``on_publish`` summary carries :func:`trends_summary` of them. A crash between the snapshot and
+its history line is repaired at the next start: retained snapshots newer than the history's last
+line are appended then.
 
 Threads: :meth:`Publisher.publish` may run in the refresher thread while the HTTP server's
 threads call the read methods; all shared state is guarded by one :class:`threading.Condition`,
@@ -56,10 +65,14 @@ from typing import Any
 
 from anchorstream.fsutil import fsync_dir
 from anchorstream.errors import SnapshotError, SnapshotNotFoundError
+from anchorstream.model.correlations import related_topics
+from anchorstream.model.trends import Trends, TrendSettings, compute_trends
 from anchorstream.snapshot import Snapshot, read_snapshot, write_snapshot
 from anchorstream.text.decode import parse_timestamp
+from daemon.history import History, entry_from_topics
 
-__all__ = ["LATEST_FILE", "Publisher", "SnapshotInfo", "compact_summary", "version_name"]
+__all__ = ["LATEST_FILE", "Publisher", "SnapshotInfo", "compact_summary", "trends_summary",
+           "version_name"]
 
 log = logging.getLogger("anchorstream.publisher")
 
@@ -102,7 +115,22 @@ class SnapshotInfo:
         }
 
 
-def compact_summary(snapshot: Snapshot, version: int, n_words: int = 10) -> dict[str, Any]:
+def trends_summary(trends: Trends | None, limit: int = 10) -> dict[str, Any] | None:
+    """The trends in brief: ``{"window": [from, to], "rising"|"new"|"falling"|"gone": [{"id",
+    "score"}, ...]}`` (at most ``limit`` each, in :class:`Trends`' order), or None."""
+    if trends is None:
+        return None
+
+    def brief(items):
+        return [{"id": t.id, "score": round(t.score, 4)} for t in items[:limit]]
+
+    return {"window": [trends.window[0][0], trends.window[-1][0]],
+            "rising": brief(trends.rising), "new": brief(trends.new),
+            "falling": brief(trends.falling), "gone": brief(trends.gone)}
+
+
+def compact_summary(snapshot: Snapshot, version: int, n_words: int = 10,
+                    trends: Trends | None = None) -> dict[str, Any]:
     """A small JSON-able description of a snapshot, e.g. for a Kafka "model updates" topic.
 
     Returns
@@ -110,7 +138,8 @@ def compact_summary(snapshot: Snapshot, version: int, n_words: int = 10) -> dict
     dict
         ``version``, ``created_at``, ``num_docs``, ``num_topics``, ``vocab_size``, ``churn`` (the
         manifest's ``extra["churn"]`` when the publisher was given one) and ``topics``: a list of
-        ``{"id", "anchor", "prevalence", "top_words": [word, ...]}`` with ``n_words`` words.
+        ``{"id", "anchor", "prevalence", "top_words": [word, ...]}`` with ``n_words`` words;
+        ``trends``: :func:`trends_summary` (None when not given).
     """
     m = snapshot.manifest
     extra = m.get("extra") or {}
@@ -121,6 +150,7 @@ def compact_summary(snapshot: Snapshot, version: int, n_words: int = 10) -> dict
         "num_topics": m["num_topics"],
         "vocab_size": m["vocab_size"],
         "churn": extra.get("churn"),
+        "trends": trends_summary(trends),
         "topics": [
             {
                 "id": t["id"],
@@ -153,6 +183,12 @@ class Publisher:
         How many snapshots (arrays included) are kept in memory besides the latest.
     clock : callable, default time.time
         Seconds since the epoch; injectable for retention tests.
+    history_max_entries : int, default 1000
+        Versions the history keeps (``snapshots.history_max_entries``).
+    history_max_age_seconds : float, optional
+        The history also drops versions older than this.
+    trend_settings : TrendSettings, optional
+        How :meth:`trends` scores (``trends.*``).
 
     Raises
     ------
@@ -163,7 +199,9 @@ class Publisher:
     def __init__(self, path: str | os.PathLike, *, keep: int = 20,
                  keep_seconds: float | None = None, n_top_words: int = 20,
                  on_publish: Callable[[dict[str, Any]], None] | None = None,
-                 cache_size: int = 4, clock: Callable[[], float] = time.time):
+                 cache_size: int = 4, clock: Callable[[], float] = time.time,
+                 history_max_entries: int = 1000, history_max_age_seconds: float | None = None,
+                 trend_settings: TrendSettings | None = None):
         if int(keep) < 1:
             raise ValueError(f"keep must be >= 1, got {keep!r}")
         self.path = Path(path)
@@ -184,7 +222,12 @@ class Publisher:
         self._topics: dict[int, list[dict]] = {}
         self._latest: tuple[int, Snapshot] | None = None
         self._max_version = 0
+        self.trend_settings = trend_settings or TrendSettings()
+        self._trends: tuple[int, Trends] | None = None
+        self.history = History(self.path, max_entries=history_max_entries,
+                               max_age_seconds=history_max_age_seconds, clock=clock)
         self._recover()
+        self._backfill_history()
 
     # ----------------------------------------------------------------------------------------
     # start-up
@@ -281,13 +324,16 @@ class Publisher:
         with self._publish_lock:
             if self._closed:
                 raise SnapshotError("the publisher is closed")
-            version = max(self._max_version, *self._version_dirs(), 0) + 1
+            version = max(self._max_version, *self._version_dirs(), self._history_version(),
+                          0) + 1
             target = self.path / version_name(version)
             snapshot.setdefault("n_top_words", self.n_top_words)
             snapshot["extra"] = {**(snapshot.get("extra") or {}), "snapshot_version": version}
             write_snapshot(target, **snapshot)
             snap = read_snapshot(target)
             self._write_pointer(version)
+            # Before waking readers: whoever sees the new version finds it in the trends.
+            self._record_history(version, snap)
             with self._cond:
                 self._max_version = version
                 self._latest = (version, snap)
@@ -295,14 +341,51 @@ class Publisher:
                 self._cond.notify_all()
             info = self._info(version)
             self._prune()
+            trends = self.trends()
         log.info("published snapshot %s (%d topics, %d documents)",
                  version_name(version), snap.num_topics, snap.num_docs)
         if self.on_publish is not None:
             try:
-                self.on_publish(compact_summary(snap, version))
+                self.on_publish(compact_summary(snap, version, trends=trends))
             except Exception:  # noqa: BLE001 - the hook is best effort by design
                 log.exception("the on_publish hook failed for snapshot %s", version_name(version))
         return info
+
+    def _history_version(self) -> int:
+        records = self.history.records
+        return int(records[-1]["version"]) if records else 0
+
+    def _record_history(self, version: int, snap: Snapshot) -> None:
+        try:
+            self.history.append(entry_from_topics(version, snap.manifest["created_at"],
+                                                  snap.topics))
+        except OSError:  # the snapshot is out; the next start backfills the history from it
+            log.exception("could not append snapshot %s to the history", version_name(version))
+
+    def _backfill_history(self) -> None:
+        """Append retained snapshots the history lacks (a crash between the two writes)."""
+        last = self._history_version()
+        for v in self._version_dirs():
+            info = self._info(v)
+            if v <= last or info is None:
+                continue
+            try:
+                self.history.append(entry_from_topics(v, info.created_at, self.topics(v)))
+            except (SnapshotError, OSError) as exc:
+                log.warning("could not add snapshot %s to the history: %s", version_name(v), exc)
+
+    def trends(self) -> Trends | None:
+        """:func:`compute_trends` over the history (cached per latest version), None before the
+        first snapshot."""
+        last = self._history_version()
+        cached = self._trends
+        if last == 0:
+            return None
+        if cached is not None and cached[0] == last:
+            return cached[1]
+        trends = compute_trends(self.history.entries(), self.trend_settings)
+        self._trends = (last, trends)  # one tuple assignment: safe between threads
+        return trends
 
     def _prune(self) -> None:
         with self._cond:
@@ -456,6 +539,24 @@ class Publisher:
                     })
                     break
         return out
+
+    def related_topics(self, topic_id: int, top: int = 5) -> list[dict[str, Any]]:
+        """The topics of the latest snapshot that share documents with ``topic_id`` more than
+        chance (:func:`anchorstream.model.correlations.related_topics`), strongest first.
+
+        Returns
+        -------
+        list of dict
+            ``{"id", "anchor", "lift"}``; empty before the first snapshot, or when the topic is
+            not in the latest one.
+        """
+        latest = self.latest()
+        ids = [] if latest is None else latest[1].topic_ids
+        if topic_id not in ids:
+            return []
+        snap = latest[1]
+        return [{"id": ids[j], "anchor": snap.topics[j]["anchor"], "lift": lift}
+                for j, lift in related_topics(snap.topic_topic, ids.index(topic_id), top=top)]
 
     # ----------------------------------------------------------------------------------------
     # waiting

@@ -107,6 +107,12 @@ def _subset(cooc: Cooccurrence, idx: np.ndarray, out: np.ndarray | None = None) 
     return out
 
 
+def _partitions_of(st) -> dict:
+    """``{"partitions": {key: {version, offset, ...}}}`` of a partitioned read, else {}."""
+    parts = getattr(st, "partitions", None)
+    return {"partitions": dict(parts)} if parts else {}
+
+
 def _by_word(rows: np.ndarray, old_words: list[str], new_words: list[str]) -> np.ndarray:
     """``rows`` (one per word of ``old_words``) moved to ``new_words``' order; zeros for words
     that are new."""
@@ -149,6 +155,11 @@ class Refresher:
         Extra ``source`` entries (e.g. the Kafka topics).
     storage_options : mapping, optional
         Options of the store's storage (endpoint, region, ...; see :mod:`anchorstream.store.location`).
+    reader : callable ``(version) -> state``, optional
+        Reads the state to fit (default: :func:`~anchorstream.store.open_committed` of
+        ``store_url``); the partitioned layout passes one that sums every partition's store
+        (:func:`anchorstream.store.read_partitions`), whose ``partitions`` (each partition's
+        version and offset) go into the snapshot's ``source``.
     clock : callable, default time.monotonic
     """
 
@@ -159,8 +170,10 @@ class Refresher:
                  source_info: Mapping[str, Any] | None = None,
                  supertopics: int = 0, method: str = "anchor",
                  storage_options: Mapping[str, Any] | None = None,
+                 reader: Callable[..., Any] | None = None,
                  clock: Callable[[], float] = time.monotonic):
         self.store_url = str(store_url)
+        self.reader = reader
         self.storage_options = None if storage_options is None else dict(storage_options)
         self.publisher = publisher
         self.model_kwargs = dict(model_kwargs)
@@ -394,17 +407,19 @@ class Refresher:
 
     @property
     def sparse(self) -> bool:
-        """Whether refreshes read the counts sparse (no V x V array): the low-rank rectifier
-        (``model.rectify_method: lowrank``) of the anchor-word pipeline."""
+        """Whether refreshes read the counts sparse (no V x V array): ``rectify_method
+        lowrank`` on one store (a partitioned ``reader`` still sums dense counts)."""
         kw = self.model_kwargs
-        return (method_spec(self.method, self.anchor_method).anchor_words
+        return (self.reader is None
+                and method_spec(self.method, self.anchor_method).anchor_words
                 and bool(kw.get("rectify", True)) and kw.get("rectify_method") == "lowrank")
 
     def _read(self, version: str | None):
-        """The committed state of ``version``: sparse counts (:attr:`sparse`), or dense ones
-        in the memory of the last read's, if the vocabulary still fits; warm, they are that
-        read's counts plus the segments committed since, when the store allows (see
-        open_committed)."""
+        """The committed state of ``version``: from ``reader`` (the partitioned layout),
+        sparse (:attr:`sparse`), or dense in the memory of the last read's if the vocabulary
+        fits; warm, that read's counts plus the segments committed since (open_committed)."""
+        if self.reader is not None:
+            return self.reader(version)
         if self.sparse:
             return open_committed_sparse(self.store_url, version,
                                          storage_options=self.storage_options)
@@ -460,7 +475,7 @@ class Refresher:
             source={**self.source_info, "store": self.store_url,
                     "store_version": st.version, "offsets": st.offsets,
                     "matrix_docs": float(cooc.num_docs), "clock": st.clock,
-                    **source_docs},
+                    **source_docs, **_partitions_of(st)},
             quality=quality,
             extra={
                 "churn": churn,

@@ -13,6 +13,7 @@ import pytest
 from anchorstream.errors import InputError, SnapshotNotFoundError
 from anchorstream.synthetic import planted_model
 from daemon.publish import LATEST_FILE, Publisher, compact_summary, version_name
+from daemon.history import HISTORY_FILE
 
 V, K = 40, 4
 VOCAB = [f"word{i:02d}" for i in range(V)]
@@ -71,7 +72,7 @@ def test_retention_by_count_never_leaves_trash(tmp_path):
     for seed in range(6):
         pub.publish(**model_kwargs(seed))
     assert sorted(p.name for p in tmp_path.iterdir()) == [
-        "0000000004", "0000000005", "0000000006", LATEST_FILE]
+        "0000000004", "0000000005", "0000000006", HISTORY_FILE, LATEST_FILE]
     with pytest.raises(SnapshotNotFoundError):
         pub.get(1)
 
@@ -199,7 +200,10 @@ def test_on_publish_hook_gets_a_compact_summary(tmp_path, caplog):
     assert summary["version"] == 1 and summary["num_topics"] == K
     assert summary["churn"] == {"births": [0, 1, 2, 3]}
     assert len(summary["topics"]) == K and len(summary["topics"][0]["top_words"]) == 10
-    assert summary == compact_summary(pub.get(1), 1)
+    assert summary == compact_summary(pub.get(1), 1, trends=pub.trends())
+    # One snapshot: nothing can be rising yet, but the trends are there, window and all.
+    assert summary["trends"] == {"window": [1, 1], "rising": [], "new": [], "falling": [],
+                                 "gone": []}
 
     def broken(_summary):
         raise RuntimeError("kafka is down")

@@ -185,6 +185,29 @@ def test_model_updates_hook(kafka_broker):  # noqa: F811
     assert record.key == cfg.group_id.encode()
 
 
+def test_model_updates_carry_the_trends(kafka_broker, tmp_path):  # noqa: F811
+    """The publisher's summaries, through the real broker, name what is new and rising."""
+    from daemon.publish import Publisher
+    from tests.test_trends_api import stream
+
+    updates = unique_name("updates")
+    kafka_broker.create_topics([updates])
+    cfg = kafka_config(kafka_broker.bootstrap_servers, ["docs"], model_updates_topic=updates)
+    hook = ModelUpdatesProducer(cfg)
+    pub = Publisher(tmp_path, on_publish=hook)
+    stream(pub)  # ten snapshots; topic 9 born at version 4 and growing
+    hook.flush(30)
+    hook.close()
+    records = read_topic(kafka_broker.bootstrap_servers, updates, 10)
+    last = json.loads(records[-1].value)
+    assert last["version"] == 10 and last["trends"]["window"] == [1, 10]
+    trends = pub.trends()
+    assert last["trends"]["new"] == [{"id": 9, "score": round(trends.new[0].score, 4)}]
+    assert last["trends"]["rising"][0]["id"] == 9
+    assert [g["id"] for g in last["trends"]["gone"]] == [2, 3]
+    assert json.loads(records[0].value)["trends"]["new"] == []
+
+
 def test_security_settings_are_passed_through(tmp_path):
     ca = tmp_path / "ca.pem"
     ca.write_text("-----BEGIN CERTIFICATE-----\n")

@@ -10,7 +10,7 @@ import os
 import shutil
 from dataclasses import dataclass, field
 
-__all__ = ["MOVE_PP", "Seen", "Style", "format_snapshot", "remember"]
+__all__ = ["MOVE_PP", "Seen", "Style", "format_snapshot", "format_trends", "remember"]
 
 #: A prevalence change of at least this many percentage points counts as rising or falling.
 MOVE_PP = 0.5
@@ -67,8 +67,28 @@ def _pp(delta: float) -> str:
     return f"{delta * 100:+.1f}"
 
 
+def format_trends(trends, style: Style, anchors: dict[int, str | None], n: int = 3) -> str:
+    """What is new and what rose over the trend window, as one line: ``GET /v1/trends``'s
+    ``new`` and ``rising`` lists (:class:`anchorstream.model.trends.Trends`), ``n`` of each,
+    with each topic's anchor and score (a z-score, docs/trends.md)."""
+    def items(ts) -> str:
+        return ", ".join(f"{t.id} {anchors.get(t.id) or '-'} (z {t.score:+.1f})" for t in ts[:n])
+
+    window = f"last {len(trends.window)} snapshots"
+    parts = []
+    if trends.new:
+        parts.append(style.born(f"new: {items(trends.new)}"))
+    rising = [t for t in trends.rising if not t.new]
+    if rising:
+        parts.append(style.up(f"rising: {items(rising)}"))
+    if not parts:
+        return style.dim(f"trends ({window}): nothing new or rising")
+    return f"trends ({window}): " + "   ".join(parts)
+
+
 def format_snapshot(version: int, snapshot, seen: Seen | None, style: Style, *,
-                    n_words: int | None = None, stream_at: str | None = None) -> str:
+                    n_words: int | None = None, stream_at: str | None = None,
+                    trends=None) -> str:
     """A snapshot's topics as text, with what changed since ``seen``.
 
     Parameters
@@ -83,6 +103,8 @@ def format_snapshot(version: int, snapshot, seen: Seen | None, style: Style, *,
         Top words per topic; default: fit the terminal width, 8 when not a terminal.
     stream_at : str, optional
         Where the replay is (shown in the header).
+    trends : anchorstream.model.trends.Trends, optional
+        The publisher's trends; printed (:func:`format_trends`) when computed at ``version``.
 
     Returns
     -------
@@ -178,6 +200,8 @@ def format_snapshot(version: int, snapshot, seen: Seen | None, style: Style, *,
     if not parts:
         parts.append(style.dim(f"no topic moved by {MOVE_PP} points or more"))
     lines.append("   ".join(parts))
+    if trends is not None and trends.version == version:
+        lines.append(format_trends(trends, style, {t["id"]: t["anchor"] for t in topics}))
     return "\n".join(lines)
 
 

@@ -15,11 +15,17 @@ Endpoints
                                          ``max_waiters`` polls wait already.
 ``GET /v1/snapshots``                    retained versions, oldest first, and the latest.
 ``GET /v1/snapshots/{version}``          one retained snapshot (immutable, cacheable).
-``GET /v1/topics/{id}``                  the topic in the latest snapshot (``null`` if it died)
-                                         and its ``history`` across retained snapshots.
-``POST /v1/infer``                       ``{"text": "..."}`` or ``{"tokens": [...]}``, optional
-                                         ``"version"``, ``"top"`` and ``"min_weight"``: topic
-                                         proportions of at least ``min_weight`` (default 0.01).
+``GET /v1/topics/{id}``                  the topic in the latest snapshot (``null`` if it died),
+                                         its ``history`` and ``related`` topics (by lift).
+``POST /v1/infer``                       ``{"text": "..."}`` or ``{"tokens": [...]}``, or a batch
+                                         ``{"documents": [...]}`` (up to ``max_infer_documents``),
+                                         optional ``"version"``, ``"top"`` and ``"min_weight"``:
+                                         topic proportions of at least ``min_weight`` (default
+                                         0.01) and ``omitted_weight`` (daemon/http/infer.py).
+``GET /v1/trends``                       rising, falling, new and gone topics over the last
+                                         ``trends.window`` snapshots of the history, with scores
+                                         and series; ``?limit=N`` (default 10), ``?window=N``.
+                                         404 before the first snapshot (daemon/http/trends.py).
 ``GET /healthz``                         200 while the process serves requests.
 ``GET /readyz``                          200 when a snapshot exists and ``ready()`` says
                                          ok, else 503 with the reason (the daemon's
@@ -70,21 +76,18 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-import numpy as np
 
 from anchorstream.errors import InputError, SnapshotError, SnapshotNotFoundError
-from anchorstream.model.infer import infer_topics
 from anchorstream.text.tokenize import Tokenizer
 from daemon.http import strictjson
+from daemon.http.infer import MAX_INFER_DOCUMENTS, infer_request
+from daemon.http.trends import MAX_LIMIT, trends_document
 from daemon.http.server import HttpError as _HttpError
 from daemon.http.server import JsonHandler, JsonServer, dumps
 
 __all__ = ["ApiServer", "STATIC_DIR"]
 
 log = logging.getLogger("anchorstream.api")
-
-#: ``POST /v1/infer`` lists topics of at least this weight unless the request says otherwise.
-INFER_MIN_WEIGHT = 0.01
 
 STATIC_DIR = Path(__file__).parents[1] / "static"
 _STATIC_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,100}")
@@ -146,6 +149,8 @@ class ApiServer:
     listen_backlog : int, default 1024
         Connections the kernel queues before they are accepted.
     static_dir : path-like, default ``daemon/static``
+    max_infer_documents : int, default 256
+        Documents one ``POST /v1/infer`` batch may hold.
     """
 
     def __init__(self, publisher, *, host: str = "127.0.0.1", port: int = 0,
@@ -155,7 +160,8 @@ class ApiServer:
                  max_body_bytes: int = 1 << 20, max_wait_seconds: float = 60.0,
                  max_waiters: int = 256, header_timeout_seconds: float = 20.0,
                  body_timeout_seconds: float = 30.0, listen_backlog: int = 1024,
-                 static_dir: str | Path | None = None):
+                 static_dir: str | Path | None = None,
+                 max_infer_documents: int = MAX_INFER_DOCUMENTS):
         self.publisher = publisher
         self.host = host
         self._requested_port = int(port)
@@ -165,6 +171,7 @@ class ApiServer:
         self.ready = ready
         self.tokenizer = tokenizer if tokenizer is not None else Tokenizer()
         self.max_body_bytes = int(max_body_bytes)
+        self.max_infer_documents = max(int(max_infer_documents), 1)
         self.max_wait_seconds = float(max_wait_seconds)
         self.max_waiters = max(int(max_waiters), 1)
         self._waiting = 0
@@ -293,6 +300,7 @@ class _Handler(JsonHandler):
          "/v1/snapshots/{version}", True),
         ("GET", re.compile(r"/v1/topics/(-?\d{1,20})"), "get_topic", "/v1/topics/{id}", True),
         ("POST", re.compile(r"/v1/infer"), "post_infer", "/v1/infer", True),
+        ("GET", re.compile(r"/v1/trends"), "get_trends", "/v1/trends", True),
         ("GET", re.compile(r"/healthz"), "get_healthz", "/healthz", False),
         ("GET", re.compile(r"/readyz"), "get_readyz", "/readyz", False),
         ("GET", re.compile(r"/metrics"), "get_metrics", "/metrics", True),
@@ -464,6 +472,7 @@ class _Handler(JsonHandler):
             "alive": topic is not None,
             "topic": topic,
             "history": history,
+            "related": pub.related_topics(tid),
         })
 
     # --- inference -----------------------------------------------------------------------------
@@ -482,73 +491,25 @@ class _Handler(JsonHandler):
             raise _HttpError(400, "invalid_json", f"the body is not accepted: {exc}") from None
 
     def post_infer(self) -> int:
-        req = self._read_json_body()
-        if not isinstance(req, dict):
-            raise _HttpError(400, "bad_request",
-                             'the body must be a JSON object: {"text": "..."} or '
-                             '{"tokens": ["...", ...]}')
-        unknown = set(req) - {"text", "tokens", "version", "top", "min_weight"}
-        if unknown:
-            raise _HttpError(400, "bad_request", f"unknown field(s) {sorted(unknown)}; allowed: "
-                             "text, tokens, version, top, min_weight")
-        if ("text" in req) == ("tokens" in req):
-            raise _HttpError(400, "bad_request", 'send exactly one of "text" and "tokens"')
-        if "text" in req and not isinstance(req["text"], str):
-            raise _HttpError(400, "bad_request", '"text" must be a string')
-        if "tokens" in req and not (isinstance(req["tokens"], list)
-                                    and all(isinstance(t, str) for t in req["tokens"])):
-            raise _HttpError(400, "bad_request", '"tokens" must be a list of strings')
-        top = req.get("top")
-        if top is not None and (not isinstance(top, int) or isinstance(top, bool) or top < 1):
-            raise _HttpError(400, "bad_request", '"top" must be an integer >= 1')
-        min_weight = req.get("min_weight", INFER_MIN_WEIGHT)
-        if (not isinstance(min_weight, (int, float)) or isinstance(min_weight, bool)
-                or not 0 <= min_weight <= 1):
-            raise _HttpError(400, "bad_request", '"min_weight" must be a number in [0, 1]')
-        version = req.get("version")
-        if version is not None and (not isinstance(version, int) or isinstance(version, bool)):
-            raise _HttpError(400, "bad_request", '"version" must be an integer')
+        status, body = infer_request(self._read_json_body(), self.app.publisher,
+                                     self.app.tokenizer,
+                                     max_documents=self.app.max_infer_documents)
+        return self._send_json(status, body)
 
-        pub = self.app.publisher
-        if version is None:
-            latest = pub.latest()
-            if latest is None:
-                raise _HttpError(404, "no_snapshot", "no snapshot has been published yet")
-            version, snap = latest
-        else:
-            try:
-                snap = pub.get(version)
-            except SnapshotNotFoundError:
-                raise _HttpError(404, "not_found", f"snapshot {version} is not retained") \
-                    from None
-        try:
-            tokens = self.app.tokenizer(req["text"] if "text" in req else req["tokens"])
-        except InputError as exc:
-            raise _HttpError(400, "bad_request", str(exc)) from None
-        index = snap.word_index
-        cols = [index[t] for t in tokens if t in index]
-        if not cols:
-            raise _HttpError(422, "no_known_words",
-                             f"none of the document's {len(tokens)} token(s) is in the model's "
-                             "vocabulary, so it has no topic proportions")
-        counts = np.bincount(np.asarray(cols), minlength=len(snap.vocabulary)).astype(np.float64)
-        start = time.perf_counter()
-        theta = infer_topics(snap.topic_word.T, counts)
-        ids = snap.topic_ids
-        order = np.argsort(-theta, kind="stable")
-        # The strongest topic always; the others down to min_weight (a document's proportions
-        # trail off to 1e-77, which is no information), at most `top` in all.
-        order = order[:1 + int(np.count_nonzero(theta[order[1:]] >= min_weight))]
-        if top is not None:
-            order = order[:top]
-        return self._send_json(200, {
-            "version": version,
-            "num_tokens": len(tokens),
-            "num_known_tokens": len(cols),
-            "topics": [{"id": ids[k], "weight": float(theta[k])} for k in order],
-            "omitted_weight": float(max(0.0, 1.0 - theta[order].sum())),
-            "seconds": round(time.perf_counter() - start, 6),
-        })
+    def get_trends(self) -> int:
+        limit = self._int_param("limit")
+        window = self._int_param("window")
+        if limit is not None and not 1 <= limit <= MAX_LIMIT:
+            raise _HttpError(400, "bad_request",
+                             f"query parameter 'limit' must be in [1, {MAX_LIMIT}], got {limit}")
+        if window is not None and window < 2:
+            raise _HttpError(400, "bad_request",
+                             f"query parameter 'window' must be >= 2 snapshots, got {window}")
+        doc = trends_document(self.app.publisher, limit=10 if limit is None else limit,
+                              window=window)
+        if doc is None:
+            raise _HttpError(404, "not_found", "no snapshot has been published yet")
+        return self._send_json(200, doc, {"Cache-Control": "no-cache"})
 
     # --- health, metrics, static ---------------------------------------------------------------
 
@@ -581,8 +542,7 @@ class _Handler(JsonHandler):
         return self.get_static("index.html")
 
     def get_static(self, name: str) -> int:
-        # A plain file name only: no path separators, no leading dot, so nothing outside
-        # the static directory can be named.
+        # A plain file name only (no separators, no leading dot): nothing outside static/.
         file = self.app.static_dir / name
         if not _STATIC_NAME.fullmatch(name) or not file.is_file():
             raise _HttpError(404, "not_found", f"no static file {name!r}")

@@ -58,7 +58,8 @@ from daemon.settings.loading import (ENV_PREFIX, SECTIONS, Config, describe_keys
                                      parse_config)
 from daemon.settings.sections import (HealthConfig, HttpConfig, KafkaConfig, LoggingConfig,
                                       MessageConfig, MetricsConfig, ModelConfig, RefreshConfig,
-                                      SnapshotsConfig, StoreConfig, VocabConfig)
+                                      SnapshotsConfig, StoreConfig, TrendsConfig,
+                                      VocabConfig)
 
 __all__ = [
     "Config",
@@ -74,6 +75,7 @@ __all__ = [
     "Secret",
     "SnapshotsConfig",
     "StoreConfig",
+    "TrendsConfig",
     "VocabConfig",
     "FrozenMap",
     "EMBEDDED",

@@ -19,7 +19,8 @@ from daemon.settings.checks import ConfigError, FromEnv, Secret, UniqueKeyLoader
 from daemon.settings.report import report
 from daemon.settings.sections import (HealthConfig, HttpConfig, KafkaConfig, LoggingConfig,
                                       MessageConfig, MetricsConfig, ModelConfig, RefreshConfig,
-                                      SnapshotsConfig, StoreConfig, VocabConfig)
+                                      SnapshotsConfig, StoreConfig, TrendsConfig,
+                                      VocabConfig)
 
 ENV_PREFIX = "ANCHORSTREAM_"
 
@@ -42,6 +43,7 @@ class Config(BaseSettings):
     model: ModelConfig = Field(default_factory=ModelConfig)
     refresh: RefreshConfig = Field(default_factory=RefreshConfig)
     snapshots: SnapshotsConfig = Field(default_factory=SnapshotsConfig)
+    trends: TrendsConfig = Field(default_factory=TrendsConfig)
     health: HealthConfig = Field(default_factory=HealthConfig)
     http: HttpConfig = Field(default_factory=HttpConfig)
     metrics: MetricsConfig = Field(default_factory=MetricsConfig)

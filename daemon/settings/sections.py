@@ -110,6 +110,10 @@ class StoreConfig(_Section):
     path: Text() = Field(
         "store", description="store directory, or URL: file://, s3:// (s3a://), gs:// (gcs://), "
         "az:// (abfs://, abfss://, azure://)")
+    layout: Choice("single", "partitioned") = Field(
+        "single", description="single: one store for every partition (one daemon); "
+        "partitioned: one store per Kafka partition under store.path, for several ingest "
+        "instances in one consumer group and one refresher (anchorstream run --role)")
     storage_options: StorageOptions = Field(
         FrozenMap(), description="keyword arguments of the Icechunk storage of an object-store "
         "URL (region, endpoint_url, allow_http, anonymous, force_path_style, ...); credentials "
@@ -333,6 +337,39 @@ class SnapshotsConfig(_Section):
         None, description="also drop snapshots older than this; null = no limit")
     # The snapshot format lists at least 20 words per topic (anchorstream.snapshot).
     n_top_words: Int(20) = Field(20, description="top words stored per topic")
+    history_max_entries: Int(2) = Field(
+        1000, description="versions the topic history (HISTORY.jsonl, what trends are computed "
+        "from) keeps; it outlives the snapshots")
+    history_max_age_seconds: Float(0, lo_open=True, optional=True) = Field(
+        None, description="also drop history older than this; null = no limit")
+
+
+class TrendsConfig(_Section):
+    """``trends``: how ``/v1/trends`` scores topics (docs/trends.md)."""
+
+    window: Int(2) = Field(10, description="snapshots a trend looks at, the latest included")
+    min_score: Float(0, lo_open=True) = Field(
+        3.0, description="score (a z-score) from which a topic is rising, or falling below "
+        "minus it")
+    new_min_snapshots: Int(1) = Field(
+        3, description="snapshots a topic born in the window must have lived to be new")
+    prevalence_floor: Float(0, 1, lo_open=True) = Field(
+        0.001, description="prevalences below this count as this (log scale)")
+    noise_floor: Float(0, lo_open=True) = Field(
+        0.05, description="least noise assumed, in log prevalence per snapshot")
+    new_max_overlap: Float(0, 1) = Field(
+        0.5, description="a born topic sharing more of its top words with one topic of the "
+        "snapshot before its birth is that topic re-cut, not new; 1 = no check")
+
+    def settings(self):
+        """The library's :class:`anchorstream.model.trends.TrendSettings`."""
+        from anchorstream.model.trends import TrendSettings
+
+        return TrendSettings(window=self.window, min_score=self.min_score,
+                             new_min_snapshots=self.new_min_snapshots,
+                             prevalence_floor=self.prevalence_floor,
+                             noise_floor=self.noise_floor,
+                             new_max_overlap=self.new_max_overlap)
 
 
 class HealthConfig(_Section):
@@ -363,6 +400,8 @@ class HttpConfig(_Section):
     body_timeout_seconds: Float(0, lo_open=True) = Field(
         30.0, description="a request body must arrive within this after the headers (408 "
         "otherwise)")
+    max_infer_documents: Int(1) = Field(
+        256, description="documents one POST /v1/infer batch may hold (400 beyond)")
     listen_backlog: Int(1, 65535) = Field(
         1024, description="connections queued before they are accepted (capped by the kernel's "
         "net.core.somaxconn)")
