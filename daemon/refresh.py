@@ -27,7 +27,7 @@ from anchorstream.model.anchors import anchor_min_df_for
 from anchorstream.model.methods import TopicFit, fit_topics, novel_word_min_df
 from anchorstream.model.pipeline import AnchorModel
 from anchorstream.model.registry import method_spec
-from anchorstream.store import open_committed, read_document_state
+from anchorstream.store import open_committed, open_committed_sparse, read_document_state
 
 __all__ = ["RefreshResult", "Refresher", "select_words"]
 
@@ -337,10 +337,14 @@ class Refresher:
             cooc_all = st.cooccurrence
             idx = select_words(cooc_all, min_df=self.min_df, max_df_ratio=self.max_df_ratio)
             words = [st.words[i] for i in idx]
-            # Cold with every word selected, the fit may take the counts' memory itself.
-            share = idx.size == cooc_all.n_words and not self.warm_start
-            cooc = _subset(cooc_all, idx, out=None if share
-                           else self._buffers.get("subset", idx.size ** 2, np.float64))
+            if self.sparse:
+                cooc = (cooc_all if idx.size == cooc_all.n_words
+                        else cooc_all.subset(idx, keep_total=False))
+            else:
+                # Cold with every word selected, the fit may take the counts' memory itself.
+                share = idx.size == cooc_all.n_words and not self.warm_start
+                cooc = _subset(cooc_all, idx, out=None if share
+                               else self._buffers.get("subset", idx.size ** 2, np.float64))
             self._check_enough(cooc, len(words))
             docs = None
             if self.needs_documents:
@@ -401,13 +405,24 @@ class Refresher:
                  "warm" if init is not None else "cold", total)
         return result
 
+    @property
+    def sparse(self) -> bool:
+        """Whether refreshes read the counts sparse (no V x V array): ``rectify_method
+        lowrank`` on one store (a partitioned ``reader`` still sums dense counts)."""
+        kw = self.model_kwargs
+        return (self.reader is None
+                and method_spec(self.method, self.anchor_method).anchor_words
+                and bool(kw.get("rectify", True)) and kw.get("rectify_method") == "lowrank")
+
     def _read(self, version: str | None):
-        """The committed state of ``version``: from ``reader`` when one was given (the
-        partitioned layout), else dense counts in the memory of the last read's, if the
-        vocabulary still fits; warm, they are that read's counts plus the segments committed
-        since, when the store allows (see open_committed)."""
+        """The committed state of ``version``: from ``reader`` (the partitioned layout),
+        sparse (:attr:`sparse`), or dense in the memory of the last read's if the vocabulary
+        fits; warm, that read's counts plus the segments committed since (open_committed)."""
         if self.reader is not None:
             return self.reader(version)
+        if self.sparse:
+            return open_committed_sparse(self.store_url, version,
+                                         storage_options=self.storage_options)
         # Until this read succeeds the buffer's contents are unknown.
         since, self._dense = self._dense, None
         st = open_committed(self.store_url, version, out=self._buffers.held("counts"),
@@ -505,12 +520,13 @@ class Refresher:
             if self.warm_start and self._model is not None:
                 init = self._model.remapped(self._model_words, words)
             s = model.settings
+            dense = s.rectify and s.rectify_method != "lowrank"  # lowrank keeps no V x V
             workspace = (self._buffers.get("iterate", len(words) ** 2, np.float32)
-                         if s.rectify and np.dtype(s.rectify_dtype) == np.float32 else None)
+                         if dense and np.dtype(s.rectify_dtype) == np.float32 else None)
             # Two buffers for the rectification's state take turns: the new one must not be
             # the one the warm start (the current model) reads.
             data_out = None
-            if s.rectify:
+            if dense:
                 current = None if self._model is None else self._model.rectify_data_
                 for name in ("state-a", "state-b"):
                     buf = self._buffers.get(name, len(words) ** 2, np.float32)
@@ -565,7 +581,7 @@ class Refresher:
             raise _Skip(f"{candidates} novel-word candidates (in both document halves, "
                         f"document frequency >= {min_df:g}), need {K}")
 
-    def _check_enough(self, cooc: Cooccurrence, n_words: int) -> None:
+    def _check_enough(self, cooc, n_words: int) -> None:
         K = self.n_topics
         if float(cooc.num_docs) <= 0:
             raise _Skip("no documents with two or more vocabulary words yet")

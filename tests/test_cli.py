@@ -162,18 +162,20 @@ def test_fit_prepares_its_arrays_in_the_background_within_a_memory_bound(monkeyp
     assert big.take(30) == (None, None)
 
 
-@pytest.mark.parametrize("where", ["path", "url"])
-def test_fit_on_a_store_written_by_ingest(corpus, tmp_path, where):
+@pytest.mark.parametrize("where, rectify", [("path", "ap"), ("url", "ap"),
+                                             ("path", "lowrank")])
+def test_fit_on_a_store_written_by_ingest(corpus, tmp_path, where, rectify):
     # `ingest` then `fit --store`: the snapshot's vocabulary is the store's active words, its
     # source names the store version and offsets, and the topics are as good as from files.
-    # A memory:// URL reaches the store as given (a Path would make it "memory:/...").
+    # A memory:// URL reaches the store as given (a Path would make it "memory:/..."). The
+    # low-rank rectifier reads the store sparse (open_committed_sparse): the same checks hold.
     path, truth, words = corpus
     store = str(tmp_path / "store") if where == "path" else f"memory://fit-{uuid.uuid4().hex}"
     assert main(["ingest", str(path), "--store", store, "--capacity", "400",
                  "--admit-threshold", "2", "--checkpoint-every", "1000", "-q"]) == 0
     out = tmp_path / "snap"
     assert main(["fit", "--store", store, "-k", str(K), "--anchor-min-df", "5",
-                 "--out", str(out), "--quiet"]) == 0
+                 "--rectify-method", rectify, "--out", str(out), "--quiet"]) == 0
     committed = open_committed(store)
     assert set(committed.words) <= set(words) and len(committed.words) > 0.9 * V
     snap, error = fitted_error(out, truth, words)
@@ -185,6 +187,7 @@ def test_fit_on_a_store_written_by_ingest(corpus, tmp_path, where):
     settings = snap.manifest["settings"]
     assert not {"vocab_size", "min_df", "max_df", "stopwords", "tokenizer"} & set(settings)
     assert settings["n_topics"] == K and settings["method"] == "anchor"
+    assert settings["rectify_method"] == rectify
     assert error < 0.15, error
 
 

@@ -235,3 +235,43 @@ def test_lowrank_rectification_on_a_length_capped_store_refreshes_warm(tmp_path)
     assert sorted(snap2.topic_ids) == list(range(K))
     by_id = {t["id"]: t["anchor"] for t in snap.topics}
     assert sum(by_id[t["id"]] == t["anchor"] for t in snap2.topics) >= K - 1
+
+
+def test_a_lowrank_refresh_reads_the_store_sparse_and_fits_what_the_dense_read_gives(
+        tmp_path, monkeypatch):
+    # model.rectify_method: lowrank reads the counts shard by shard into a sparse matrix (no
+    # V x V array, no V x V buffers) and must fit what the dense counts of the same version,
+    # over the same selected words, give.
+    import daemon.refresh as refresh_mod
+    from anchorstream.stats.cooccurrence import Cooccurrence
+    from anchorstream.store import open_committed
+
+    store = CooccurrenceStore.create(tmp_path / "store", capacity=400, admit_threshold=2,
+                                     length_cap=25)
+    pub = Publisher(tmp_path / "snaps", keep=5)
+    kw = {"n_topics": K, "anchor_min_df": 5, "rectify_method": "lowrank"}
+    ref = Refresher(store.url, pub, model_kwargs=kw, min_new_docs=1, min_df=3,
+                    max_df_ratio=0.2)
+    store.add(planted_docs(2000, seed=1))
+    store.checkpoint({"kafka:docs:0": 2000})
+    dense_reads = []
+    monkeypatch.setattr(refresh_mod, "open_committed",
+                        lambda *a, **k: dense_reads.append(a) or open_committed(*a, **k))
+    assert ref.sparse and ref.refresh_once()["version"] == 1
+    assert dense_reads == []
+    assert all(ref._buffers.held(name) is None
+               for name in ("counts", "subset", "iterate", "state-a", "state-b"))
+    _, snap = pub.latest()
+
+    st_ = open_committed(store.url)
+    full = st_.cooccurrence
+    idx = select_words(full, min_df=3, max_df_ratio=0.2)
+    assert 0 < idx.size < full.n_words  # the selection cut words: the subset is exercised
+    sub = Cooccurrence(full.counts[np.ix_(idx, idx)], full.unigram[idx], full.doc_freq[idx],
+                       full.num_docs, full.num_tokens, full.length_cap)
+    model = AnchorModel(**kw).fit(sub)
+    assert list(snap.vocabulary) == [st_.words[i] for i in idx]
+    got = np.asarray(snap.topic_word, dtype=np.float64)  # (K, V), aligned ids
+    want = model.topic_word_.T
+    for row in got:  # every published topic is one of the dense fit's
+        assert np.abs(want - row).sum(axis=1).min() < 1e-4

@@ -20,11 +20,15 @@ from anchorstream.model.lowrank import DocumentCooccurrence, rectify_lowrank
 from anchorstream.model.recover import recover
 from anchorstream.model.rectify import rectify, rectify_update
 from anchorstream.stats.cooccurrence import Cooccurrence, take_square
+from anchorstream.stats.sparse import SparseCooccurrence
+
+#: Co-occurrences given without a dense V x V array: only the low-rank rectifier takes them.
+IMPLICIT = (DocumentCooccurrence, SparseCooccurrence)
 
 # The fit's own logger, as when these stages were part of it.
 log = logging.getLogger("anchorstream.model.pipeline")
 
-__all__ = ["Rectified", "active_part", "anchor_min_df", "anchor_stage", "check_fit_input", "correlation_stage",
+__all__ = ["IMPLICIT", "Rectified", "active_part", "anchor_min_df", "anchor_stage", "check_fit_input", "correlation_stage",
            "recover_stage", "rectify_stage", "warm_eigvecs"]
 
 
@@ -47,9 +51,9 @@ class Rectified:
 
 def check_fit_input(cooc, init, K: int, lowrank: bool) -> int:
     """InputError unless ``cooc`` (and the warm start ``init``) suit this fit; returns V."""
-    if isinstance(cooc, DocumentCooccurrence):
+    if isinstance(cooc, IMPLICIT):
         if not lowrank:
-            raise InputError("a DocumentCooccurrence (documents, no V x V matrix) needs "
+            raise InputError(f"a {type(cooc).__name__} (no dense V x V matrix) needs "
                              "rectify_method='lowrank'; pass a Cooccurrence otherwise")
     elif not isinstance(cooc, Cooccurrence):
         raise InputError(f"fit expects a Cooccurrence, got {type(cooc).__name__}")
@@ -70,8 +74,9 @@ def check_fit_input(cooc, init, K: int, lowrank: bool) -> int:
 def active_part(cooc, overwrite: bool):
     """The normalized co-occurrence of the words that occur in a document of >= 2 tokens, and
     their indices: a dense array (from a :class:`Cooccurrence`) or an operator (from a
-    :class:`~anchorstream.model.lowrank.DocumentCooccurrence`)."""
-    if isinstance(cooc, DocumentCooccurrence):
+    :class:`~anchorstream.model.lowrank.DocumentCooccurrence` or a
+    :class:`~anchorstream.stats.sparse.SparseCooccurrence`)."""
+    if isinstance(cooc, IMPLICIT):
         active = np.flatnonzero(cooc.row_sums() > 0)
         return (cooc if active.size == cooc.n_words else cooc.subset(active)), active
     counts = cooc.counts

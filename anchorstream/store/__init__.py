@@ -30,6 +30,7 @@ from anchorstream.store.partitions import (
     read_partitions,
 )
 from anchorstream.store.repository import configure_logging
+from anchorstream.store.sparseread import open_committed_sparse
 from anchorstream.store.writer import CooccurrenceStore
 
 __all__ = [
@@ -43,6 +44,7 @@ __all__ = [
     "fingerprint",
     "merge_committed",
     "open_committed",
+    "open_committed_sparse",
     "partition_key",
     "partition_url",
     "pin_partitions",

@@ -329,9 +329,13 @@ class _Counts:
 
 
 def _counts_from_store(args) -> _Counts:
-    from anchorstream.store import read_committed
+    from anchorstream.store import open_committed, open_committed_sparse
 
-    cooc, vocabulary, offsets, version = read_committed(args.store)
+    # The low-rank rectifier reads the counts sparse, shard by shard: no V x V array.
+    anchor_words = args.method == "anchor" and method_spec("anchor", args.anchors).anchor_words
+    implicit = anchor_words and args.rectify and args.rectify_method == "lowrank"
+    st = (open_committed_sparse if implicit else open_committed)(args.store)
+    cooc, vocabulary, offsets, version = st.cooccurrence, st.words, st.offsets, st.version
     if len(vocabulary) <= args.topics:
         raise InputError(
             f"the store {args.store!r} has {len(vocabulary)} active words (version "

@@ -232,7 +232,8 @@ class ModelConfig(_Section):
     rectify_method: Choice("ap", "lowrank") = Field(
         "ap", description="ap = alternating projection on the V x V matrix (JSMF Algorithm 1); "
         "lowrank = the same projections on a V x K factor plus sparse corrections (warm-started "
-        "from the last refresh's eigenvectors)")
+        "from the last refresh's eigenvectors; reads the store's counts sparse, never a V x V "
+        "array)")
     rectify_rows: Int(1, optional=True) = Field(
         None, description="lowrank: words whose rows and columns are checked for negative "
         "entries each iteration; null = 10 x num_topics + 1000")

@@ -1,0 +1,198 @@
+"""Co-occurrence statistics with the counts held sparse: the store's counts without ``V²`` memory.
+
+:class:`~anchorstream.stats.cooccurrence.Cooccurrence` holds the counts as a dense ``V × V``
+array (``8 V²`` bytes: 20 GB at V = 50,000). The counts of real text are sparse — a word pair
+has a non-zero count only if the two words met in some document — so
+:class:`SparseCooccurrence` keeps the upper triangle (diagonal included) as CSR, 12 bytes per
+stored pair, and offers what the low-rank rectifier
+(:func:`~anchorstream.model.lowrank.rectify_lowrank`) and the stages after it read: products
+``C @ Z`` with the normalized matrix, row sums, a subset of words, and the vectors
+(``unigram``, ``doc_freq``, ``num_docs``, ``num_tokens``) of a ``Cooccurrence``.
+
+The store builds one shard by shard (:func:`anchorstream.store.open_committed_sparse`), so a
+read never holds a dense ``V × V`` array either.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from anchorstream.errors import InputError
+from anchorstream.stats.cooccurrence import Cooccurrence, cap_pairs, check_count
+
+__all__ = ["SparseCooccurrence", "canonical_csr", "upper_csr"]
+
+
+def upper_csr(rows, cols, vals, n: int) -> sp.csr_matrix:
+    """The upper triangle (diagonal included) of the symmetric matrix whose entries are
+    ``(rows, cols, vals)``, each given in either triangle once, as canonical CSR (duplicates
+    summed, zeros dropped)."""
+    index = np.int32 if n < 2**31 - 1 else np.int64  # scipy's own choice: no copies
+    rows = np.asarray(rows, dtype=index)
+    cols = np.asarray(cols, dtype=index)
+    lo, hi = np.minimum(rows, cols), np.maximum(rows, cols)
+    del rows, cols
+    out = sp.csr_matrix((np.asarray(vals, dtype=np.float64), (lo, hi)), shape=(n, n))
+    del lo, hi
+    return canonical_csr(out)
+
+
+def canonical_csr(m: sp.csr_matrix) -> sp.csr_matrix:
+    """``m`` with duplicates summed, zeros dropped and arrays no longer than its entries."""
+    m.sum_duplicates()
+    m.eliminate_zeros()
+    if m.data.size > m.nnz or m.data.base is not None or m.indices.base is not None:
+        # Sums and pruning leave arrays (or views of arrays) as long as the operands' sum.
+        m = sp.csr_matrix((m.data[: m.nnz].copy(), m.indices[: m.nnz].copy(), m.indptr),
+                          shape=m.shape)
+    return m
+
+
+class SparseCooccurrence:
+    """Summed co-occurrence statistics whose counts are a sparse symmetric matrix.
+
+    The same fields and meaning as :class:`~anchorstream.stats.cooccurrence.Cooccurrence`,
+    with ``counts`` given by its upper triangle ``U`` (diagonal included): the full matrix is
+    ``U + Uᵀ − diag U``. As an operator it is the *normalized* matrix
+    ``C = counts / total_weight()`` (as :class:`~anchorstream.model.lowrank.DocumentCooccurrence`
+    is), so ``C @ Z`` costs ``O(nnz(U) b)`` for ``b`` vectors.
+
+    Parameters
+    ----------
+    upper : sparse matrix of shape (n_words, n_words)
+        The counts' upper triangle; entries below the diagonal are refused.
+    unigram, doc_freq : ndarray of shape (n_words,)
+    num_docs, num_tokens : int or float
+    length_cap : float or None, default 2
+    mass : float, optional
+        What the counts sum to, where known (see :meth:`total_weight`).
+
+    Examples
+    --------
+    >>> from anchorstream.stats.cooccurrence import cooccurrence
+    >>> X = sp.csr_matrix(np.array([[2., 1., 0.], [0., 1., 3.]]))
+    >>> dense = cooccurrence(X)
+    >>> S = SparseCooccurrence.from_dense(dense)
+    >>> bool(np.allclose(S @ np.eye(3), dense.normalized()))
+    True
+    """
+
+    def __init__(self, upper, unigram, doc_freq, num_docs, num_tokens,
+                 length_cap: float | None = 2, mass: float | None = None):
+        cap_pairs(length_cap)  # validates
+        U = sp.csr_matrix(upper, dtype=np.float64)
+        self.unigram = np.asarray(unigram, dtype=np.float64)
+        self.doc_freq = np.asarray(doc_freq, dtype=np.float64)
+        V = self.unigram.shape[0] if self.unigram.ndim == 1 else -1
+        if U.shape != (V, V) or self.doc_freq.shape != (V,):
+            raise InputError(
+                "SparseCooccurrence needs counts of shape (n_words, n_words) and unigram, "
+                f"doc_freq of shape (n_words,); got {U.shape}, {self.unigram.shape}, "
+                f"{self.doc_freq.shape}")
+        if U.nnz:
+            if not np.all(np.isfinite(U.data)) or U.data.min() < 0:
+                raise InputError("counts must be finite and non-negative")
+            rows = np.repeat(np.arange(V), np.diff(U.indptr))
+            if np.any(U.indices < rows):
+                raise InputError("SparseCooccurrence takes the upper triangle of the counts "
+                                 "(column >= row); an entry lies below the diagonal")
+        self.upper = U
+        self.length_cap = length_cap
+        self.mass = mass
+        self.num_docs = check_count("num_docs", num_docs)
+        self.num_tokens = check_count("num_tokens", num_tokens)
+        self._upper_t = None
+
+    @classmethod
+    def from_dense(cls, cooc: Cooccurrence) -> SparseCooccurrence:
+        """The same statistics with sparse counts (for tests and small problems)."""
+        return cls(sp.triu(sp.csr_matrix(cooc.counts)), cooc.unigram, cooc.doc_freq,
+                   cooc.num_docs, cooc.num_tokens, cooc.length_cap, cooc.mass)
+
+    @property
+    def n_words(self) -> int:
+        return self.unigram.shape[0]
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (self.n_words, self.n_words)
+
+    @property
+    def nbytes(self) -> int:
+        """Memory of the counts (the upper triangle, and its transpose once a product made it)."""
+        U = self.upper
+        one = U.data.nbytes + U.indices.nbytes + U.indptr.nbytes
+        return one * (1 if self._upper_t is None else 2)
+
+    def diagonal(self) -> np.ndarray:
+        return self.upper.diagonal()
+
+    def total_weight(self) -> float:
+        """What the products divide by, as :meth:`Cooccurrence.total_weight
+        <anchorstream.stats.cooccurrence.Cooccurrence.total_weight>`: ``mass`` where given,
+        else ``num_docs`` for ``length_cap=2``, else the counts' sum."""
+        if self.mass is not None:
+            return float(self.mass)
+        if self.length_cap == 2:
+            return float(self.num_docs)
+        U = self.upper
+        return float(2.0 * U.data.sum() - U.diagonal().sum())
+
+    def _counts_matmul(self, Z: np.ndarray) -> np.ndarray:
+        U = self.upper
+        if self._upper_t is None:
+            # CSR of Uᵀ: its product is as fast as U's (scipy's CSC product is not).
+            self._upper_t = sp.csr_matrix(U.T)
+        d = U.diagonal()
+        return U @ Z + self._upper_t @ Z - (d[:, None] * Z if Z.ndim == 2 else d * Z)
+
+    def __matmul__(self, Z):
+        Z = np.asarray(Z, dtype=np.float64)
+        total = self.total_weight()
+        if not total > 0:
+            return np.zeros_like(Z)
+        return self._counts_matmul(Z) / total
+
+    def row_sums(self) -> np.ndarray:
+        """``C 1``: each word's share of the (weighted) pairs."""
+        U = self.upper
+        counts = (np.asarray(U.sum(axis=1)).ravel() + np.asarray(U.sum(axis=0)).ravel()
+                  - U.diagonal())
+        total = self.total_weight()
+        return counts / total if total > 0 else counts
+
+    def subset(self, words, *, keep_total: bool = True) -> SparseCooccurrence:
+        """The statistics of ``words`` (rows and columns, in that order), documents unchanged.
+
+        With ``keep_total`` the total weight stays the whole matrix's (as taking those rows
+        and columns of the normalized dense matrix); without, it is recomputed as for a
+        :class:`Cooccurrence` of the sub-matrix's counts (``num_docs``, or their sum).
+        """
+        words = np.asarray(words, dtype=np.int64)
+        total = self.total_weight() if keep_total else None
+        sub = self.upper[words][:, words]
+        if words.size > 1 and np.any(np.diff(words) <= 0):
+            # Not increasing: entries may have moved below the diagonal.
+            coo = sub.tocoo()
+            sub = upper_csr(coo.row, coo.col, coo.data, words.size)
+        return SparseCooccurrence(sub, self.unigram[words], self.doc_freq[words],
+                                  self.num_docs, self.num_tokens, self.length_cap, total)
+
+    def counts_dense(self) -> np.ndarray:
+        """The dense counts (``V²`` memory: tests and small problems)."""
+        U = self.upper.toarray()
+        return U + U.T - np.diag(np.diag(U))
+
+    def normalized(self) -> np.ndarray:
+        """The dense normalized matrix (``V²`` memory: tests and small problems)."""
+        total = self.total_weight()
+        if self.num_docs == 0 or not total > 0:
+            raise InputError("the co-occurrence is empty (no document with at least two "
+                             "tokens); there is nothing to normalise")
+        return self.counts_dense() / total
+
+    def to_dense(self) -> Cooccurrence:
+        """The same statistics as a dense :class:`Cooccurrence` (``V²`` memory)."""
+        return Cooccurrence(self.counts_dense(), self.unigram, self.doc_freq, self.num_docs,
+                            self.num_tokens, self.length_cap, self.mass)

@@ -1,0 +1,168 @@
+"""Reading a committed store version into sparse counts, shard by shard: no ``V × V`` array.
+
+:func:`~anchorstream.store.reading.open_committed` densifies the counts (``8 V²`` bytes: 20 GB at
+a capacity of 50,000 words). :func:`open_committed_sparse` reads the same version into a
+:class:`~anchorstream.stats.sparse.SparseCooccurrence` instead: one upper base shard at a time
+(``shard_size²`` float64, 32 MB with the defaults), keeping the non-zero entries of the active
+words, then the valid segment entries; memory is ``O(nnz)``, 12 bytes per stored word pair.
+What it reads is exactly what ``open_committed`` densifies (the same eviction, fold and decay
+rules; tests/test_store_sparseread.py checks them against each other), which is what the
+low-rank refresh (``model.rectify_method: lowrank``) and ``fit --store --rectify-method lowrank``
+fit from.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+import zarr
+
+from anchorstream.errors import StoreError, StoreFormatError
+from anchorstream.stats.accumulator import Forgetting
+from anchorstream.stats.sparse import SparseCooccurrence, canonical_csr, upper_csr
+from anchorstream.store.format import BRANCH, StoreState, check_format
+from anchorstream.store.reading import CommittedState
+from anchorstream.store.repository import open_repo, pass_through, wrap
+from anchorstream.store.segments import EntryReader, Fold
+from anchorstream.store.settings import length_cap
+from anchorstream.zarrio import get, get_words
+
+__all__ = ["open_committed_sparse", "sparse_upper"]
+
+
+def _block_entries(block, rsel, csel, r0, c0, pos, diagonal: bool):
+    """Non-zero entries of the base block over active rows ``rsel`` and columns ``csel``
+    (slots), as positions; on a diagonal shard the upper triangle only."""
+    if (rsel.size == block.shape[0] and csel.size == block.shape[1]):
+        sub = block  # every slot of the shard is active and valid (the usual case)
+    else:
+        sub = block[np.ix_(rsel - r0, csel - c0)]
+    i, j = np.nonzero(sub)
+    vals = sub[i, j]
+    rows, cols = pos[rsel[i]], pos[csel[j]]
+    if diagonal:
+        keep = rows <= cols
+        rows, cols, vals = rows[keep], cols[keep], vals[keep]
+    return rows, cols, vals
+
+
+def sparse_upper(root, meta, state: StoreState, active: np.ndarray,
+                 reset_seq: np.ndarray) -> sp.csr_matrix:
+    """The upper triangle of base + valid live segments over ``active`` slots (true, decayed
+    values), as CSR over positions in ``active``; reads one upper base shard at a time.
+
+    The same entries as ``reading``'s dense read: base rows and columns of slots reset after
+    the last compaction are skipped (in the shards a fold in progress rewrote, those reset up
+    to the fold's last checkpoint are kept), and the segments' entries go through
+    :class:`~anchorstream.store.segments.EntryReader`.
+    """
+    V, S = meta["config"]["capacity"], meta["config"]["shard_size"]
+    forgetting = Forgetting.from_dict(meta["config"]["forgetting"])
+    R = forgetting.ring
+    n = active.size
+    pos = np.full(V, -1, dtype=np.int64)
+    pos[active] = np.arange(n)
+    fold = Fold.of(meta, state)
+    base_ok = reset_seq <= state.base_seq
+    folded_ok = base_ok if fold is None else reset_seq <= fold.seq
+    base_factor = forgetting.readout(state.clock, state.base_t_ref)
+    live = [r for r in range(R)
+            if state.base_window[r] >= 0 and state.live(state.base_window[r], R)]
+    bands = []
+    for r0 in range(0, V, S):
+        rall = active[(active >= r0) & (active < r0 + S)]
+        parts = []
+        for r in live if rall.size else ():
+            arr = root[f"counts/{r}"]
+            for c0 in range(r0, V, S):
+                call = active[(active >= c0) & (active < c0 + S)]
+                folded = fold is not None and fold.has_folded(r0 // S, c0 // S)
+                ok = folded_ok if folded else base_ok
+                rsel, csel = rall[ok[rall]], call[ok[call]]
+                if rsel.size == 0 or csel.size == 0:
+                    continue
+                block = arr[r0 : min(r0 + S, V), c0 : min(c0 + S, V)]
+                if base_factor != 1.0:
+                    block *= base_factor
+                parts.append(_block_entries(block, rsel, csel, r0, c0, pos, c0 == r0))
+                del block
+        rows, cols, vals = (np.concatenate(p) for p in zip(*parts)) if parts else (
+            np.empty(0, np.int64),) * 3
+        lo = int(pos[rall[0]]) if rall.size else 0
+        band = sp.csr_matrix((vals.astype(np.float64), (rows - lo, cols)),
+                             shape=(rall.size, n))
+        band.sum_duplicates()
+        bands.append(band)
+    base = sp.vstack(bands, format="csr") if bands else sp.csr_matrix((n, n))
+    del bands
+    reader = EntryReader(root, reset_seq, forgetting, state.clock, fold)
+    for seg in state.live_segments(R):
+        # One segment at a time: its entries' index arrays are the read's largest temporaries.
+        srows, scols, svals = reader.entries(seg)
+        srows, scols = pos[srows], pos[scols]
+        keep = (srows >= 0) & (scols >= 0)  # entries of inactive slots are not read
+        base = canonical_csr(sp.csr_matrix(
+            base + upper_csr(srows[keep], scols[keep], svals[keep], n)))
+        del srows, scols, svals, keep
+    return canonical_csr(base)
+
+
+def _read(root, where: str):
+    """The version's metadata, state, active slots, reset sequence and vectors."""
+    meta = check_format(root.attrs, where)
+    state = StoreState.from_json(root.attrs["state"])
+    words_all = get_words(root["vocab"], "slot_words")
+    reset_seq = get(root, "reset_seq")
+    active = np.asarray([s for s, w in enumerate(words_all) if w], dtype=np.int64)
+    R = Forgetting.from_dict(meta["config"]["forgetting"]).ring
+    live = np.asarray([w >= 0 and state.live(w, R) for w in state.vec_window])
+    vectors = [get(root, name)[live].sum(axis=0) for name in ("unigram", "doc_freq", "totals")]
+    return meta, state, words_all, reset_seq, active, vectors
+
+
+def open_committed_sparse(url, version: str | None = None, *,
+                          storage_options: Mapping[str, Any] | None = None) -> CommittedState:
+    """Read one committed version of a store with sparse counts (the latest by default).
+
+    As :func:`~anchorstream.store.reading.open_committed`, but the ``cooccurrence`` is a
+    :class:`~anchorstream.stats.sparse.SparseCooccurrence` read shard by shard, never a dense
+    ``V × V`` array, and there is no incremental re-read (``dense`` is None).
+
+    Raises
+    ------
+    StoreError, StoreFormatError, InputError
+        As :func:`~anchorstream.store.reading.open_committed`.
+    """
+    repo, _ = open_repo(url, storage_options)
+    where = os.fspath(url)
+    try:
+        session = (repo.readonly_session(branch=BRANCH) if version is None
+                   else repo.readonly_session(snapshot_id=version))
+        root = zarr.open_group(session.store, mode="r")
+        meta, state, words_all, reset_seq, active, vectors = _read(root, where)
+        offsets = dict(root.attrs["offsets"])
+        upper = sparse_upper(root, meta, state, active, reset_seq)
+    except (StoreFormatError, StoreError):
+        raise
+    except BaseException as exc:
+        pass_through(exc)
+        raise wrap(exc, f"cannot read store {where!r}") from exc
+    unigram, doc_freq, totals = vectors
+    unigram, doc_freq = unigram[active], doc_freq[active]
+    forgetting = Forgetting.from_dict(meta["config"]["forgetting"])
+    # Vectors are stored in the units of t_ref (as open_committed converts them).
+    factor = forgetting.readout(state.clock, state.t_ref)
+    if factor != 1.0:
+        unigram, doc_freq, totals = unigram * factor, doc_freq * factor, totals * factor
+    num_docs, num_tokens = float(totals[0]), float(totals[1])
+    if not forgetting.decays:
+        num_docs, num_tokens = int(totals[0]), int(round(totals[1]))
+    cooc = SparseCooccurrence(upper, unigram, doc_freq, num_docs, num_tokens,
+                              length_cap(meta["config"]))
+    return CommittedState(cooc, [words_all[s] for s in active], active, offsets,
+                          session.snapshot_id, float(state.clock), int(state.n_docs_added),
+                          None)

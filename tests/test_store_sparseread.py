@@ -1,0 +1,194 @@
+"""Sparse reads of a store (anchorstream/store/sparseread.py) and the sparse statistics
+(anchorstream/stats/sparse.py): the same matrix as the dense read, and no V x V array.
+
+The equality is checked on small stores driven through everything that changes what a reader
+must take (segments, whole and stepped compaction, evictions, decay, windows); the memory
+check fits from a store whose dense read would be several times the largest allocation the
+low-rank path may make, with tracemalloc counting numpy's allocations.
+"""
+
+from __future__ import annotations
+
+import tracemalloc
+import uuid
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from anchorstream.errors import InputError
+from anchorstream.model.pipeline import AnchorModel
+from anchorstream.stats.accumulator import Forgetting
+from anchorstream.stats.cooccurrence import cooccurrence
+from anchorstream.stats.sparse import SparseCooccurrence, upper_csr
+from anchorstream.store import CooccurrenceStore, open_committed, open_committed_sparse
+from anchorstream.synthetic import planted_model, sample_documents
+
+FORGETTING = {
+    "none": Forgetting(),
+    "decay": Forgetting(half_life=9.0),
+    "windows": Forgetting(window=12, n_windows=3),
+}
+
+
+def _assert_same_read(sparse_state, dense_state):
+    s, d = sparse_state.cooccurrence, dense_state.cooccurrence
+    assert sparse_state.words == dense_state.words
+    np.testing.assert_array_equal(sparse_state.slots, dense_state.slots)
+    assert sparse_state.version == dense_state.version
+    assert sparse_state.offsets == dense_state.offsets
+    scale = max(float(np.abs(d.counts).max(initial=0.0)), 1e-300)
+    np.testing.assert_allclose(s.counts_dense(), d.counts, rtol=1e-12, atol=1e-12 * scale)
+    np.testing.assert_allclose(s.unigram, d.unigram, rtol=1e-12)
+    np.testing.assert_allclose(s.doc_freq, d.doc_freq, rtol=1e-12)
+    assert s.num_docs == pytest.approx(d.num_docs, rel=1e-12)
+    assert s.num_tokens == pytest.approx(d.num_tokens, rel=1e-12)
+    assert s.length_cap == d.length_cap
+    if d.num_docs and d.total_weight() > 0:
+        assert s.total_weight() == pytest.approx(d.total_weight(), rel=1e-12)
+        Z = np.random.default_rng(0).standard_normal((d.n_words, 3))
+        want = d.normalized() @ Z
+        np.testing.assert_allclose(s @ Z, want, rtol=1e-10, atol=1e-12 * np.abs(want).max())
+        np.testing.assert_allclose(s.row_sums(), d.normalized().sum(axis=1), rtol=1e-10,
+                                   atol=1e-14)
+
+
+@settings(max_examples=12, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), capacity=st.sampled_from([6, 17, 40]),
+       forgetting=st.sampled_from(sorted(FORGETTING)), stepped=st.booleans(),
+       length_cap=st.sampled_from([2, 5.0]))
+def test_sparse_read_equals_the_dense_read(seed, capacity, forgetting, stepped, length_cap):
+    rng = np.random.default_rng(seed)
+    url = f"memory://sparse-{uuid.uuid4().hex}"
+    runtime = ({"compact_step_seconds": 1e-9, "max_segments": 2} if stepped
+               else {"max_segments": 3})
+    store = CooccurrenceStore.create(url, capacity=capacity, chunk_size=4, shard_size=8,
+                                     admit_threshold=1, forgetting=FORGETTING[forgetting],
+                                     length_cap=length_cap, **runtime)
+    words = [f"w{i}" for i in range(50)]
+    for k in range(10):
+        docs = [[str(w) for w in rng.choice(words[: 15 + 4 * k], size=rng.integers(0, 9))]
+                for _ in range(int(rng.integers(1, 8)))]
+        store.add(docs)
+        if k % 4 == 3:
+            active = [w for w in store.vocabulary.words if w]
+            if active:
+                store.evict(str(rng.choice(active)))
+        store.checkpoint({"k": k})
+        if k == 6 and not stepped:
+            store.compact()
+        _assert_same_read(open_committed_sparse(url), open_committed(url))
+
+
+def test_an_empty_store_reads_as_empty_sparse_counts():
+    url = f"memory://sparse-empty-{uuid.uuid4().hex}"
+    CooccurrenceStore.create(url, capacity=8, seed=["a", "b"])
+    st_ = open_committed_sparse(url)
+    assert st_.words == ["a", "b"] and st_.cooccurrence.upper.nnz == 0
+    assert st_.cooccurrence.num_docs == 0 and st_.dense is None
+    np.testing.assert_array_equal(st_.cooccurrence @ np.ones((2, 1)), np.zeros((2, 1)))
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), n_words=st.integers(2, 12),
+       length_cap=st.sampled_from([2, 4.0, None]))
+def test_sparse_statistics_equal_the_dense_ones(seed, n_words, length_cap):
+    rng = np.random.default_rng(seed)
+    X = sp.csr_matrix(rng.poisson(0.7, size=(15, n_words)).astype(float))
+    dense = cooccurrence(X, length_cap=length_cap)
+    S = SparseCooccurrence.from_dense(dense)
+    if dense.num_docs == 0:
+        return
+    C = dense.normalized()
+    Z = rng.standard_normal((n_words, 4))
+    np.testing.assert_allclose(S @ Z, C @ Z, atol=1e-12)
+    np.testing.assert_allclose(S @ Z[:, 0], C @ Z[:, 0], atol=1e-12)
+    np.testing.assert_allclose(S.row_sums(), C.sum(axis=1), atol=1e-12)
+    np.testing.assert_allclose(S.to_dense().counts, dense.counts, atol=1e-12)
+    # A subset in any order is those rows and columns of the normalized matrix.
+    words = rng.permutation(n_words)[: max(1, n_words // 2)]
+    sub = S.subset(words)
+    np.testing.assert_allclose(sub @ Z[words], C[np.ix_(words, words)] @ Z[words], atol=1e-12)
+    np.testing.assert_allclose(sub.doc_freq, dense.doc_freq[words])
+    # Without the total, it normalizes as a dense Cooccurrence of the sub-matrix does.
+    alone = S.subset(np.sort(words), keep_total=False)
+    ref = dense.counts[np.ix_(np.sort(words), np.sort(words))]
+    if alone.total_weight() > 0:
+        want = ref / (dense.num_docs if length_cap == 2 else ref.sum())
+        np.testing.assert_allclose(alone.normalized(), want, atol=1e-12)
+
+
+def test_upper_csr_sums_both_triangles_into_one():
+    U = upper_csr([0, 2, 1, 1], [2, 0, 1, 1], [1.0, 2.0, 3.0, 0.5], 3)
+    np.testing.assert_array_equal(U.toarray(), [[0, 0, 3], [0, 3.5, 0], [0, 0, 0]])
+
+
+def test_sparse_statistics_refuse_a_lower_triangle_and_bad_shapes():
+    with pytest.raises(InputError, match="upper triangle"):
+        SparseCooccurrence(sp.csr_matrix(np.array([[0.0, 0.0], [1.0, 0.0]])), np.ones(2),
+                           np.ones(2), 1, 2)
+    with pytest.raises(InputError, match="shape"):
+        SparseCooccurrence(sp.csr_matrix((3, 3)), np.ones(2), np.ones(2), 1, 2)
+    with pytest.raises(InputError, match="non-negative"):
+        SparseCooccurrence(sp.csr_matrix(np.array([[-1.0]])), np.ones(1), np.ones(1), 1, 2)
+
+
+def test_a_dense_only_rectifier_refuses_sparse_statistics():
+    truth = planted_model(60, 3, random_state=0)
+    X, _ = sample_documents(truth, 300, random_state=0)
+    S = SparseCooccurrence.from_dense(cooccurrence(X))
+    with pytest.raises(InputError, match="rectify_method='lowrank'"):
+        AnchorModel(3, anchor_min_df=0).fit(S)
+
+
+# ---------------------------------------------------------------------------- memory
+
+
+def _big_store(url, n_words: int, n_topics: int):
+    """A store whose every slot is an active word, from documents of a planted model."""
+    truth = planted_model(n_words, n_topics, random_state=1)
+    X, _ = sample_documents(truth, 3000, doc_length=30, random_state=1)
+    vocab = [f"w{i}" for i in range(n_words)]
+    store = CooccurrenceStore.create(url, capacity=n_words, admit_threshold=1, seed=vocab,
+                                     chunk_size=256, shard_size=512)
+    X = sp.csr_matrix(X)
+    docs = [[vocab[j] for j, c in zip(X.indices[X.indptr[d]:X.indptr[d + 1]],
+                                      X.data[X.indptr[d]:X.indptr[d + 1]]) for _ in range(int(c))]
+            for d in range(X.shape[0])]
+    store.add(docs[:2000])
+    store.checkpoint({"n": 2000})
+    store.compact()  # the base holds most of it, segments the rest
+    store.add(docs[2000:])
+    store.checkpoint({"n": 3000})
+    return store
+
+
+def test_the_low_rank_fit_from_a_store_never_allocates_a_v_by_v_array(tmp_path):
+    # V = 6000: a dense read is 288 MB (float64), the rectifier's float32 iterate 144 MB. The
+    # low-rank path holds the sparse counts (~12 bytes per stored pair, twice for the
+    # transpose) and V x (10 K + 1000) float32 corrections (~25 MB): all O(V K + nnz). Its
+    # peak must stay below 4 V² bytes, so not even a float32 V x V array can be among them.
+    V, K = 6000, 5
+    url = str(tmp_path / "store")
+    _big_store(url, V, K)
+    tracemalloc.start()
+    try:
+        st_ = open_committed_sparse(url)
+        model = AnchorModel(K, rectify_method="lowrank", anchor_min_df=0).fit(st_.cooccurrence)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert len(st_.words) == V and model.topic_word_.shape == (V, K)
+    dense_bytes = 8 * V * V
+    assert peak < dense_bytes / 2, (
+        f"peak {peak / 1e6:.0f} MB, a dense V x V read is {dense_bytes / 1e6:.0f} MB")
+    # The check can fail: the dense read of the same store exceeds the bound.
+    tracemalloc.start()
+    try:
+        open_committed(url)
+        _, dense_peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert dense_peak >= dense_bytes
