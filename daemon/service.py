@@ -215,6 +215,7 @@ class Daemon:
             header_timeout_seconds=cfg.http.header_timeout_seconds,
             body_timeout_seconds=cfg.http.body_timeout_seconds,
             max_infer_documents=cfg.http.max_infer_documents,
+            infer_min_weight=cfg.http.infer_min_weight,
             listen_backlog=cfg.http.listen_backlog).start()
         metrics_port = self.api.port
         if cfg.metrics.port:

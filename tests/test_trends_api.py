@@ -152,3 +152,15 @@ def test_metrics_export_the_trends(pub):
     assert kinds == {"rising": len(trends.rising), "falling": 1.0, "new": 1.0, "gone": 2.0}
     top = families["anchorstream_trend_top_score"].samples[0].value
     assert top == pytest.approx(trends.rising[0].score) and top >= 3.0
+
+
+def test_infer_min_weight_default_is_configurable(pub):
+    publish(pub, [0, 1, 2, 3], [1, 1, 1, 1])
+    text = " ".join(VOCAB[:40])  # words of four topics: every weight well above 0.01
+    with ApiServer(pub) as srv:
+        _, _, default = request(srv, "POST", "/v1/infer", {"text": text})
+    with ApiServer(pub, infer_min_weight=0.99) as srv:
+        _, _, strict = request(srv, "POST", "/v1/infer", {"text": text})
+        _, _, asked = request(srv, "POST", "/v1/infer", {"text": text, "min_weight": 0})
+    assert len(default["topics"]) == 4 and len(strict["topics"]) == 1
+    assert strict["omitted_weight"] > 0.5 and len(asked["topics"]) == 4

@@ -21,7 +21,8 @@ Endpoints
                                          ``{"documents": [...]}`` (up to ``max_infer_documents``),
                                          optional ``"version"``, ``"top"`` and ``"min_weight"``:
                                          topic proportions of at least ``min_weight`` (default
-                                         0.01) and ``omitted_weight`` (daemon/http/infer.py).
+                                         ``infer_min_weight``, 0.01) and ``omitted_weight``
+                                         (daemon/http/infer.py).
 ``GET /v1/trends``                       rising, falling, new and gone topics over the last
                                          ``trends.window`` snapshots of the history, with scores
                                          and series; ``?limit=N`` (default 10), ``?window=N``.
@@ -80,7 +81,7 @@ from urllib.parse import parse_qs, urlsplit
 from anchorstream.errors import InputError, SnapshotError, SnapshotNotFoundError
 from anchorstream.text.tokenize import Tokenizer
 from daemon.http import strictjson
-from daemon.http.infer import MAX_INFER_DOCUMENTS, infer_request
+from daemon.http.infer import INFER_MIN_WEIGHT, MAX_INFER_DOCUMENTS, infer_request
 from daemon.http.trends import MAX_LIMIT, trends_document
 from daemon.http.server import HttpError as _HttpError
 from daemon.http.server import JsonHandler, JsonServer, dumps
@@ -151,6 +152,8 @@ class ApiServer:
     static_dir : path-like, default ``daemon/static``
     max_infer_documents : int, default 256
         Documents one ``POST /v1/infer`` batch may hold.
+    infer_min_weight : float, default 0.01
+        ``POST /v1/infer``'s ``min_weight`` when a request gives none.
     """
 
     def __init__(self, publisher, *, host: str = "127.0.0.1", port: int = 0,
@@ -161,7 +164,8 @@ class ApiServer:
                  max_waiters: int = 256, header_timeout_seconds: float = 20.0,
                  body_timeout_seconds: float = 30.0, listen_backlog: int = 1024,
                  static_dir: str | Path | None = None,
-                 max_infer_documents: int = MAX_INFER_DOCUMENTS):
+                 max_infer_documents: int = MAX_INFER_DOCUMENTS,
+                 infer_min_weight: float = INFER_MIN_WEIGHT):
         self.publisher = publisher
         self.host = host
         self._requested_port = int(port)
@@ -172,6 +176,7 @@ class ApiServer:
         self.tokenizer = tokenizer if tokenizer is not None else Tokenizer()
         self.max_body_bytes = int(max_body_bytes)
         self.max_infer_documents = max(int(max_infer_documents), 1)
+        self.infer_min_weight = float(infer_min_weight)
         self.max_wait_seconds = float(max_wait_seconds)
         self.max_waiters = max(int(max_waiters), 1)
         self._waiting = 0
@@ -492,7 +497,8 @@ class _Handler(JsonHandler):
     def post_infer(self) -> int:
         status, body = infer_request(self._read_json_body(), self.app.publisher,
                                      self.app.tokenizer,
-                                     max_documents=self.app.max_infer_documents)
+                                     max_documents=self.app.max_infer_documents,
+                                     min_weight=self.app.infer_min_weight)
         return self._send_json(status, body)
 
     def get_trends(self) -> int:
