@@ -83,7 +83,13 @@ def test_window_and_limit(pub):
         assert short["window"]["snapshots"] == 3 and short["window"]["from_version"] == 8
         assert all(len(short[k]) <= 1 for k in ("rising", "falling", "new", "gone"))
         assert short["gone"] == []  # 2 and 3 died before version 8
-        for query in ("limit=0", "limit=x", "window=1", "limit=100000"):
+        _, _, loose = request(srv, "GET", "/v1/trends?min_score=0.01&limit=100")
+        _, _, strict = request(srv, "GET", "/v1/trends?limit=100")
+        assert loose["settings"]["min_score"] == 0.01
+        assert {t["id"] for t in loose["rising"]} >= {t["id"] for t in strict["rising"]}
+        assert all(t["score"] >= 0.01 for t in loose["rising"])
+        for query in ("limit=0", "limit=x", "window=1", "limit=100000", "min_score=0",
+                      "min_score=-1", "min_score=x"):
             status, _, err = request(srv, "GET", f"/v1/trends?{query}")
             assert status == 400 and err["error"] == "bad_request", query
             assert query.split("=")[0] in err["message"]

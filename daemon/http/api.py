@@ -25,7 +25,8 @@ Endpoints
                                          (daemon/http/infer.py).
 ``GET /v1/trends``                       rising, falling, new and gone topics over the last
                                          ``trends.window`` snapshots of the history, with scores
-                                         and series; ``?limit=N`` (default 10), ``?window=N``.
+                                         and series; ``?limit=N`` (default 10), ``?window=N``,
+                                         ``?min_score=Z`` (default ``trends.min_score``).
                                          404 before the first snapshot (daemon/http/trends.py).
 ``GET /healthz``                         200 while the process serves requests.
 ``GET /readyz``                          200 when a snapshot exists and ``ready()`` says
@@ -504,6 +505,12 @@ class _Handler(JsonHandler):
     def get_trends(self) -> int:
         limit = self._int_param("limit")
         window = self._int_param("window")
+        min_score = None
+        if self._param("min_score") is not None:
+            min_score = self._float_param("min_score", 0.0)
+            if min_score <= 0:
+                raise _HttpError(400, "bad_request",
+                                 "query parameter 'min_score' must be a number > 0")
         if limit is not None and not 1 <= limit <= MAX_LIMIT:
             raise _HttpError(400, "bad_request",
                              f"query parameter 'limit' must be in [1, {MAX_LIMIT}], got {limit}")
@@ -511,7 +518,7 @@ class _Handler(JsonHandler):
             raise _HttpError(400, "bad_request",
                              f"query parameter 'window' must be >= 2 snapshots, got {window}")
         doc = trends_document(self.app.publisher, limit=10 if limit is None else limit,
-                              window=window)
+                              window=window, min_score=min_score)
         if doc is None:
             raise _HttpError(404, "not_found", "no snapshot has been published yet")
         return self._send_json(200, doc, {"Cache-Control": "no-cache"})
