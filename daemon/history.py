@@ -27,6 +27,7 @@ import json
 import logging
 import os
 import threading
+import time
 import uuid
 import zlib
 from collections.abc import Callable, Iterable
@@ -98,8 +99,6 @@ class History:
     def __init__(self, directory: str | os.PathLike, *, max_entries: int = 1000,
                  max_age_seconds: float | None = None,
                  clock: Callable[[], float] | None = None):
-        import time
-
         if int(max_entries) < 2:
             raise ValueError(f"max_entries must be >= 2, got {max_entries!r}")
         self.path = Path(directory) / HISTORY_FILE
