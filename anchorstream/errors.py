@@ -43,5 +43,15 @@ class StoreError(AnchorstreamError, OSError):
     """The co-occurrence store cannot be read or written (disk full, permissions, ...)."""
 
 
+class StoreConflictError(StoreError):
+    """Another writer committed to the store since this writer's version (it is stale).
+
+    Raised by a checkpoint or compaction of a writer whose branch moved under it: a
+    partition's state was taken over by another ingest instance. Counts are never rebased
+    onto the other writer's commit; the caller drops what it holds, reopens the store and
+    resumes from the offsets stored there (see docs/store.md, "Partitioned layout").
+    """
+
+
 class StoreFormatError(AnchorstreamError, ValueError):
     """The store was written by an incompatible format version or is not a store at all."""

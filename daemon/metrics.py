@@ -34,6 +34,7 @@ anchorstream_source_errors_total                   counter    kind (connect, pol
                                                               was skipped)
 anchorstream_checkpoints_total                     counter
 anchorstream_checkpoint_failures_total             counter
+anchorstream_partitions_fenced_total               counter
 anchorstream_checkpoint_duration_seconds           histogram
 anchorstream_checkpoint_stage_seconds              histogram  stage (delta, write, commit,
                                                               compact, gc): stages that ran
@@ -233,7 +234,8 @@ class Metrics:
     ----------
     registry : CollectorRegistry
     messages_consumed, messages_rejected, dead_letters, documents_accumulated,
-    tokens_accumulated, source_errors, checkpoints, checkpoint_failures, checkpoint_duration,
+    tokens_accumulated, source_errors, checkpoints, checkpoint_failures, partitions_fenced,
+    checkpoint_duration,
     checkpoint_stage_duration, checkpoint_size, refreshes, refresh_failures, refresh_duration,
     snapshots_published, vocabulary_admissions, vocabulary_evictions, topic_births,
     topic_deaths, topic_churn,
@@ -271,6 +273,10 @@ class Metrics:
         self.checkpoints = Counter(f"{p}_checkpoints", "Store checkpoints committed.", registry=r)
         self.checkpoint_failures = Counter(f"{p}_checkpoint_failures",
                                            "Store checkpoints that failed.", registry=r)
+        self.partitions_fenced = Counter(
+            f"{p}_partitions_fenced", "Partition checkpoints refused because another ingest "
+            "instance committed to the partition first (store.layout partitioned).",
+            registry=r)
         self.checkpoint_duration = Histogram(
             f"{p}_checkpoint_duration_seconds", "Time to commit a checkpoint.",
             buckets=_DURATION_BUCKETS, registry=r)

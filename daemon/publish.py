@@ -65,6 +65,7 @@ from typing import Any
 
 from anchorstream.fsutil import fsync_dir
 from anchorstream.errors import SnapshotError, SnapshotNotFoundError
+from anchorstream.model.correlations import related_topics
 from anchorstream.model.trends import Trends, TrendSettings, compute_trends
 from anchorstream.snapshot import Snapshot, read_snapshot, write_snapshot
 from anchorstream.text.decode import parse_timestamp
@@ -538,6 +539,24 @@ class Publisher:
                     })
                     break
         return out
+
+    def related_topics(self, topic_id: int, top: int = 5) -> list[dict[str, Any]]:
+        """The topics of the latest snapshot that share documents with ``topic_id`` more than
+        chance (:func:`anchorstream.model.correlations.related_topics`), strongest first.
+
+        Returns
+        -------
+        list of dict
+            ``{"id", "anchor", "lift"}``; empty before the first snapshot, or when the topic is
+            not in the latest one.
+        """
+        latest = self.latest()
+        ids = [] if latest is None else latest[1].topic_ids
+        if topic_id not in ids:
+            return []
+        snap = latest[1]
+        return [{"id": ids[j], "anchor": snap.topics[j]["anchor"], "lift": lift}
+                for j, lift in related_topics(snap.topic_topic, ids.index(topic_id), top=top)]
 
     # ----------------------------------------------------------------------------------------
     # waiting

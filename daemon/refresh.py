@@ -107,6 +107,12 @@ def _subset(cooc: Cooccurrence, idx: np.ndarray, out: np.ndarray | None = None) 
     return out
 
 
+def _partitions_of(st) -> dict:
+    """``{"partitions": {key: {version, offset, ...}}}`` of a partitioned read, else {}."""
+    parts = getattr(st, "partitions", None)
+    return {"partitions": dict(parts)} if parts else {}
+
+
 def _by_word(rows: np.ndarray, old_words: list[str], new_words: list[str]) -> np.ndarray:
     """``rows`` (one per word of ``old_words``) moved to ``new_words``' order; zeros for words
     that are new."""
@@ -149,6 +155,11 @@ class Refresher:
         Extra ``source`` entries (e.g. the Kafka topics).
     storage_options : mapping, optional
         Options of the store's storage (endpoint, region, ...; see :mod:`anchorstream.store.location`).
+    reader : callable ``(version) -> state``, optional
+        Reads the state to fit (default: :func:`~anchorstream.store.open_committed` of
+        ``store_url``); the partitioned layout passes one that sums every partition's store
+        (:func:`anchorstream.store.read_partitions`), whose ``partitions`` (each partition's
+        version and offset) go into the snapshot's ``source``.
     clock : callable, default time.monotonic
     """
 
@@ -159,8 +170,10 @@ class Refresher:
                  source_info: Mapping[str, Any] | None = None,
                  supertopics: int = 0, method: str = "anchor",
                  storage_options: Mapping[str, Any] | None = None,
+                 reader: Callable[..., Any] | None = None,
                  clock: Callable[[], float] = time.monotonic):
         self.store_url = str(store_url)
+        self.reader = reader
         self.storage_options = None if storage_options is None else dict(storage_options)
         self.publisher = publisher
         self.model_kwargs = dict(model_kwargs)
@@ -316,13 +329,7 @@ class Refresher:
             # The counts go into the memory of the last read's, if the vocabulary still fits;
             # warm, they are that read's counts plus the segments committed since, when the
             # store allows (see open_committed). Until this read succeeds they are unknown.
-            since, self._dense = self._dense, None
-            st = open_committed(self.store_url, version, out=self._buffers.held("counts"),
-                                since=since if self.warm_start else None,
-                                storage_options=self.storage_options)
-            self._buffers.adopt("counts", st.cooccurrence.counts)
-            # Warm, the fit works on a copy (below), so the counts stay this read's.
-            self._dense = st.dense if self.warm_start else None
+            st = self._read(version)
             if st.version == self._published_store_version:
                 log.debug("store version %s is already published", st.version)
                 self._published_docs = max(self._published_docs, st.n_docs_added)
@@ -394,6 +401,23 @@ class Refresher:
                  "warm" if init is not None else "cold", total)
         return result
 
+    def _read(self, version: str | None):
+        """The committed state of ``version``: from ``reader`` when one was given (the
+        partitioned layout), else dense counts in the memory of the last read's, if the
+        vocabulary still fits; warm, they are that read's counts plus the segments committed
+        since, when the store allows (see open_committed)."""
+        if self.reader is not None:
+            return self.reader(version)
+        # Until this read succeeds the buffer's contents are unknown.
+        since, self._dense = self._dense, None
+        st = open_committed(self.store_url, version, out=self._buffers.held("counts"),
+                            since=since if self.warm_start else None,
+                            storage_options=self.storage_options)
+        self._buffers.adopt("counts", st.cooccurrence.counts)
+        # Warm, the fit works on a copy (below), so the counts stay this read's.
+        self._dense = st.dense if self.warm_start else None
+        return st
+
     def _align(self, fit, words: list[str]):
         """Topic ids of ``fit``: matched to the latest published snapshot's, new ones after."""
         latest = self.publisher.latest()
@@ -436,7 +460,7 @@ class Refresher:
             source={**self.source_info, "store": self.store_url,
                     "store_version": st.version, "offsets": st.offsets,
                     "matrix_docs": float(cooc.num_docs), "clock": st.clock,
-                    **source_docs},
+                    **source_docs, **_partitions_of(st)},
             quality=quality,
             extra={
                 "churn": churn,

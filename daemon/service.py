@@ -38,14 +38,17 @@ from anchorstream.text.tokenize import Tokenizer
 from anchorstream.text.vocabulary import read_seed_vocabulary
 from daemon.http.api import ApiServer
 from daemon.kafka import logfilter
-from daemon.settings import Config
+from daemon.settings import Config, ConfigError
 from daemon.http.health import Readiness
 from daemon.ingest.loop import IngestLoop
 from daemon.metrics import Metrics
 from daemon.publish import Publisher
 from daemon.refresh import Refresher
 
-__all__ = ["Daemon", "build_tokenizer", "open_store"]
+__all__ = ["Daemon", "ROLES", "build_tokenizer", "check_role", "open_store"]
+
+#: What one process does (``anchorstream run --role``).
+ROLES = ("all", "ingest", "refresh")
 
 log = logging.getLogger("anchorstream.daemon")
 
@@ -56,8 +59,24 @@ def build_tokenizer(cfg: Config) -> Tokenizer:
     return Tokenizer(stopwords=None if stop == "none" else stop)
 
 
-def open_store(cfg: Config) -> CooccurrenceStore:
-    """Open the store of ``cfg.store.path``, creating it with the configured settings.
+def check_role(role: str, cfg: Config) -> None:
+    """Refuse a role the configuration cannot run, naming what to change."""
+    if role not in ROLES:
+        raise ConfigError(f"--role: got {role!r}; allowed: {', '.join(ROLES)}")
+    if role != "all" and cfg.store.layout != "partitioned":
+        raise ConfigError(
+            f"--role {role}: needs store.layout partitioned (one store per Kafka partition, "
+            f"summed by the refresher); got store.layout {cfg.store.layout!r}")
+
+
+def open_store(cfg: Config, url=None, *, share: int = 1) -> CooccurrenceStore:
+    """Open the store of ``cfg.store.path`` (or ``url``: a partition's store of the
+    partitioned layout), creating it with the configured settings.
+
+    ``share``: the store gets ``store.accumulator_budget_bytes / share`` of memory for its
+    uncommitted delta (a partition's store: the budget is split over the topics' partitions,
+    so an instance owning every partition stays within it; half of a store's budget is a
+    dense block allocated, and scanned at each checkpoint, whether used or not).
 
     The tokenizer's stopwords are also given to the store, which records them (and never
     counts them): reopening the store with another ``vocab.stopwords`` list then logs a
@@ -96,9 +115,11 @@ def open_store(cfg: Config) -> CooccurrenceStore:
     if s.shard_size is not None:
         create["shard_size"] = s.shard_size
     document_stats = DocStatsSettings.for_method(**cfg.model.document_stats_kwargs())
+    runtime = s.runtime_kwargs()
+    runtime["budget_bytes"] = max(runtime["budget_bytes"] // max(int(share), 1), 1 << 20)
     return CooccurrenceStore.open_or_create(
-        s.path, storage_options=s.storage_kwargs(), document_stats=document_stats,
-        **s.runtime_kwargs(), **create)
+        s.path if url is None else url, storage_options=s.storage_kwargs(),
+        document_stats=document_stats, **runtime, **create)
 
 
 class Daemon:
@@ -115,10 +136,20 @@ class Daemon:
         start the daemon on port 0.
     poll_timeout : float, default 0.5
     refresh_join_seconds : float, default 10
+    role : {"all", "ingest", "refresh"}, default "all"
+        ``all``: one process does everything. With ``store.layout: partitioned``, ``ingest``
+        consumes and checkpoints the partitions the consumer group gives it (no refresher,
+        no API: ``/metrics`` alone on ``http.port``), ``refresh`` sums every partition's
+        store, publishes and serves the API (no consumer). See docs/daemon.md.
     """
 
     def __init__(self, config: Config, *, bootstrap_servers=None, ready_file=None,
-                 poll_timeout: float = 0.5, refresh_join_seconds: float = 10.0):
+                 poll_timeout: float = 0.5, refresh_join_seconds: float = 10.0,
+                 role: str = "all"):
+        check_role(role, config)
+        self.role = role
+        self.partitions = None
+        self.watcher = None
         self.config = config
         self.bootstrap_servers = bootstrap_servers
         self.ready_file = Path(ready_file) if ready_file is not None else None
@@ -142,20 +173,35 @@ class Daemon:
     # assembly
 
     def start(self) -> Daemon:
-        """Build every part and start the background threads (not the ingest loop)."""
-        # Imported here: kafka-python is only needed by a daemon that consumes.
-        from daemon.kafka.producers import DeadLetterProducer, ModelUpdatesProducer
-        from daemon.kafka.source import KafkaSource
-
+        """Build every part the role needs and start the background threads (not the loop)."""
         cfg = self.config
-        k = cfg.kafka
         if cfg.logging.level != "DEBUG" and self._remove_log_filter is None:
             # kafka-python logs each reconnection attempt several times while a broker is away.
             self._remove_log_filter = logfilter.install(cfg.logging.kafka_repeat_seconds)
         self.metrics = metrics = Metrics()
-        self.store = store = open_store(cfg)
-        log.info("store %s at version %s (%d documents committed)", cfg.store.path,
-                 store.version, store.n_docs_added)
+        if cfg.store.layout == "partitioned":
+            from daemon.scaled import TopicPartitions
+
+            self.partitions = TopicPartitions(cfg, self.bootstrap_servers)
+        if self.role != "ingest":
+            self._start_refresher()
+        if self.role != "refresh":
+            self._start_ingest()
+        elif self.refresher is not None:
+            from daemon.scaled import PartitionWatcher
+
+            self.watcher = PartitionWatcher(cfg, self.partitions, self.refresher).start()
+        metrics.bind_filesystems(store=cfg.store.path, snapshots=cfg.snapshots.path)
+        if self.refresher is not None:
+            self.refresher.start()
+        self._serve()
+        return self
+
+    def _start_refresher(self) -> None:
+        """The publisher and the refresher (roles all and refresh)."""
+        from daemon.kafka.producers import ModelUpdatesProducer
+
+        cfg, k, metrics = self.config, self.config.kafka, self.metrics
         on_publish = None
         if k.model_updates_topic:
             self.model_updates = ModelUpdatesProducer(k, bootstrap_servers=self.bootstrap_servers)
@@ -166,70 +212,110 @@ class Daemon:
             history_max_entries=cfg.snapshots.history_max_entries,
             history_max_age_seconds=cfg.snapshots.history_max_age_seconds,
             trend_settings=cfg.trends.settings())
-        if k.dead_letter_topic:
-            self.dead_letter = DeadLetterProducer(
-                k, bootstrap_servers=self.bootstrap_servers,
-                on_outcome=lambda outcome: metrics.dead_letters.labels(outcome).inc())
-        tokenizer = build_tokenizer(cfg)
-        self.refresher = refresher = Refresher(
+        reader = None
+        if self.partitions is not None:
+            from daemon.scaled import partitioned_reader
+
+            reader = partitioned_reader(cfg, self.partitions)
+        self.refresher = Refresher(
             cfg.store.path, publisher, model_kwargs=cfg.model.model_kwargs(), metrics=metrics,
             interval_seconds=cfg.refresh.interval_seconds,
             min_new_docs=cfg.refresh.min_new_docs, warm_start=cfg.refresh.warm_start,
             min_df=cfg.vocab.min_df, max_df_ratio=cfg.vocab.max_df_ratio,
             align_min_similarity=cfg.refresh.align_min_similarity,
             supertopics=cfg.model.supertopics, method=cfg.model.method,
-            storage_options=cfg.store.storage_kwargs(),
+            storage_options=cfg.store.storage_kwargs(), reader=reader,
             settings={"daemon": {"vocab": cfg.to_dict()["vocab"],
                                  "message": cfg.to_dict()["message"]}},
-            source_info={"kafka_topics": list(k.topics), "group_id": k.group_id})
-        self.loop = loop = IngestLoop(
-            store, tokenizer=tokenizer, message=cfg.message, metrics=metrics,
+            source_info={"kafka_topics": list(k.topics), "group_id": k.group_id,
+                         "layout": cfg.store.layout})
+        metrics.bind_publisher(publisher)
+
+    def _start_ingest(self) -> None:
+        """The store(s), the loop and the consumer (roles all and ingest)."""
+        from daemon.kafka.producers import DeadLetterProducer
+        from daemon.kafka.source import KafkaSource
+
+        cfg, k, metrics = self.config, self.config.kafka, self.metrics
+        if self.partitions is not None:
+            from daemon.ingest.partitioned import PartitionStores, PartitionedIngestLoop
+
+            partitions = self.partitions
+
+            def opener(url):
+                return open_store(cfg, url, share=len(partitions() or ()) or 1)
+
+            self.store = store = PartitionStores(cfg.store.path, opener)
+            loop_class = PartitionedIngestLoop
+            log.info("partitioned store under %s: partitions are opened as they are assigned",
+                     cfg.store.path)
+        else:
+            self.store = store = open_store(cfg)
+            loop_class = IngestLoop
+            log.info("store %s at version %s (%d documents committed)", cfg.store.path,
+                     store.version, store.n_docs_added)
+        if k.dead_letter_topic:
+            self.dead_letter = DeadLetterProducer(
+                k, bootstrap_servers=self.bootstrap_servers,
+                on_outcome=lambda outcome: metrics.dead_letters.labels(outcome).inc())
+        refresher = self.refresher
+        self.loop = loop = loop_class(
+            store, tokenizer=build_tokenizer(cfg), message=cfg.message, metrics=metrics,
             dead_letter=self.dead_letter,
             checkpoint_every_docs=cfg.store.checkpoint_every_docs,
             checkpoint_every_seconds=cfg.store.checkpoint_every_seconds,
             max_poll_records=k.max_poll_records, poll_timeout=self.poll_timeout,
-            on_checkpoint=refresher.notify)
+            on_checkpoint=None if refresher is None else refresher.notify)
         self.source = source = KafkaSource(
             k, bootstrap_servers=self.bootstrap_servers, max_batch_bytes=cfg.max_batch_bytes,
             lag_refresh_seconds=cfg.health.broker_probe_seconds,
             on_error=lambda kind: metrics.source_errors.labels(kind).inc())
         loop.attach(source)
-        readiness = Readiness(loop=loop, source=source, publisher=publisher,
-                              stall_seconds=cfg.health.stall_seconds)
-
         metrics.bind(lag=source.lag, lag_age=source.lag_age,
                      vocabulary_size=lambda: loop.vocabulary_size,
                      store_bytes=lambda: loop.store_bytes,
                      accumulator_bytes=lambda: store.pending_bytes)
-        metrics.bind_filesystems(store=cfg.store.path, snapshots=cfg.snapshots.path)
-        metrics.bind_publisher(publisher)
-        # What is committed already counts towards the first refresh after a restart.
-        refresher.notify(loop.committed)
-        refresher.start()
-        self.api = ApiServer(
-            publisher, host=cfg.http.host, port=cfg.http.port,
-            bearer_token=cfg.http.bearer_token, metrics=metrics, ready=readiness,
-            tokenizer=tokenizer, max_body_bytes=cfg.http.max_body_bytes,
-            max_wait_seconds=cfg.http.max_wait_seconds,
-            max_waiters=cfg.http.max_waiters,
-            header_timeout_seconds=cfg.http.header_timeout_seconds,
-            body_timeout_seconds=cfg.http.body_timeout_seconds,
-            max_infer_documents=cfg.http.max_infer_documents,
-            infer_min_weight=cfg.http.infer_min_weight,
-            listen_backlog=cfg.http.listen_backlog).start()
-        metrics_port = self.api.port
-        if cfg.metrics.port:
+        if refresher is not None:
+            # What is committed already counts towards the first refresh after a restart.
+            refresher.notify(loop.committed)
+
+    def _serve(self) -> None:
+        """The HTTP API (roles all and refresh) or /metrics alone (ingest); the ready file."""
+        cfg = self.config
+        metrics = self.metrics
+        if self.publisher is not None:
+            readiness = Readiness(loop=self.loop, source=self.source, publisher=self.publisher,
+                                  stall_seconds=cfg.health.stall_seconds)
+            self.api = ApiServer(
+                self.publisher, host=cfg.http.host, port=cfg.http.port,
+                bearer_token=cfg.http.bearer_token, metrics=metrics, ready=readiness,
+                tokenizer=build_tokenizer(cfg), max_body_bytes=cfg.http.max_body_bytes,
+                max_wait_seconds=cfg.http.max_wait_seconds,
+                max_waiters=cfg.http.max_waiters,
+                header_timeout_seconds=cfg.http.header_timeout_seconds,
+                body_timeout_seconds=cfg.http.body_timeout_seconds,
+                max_infer_documents=cfg.http.max_infer_documents,
+                infer_min_weight=cfg.http.infer_min_weight,
+                listen_backlog=cfg.http.listen_backlog).start()
+            http_url, http_port = self.api.url, self.api.port
+        else:
+            # An ingest instance serves /metrics alone, on http.port (probes, Prometheus).
+            self._metrics_server = metrics.serve(cfg.http.host, cfg.http.port)
+            http_port = self._metrics_server.server_address[1]
+            http_url = f"http://{cfg.http.host}:{http_port}"
+        metrics_port = http_port
+        if cfg.metrics.port and self.publisher is not None:
             self._metrics_server = metrics.serve(cfg.metrics.host, cfg.metrics.port)
             metrics_port = self._metrics_server.server_address[1]
-        info = {"pid": os.getpid(), "http_url": self.api.url, "http_port": self.api.port,
-                "metrics_port": metrics_port,
-                "bootstrap_servers": self.bootstrap_servers or list(k.bootstrap_servers)}
+        info = {"pid": os.getpid(), "role": self.role, "http_url": http_url,
+                "http_port": http_port, "metrics_port": metrics_port,
+                "bootstrap_servers": self.bootstrap_servers
+                or list(cfg.kafka.bootstrap_servers)}
         log.info("anchorstream daemon up: %s", json.dumps(info))
         if self.ready_file is not None:
             tmp = self.ready_file.with_name(self.ready_file.name + ".tmp")
             tmp.write_text(json.dumps(info))
             os.replace(tmp, self.ready_file)
-        return self
 
     # ----------------------------------------------------------------------------------------
     # running
@@ -270,14 +356,17 @@ class Daemon:
         if stop_requested is not None and stop_requested():
             log.info("signalled during start-up: stopping")
             self.stop_event.set()
-            if self.loop is None:
+            if self.metrics is None:
                 self.close()
                 return 0
-        if self.loop is None:
+        if self.metrics is None:
             self.start()
         status = 0
         try:
-            self.loop.run(self.stop_event)
+            if self.loop is not None:
+                self.loop.run(self.stop_event)
+            else:
+                self.stop_event.wait()  # --role refresh: the refresher and the API work
         except Exception:
             log.exception("ingestion stopped")
             status = 1
@@ -292,6 +381,10 @@ class Daemon:
     def close(self) -> None:
         """Stop every part (the loop must not be running any more)."""
         self.stop_event.set()
+        if self.watcher is not None:
+            self.watcher.stop()
+        if self.partitions is not None:
+            self.partitions.close()
         if self.refresher is not None and not self.refresher.stop(self.refresh_join_seconds):
             log.warning("a refresh is still running; abandoning it (nothing was published)")
         if self.source is not None:

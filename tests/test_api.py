@@ -175,6 +175,27 @@ def test_topic_with_history(server, published):
     assert status == 404
 
 
+def test_topic_lists_the_topics_it_shares_documents_with(tmp_path):
+    """``related``: the topics whose lift in the latest topic-topic matrix is above 1."""
+    pub = Publisher(tmp_path / "snaps", keep=3)
+    kwargs = model_kwargs(0, [10, 11, 12, 13])
+    p = np.asarray(kwargs["topic_topic"], dtype=np.float64).sum(axis=1)
+    A = 0.5 * np.diag(p) + 0.5 * np.outer(p, p)  # every pair below chance (lift 0.5) ...
+    c = p[1] * p[2]
+    A[1, 2] += c  # ... except topics 11 and 12 (lift 1.5), row sums unchanged
+    A[2, 1] += c
+    A[1, 1] -= c
+    A[2, 2] -= c
+    pub.publish(**{**kwargs, "topic_topic": A})
+    with ApiServer(pub) as srv:
+        _, _, body = request(srv, "GET", "/v1/topics/11")
+        assert [(r["id"], r["anchor"]) for r in body["related"]] == \
+            [(12, kwargs["anchors"][2])]
+        assert body["related"][0]["lift"] == pytest.approx(1.5)
+        assert request(srv, "GET", "/v1/topics/10")[2]["related"] == []
+    pub.close()
+
+
 def test_infer_puts_mass_on_the_documents_topic(server, published):
     snap = published.get(2)
     k = 2

@@ -75,19 +75,28 @@ VOCAB = sorted({w for words in THEMES.values() for w in words})
 K = len(THEMES)
 
 
-def snapshot_kwargs(prevalence, ids=None, seed=0) -> dict:
-    """A published model whose topic k puts most mass on theme k's words, in theme order."""
+#: A theme of words none of THEMES has: a topic on it is new, not an old one re-cut.
+NEW_THEME = ["internet", "broadband", "online", "digital", "technology", "web", "cyber",
+             "data", "networks", "computers", "software", "innovation"]
+
+
+def snapshot_kwargs(prevalence, ids=None, seed=0, themes=None) -> dict:
+    """A published model whose topic k puts most mass on theme k's words, in theme order
+    (``themes``: a list of word lists, default THEMES' values)."""
     rng = np.random.default_rng(seed)
-    index = {w: i for i, w in enumerate(VOCAB)}
-    tw = np.full((K, len(VOCAB)), 1e-3)
-    for k, words in enumerate(THEMES.values()):
+    themes = list(THEMES.values()) if themes is None else themes
+    vocab = sorted({w for words in themes for w in words})
+    index = {w: i for i, w in enumerate(vocab)}
+    tw = np.full((K, len(vocab)), 1e-3)
+    for k, words in enumerate(themes):
         for rank, w in enumerate(words):
             tw[k, index[w]] += (len(words) - rank) * (1.0 + 0.05 * rng.random())
     prevalence = np.asarray(prevalence, dtype=np.float64)
     prevalence = prevalence / prevalence.sum()
     return dict(
-        vocabulary=VOCAB, topic_word=tw, topic_topic=np.diag(prevalence),
-        anchors=list(THEMES), topic_ids=ids if ids is not None else list(range(K)),
+        vocabulary=vocab, topic_word=tw, topic_topic=np.diag(prevalence),
+        anchors=[words[0] for words in themes],
+        topic_ids=ids if ids is not None else list(range(K)),
         prevalence=prevalence, num_docs=10_000 + 2_500 * seed,
         settings={"num_topics": K}, source={"offsets": {}},
     )
@@ -375,6 +384,11 @@ def test_page_shows_topics_and_follows_new_snapshots(server, publisher, browser,
     browser.wait_for(f"return {VERSION} === '2';", "snapshot 2")
     publisher.publish(**snapshot_kwargs([3, 3, 1, 2, 4], ids=[0, 1, 5, 3, 4], seed=2))
     browser.wait_for(f"return {VERSION} === '3';", "snapshot 3")
+    # The chart shows the top rising topics until told to show them all.
+    browser.wait_for("return document.querySelector('#picks button.link:last-of-type');",
+                     "the chart's picks")
+    browser.js("Array.from(document.querySelectorAll('#picks button.link'))"
+               ".find(b => b.innerText === 'all topics').click();")
     points = browser.wait_for(
         "const p = (function(){" + POINTS + "})(); "
         "return p.length === 5 && p.filter(n => n === 3).length === 4 ? p : null;",
@@ -399,7 +413,9 @@ def test_page_shows_topics_and_follows_new_snapshots(server, publisher, browser,
     assert browser.js("return document.getElementById('age').innerText;").endswith(
         ("ago", "now"))
 
-    # The bar colours of the topic rows that are fully on screen: each must be painted.
+    # The bar colours of the topic rows that are fully on screen: each must be painted. The
+    # table comes after the rising panel, the chart and the infer box.
+    browser.js("document.getElementById('topics-card').scrollIntoView();")
     bar_colors = browser.js("""
         return Array.from(document.querySelectorAll('#topics tr[data-topic-id] .bar-fill'))
           .filter(el => { const r = el.getBoundingClientRect();
@@ -419,6 +435,142 @@ def test_page_shows_topics_and_follows_new_snapshots(server, publisher, browser,
     assert pixels.shape[2] >= 3 and pixels.shape[0] >= 400 and pixels.shape[1] >= 800, \
         pixels.shape
     assert blank_page_problems(pixels, bar_rgb) == [], path
+
+
+def coupled(kwargs: dict, a: int, b: int, hierarchy: dict | None = None) -> dict:
+    """``kwargs`` with a topic-topic matrix where the topics in rows ``a`` and ``b`` share
+    documents 1.5 times as often as chance and every other pair less than chance (lift 0.5),
+    and optionally a supertopic hierarchy in ``extra``."""
+    p = np.asarray(kwargs["prevalence"])
+    A = 0.5 * np.diag(p) + 0.5 * np.outer(p, p)
+    c = p[a] * p[b]
+    A[a, b] += c
+    A[b, a] += c
+    A[a, a] -= c
+    A[b, b] -= c
+    out = {**kwargs, "topic_topic": A}
+    if hierarchy is not None:
+        out["extra"] = {"hierarchy": hierarchy}
+    return out
+
+
+def save_screenshot(browser, name: str, capsys) -> Path:
+    """Screenshot the window into ``build/test-artifacts/NAME`` and check it was painted."""
+    png = browser.screenshot()
+    path = SCREENSHOT.parent / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(png)
+    with capsys.disabled():
+        print(f"\nscreenshot: {path}")
+    assert blank_page_problems(decode_png(png)) == [], path
+    return path
+
+
+TRENDS_SHOWN = """
+const out = {};
+for (const kind of ['new', 'rising', 'falling']) {
+  out[kind] = Array.from(document.querySelectorAll(`#${kind}-list li.trend`))
+    .map(li => Number(li.dataset.topicId));
+}
+out.source = document.getElementById('trends').dataset.source;
+return out.source && out.rising.length ? out : null;
+"""
+SERIES = ("return Array.from(document.querySelectorAll('#chart .lines [data-series]'))"
+          ".map(g => Number(g.dataset.series)).sort((a, b) => a - b);")
+CHIPS = ("return Array.from(document.querySelectorAll('#picks .chip'))"
+         ".map(c => Number(c.dataset.topicId)).sort((a, b) => a - b);")
+
+
+@needs_chromium
+def test_rising_panel_topic_detail_chart_picks_and_infer(server, publisher, browser, capsys):
+    """The rising / new panel, a topic's detail view (words with probabilities, history,
+    related topics from the topic-topic matrix, supertopic), the chart limited to the picked
+    topics (default: the top rising), and the infer box, each screenshotted."""
+    hierarchy = {"supertopics": [
+        {"id": 0, "prevalence": 0.55, "topics": [[4, 0.6], [3, 0.4]]},
+        {"id": 1, "prevalence": 0.45, "topics": [[0, 0.5], [1, 0.3], [5, 0.2]]}]}
+    # Eight refreshes: topic 4 ("terrorists") rises throughout and 0 ("tariff") falls; 2 dies
+    # at v4, where 5 is born on words no topic had ("internet") and rises from then on; 3
+    # and 4 share documents (the topic-topic matrix).
+    old = list(THEMES.values())
+    new = [*old[:2], NEW_THEME, *old[3:]]
+    plan = [([8, 4, 3, 2, 1], None), ([7, 4, 3, 2, 1.4], None), ([6, 4, 3, 2, 2], None),
+            ([5, 4, 1, 2, 2.8], new), ([4.3, 4, 1.5, 2, 3.9], new),
+            ([3.7, 4, 2.2, 2, 5.4], new), ([3.2, 4, 3.3, 2, 7.5], new),
+            ([2.8, 4, 5, 2, 10], new)]
+    for seed, (prevalence, themes) in enumerate(plan):
+        kw = snapshot_kwargs(prevalence, ids=None if themes is None else [0, 1, 5, 3, 4],
+                             seed=seed, themes=themes)
+        publisher.publish(**coupled(kw, 3, 4, hierarchy if seed == len(plan) - 1 else None))
+    browser.get(server.url + "/")
+    shown = browser.wait_for(TRENDS_SHOWN, "the rising / new panel")
+    assert shown["source"] == "api", shown  # /v1/trends, not the page's own fallback
+    assert shown["rising"][0] == 4, shown
+    assert 5 in shown["new"] and 0 in shown["falling"], shown
+    # The panel comes first on the page.
+    order = browser.js("return Array.from(document.querySelectorAll('main > section.card'))"
+                       ".filter(s => !s.hidden).map(s => s.id);")
+    assert order[0] == "trends-card", order
+    browser.js("window.scrollTo(0, 0);")
+    save_screenshot(browser, "rising-panel.png", capsys)
+
+    # The chart shows the picked topics only, by default the top rising (new first).
+    chips = browser.wait_for(f"const c = (function(){{{CHIPS}}})(); return c.length ? c : null;",
+                             "the chart's picks")
+    assert 4 in chips and 5 in chips and len(chips) <= 5, chips
+    assert browser.wait_for(f"const s = (function(){{{SERIES}}})(); "
+                            f"return s.length === {len(chips)} ? s : null;",
+                            "the picked series") == chips
+    browser.js("document.querySelector('#topics tr[data-topic-id=\"4\"] input.pick').click();")
+    after = browser.wait_for(f"const s = (function(){{{SERIES}}})(); "
+                             "return s.includes(4) ? null : s;", "topic 4 leaving the chart")
+    assert sorted(after) == sorted(set(chips) - {4})
+
+    # A rising topic opens its detail view.
+    browser.js("document.querySelector('#rising-list li[data-topic-id=\"4\"] .trend-open')"
+               ".click();")
+    browser.wait_for("return document.getElementById('detail-card').dataset.loaded === '4';",
+                     "the detail view of topic 4")
+    detail = browser.js("""
+        const card = document.getElementById('detail-card');
+        return {
+          heading: document.getElementById('detail-heading').innerText,
+          words: Array.from(card.querySelectorAll('#detail-words li')).map(li =>
+            [li.querySelector('.wb-word').innerText, li.querySelector('.wb-p').innerText]),
+          points: card.querySelectorAll('#detail-chart circle').length,
+          related: Array.from(card.querySelectorAll('#detail-related li[data-topic-id]'))
+            .map(li => Number(li.dataset.topicId)),
+          superVisible: !document.getElementById('detail-super-box').hidden,
+          superText: document.getElementById('detail-super').innerText,
+          hash: location.hash,
+        };""")
+    assert "terrorists" in detail["heading"], detail
+    assert detail["words"][0][0] == "terrorists" and len(detail["words"]) >= 10, detail
+    probs = [float(p) for _, p in detail["words"]]
+    assert probs == sorted(probs, reverse=True) and 0 < probs[0] < 1, probs
+    assert detail["points"] == len(plan), detail  # in every snapshot
+    assert detail["related"] == [3], detail  # the only pair above chance
+    assert detail["superVisible"] and "#3" in detail["superText"], detail
+    assert detail["hash"] == "#topic-4"
+    browser.js("document.getElementById('detail-card').scrollIntoView();")
+    save_screenshot(browser, "topic-detail.png", capsys)
+
+    # The infer box: a text about the navy gets the navy topic first.
+    browser.js("""
+        const t = document.getElementById('infer-text');
+        t.value = 'The navy must have more vessels: the fleet, its squadron and its seamen '
+                + 'guard the coast and every harbor, and naval officers ask for a new dock.';
+        document.getElementById('infer-run').click();""")
+    result = browser.wait_for("""
+        const ol = document.getElementById('infer-result');
+        if (ol.dataset.state !== 'done') return null;
+        return {ids: Array.from(ol.children).map(li => Number(li.dataset.topicId)),
+                status: document.getElementById('infer-status').innerText};""",
+                              "the topics of the pasted text")
+    assert result["ids"][0] == 1, result
+    assert f"words known to snapshot v{len(plan)}" in result["status"], result
+    browser.js("document.getElementById('infer-card').scrollIntoView();")
+    save_screenshot(browser, "infer-box.png", capsys)
 
 
 @needs_chromium

@@ -296,3 +296,20 @@ def test_the_demo_knows_whether_numba_must_compile_first(tmp_path, monkeypatch):
     (tmp_path / "anchorstream" / "_kernels").mkdir(parents=True)
     (tmp_path / "anchorstream" / "_kernels" / "cooc.cooccurrence_rows-40.py311.nbi").touch()
     assert kernels_cached()
+
+
+def test_run_refuses_a_role_the_store_layout_cannot_serve(tmp_path, capsys, monkeypatch):
+    """--role ingest|refresh need store.layout partitioned: refused before anything starts."""
+    import logging
+
+    monkeypatch.chdir(tmp_path)
+    # `run` sets the root logger's and kafka-python's levels: put them back afterwards.
+    levels = {name: logging.getLogger(name).level for name in ("", "kafka")}
+    try:
+        assert main(["run", "--role", "ingest"]) != 0
+    finally:
+        for name, level in levels.items():
+            logging.getLogger(name).setLevel(level)
+    err = capsys.readouterr().err
+    assert "--role ingest: needs store.layout partitioned" in err
+    assert "embedded Kafka broker" not in err and not (tmp_path / "store").exists()

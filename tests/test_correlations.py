@@ -10,7 +10,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import anchorstream.model.correlations as correlations_module
-from anchorstream.model.correlations import dirichlet_alpha, supertopics, topic_topic
+from anchorstream.model.correlations import (
+    dirichlet_alpha,
+    related_topics,
+    supertopics,
+    topic_topic,
+)
 from anchorstream.errors import InputError
 from anchorstream.model.recover import recover
 from anchorstream.synthetic import (
@@ -189,3 +194,29 @@ def test_supertopics_errors():
 
 def test_docstring_examples():
     assert doctest.testmod(correlations_module).failed == 0
+
+
+def test_related_topics_rank_by_lift_above_chance():
+    p = np.array([0.4, 0.3, 0.2, 0.1])
+    A = 0.5 * np.outer(p, p) + 0.5 * np.diag(p)  # every pair below chance (lift 0.5) ...
+    for (a, b), lift in {(0, 3): 1.5, (0, 2): 1.1}.items():  # ... but these two
+        extra = (lift - 0.5) * p[a] * p[b]
+        A[a, b] += extra
+        A[b, a] += extra
+        A[a, a] -= extra  # row sums (prevalences) unchanged
+        A[b, b] -= extra
+    rows = related_topics(A, 0)
+    assert [r for r, _ in rows] == [3, 2]
+    lifts = [lift for _, lift in rows]
+    assert lifts == pytest.approx([1.5, 1.1])
+    assert all(lift > 1 for lift in lifts) and lifts == sorted(lifts, reverse=True)
+    assert related_topics(A, 0, top=1) == rows[:1]
+    assert related_topics(A, 1) == []  # nothing above chance
+    assert related_topics(np.zeros((3, 3)), 1) == []  # an empty row: no lift at all
+
+
+def test_related_topics_errors():
+    with pytest.raises(InputError, match="square"):
+        related_topics(np.ones((2, 3)), 0)
+    with pytest.raises(InputError, match="k must be in"):
+        related_topics(np.ones((2, 2)), 2)

@@ -157,6 +157,47 @@ def test_demo_prints_snapshots_and_exits_by_itself(tmp_path):
     assert "Traceback" not in err, err
 
 
+def test_demo_replays_in_time_order_a_step_per_snapshot(tmp_path):
+    """The replay waits for the refreshes: it stays at most 2 x --refresh-docs documents ahead
+    of the newest snapshot, so each snapshot moves on by at most that many documents, whatever
+    the machine's speed, and the dates the snapshots reach only move forward."""
+    with _demo(tmp_path, "--limit", "2400") as proc:
+        head = _read_until(proc, "broker:")
+        proc.broker = _broker_pid(head)
+        out, err = _rest(proc, tmp_path)
+        out = head + out
+    assert proc.returncode == 0, out + err
+    heads = re.findall(r"^\W* snapshot \d+ · ([\d,]+) documents .*· up to (\d{4}-\d\d-\d\d)",
+                       out, flags=re.M)
+    docs = [int(n.replace(",", "")) for n, _ in heads]
+    dates = [d for _, d in heads]
+    assert docs[-1] == 2400, out
+    steps = [b - a for a, b in zip([0, *docs], docs, strict=False)]
+    assert max(steps) <= 2 * 300, steps  # SMALL: --refresh-docs 300
+    assert len(docs) >= 4, docs
+    assert dates == sorted(dates), dates
+
+
+def test_paced_holds_without_bursting_and_stops_while_held():
+    import threading as th
+
+    from daemon.kafka.producers import Paced
+
+    allowed = [3]
+    paced = Paced(range(6), rate=1000.0, hold=lambda n: n >= allowed[0], hold_poll=0.01)
+    got = []
+    for item in paced:
+        got.append(item)
+        if item == 2:
+            th.Timer(0.2, lambda: allowed.__setitem__(0, 10)).start()
+    assert got == list(range(6)) and paced.held_seconds > 0 and not paced.stopped
+
+    stop = th.Event()
+    paced = Paced(range(6), hold=lambda n: n >= 2, stop=stop, hold_poll=0.01)
+    th.Timer(0.1, stop.set).start()
+    assert list(paced) == [0, 1] and paced.stopped
+
+
 def test_demo_stops_cleanly_on_sigterm(tmp_path):
     with _demo(tmp_path, "--state-dir", str(tmp_path / "state")) as proc:
         # Wait for the first snapshot, reading the output as it comes.
@@ -193,7 +234,8 @@ def test_demo_config_forces_embedded_broker_and_demo_paths(tmp_path):
         "vocab": {"capacity": 1000},
     }, env={})
     cfg = demo_config(base, state_dir=tmp_path, num_topics=7, port=0, vocab=3000,
-                      rectify_iter=40, refresh_seconds=2, refresh_docs=200)
+                      rectify_iter=40, refresh_seconds=2, refresh_docs=200,
+                      half_life_docs=4000)
     assert cfg.kafka.embedded
     assert cfg.kafka.security_protocol == "PLAINTEXT" and cfg.kafka.sasl_plain_password is None
     assert cfg.store.path == str(tmp_path / "store")
@@ -203,6 +245,7 @@ def test_demo_config_forces_embedded_broker_and_demo_paths(tmp_path):
     assert cfg.model.rectify_max_iter == 40
     assert (cfg.refresh.interval_seconds, cfg.refresh.min_new_docs) == (2.0, 200)
     assert cfg.http.port == 0
+    assert cfg.store.half_life_docs == 4000
 
 
 def test_bundled_sample_is_present():
@@ -211,7 +254,7 @@ def test_bundled_sample_is_present():
 
 
 @pytest.mark.parametrize("bad", [["--rate", "0"], ["--limit", "0"], ["--duration", "-1"],
-                                 ["--topics", "0"]])
+                                 ["--topics", "0"], ["--half-life", "-1"]])
 def test_demo_rejects_bad_arguments(tmp_path, bad):
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     res = subprocess.run([sys.executable, "-m", "daemon", "demo", *bad], cwd=tmp_path, env=env,

@@ -337,3 +337,46 @@ def test_promql_is_valid_according_to_promtool(tmp_path):
     result = subprocess.run([PROMTOOL, "check", "rules", str(path)], capture_output=True,
                             text=True, timeout=60)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_scaled_shape_is_consistent():
+    """deploy/scaled: ingest replicas and one refresher on one partitioned store."""
+    cfg = parse_config(load_yaml("scaled/config.yaml"), env={})
+    assert cfg.store.layout == "partitioned" and str(cfg.store.path).startswith("s3://")
+    assert cfg.http.port == 8080
+    compose = load_yaml("scaled/docker-compose.yml")
+    services = compose["services"]
+    ingest = [n for n in services if n.startswith("ingest-")]
+    assert len(ingest) == 3 and "minio" in services
+    for name in ingest:
+        assert services[name]["command"][-2:] == ["--role", "ingest"]
+    assert services["refresher"]["command"][-2:] == ["--role", "refresh"]
+    for name, svc in services.items():
+        for vol in svc.get("volumes", []):
+            source = vol.split(":")[0]
+            if source.startswith("."):
+                assert (DEPLOY / "scaled" / source).exists(), f"{name} mounts missing {source}"
+            else:
+                assert source in compose["volumes"], f"{name} uses undeclared volume {source}"
+        for port in svc.get("ports", []):
+            assert port.startswith("127.0.0.1:"), f"{name} publishes {port} beyond loopback"
+    targets = load_yaml("scaled/prometheus.yml")["scrape_configs"][0]["static_configs"][0]
+    assert sorted(targets["targets"]) == sorted(f"{n}:8080" for n in [*ingest, "refresher"])
+
+    docs = {}
+    for path in sorted((DEPLOY / "scaled" / "k8s").glob("*.yaml")):
+        for doc in yaml.safe_load_all(path.read_text(encoding="utf-8")):
+            docs[(doc["kind"], doc.get("metadata", {}).get("name"))] = doc
+    kust = docs[("Kustomization", None)]
+    assert sorted(kust["resources"]) == sorted(
+        p.name for p in (DEPLOY / "scaled" / "k8s").glob("*.yaml")
+        if p.name != "kustomization.yaml")
+    ingest_sts = docs[("StatefulSet", "anchorstream-ingest")]["spec"]
+    refresher = docs[("StatefulSet", "anchorstream-refresher")]["spec"]
+    assert ingest_sts["replicas"] >= 2 and refresher["replicas"] == 1
+    for sts, role in ((ingest_sts, "ingest"), (refresher, "refresh")):
+        (container,) = sts["template"]["spec"]["containers"]
+        assert container["args"][-2:] == ["--role", role]
+        assert {"cpu", "memory"} <= container["resources"]["limits"].keys()
+    svc = docs[("Service", "anchorstream")]["spec"]
+    assert svc["selector"].items() <= refresher["template"]["metadata"]["labels"].items()

@@ -17,7 +17,8 @@ import scipy.sparse as sp
 from anchorstream.errors import InputError
 from anchorstream.model.recover import recover
 
-__all__ = ["TOPIC_TOPIC_METHODS", "dirichlet_alpha", "supertopics", "topic_topic"]
+__all__ = ["TOPIC_TOPIC_METHODS", "dirichlet_alpha", "related_topics", "supertopics",
+           "topic_topic"]
 
 TOPIC_TOPIC_METHODS = ("diagonal", "pinv")
 
@@ -327,3 +328,37 @@ def hierarchy(A, n_super: int, *, topic_ids=None, random_state=0, min_weight: fl
             for s in range(n_super)
         ]
     }
+
+
+def related_topics(A, k: int, *, top: int = 5) -> list[tuple[int, float]]:
+    """The topics that share documents with topic ``k`` more than chance, strongest first.
+
+    The strength is the lift ``A[k, l] / (p_k p_l)`` with ``p`` the row sums of ``A`` (the
+    prevalences): how many times more often topics ``k`` and ``l`` appear together than if
+    documents drew them independently. Only lifts above 1 are listed; ``k`` itself never.
+
+    Parameters
+    ----------
+    A : ndarray of shape (n_topics, n_topics)
+        Topic co-occurrence (a snapshot's ``topic_topic``).
+    k : int
+        Row of the topic (not its public id).
+    top : int
+        At most this many topics.
+
+    Returns
+    -------
+    list of (int, float)
+        ``(row, lift)`` pairs.
+    """
+    A = np.asarray(A, dtype=np.float64)
+    if A.ndim != 2 or A.shape[0] != A.shape[1]:
+        raise InputError(f"A must be a square matrix, got shape {A.shape}")
+    if not 0 <= int(k) < A.shape[0]:
+        raise InputError(f"k must be in [0, {A.shape[0]}), got {k!r}")
+    p = A.sum(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lift = np.where(p[k] * p > 0, A[k] / (p[k] * p), 0.0)
+    lift[int(k)] = 0.0
+    order = [int(i) for i in np.argsort(-lift, kind="stable") if lift[i] > 1.0]
+    return [(i, float(lift[i])) for i in order[:max(int(top), 0)]]

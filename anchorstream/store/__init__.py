@@ -21,6 +21,14 @@ from anchorstream.store.reading import (
     read_document_state,
     store_info,
 )
+from anchorstream.store.partitions import (
+    PartitionedState,
+    committed_docs,
+    partition_key,
+    partition_url,
+    pin_partitions,
+    read_partitions,
+)
 from anchorstream.store.repository import configure_logging
 from anchorstream.store.writer import CooccurrenceStore
 
@@ -29,11 +37,17 @@ __all__ = [
     "CommittedState",
     "CooccurrenceStore",
     "DenseRead",
+    "PartitionedState",
+    "committed_docs",
     "configure_logging",
     "fingerprint",
     "merge_committed",
     "open_committed",
+    "partition_key",
+    "partition_url",
+    "pin_partitions",
     "read_committed",
     "read_document_state",
+    "read_partitions",
     "store_info",
 ]

@@ -14,7 +14,7 @@ import numpy as np
 import zarr
 
 from anchorstream.errors import InputError
-from anchorstream.store.format import BRANCH, FORMAT_VERSION, META, FoldProgress
+from anchorstream.store.format import FORMAT_VERSION, META, FoldProgress
 from anchorstream.store.repository import pass_through, wrap
 from anchorstream.store.segments import (
     BandEntries,
@@ -64,7 +64,7 @@ class Compacting:
         stale = np.flatnonzero(self._reset_seq > st.base_seq)
         base_window = list(st.base_window)
         try:
-            session = self._repo.writable_session(BRANCH)
+            session = self.writable_session()
             root = zarr.open_group(session.store, mode="r+")
             reader = EntryReader(root, self._reset_seq, F, st.t_ref)
             counts = root["counts"]
@@ -176,7 +176,7 @@ class Compacting:
         segs = [seg for seg in st.segments if seg.name in current.names]
         t0 = time.perf_counter()
         try:
-            session = self._repo.writable_session(BRANCH)
+            session = self.writable_session()
             root = zarr.open_group(session.store, mode="r+")
             p = self._fold_pairs(root, current, segs, t0=t0, budget=budget)
             if p == current.done and st.folding:

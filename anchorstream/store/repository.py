@@ -10,7 +10,7 @@ from typing import Any
 
 import icechunk
 
-from anchorstream.errors import StoreError, StoreFormatError
+from anchorstream.errors import StoreConflictError, StoreError, StoreFormatError
 from anchorstream.store.location import icechunk_storage
 
 __all__ = [
@@ -52,7 +52,12 @@ def storage(url: str | os.PathLike, storage_options: Mapping[str, Any] | None = 
 
 
 def wrap(exc: BaseException, what: str) -> StoreError:
-    """A storage failure as a :class:`StoreError` saying ``what`` failed."""
+    """A storage failure as a :class:`StoreError` saying ``what`` failed.
+
+    A commit refused because the branch moved (Icechunk's ``ConflictError``), or a writer
+    that found it stale, is a :class:`StoreConflictError`."""
+    if isinstance(exc, (icechunk.ConflictError, StoreConflictError)):
+        return StoreConflictError(f"{what}: another writer committed first: {exc}")
     return StoreError(f"{what}: {type(exc).__name__}: {exc}")
 
 

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import zarr
 
-from anchorstream.errors import InputError
+from anchorstream.errors import InputError, StoreConflictError
 from anchorstream.stats.accumulator import Accumulator, Delta, Forgetting
 from anchorstream.stats.documents import GROUP as DOCSTATS_GROUP
 from anchorstream.stats.documents import MAX_SEGMENTS as MAX_DOCSTATS_SEGMENTS
@@ -380,7 +380,7 @@ class CooccurrenceStore(Opening, Compacting, Retaining):
             deltas.append((window, d))
         t_delta = time.perf_counter()
         try:
-            session = self._repo.writable_session(BRANCH)
+            session = self.writable_session()
             root = zarr.open_group(session.store, mode="r+")
             items: list = []
             segments = list(st.segments)
@@ -417,6 +417,29 @@ class CooccurrenceStore(Opening, Compacting, Retaining):
             "delta": t_delta - t_start, "write": t_write - t_delta,
             "commit": t_commit - t_write, **after}
         return self.version
+
+    def is_stale(self) -> bool:
+        """Whether another writer has moved the branch since this writer's version."""
+        try:
+            return self._repo.lookup_branch(BRANCH) != self.version
+        except BaseException as exc:
+            pass_through(exc)
+            raise wrap(exc, f"cannot read the branch of {self.url!r}") from exc
+
+    def writable_session(self):
+        """A writable Icechunk session on the branch, which must still be at :attr:`version`.
+
+        The fence between writers: a writer whose branch another writer moved (the new owner
+        of a partition, see docs/store.md) gets :class:`StoreConflictError` here, and
+        Icechunk refuses its commit (``ConflictError``) if the branch moves after this
+        check. Nothing is ever rebased onto another writer's commit.
+        """
+        session = self._repo.writable_session(BRANCH)
+        if session.snapshot_id != self.version:
+            raise StoreConflictError(
+                f"the branch of {self.url!r} is at {session.snapshot_id}, not at this "
+                f"writer's version {self.version}")
+        return session
 
     def _write_common(self, root, items, *, state: StoreState, offsets, vectors) -> None:
         """Write ``items``, the ``vectors`` (unigram, doc_freq, totals), ``reset_seq``, the

@@ -4,11 +4,18 @@ One command that shows the whole pipeline on a fresh machine: it starts the bund
 Kafka-compatible broker (:class:`daemon.kafka.broker.EmbeddedBroker`), runs the same
 :class:`daemon.service.Daemon` that ``anchorstream run`` runs, replays the bundled sample
 (``daemon/data/sample.jsonl.gz``: State of the Union paragraphs 1790-2026, public domain, see
-``daemon/data/SOURCE.md``) into its topic at a steady rate from a thread, and prints every
+``daemon/data/SOURCE.md``) into its topic in time order from a thread, and prints every
 published snapshot's topics as they change: topic id, prevalence and its change, anchor word, top
 words, and which topics were born, died, rose and fell since the previous snapshot (the
 snapshot's ``extra["churn"]`` and prevalence deltas by topic id). The topic browser is served at
 the printed URL meanwhile.
+
+Pacing: the replay sends at most ``--rate`` documents a second and waits while it is more than
+``2 x --refresh-docs`` documents ahead of the newest snapshot (:class:`daemon.kafka.producers.Paced` ``hold``), so each
+refresh moves the stream on by about ``--refresh-docs`` documents whatever the machine's speed:
+a run shows a snapshot every few seconds from the start (about twenty over the sample), and the
+store forgets (``--half-life`` documents, ``store.half_life_docs``) so that eras fade as the
+stream moves on.
 
 Settings come from ``--config`` (default: ``config.yaml`` in the working directory when there is
 one, else the built-in defaults) with what a demo needs forced on top: the embedded broker
@@ -60,9 +67,9 @@ def register(subparsers) -> None:
         help="run the daemon on the embedded broker, replay a bundled sample, print topics",
         description=(
             "Start the embedded Kafka-compatible broker and the daemon, replay the bundled "
-            "sample (State of the Union paragraphs, 1790-2026) at a steady rate, and print "
-            "each refreshed snapshot's topics as they change. The topic browser is served "
-            "meanwhile. Ctrl-C stops everything."
+            "sample (State of the Union paragraphs, 1790-2026) in time order, a step per "
+            "refresh, and print each refreshed snapshot's topics as they change. The topic "
+            "browser is served meanwhile. Ctrl-C stops everything."
         ),
         formatter_class=HelpFormatter,
     )
@@ -84,10 +91,16 @@ def register(subparsers) -> None:
     p.add_argument("--state-dir", type=Path, default=None, metavar="DIR",
                    help="keep the store and snapshots in DIR (cleared at start when a previous "
                         "demo left it; default: a temporary directory removed at exit)")
-    p.add_argument("--refresh-seconds", type=float, default=5.0, metavar="S",
+    p.add_argument("--refresh-seconds", type=float, default=2.0, metavar="S",
                    help="refresh the model at most every S seconds ...")
-    p.add_argument("--refresh-docs", type=int, default=500, metavar="N",
-                   help="... once N new documents arrived")
+    p.add_argument("--refresh-docs", type=int, default=1000, metavar="N",
+                   help="... once N new documents arrived; the replay waits while it is "
+                        "more than 2 N documents ahead of the newest snapshot, so that each "
+                        "snapshot moves the stream on by about N documents")
+    p.add_argument("--half-life", type=float, default=4000.0, metavar="DOCS",
+                   dest="half_life",
+                   help="forget: a document counts half as much after DOCS newer ones "
+                        "(store.half_life_docs), so that old eras fade; 0 = remember all")
     p.add_argument("--vocab", type=int, default=3000, metavar="N",
                    help="vocabulary slots (at most vocab.capacity of the configuration): "
                         "demo scale, so that a refresh takes seconds on a laptop")
@@ -109,8 +122,8 @@ def register(subparsers) -> None:
 
 def demo_config(base, *, state_dir: Path, num_topics: int | None = None,
                 port: int | None = None, refresh_seconds: float = 5.0,
-                refresh_docs: int = 500, vocab: int | None = None,
-                rectify_iter: int | None = None):
+                refresh_docs: int = 1000, vocab: int | None = None,
+                rectify_iter: int | None = None, half_life_docs: float | None = None):
     """The configuration the demo runs: ``base`` with the demo's settings forced on top.
 
     Parameters
@@ -127,6 +140,9 @@ def demo_config(base, *, state_dir: Path, num_topics: int | None = None,
     vocab, rectify_iter : int, optional
         Upper bounds on ``vocab.capacity`` and ``model.rectify_max_iter``. Rectification costs
         O(V² K) per iteration, so these two decide how long a refresh takes.
+    half_life_docs : float, optional
+        ``store.half_life_docs`` (forgetting; windows and a half-life in seconds are dropped);
+        None or 0 keeps what ``base`` says.
 
     Returns
     -------
@@ -155,6 +171,9 @@ def demo_config(base, *, state_dir: Path, num_topics: int | None = None,
         checkpoint_every_docs=max(min(int(refresh_docs), 1000), 100),
         checkpoint_every_seconds=2.0,
     )
+    if half_life_docs:
+        data["store"].update(half_life_docs=float(half_life_docs), half_life_seconds=None,
+                             window_docs=None, windows=None)
     data["snapshots"]["path"] = str(state_dir / "snapshots")
     data["refresh"].update(interval_seconds=float(refresh_seconds),
                            min_new_docs=int(refresh_docs))
@@ -214,7 +233,7 @@ class _Replay(threading.Thread):
     """Produces the sample into the topic at a steady rate until done or stopped."""
 
     def __init__(self, kafka_config, bootstrap: str, topic: str, *, rate: float,
-                 limit: int | None, stop: threading.Event):
+                 limit: int | None, stop: threading.Event, hold=None):
         super().__init__(name="anchorstream-demo-replay", daemon=True)
         self.kafka_config = kafka_config
         self.bootstrap = bootstrap
@@ -222,6 +241,8 @@ class _Replay(threading.Thread):
         self.rate = float(rate)
         self.limit = limit
         self.stop_event = stop
+        #: ``hold(n)``: whether document ``n`` must wait (see :func:`_hold_ahead`).
+        self.hold = hold
         self.sent = 0
         self.failed = 0
         #: Date field of every document sent, in order (to say how far a snapshot reaches).
@@ -242,7 +263,7 @@ class _Replay(threading.Thread):
                         "linger_ms": 20}
             producer = create_client(KafkaProducer, settings)
             lines = Paced((line for _, line in iter_lines(SAMPLE)), self.rate,
-                          limit=self.limit, stop=self.stop_event)
+                          limit=self.limit, stop=self.stop_event, hold=self.hold)
             for line in lines:
                 producer.send(self.topic, value=line).add_errback(self._failed)
                 self.sent += 1
@@ -261,6 +282,24 @@ class _Replay(threading.Thread):
 
     def _failed(self, exc) -> None:
         self.failed += 1
+
+
+def _hold_ahead(publisher, ahead: int, *, patience: float = 300.0):
+    """``hold(n)`` for :class:`Paced`: document ``n`` waits while the newest snapshot covers
+    ``ahead`` or more fewer documents, so the stream moves on a step per refresh whatever the
+    machine's speed (the first refresh, compiling, takes longest). A snapshot that does not come
+    within ``patience`` seconds (a refresh skipped: too few words) releases the stream."""
+    state = {"version": None, "since": time.monotonic()}
+
+    def hold(n: int) -> bool:
+        latest = publisher.latest()
+        version = None if latest is None else latest[0]
+        if version != state["version"]:
+            state["version"], state["since"] = version, time.monotonic()
+        covered = 0 if latest is None else int(latest[1].num_docs)
+        return n >= covered + ahead and time.monotonic() - state["since"] < patience
+
+    return hold
 
 
 def _date_of(line: bytes) -> str | None:
@@ -299,6 +338,9 @@ def _check_args(args) -> None:
         value = getattr(args, name)
         if value is not None and value < 1:
             raise InputError(f"--{name.replace('_', '-')} must be >= 1, got {value}")
+    if args.half_life < 0:
+        raise InputError(f"--half-life must be >= 0 (0 = remember everything), got "
+                         f"{args.half_life}")
     if args.refresh_seconds <= 0:
         raise InputError(f"--refresh-seconds must be > 0, got {args.refresh_seconds}")
     if args.words is not None and args.words < 1:
@@ -317,12 +359,15 @@ def _announce(args, cfg, style: Style, *, config_path, state_dir: Path, remove_s
          + (" (temporary, removed at exit)" if remove_state else ""))
     _say(f"  broker:   embedded Kafka at {broker.bootstrap_servers} (pid {broker.pid}), "
          f"topic {topic!r}")
-    _say(f"  sample:   State of the Union paragraphs 1790-2026 ({total} documents at "
-         f"{args.rate:g}/s)")
+    _say(f"  sample:   State of the Union paragraphs 1790-2026 in time order ({total} "
+         f"documents at {args.rate:g}/s at most, {2 * cfg.refresh.min_new_docs:,} ahead of the "
+         "newest snapshot at most)")
     _say(f"  model:    {cfg.model.num_topics} topics over at most {cfg.vocab.capacity:,} "
          f"words, refreshed every {cfg.refresh.interval_seconds:g} s once "
          f"{cfg.refresh.min_new_docs} new documents arrived "
-         f"({cfg.model.rectify_max_iter} rectification iterations)")
+         f"({cfg.model.rectify_max_iter} rectification iterations)"
+         + (f"; half-life {cfg.store.half_life_docs:,.0f} documents"
+            if cfg.store.half_life_docs else ""))
     _say(f"  browser:  {style.bold(url)}")
     ends = []
     if args.duration is not None:
@@ -332,7 +377,7 @@ def _announce(args, cfg, style: Style, *, config_path, state_dir: Path, remove_s
     _say("  stop:     Ctrl-C" + (f" (or ends by itself {' or '.join(ends)})"
                                   if ends else ""))
     if not kernels_cached():
-        _say("  first run: numba compiles the numerical kernels once (about a minute on a small "
+        _say("  first run: numba compiles the numerical kernels once (half a minute on a small "
              "machine)\n             before the first snapshot; later runs reuse its cache")
 
 
@@ -372,7 +417,8 @@ def run(args) -> int:
         signals = StartupSignals().install()
         cfg = demo_config(base, state_dir=state_dir, num_topics=args.topics, port=port,
                           refresh_seconds=args.refresh_seconds, refresh_docs=args.refresh_docs,
-                          vocab=args.vocab, rectify_iter=args.rectify_iter)
+                          vocab=args.vocab, rectify_iter=args.rectify_iter,
+                          half_life_docs=args.half_life)
         # The daemon's INFO lines would drown the topics; --verbose brings them back.
         level = logging.INFO if args.verbose else logging.WARNING
         logging.getLogger().setLevel(level)
@@ -401,17 +447,19 @@ def run(args) -> int:
         daemon.start()
         url = daemon.api.url + "/"
 
+        cold = not kernels_cached()
         _announce(args, cfg, style, config_path=config_path, state_dir=state_dir,
                   remove_state=remove_state, broker=broker, topic=topic, url=url)
 
         # The replay stops with the daemon (signal, --duration, end of --limit).
         stop_replay = daemon.stop_event
         replay = _Replay(cfg.kafka, broker.bootstrap_servers, topic, rate=args.rate,
-                         limit=args.limit, stop=stop_replay)
+                         limit=args.limit, stop=stop_replay,
+                         hold=_hold_ahead(daemon.publisher, 2 * cfg.refresh.min_new_docs))
         replay.start()
         printer = threading.Thread(
             target=_watch, name="anchorstream-demo-printer", daemon=True,
-            args=(daemon, replay, style, args, t0))
+            args=(daemon, replay, style, args, t0, cold))
         printer.start()
         status = daemon.run(stop_requested=signals.received_any)
         if signals.received_any():
@@ -439,8 +487,9 @@ def run(args) -> int:
     return status
 
 
-def _watch(daemon, replay: _Replay, style: Style, args, t0: float) -> None:
-    """Print every new snapshot; stop the daemon when the demo is over."""
+def _watch(daemon, replay: _Replay, style: Style, args, t0: float, cold: bool = False) -> None:
+    """Print every new snapshot; stop the daemon when the demo is over. ``cold``: numba's cache
+    was empty at the start (the first snapshot's time includes compiling the kernels)."""
     publisher = daemon.publisher
     stop = daemon.stop_event
     deadline = t0 + args.duration if args.duration is not None else None
@@ -463,7 +512,9 @@ def _watch(daemon, replay: _Replay, style: Style, args, t0: float) -> None:
                     except Exception:  # noqa: BLE001 - pruned meanwhile: skip it
                         continue
                     if seen is None:
-                        _say(style.dim(f"first snapshot after {time.monotonic() - t0:.1f} s"))
+                        _say(style.dim(f"first snapshot after {time.monotonic() - t0:.1f} s"
+                                       + (", numba compiling its kernels included (cached "
+                                          "now: later runs skip it)" if cold else "")))
                     _say(format_snapshot(version, snap, seen, style, n_words=args.words,
                                          stream_at=_reach(replay, snap.num_docs),
                                          trends=publisher.trends()))

@@ -51,6 +51,11 @@ def register(subparsers) -> None:
                         "(useful with http.port: 0)")
     p.add_argument("--embedded-partitions", type=int, default=1, metavar="N",
                    help="partitions of each consumed topic created in the embedded broker")
+    p.add_argument("--role", choices=("all", "ingest", "refresh"), default="all",
+                   help="all: one process does everything; with store.layout partitioned, "
+                        "ingest consumes and checkpoints the partitions its consumer group "
+                        "assigns, refresh sums every partition store, publishes and serves "
+                        "the API (docs/daemon.md, Scaling out)")
     p.set_defaults(func=run)
 
 
@@ -94,6 +99,9 @@ def run(args) -> int:
         # kafka-python logs every connection and group step at INFO; keep its warnings.
         logging.getLogger("kafka").setLevel(logging.WARNING)
     log.info("configuration: %s", cfg.to_dict())  # secrets are redacted by to_dict()
+    from daemon.service import check_role
+
+    check_role(getattr(args, "role", "all"), cfg)  # before a broker is started for nothing
     broker = None
     bootstrap = None
     signals = StartupSignals().install()
@@ -119,7 +127,8 @@ def run(args) -> int:
 
         if signals.received_any():
             return 0
-        daemon = Daemon(cfg, bootstrap_servers=bootstrap, ready_file=args.ready_file)
+        daemon = Daemon(cfg, bootstrap_servers=bootstrap, ready_file=args.ready_file,
+                        role=getattr(args, "role", "all"))
         daemon.broker = broker  # a forced exit (second signal) stops it first
         return daemon.run(stop_requested=signals.received_any)
     finally:

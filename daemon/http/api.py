@@ -15,8 +15,8 @@ Endpoints
                                          ``max_waiters`` polls wait already.
 ``GET /v1/snapshots``                    retained versions, oldest first, and the latest.
 ``GET /v1/snapshots/{version}``          one retained snapshot (immutable, cacheable).
-``GET /v1/topics/{id}``                  the topic in the latest snapshot (``null`` if it died)
-                                         and its ``history`` across retained snapshots.
+``GET /v1/topics/{id}``                  the topic in the latest snapshot (``null`` if it died),
+                                         its ``history`` and ``related`` topics (by lift).
 ``POST /v1/infer``                       ``{"text": "..."}`` or ``{"tokens": [...]}``, or a batch
                                          ``{"documents": [...]}`` (up to ``max_infer_documents``),
                                          optional ``"version"``, ``"top"`` and ``"min_weight"``:
@@ -478,6 +478,7 @@ class _Handler(JsonHandler):
             "alive": topic is not None,
             "topic": topic,
             "history": history,
+            "related": pub.related_topics(tid),
         })
 
     # --- inference -----------------------------------------------------------------------------
@@ -554,8 +555,7 @@ class _Handler(JsonHandler):
         return self.get_static("index.html")
 
     def get_static(self, name: str) -> int:
-        # A plain file name only: no path separators, no leading dot, so nothing outside
-        # the static directory can be named.
+        # A plain file name only (no separators, no leading dot): nothing outside static/.
         file = self.app.static_dir / name
         if not _STATIC_NAME.fullmatch(name) or not file.is_file():
             raise _HttpError(404, "not_found", f"no static file {name!r}")

@@ -316,6 +316,7 @@ class IngestLoop:
         """
         docs: list[list[str]] = []
         stamps: list[float] = []
+        keys: list[str] = []
         per_key: Counter[str] = Counter()
         tokens_total = 0
         for r in records:
@@ -333,6 +334,7 @@ class IngestLoop:
             tokens_total += len(tokens)
             docs.append(tokens)
             stamps.append(stamp)
+            keys.append(key)
         self.records += len(records)
         self._since_docs += len(records)
         self._dirty_offsets = True
@@ -340,7 +342,7 @@ class IngestLoop:
             # Past the checks above this cannot fail for a record's sake; if it raises, the
             # store's memory may be half-updated, and only a restart from the last checkpoint
             # is safe.
-            self.store.add(docs, stamps if self._seconds else None)
+            self.add_documents(docs, stamps, keys)
             self.documents += len(docs)
             self._observe_vocabulary()
         if self.metrics is not None:
@@ -355,6 +357,10 @@ class IngestLoop:
                 self.metrics.documents_accumulated.inc(len(docs))
                 self.metrics.tokens_accumulated.inc(tokens_total)
         return len(docs)
+
+    def add_documents(self, docs: Sequence, stamps: Sequence, keys: Sequence[str]) -> None:
+        """Give the store the documents of one batch (``keys``: each one's offsets key)."""
+        self.store.add(docs, stamps if self._seconds else None)
 
     def _document(self, record) -> tuple[list[str], float]:
         """``(tokens, seconds)`` of one record, or :class:`DecodeError` with the reason."""

@@ -192,27 +192,50 @@ class Paced:
         Items per second; None = as fast as possible.
     limit : int, optional
     stop : threading.Event, optional
+    hold : callable, optional
+        ``hold(n)`` true = item ``n`` (0-based) must wait: it is asked again every
+        ``hold_poll`` seconds until false. Time spent held does not count against the rate
+        (the schedule restarts after it), so a held stream never bursts to catch up. The demo
+        holds its replay a few refreshes ahead of the newest snapshot.
+    hold_poll : float
     """
 
     def __init__(self, items, rate: float | None = None, *, limit: int | None = None,
-                 stop=None):
+                 stop=None, hold=None, hold_poll: float = 0.05):
         self.items, self.rate, self.limit, self.stop = items, rate, limit, stop
+        self.hold, self.hold_poll = hold, float(hold_poll)
         self.stopped = False
+        #: Seconds spent held so far.
+        self.held_seconds = 0.0
+
+    def _wait(self, seconds: float) -> bool:
+        """Sleep ``seconds``; False when ``stop`` was set meanwhile."""
+        if self.stop is None:
+            time.sleep(seconds)
+            return True
+        if self.stop.wait(seconds):
+            self.stopped = True
+            return False
+        return True
 
     def __iter__(self):
-        start = time.monotonic()
+        start, first = time.monotonic(), 0
         for n, item in enumerate(self.items):
             if self.stop is not None and self.stop.is_set():
                 self.stopped = True
                 return
             if self.limit is not None and n >= self.limit:
                 return
-            if self.rate is not None:
-                ahead = start + n / self.rate - time.monotonic()
-                if ahead > 0:
-                    if self.stop is None:
-                        time.sleep(ahead)
-                    elif self.stop.wait(ahead):
-                        self.stopped = True
+            if self.hold is not None and self.hold(n):
+                held = time.monotonic()
+                while self.hold(n):
+                    if not self._wait(self.hold_poll):
                         return
+                # The schedule starts again from here: no burst for the time held.
+                start, first = time.monotonic(), n
+                self.held_seconds += start - held
+            if self.rate is not None:
+                ahead = start + (n - first) / self.rate - time.monotonic()
+                if ahead > 0 and not self._wait(ahead):
+                    return
             yield item

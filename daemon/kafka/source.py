@@ -518,6 +518,27 @@ class KafkaSource:
         with self._lock:
             return {(tp.topic, tp.partition) for tp in self._assigned_set}
 
+    def forget_delivered(self, topic: str, partition: int) -> None:
+        """Forget what was delivered from a partition: its next positioning uses the stored
+        offset alone (a partitioned ingest loop whose in-memory work for it was dropped)."""
+        self._delivered.pop((topic, int(partition)), None)
+
+    def reposition(self, topic: str, partition: int) -> None:
+        """Seek an assigned partition again from ``offsets_for`` before its next records.
+
+        For a partitioned ingest loop fenced out of a partition's store (another instance
+        committed to it): the partition is paused now, records already fetched are dropped,
+        and the next :meth:`poll_batch` seeks it to the offset stored with the state it
+        reloaded (call in the polling thread)."""
+        tp = TopicPartition(topic, int(partition))
+        self.forget_delivered(topic, partition)
+        with self._lock:
+            if tp not in self._assigned_set:
+                return
+            self._pending.add(tp)
+        if self._consumer is not None:
+            self._consumer.pause(tp)
+
     def positions(self) -> dict[tuple[str, int], int]:
         """Next offset after the last delivered record, per partition ever delivered from."""
         return dict(self._delivered)

@@ -223,4 +223,24 @@ def metrics_port_differs(c) -> str | None:
     return None
 
 
-CONFIG = (batch_holds_a_message, fewer_topics_than_words, metrics_port_differs)
+def partitions_sum_plain_counts(c) -> str | None:
+    """Partition stores are summed when read: no forgetting, no document statistics."""
+    s = c.store
+    if s.layout != "partitioned":
+        return None
+    forgetting = [k for k in ("half_life_docs", "half_life_seconds", "window_docs", "windows")
+                  if getattr(s, k) is not None]
+    if forgetting:
+        return (f"store.{forgetting[0]}: got {getattr(s, forgetting[0])} with store.layout "
+                "partitioned; allowed: null, because partition stores are summed without "
+                "forgetting (each partition's clock is its own)")
+    if c.model.needs_documents:
+        return (f"store.layout: got 'partitioned' with model.method {c.model.method!r} and "
+                f"model.anchor_method {c.model.anchor_method!r}, which need document "
+                "statistics; allowed: store.layout single, or a co-occurrence method "
+                "(anchor with qr/fast, anchorfree)")
+    return None
+
+
+CONFIG = (batch_holds_a_message, fewer_topics_than_words, metrics_port_differs,
+          partitions_sum_plain_counts)

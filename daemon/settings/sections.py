@@ -110,6 +110,10 @@ class StoreConfig(_Section):
     path: Text() = Field(
         "store", description="store directory, or URL: file://, s3:// (s3a://), gs:// (gcs://), "
         "az:// (abfs://, abfss://, azure://)")
+    layout: Choice("single", "partitioned") = Field(
+        "single", description="single: one store for every partition (one daemon); "
+        "partitioned: one store per Kafka partition under store.path, for several ingest "
+        "instances in one consumer group and one refresher (anchorstream run --role)")
     storage_options: StorageOptions = Field(
         FrozenMap(), description="keyword arguments of the Icechunk storage of an object-store "
         "URL (region, endpoint_url, allow_http, anonymous, force_path_style, ...); credentials "

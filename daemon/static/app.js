@@ -1,5 +1,7 @@
-// anchorstream topic browser: long-polls the latest snapshot, shows its topics and a line chart
-// of each topic's prevalence across the retained snapshots.
+// anchorstream topic browser: long-polls the latest snapshot and shows, in this order, what is
+// rising and new (/v1/trends), a topic's detail view (words, history, related topics,
+// supertopic), a line chart of the prevalence of the topics the user picks (default: the top
+// rising), a box that runs /v1/infer on pasted text, and the table of all topics.
 //
 // Plain browser JavaScript, no framework and no build step, so the page works offline and the
 // daemon serves it as a static file. Everything that comes from the stream (words, anchors) is
@@ -10,6 +12,8 @@
   const WAIT_SECONDS = 25;          // long-poll length; the server caps it (http.max_wait_seconds)
   const TOP_WORDS = 10;             // words shown per topic
   const HISTORY_CONCURRENCY = 6;    // parallel /v1/topics/{id} requests after each snapshot
+  const TREND_ITEMS = 5;            // topics per list of the rising / new panel
+  const DEFAULT_PICKS = 5;          // topics the chart shows until the user picks
   const SVG = "http://www.w3.org/2000/svg";
   // Tableau-like qualitative palette: distinguishable in light and dark mode. A topic keeps its
   // colour for as long as it keeps its id, because ids are stable across snapshots.
@@ -29,6 +33,11 @@
     tokenWaiter: null,
     sort: localStorage.getItem("anchorstream.sort") || "prevalence",
     highlight: null,     // topic id picked out in the chart
+    trends: null,        // the /v1/trends body, or one computed here from the history
+    trendsSource: null,  // "api" (/v1/trends) or "page" (this daemon has none)
+    picked: null,        // Set of topic ids in the chart; null = the default (top rising)
+    detailId: null,      // topic id of the open detail view
+    detailGen: 0,
   };
 
   const colorOf = (id) => PALETTE[((id % PALETTE.length) + PALETTE.length) % PALETTE.length];
@@ -57,11 +66,17 @@
   // ------------------------------------------------------------------------------------------
   // talking to the API
 
-  async function api(path, headers = {}) {
+  async function api(path, headers = {}, body = undefined) {
     const h = { Accept: "application/json", ...headers };
     if (state.token) h.Authorization = `Bearer ${state.token}`;
+    const init = { headers: h, cache: "no-store" };
+    if (body !== undefined) {
+      init.method = "POST";
+      init.body = JSON.stringify(body);
+      h["Content-Type"] = "application/json";
+    }
     // no-store: the ETag logic is ours; the browser cache must neither answer nor revalidate.
-    const resp = await fetch(path, { headers: h, cache: "no-store" });
+    const resp = await fetch(path, init);
     const date = Date.parse(resp.headers.get("Date") || "");
     if (!Number.isNaN(date)) {
       // The Date header has a one-second resolution: ignore differences that small.
@@ -135,17 +150,17 @@
   // ------------------------------------------------------------------------------------------
   // a new snapshot
 
+  const CARDS = ["trends-card", "chart-card", "infer-card", "topics-card"];
+
   function showEmpty() {
     $("empty").hidden = false;
-    $("topics-card").hidden = true;
-    $("chart-card").hidden = true;
+    for (const id of CARDS) $(id).hidden = true;
   }
 
   function onSnapshot(snap) {
     state.snapshot = snap;
     $("empty").hidden = true;
-    $("topics-card").hidden = false;
-    $("chart-card").hidden = false;
+    for (const id of CARDS) $(id).hidden = false;
     const v = $("version");
     v.textContent = `v${snap.version}`;
     v.dataset.version = String(snap.version);
@@ -157,6 +172,7 @@
     tickAge();
     renderTopics();
     refreshHistory(snap.version);
+    if (state.detailId != null) openTopic(state.detailId, { scroll: false });
   }
 
   async function refreshHistory(version) {
@@ -176,9 +192,13 @@
         }
       };
       await Promise.all(Array.from({ length: HISTORY_CONCURRENCY }, worker));
+      const trends = await fetchTrends();
       if (gen !== state.generation) return;  // a newer snapshot arrived meanwhile
       state.listing = listing;
       state.history = history;
+      state.trendsSource = trends ? "api" : "page";
+      state.trends = trends || trendsFromHistory();
+      renderTrends();
       renderTopics();
       renderChart();
     } catch (err) {
@@ -223,6 +243,7 @@
     const snap = state.snapshot;
     const maxPrev = Math.max(...snap.topics.map((t) => t.prevalence), 1e-9);
     const births = new Set(((snap.extra || {}).churn || {}).births || []);
+    const picked = new Set(pickedIds());
     const rows = sortedTopics().map((t) => {
       const color = colorOf(t.id);
       const words = (t.top_words || []).slice(0, TOP_WORDS);
@@ -255,13 +276,20 @@
         el("span", { class: "visually-hidden", text: `${words} ` }),
         `${dir === "flat" ? "±" : pts > 0 ? "+" : "−"}${Math.abs(pts).toFixed(1)} pts`);
       }
+      const box = el("input", { type: "checkbox", class: "pick",
+        "aria-label": `show topic #${t.id} in the chart`, checked: picked.has(t.id) });
+      box.addEventListener("change", () => togglePick(t.id, box.checked));
+      const open = el("button", { type: "button", class: "link id-link",
+        title: `open topic #${t.id}` },
+      el("span", { class: "swatch", style: `background:${color}`, "aria-hidden": "true" }),
+      `#${t.id}`);
+      open.addEventListener("click", () => openTopic(t.id));
       const tr = el("tr", {
         "data-topic-id": t.id, tabindex: 0,
         class: state.highlight === t.id ? "topic picked" : "topic",
       },
-      el("th", { scope: "row", class: "c-id" },
-        el("span", { class: "swatch", style: `background:${color}`, "aria-hidden": "true" }),
-        `#${t.id}`),
+      el("td", { class: "c-pick" }, box),
+      el("th", { scope: "row", class: "c-id" }, open),
       el("td", { class: "c-anchor" },
         t.anchor == null ? el("span", { class: "muted", text: "none" })
           : el("strong", { class: "anchor", text: t.anchor })),
@@ -284,7 +312,9 @@
       tr.classList.toggle("picked", Number(tr.dataset.topicId) === id);
     }
     const box = $("chart");
-    box.classList.toggle("has-pick", id != null);
+    const inChart = [...box.querySelectorAll("[data-series]")]
+      .some((g) => Number(g.dataset.series) === id);
+    box.classList.toggle("has-pick", id != null && inChart);
     for (const g of box.querySelectorAll("[data-series]")) {
       g.classList.toggle("picked", Number(g.dataset.series) === id);
     }
@@ -307,7 +337,9 @@
     if (!versions.includes(snap.version)) versions.push(snap.version);
     versions.sort((a, b) => a - b);
     const col = new Map(versions.map((v, i) => [v, i]));
-    const series = snap.topics.map((t) => {
+    const ids = pickedIds();
+    renderPicks(ids);
+    const series = snap.topics.filter((t) => ids.includes(t.id)).map((t) => {
       const points = new Array(versions.length).fill(null);
       for (const h of state.history.get(t.id) || []) {
         if (col.has(h.version) && h.prevalence != null) points[col.get(h.version)] = h.prevalence;
@@ -388,7 +420,7 @@
       height - m.bottom));
     box.replaceChildren(root);
     box.classList.toggle("has-pick", state.highlight != null);
-    $("chart-caption").textContent = `Line chart: prevalence of ${series.length} topics across ` +
+    $("chart-caption").textContent = `Line chart: prevalence of ${series.length} picked topics across ` +
       `${versions.length} retained snapshot${versions.length === 1 ? "" : "s"} ` +
       `(v${versions[0]} to v${versions[versions.length - 1]}).`;
     renderChartTable(versions, series);
@@ -439,6 +471,348 @@
   }
 
   // ------------------------------------------------------------------------------------------
+  // rising and new (/v1/trends)
+
+  // The trends from the daemon, or null when it has no /v1/trends (an older daemon): then the
+  // page computes a simpler version from the retained snapshots (trendsFromHistory).
+  async function fetchTrends() {
+    try {
+      const resp = await api(`v1/trends?limit=${TREND_ITEMS * 2}`);
+      if (resp.ok) return await resp.json();
+    } catch (err) {
+      // the page's own trends below
+    }
+    return null;
+  }
+
+  // What /v1/trends says, from the histories the page has: the change of each live topic's
+  // prevalence across the retained snapshots (score), born = first seen after the oldest one.
+  function trendsFromHistory() {
+    const snap = state.snapshot;
+    const oldest = Math.min(...state.listing.map((s) => s.version), snap.version);
+    const items = snap.topics.map((t) => {
+      const series = (state.history.get(t.id) || []).map((h) => ({
+        version: h.version, created_at: h.created_at, prevalence: h.prevalence,
+      }));
+      if (!series.length || series[series.length - 1].version !== snap.version) {
+        series.push({ version: snap.version, created_at: snap.created_at,
+          prevalence: t.prevalence });
+      }
+      // A topic born in the window rose from nothing.
+      const born = series[0].version > oldest ? series[0].version : null;
+      const score = t.prevalence - (born != null ? 0 : series[0].prevalence);
+      return { id: t.id, anchor: t.anchor, top_words: (t.top_words || []).map(([w]) => w),
+        score, prevalence: t.prevalence, born_version: born, series };
+    });
+    return {
+      version: snap.version, created_at: snap.created_at,
+      window: { snapshots: state.listing.length, from_version: oldest, to_version: snap.version },
+      rising: items.filter((t) => t.score > 0).sort((a, b) => b.score - a.score),
+      falling: items.filter((t) => t.score < 0).sort((a, b) => a.score - b.score),
+      new: items.filter((t) => t.born_version != null && t.score > 0)
+        .sort((a, b) => b.score - a.score),
+      gone: [],
+    };
+  }
+
+  // Change of a trend's prevalence across its series, in percentage points.
+  const seriesChange = (tr) => {
+    const s = tr.series || [];
+    return s.length ? 100 * (s[s.length - 1].prevalence - s[0].prevalence) : 0;
+  };
+
+  function sparkline(series, color) {
+    const w = 96;
+    const h = 26;
+    const root = svg("svg", { width: w, height: h, viewBox: `0 0 ${w} ${h}`,
+      class: "spark", "aria-hidden": "true" });
+    const pts = (series || []).filter((p) => p.prevalence != null);
+    if (!pts.length) return root;
+    const max = Math.max(...pts.map((p) => p.prevalence), 1e-9);
+    const x = (i) => (pts.length === 1 ? w / 2 : 2 + (i * (w - 4)) / (pts.length - 1));
+    const y = (p) => h - 3 - (p / max) * (h - 6);
+    const d = pts.map((p, i) => `${i ? "L" : "M"}${x(i).toFixed(1)},${y(p.prevalence).toFixed(1)}`)
+      .join("");
+    root.append(svg("path", { d, class: "spark-line", style: `stroke:${color}` }));
+    const last = pts[pts.length - 1];
+    root.append(svg("circle", { cx: x(pts.length - 1), cy: y(last.prevalence), r: 2.4,
+      style: `fill:${color}` }));
+    return root;
+  }
+
+  function trendItem(tr, kind) {
+    const color = colorOf(tr.id);
+    const pts = seriesChange(tr);
+    const open = el("button", { type: "button", class: "trend-open",
+      title: `open topic #${tr.id}` },
+    el("span", { class: "swatch", style: `background:${color}`, "aria-hidden": "true" }),
+    el("span", { class: "trend-id", text: `#${tr.id}` }),
+    el("strong", { class: "anchor", text: tr.anchor || "–" }));
+    open.addEventListener("click", () => openTopic(tr.id));
+    const change = el("span", {
+      class: `trend-num ${pts >= 0 ? "up" : "down"}`,
+      title: `trend score ${Number(tr.score).toPrecision(3)}; prevalence ${pct(tr.prevalence)}`,
+      text: `${pts >= 0 ? "+" : "−"}${Math.abs(pts).toFixed(1)} pts`,
+    });
+    const badge = kind === "new" && tr.born_version != null
+      ? el("span", { class: "delta new", text: `new in v${tr.born_version}` }) : null;
+    return el("li", { class: "trend", "data-topic-id": tr.id, "data-kind": kind },
+      el("div", { class: "trend-head" }, open, badge),
+      el("div", { class: "trend-body" },
+        el("span", { class: "trend-words", text: (tr.top_words || []).slice(0, 5).join(" ") }),
+        sparkline(tr.series, color), change));
+  }
+
+  function renderTrends() {
+    const tr = state.trends;
+    const lists = { "new-list": tr.new || [], "rising-list": tr.rising || [],
+      "falling-list": tr.falling || [] };
+    const kinds = { "new-list": "new", "rising-list": "rising", "falling-list": "falling" };
+    for (const [id, items] of Object.entries(lists)) {
+      const shown = items.slice(0, TREND_ITEMS).map((t) => trendItem(t, kinds[id]));
+      if (!shown.length) {
+        shown.push(el("li", { class: "trend-none muted",
+          text: id === "new-list" ? "no new topic in the window" : "none" }));
+      }
+      $(id).replaceChildren(...shown);
+    }
+    $("trends").dataset.source = state.trendsSource;
+    const w = tr.window || {};
+    const span = w.from_version != null && w.from_version !== w.to_version
+      ? `from v${w.from_version} to v${w.to_version}` : "over the latest snapshot only";
+    $("trends-hint").textContent = state.trendsSource === "api"
+      ? `Prevalence trends ${span} (/v1/trends).`
+      : `Change of prevalence ${span}, computed in the page (this daemon has no /v1/trends).`;
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // which topics the chart shows
+
+  function pickedIds() {
+    const alive = new Set(state.snapshot.topics.map((t) => t.id));
+    if (state.picked) return [...state.picked].filter((id) => alive.has(id));
+    // Default: the top rising topics (new ones first), then the ones whose prevalence moved
+    // most (either way) across the retained snapshots, so that a quiet window still shows
+    // what changes.
+    const ids = [];
+    const tr = state.trends || {};
+    for (const t of [...(tr.new || []), ...(tr.rising || [])]) {
+      if (alive.has(t.id) && !ids.includes(t.id)) ids.push(t.id);
+    }
+    const moved = (t) => {
+      const h = state.history.get(t.id) || [];
+      return h.length ? Math.abs(t.prevalence - h[0].prevalence) : 0;
+    };
+    const rest = state.snapshot.topics.filter((t) => !ids.includes(t.id))
+      .sort((a, b) => moved(b) - moved(a) || b.prevalence - a.prevalence);
+    for (const t of rest) ids.push(t.id);
+    return ids.slice(0, DEFAULT_PICKS);
+  }
+
+  function setPicked(ids) {
+    state.picked = ids == null ? null : new Set(ids);
+    renderTopics();
+    renderChart();
+  }
+
+  function togglePick(id, on) {
+    const ids = new Set(pickedIds());
+    if (on) ids.add(id); else ids.delete(id);
+    setPicked([...ids]);
+  }
+
+  function renderPicks(ids) {
+    const byId = new Map(state.snapshot.topics.map((t) => [t.id, t]));
+    const chips = ids.map((id) => {
+      const t = byId.get(id);
+      const remove = el("button", { type: "button", class: "chip-x",
+        "aria-label": `remove topic #${id} from the chart`, text: "×" });
+      remove.addEventListener("click", () => togglePick(id, false));
+      return el("span", { class: "chip", "data-topic-id": id, style: `--c:${colorOf(id)}` },
+        el("span", { class: "swatch", style: `background:${colorOf(id)}`, "aria-hidden": "true" }),
+        `#${id} ${t && t.anchor ? t.anchor : ""}`, remove);
+    });
+    const reset = el("button", { type: "button", class: "link", text: "top rising" });
+    reset.addEventListener("click", () => setPicked(null));
+    const all = el("button", { type: "button", class: "link", text: "all topics" });
+    all.addEventListener("click", () => setPicked(state.snapshot.topics.map((t) => t.id)));
+    $("picks").replaceChildren(...chips, el("span", { class: "hint" },
+      state.picked ? "picked by you · show " : "the top rising, then those that moved most · show ",
+      reset, " or ", all));
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // a topic's detail view
+
+  function openTopic(id, { scroll = true } = {}) {
+    state.detailId = id;
+    const gen = ++state.detailGen;
+    if (location.hash !== `#topic-${id}`) history.replaceState(null, "", `#topic-${id}`);
+    const card = $("detail-card");
+    card.hidden = false;
+    card.dataset.topicId = String(id);
+    card.dataset.loaded = "";
+    $("detail-heading").textContent = `Topic #${id}`;
+    if (scroll) {
+      card.scrollIntoView({ block: "start" });
+      card.focus({ preventScroll: true });
+    }
+    api(`v1/topics/${id}`).then(async (resp) => {
+      if (gen !== state.detailGen) return;
+      if (!resp.ok) {
+        $("detail-words").replaceChildren(el("li", { class: "muted",
+          text: resp.status === 404 ? "this topic is in no retained snapshot" : `HTTP ${resp.status}` }));
+        return;
+      }
+      const body = await resp.json();
+      if (gen === state.detailGen) renderDetail(body);
+    }).catch((err) => setConn("error", `could not load topic ${id} (${err.message || err})`));
+  }
+
+  function closeTopic() {
+    state.detailId = null;
+    state.detailGen++;
+    $("detail-card").hidden = true;
+    if (location.hash) history.replaceState(null, "", location.pathname + location.search);
+  }
+
+  function renderDetail(body) {
+    const id = body.id;
+    const topic = body.topic;
+    const hist = body.history || [];
+    const last = hist[hist.length - 1];
+    const anchor = topic ? topic.anchor : last && last.anchor;
+    $("detail-heading").replaceChildren(
+      el("span", { class: "swatch", style: `background:${colorOf(id)}`, "aria-hidden": "true" }),
+      `Topic #${id} `, el("strong", { class: "anchor", text: anchor || "(no anchor)" }),
+      topic ? "" : el("span", { class: "delta down", text: " gone" }));
+    const words = topic ? topic.top_words : (last ? last.top_words.map((w) => [w, null]) : []);
+    const pmax = Math.max(...words.map(([, p]) => p || 0), 1e-12);
+    $("detail-words").replaceChildren(...words.map(([w, p]) => el("li", {
+      class: w === anchor ? "anchor-word" : null },
+    el("span", { class: "wb-word", text: w }),
+    el("span", { class: "wb-track" }, el("span", { class: "wb-fill",
+      style: `width:${(100 * (p || 0) / pmax).toFixed(1)}%;background:${colorOf(id)}` })),
+    el("span", { class: "wb-p", text: p == null ? "–" : Number(p).toFixed(4) }))));
+
+    const trend = ["new", "rising", "falling"].map((k) => ((state.trends || {})[k] || [])
+      .find((t) => t.id === id)).find((t) => t);
+    const facts = [["Prevalence", topic ? pct(topic.prevalence) : "gone"],
+      ["First seen", hist.length ? `v${hist[0].version}` : "–"],
+      ["Snapshots", String(hist.length)]];
+    if (trend) facts.push(["Trend score", Number(trend.score).toPrecision(3)]);
+    $("detail-facts").replaceChildren(...facts.map(([k, v]) => el("div", {},
+      el("dt", { text: k }), el("dd", { text: v }))));
+    $("detail-chart").replaceChildren(miniChart(hist, colorOf(id)));
+
+    const related = body.related || [];
+    $("detail-related").replaceChildren(...(related.length ? related.map((r) => {
+      const b = el("button", { type: "button", class: "link" },
+        el("span", { class: "swatch", style: `background:${colorOf(r.id)}`, "aria-hidden": "true" }),
+        `#${r.id} ${r.anchor || ""}`);
+      b.addEventListener("click", () => openTopic(r.id));
+      return el("li", { "data-topic-id": r.id }, b,
+        el("span", { class: "muted", text: ` ×${Number(r.lift).toFixed(2)}` }));
+    }) : [el("li", { class: "muted", text: "none above chance" })]));
+    renderSuper(id);
+    $("detail-card").dataset.loaded = String(id);
+  }
+
+  // The supertopic (snapshot extra.hierarchy, model.supertopics) that weighs this topic most.
+  function renderSuper(id) {
+    const sup = (((state.snapshot || {}).extra || {}).hierarchy || {}).supertopics || [];
+    let best = null;
+    for (const s of sup) {
+      const hit = (s.topics || []).find(([tid]) => tid === id);
+      if (hit && (!best || hit[1] > best.w)) best = { s, w: hit[1] };
+    }
+    $("detail-super-box").hidden = !best;
+    if (!best) return;
+    const anchors = new Map(state.snapshot.topics.map((t) => [t.id, t.anchor]));
+    const others = best.s.topics.filter(([tid]) => tid !== id).slice(0, 6)
+      .map(([tid]) => `#${tid} ${anchors.get(tid) || ""}`.trim());
+    $("detail-super").textContent = `Supertopic ${best.s.id} (${pct(best.s.prevalence)} of ` +
+      `documents; this topic's weight in it ${Number(best.w).toFixed(2)})` +
+      (others.length ? ` with ${others.join(", ")}` : "");
+  }
+
+  function miniChart(hist, color) {
+    const w = 360;
+    const h = 120;
+    const m = { top: 8, right: 8, bottom: 20, left: 40 };
+    const root = svg("svg", { width: w, height: h, viewBox: `0 0 ${w} ${h}`, role: "img",
+      "aria-label": `prevalence in ${hist.length} snapshots` });
+    const pts = hist.filter((p) => p.prevalence != null);
+    if (!pts.length) return root;
+    const ymax = Math.max(...pts.map((p) => p.prevalence), 0.01) * 1.1;
+    const x = (i) => m.left + (pts.length === 1 ? (w - m.left - m.right) / 2
+      : (i * (w - m.left - m.right)) / (pts.length - 1));
+    const y = (p) => m.top + (h - m.top - m.bottom) * (1 - p / ymax);
+    const grid = svg("g", { class: "grid" });
+    for (const v of [0, ymax / 2, ymax]) {
+      grid.append(svg("line", { x1: m.left, x2: w - m.right, y1: y(v), y2: y(v) }));
+      const t = svg("text", { x: m.left - 6, y: y(v), "text-anchor": "end",
+        "dominant-baseline": "middle" });
+      t.textContent = `${(100 * v).toFixed(1)}%`;
+      grid.append(t);
+    }
+    for (const i of new Set([0, pts.length - 1])) {
+      const t = svg("text", { x: x(i), y: h - 4, "text-anchor": "middle" });
+      t.textContent = `v${pts[i].version}`;
+      grid.append(t);
+    }
+    root.append(grid);
+    const d = pts.map((p, i) => `${i ? "L" : "M"}${x(i).toFixed(1)},${y(p.prevalence).toFixed(1)}`)
+      .join("");
+    root.append(svg("path", { d, class: "mini-line", style: `stroke:${color}` }));
+    pts.forEach((p, i) => root.append(svg("circle", { cx: x(i), cy: y(p.prevalence), r: 2.6,
+      style: `fill:${color}` })));
+    return root;
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // the topics of a pasted text (POST /v1/infer)
+
+  async function runInfer(ev) {
+    ev.preventDefault();
+    const text = $("infer-text").value.trim();
+    const status = $("infer-status");
+    const out = $("infer-result");
+    if (!text) { status.textContent = "paste some text first"; return; }
+    status.textContent = "…";
+    try {
+      const resp = await api("v1/infer", {}, { text, top: 5 });
+      const body = await resp.json().catch(() => ({}));
+      if (!resp.ok) {
+        status.textContent = body.message || `HTTP ${resp.status}`;
+        out.replaceChildren();
+        out.dataset.state = "error";
+        return;
+      }
+      const byId = new Map(state.snapshot.topics.map((t) => [t.id, t]));
+      out.replaceChildren(...(body.topics || []).map((r) => {
+        const t = byId.get(r.id) || {};
+        const open = el("button", { type: "button", class: "link" },
+          el("span", { class: "swatch", style: `background:${colorOf(r.id)}`, "aria-hidden": "true" }),
+          `#${r.id} `, el("strong", { text: t.anchor || "" }));
+        open.addEventListener("click", () => openTopic(r.id));
+        return el("li", { "data-topic-id": r.id }, open,
+          el("span", { class: "wb-track" }, el("span", { class: "wb-fill",
+            style: `width:${(100 * r.weight).toFixed(1)}%;background:${colorOf(r.id)}` })),
+          el("span", { class: "wb-p", text: pct(r.weight) }),
+          el("span", { class: "trend-words",
+            text: (t.top_words || []).slice(0, 6).map(([w]) => w).join(" ") }));
+      }));
+      out.dataset.state = "done";
+      const rest = body.omitted_weight ? `; ${pct(body.omitted_weight)} in other topics` : "";
+      status.textContent = `${fmtInt(body.num_known_tokens)} of ${fmtInt(body.num_tokens)} ` +
+        `words known to snapshot v${body.version}${rest}`;
+    } catch (err) {
+      status.textContent = `failed: ${err.message || err}`;
+    }
+  }
+
+  // ------------------------------------------------------------------------------------------
   // snapshot age, updated every second
 
   function fmtAge(seconds) {
@@ -483,6 +857,10 @@
       resizeTimer = setTimeout(() => { if (state.snapshot && state.listing.length) renderChart(); },
         100);
     }).observe($("chart"));
+    $("infer-form").addEventListener("submit", runInfer);
+    $("detail-close").addEventListener("click", closeTopic);
+    const fromHash = /^#topic-(-?\d+)$/.exec(location.hash);
+    if (fromHash) state.detailId = Number(fromHash[1]);
     setInterval(tickAge, 1000);
     pollForever();
   }

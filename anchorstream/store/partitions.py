@@ -1,0 +1,297 @@
+"""The partitioned layout: one store per Kafka partition under a root, summed when read.
+
+Scaled out, each Kafka partition's counts live in a store of their own,
+``<root>/partitions/<topic>/<partition>`` (:func:`partition_url`), written by whichever ingest
+instance the consumer group gives the partition to, with that partition's offset in the same
+commit. A partition's state is a function of its own record sequence only (its own streaming
+vocabulary, its own checkpoints), so the instances never coordinate: the stores share nothing
+but the root. Why one repository per partition, and the fence between an old and a new owner,
+are in ``docs/store.md`` ("Partitioned layout").
+
+Reading (:func:`read_partitions`) pins the branch head of every partition store
+(:func:`pin_partitions`), then sums the pinned versions over the union of their vocabularies,
+aligned by word: the co-occurrence estimator is a sum over documents, so the sum equals the
+counts of one store fed every partition's documents whenever each partition's vocabulary
+holds every word it saw (``admit_threshold`` 1, capacity not reached); with a binding
+vocabulary rule the rule applies per partition. At most ``max_words`` words are kept (by
+summed document frequency, then by word), chosen from the vocabularies alone before any
+matrix is read, and the matrices are read one partition at a time, so the memory is the
+union's matrix plus one partition's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import zarr
+
+from anchorstream.errors import InputError
+from anchorstream.stats.accumulator import Forgetting
+from anchorstream.stats.cooccurrence import Cooccurrence
+from anchorstream.store.format import BRANCH, META, StoreState, check_format
+from anchorstream.store.reading import read_version
+from anchorstream.store.repository import open_repo, pass_through, repo_exists, storage, wrap
+from anchorstream.zarrio import get, get_words
+
+__all__ = ["PARTITIONS_DIR", "PartitionedState", "committed_docs", "partition_key", "partition_url",
+           "pin_partitions", "read_partitions"]
+
+#: Directory (prefix) under the root holding one store per partition.
+PARTITIONS_DIR = "partitions"
+
+
+def partition_url(root, topic: str, partition: int) -> str:
+    """The store of ``topic``'s partition ``partition`` under ``root`` (a path or URL).
+
+    >>> partition_url("s3://bucket/anchorstream/", "news", 3)
+    's3://bucket/anchorstream/partitions/news/3'
+    """
+    if not topic or "/" in topic or topic in (".", ".."):
+        raise InputError(f"topic {topic!r} cannot name a directory of the partitioned store")
+    return f"{os.fspath(root).rstrip('/')}/{PARTITIONS_DIR}/{topic}/{int(partition)}"
+
+
+def partition_key(topic: str, partition: int) -> str:
+    """``kafka:<topic>:<partition>``: the partition's offsets key (as the ingest loop's)."""
+    return f"kafka:{topic}:{int(partition)}"
+
+
+@dataclass(frozen=True)
+class PartitionedState:
+    """The sum of pinned versions of every partition store (like
+    :class:`anchorstream.store.CommittedState`, which the refresher also reads).
+
+    Attributes
+    ----------
+    cooccurrence : Cooccurrence
+        Over ``words``, summed over the partitions.
+    words : list of str
+        The union vocabulary kept (each word once).
+    slots : None
+        Partitions have slots of their own; there is no common slot.
+    offsets : dict
+        Every partition's committed offsets (``kafka:<topic>:<p>``) and ``kafka:topic_ids``.
+    version : str
+        ``"p"`` + a digest of every partition's pinned version: the same versions give the
+        same id, any new commit a new one.
+    clock : float
+        The latest partition clock.
+    n_docs_added : int
+        Documents ever added, summed over the partitions.
+    partitions : dict
+        ``{key: {"version", "offset", "n_docs_added", "n_words"}}`` per partition
+        (``version`` None for a partition that has no store yet).
+    """
+
+    cooccurrence: Any
+    words: list
+    slots: None
+    offsets: dict
+    version: str
+    clock: float
+    n_docs_added: int
+    dense: None = None
+    partitions: dict = field(default_factory=dict)
+
+
+def _head(root, topic: str, p: int, storage_options) -> tuple[Any, str, Any] | None:
+    """``(repo, head version, root attributes)`` of a partition's store, or None when it has
+    none yet (or its creation, on an object store, has not committed its layout yet)."""
+    url = partition_url(root, topic, p)
+    store, _ = storage(url, storage_options)
+    if not repo_exists(store, url):
+        return None
+    repo, _ = open_repo(url, storage_options)
+    try:
+        version = repo.lookup_branch(BRANCH)
+        session = repo.readonly_session(snapshot_id=version)
+        try:
+            attrs = dict(zarr.open_group(session.store, mode="r").attrs)
+        except FileNotFoundError:  # zarr's GroupNotFoundError: not initialized yet
+            return None
+    except BaseException as exc:
+        pass_through(exc)
+        raise wrap(exc, f"cannot read the head of {url!r}") from exc
+    if META not in attrs:
+        return None
+    return repo, version, attrs
+
+
+def pin_partitions(root, partitions: Iterable[tuple[str, int]], *,
+                   storage_options: Mapping[str, Any] | None = None) -> dict[str, str | None]:
+    """The branch head of each partition's store, ``{key: version}`` (None: no store yet)."""
+    out: dict[str, str | None] = {}
+    for topic, p in sorted(set(partitions)):
+        head = _head(root, topic, p, storage_options)
+        out[partition_key(topic, p)] = None if head is None else head[1]
+    return out
+
+
+def committed_docs(root, partitions: Iterable[tuple[str, int]], *,
+                   storage_options: Mapping[str, Any] | None = None) -> int:
+    """Documents committed to every partition's store, summed (cheap: no array is read)."""
+    total = 0
+    for topic, p in sorted(set(partitions)):
+        head = _head(root, topic, p, storage_options)
+        if head is not None:
+            total += int(StoreState.from_json(head[2]["state"]).n_docs_added)
+    return total
+
+
+def _vocabulary(repo, url: str, version: str) -> tuple[dict, list[str], np.ndarray]:
+    """``(config, active words, their document frequencies)`` of one version, no matrix."""
+    try:
+        session = repo.readonly_session(snapshot_id=version)
+        root = zarr.open_group(session.store, mode="r")
+        meta = check_format(root.attrs, url)
+        state = StoreState.from_json(root.attrs["state"])
+        R = Forgetting.from_dict(meta["config"]["forgetting"]).ring
+        words_all = get_words(root["vocab"], "slot_words")
+        live = np.asarray([w >= 0 and state.live(w, R) for w in state.vec_window])
+        doc_freq = get(root, "doc_freq")[live].sum(axis=0)
+    except BaseException as exc:
+        pass_through(exc)
+        raise wrap(exc, f"cannot read the vocabulary of {url!r}") from exc
+    active = [s for s, w in enumerate(words_all) if w]
+    return meta["config"], [words_all[s] for s in active], doc_freq[active]
+
+
+def _keep_words(vocabularies: list[tuple[list[str], np.ndarray]], max_words: int | None
+                ) -> dict[str, int]:
+    """``{word: row}`` of the union: every word, or the ``max_words`` of largest summed
+    document frequency (ties by word), in first-seen order."""
+    df: dict[str, float] = {}
+    for words, freq in vocabularies:
+        for w, f in zip(words, freq.tolist()):
+            df[w] = df.get(w, 0.0) + f
+    order = list(df)
+    if max_words is not None and len(order) > max_words:
+        kept = set(sorted(order, key=lambda w: (-df[w], w))[:max_words])
+        order = [w for w in order if w in kept]
+    return {w: i for i, w in enumerate(order)}
+
+
+#: Rows gathered at a time when a partition's matrix is added in the union's order.
+BLOCK_ROWS = 256
+
+
+def _add_by_rows(out: np.ndarray, part: np.ndarray, rows: np.ndarray) -> None:
+    """``out[rows[i], rows[j]] += part[i, j]`` for every ``i, j`` with ``rows >= 0``.
+
+    ``rows`` are distinct. A partition's matrix is gathered into the union's order a block of
+    rows at a time (scattering with ``np.ix_`` on both axes was 5× slower than the read at
+    V = 5000); when its words fill the union's first rows, as they usually do, the block is
+    added into a plain slice.
+    """
+    have = np.flatnonzero(rows >= 0)
+    if have.size == 0:
+        return
+    order = np.argsort(rows[have], kind="stable")
+    have, dst = have[order], rows[have][order]
+    k = dst.size
+    prefix = bool(dst[-1] == k - 1)  # sorted and distinct: dst == arange(k)
+    if prefix and np.array_equal(have, np.arange(k)):
+        out[:k, :k] += part[:k, :k]
+        return
+    for b in range(0, k, BLOCK_ROWS):
+        src_rows = have[b:b + BLOCK_ROWS]
+        block = part[src_rows][:, have]
+        if prefix:
+            out[b:b + src_rows.size, :k] += block
+        else:
+            out[np.ix_(dst[b:b + BLOCK_ROWS], dst)] += block
+
+
+def _check_summable(url: str, config: dict, caps: set) -> None:
+    """Partition states add only without forgetting and with one document weighting."""
+    forgetting = Forgetting.from_dict(config["forgetting"])
+    if forgetting.decays or forgetting.ring > 1:
+        raise InputError(
+            f"{url!r} forgets (decay or windows): partition stores are summed without "
+            "forgetting (each partition's clock is its own)")
+    caps.add(config.get("length_cap"))
+    if len(caps) > 1:
+        raise InputError(f"cannot sum partition stores whose documents are weighted "
+                         f"differently (length_cap {sorted(caps, key=str)})")
+
+
+def read_partitions(root, partitions: Iterable[tuple[str, int]], *,
+                    versions: Mapping[str, str | None] | None = None,
+                    max_words: int | None = None,
+                    storage_options: Mapping[str, Any] | None = None) -> PartitionedState:
+    """Sum pinned versions of every partition's store over the union of their words.
+
+    Parameters
+    ----------
+    root : str or path-like
+        The partitioned store's root (path or URL).
+    partitions : iterable of (topic, partition)
+        The partitions to sum (those without a store yet count as empty).
+    versions : mapping, optional
+        ``{key: version}`` from :func:`pin_partitions`; default: pin the heads now.
+    max_words : int, optional
+        Keep at most this many words (largest summed document frequency, ties by word).
+    storage_options : mapping, optional
+        As for :func:`anchorstream.store.open_committed`.
+
+    Raises
+    ------
+    InputError
+        For a store that forgets, or stores weighting documents differently.
+    StoreError
+        If a store cannot be read.
+    """
+    partitions = sorted(set(partitions))
+    pins = dict(versions) if versions is not None else pin_partitions(
+        root, partitions, storage_options=storage_options)
+    found = []
+    caps: set = set()
+    for topic, p in partitions:
+        key, url = partition_key(topic, p), partition_url(root, topic, p)
+        if pins.get(key) is None:
+            continue
+        repo, _ = open_repo(url, storage_options)
+        config, words, freq = _vocabulary(repo, url, pins[key])
+        _check_summable(url, config, caps)
+        found.append((key, url, repo, words, freq))
+    index = _keep_words([(w, f) for *_, w, f in found], max_words)
+    V = len(index)
+    counts, unigram, doc_freq = np.zeros((V, V)), np.zeros(V), np.zeros(V)
+    num_docs = num_tokens = 0
+    offsets: dict = {}
+    topic_ids: dict = {}
+    info: dict = {partition_key(t, p): {"version": None, "offset": None, "n_docs_added": 0,
+                                        "n_words": 0} for t, p in partitions}
+    clock = 0.0
+    n_docs = 0
+    for key, url, repo, _, _ in found:
+        st = read_version(repo, url, pins[key])
+        rows = np.asarray([index.get(w, -1) for w in st.words], dtype=np.int64)
+        keep = np.flatnonzero(rows >= 0)
+        r = rows[keep]
+        c = st.cooccurrence
+        _add_by_rows(counts, c.counts, rows)
+        unigram[r] += c.unigram[keep]
+        doc_freq[r] += c.doc_freq[keep]
+        num_docs += c.num_docs
+        num_tokens += c.num_tokens
+        topic_ids.update(st.offsets.pop("kafka:topic_ids", None) or {})
+        offsets.update(st.offsets)
+        clock = max(clock, st.clock)
+        n_docs += st.n_docs_added
+        info[key] = {"version": st.version, "offset": st.offsets.get(key),
+                     "n_docs_added": st.n_docs_added, "n_words": len(st.words)}
+        del st, c  # one partition's matrix at a time
+    if topic_ids:
+        offsets["kafka:topic_ids"] = topic_ids
+    cap = caps.pop() if caps else 2
+    cooc = Cooccurrence(counts, unigram, doc_freq, int(num_docs), int(round(num_tokens)), cap)
+    digest = hashlib.sha256(json.dumps(sorted(pins.items()), default=str).encode()).hexdigest()
+    return PartitionedState(cooc, list(index), None, offsets, "p" + digest[:24], clock,
+                            n_docs, None, info)

@@ -1,0 +1,142 @@
+"""The partitioned layout: per-partition stores sum to one store; the fence between writers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from anchorstream.errors import InputError, StoreConflictError
+from anchorstream.store import (
+    CooccurrenceStore,
+    open_committed,
+    partition_url,
+    pin_partitions,
+    read_partitions,
+)
+
+WORDS = [f"w{i}" for i in range(12)]
+
+
+def _by_word(state):
+    """The counts, unigram and doc_freq as dicts keyed by word (pairs for the matrix)."""
+    c, w = state.cooccurrence, state.words
+    pairs = {(w[i], w[j]): c.counts[i, j] for i in range(len(w)) for j in range(len(w))
+             if c.counts[i, j] != 0.0}
+    return pairs, dict(zip(w, c.unigram)), dict(zip(w, c.doc_freq)), c.num_docs, c.num_tokens
+
+
+def _assert_same(a, b, rtol=1e-9):
+    pa, ua, da, na, ta = _by_word(a)
+    pb, ub, db, nb, tb = _by_word(b)
+    assert (na, ta) == (nb, tb)
+    assert set(pa) == set(pb)
+    for k in pa:
+        assert pa[k] == pytest.approx(pb[k], rel=rtol, abs=1e-300)
+    for x, y in ((ua, ub), (da, db)):
+        assert {k for k, v in x.items() if v} == {k for k, v in y.items() if v}
+        for k, v in x.items():
+            assert v == pytest.approx(y.get(k, 0.0), rel=rtol, abs=1e-300)
+
+
+def _store(url, **kw):
+    return CooccurrenceStore.create(url, capacity=32, admit_threshold=1, chunk_size=4,
+                                    shard_size=8, length_cap=kw.pop("length_cap", 25.0), **kw)
+
+
+documents = st.lists(st.lists(st.sampled_from(WORDS), min_size=0, max_size=9),
+                     min_size=1, max_size=40)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(docs=documents, data=st.data())
+def test_any_split_over_partitions_sums_to_one_store(tmp_path_factory, docs, data):
+    """Vocabulary not binding (admit at first sight, room for every word): the summed
+    partition states equal one store fed all documents, to 1e-9 relative."""
+    root = tmp_path_factory.mktemp("parts")
+    n_parts = data.draw(st.integers(1, 4), label="partitions")
+    owner = data.draw(st.lists(st.integers(0, n_parts - 1), min_size=len(docs),
+                               max_size=len(docs)), label="owners")
+    every = data.draw(st.integers(1, 7), label="checkpoint every")
+    stores = {p: _store(partition_url(root, "t", p)) for p in range(n_parts)}
+    for i, (doc, p) in enumerate(zip(docs, owner)):
+        stores[p].add([doc])
+        if i % every == 0:
+            stores[p].checkpoint({f"kafka:t:{p}": i + 1})
+    for p, s in stores.items():
+        s.checkpoint({f"kafka:t:{p}": len(docs)})
+    single = _store(root / "single")
+    single.add(docs)
+    single.checkpoint()
+    summed = read_partitions(root, [("t", p) for p in range(n_parts)])
+    _assert_same(summed, open_committed(root / "single"))
+    assert summed.n_docs_added == len(docs)
+    assert set(summed.partitions) == {f"kafka:t:{p}" for p in range(n_parts)}
+
+
+def test_missing_partitions_count_as_empty_and_pins_name_the_version(tmp_path, rng):
+    s = _store(partition_url(tmp_path, "t", 1))
+    s.add([["w1", "w2", "w3"], ["w2", "w3"]])
+    v = s.checkpoint({"kafka:t:1": 2, "kafka:topic_ids": {"t": "id1"}})
+    pins = pin_partitions(tmp_path, [("t", 0), ("t", 1)])
+    assert pins == {"kafka:t:0": None, "kafka:t:1": v}
+    state = read_partitions(tmp_path, [("t", 0), ("t", 1)], versions=pins)
+    assert state.partitions["kafka:t:0"]["version"] is None
+    assert state.partitions["kafka:t:1"] == {"version": v, "offset": 2, "n_docs_added": 2,
+                                             "n_words": 3}
+    assert state.offsets == {"kafka:t:1": 2, "kafka:topic_ids": {"t": "id1"}}
+    # The same pins give the same id; a new commit a new one.
+    assert read_partitions(tmp_path, [("t", 0), ("t", 1)]).version == state.version
+    s.add([["w1", "w4"]])
+    s.checkpoint({"kafka:t:1": 3})
+    assert read_partitions(tmp_path, [("t", 0), ("t", 1)]).version != state.version
+
+
+def test_max_words_keeps_the_most_frequent_words_of_the_union(tmp_path):
+    a = _store(partition_url(tmp_path, "t", 0))
+    a.add([["w1", "w2"], ["w1", "w3"], ["w1", "w2"]])
+    a.checkpoint()
+    b = _store(partition_url(tmp_path, "t", 1))
+    b.add([["w2", "w4"], ["w5", "w4"]])
+    b.checkpoint()
+    state = read_partitions(tmp_path, [("t", 0), ("t", 1)], max_words=3)
+    # document frequencies: w2 3, w1 3, w4 2, w3 1, w5 1
+    assert sorted(state.words) == ["w1", "w2", "w4"]
+    full = read_partitions(tmp_path, [("t", 0), ("t", 1)])
+    i = [full.words.index(w) for w in state.words]
+    assert np.array_equal(state.cooccurrence.counts, full.cooccurrence.counts[np.ix_(i, i)])
+
+
+def test_partitions_weighted_differently_or_forgetting_are_refused(tmp_path):
+    for p, cap in ((0, 25.0), (1, 2)):
+        s = _store(partition_url(tmp_path, "t", p), length_cap=cap)
+        s.add([["w1", "w2"]])
+        s.checkpoint()
+    with pytest.raises(InputError, match="length_cap"):
+        read_partitions(tmp_path, [("t", 0), ("t", 1)])
+    with pytest.raises(InputError, match="cannot name a directory"):
+        partition_url(tmp_path, "a/b", 0)
+
+
+def test_a_stale_writer_is_fenced_and_never_rebases(tmp_path):
+    """Two owners of one partition (a rebalance): the one whose branch moved cannot commit,
+    whichever commits first, and its failed checkpoint changes nothing committed."""
+    url = partition_url(tmp_path, "t", 0)
+    _store(url).checkpoint()
+    old = CooccurrenceStore.open(url)
+    new = CooccurrenceStore.open(url)
+    old.add([["w1", "w2"]])
+    new.add([["w3", "w4"]])
+    v_new = new.checkpoint({"kafka:t:0": 1})
+    with pytest.raises(StoreConflictError, match="another writer committed first"):
+        old.checkpoint({"kafka:t:0": 1})
+    state = open_committed(url)
+    assert state.version == v_new and sorted(state.words) == ["w3", "w4"]
+    # The new owner goes on; the old one reopens and resumes from the stored offsets.
+    reopened = CooccurrenceStore.open(url)
+    assert reopened.offsets == {"kafka:t:0": 1} and reopened.version == v_new
+    new.add([["w1", "w3"]])
+    new.checkpoint({"kafka:t:0": 2})
+    with pytest.raises(StoreConflictError):
+        reopened.checkpoint({"kafka:t:0": 5})
