@@ -27,6 +27,7 @@ import json
 import logging
 import os
 import threading
+import time
 import uuid
 import zlib
 from collections.abc import Callable, Iterable
@@ -98,8 +99,6 @@ class History:
     def __init__(self, directory: str | os.PathLike, *, max_entries: int = 1000,
                  max_age_seconds: float | None = None,
                  clock: Callable[[], float] | None = None):
-        import time
-
         if int(max_entries) < 2:
             raise ValueError(f"max_entries must be >= 2, got {max_entries!r}")
         self.path = Path(directory) / HISTORY_FILE
@@ -108,6 +107,7 @@ class History:
         self._clock = clock or time.time
         self._lock = threading.Lock()
         self.records: list[dict[str, Any]] = []
+        self._entries: list[HistoryEntry] = []  # records parsed once, in step with them
         self.skipped = 0
         self._load()
 
@@ -125,7 +125,7 @@ class History:
                 self.skipped += 1
                 continue
             last = int(record["version"])
-            self.records.append(record)
+            self._keep(record)
         if self.skipped:
             log.warning("%s: skipped %d torn or corrupt line(s)", self.path, self.skipped)
 
@@ -148,7 +148,7 @@ class History:
                 fh.write(line)
                 fh.flush()
                 os.fsync(fh.fileno())
-            self.records.append(record)
+            self._keep(record)
             if self._over_bounds():
                 self._compact()
 
@@ -176,16 +176,22 @@ class History:
         finally:
             tmp.unlink(missing_ok=True)
         fsync_dir(self.path.parent, missing_ok=True)
+        kept = {int(r["version"]) for r in keep}
         self.records = keep
+        self._entries = [e for e in self._entries if e.version in kept]
+
+    def _keep(self, record: dict[str, Any]) -> None:
+        self.records.append(record)
+        topics = record["topics"]
+        self._entries.append(HistoryEntry(
+            int(record["version"]), str(record["created_at"]),
+            {int(t["id"]): float(t["prevalence"]) for t in topics},
+            {int(t["id"]): list(t.get("top_words") or []) for t in topics}))
 
     def entries(self) -> list[HistoryEntry]:
         """The records as :class:`anchorstream.model.trends.HistoryEntry`, oldest first."""
         with self._lock:
-            records = list(self.records)
-        return [HistoryEntry(int(r["version"]), str(r["created_at"]),
-                             {int(t["id"]): float(t["prevalence"]) for t in r["topics"]},
-                             {int(t["id"]): list(t.get("top_words") or []) for t in r["topics"]})
-                for r in records]
+            return list(self._entries)
 
     def last_words(self) -> dict[int, tuple[str | None, list[str]]]:
         """Each topic id's anchor and top words as last recorded."""

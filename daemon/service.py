@@ -295,6 +295,7 @@ class Daemon:
                 header_timeout_seconds=cfg.http.header_timeout_seconds,
                 body_timeout_seconds=cfg.http.body_timeout_seconds,
                 max_infer_documents=cfg.http.max_infer_documents,
+                infer_min_weight=cfg.http.infer_min_weight,
                 listen_backlog=cfg.http.listen_backlog).start()
             http_url, http_port = self.api.url, self.api.port
         else:

@@ -60,3 +60,11 @@ def test_bounded_by_age_keeps_the_newest(tmp_path):
     h.append(record(1, "2020-01-01T00:00:00Z"))
     h.append(record(2, "2020-01-01T00:00:01Z"))
     assert [e.version for e in h.entries()] == [2]  # both old, the newest stays
+
+
+def test_entries_follow_the_records_through_compaction(tmp_path):
+    h = History(tmp_path, max_entries=3)
+    for v in range(1, 9):
+        h.append(record(v))
+    assert [e.version for e in h.entries()] == [int(r["version"]) for r in h.records]
+    assert h.entries()[0].words[1] == [f"w1{j}" for j in range(10)]

@@ -79,6 +79,14 @@ def test_stationary_noise_is_rarely_rising():
         assert hits / total < 0.005, (n, hits / total)
 
 
+def test_the_docstring_example():
+    import doctest
+
+    import anchorstream.model.trends as module
+
+    assert doctest.testmod(module).failed == 0
+
+
 def test_bad_values_are_refused():
     with pytest.raises(InputError, match="finite and non-negative"):
         trend_score([0.1, -0.1, 0.2])

@@ -83,7 +83,13 @@ def test_window_and_limit(pub):
         assert short["window"]["snapshots"] == 3 and short["window"]["from_version"] == 8
         assert all(len(short[k]) <= 1 for k in ("rising", "falling", "new", "gone"))
         assert short["gone"] == []  # 2 and 3 died before version 8
-        for query in ("limit=0", "limit=x", "window=1", "limit=100000"):
+        _, _, loose = request(srv, "GET", "/v1/trends?min_score=0.01&limit=100")
+        _, _, strict = request(srv, "GET", "/v1/trends?limit=100")
+        assert loose["settings"]["min_score"] == 0.01
+        assert {t["id"] for t in loose["rising"]} >= {t["id"] for t in strict["rising"]}
+        assert all(t["score"] >= 0.01 for t in loose["rising"])
+        for query in ("limit=0", "limit=x", "window=1", "limit=100000", "min_score=0",
+                      "min_score=-1", "min_score=x"):
             status, _, err = request(srv, "GET", f"/v1/trends?{query}")
             assert status == 400 and err["error"] == "bad_request", query
             assert query.split("=")[0] in err["message"]
@@ -152,3 +158,15 @@ def test_metrics_export_the_trends(pub):
     assert kinds == {"rising": len(trends.rising), "falling": 1.0, "new": 1.0, "gone": 2.0}
     top = families["anchorstream_trend_top_score"].samples[0].value
     assert top == pytest.approx(trends.rising[0].score) and top >= 3.0
+
+
+def test_infer_min_weight_default_is_configurable(pub):
+    publish(pub, [0, 1, 2, 3], [1, 1, 1, 1])
+    text = " ".join(VOCAB[:40])  # words of four topics: every weight well above 0.01
+    with ApiServer(pub) as srv:
+        _, _, default = request(srv, "POST", "/v1/infer", {"text": text})
+    with ApiServer(pub, infer_min_weight=0.99) as srv:
+        _, _, strict = request(srv, "POST", "/v1/infer", {"text": text})
+        _, _, asked = request(srv, "POST", "/v1/infer", {"text": text, "min_weight": 0})
+    assert len(default["topics"]) == 4 and len(strict["topics"]) == 1
+    assert strict["omitted_weight"] > 0.5 and len(asked["topics"]) == 4

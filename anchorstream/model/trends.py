@@ -38,13 +38,15 @@ window and is not the history's first entry, so the first model's topics are nev
 alive in the latest snapshot, has persisted for at least ``new_min_snapshots`` snapshots, is
 rising, and is not an old topic re-cut: at most ``new_max_overlap`` of its top words are among
 the top words of any one established topic (from the history's first model, or alive for
-``new_min_snapshots`` snapshots) of the snapshot before its birth, when the history has words. A refresh that reshuffles topics gives short-lived births; requiring persistence and a
-rise is what makes "new" mean something (measured: benchmarks/bench_churn.py). A topic is
-**gone** when it appears in the window but not in the latest snapshot.
+``new_min_snapshots`` snapshots) of the snapshot before its birth, when the history has words.
+A refresh that reshuffles topics gives short-lived births, and a spare topic can split an old
+one and take its mass; persistence, a rise and the word check are what make "new" mean
+something (measured: docs/trends.md, benchmarks/bench_churn.py). A topic is **gone** when it
+appears in the window but not in the latest snapshot.
 
 Example
 -------
->>> h = [HistoryEntry(v, f"2026-01-0{v}T00:00:00Z", {0: 0.5, 1: 0.5 - 0.02 * v, 2: 0.02 * v})
+>>> h = [HistoryEntry(v, f"2026-01-0{v}T00:00:00Z", {0: 0.5, 1: 0.5 - 0.06 * v, 2: 0.02 * v})
 ...      for v in range(1, 7)]
 >>> t = compute_trends(h, TrendSettings(window=6))
 >>> [x.id for x in t.rising], [x.id for x in t.falling]
@@ -62,8 +64,8 @@ from scipy import stats
 
 from anchorstream.errors import InputError
 
-__all__ = ["HistoryEntry", "MAX_SCORE", "MIN_POINTS", "PRIOR_DF", "TopicTrend", "TrendSettings", "Trends",
-           "compute_trends", "pooled_noise", "trend_score"]
+__all__ = ["HistoryEntry", "MAX_SCORE", "MIN_POINTS", "PRIOR_DF", "TopicTrend", "TrendSettings",
+           "Trends", "compute_trends", "pooled_noise", "trend_score"]
 
 #: Fewer points than this in the window give score 0.
 MIN_POINTS = 3

@@ -21,10 +21,12 @@ Endpoints
                                          ``{"documents": [...]}`` (up to ``max_infer_documents``),
                                          optional ``"version"``, ``"top"`` and ``"min_weight"``:
                                          topic proportions of at least ``min_weight`` (default
-                                         0.01) and ``omitted_weight`` (daemon/http/infer.py).
+                                         ``infer_min_weight``, 0.01) and ``omitted_weight``
+                                         (daemon/http/infer.py).
 ``GET /v1/trends``                       rising, falling, new and gone topics over the last
                                          ``trends.window`` snapshots of the history, with scores
-                                         and series; ``?limit=N`` (default 10), ``?window=N``.
+                                         and series; ``?limit=N`` (default 10), ``?window=N``,
+                                         ``?min_score=Z`` (default ``trends.min_score``).
                                          404 before the first snapshot (daemon/http/trends.py).
 ``GET /healthz``                         200 while the process serves requests.
 ``GET /readyz``                          200 when a snapshot exists and ``ready()`` says
@@ -80,7 +82,7 @@ from urllib.parse import parse_qs, urlsplit
 from anchorstream.errors import InputError, SnapshotError, SnapshotNotFoundError
 from anchorstream.text.tokenize import Tokenizer
 from daemon.http import strictjson
-from daemon.http.infer import MAX_INFER_DOCUMENTS, infer_request
+from daemon.http.infer import INFER_MIN_WEIGHT, MAX_INFER_DOCUMENTS, infer_request
 from daemon.http.trends import MAX_LIMIT, trends_document
 from daemon.http.server import HttpError as _HttpError
 from daemon.http.server import JsonHandler, JsonServer, dumps
@@ -151,6 +153,8 @@ class ApiServer:
     static_dir : path-like, default ``daemon/static``
     max_infer_documents : int, default 256
         Documents one ``POST /v1/infer`` batch may hold.
+    infer_min_weight : float, default 0.01
+        ``POST /v1/infer``'s ``min_weight`` when a request gives none.
     """
 
     def __init__(self, publisher, *, host: str = "127.0.0.1", port: int = 0,
@@ -161,7 +165,8 @@ class ApiServer:
                  max_waiters: int = 256, header_timeout_seconds: float = 20.0,
                  body_timeout_seconds: float = 30.0, listen_backlog: int = 1024,
                  static_dir: str | Path | None = None,
-                 max_infer_documents: int = MAX_INFER_DOCUMENTS):
+                 max_infer_documents: int = MAX_INFER_DOCUMENTS,
+                 infer_min_weight: float = INFER_MIN_WEIGHT):
         self.publisher = publisher
         self.host = host
         self._requested_port = int(port)
@@ -172,6 +177,7 @@ class ApiServer:
         self.tokenizer = tokenizer if tokenizer is not None else Tokenizer()
         self.max_body_bytes = int(max_body_bytes)
         self.max_infer_documents = max(int(max_infer_documents), 1)
+        self.infer_min_weight = float(infer_min_weight)
         self.max_wait_seconds = float(max_wait_seconds)
         self.max_waiters = max(int(max_waiters), 1)
         self._waiting = 0
@@ -493,12 +499,19 @@ class _Handler(JsonHandler):
     def post_infer(self) -> int:
         status, body = infer_request(self._read_json_body(), self.app.publisher,
                                      self.app.tokenizer,
-                                     max_documents=self.app.max_infer_documents)
+                                     max_documents=self.app.max_infer_documents,
+                                     min_weight=self.app.infer_min_weight)
         return self._send_json(status, body)
 
     def get_trends(self) -> int:
         limit = self._int_param("limit")
         window = self._int_param("window")
+        min_score = None
+        if self._param("min_score") is not None:
+            min_score = self._float_param("min_score", 0.0)
+            if min_score <= 0:
+                raise _HttpError(400, "bad_request",
+                                 "query parameter 'min_score' must be a number > 0")
         if limit is not None and not 1 <= limit <= MAX_LIMIT:
             raise _HttpError(400, "bad_request",
                              f"query parameter 'limit' must be in [1, {MAX_LIMIT}], got {limit}")
@@ -506,7 +519,7 @@ class _Handler(JsonHandler):
             raise _HttpError(400, "bad_request",
                              f"query parameter 'window' must be >= 2 snapshots, got {window}")
         doc = trends_document(self.app.publisher, limit=10 if limit is None else limit,
-                              window=window)
+                              window=window, min_score=min_score)
         if doc is None:
             raise _HttpError(404, "not_found", "no snapshot has been published yet")
         return self._send_json(200, doc, {"Cache-Control": "no-cache"})

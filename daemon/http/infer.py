@@ -14,8 +14,8 @@ A batch (at most ``http.max_infer_documents`` documents, default 256)::
         "seconds"}
 
 ``topics`` lists the strongest topic, then every other of weight at least ``min_weight``
-(default :data:`INFER_MIN_WEIGHT`, 0.01: a document's proportions trail off to 1e-77, which is
-no information), at most ``top`` in all; ``omitted_weight`` is what the rest sum to. A
+(default ``http.infer_min_weight``, :data:`INFER_MIN_WEIGHT` = 0.01: a document's proportions
+trail off to 1e-77, which is no information), at most ``top`` in all; ``omitted_weight`` is what the rest sum to. A
 document with no word in the model's vocabulary is a 422 alone; in a batch its result is
 ``{"error": "no_known_words", "message": ...}`` and the others are answered. Every request
 error is a 400 naming the field (``documents[3]: ...`` for a batch entry).
@@ -62,11 +62,11 @@ def _document(doc: Any, where: str) -> str | list[str]:
     return doc["tokens"]
 
 
-def _options(req: dict) -> tuple[int | None, float, int | None]:
+def _options(req: dict, default_min_weight: float) -> tuple[int | None, float, int | None]:
     top = req.get("top")
     if top is not None and (not isinstance(top, int) or isinstance(top, bool) or top < 1):
         raise _bad('"top" must be an integer >= 1')
-    min_weight = req.get("min_weight", INFER_MIN_WEIGHT)
+    min_weight = req.get("min_weight", default_min_weight)
     if (not isinstance(min_weight, (int, float)) or isinstance(min_weight, bool)
             or not 0 <= min_weight <= 1):
         raise _bad('"min_weight" must be a number in [0, 1]')
@@ -122,8 +122,8 @@ def _result(theta: np.ndarray, ids, n_tokens: int, n_known: int, top: int | None
             "omitted_weight": float(max(0.0, 1.0 - theta[order].sum()))}
 
 
-def infer_request(req: Any, publisher, tokenizer, *, max_documents: int = MAX_INFER_DOCUMENTS
-                  ) -> tuple[int, dict[str, Any]]:
+def infer_request(req: Any, publisher, tokenizer, *, max_documents: int = MAX_INFER_DOCUMENTS,
+                  min_weight: float = INFER_MIN_WEIGHT) -> tuple[int, dict[str, Any]]:
     """``(status, body)`` of a ``POST /v1/infer`` request body (parsed JSON).
 
     Raises
@@ -133,7 +133,7 @@ def infer_request(req: Any, publisher, tokenizer, *, max_documents: int = MAX_IN
         known word.
     """
     docs, batch = _parse(req, int(max_documents))
-    top, min_weight, version = _options(req)
+    top, min_weight, version = _options(req, float(min_weight))
     version, snap = _snapshot(publisher, version)
     index, rows, n_tokens = snap.word_index, [], []
     for i, doc in enumerate(docs):

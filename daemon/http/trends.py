@@ -54,8 +54,8 @@ def _words(publisher) -> dict[int, tuple[str | None, list[str]]]:
     return words
 
 
-def trends_document(publisher, *, limit: int = 10, window: int | None = None
-                    ) -> dict[str, Any] | None:
+def trends_document(publisher, *, limit: int = 10, window: int | None = None,
+                    min_score: float | None = None) -> dict[str, Any] | None:
     """The ``/v1/trends`` body, or None before the first snapshot.
 
     Parameters
@@ -65,12 +65,17 @@ def trends_document(publisher, *, limit: int = 10, window: int | None = None
         Topics per list (at most :data:`MAX_LIMIT`).
     window : int, optional
         Snapshots to look at instead of ``trends.window`` (at least 2).
+    min_score : float, optional
+        Score from which a topic is rising (or falling below minus it) instead of
+        ``trends.min_score`` (> 0; a small value lists every topic that goes up at all).
     """
     settings = publisher.trend_settings
-    if window is None or window == settings.window:
+    overrides = {k: v for k, v in (("window", window), ("min_score", min_score))
+                 if v is not None and v != getattr(settings, k)}
+    if not overrides:
         trends: Trends | None = publisher.trends()
     else:
-        settings = dataclasses.replace(settings, window=int(window))
+        settings = dataclasses.replace(settings, **overrides)
         entries = publisher.history.entries()
         trends = compute_trends(entries, settings) if entries else None
     if trends is None:

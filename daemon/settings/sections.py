@@ -402,6 +402,9 @@ class HttpConfig(_Section):
         "otherwise)")
     max_infer_documents: Int(1) = Field(
         256, description="documents one POST /v1/infer batch may hold (400 beyond)")
+    infer_min_weight: Float(0, 1) = Field(
+        0.01, description="POST /v1/infer lists the strongest topic and the others of at least "
+        "this weight, when the request gives no min_weight; the rest sum to omitted_weight")
     listen_backlog: Int(1, 65535) = Field(
         1024, description="connections queued before they are accepted (capped by the kernel's "
         "net.core.somaxconn)")
