@@ -28,6 +28,7 @@ from anchorstream.store.settings import length_cap
 from anchorstream.zarrio import get, get_words
 
 __all__ = [
+    "BaseShards",
     "CommittedState",
     "DenseRead",
     "fingerprint",
@@ -169,54 +170,85 @@ def _as_slice(src: np.ndarray, dst: np.ndarray) -> tuple[slice, slice] | None:
     return None
 
 
+class BaseShards:
+    """The valid blocks of a version's base matrices (one per live window), one shard at a time.
+
+    Base rows and columns of slots reset after the last compaction hold the words they
+    evicted: skipped. In the shards a fold in progress has rewritten, slots reset up to the
+    fold's last checkpoint were zeroed and got their new words' entries: kept there. Blocks
+    come in true (decayed) units. The dense read (:func:`_densify`) and the sparse one
+    (:mod:`anchorstream.store.sparseread`) both walk the base through this.
+    """
+
+    def __init__(self, root, meta, state: StoreState, active: np.ndarray,
+                 reset_seq: np.ndarray):
+        self.root, self.active = root, active
+        self.capacity = meta["config"]["capacity"]
+        self.shard = meta["config"]["shard_size"]
+        forgetting = Forgetting.from_dict(meta["config"]["forgetting"])
+        R = forgetting.ring
+        self.fold = Fold.of(meta, state)
+        self.base_ok = reset_seq <= state.base_seq
+        self.folded_ok = (self.base_ok if self.fold is None
+                          else reset_seq <= self.fold.seq)
+        self.factor = forgetting.readout(state.clock, state.base_t_ref)
+        self.live = [r for r in range(R)
+                     if state.base_window[r] >= 0 and state.live(state.base_window[r], R)]
+
+    def starts(self) -> range:
+        """First slot of every band of shards."""
+        return range(0, self.capacity, self.shard)
+
+    def slots(self, start: int) -> np.ndarray:
+        """Active slots in the band of shards beginning at slot ``start``."""
+        a = self.active
+        return a[(a >= start) & (a < start + self.shard)]
+
+    def band(self, r0: int, *, upper: bool = False):
+        """``(c0, rows, cols, block)`` for every base shard of row band ``r0`` (window after
+        window, then column band after column band; from the diagonal on with ``upper``):
+        ``block`` is the shard, ``rows`` and ``cols`` its valid active slots."""
+        V, S = self.capacity, self.shard
+        rall = self.slots(r0)
+        if rall.size == 0:
+            return
+        for r in self.live:
+            arr = self.root[f"counts/{r}"]
+            for c0 in range(r0 if upper else 0, V, S):
+                call = self.slots(c0)
+                folded = self.fold is not None and self.fold.has_folded(r0 // S, c0 // S)
+                ok = self.folded_ok if folded else self.base_ok
+                rsel, csel = rall[ok[rall]], call[ok[call]]
+                if rsel.size == 0 or csel.size == 0:
+                    continue
+                block = arr[r0 : min(r0 + S, V), c0 : min(c0 + S, V)]
+                if self.factor != 1.0:
+                    block *= self.factor
+                yield c0, rsel, csel, block
+
+
 def _densify(v: _Version, out=None) -> np.ndarray:
     """Base + valid live segments over the active slots of ``v``, dense, true (decayed)
     values; into ``out``'s first ``n²`` elements when it has room (see :func:`open_committed`)."""
-    V = v.meta["config"]["capacity"]
-    S = v.meta["config"]["shard_size"]
-    forgetting, state, active, reset_seq = v.forgetting, v.state, v.active, v.reset_seq
-    R = forgetting.ring
+    state, active = v.state, v.active
     n = active.size
     out = leading_view(out, (n, n), np.float64)
     if out is None:
         out = np.zeros((n, n))
     else:
         out.fill(0.0)
-    pos = np.full(V, -1, dtype=np.int64)
+    pos = np.full(v.meta["config"]["capacity"], -1, dtype=np.int64)
     pos[active] = np.arange(n)
-    fold = Fold.of(v.meta, state)
-    # Base rows and columns of slots reset after the last compaction hold the words they
-    # evicted: skipped. In the shards a fold in progress has rewritten, slots reset up to the
-    # fold's last checkpoint were zeroed and got their new words' entries: kept there.
-    base_ok = reset_seq <= state.base_seq
-    folded_ok = base_ok if fold is None else reset_seq <= fold.seq
-    base_factor = forgetting.readout(state.clock, state.base_t_ref)
-    for r in range(R):
-        w = state.base_window[r]
-        if w < 0 or not state.live(w, R):
-            continue
-        arr = v.root[f"counts/{r}"]
-        for r0 in range(0, V, S):
-            rall = active[(active >= r0) & (active < r0 + S)]
-            if rall.size == 0:
-                continue
-            for c0 in range(0, V, S):
-                csel = active[(active >= c0) & (active < c0 + S)]
-                folded = fold is not None and fold.has_folded(r0 // S, c0 // S)
-                ok = folded_ok if folded else base_ok
-                rsel, csel = rall[ok[rall]], csel[ok[csel]]
-                if rsel.size == 0 or csel.size == 0:
-                    continue
-                block = arr[r0 : min(r0 + S, V), c0 : min(c0 + S, V)]
-                if base_factor != 1.0:
-                    block *= base_factor
-                rs, cs = _as_slice(rsel - r0, pos[rsel]), _as_slice(csel - c0, pos[csel])
-                if rs is not None and cs is not None:
-                    # Every slot of the shard is active (the usual case): plain slices.
-                    out[rs[1], cs[1]] += block[rs[0], cs[0]]
-                else:
-                    out[np.ix_(pos[rsel], pos[csel])] += block[np.ix_(rsel - r0, csel - c0)]
-    v.entry_reader().add_into(out, pos, state.live_segments(R))
+    shards = BaseShards(v.root, v.meta, state, active, v.reset_seq)
+    for r0 in shards.starts():
+        for c0, rsel, csel, block in shards.band(r0):
+            rs, cs = _as_slice(rsel - r0, pos[rsel]), _as_slice(csel - c0, pos[csel])
+            if rs is not None and cs is not None:
+                # Every slot of the shard is active (the usual case): plain slices.
+                out[rs[1], cs[1]] += block[rs[0], cs[0]]
+            else:
+                out[np.ix_(pos[rsel], pos[csel])] += block[np.ix_(rsel - r0, csel - c0)]
+    v.entry_reader().add_into(out, pos, state.live_segments(v.forgetting.ring))
     return out
 
 

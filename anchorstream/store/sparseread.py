@@ -25,9 +25,9 @@ from anchorstream.errors import StoreError, StoreFormatError
 from anchorstream.stats.accumulator import Forgetting
 from anchorstream.stats.sparse import SparseCooccurrence, canonical_csr, upper_csr
 from anchorstream.store.format import BRANCH, StoreState, check_format
-from anchorstream.store.reading import CommittedState
+from anchorstream.store.reading import BaseShards, CommittedState
 from anchorstream.store.repository import open_repo, pass_through, wrap
-from anchorstream.store.segments import EntryReader, Fold
+from anchorstream.store.segments import EntryReader
 from anchorstream.store.settings import length_cap
 from anchorstream.zarrio import get, get_words
 
@@ -60,36 +60,17 @@ def sparse_upper(root, meta, state: StoreState, active: np.ndarray,
     to the fold's last checkpoint are kept), and the segments' entries go through
     :class:`~anchorstream.store.segments.EntryReader`.
     """
-    V, S = meta["config"]["capacity"], meta["config"]["shard_size"]
     forgetting = Forgetting.from_dict(meta["config"]["forgetting"])
     R = forgetting.ring
     n = active.size
-    pos = np.full(V, -1, dtype=np.int64)
+    pos = np.full(meta["config"]["capacity"], -1, dtype=np.int64)
     pos[active] = np.arange(n)
-    fold = Fold.of(meta, state)
-    base_ok = reset_seq <= state.base_seq
-    folded_ok = base_ok if fold is None else reset_seq <= fold.seq
-    base_factor = forgetting.readout(state.clock, state.base_t_ref)
-    live = [r for r in range(R)
-            if state.base_window[r] >= 0 and state.live(state.base_window[r], R)]
+    shards = BaseShards(root, meta, state, active, reset_seq)
     bands = []
-    for r0 in range(0, V, S):
-        rall = active[(active >= r0) & (active < r0 + S)]
-        parts = []
-        for r in live if rall.size else ():
-            arr = root[f"counts/{r}"]
-            for c0 in range(r0, V, S):
-                call = active[(active >= c0) & (active < c0 + S)]
-                folded = fold is not None and fold.has_folded(r0 // S, c0 // S)
-                ok = folded_ok if folded else base_ok
-                rsel, csel = rall[ok[rall]], call[ok[call]]
-                if rsel.size == 0 or csel.size == 0:
-                    continue
-                block = arr[r0 : min(r0 + S, V), c0 : min(c0 + S, V)]
-                if base_factor != 1.0:
-                    block *= base_factor
-                parts.append(_block_entries(block, rsel, csel, r0, c0, pos, c0 == r0))
-                del block
+    for r0 in shards.starts():
+        rall = shards.slots(r0)
+        parts = [_block_entries(block, rsel, csel, r0, c0, pos, c0 == r0)
+                 for c0, rsel, csel, block in shards.band(r0, upper=True)]
         rows, cols, vals = (np.concatenate(p) for p in zip(*parts)) if parts else (
             np.empty(0, np.int64),) * 3
         lo = int(pos[rall[0]]) if rall.size else 0
@@ -99,7 +80,7 @@ def sparse_upper(root, meta, state: StoreState, active: np.ndarray,
         bands.append(band)
     base = sp.vstack(bands, format="csr") if bands else sp.csr_matrix((n, n))
     del bands
-    reader = EntryReader(root, reset_seq, forgetting, state.clock, fold)
+    reader = EntryReader(root, reset_seq, forgetting, state.clock, shards.fold)
     for seg in state.live_segments(R):
         # One segment at a time: its entries' index arrays are the read's largest temporaries.
         srows, scols, svals = reader.entries(seg)
