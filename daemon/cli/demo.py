@@ -15,7 +15,8 @@ Pacing: the replay sends at most ``--rate`` documents a second and waits while i
 refresh moves the stream on by about ``--refresh-docs`` documents whatever the machine's speed:
 a run shows a snapshot every few seconds from the start (about twenty over the sample), and the
 store forgets (``--half-life`` documents, ``store.half_life_docs``) so that eras fade as the
-stream moves on.
+stream moves on. Trends are scored over 5 snapshots from a score of 2 and topics keep their ids
+at a similarity of 0.3 (``--trend-window``, ``--trend-min-score``, ``--align``; see the banner).
 
 Settings come from ``--config`` (default: ``config.yaml`` in the working directory when there is
 one, else the built-in defaults) with what a demo needs forced on top: the embedded broker
@@ -57,13 +58,10 @@ log = logging.getLogger("anchorstream.demo")
 #: The bundled sample of real text (see ``daemon/data/SOURCE.md``).
 SAMPLE = Path(__file__).parents[1] / "data" / "sample.jsonl.gz"
 
-#: The demo's trend settings (``trends.window``, ``trends.min_score``), stated in its banner:
-#: the sample's eras pass in a few snapshots (measured: docs/daemon.md, "The demo").
-DEMO_TREND_WINDOW = 5
-DEMO_TREND_MIN_SCORE = 2.0
-#: ``refresh.align_min_similarity`` of the demo: a century of drift re-cuts topics faster than
-#: the service's 0.5 follows (measured: docs/daemon.md, "The demo").
-DEMO_ALIGN = 0.3
+#: The demo's ``trends.window``, ``trends.min_score`` and ``refresh.align_min_similarity``,
+#: stated in its banner: its eras pass in a few snapshots, and a century of drift re-cuts topics
+#: faster than the service's 0.5 follows (measured: docs/daemon.md, "The demo").
+DEMO_TREND_WINDOW, DEMO_TREND_MIN_SCORE, DEMO_ALIGN = 5, 2.0, 0.3
 
 #: Marker file that makes a ``--state-dir`` safe to clear at the next start.
 _MARKER = ".anchorstream-demo"
