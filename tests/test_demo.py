@@ -192,6 +192,7 @@ def test_demo_shows_topics_rising_over_ten_snapshots(tmp_path):
     assert proc.returncode == 0, out + err
     assert re.search(r"trends:\s+rising at a score of 2 or more over the last 5 snapshots",
                      out), out
+    assert "keeps its id at a similarity of 0.3" in out, out
     docs = re.findall(r"^\W* snapshot \d+ · ([\d,]+) documents", out, flags=re.M)
     assert len(docs) >= 10 and docs[-1] == "6,000", docs
     trends = re.findall(r"^trends \(last \d+ snapshots\): (.*)$", out, flags=re.M)

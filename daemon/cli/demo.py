@@ -404,9 +404,9 @@ def _announce(args, cfg, style: Style, *, config_path, state_dir: Path, remove_s
          + (f"; half-life {cfg.store.half_life_docs:,.0f} documents"
             if cfg.store.half_life_docs else ""))
     _say(f"  trends:   rising at a score of {cfg.trends.min_score:g} or more over the last "
-         f"{cfg.trends.window} snapshots (demo settings; the service's defaults are 3 over 10, "
-         f"docs/trends.md); a topic keeps its id at a similarity of "
-         f"{cfg.refresh.align_min_similarity:g} (the service's: 0.5)")
+         f"{cfg.trends.window} snapshots (demo; the service's defaults: 3 over 10)")
+    _say(f"  ids:      a topic keeps its id at a similarity of "
+         f"{cfg.refresh.align_min_similarity:g} to its predecessor (demo; the service's: 0.5)")
     _say(f"  browser:  {style.bold(url)}")
     ends = []
     if args.duration is not None:
