@@ -13,7 +13,7 @@ the printed URL meanwhile.
 Pacing: the replay sends at most ``--rate`` documents a second and waits while it is more than
 ``2 x --refresh-docs`` documents ahead of the newest snapshot (:class:`daemon.kafka.producers.Paced` ``hold``), so each
 refresh moves the stream on by about ``--refresh-docs`` documents whatever the machine's speed:
-a run shows a snapshot every few seconds from the start (about twenty over the sample), and the
+a run shows a snapshot every few seconds from the start (16-21 over the sample, fewer on a busy machine), and the
 store forgets (``--half-life`` documents, ``store.half_life_docs``) so that eras fade as the
 stream moves on. Trends are scored over 5 snapshots from a score of 2 and topics keep their ids
 at a similarity of 0.3 (``--trend-window``, ``--trend-min-score``, ``--align``; see the banner).
