@@ -10,11 +10,12 @@ words, and which topics were born, died, rose and fell since the previous snapsh
 snapshot's ``extra["churn"]`` and prevalence deltas by topic id). The topic browser is served at
 the printed URL meanwhile.
 
-Pacing: the replay sends at most ``--rate`` documents a second and waits while it is more than
-``2 x --refresh-docs`` documents ahead of the newest snapshot (:class:`daemon.kafka.producers.Paced` ``hold``), so each
-refresh moves the stream on by about ``--refresh-docs`` documents whatever the machine's speed:
-a run shows a snapshot every few seconds from the start (16-21 over the sample, fewer on a busy machine), and the
-store forgets (``--half-life`` documents, ``store.half_life_docs``) so that eras fade as the
+Pacing: the replay sends at most ``--rate`` documents a second and waits while it is more
+than ``2 x --refresh-docs`` documents ahead of the newest snapshot
+(:class:`daemon.kafka.producers.Paced` ``hold``), so each refresh moves the stream on by about
+``--refresh-docs`` documents whatever the machine's speed: a run shows a snapshot every few
+seconds from the start (16-21 over the sample, fewer on a busy machine), and the store forgets
+(``--half-life`` documents, ``store.half_life_docs``) so that eras fade as the
 stream moves on. Trends are scored over 5 snapshots from a score of 2 and topics keep their ids
 at a similarity of 0.3 (``--trend-window``, ``--trend-min-score``, ``--align``; see the banner).
 
