@@ -178,6 +178,30 @@ def test_demo_replays_in_time_order_a_step_per_snapshot(tmp_path):
     assert dates == sorted(dates), dates
 
 
+def test_demo_shows_topics_rising_over_ten_snapshots(tmp_path):
+    """A first run shows the stream evolving: on the bundled sample, 6,000 documents in steps of
+    at most 2 x --refresh-docs give at least 10 snapshots (whatever the machine's speed), and
+    the trends line under them names a rising (or new) topic at least once, with the demo's
+    trend settings (window 5, score 2) stated in the banner. Measured over this run: rising in
+    6 of 16 snapshots (docs/daemon.md, "The demo")."""
+    with _demo(tmp_path, "--limit", "6000") as proc:
+        head = _read_until(proc, "broker:")
+        proc.broker = _broker_pid(head)
+        out, err = _rest(proc, tmp_path)
+        out = head + out
+    assert proc.returncode == 0, out + err
+    assert re.search(r"trends:\s+rising at a score of 2 or more over the last 5 snapshots",
+                     out), out
+    assert "keeps its id at a similarity of 0.3" in out, out
+    docs = re.findall(r"^\W* snapshot \d+ · ([\d,]+) documents", out, flags=re.M)
+    assert len(docs) >= 10 and docs[-1] == "6,000", docs
+    trends = re.findall(r"^trends \(last \d+ snapshots\): (.*)$", out, flags=re.M)
+    # (A snapshot the printer reaches after a newer one was published has no trends line.)
+    assert trends, out
+    moving = [t for t in trends if re.search(r"\b(rising|new): \d+ \S+ \(z \+\d", t)]
+    assert moving, "\n".join(trends)
+
+
 def test_paced_holds_without_bursting_and_stops_while_held():
     import threading as th
 
@@ -235,7 +259,7 @@ def test_demo_config_forces_embedded_broker_and_demo_paths(tmp_path):
     }, env={})
     cfg = demo_config(base, state_dir=tmp_path, num_topics=7, port=0, vocab=3000,
                       rectify_iter=40, refresh_seconds=2, refresh_docs=200,
-                      half_life_docs=4000)
+                      half_life_docs=4000, trend_window=5, trend_min_score=2, align=0.3)
     assert cfg.kafka.embedded
     assert cfg.kafka.security_protocol == "PLAINTEXT" and cfg.kafka.sasl_plain_password is None
     assert cfg.store.path == str(tmp_path / "store")
@@ -246,6 +270,12 @@ def test_demo_config_forces_embedded_broker_and_demo_paths(tmp_path):
     assert (cfg.refresh.interval_seconds, cfg.refresh.min_new_docs) == (2.0, 200)
     assert cfg.http.port == 0
     assert cfg.store.half_life_docs == 4000
+    assert (cfg.trends.window, cfg.trends.min_score) == (5, 2.0)
+    assert cfg.refresh.align_min_similarity == 0.3
+    # Left out, the configuration's own values stay (the service's defaults here).
+    plain = demo_config(base, state_dir=tmp_path)
+    assert (plain.trends.window, plain.trends.min_score) == (10, 3.0)
+    assert plain.refresh.align_min_similarity == 0.5
 
 
 def test_bundled_sample_is_present():
@@ -254,7 +284,9 @@ def test_bundled_sample_is_present():
 
 
 @pytest.mark.parametrize("bad", [["--rate", "0"], ["--limit", "0"], ["--duration", "-1"],
-                                 ["--topics", "0"], ["--half-life", "-1"]])
+                                 ["--topics", "0"], ["--half-life", "-1"],
+                                 ["--trend-window", "1"], ["--trend-min-score", "0"],
+                                 ["--align", "1.5"]])
 def test_demo_rejects_bad_arguments(tmp_path, bad):
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     res = subprocess.run([sys.executable, "-m", "daemon", "demo", *bad], cwd=tmp_path, env=env,

@@ -10,12 +10,14 @@ words, and which topics were born, died, rose and fell since the previous snapsh
 snapshot's ``extra["churn"]`` and prevalence deltas by topic id). The topic browser is served at
 the printed URL meanwhile.
 
-Pacing: the replay sends at most ``--rate`` documents a second and waits while it is more than
-``2 x --refresh-docs`` documents ahead of the newest snapshot (:class:`daemon.kafka.producers.Paced` ``hold``), so each
-refresh moves the stream on by about ``--refresh-docs`` documents whatever the machine's speed:
-a run shows a snapshot every few seconds from the start (about twenty over the sample), and the
-store forgets (``--half-life`` documents, ``store.half_life_docs``) so that eras fade as the
-stream moves on.
+Pacing: the replay sends at most ``--rate`` documents a second and waits while it is more
+than ``2 x --refresh-docs`` documents ahead of the newest snapshot
+(:class:`daemon.kafka.producers.Paced` ``hold``), so each refresh moves the stream on by about
+``--refresh-docs`` documents whatever the machine's speed: a run shows a snapshot every few
+seconds from the start (16-21 over the sample, fewer on a busy machine), and the store forgets
+(``--half-life`` documents, ``store.half_life_docs``) so that eras fade as the
+stream moves on. Trends are scored over 5 snapshots from a score of 2 and topics keep their ids
+at a similarity of 0.3 (``--trend-window``, ``--trend-min-score``, ``--align``; see the banner).
 
 Settings come from ``--config`` (default: ``config.yaml`` in the working directory when there is
 one, else the built-in defaults) with what a demo needs forced on top: the embedded broker
@@ -56,6 +58,11 @@ log = logging.getLogger("anchorstream.demo")
 
 #: The bundled sample of real text (see ``daemon/data/SOURCE.md``).
 SAMPLE = Path(__file__).parents[1] / "data" / "sample.jsonl.gz"
+
+#: The demo's ``trends.window``, ``trends.min_score`` and ``refresh.align_min_similarity``,
+#: stated in its banner: its eras pass in a few snapshots, and a century of drift re-cuts topics
+#: faster than the service's 0.5 follows (measured: docs/daemon.md, "The demo").
+DEMO_TREND_WINDOW, DEMO_TREND_MIN_SCORE, DEMO_ALIGN = 5, 2.0, 0.3
 
 #: Marker file that makes a ``--state-dir`` safe to clear at the next start.
 _MARKER = ".anchorstream-demo"
@@ -101,6 +108,17 @@ def register(subparsers) -> None:
                    dest="half_life",
                    help="forget: a document counts half as much after DOCS newer ones "
                         "(store.half_life_docs), so that old eras fade; 0 = remember all")
+    p.add_argument("--trend-window", type=int, default=DEMO_TREND_WINDOW, metavar="N",
+                   help="snapshots a trend looks at (trends.window; the service's default is "
+                        "10): a demo's eras pass in a few snapshots")
+    p.add_argument("--trend-min-score", type=float, default=DEMO_TREND_MIN_SCORE,
+                   metavar="Z",
+                   help="score from which a topic is rising (trends.min_score; the service's "
+                        "default is 3): 2 is reached by about 1 %% of topics that do not move")
+    p.add_argument("--align", type=float, default=DEMO_ALIGN, metavar="S",
+                   help="a topic keeps its id when its words overlap the previous topic's by S "
+                        "(1 - total variation; refresh.align_min_similarity, the service's "
+                        "default is 0.5)")
     p.add_argument("--vocab", type=int, default=3000, metavar="N",
                    help="vocabulary slots (at most vocab.capacity of the configuration): "
                         "demo scale, so that a refresh takes seconds on a laptop")
@@ -123,7 +141,9 @@ def register(subparsers) -> None:
 def demo_config(base, *, state_dir: Path, num_topics: int | None = None,
                 port: int | None = None, refresh_seconds: float = 5.0,
                 refresh_docs: int = 1000, vocab: int | None = None,
-                rectify_iter: int | None = None, half_life_docs: float | None = None):
+                rectify_iter: int | None = None, half_life_docs: float | None = None,
+                trend_window: int | None = None, trend_min_score: float | None = None,
+                align: float | None = None):
     """The configuration the demo runs: ``base`` with the demo's settings forced on top.
 
     Parameters
@@ -143,6 +163,10 @@ def demo_config(base, *, state_dir: Path, num_topics: int | None = None,
     half_life_docs : float, optional
         ``store.half_life_docs`` (forgetting; windows and a half-life in seconds are dropped);
         None or 0 keeps what ``base`` says.
+    trend_window, trend_min_score : optional
+        ``trends.window`` and ``trends.min_score`` (None keeps what ``base`` says).
+    align : float, optional
+        ``refresh.align_min_similarity`` (None keeps what ``base`` says).
 
     Returns
     -------
@@ -177,6 +201,12 @@ def demo_config(base, *, state_dir: Path, num_topics: int | None = None,
     data["snapshots"]["path"] = str(state_dir / "snapshots")
     data["refresh"].update(interval_seconds=float(refresh_seconds),
                            min_new_docs=int(refresh_docs))
+    if align is not None:
+        data["refresh"]["align_min_similarity"] = float(align)
+    if trend_window is not None:
+        data["trends"]["window"] = int(trend_window)
+    if trend_min_score is not None:
+        data["trends"]["min_score"] = float(trend_min_score)
     if num_topics is not None:
         data["model"]["num_topics"] = int(num_topics)
     if vocab is not None:
@@ -338,6 +368,12 @@ def _check_args(args) -> None:
         value = getattr(args, name)
         if value is not None and value < 1:
             raise InputError(f"--{name.replace('_', '-')} must be >= 1, got {value}")
+    if args.trend_window is not None and args.trend_window < 2:
+        raise InputError(f"--trend-window must be >= 2 snapshots, got {args.trend_window}")
+    if args.trend_min_score is not None and not args.trend_min_score > 0:
+        raise InputError(f"--trend-min-score must be > 0, got {args.trend_min_score}")
+    if not 0 <= args.align <= 1:
+        raise InputError(f"--align must be in [0, 1], got {args.align}")
     if args.half_life < 0:
         raise InputError(f"--half-life must be >= 0 (0 = remember everything), got "
                          f"{args.half_life}")
@@ -368,6 +404,10 @@ def _announce(args, cfg, style: Style, *, config_path, state_dir: Path, remove_s
          f"({cfg.model.rectify_max_iter} rectification iterations)"
          + (f"; half-life {cfg.store.half_life_docs:,.0f} documents"
             if cfg.store.half_life_docs else ""))
+    _say(f"  trends:   rising at a score of {cfg.trends.min_score:g} or more over the last "
+         f"{cfg.trends.window} snapshots (demo; the service's defaults: 3 over 10)")
+    _say(f"  ids:      a topic keeps its id at a similarity of "
+         f"{cfg.refresh.align_min_similarity:g} to its predecessor (demo; the service's: 0.5)")
     _say(f"  browser:  {style.bold(url)}")
     ends = []
     if args.duration is not None:
@@ -418,7 +458,8 @@ def run(args) -> int:
         cfg = demo_config(base, state_dir=state_dir, num_topics=args.topics, port=port,
                           refresh_seconds=args.refresh_seconds, refresh_docs=args.refresh_docs,
                           vocab=args.vocab, rectify_iter=args.rectify_iter,
-                          half_life_docs=args.half_life)
+                          half_life_docs=args.half_life, trend_window=args.trend_window,
+                          trend_min_score=args.trend_min_score, align=args.align)
         # The daemon's INFO lines would drown the topics; --verbose brings them back.
         level = logging.INFO if args.verbose else logging.WARNING
         logging.getLogger().setLevel(level)
