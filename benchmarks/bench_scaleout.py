@@ -12,9 +12,10 @@ Three parts (``--part contention|ingest|read``, default all), each printing a ta
   one process, the peer) and the partitioned layout with 1, 2 and 3 ``--role ingest``
   instances in one group. Documents per second from the first committed document to the last
   (group joins excluded), and CPU seconds per document of all the instances together.
-* **read** — the refresher's read-and-sum (``read_partitions``) of the same documents spread
-  over P = 1, 2, 4, 8, 16 partition stores, beside ``open_committed`` of one store holding them
-  all (the peer).
+* **read** — the refresher's read-and-sum (``read_partitions``, dense and ``sparse=True``, the
+  low-rank refresh's) of the same documents spread over P = 1, 2, 4, 8, 16 partition stores,
+  with each read's peak traced allocation, beside ``open_committed`` and
+  ``open_committed_sparse`` of one store holding them all (the peers).
 
 Run: ``nice -n 10 prlimit --as=12000000000 .venv/bin/python benchmarks/bench_scaleout.py``.
 """
@@ -211,8 +212,18 @@ def ingest(n_docs: int) -> None:
 
 # ------------------------------------------------------------------------------ read
 def read(n_docs: int) -> None:
+    import tracemalloc
+
     from anchorstream.store import CooccurrenceStore, open_committed, partition_url
-    from anchorstream.store import read_partitions
+    from anchorstream.store import open_committed_sparse, read_partitions
+
+    def peak_mb(fn):
+        tracemalloc.start()
+        try:
+            fn()
+            return tracemalloc.get_traced_memory()[1] / 2**20
+        finally:
+            tracemalloc.stop()
 
     # Zipf-distributed words over a 5000-word vocabulary, 30 tokens a document.
     rng = np.random.default_rng(4)
@@ -220,19 +231,23 @@ def read(n_docs: int) -> None:
     docs = [[f"w{r}" for r in row] for row in ranks]
     print(f"\n## Refresher read: {n_docs} Zipf documents (vocabulary capacity 5000) over P "
           "partition stores (local disk; median of 3)\n")
-    print("| P | read_partitions s | words | open_committed of one store s (peer) |")
-    print("| ---: | ---: | ---: | ---: |")
+    print("| P | read_partitions s | sparse=True s | words | peak MB dense | peak MB sparse "
+          "| open_committed of one store s (peer) | open_committed_sparse s (peer) |")
+    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     with tempfile.TemporaryDirectory() as d:
         root = Path(d)
         one = CooccurrenceStore.create(root / "one", capacity=5000, admit_threshold=1)
         one.add(docs)
         one.checkpoint()
-        t_one = []
+        t_one, t_one_sparse = [], []
         for _ in range(3):
             t0 = time.perf_counter()
             open_committed(root / "one")
             t_one.append(time.perf_counter() - t0)
-        t_one = float(np.median(t_one))
+            t0 = time.perf_counter()
+            open_committed_sparse(root / "one")
+            t_one_sparse.append(time.perf_counter() - t0)
+        t_one, t_one_sparse = float(np.median(t_one)), float(np.median(t_one_sparse))
         for P in (1, 2, 4, 8, 16):
             base = root / f"p{P}"
             for p in range(P):
@@ -240,13 +255,21 @@ def read(n_docs: int) -> None:
                                              admit_threshold=1)
                 s.add(docs[p::P])
                 s.checkpoint()
-            times = []
+            parts = [("t", p) for p in range(P)]
+            times, sparse_times = [], []
             for _ in range(3):
                 t0 = time.perf_counter()
-                state = read_partitions(base, [("t", p) for p in range(P)])
+                state = read_partitions(base, parts)
                 times.append(time.perf_counter() - t0)
-            print(f"| {P} | {np.median(times):.3f} | {len(state.words)} | {t_one:.3f} |",
-                  flush=True)
+                t0 = time.perf_counter()
+                read_partitions(base, parts, sparse=True)
+                sparse_times.append(time.perf_counter() - t0)
+            # Peak traced allocations (numpy's and scipy's arrays), one more read each.
+            dense_mb = peak_mb(lambda: read_partitions(base, parts))
+            sparse_mb = peak_mb(lambda: read_partitions(base, parts, sparse=True))
+            print(f"| {P} | {np.median(times):.3f} | {np.median(sparse_times):.3f} | "
+                  f"{len(state.words)} | {dense_mb:.0f} | {sparse_mb:.0f} | {t_one:.3f} | "
+                  f"{t_one_sparse:.3f} |", flush=True)
 
 
 def main() -> None:

@@ -155,11 +155,11 @@ class Refresher:
         Extra ``source`` entries (e.g. the Kafka topics).
     storage_options : mapping, optional
         Options of the store's storage (endpoint, region, ...; see :mod:`anchorstream.store.location`).
-    reader : callable ``(version) -> state``, optional
+    reader : callable ``(version, sparse) -> state``, optional
         Reads the state to fit (default: :func:`~anchorstream.store.open_committed` of
-        ``store_url``); the partitioned layout passes one that sums every partition's store
-        (:func:`anchorstream.store.read_partitions`), whose ``partitions`` (each partition's
-        version and offset) go into the snapshot's ``source``.
+        ``store_url``), sparse counts when ``sparse`` (:attr:`sparse`); the partitioned layout
+        passes one that sums every partition's store (:func:`anchorstream.store.read_partitions`),
+        whose ``partitions`` (each partition's version and offset) go into ``source``.
     clock : callable, default time.monotonic
     """
 
@@ -408,10 +408,9 @@ class Refresher:
     @property
     def sparse(self) -> bool:
         """Whether refreshes read the counts sparse (no V x V array): ``rectify_method
-        lowrank`` on one store (a partitioned ``reader`` still sums dense counts)."""
+        lowrank``, on one store or summed over the partitions (``reader(version, sparse)``)."""
         kw = self.model_kwargs
-        return (self.reader is None
-                and method_spec(self.method, self.anchor_method).anchor_words
+        return (method_spec(self.method, self.anchor_method).anchor_words
                 and bool(kw.get("rectify", True)) and kw.get("rectify_method") == "lowrank")
 
     def _read(self, version: str | None):
@@ -419,7 +418,7 @@ class Refresher:
         sparse (:attr:`sparse`), or dense in the memory of the last read's if the vocabulary
         fits; warm, that read's counts plus the segments committed since (open_committed)."""
         if self.reader is not None:
-            return self.reader(version)
+            return self.reader(version, sparse=self.sparse)
         if self.sparse:
             return open_committed_sparse(self.store_url, version,
                                          storage_options=self.storage_options)

@@ -3,7 +3,8 @@
 * :class:`TopicPartitions` — every partition of the consumed topics, from the brokers'
   metadata (a client outside the consumer group): what the refresher sums.
 * :func:`partitioned_reader` — the refresher's reader: pin every partition store's head and
-  sum them (:func:`anchorstream.store.read_partitions`), at most ``vocab.capacity`` words.
+  sum them (:func:`anchorstream.store.read_partitions`), at most ``vocab.capacity`` words;
+  sparse counts for the low-rank refresh (``model.rectify_method: lowrank``).
 * :class:`PartitionWatcher` — for ``--role refresh``, which has no ingest loop to tell it
   about checkpoints: counts the documents committed to the partition stores every few seconds
   and notifies the refresher.
@@ -76,15 +77,15 @@ class TopicPartitions:
 
 def partitioned_reader(cfg: Config, partitions: Callable[[], set | None]):
     """The refresher's reader over every partition store (see module notes)."""
-    def read(version=None):
+    def read(version=None, sparse=False):
         # A partitioned read pins every head now (``version`` names no single store) and
-        # reads in full.
+        # reads in full; ``sparse`` (the low-rank refresh) sums sparse counts, no V x V array.
         parts = partitions()
         if parts is None:
             raise RuntimeError("the partitions of the consumed topics are not known yet "
                                "(no broker answered)")
         return read_partitions(cfg.store.path, parts, max_words=cfg.vocab.capacity,
-                               storage_options=cfg.store.storage_kwargs())
+                               storage_options=cfg.store.storage_kwargs(), sparse=sparse)
     return read
 
 

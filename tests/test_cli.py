@@ -316,3 +316,92 @@ def test_run_refuses_a_role_the_store_layout_cannot_serve(tmp_path, capsys, monk
     err = capsys.readouterr().err
     assert "--role ingest: needs store.layout partitioned" in err
     assert "embedded Kafka broker" not in err and not (tmp_path / "store").exists()
+
+
+def _partitioned(corpus, root, n_parts=3):
+    """The corpus's documents spread over ``n_parts`` partition stores under ``root`` (each
+    with its Kafka offset), and one store fed them all (same vocabulary rule, not binding)."""
+    from anchorstream.store import CooccurrenceStore, partition_url
+
+    path, _, _ = corpus
+    docs = [json.loads(line)["text"].split() for line in path.read_text().splitlines()[:3000]]
+    for p in range(n_parts):
+        s = CooccurrenceStore.create(partition_url(root, "docs", p), capacity=400,
+                                     admit_threshold=1)
+        s.add(docs[p::n_parts])
+        s.checkpoint({f"kafka:docs:{p}": len(docs[p::n_parts])})
+    single = CooccurrenceStore.create(f"{root}-single", capacity=400, admit_threshold=1)
+    single.add(docs)
+    single.checkpoint()
+    return docs, f"{root}-single"
+
+
+def test_store_info_on_a_partitioned_root_reports_each_partition_and_the_sum(
+        corpus, tmp_path, capsys):
+    # A local root is recognised by its partitions/<topic>/<p> directories; the sum is what
+    # one store fed every document holds (documents, tokens, words, fingerprint).
+    root = str(tmp_path / "root")
+    docs, single = _partitioned(corpus, root)
+    assert main(["store-info", single, "--json"]) == 0
+    one = json.loads(capsys.readouterr().out)
+    assert main(["store-info", root, "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["layout"] == "partitioned"
+    assert (info["num_docs"], info["num_tokens"], info["vocab_size"], info["n_docs_added"]) == (
+        one["num_docs"], one["num_tokens"], one["vocab_size"], len(docs))
+    assert info["fingerprint"] == pytest.approx(one["fingerprint"], rel=1e-9)
+    parts = info["partitions"]
+    assert sorted(parts) == [f"kafka:docs:{p}" for p in range(3)]
+    for p in range(3):
+        entry = parts[f"kafka:docs:{p}"]
+        assert entry["offset"] == entry["n_docs_added"] == len(docs[p::3])
+        assert entry["version"] and entry["bytes_on_disk"] > 0
+        assert info["offsets"][f"kafka:docs:{p}"] == len(docs[p::3])
+    assert info["bytes_on_disk"] == sum(e["bytes_on_disk"] for e in parts.values())
+    # The plain listing shows the sum and a line per partition.
+    assert main(["store-info", root]) == 0
+    text = capsys.readouterr().out
+    assert re.search(r"^layout\s+partitioned$", text, re.M)
+    assert all(re.search(rf"^kafka:docs:{p}  .*n_docs_added {len(docs[p::3])}", text, re.M)
+               for p in range(3))
+    assert main(["store-info", root, "--version", parts["kafka:docs:0"]["version"]]) == 1
+    assert "--version names one store's commit" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("where, rectify", [("path", "ap"), ("path", "lowrank"),
+                                             ("url", "lowrank")])
+def test_fit_on_a_partitioned_root_sums_the_partitions(corpus, tmp_path, where, rectify):
+    # fit --store on a partitioned root sums every partition by word, as the refresher does
+    # (sparse for the low-rank rectifier): the single store's vocabulary, the planted topics,
+    # and every partition's version and offset in the snapshot's source. An object store (here
+    # memory://) cannot be listed: its partitions are named with --partitions.
+    from anchorstream.store import read_partitions
+
+    path, truth, words = corpus
+    root = str(tmp_path / "root") if where == "path" else f"memory://parts-{uuid.uuid4().hex}"
+    docs, single = _partitioned(corpus, root)
+    out = tmp_path / "snap"
+    named = ["--partitions", "docs:3"] if where == "url" else []
+    assert main(["fit", "--store", root, *named, "-k", str(K), "--anchor-min-df", "5",
+                 "--rectify-method", rectify, "--out", str(out), "--quiet"]) == 0
+    snap, error = fitted_error(out, truth, words)
+    summed = read_partitions(root, [("docs", p) for p in range(3)])
+    assert list(snap.vocabulary) == summed.words
+    assert set(summed.words) == set(open_committed(single).words)
+    source = snap.manifest["source"]
+    assert source["store"] == root and source["store_version"] == summed.version
+    assert {k: v["offset"] for k, v in source["partitions"].items()} == {
+        f"kafka:docs:{p}": len(docs[p::3]) for p in range(3)}
+    assert error < 0.15, error
+
+
+def test_partitions_options_are_checked(corpus, tmp_path, capsys):
+    path, _, _ = corpus
+    assert main(["fit", "--input", str(path), "--partitions", "docs:3", "-k", "3",
+                 "--out", str(tmp_path / "a")]) == 1
+    assert "drop it with --input" in capsys.readouterr().err
+    assert main(["fit", "--store", str(tmp_path), "--partitions", "docs", "-k", "3",
+                 "--out", str(tmp_path / "b")]) == 1
+    assert "--partitions 'docs': expected TOPIC:N" in capsys.readouterr().err
+    assert main(["store-info", str(tmp_path / "none"), "--partitions", "docs:2"]) == 1
+    assert "no partition store under" in capsys.readouterr().err

@@ -275,3 +275,58 @@ def test_a_lowrank_refresh_reads_the_store_sparse_and_fits_what_the_dense_read_g
     want = model.topic_word_.T
     for row in got:  # every published topic is one of the dense fit's
         assert np.abs(want - row).sum(axis=1).min() < 1e-4
+
+
+def test_a_partitioned_lowrank_refresh_sums_sparse_reads_and_fits_the_dense_sum(
+        tmp_path, monkeypatch):
+    # store.layout: partitioned with model.rectify_method: lowrank: the daemon's partitioned
+    # reader sums every partition's sparse read (no partition read dense, no V x V array or
+    # buffer) and the published topics are those of a fit on the dense sum of the same pins.
+    import anchorstream.store.partitions as partitions_mod
+    from anchorstream.stats.cooccurrence import Cooccurrence
+    from anchorstream.stats.sparse import SparseCooccurrence
+    from anchorstream.store import partition_url, read_partitions
+    from daemon.scaled import partitioned_reader
+    from daemon.settings import parse_config
+
+    root = tmp_path / "root"
+    docs = planted_docs(2000, seed=1)
+    for p in range(3):
+        s = CooccurrenceStore.create(partition_url(root, "docs", p), capacity=400,
+                                     admit_threshold=1, length_cap=25)
+        s.add(docs[p::3])
+        s.checkpoint({f"kafka:docs:{p}": len(docs[p::3])})
+    parts = {("docs", p) for p in range(3)}
+    cfg = parse_config({"store": {"path": str(root), "layout": "partitioned"},
+                        "vocab": {"capacity": 400}}, env={})
+    kw = {"n_topics": K, "anchor_min_df": 5, "rectify_method": "lowrank"}
+    reads = []
+    read = partitioned_reader(cfg, lambda: parts)
+    ref = Refresher(str(root), Publisher(tmp_path / "snaps", keep=5), model_kwargs=kw,
+                    min_new_docs=1, min_df=3, max_df_ratio=0.2,
+                    reader=lambda v, sparse: reads.append(read(v, sparse=sparse)) or reads[-1])
+
+    def no_dense(*a, **k):
+        raise AssertionError("a partition was read dense")
+
+    monkeypatch.setattr(partitions_mod, "read_version", no_dense)
+    assert ref.sparse and ref.refresh_once()["version"] == 1
+    assert isinstance(reads[0].cooccurrence, SparseCooccurrence)
+    assert all(ref._buffers.held(name) is None
+               for name in ("counts", "subset", "iterate", "state-a", "state-b"))
+    _, snap = ref.publisher.latest()
+    assert {k: v["offset"] for k, v in snap.source["partitions"].items()} == {
+        f"kafka:docs:{p}": len(docs[p::3]) for p in range(3)}
+    monkeypatch.undo()
+
+    st_ = read_partitions(root, parts, max_words=400)
+    full = st_.cooccurrence
+    idx = select_words(full, min_df=3, max_df_ratio=0.2)
+    assert 0 < idx.size < full.n_words
+    sub = Cooccurrence(full.counts[np.ix_(idx, idx)], full.unigram[idx], full.doc_freq[idx],
+                       full.num_docs, full.num_tokens, full.length_cap)
+    model = AnchorModel(**kw).fit(sub)
+    assert list(snap.vocabulary) == [st_.words[i] for i in idx]
+    want = model.topic_word_.T
+    for row in np.asarray(snap.topic_word, dtype=np.float64):
+        assert np.abs(want - row).sum(axis=1).min() < 1e-4

@@ -199,6 +199,7 @@ def check_exactly_once(cluster: Cluster, refresher: str, values: list[bytes], tm
                              storage_options=cluster.options)
     assert summed.n_docs_added == n
     assert_sums_to(summed, cluster.reference(values, tmp / "single"))
+    return snap
 
 
 def test_three_ingest_instances_a_kill_a_rebalance_and_a_refresher_count_once(
@@ -226,15 +227,18 @@ def test_three_ingest_instances_a_kill_a_rebalance_and_a_refresher_count_once(
         cluster.close()
 
 
+@pytest.mark.parametrize("rectify", ["ap", "lowrank"])
 def test_role_all_with_the_partitioned_layout_on_a_local_path(kafka_broker, s3_endpoint,
-                                                              tmp_path):
-    """One process, the partitioned layout on a shared local path: the same states."""
+                                                              tmp_path, rectify):
+    """One process, the partitioned layout on a shared local path: the same states; with
+    ``model.rectify_method: lowrank`` the refresher sums the partitions' sparse reads."""
     topic = unique_name("all")
     kafka_broker.create_topics({topic: PARTITIONS})
     boot = kafka_broker.bootstrap_servers
     cluster = Cluster(tmp_path, boot, s3_endpoint, topic)
     cfg = yaml.safe_load(cluster.config.read_text())
     cfg["store"].update(path=str(tmp_path / "root"), storage_options={})
+    cfg["model"]["rectify_method"] = rectify
     cluster.config.write_text(yaml.safe_dump(cfg))
     cluster.root, cluster.options = str(tmp_path / "root"), None
     values = corpus(600, seed=13)
@@ -242,7 +246,8 @@ def test_role_all_with_the_partitioned_layout_on_a_local_path(kafka_broker, s3_e
         name = cluster.start("all")
         cluster.ready(name)
         produce_spread(boot, topic, values, 0)
-        check_exactly_once(cluster, name, values, tmp_path)
+        snap = check_exactly_once(cluster, name, values, tmp_path)
+        assert snap["settings"]["rectify_method"] == rectify
     finally:
         cluster.close()
 

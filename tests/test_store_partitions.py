@@ -140,3 +140,56 @@ def test_a_stale_writer_is_fenced_and_never_rebases(tmp_path):
     new.checkpoint({"kafka:t:0": 2})
     with pytest.raises(StoreConflictError):
         reopened.checkpoint({"kafka:t:0": 5})
+
+
+def _dense_of(sparse_state):
+    """A sparse partitioned read with its counts densified (for comparing by word)."""
+    return sparse_state.__class__(sparse_state.cooccurrence.to_dense(),
+                                  *[getattr(sparse_state, f) for f in
+                                    ("words", "slots", "offsets", "version", "clock",
+                                     "n_docs_added", "dense", "partitions")])
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(docs=documents, data=st.data())
+def test_the_sparse_sum_equals_the_dense_sum(tmp_path_factory, docs, data):
+    """The low-rank refresh's read (each partition read shard by shard, summed as CSR in the
+    union's positions) equals the dense read_partitions: counts, vectors, offsets, the kept
+    words under max_words, to 1e-9 relative. Small shards and a small capacity so that
+    partitions span several shards and their vocabularies differ in order."""
+    from anchorstream.stats.sparse import SparseCooccurrence
+
+    root = tmp_path_factory.mktemp("sparse")
+    n_parts = data.draw(st.integers(1, 4), label="partitions")
+    owner = data.draw(st.lists(st.integers(0, n_parts - 1), min_size=len(docs),
+                               max_size=len(docs)), label="owners")
+    every = data.draw(st.integers(1, 7), label="checkpoint every")
+    max_words = data.draw(st.one_of(st.none(), st.integers(1, len(WORDS))), label="max_words")
+    stores = {p: _store(partition_url(root, "t", p)) for p in range(n_parts)}
+    for i, (doc, p) in enumerate(zip(docs, owner)):
+        stores[p].add([doc])
+        if i % every == 0:
+            stores[p].checkpoint({f"kafka:t:{p}": i + 1})
+    for p, s in stores.items():
+        s.checkpoint({f"kafka:t:{p}": len(docs)})
+    parts = [("t", p) for p in range(n_parts)]
+    pins = pin_partitions(root, parts)
+    dense = read_partitions(root, parts, versions=pins, max_words=max_words)
+    sparse = read_partitions(root, parts, versions=pins, max_words=max_words, sparse=True)
+    assert isinstance(sparse.cooccurrence, SparseCooccurrence)
+    assert sparse.words == dense.words
+    _assert_same(_dense_of(sparse), dense)
+    c, d = sparse.cooccurrence, dense.cooccurrence
+    assert np.allclose(c.counts_dense(), d.counts, rtol=1e-9, atol=0)
+    assert c.length_cap == d.length_cap and c.total_weight() == pytest.approx(d.total_weight())
+    assert (sparse.offsets, sparse.partitions, sparse.version, sparse.n_docs_added) == (
+        dense.offsets, dense.partitions, dense.version, dense.n_docs_added)
+
+
+def test_the_sparse_read_refuses_what_the_dense_read_refuses(tmp_path):
+    for p, cap in ((0, 25.0), (1, 2)):
+        s = _store(partition_url(tmp_path, "t", p), length_cap=cap)
+        s.add([["w1", "w2"]])
+        s.checkpoint()
+    with pytest.raises(InputError, match="length_cap"):
+        read_partitions(tmp_path, [("t", 0), ("t", 1)], sparse=True)

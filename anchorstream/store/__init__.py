@@ -29,6 +29,7 @@ from anchorstream.store.partitions import (
     pin_partitions,
     read_partitions,
 )
+from anchorstream.store.partroot import find_partitions, partitioned_info
 from anchorstream.store.repository import configure_logging
 from anchorstream.store.sparseread import open_committed_sparse
 from anchorstream.store.writer import CooccurrenceStore
@@ -41,12 +42,14 @@ __all__ = [
     "PartitionedState",
     "committed_docs",
     "configure_logging",
+    "find_partitions",
     "fingerprint",
     "merge_committed",
     "open_committed",
     "open_committed_sparse",
     "partition_key",
     "partition_url",
+    "partitioned_info",
     "pin_partitions",
     "read_committed",
     "read_document_state",

@@ -16,7 +16,9 @@ holds every word it saw (``admit_threshold`` 1, capacity not reached); with a bi
 vocabulary rule the rule applies per partition. At most ``max_words`` words are kept (by
 summed document frequency, then by word), chosen from the vocabularies alone before any
 matrix is read, and the matrices are read one partition at a time, so the memory is the
-union's matrix plus one partition's.
+union's matrix plus one partition's. With ``sparse`` (the low-rank refresh's read) each
+partition is read shard by shard and the upper triangles are summed as CSR, remapped into the
+union's positions: no ``V × V`` array at all.
 """
 
 from __future__ import annotations
@@ -29,14 +31,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 import zarr
 
 from anchorstream.errors import InputError
 from anchorstream.stats.accumulator import Forgetting
 from anchorstream.stats.cooccurrence import Cooccurrence
+from anchorstream.stats.sparse import SparseCooccurrence, canonical_csr, upper_csr
 from anchorstream.store.format import BRANCH, META, StoreState, check_format
 from anchorstream.store.reading import read_version
 from anchorstream.store.repository import open_repo, pass_through, repo_exists, storage, wrap
+from anchorstream.store.sparseread import read_version_sparse
 from anchorstream.zarrio import get, get_words
 
 __all__ = ["PARTITIONS_DIR", "PartitionedState", "committed_docs", "partition_key", "partition_url",
@@ -221,10 +226,59 @@ def _check_summable(url: str, config: dict, caps: set) -> None:
                          f"differently (length_cap {sorted(caps, key=str)})")
 
 
+def _remap_upper(upper, rows: np.ndarray, n: int):
+    """A partition's upper triangle (CSR over its own positions) moved into the union's
+    positions ``rows`` (``-1``: a word not kept), ``n × n``: only its entries are touched."""
+    coo = upper.tocoo()
+    r, c = rows[coo.row], rows[coo.col]
+    keep = (r >= 0) & (c >= 0)
+    return upper_csr(r[keep], c[keep], coo.data[keep], n)
+
+
+class _Sum:
+    """What the partitions add up to, one partition's read at a time: dense counts
+    (``V × V``) or, ``sparse``, their upper triangle as CSR (``O(nnz)``)."""
+
+    def __init__(self, V: int, sparse: bool):
+        self.V, self.sparse = V, sparse
+        self.counts = sp.csr_matrix((V, V)) if sparse else np.zeros((V, V))
+        self.unigram, self.doc_freq = np.zeros(V), np.zeros(V)
+        self.num_docs = self.num_tokens = 0
+        self.offsets: dict = {}
+        self.topic_ids: dict = {}
+        self.clock = 0.0
+        self.n_docs = 0
+
+    def add(self, st, index: dict[str, int]) -> None:
+        rows = np.asarray([index.get(w, -1) for w in st.words], dtype=np.int64)
+        keep = np.flatnonzero(rows >= 0)
+        r = rows[keep]
+        c = st.cooccurrence
+        if self.sparse:
+            self.counts = canonical_csr(self.counts + _remap_upper(c.upper, rows, self.V))
+        else:
+            _add_by_rows(self.counts, c.counts, rows)
+        self.unigram[r] += c.unigram[keep]
+        self.doc_freq[r] += c.doc_freq[keep]
+        self.num_docs += c.num_docs
+        self.num_tokens += c.num_tokens
+        offsets = dict(st.offsets)
+        self.topic_ids.update(offsets.pop("kafka:topic_ids", None) or {})
+        self.offsets.update(offsets)
+        self.clock = max(self.clock, st.clock)
+        self.n_docs += st.n_docs_added
+
+    def cooccurrence(self, cap):
+        kind = SparseCooccurrence if self.sparse else Cooccurrence
+        return kind(self.counts, self.unigram, self.doc_freq, int(self.num_docs),
+                    int(round(self.num_tokens)), cap)
+
+
 def read_partitions(root, partitions: Iterable[tuple[str, int]], *,
                     versions: Mapping[str, str | None] | None = None,
                     max_words: int | None = None,
-                    storage_options: Mapping[str, Any] | None = None) -> PartitionedState:
+                    storage_options: Mapping[str, Any] | None = None,
+                    sparse: bool = False) -> PartitionedState:
     """Sum pinned versions of every partition's store over the union of their words.
 
     Parameters
@@ -239,6 +293,13 @@ def read_partitions(root, partitions: Iterable[tuple[str, int]], *,
         Keep at most this many words (largest summed document frequency, ties by word).
     storage_options : mapping, optional
         As for :func:`anchorstream.store.open_committed`.
+    sparse : bool, default False
+        Read each partition shard by shard
+        (:func:`~anchorstream.store.sparseread.read_version_sparse`) and sum their upper
+        triangles as CSR: the ``cooccurrence`` is a
+        :class:`~anchorstream.stats.sparse.SparseCooccurrence` and no ``V × V`` array is
+        formed (memory ``O(nnz)`` of the union plus one partition's). What the low-rank
+        refresh reads; the same sums as the dense read.
 
     Raises
     ------
@@ -261,37 +322,20 @@ def read_partitions(root, partitions: Iterable[tuple[str, int]], *,
         _check_summable(url, config, caps)
         found.append((key, url, repo, words, freq))
     index = _keep_words([(w, f) for *_, w, f in found], max_words)
-    V = len(index)
-    counts, unigram, doc_freq = np.zeros((V, V)), np.zeros(V), np.zeros(V)
-    num_docs = num_tokens = 0
-    offsets: dict = {}
-    topic_ids: dict = {}
+    total = _Sum(len(index), sparse)
     info: dict = {partition_key(t, p): {"version": None, "offset": None, "n_docs_added": 0,
                                         "n_words": 0} for t, p in partitions}
-    clock = 0.0
-    n_docs = 0
+    read = read_version_sparse if sparse else read_version
     for key, url, repo, _, _ in found:
-        st = read_version(repo, url, pins[key])
-        rows = np.asarray([index.get(w, -1) for w in st.words], dtype=np.int64)
-        keep = np.flatnonzero(rows >= 0)
-        r = rows[keep]
-        c = st.cooccurrence
-        _add_by_rows(counts, c.counts, rows)
-        unigram[r] += c.unigram[keep]
-        doc_freq[r] += c.doc_freq[keep]
-        num_docs += c.num_docs
-        num_tokens += c.num_tokens
-        topic_ids.update(st.offsets.pop("kafka:topic_ids", None) or {})
-        offsets.update(st.offsets)
-        clock = max(clock, st.clock)
-        n_docs += st.n_docs_added
+        st = read(repo, url, pins[key])
+        total.add(st, index)
         info[key] = {"version": st.version, "offset": st.offsets.get(key),
                      "n_docs_added": st.n_docs_added, "n_words": len(st.words)}
-        del st, c  # one partition's matrix at a time
-    if topic_ids:
-        offsets["kafka:topic_ids"] = topic_ids
-    cap = caps.pop() if caps else 2
-    cooc = Cooccurrence(counts, unigram, doc_freq, int(num_docs), int(round(num_tokens)), cap)
+        del st  # one partition's matrix at a time
+    offsets = dict(total.offsets)
+    if total.topic_ids:
+        offsets["kafka:topic_ids"] = total.topic_ids
+    cooc = total.cooccurrence(caps.pop() if caps else 2)
     digest = hashlib.sha256(json.dumps(sorted(pins.items()), default=str).encode()).hexdigest()
-    return PartitionedState(cooc, list(index), None, offsets, "p" + digest[:24], clock,
-                            n_docs, None, info)
+    return PartitionedState(cooc, list(index), None, offsets, "p" + digest[:24], total.clock,
+                            total.n_docs, None, info)

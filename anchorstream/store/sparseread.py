@@ -31,7 +31,7 @@ from anchorstream.store.segments import EntryReader
 from anchorstream.store.settings import length_cap
 from anchorstream.zarrio import get, get_words
 
-__all__ = ["open_committed_sparse", "sparse_upper"]
+__all__ = ["open_committed_sparse", "read_version_sparse", "sparse_upper"]
 
 
 def _block_entries(block, rsel, csel, r0, c0, pos, diagonal: bool):
@@ -119,7 +119,13 @@ def open_committed_sparse(url, version: str | None = None, *,
         As :func:`~anchorstream.store.reading.open_committed`.
     """
     repo, _ = open_repo(url, storage_options)
-    where = os.fspath(url)
+    return read_version_sparse(repo, os.fspath(url), version)
+
+
+def read_version_sparse(repo, where: str, version: str | None) -> CommittedState:
+    """:func:`open_committed_sparse` of the store in an open ``repo`` (``where`` names it in
+    errors): the partitioned read (:func:`anchorstream.store.read_partitions`) reads each
+    partition's pinned version so."""
     try:
         session = (repo.readonly_session(branch=BRANCH) if version is None
                    else repo.readonly_session(snapshot_id=version))

@@ -138,7 +138,13 @@ def register(subparsers) -> None:
     src.add_argument("--store", metavar="DIR|URL",
                      help="fit on the last committed state of a co-occurrence store (a local "
                           "path, file://, s3://, gs://); its vocabulary is the store's active "
-                          "words, so the --input-only options below are refused")
+                          "words, so the --input-only options below are refused; the root "
+                          "of a partitioned store (store.layout: partitioned) sums its "
+                          "partitions by word")
+    p.add_argument("--partitions", action="append", default=[], metavar="TOPIC:N",
+                   help="--store is a partitioned root with partitions 0..N-1 of TOPIC "
+                        "(repeatable; needed on an object store, which cannot be listed; "
+                        "a local root's partitions are found)")
     p.add_argument("--out", type=Path, required=True, help="snapshot directory to create")
     p.add_argument("--topics", "-k", type=int, required=True, help="number of topics K")
     # SUPPRESS: an option not given leaves no attribute, which tells "not given" from "given
@@ -293,6 +299,9 @@ def run(args) -> int:
         # Checked again when the snapshot is written; here so that a fit is not wasted.
         raise InputError(f"{args.out} already exists; snapshots are immutable, "
                          "choose a new path")
+    if args.partitions and args.store is None:
+        raise InputError("--partitions names the partitions of a partitioned --store; "
+                         "drop it with --input")
     if args.store is not None:
         counts = _counts_from_store(args)
     else:
@@ -329,12 +338,22 @@ class _Counts:
 
 
 def _counts_from_store(args) -> _Counts:
-    from anchorstream.store import open_committed, open_committed_sparse
+    from anchorstream.store import (
+        find_partitions,
+        open_committed,
+        open_committed_sparse,
+        read_partitions,
+    )
 
     # The low-rank rectifier reads the counts sparse, shard by shard: no V x V array.
     anchor_words = args.method == "anchor" and method_spec("anchor", args.anchors).anchor_words
     implicit = anchor_words and args.rectify and args.rectify_method == "lowrank"
-    st = (open_committed_sparse if implicit else open_committed)(args.store)
+    parts = find_partitions(args.store, named=args.partitions)
+    if parts is not None:
+        # A partitioned root: every partition's head summed by word, as the refresher does.
+        st = read_partitions(args.store, parts, sparse=implicit)
+    else:
+        st = (open_committed_sparse if implicit else open_committed)(args.store)
     cooc, vocabulary, offsets, version = st.cooccurrence, st.words, st.offsets, st.version
     if len(vocabulary) <= args.topics:
         raise InputError(
@@ -343,7 +362,8 @@ def _counts_from_store(args) -> _Counts:
             "(or lower the store's --admit-threshold) or fit fewer topics"
         )
     source = {"store": args.store, "store_version": version, "offsets": offsets,
-              "length_cap": cooc.length_cap}
+              "length_cap": cooc.length_cap,
+              **({"partitions": st.partitions} if parts is not None else {})}
     return _Counts(cooc, vocabulary, source=source)
 
 
