@@ -49,12 +49,9 @@ documents = st.lists(st.lists(st.sampled_from(WORDS), min_size=0, max_size=9),
                      min_size=1, max_size=40)
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(docs=documents, data=st.data())
-def test_any_split_over_partitions_sums_to_one_store(tmp_path_factory, docs, data):
-    """Vocabulary not binding (admit at first sight, room for every word): the summed
-    partition states equal one store fed all documents, to 1e-9 relative."""
-    root = tmp_path_factory.mktemp("parts")
+def _fill_partitions(root, docs, data) -> int:
+    """Spread ``docs`` over 1-4 partition stores under ``root`` (owners and checkpoint cadence
+    drawn from ``data``), each checkpointed with its offset at the end; returns their number."""
     n_parts = data.draw(st.integers(1, 4), label="partitions")
     owner = data.draw(st.lists(st.integers(0, n_parts - 1), min_size=len(docs),
                                max_size=len(docs)), label="owners")
@@ -66,6 +63,16 @@ def test_any_split_over_partitions_sums_to_one_store(tmp_path_factory, docs, dat
             stores[p].checkpoint({f"kafka:t:{p}": i + 1})
     for p, s in stores.items():
         s.checkpoint({f"kafka:t:{p}": len(docs)})
+    return n_parts
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(docs=documents, data=st.data())
+def test_any_split_over_partitions_sums_to_one_store(tmp_path_factory, docs, data):
+    """Vocabulary not binding (admit at first sight, room for every word): the summed
+    partition states equal one store fed all documents, to 1e-9 relative."""
+    root = tmp_path_factory.mktemp("parts")
+    n_parts = _fill_partitions(root, docs, data)
     single = _store(root / "single")
     single.add(docs)
     single.checkpoint()
@@ -160,18 +167,8 @@ def test_the_sparse_sum_equals_the_dense_sum(tmp_path_factory, docs, data):
     from anchorstream.stats.sparse import SparseCooccurrence
 
     root = tmp_path_factory.mktemp("sparse")
-    n_parts = data.draw(st.integers(1, 4), label="partitions")
-    owner = data.draw(st.lists(st.integers(0, n_parts - 1), min_size=len(docs),
-                               max_size=len(docs)), label="owners")
-    every = data.draw(st.integers(1, 7), label="checkpoint every")
+    n_parts = _fill_partitions(root, docs, data)
     max_words = data.draw(st.one_of(st.none(), st.integers(1, len(WORDS))), label="max_words")
-    stores = {p: _store(partition_url(root, "t", p)) for p in range(n_parts)}
-    for i, (doc, p) in enumerate(zip(docs, owner)):
-        stores[p].add([doc])
-        if i % every == 0:
-            stores[p].checkpoint({f"kafka:t:{p}": i + 1})
-    for p, s in stores.items():
-        s.checkpoint({f"kafka:t:{p}": len(docs)})
     parts = [("t", p) for p in range(n_parts)]
     pins = pin_partitions(root, parts)
     dense = read_partitions(root, parts, versions=pins, max_words=max_words)
