@@ -111,6 +111,16 @@ def _read_until(proc: subprocess.Popen, marker: str | re.Pattern) -> str:
     return "".join(seen)
 
 
+def _run_to_end(tmp_path: Path, *args: str) -> tuple[subprocess.Popen, str, str]:
+    """The demo run to its end: the process, all of stdout and all of stderr (the broker's
+    pid noted on the way, so that the cleanup can check it is gone)."""
+    with _demo(tmp_path, *args) as proc:
+        head = _read_until(proc, "broker:")
+        proc.broker = _broker_pid(head)
+        out, err = _rest(proc, tmp_path)
+    return proc, head + out, err
+
+
 #: What a later snapshot says of the topics that moved: anchors and changes in points.
 MOVES = re.compile(r"\b(rose|fell): (\d+ \S+ [+-]\d+\.\d(?:, \d+ \S+ [+-]\d+\.\d)*)")
 
@@ -161,11 +171,7 @@ def test_demo_replays_in_time_order_a_step_per_snapshot(tmp_path):
     """The replay waits for the refreshes: it stays at most 2 x --refresh-docs documents ahead
     of the newest snapshot, so each snapshot moves on by at most that many documents, whatever
     the machine's speed, and the dates the snapshots reach only move forward."""
-    with _demo(tmp_path, "--limit", "2400") as proc:
-        head = _read_until(proc, "broker:")
-        proc.broker = _broker_pid(head)
-        out, err = _rest(proc, tmp_path)
-        out = head + out
+    proc, out, err = _run_to_end(tmp_path, "--limit", "2400")
     assert proc.returncode == 0, out + err
     heads = re.findall(r"^\W* snapshot \d+ · ([\d,]+) documents .*· up to (\d{4}-\d\d-\d\d)",
                        out, flags=re.M)
@@ -184,11 +190,7 @@ def test_demo_shows_topics_rising_over_ten_snapshots(tmp_path):
     the trends line under them names a rising (or new) topic at least once, with the demo's
     trend settings (window 5, score 2) stated in the banner. Measured over this run: rising in
     6 of 16 snapshots (docs/daemon.md, "The demo")."""
-    with _demo(tmp_path, "--limit", "6000") as proc:
-        head = _read_until(proc, "broker:")
-        proc.broker = _broker_pid(head)
-        out, err = _rest(proc, tmp_path)
-        out = head + out
+    proc, out, err = _run_to_end(tmp_path, "--limit", "6000")
     assert proc.returncode == 0, out + err
     assert re.search(r"trends:\s+rising at a score of 2 or more over the last 5 snapshots",
                      out), out
