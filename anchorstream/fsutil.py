@@ -1,11 +1,12 @@
-"""File-system helpers shared by the snapshot writer and the publisher."""
+"""File-system helpers shared by the snapshot writer, the publisher and the topic history."""
 
 from __future__ import annotations
 
 import os
+import uuid
 from pathlib import Path
 
-__all__ = ["fsync_dir"]
+__all__ = ["fsync_dir", "write_atomically"]
 
 
 def fsync_dir(path: str | os.PathLike | Path, *, missing_ok: bool = False) -> None:
@@ -24,3 +25,21 @@ def fsync_dir(path: str | os.PathLike | Path, *, missing_ok: bool = False) -> No
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def write_atomically(path: str | os.PathLike | Path, data: bytes) -> None:
+    """Replace the file ``path`` by ``data`` so that a crash leaves the old file or the new one,
+    whole: written to ``.<name>.tmp-<random>`` beside it, fsynced, renamed over it with
+    ``os.replace``, then the directory fsynced. A temporary file left by a crash before the
+    rename keeps that name pattern, for its owner to clean up at start."""
+    path = Path(path)
+    tmp = path.parent / f".{path.name}.tmp-{uuid.uuid4().hex}"
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    fsync_dir(path.parent, missing_ok=True)

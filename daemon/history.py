@@ -28,13 +28,12 @@ import logging
 import os
 import threading
 import time
-import uuid
 import zlib
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from anchorstream.fsutil import fsync_dir
+from anchorstream.fsutil import write_atomically
 from anchorstream.model.trends import HistoryEntry
 from anchorstream.text.decode import parse_timestamp
 
@@ -166,16 +165,7 @@ class History:
             horizon = self._clock() - self.max_age_seconds
             keep = [r for r in keep[:-1] if parse_timestamp(r["created_at"]) >= horizon] \
                 + keep[-1:]
-        tmp = self.path.parent / f".{HISTORY_FILE}.tmp-{uuid.uuid4().hex}"
-        try:
-            with open(tmp, "wb") as fh:
-                fh.writelines(_line(r) for r in keep)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, self.path)
-        finally:
-            tmp.unlink(missing_ok=True)
-        fsync_dir(self.path.parent, missing_ok=True)
+        write_atomically(self.path, b"".join(_line(r) for r in keep))
         kept = {int(r["version"]) for r in keep}
         self.records = keep
         self._entries = [e for e in self._entries if e.version in kept]

@@ -63,7 +63,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from anchorstream.fsutil import fsync_dir
+from anchorstream.fsutil import write_atomically
 from anchorstream.errors import SnapshotError, SnapshotNotFoundError
 from anchorstream.model.correlations import related_topics
 from anchorstream.model.trends import Trends, TrendSettings, compute_trends
@@ -280,17 +280,7 @@ class Publisher:
         return int(text) if _VERSION_RX.fullmatch(text) else None
 
     def _write_pointer(self, version: int) -> None:
-        tmp = self.path / f".{LATEST_FILE}.tmp-{uuid.uuid4().hex}"
-        try:
-            with open(tmp, "w", encoding="ascii") as fh:
-                fh.write(version_name(version) + "\n")
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, self.path / LATEST_FILE)
-        finally:
-            if tmp.exists():
-                tmp.unlink()
-        fsync_dir(self.path, missing_ok=True)
+        write_atomically(self.path / LATEST_FILE, (version_name(version) + "\n").encode("ascii"))
 
     # ----------------------------------------------------------------------------------------
     # publishing
