@@ -4,8 +4,10 @@
 Arora 2013 Alg. 4), recover (RecoverL2/KL, ADMM-DR or the inversion baseline) and the topic-topic
 matrix with Dirichlet α (JSMF Alg. 4) — on a :class:`~anchorstream.stats.cooccurrence.Cooccurrence`.
 The constructor only stores settings; :meth:`AnchorModel.fit` learns the attributes that end in
-``_``. Passing the previous model as ``init`` warm-starts every stage: the eigenvectors seed the
-truncated eigensolver, the anchors seed the anchor search and the coefficients seed recovery.
+``_``. Passing the previous model as ``init`` warm-starts the fit: rectification updates the
+previous cold state to the data's change (or, cold, the eigenvectors seed its eigensolver) and
+the coefficients seed recovery; the anchor search runs cold (seeding it cost held-out
+coherence: :func:`~anchorstream.model.stages.anchor_stage`).
 """
 
 from __future__ import annotations
@@ -180,7 +182,12 @@ class AnchorModel:
         The normalized co-occurrence the last cold rectification fitted (zero rows for
         unused words); with ``rectify_factor_`` and ``rectify_shift_`` the state a warm refit
         updates (:func:`~anchorstream.model.rectify.rectify_update`). Warm refits carry it on
-        unchanged. None with ``warm_state=False``.
+        unchanged. None with ``warm_state=False``, and for the low-rank rectifier.
+    rectify_data_product_ : ndarray of shape (n_words, n_topics) or None
+        Low-rank rectifier: that co-occurrence times ``rectify_factor_``, all a warm low-rank
+        update needs of the old data
+        (:func:`~anchorstream.model.lowrank_warm.rectify_lowrank_update`). None for the dense
+        rectifier and with ``warm_state=False``.
     rectify_factor_ : ndarray of shape (n_words, n_topics) or None
         That cold rectified matrix's rank-``K`` core ``F``: the matrix is
         ``max(F Fᵀ + shift, 0)``.
@@ -290,8 +297,7 @@ class AnchorModel:
                              rectify_workspace, rectify_data_out)
         min_df = anchor_min_df(cooc, K, active, s)
         self.anchor_min_df_ = float(min_df)
-        anchors, products = anchor_stage(cooc, rect, K, min_df, active, position, init, s,
-                                         stage)
+        anchors, products = anchor_stage(cooc, rect, K, min_df, active, position, s, stage)
         rec = recover_stage(rect, anchors, products, K, active, init, s, stage)
         A, alpha = correlation_stage(rect.C, rec.topic_word, anchors, s, stage)
         self._store(V, K, active, anchors, rect, rec, A, alpha)
@@ -314,6 +320,7 @@ class AnchorModel:
         self.alpha_ = alpha
         self.eigvecs_ = rect.eigvecs
         self.rectify_data_ = rect.data
+        self.rectify_data_product_ = rect.data_product
         self.rectify_factor_ = rect.factor
         self.rectify_shift_ = rect.shift
         self.rectify_residual_ = rect.residual
@@ -362,6 +369,7 @@ class AnchorModel:
         clone.coef_ = move(self.coef_)
         clone.eigvecs_ = move(self.eigvecs_)
         clone.rectify_factor_ = move(self.rectify_factor_)
+        clone.rectify_data_product_ = move(getattr(self, "rectify_data_product_", None))
         if self.rectify_data_ is not None:
             # Zeros for new words. Shared, not copied, when the vocabulary is unchanged: a
             # fit reads its init's data and never writes it.
