@@ -29,6 +29,7 @@ projection reads it.
 
 from __future__ import annotations
 
+import copy
 import logging
 import time
 from dataclasses import dataclass
@@ -215,8 +216,12 @@ class LowRankCooccurrence:
                              f"{self.negatives.shape}")
         self._outside = np.ones(V, dtype=bool)
         self._outside[self.scanned] = False
-        # E itself, sparse, for products, sums and rows: O(nnz(E)) each instead of O(V |I|).
-        i, p = np.nonzero(self.negatives)
+        self._index_corrections(np.nonzero(self.negatives))
+
+    def _index_corrections(self, nonzero) -> None:
+        """``E`` itself, sparse, from ``N``'s ``nonzero`` entries: products, sums and rows then
+        cost ``O(nnz(E))`` instead of ``O(V |I|)``."""
+        i, p = self._nonzero = nonzero
         self._E = _corrections_csr(i, p, self.negatives[i, p].astype(np.float64),
                                    self.scanned, self._outside)
         self._E_sums = np.asarray(self._E.sum(axis=1)).ravel()
@@ -292,8 +297,12 @@ class LowRankCooccurrence:
 
     def scaled(self, c: float) -> LowRankCooccurrence:
         """``c`` times this matrix (``c > 0``)."""
-        return LowRankCooccurrence(self.factor * np.sqrt(c), self.shift * c, self.scanned,
-                                   self.negatives * np.float32(c))
+        out = copy.copy(self)  # the same words scanned, the same entries nonzero
+        out.factor = self.factor * np.sqrt(c)
+        out.shift = self.shift * c
+        out.negatives = self.negatives * np.float32(c)
+        out._index_corrections(self._nonzero)
+        return out
 
 
 # --------------------------------------------------------------------------------------------
