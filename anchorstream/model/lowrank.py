@@ -37,6 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from anchorstream._kernels.rectify import anchor_negative_entries
 from anchorstream.stats.cooccurrence import cap_pairs, pair_scale
 from anchorstream.errors import InputError
 from anchorstream.model.anderson import AndersonMixer
@@ -209,14 +210,15 @@ class LowRankCooccurrence:
     def __post_init__(self):
         V = self.factor.shape[0]
         self.scanned = np.asarray(self.scanned, dtype=np.int64)
+        nonzero = None
         if self.negatives is None:
-            self.negatives = _negatives(self.factor, self.scanned)
+            self.negatives, nonzero = _negatives(self.factor, self.scanned)
         if self.negatives.shape != (V, self.scanned.size):
             raise InputError(f"negatives must have shape ({V}, {self.scanned.size}), got "
                              f"{self.negatives.shape}")
         self._outside = np.ones(V, dtype=bool)
         self._outside[self.scanned] = False
-        self._index_corrections(np.nonzero(self.negatives))
+        self._index_corrections(np.nonzero(self.negatives) if nonzero is None else nonzero)
 
     def _index_corrections(self, nonzero) -> None:
         """``E`` itself, sparse, from ``N``'s ``nonzero`` entries: products, sums and rows then
@@ -373,11 +375,10 @@ class _LoopIterate:
         Y32 = Y.astype(np.float32)
         rows, cols, vals = [], [], []
         for s in range(0, scanned.size, _SCAN_COLUMNS):
-            block = Y32 @ Y32[scanned[s : s + _SCAN_COLUMNS]].T
-            i, p = np.nonzero(block < 0)
+            i, p, v = anchor_negative_entries(Y32 @ Y32[scanned[s : s + _SCAN_COLUMNS]].T)
             rows.append(i)
             cols.append(p + s)
-            vals.append(-block[i, p].astype(np.float64))
+            vals.append(v)
         cat = (lambda xs, dt: np.concatenate(xs) if xs else np.empty(0, dtype=dt))
         self.corrections = _corrections_csr(cat(rows, np.int64), cat(cols, np.int64),
                                             cat(vals, np.float64), scanned, outside)
@@ -405,19 +406,22 @@ def _corrections_csr(i, p, values, scanned, outside) -> sp.csr_matrix:
     return sp.csr_matrix((np.concatenate([values, values[mirror]]), (rows, cols)), shape=(V, V))
 
 
-def _negatives(Y: np.ndarray, scanned: np.ndarray) -> np.ndarray:
-    """``max(−Y Y_Iᵀ, 0)`` as a float32 (V × |I|) array, formed a block of columns at a time.
+def _negatives(Y: np.ndarray, scanned: np.ndarray):
+    """``max(−Y Y_Iᵀ, 0)`` as a float32 (V × |I|) array, formed a block of columns at a time,
+    and its nonzero entries ``(rows, cols)``.
 
     ``O(V K |I|)`` work; memory: the result and one V × 128 float64 block.
     """
-    out = np.empty((Y.shape[0], scanned.size), dtype=np.float32)
+    out = np.zeros((Y.shape[0], scanned.size), dtype=np.float32)
+    rows, cols = [], []
     for s in range(0, scanned.size, _SCAN_COLUMNS):
-        cols = scanned[s : s + _SCAN_COLUMNS]
-        block = Y @ Y[cols].T
-        np.negative(block, out=block)
-        np.maximum(block, 0.0, out=block)
-        out[:, s : s + cols.size] = block
-    return out
+        i, p, v = anchor_negative_entries(Y @ Y[scanned[s : s + _SCAN_COLUMNS]].T)
+        p += s
+        out[i, p] = v
+        rows.append(i)
+        cols.append(p)
+    empty = np.empty(0, dtype=np.int64)
+    return out, (np.concatenate(rows) if rows else empty, np.concatenate(cols) if cols else empty)
 
 
 def _low_inner(Ya: np.ndarray, ra: float, Yb: np.ndarray, rb: float) -> float:
