@@ -5,9 +5,9 @@ Arora 2013 Alg. 4), recover (RecoverL2/KL, ADMM-DR or the inversion baseline) an
 matrix with Dirichlet α (JSMF Alg. 4) — on a :class:`~anchorstream.stats.cooccurrence.Cooccurrence`.
 The constructor only stores settings; :meth:`AnchorModel.fit` learns the attributes that end in
 ``_``. Passing the previous model as ``init`` warm-starts the fit: rectification updates the
-previous cold state to the data's change (or, cold, the eigenvectors seed its eigensolver) and
-the coefficients seed recovery; the anchor search runs cold (seeding it cost held-out
-coherence: :func:`~anchorstream.model.stages.anchor_stage`).
+previous cold state to the data's change (or, cold, the eigenvectors seed its eigensolver), the
+anchors seed the anchor search (dense rectifier only: see
+:func:`~anchorstream.model.stages.anchor_stage`) and the coefficients seed recovery.
 """
 
 from __future__ import annotations
@@ -297,7 +297,8 @@ class AnchorModel:
                              rectify_workspace, rectify_data_out)
         min_df = anchor_min_df(cooc, K, active, s)
         self.anchor_min_df_ = float(min_df)
-        anchors, products = anchor_stage(cooc, rect, K, min_df, active, position, s, stage)
+        anchors, products = anchor_stage(cooc, rect, K, min_df, active, position, init, s,
+                                         stage)
         rec = recover_stage(rect, anchors, products, K, active, init, s, stage)
         A, alpha = correlation_stage(rect.C, rec.topic_word, anchors, s, stage)
         self._store(V, K, active, anchors, rect, rec, A, alpha)
