@@ -9,9 +9,11 @@ the previous result; the update follows the data instead, without iterating.
 
 Where the dense update keeps the previous data (a V × V array), this one keeps only its product
 with the factor, ``C_old F`` (V × K): the tangent part of ``ΔC`` in the basis of ``F`` and
-``ΔC F`` needs nothing else. So a warm refresh costs one product of the new co-occurrence with
-``K`` vectors, a ``2K``-dimensional eigenproblem and one scan of the corrections, and memory
-stays ``O(V K)``.
+``ΔC F`` needs nothing else. The size of the change, which bounds a chain of updates as for
+the dense rectifier, is estimated from the products with a few random probe vectors kept
+beside the factor. So a warm refresh costs one product of the new co-occurrence with
+``K + 16`` vectors, a ``2K``-dimensional eigenproblem and one scan of the corrections, and
+memory stays ``O(V K)``.
 """
 
 from __future__ import annotations
@@ -22,18 +24,29 @@ from anchorstream.errors import InputError
 from anchorstream.model.eigen import orthonormal_complement
 from anchorstream.model.lowrank import LowRankResult, default_rows, lowrank_result
 
-__all__ = ["data_product", "rectify_lowrank_update"]
+__all__ = ["PROBES", "data_product", "probes", "rectify_lowrank_update"]
+
+#: Random vectors whose products estimate the Frobenius norm of the data's change
+#: (Hutchinson: ``E ‖ΔC g‖² = ‖ΔC‖_F²`` for a standard normal ``g``); with 16 the estimate of
+#: the relative change is within ~20%, enough for a bound.
+PROBES = 16
 
 
-def data_product(C, factor: np.ndarray) -> np.ndarray:
-    """``C @ factor`` as a V × K float64 array: what a later update needs of the data
-    ``factor`` was fitted to."""
-    return np.asarray(C @ np.asarray(factor, dtype=np.float64), dtype=np.float64)
+def probes(n_words: int, seed: int = 0) -> np.ndarray:
+    """The ``n_words × PROBES`` standard normal probe vectors of a cold fit."""
+    return np.random.default_rng(seed).standard_normal((n_words, PROBES))
+
+
+def data_product(C, basis: np.ndarray) -> np.ndarray:
+    """``C @ basis`` as a float64 array: what a later update needs of the data the factor was
+    fitted to, with ``basis`` the factor and the probes side by side (``[F, G]``)."""
+    return np.asarray(C @ np.asarray(basis, dtype=np.float64), dtype=np.float64)
 
 
 def rectify_lowrank_update(
     C,
     factor: np.ndarray,
+    probe_vectors: np.ndarray,
     previous_product: np.ndarray,
     *,
     rows: int | None = None,
@@ -54,16 +67,18 @@ def rectify_lowrank_update(
         :class:`~anchorstream.model.lowrank.DocumentCooccurrence`.
     factor : ndarray of shape (n_words, n_topics)
         ``LowRankResult.factor`` of the cold rectification (zero rows for words new since).
-    previous_product : ndarray of shape (n_words, n_topics)
-        :func:`data_product` of the data that rectification was fitted to and ``factor``.
+    probe_vectors : ndarray of shape (n_words, m)
+        :func:`probes` of that fit (moved with the words, like ``factor``).
+    previous_product : ndarray of shape (n_words, n_topics + m)
+        :func:`data_product` of the data that rectification was fitted to and
+        ``[factor, probe_vectors]``.
     rows : int, optional
         Words whose rows and columns are scanned for negative entries (as in
         :func:`~anchorstream.model.lowrank.rectify_lowrank`).
     max_change : float
-        Largest relative change ``‖ΔC F‖_F / ‖C_old F‖_F`` an update is trusted with; above
-        it the function returns None and the caller rectifies from scratch. The change is
-        measured on the core's span, where it moves the result (the dense update measures
-        all of ``ΔC``, ~80% of which the PSD projection removes).
+        Largest relative change ``‖ΔC‖_F / ‖C_old‖_F`` an update is trusted with, as for the
+        dense update, estimated from the probes' products (``‖ΔC G‖_F / ‖C_old G‖_F``); above
+        it the function returns None and the caller rectifies from scratch.
 
     Returns
     -------
@@ -73,20 +88,24 @@ def rectify_lowrank_update(
     """
     V = C.shape[0]
     F = np.asarray(factor, dtype=np.float64)
+    G = np.asarray(probe_vectors, dtype=np.float64)
     old = np.asarray(previous_product, dtype=np.float64)
     if F.ndim != 2 or F.shape[0] != V or not 1 <= F.shape[1] < V:
         raise InputError(f"factor must have shape ({V}, K) with 1 <= K < {V}, got {F.shape}")
-    if old.shape != F.shape:
-        raise InputError(f"previous_product must have the factor's shape {F.shape}, got "
-                         f"{old.shape}")
-    if not (np.all(np.isfinite(F)) and np.all(np.isfinite(old))):
-        raise InputError("factor and previous_product must be finite")
+    if G.ndim != 2 or G.shape[0] != V or G.shape[1] < 1:
+        raise InputError(f"probe_vectors must have shape ({V}, m) with m >= 1, got {G.shape}")
     K = F.shape[1]
-    scale = float(np.linalg.norm(old))
-    if scale == 0.0:
+    if old.shape != (V, K + G.shape[1]):
+        raise InputError(f"previous_product must have shape {(V, K + G.shape[1])} (the "
+                         f"factor's and the probes' columns), got {old.shape}")
+    if not (np.all(np.isfinite(F)) and np.all(np.isfinite(G)) and np.all(np.isfinite(old))):
+        raise InputError("factor, probe_vectors and previous_product must be finite")
+    scale = float(np.linalg.norm(old[:, K:]))
+    if scale == 0.0 or not np.any(old[:, :K]):
         return None
-    dCF = data_product(C, F) - old
-    change = float(np.linalg.norm(dCF)) / scale
+    delta = data_product(C, np.hstack([F, G])) - old
+    dCF = delta[:, :K]
+    change = float(np.linalg.norm(delta[:, K:])) / scale
     if not change <= max_change:
         return None
     # U = F M orthonormal (SVQB of F), so ΔC U = (ΔC F) M.

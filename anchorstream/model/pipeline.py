@@ -183,11 +183,13 @@ class AnchorModel:
         unused words); with ``rectify_factor_`` and ``rectify_shift_`` the state a warm refit
         updates (:func:`~anchorstream.model.rectify.rectify_update`). Warm refits carry it on
         unchanged. None with ``warm_state=False``, and for the low-rank rectifier.
-    rectify_data_product_ : ndarray of shape (n_words, n_topics) or None
-        Low-rank rectifier: that co-occurrence times ``rectify_factor_``, all a warm low-rank
-        update needs of the old data
+    rectify_data_product_ : ndarray of shape (n_words, n_topics + 16) or None
+        Low-rank rectifier: that co-occurrence times ``rectify_factor_`` and
+        ``rectify_probes_``, all a warm low-rank update needs of the old data
         (:func:`~anchorstream.model.lowrank_warm.rectify_lowrank_update`). None for the dense
         rectifier and with ``warm_state=False``.
+    rectify_probes_ : ndarray of shape (n_words, 16) or None
+        The random vectors whose products estimate the size of the data's change.
     rectify_factor_ : ndarray of shape (n_words, n_topics) or None
         That cold rectified matrix's rank-``K`` core ``F``: the matrix is
         ``max(F Fᵀ + shift, 0)``.
@@ -322,6 +324,7 @@ class AnchorModel:
         self.eigvecs_ = rect.eigvecs
         self.rectify_data_ = rect.data
         self.rectify_data_product_ = rect.data_product
+        self.rectify_probes_ = rect.probes
         self.rectify_factor_ = rect.factor
         self.rectify_shift_ = rect.shift
         self.rectify_residual_ = rect.residual
@@ -370,7 +373,12 @@ class AnchorModel:
         clone.coef_ = move(self.coef_)
         clone.eigvecs_ = move(self.eigvecs_)
         clone.rectify_factor_ = move(self.rectify_factor_)
-        clone.rectify_data_product_ = move(getattr(self, "rectify_data_product_", None))
+        for name in ("rectify_data_product_", "rectify_probes_"):
+            arr = getattr(self, name, None)
+            if arr is not None:
+                moved = np.zeros((V, arr.shape[1]))
+                moved[keep] = arr[src[keep]]
+                setattr(clone, name, moved)
         if self.rectify_data_ is not None:
             # Zeros for new words. Shared, not copied, when the vocabulary is unchanged: a
             # fit reads its init's data and never writes it.

@@ -17,7 +17,7 @@ from anchorstream.errors import AnchorstreamError, InputError
 from anchorstream.model.anchors import anchor_min_df_for, candidate_words, find_anchors
 from anchorstream.model.correlations import dirichlet_alpha, topic_topic
 from anchorstream.model.lowrank import DocumentCooccurrence, rectify_lowrank
-from anchorstream.model.lowrank_warm import data_product, rectify_lowrank_update
+from anchorstream.model.lowrank_warm import data_product, probes, rectify_lowrank_update
 from anchorstream.model.recover import recover
 from anchorstream.model.rectify import rectify, rectify_update
 from anchorstream.stats.cooccurrence import Cooccurrence, take_square
@@ -44,7 +44,8 @@ class Rectified:
     factor: np.ndarray | None = None
     shift: float = 0.0
     data: np.ndarray | None = None
-    data_product: np.ndarray | None = None  # low rank: the data times factor (V x K)
+    data_product: np.ndarray | None = None  # low rank: the data times [factor, probes]
+    probes: np.ndarray | None = None  # low rank: the probes of the change's size
     residual: float = 0.0
     change: float = 0.0
     warm_chain: int = 0
@@ -172,7 +173,8 @@ def _rectify_lowrank_stage(C, V, K, active, init, s, stage, warm_state, warm_eig
             and getattr(init, "rectify_factor_", None) is not None
             and (s.rectify_warm_limit is None
                  or init.rectify_warm_chain_ < s.rectify_warm_limit)):
-        previous = init.rectify_factor_[active], init.rectify_data_product_[active]
+        previous = (init.rectify_factor_[active], init.rectify_probes_[active],
+                    init.rectify_data_product_[active])
 
     def run():
         if previous is not None:
@@ -188,6 +190,7 @@ def _rectify_lowrank_stage(C, V, K, active, init, s, stage, warm_state, warm_eig
     out = _rectified(rect, V, K, active)
     if rect.n_iter == 0 and previous is not None:  # warm: the cold state carries on
         out.factor, out.data_product = init.rectify_factor_, init.rectify_data_product_
+        out.probes = init.rectify_probes_
         out.residual = float(init.rectify_residual_)
         out.change = float(rect.residual)
         out.warm_chain = init.rectify_warm_chain_ + 1
@@ -196,8 +199,10 @@ def _rectify_lowrank_stage(C, V, K, active, init, s, stage, warm_state, warm_eig
     out.factor[active] = rect.factor
     out.shift, out.residual = float(rect.shift), float(rect.residual)
     if warm_state:
-        out.data_product = np.zeros_like(out.factor)
-        out.data_product[active] = data_product(C, rect.factor)
+        out.probes = probes(V, s.random_state)
+        out.data_product = np.zeros((V, K + out.probes.shape[1]))
+        out.data_product[active] = data_product(
+            C, np.hstack([rect.factor, out.probes[active]]))
     return out
 
 
