@@ -4,8 +4,10 @@
 Arora 2013 Alg. 4), recover (RecoverL2/KL, ADMM-DR or the inversion baseline) and the topic-topic
 matrix with Dirichlet α (JSMF Alg. 4) — on a :class:`~anchorstream.stats.cooccurrence.Cooccurrence`.
 The constructor only stores settings; :meth:`AnchorModel.fit` learns the attributes that end in
-``_``. Passing the previous model as ``init`` warm-starts every stage: the eigenvectors seed the
-truncated eigensolver, the anchors seed the anchor search and the coefficients seed recovery.
+``_``. Passing the previous model as ``init`` warm-starts the fit: rectification updates the
+previous cold state to the data's change (or, cold, the eigenvectors seed its eigensolver), the
+anchors seed the anchor search (dense rectifier only: see
+:func:`~anchorstream.model.stages.anchor_stage`) and the coefficients seed recovery.
 """
 
 from __future__ import annotations
@@ -187,7 +189,14 @@ class AnchorModel:
         The normalized co-occurrence the last cold rectification fitted (zero rows for
         unused words); with ``rectify_factor_`` and ``rectify_shift_`` the state a warm refit
         updates (:func:`~anchorstream.model.rectify.rectify_update`). Warm refits carry it on
-        unchanged. None with ``warm_state=False``.
+        unchanged. None with ``warm_state=False``, and for the low-rank rectifier.
+    rectify_data_product_ : ndarray of shape (n_words, n_topics + 16) or None
+        Low-rank rectifier: that co-occurrence times ``rectify_factor_`` and
+        ``rectify_probes_``, all a warm low-rank update needs of the old data
+        (:func:`~anchorstream.model.lowrank_warm.rectify_lowrank_update`). None for the dense
+        rectifier and with ``warm_state=False``.
+    rectify_probes_ : ndarray of shape (n_words, 16) or None
+        The random vectors whose products estimate the size of the data's change.
     rectify_factor_ : ndarray of shape (n_words, n_topics) or None
         That cold rectified matrix's rank-``K`` core ``F``: the matrix is
         ``max(F Fᵀ + shift, 0)``.
@@ -321,6 +330,8 @@ class AnchorModel:
         self.alpha_ = alpha
         self.eigvecs_ = rect.eigvecs
         self.rectify_data_ = rect.data
+        self.rectify_data_product_ = rect.data_product
+        self.rectify_probes_ = rect.probes
         self.rectify_factor_ = rect.factor
         self.rectify_shift_ = rect.shift
         self.rectify_residual_ = rect.residual
@@ -369,6 +380,12 @@ class AnchorModel:
         clone.coef_ = move(self.coef_)
         clone.eigvecs_ = move(self.eigvecs_)
         clone.rectify_factor_ = move(self.rectify_factor_)
+        for name in ("rectify_data_product_", "rectify_probes_"):
+            arr = getattr(self, name, None)
+            if arr is not None:
+                moved = np.zeros((V, arr.shape[1]))
+                moved[keep] = arr[src[keep]]
+                setattr(clone, name, moved)
         if self.rectify_data_ is not None:
             # Zeros for new words. Shared, not copied, when the vocabulary is unchanged: a
             # fit reads its init's data and never writes it.

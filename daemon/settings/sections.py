@@ -231,9 +231,9 @@ class ModelConfig(_Section):
     rectify: Bool = Field(True, description="rectify the co-occurrence (JSMF)")
     rectify_method: Choice("ap", "lowrank") = Field(
         "ap", description="ap = alternating projection on the V x V matrix (JSMF Algorithm 1); "
-        "lowrank = the same projections on a V x K factor plus sparse corrections (warm-started "
-        "from the last refresh's eigenvectors; reads the store's counts sparse, never a V x V "
-        "array)")
+        "lowrank = the same projections on a V x K factor plus sparse corrections (a warm "
+        "refresh updates the last cold factor to first order, as ap does, from the data's "
+        "product with it; reads the store's counts sparse, never a V x V array)")
     rectify_rows: Int(1, optional=True) = Field(
         None, description="lowrank: words whose rows and columns are checked for negative "
         "entries each iteration; null = 10 x num_topics + 1000")
