@@ -185,3 +185,14 @@ def test_readouts_agree_on_exact_input(scattered):
         anchor_free(P, C.shape[1], readout="lsq")
     with pytest.raises(InputError, match="constraint_words"):
         anchor_free(P, C.shape[1], constraint_words=2)
+
+
+def test_words_in_no_topic_do_not_become_random_constraints(scattered):
+    # Zero rows of C give rows of the eigenbasis at rounding level (~1e-17); scaled to unit
+    # length they were random constraints that made the LPs infeasible (the paper's own
+    # protocol has ~1/2^F such words).
+    C, E, _ = scattered
+    C0 = np.vstack([C, np.zeros((5, C.shape[1]))])
+    P = population_cooccurrence(C0, E)
+    r = anchor_free(P, C.shape[1], min_mass=-np.inf)
+    assert recovery_error(C0, r.topic_word)[0] < 1e-8

@@ -268,8 +268,10 @@ def _regression_readout(U, lam, Y, mass, C0, n_iter: int = 300) -> np.ndarray:
     E = np.linalg.solve(Y, np.linalg.solve(Y, np.diag(lam)).T)
     E = (E + E.T) / 2.0
     R = (Y @ E / E.sum(axis=0)).T
-    Q = (U * lam) / mass[:, None]
-    W = C0 * E.sum(axis=0)  # p(topic | word) ∝ C(v, k) (E1)_k
+    # Words without mass (possible with min_mass < 0) have no conditional row: zero rows.
+    ok = mass > 1e-12 * mass.max()
+    Q = (U[ok] * lam) / mass[ok, None]
+    W = C0[ok] * E.sum(axis=0)  # p(topic | word) ∝ C(v, k) (E1)_k
     sums = W.sum(axis=1, keepdims=True)
     W = np.divide(W, sums, out=np.full_like(W, 1.0 / W.shape[1]), where=sums > 0)
     G = R @ R.T
@@ -281,7 +283,8 @@ def _regression_readout(U, lam, Y, mass, C0, n_iter: int = 300) -> np.ndarray:
         t_next = (1.0 + np.sqrt(1.0 + 4.0 * t * t)) / 2.0
         Z = W_next + ((t - 1.0) / t_next) * (W_next - W)
         W, t = W_next, t_next
-    joint = W * mass[:, None]
+    joint = np.zeros_like(C0)
+    joint[ok] = W * mass[ok, None]
     return joint / joint.sum(axis=0, keepdims=True)
 
 
@@ -361,8 +364,10 @@ def anchor_free(
     lam, U = _factor_basis(Pa, K, eig, active, V)
     Y = _start(U, K, init, active, V)
 
+    # A row at rounding level is a zero row (it constrains nothing); scaled to unit length it
+    # would be a random constraint.
     norms = np.linalg.norm(U, axis=1)
-    rows = np.flatnonzero(norms > 0)
+    rows = np.flatnonzero(norms > 1e-9 * norms.max())
     if constraint_words is not None and rows.size > constraint_words:
         rows = rows[np.argsort(-mass[active][rows], kind="stable")[: int(constraint_words)]]
     lp = _CuttingPlaneLP(U[rows] / norms[rows, None], U.sum(axis=0), batch=max(2 * K, 50))
