@@ -49,6 +49,7 @@ CANDIDATES: dict[str, list[str]] = {
     "lowrank": ["--rectify-method", "lowrank"],
     "estimator": ["--length-cap", "2"],  # every document the same: the papers' (old) default
     "mdf10": ["--anchor-min-df", "10"],  # the old anchor threshold
+    "anchorfree": ["--method", "anchorfree"],  # AnchorFree (Huang 2016) with its defaults
 }
 QUICK_CORPORA = ("medium", "synth8-10k")
 QUICK_TOMOTOPY_ITERATIONS = 100
