@@ -49,6 +49,8 @@ CANDIDATES: dict[str, list[str]] = {
     "lowrank": ["--rectify-method", "lowrank"],
     "estimator": ["--length-cap", "2"],  # every document the same: the papers' (old) default
     "mdf10": ["--anchor-min-df", "10"],  # the old anchor threshold
+    "nocap": ["--anchor-candidates", "0"],  # every word in anchor_min_df documents (before 40 K)
+    "cap30": ["--anchor-candidates", "30"],
     "anchorfree": ["--method", "anchorfree"],  # AnchorFree (Huang 2016) with its defaults
 }
 QUICK_CORPORA = ("medium", "synth8-10k")

@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from anchorstream.model.registry import COUNT_ANCHORS
-from anchorstream.model.anchors import ANCHOR_MIN_DF
+from anchorstream.model.anchors import ANCHOR_CANDIDATES, ANCHOR_MIN_DF
 from anchorstream.stats.cooccurrence import Cooccurrence, take_square
 from anchorstream.errors import InputError, NotFittedError
 from anchorstream.model.stages import (
@@ -100,6 +100,9 @@ class ModelSettings:
     anchor_method: str = "qr"
     # Anchors need this many documents; a small corpus falls back (anchors.anchor_min_df_for).
     anchor_min_df: int = ANCHOR_MIN_DF
+    # At most this many candidates per topic, the most frequent (0: no cap); see
+    # anchors.ANCHOR_CANDIDATES.
+    anchor_candidates: int = ANCHOR_CANDIDATES
     projection_dim: int = 1000
     pinned_anchors: tuple[int, ...] = field(default_factory=tuple)
     recover_method: str = "admm"
@@ -141,6 +144,10 @@ class ModelSettings:
                 f"rectify_rows must be None or a positive integer, got {self.rectify_rows!r}")
         if self.anchor_min_df < 0:
             raise InputError(f"anchor_min_df must be >= 0, got {self.anchor_min_df!r}")
+        if (not isinstance(self.anchor_candidates, (int, np.integer))
+                or self.anchor_candidates < 0):
+            raise InputError("anchor_candidates must be an integer >= 0 (0 = no cap), got "
+                             f"{self.anchor_candidates!r}")
         object.__setattr__(self, "pinned_anchors", tuple(int(a) for a in self.pinned_anchors))
 
     def as_dict(self) -> dict:

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
-from anchorstream.model.anchors import ANCHOR_MIN_DF
+from anchorstream.model.anchors import ANCHOR_CANDIDATES, ANCHOR_MIN_DF
 from anchorstream.stats.cooccurrence import cooccurrence
 from anchorstream.text.decode import FORMATS, DecodeError
 from anchorstream.errors import InputError
@@ -180,6 +180,9 @@ def register(subparsers) -> None:
     p.add_argument("--anchor-min-df", type=int, default=ANCHOR_MIN_DF,
                    help="only words in at least this many documents may be anchors (fewer "
                         "where fewer than 2 x topics words are that frequent)")
+    p.add_argument("--anchor-candidates", type=int, default=ANCHOR_CANDIDATES, metavar="N",
+                   help="anchors qr/fast: at most N x topics candidates, the most frequent "
+                        "words (anchor_min_df is raised where more reach it); 0 = no cap")
     p.add_argument("--recover", choices=RECOVER_METHODS, default="admm",
                    help="recovery: admm (JSMF), l2/kl (exponentiated gradient), inverse (baseline)")
     p.add_argument("--no-rectify", dest="rectify", action="store_false",
@@ -449,6 +452,7 @@ def _fit(args, counts: _Counts):
         overwrite_cooc=True,  # built for this fit; only num_docs is read afterwards
         warm_state=False,  # no refit follows a one-off fit
         anchor_min_df=args.anchor_min_df,
+        anchor_candidates=args.anchor_candidates,
         recover_method=args.recover,
     )
 

@@ -245,6 +245,9 @@ class ModelConfig(_Section):
     anchor_min_df: Int(1) = Field(
         100, description="min document frequency of an anchor word; fewer where fewer than 2 x "
         "num_topics words are that frequent (a small or young corpus)")
+    anchor_candidates: Int(0) = Field(
+        40, description="anchors qr/fast: at most this many candidates per topic, the most "
+        "frequent words (anchor_min_df is raised where more reach it); 0 = no cap")
     random_state: Int(0) = Field(0, description="seed")
     rectify_max_iter: Int(1) = Field(150, description="rectification iteration cap")
     supertopics: Int(0) = Field(
@@ -313,6 +316,7 @@ class ModelConfig(_Section):
             "rectify_warm_limit": self.rectify_warm_limit,
             "anchor_method": self.anchor_method,
             "anchor_min_df": self.anchor_min_df,
+            "anchor_candidates": self.anchor_candidates,
             "recover_method": self.recover_method,
             "random_state": self.random_state,
         }
