@@ -51,6 +51,7 @@ CANDIDATES: dict[str, list[str]] = {
     "mdf10": ["--anchor-min-df", "10"],  # the old anchor threshold
     "nocap": ["--anchor-candidates", "0"],  # every word in anchor_min_df documents (before 40 K)
     "cap30": ["--anchor-candidates", "30"],
+    "anchorfree": ["--method", "anchorfree"],  # AnchorFree (Huang 2016) with its defaults
 }
 QUICK_CORPORA = ("medium", "synth8-10k")
 QUICK_TOMOTOPY_ITERATIONS = 100
