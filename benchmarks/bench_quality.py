@@ -49,6 +49,11 @@ CANDIDATES: dict[str, list[str]] = {
     "lowrank": ["--rectify-method", "lowrank"],
     "estimator": ["--length-cap", "2"],  # every document the same: the papers' (old) default
     "mdf10": ["--anchor-min-df", "10"],  # the old anchor threshold
+    # Background words (benchmarks/README.md, "Background words"): top words by probability
+    # (the old default), and the background level taken in a half / a quarter of the topics.
+    "nobg": ["--background-spread", "none"],
+    "bg50": ["--background-spread", "0.5"],
+    "bg25": ["--background-spread", "0.25"],
 }
 QUICK_CORPORA = ("medium", "synth8-10k")
 QUICK_TOMOTOPY_ITERATIONS = 100
