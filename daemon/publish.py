@@ -67,6 +67,7 @@ from anchorstream.fsutil import write_atomically
 from anchorstream.errors import SnapshotError, SnapshotNotFoundError
 from anchorstream.model.correlations import related_topics
 from anchorstream.model.trends import Trends, TrendSettings, compute_trends
+from anchorstream.model.background import BACKGROUND_SPREAD
 from anchorstream.snapshot import Snapshot, read_snapshot, write_snapshot
 from anchorstream.text.decode import parse_timestamp
 from daemon.history import History, entry_from_topics
@@ -176,7 +177,7 @@ class Publisher:
         Snapshots older than this are dropped too (the latest never is).
     n_top_words : int, default 20
         Default ``n_top_words`` for :func:`write_snapshot`.
-    background_spread : float, optional
+    background_spread : float or None, default BACKGROUND_SPREAD
         Default ``background_spread`` for :func:`write_snapshot` (None: top words by
         probability, no background report).
     on_publish : callable, optional
@@ -201,7 +202,7 @@ class Publisher:
 
     def __init__(self, path: str | os.PathLike, *, keep: int = 20,
                  keep_seconds: float | None = None, n_top_words: int = 20,
-                 background_spread: float | None = None,
+                 background_spread: float | None = BACKGROUND_SPREAD,
                  on_publish: Callable[[dict[str, Any]], None] | None = None,
                  cache_size: int = 4, clock: Callable[[], float] = time.time,
                  history_max_entries: int = 1000, history_max_age_seconds: float | None = None,

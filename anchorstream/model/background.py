@@ -14,9 +14,11 @@ its excess ``max(p(w | k) − g(w), 0)``, ties (words at or below background) by
 The model itself (``topic_word``, inference, ℓ1 error) is unchanged: only the ranking differs.
 
 A word is reported as a background word when the background explains at least half of its
-corpus probability, ``g(w) ≥ ½ p(w)`` with ``p(w) = Σ_k p(k) p(w | k)``. A word used by fewer
-than ``spread · K`` topics has ``g(w) = 0``, so a model whose words each belong to a few topics
-reports nothing and keeps its ranking.
+corpus probability, ``g(w) ≥ ½ p(w)`` with ``p(w) = Σ_k p(k) p(w | k)``, and ranking by
+probability would put it among the top ``n_top`` words of at least two topics: the repeated top
+words that the ranking above the background keeps out. A word used by fewer than ``spread · K``
+topics has ``g(w) = 0``, so a model whose words each belong to a few topics reports nothing and
+keeps its ranking.
 
 The default ``spread`` (0.33, a third of the topics) was chosen on the quality benchmark
 (benchmarks/README.md, "Background words").
@@ -38,8 +40,10 @@ __all__ = [
 
 #: Fraction of the topics a word must reach its background level in (see the module docstring).
 BACKGROUND_SPREAD = 0.33
-#: A word is reported when the background holds at least this share of its probability.
+#: A word is reported when the background holds at least this share of its probability ...
 REPORT_SHARE = 0.5
+#: ... and it is among the most probable words of at least this many topics.
+REPORT_TOPICS = 2
 
 
 def check_spread(spread) -> float | None:
@@ -65,24 +69,33 @@ class Background:
     share : ndarray of shape (n_words,)
         ``g(w) / p(w)`` (0 for a word without probability).
     words : ndarray of int64
-        The background words (``share ≥ 1/2``), by decreasing ``level``.
+        The background words (``share ≥ 1/2`` and among the ``n_top`` most probable words of
+        at least two topics), by decreasing ``level``.
+    in_top : ndarray of int64, shape (n_words,)
+        Of how many topics' ``n_top`` most probable words each word is one.
     spread : float
+    n_top : int
     """
 
     level: np.ndarray
     share: np.ndarray
     words: np.ndarray
+    in_top: np.ndarray
     spread: float
+    n_top: int
 
     def report(self, vocabulary, limit: int = 100) -> dict:
         """What a snapshot's ``extra["background_words"]`` holds: the settings, the count and the
-        first ``limit`` words as ``[word, level, share]``."""
+        first ``limit`` words as ``[word, level, share, topics]`` (``topics``: in how many
+        topics' ``n_top`` most probable words it is)."""
         return {
             "spread": self.spread,
             "report_share": REPORT_SHARE,
+            "report_topics": REPORT_TOPICS,
+            "n_top": self.n_top,
             "count": int(self.words.size),
-            "words": [[vocabulary[i], float(self.level[i]), round(float(self.share[i]), 4)]
-                      for i in self.words[:limit]],
+            "words": [[vocabulary[i], float(self.level[i]), round(float(self.share[i]), 4),
+                       int(self.in_top[i])] for i in self.words[:limit]],
         }
 
 
@@ -105,7 +118,8 @@ def background_level(topic_word, spread: float) -> np.ndarray:
     return np.partition(B, K - rank, axis=0)[K - rank]
 
 
-def background(topic_word, prevalence, spread: float = BACKGROUND_SPREAD) -> Background:
+def background(topic_word, prevalence, spread: float = BACKGROUND_SPREAD,
+               n_top: int = 20) -> Background:
     """The background of a model: levels, shares and the background words.
 
     Parameters
@@ -115,6 +129,8 @@ def background(topic_word, prevalence, spread: float = BACKGROUND_SPREAD) -> Bac
     prevalence : array_like of shape (n_topics,)
         ``p(k)``, any non-negative scale.
     spread : float in (0, 1]
+    n_top : int
+        The top-word lists a reported word must be in (by probability), two at least.
     """
     B = _as_rows(topic_word)
     prev = np.maximum(np.asarray(prevalence, dtype=np.float64), 0.0)
@@ -124,9 +140,12 @@ def background(topic_word, prevalence, spread: float = BACKGROUND_SPREAD) -> Bac
     level = background_level(B, spread)
     pw = prev @ B
     share = np.divide(level, pw, out=np.zeros_like(level), where=pw > 0)
-    flagged = np.flatnonzero((share >= REPORT_SHARE) & (level > 0))
+    n_top = max(1, min(int(n_top), B.shape[1]))
+    most = np.argpartition(-B, n_top - 1, axis=1)[:, :n_top]
+    in_top = np.bincount(most.ravel(), minlength=B.shape[1]).astype(np.int64)
+    flagged = np.flatnonzero((share >= REPORT_SHARE) & (level > 0) & (in_top >= REPORT_TOPICS))
     words = flagged[np.lexsort((flagged, -level[flagged]))].astype(np.int64)
-    return Background(level, share, words, float(spread))
+    return Background(level, share, words, in_top, float(spread), n_top)
 
 
 def ranked_top_words(topic_word, n: int, level: np.ndarray | None = None) -> np.ndarray:

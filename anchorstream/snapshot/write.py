@@ -129,7 +129,7 @@ def write_snapshot(
     spread = check_spread(background_spread)
     level = None
     if spread is not None:
-        found = background(tw32, prev, spread)
+        found = background(tw32, prev, spread, n_top)
         level = found.level
         extra = {**(extra or {}), "background_words": found.report(words)}
     top = ranked_top_words(tw32, n_top, level)

@@ -341,7 +341,7 @@ def _print_background(path: Path, shown: int = 20) -> None:
     found = (read_snapshot(path).extra or {}).get("background_words")
     if not found:
         return
-    words = " ".join(w for w, _, _ in found["words"][:shown])
+    words = " ".join(entry[0] for entry in found["words"][:shown])
     more = found["count"] - min(shown, len(found["words"]))
     print(f"background words ({found['count']}, in at least {found['spread']:g} of the "
           f"topics; kept out of the top words): {words or '-'}"
