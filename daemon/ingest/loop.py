@@ -203,7 +203,7 @@ class IngestLoop:
         self.rejected: Counter[str] = Counter()
         self.documents = 0
         self.records = 0
-        self._vocab_words = list(store.vocabulary.words)
+        self._vocab_tally = _tally(store.vocabulary)
         self.vocabulary_size = len(store.vocabulary)
         self.store_bytes: int | None = None
         try:
@@ -396,16 +396,14 @@ class IngestLoop:
         self._reject(record, key, "unprocessable", f"{type(exc).__name__}: {exc}"[:1000])
 
     def _observe_vocabulary(self) -> None:
-        """Admissions and evictions since the last look (slot words that changed)."""
-        words = self.store.vocabulary.words
-        before = self._vocab_words
-        admitted = evicted = 0
-        if len(words) == len(before):
-            for old, new in zip(before, words):
-                if old != new:
-                    admitted += new is not None
-                    evicted += old is not None
-        self._vocab_words = list(words)
+        """Admissions and evictions since the last look, from the vocabulary's own tallies.
+
+        A tally that went down (a partition store reopened or handed away, whose vocabulary
+        starts its tallies afresh) only moves the baseline: the counters never go back.
+        """
+        tally = _tally(self.store.vocabulary)
+        admitted, evicted = (max(0, new - old) for new, old in zip(tally, self._vocab_tally))
+        self._vocab_tally = tally
         self.vocabulary_size = len(self.store.vocabulary)
         if self.metrics is not None:
             if admitted:
@@ -533,3 +531,7 @@ class IngestLoop:
             return False, "the Kafka source stopped"
         return True, "ok"
 
+
+def _tally(vocabulary) -> tuple[int, int]:
+    """(admitted, evicted) over the vocabulary's lifetime (see StreamingVocabulary)."""
+    return vocabulary.admitted_total, vocabulary.evicted_total
