@@ -52,6 +52,11 @@ CANDIDATES: dict[str, list[str]] = {
     "nocap": ["--anchor-candidates", "0"],  # every word in anchor_min_df documents (before 40 K)
     "cap30": ["--anchor-candidates", "30"],
     "anchorfree": ["--method", "anchorfree"],  # AnchorFree (Huang 2016) with its defaults
+    # Background words (benchmarks/README.md, "Background words"): top words by probability
+    # (the old default), and the background level taken in a half / a quarter of the topics.
+    "nobg": ["--background-spread", "none"],
+    "bg50": ["--background-spread", "0.5"],
+    "bg25": ["--background-spread", "0.25"],
 }
 QUICK_CORPORA = ("medium", "synth8-10k")
 QUICK_TOMOTOPY_ITERATIONS = 100

@@ -19,11 +19,12 @@ from anchorstream.model.anchors import ANCHOR_CANDIDATES, ANCHOR_MIN_DF
 from anchorstream.stats.cooccurrence import cooccurrence
 from anchorstream.text.decode import FORMATS, DecodeError
 from anchorstream.errors import InputError
+from anchorstream.model.background import BACKGROUND_SPREAD, check_spread
 from anchorstream.model.methods import fit_topics
 from anchorstream.model.registry import ANCHOR_METHODS, METHODS, method_spec
 from anchorstream.model.lowrank import DocumentCooccurrence
 from anchorstream.model.pipeline import RECOVER_METHODS, RECTIFY_METHODS, ModelSettings
-from anchorstream.snapshot import write_snapshot
+from anchorstream.snapshot import read_snapshot, write_snapshot
 from anchorstream.text.tokenize import count_matrix, select_vocabulary
 from daemon.cli.options import (
     HelpFormatter,
@@ -209,9 +210,26 @@ def register(subparsers) -> None:
                         "and store the hierarchy in the snapshot; 0 = off")
     p.add_argument("--seed", type=int, default=0, help="random seed")
     p.add_argument("--top-words", type=int, default=20, help="top words stored per topic")
+    p.add_argument("--background-spread", type=_spread, default=BACKGROUND_SPREAD,
+                   metavar="FRACTION",
+                   help="background words: a word's background level is the probability it "
+                        "has in at least this fraction of the topics; top words are ranked by "
+                        "what a topic adds above it, and the words it explains are reported "
+                        "(default %(default)s; 'none': rank by probability)")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bars")
     # Icechunk's logging is set up (and Icechunk imported) only for a fit on a store.
     p.set_defaults(func=run, uses_store=lambda args: args.store is not None)
+
+
+def _spread(text: str) -> float | None:
+    """``--background-spread``: a fraction in (0, 1], or ``none``."""
+    if text.strip().lower() == "none":
+        return None
+    try:
+        return check_spread(float(text))
+    except (ValueError, InputError):
+        raise argparse.ArgumentTypeError(
+            f"expected a fraction of the topics in (0, 1] or 'none', got {text!r}") from None
 
 
 def _no_documents_hint(stats: dict, opts: dict) -> str:
@@ -359,11 +377,24 @@ def run(args) -> int:
     fitted = _fit(args, counts, clock)
     path = _write(args, fitted, counts, clock.seconds)
     clock.mark("write")
+    _print_background(path)
     print(f"wrote {path} in {time.perf_counter() - t_start:.1f} s", file=sys.stderr)
     if not args.quiet:
         print("CPU seconds: " + ", ".join(f"{k} {v:.2f}" for k, v in clock.seconds.items()),
               file=sys.stderr)
     return 0
+
+
+def _print_background(path: Path, shown: int = 20) -> None:
+    """The background words the snapshot reports (its ``extra["background_words"]``)."""
+    found = (read_snapshot(path).extra or {}).get("background_words")
+    if not found:
+        return
+    words = " ".join(entry[0] for entry in found["words"][:shown])
+    more = found["count"] - min(shown, len(found["words"]))
+    print(f"background words ({found['count']}, in at least {found['spread']:g} of the "
+          f"topics; kept out of the top words): {words or '-'}"
+          + (f" ... and {more} more" if more > 0 else ""), file=sys.stderr)
 
 
 @dataclass
@@ -549,4 +580,5 @@ def _write(args, fitted, counts: _Counts, cpu_seconds: dict[str, float]) -> Path
             **({"hierarchy": hierarchy} if hierarchy else {}),
         },
         n_top_words=args.top_words,
+        background_spread=args.background_spread,
     )

@@ -11,6 +11,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from anchorstream.model.background import BACKGROUND_SPREAD
 from anchorstream.model.registry import ANCHOR_METHODS, METHODS, MethodSpec, method_spec
 from daemon.settings import rules
 from daemon.settings.checks import (EMBEDDED, Bool, Bootstrap, Choice, ExistingFile, Float,
@@ -341,6 +342,9 @@ class SnapshotsConfig(_Section):
         None, description="also drop snapshots older than this; null = no limit")
     # The snapshot format lists at least 20 words per topic (anchorstream.snapshot).
     n_top_words: Int(20) = Field(20, description="top words stored per topic")
+    background_spread: Float(0, 1, lo_open=True, optional=True) = Field(
+        BACKGROUND_SPREAD, description="background words: the fraction of the topics a word "
+        "keeps its background level in; top words rank above it; null = by probability")
     history_max_entries: Int(2) = Field(
         1000, description="versions the topic history (HISTORY.jsonl, what trends are computed "
         "from) keeps; it outlives the snapshots")
