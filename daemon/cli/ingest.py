@@ -23,7 +23,9 @@ store's own rule) become its pinned seed. Every document is then counted over th
 vocabulary, so the store holds what ``fit --input`` counts. ``--vocabulary stream`` admits
 words as they arrive instead, the daemon's rule: a word admitted late misses its earlier
 documents and a word evicted loses its counts (benchmarks/README.md, "Streaming equals batch",
-measures what that costs the topics).
+measures what that costs the topics). A seed list (``--seed-vocabulary``) or forgetting
+(``--half-life``, ``--window``: a store that follows the present should not pin the whole
+backfill's words) implies ``stream``.
 """
 
 from __future__ import annotations
@@ -121,7 +123,7 @@ def register(subparsers) -> None:
                           "them), pinned, so every document is counted over it; stream: admit "
                           "words as they arrive (the daemon's rule; a word admitted late "
                           "misses its earlier documents); default first-pass, stream with "
-                          "--seed-vocabulary")
+                          "--seed-vocabulary, --half-life or --window")
     new.add_argument("--max-df", type=max_df_arg, default=MAX_DF,
                      help="block words in more than this fraction of documents (checked every "
                           "1000 documents from the 1000th; the default is fit --max-df's); "
@@ -328,7 +330,10 @@ def run(args) -> int:
     _check_counts({"--checkpoint-every": args.checkpoint_every, "--max-bytes": args.max_bytes,
                    "--max-tokens": args.max_tokens})
     check_files(args.files)
-    rule = args.vocabulary or ("stream" if args.seed_vocabulary else "first-pass")
+    # A store that forgets tracks the present: a pinned vocabulary of the whole backfill
+    # would never leave it, so forgetting (like a seed list) implies the streaming rule.
+    forgets = args.half_life is not None or args.window is not None
+    rule = args.vocabulary or ("stream" if args.seed_vocabulary or forgets else "first-pass")
     if rule == "first-pass" and args.seed_vocabulary:
         raise InputError("--vocabulary first-pass chooses the seed from the files: drop "
                          "--seed-vocabulary, or pass --vocabulary stream to keep it")
