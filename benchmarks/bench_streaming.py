@@ -275,7 +275,10 @@ def part_refit(args) -> None:
                          length_cap=LENGTH_CAP)
     rows.append(("the same half, 1 % of its documents left out", fit_model(fewer, K), wa))
     index_b = {w: i for i, w in enumerate(wb)}
-    shared = [index_b[wa[i]] for i in a.anchors_ if wa[i] in index_b]
+    # Only words that may be anchors in the other half (in >= anchor_min_df of its documents).
+    min_df = a.get_params()["anchor_min_df"]
+    shared = [index_b[wa[i]] for i in a.anchors_
+              if wa[i] in index_b and cb.doc_freq[index_b[wa[i]]] >= min_df]
     pinned = fit_model(cb, K, pinned_anchors=tuple(shared))
     rows.append((f"the other half, the first half's anchors pinned ({len(shared)} of {K})",
                  pinned, wb))
