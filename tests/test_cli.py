@@ -191,6 +191,79 @@ def test_fit_on_a_store_written_by_ingest(corpus, tmp_path, where, rectify):
     assert error < 0.15, error
 
 
+def _same_topics(out_a, out_b) -> float:
+    """Mean matched ℓ1 between two snapshots' topics (Hungarian on 1 - total variation)."""
+    from scipy.optimize import linear_sum_assignment
+
+    from anchorstream.model.align import topic_similarity
+
+    a, b = read_snapshot(out_a), read_snapshot(out_b)
+    S = topic_similarity(a.topic_word.T, a.vocabulary, b.topic_word.T, b.vocabulary)
+    rows, cols = linear_sum_assignment(S, maximize=True)
+    return float((2.0 * (1.0 - S[rows, cols])).mean())
+
+
+def test_ingest_then_fit_store_equals_fit_input_on_the_same_documents(corpus, tmp_path):
+    # Streaming equals batch (issue 16 item 5): `ingest` (its default first pass) then
+    # `fit --store` gives fit --input's vocabulary, its co-occurrence and its topics, with a
+    # capacity below the corpus's words so that the choice of words matters. The daemon's
+    # streaming rule (--vocabulary stream) misses every word's documents before its admission:
+    # the reason for the first pass, checked so that this test would notice if it stopped
+    # mattering.
+    from anchorstream.stats.cooccurrence import cooccurrence
+    from anchorstream.text.tokenize import Tokenizer, count_matrix
+
+    path, _, _ = corpus
+    n_words = 100  # of the corpus's 150
+    batch = tmp_path / "batch"
+    assert main(["fit", "--input", str(path), "-k", str(K), "--vocab-size", str(n_words),
+                 "--anchor-min-df", "5", "--out", str(batch), "-q"]) == 0
+    docs = [Tokenizer()(json.loads(line)["text"]) for line in path.read_text().splitlines()
+            if line.startswith('{"text": "')]
+    for rule in ("first-pass", "stream"):
+        store = str(tmp_path / rule)
+        assert main(["ingest", str(path), "--store", store, "--capacity", str(n_words),
+                     "--vocabulary", rule, "--checkpoint-every", "700", "-q"]) == 0
+        committed = open_committed(store)
+        c = committed.cooccurrence
+        exact = cooccurrence(count_matrix(docs, committed.words), length_cap=c.length_cap)
+        if rule == "stream":
+            assert c.doc_freq.sum() < exact.doc_freq.sum()
+            continue
+        assert committed.words == list(read_snapshot(batch).vocabulary)
+        np.testing.assert_allclose(c.counts, exact.counts, rtol=1e-12, atol=1e-15)
+        np.testing.assert_array_equal(c.doc_freq, exact.doc_freq)
+        out = tmp_path / "snap"
+        assert main(["fit", "--store", store, "-k", str(K), "--anchor-min-df", "5",
+                     "--out", str(out), "-q"]) == 0
+        assert _same_topics(out, batch) < 1e-4
+
+
+def test_ingest_vocabulary_rule_is_checked(corpus, tmp_path, capsys):
+    path, _, words = corpus
+    seed = tmp_path / "seed.txt"
+    seed.write_text("\n".join(words[:10]), encoding="utf-8")
+    store = str(tmp_path / "s")
+    assert main(["ingest", str(path), "--store", store, "--vocabulary", "first-pass",
+                 "--seed-vocabulary", str(seed), "-q"]) == 1
+    assert "drop --seed-vocabulary" in capsys.readouterr().err
+    # A seed vocabulary alone means the streaming rule from it (as before the first pass).
+    assert main(["ingest", str(path), "--store", store, "--seed-vocabulary", str(seed),
+                 "--capacity", "10", "-q"]) == 0
+    assert open_committed(store).words == words[:10]
+    # Forgetting implies the streaming rule too: a store that follows the present does not pin
+    # the backfill's words (here the first words seen, not the most frequent ones).
+    from anchorstream.text.tokenize import Tokenizer
+    from daemon.cli.ingest import first_pass_vocabulary
+
+    forgetting = str(tmp_path / "f")
+    assert main(["ingest", str(path), "--store", forgetting, "--capacity", "10",
+                 "--half-life", "5000", "--admit-threshold", "1", "-q"]) == 0
+    first = first_pass_vocabulary([path], tokenizer=Tokenizer(), capacity=10, min_df=1,
+                                  max_df=0.5)
+    assert len(first) == 10 and set(open_committed(forgetting).words) != set(first)
+
+
 def test_fit_on_a_store_refuses_what_it_cannot_honour(tmp_path, capsys):
     docs = tmp_path / "docs.txt"
     docs.write_text("alpha beta gamma\nbeta gamma alpha\ngamma alpha beta\n", encoding="utf-8")

@@ -33,7 +33,7 @@ import os
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -47,6 +47,7 @@ __all__ = [
     "count_matrix",
     "load_stopwords",
     "select_vocabulary",
+    "vocabulary_by_df",
 ]
 
 _STOPWORD_PREFIX = "stopwords_"
@@ -409,6 +410,21 @@ def select_vocabulary(
         _check_token_list(tokens, "select_vocabulary")
         df.update(set(tokens))
         n_docs += 1
+    return vocabulary_by_df(df, n_docs, min_df=min_df, max_df=max_df, max_size=max_size)
+
+
+def vocabulary_by_df(df: Mapping[str, int], n_docs: int, *, min_df: float, max_df: float,
+                     max_size: int | None) -> list[str]:
+    """:func:`select_vocabulary`'s rule over document frequencies counted elsewhere.
+
+    ``df`` maps each word to the number of the ``n_docs`` documents containing it; the words in
+    at least ``min_df`` and at most ``max_df × n_docs`` of them, most document-frequent first
+    (ties alphabetically), at most ``max_size``. ``anchorstream ingest`` uses it to choose a
+    store's vocabulary by ``fit --input``'s rule without holding the token lists.
+
+    >>> vocabulary_by_df({"a": 3, "b": 2, "c": 2, "d": 1}, 4, min_df=2, max_df=0.7, max_size=None)
+    ['b', 'c']
+    """
     max_count = max_df * n_docs
     kept = [(-c, w) for w, c in df.items() if min_df <= c <= max_count]
     kept.sort()

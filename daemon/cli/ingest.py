@@ -14,10 +14,23 @@ command: a malformed one (bad UTF-8 or JSON, missing or wrongly typed field, bad
 oversized, a token the store cannot hold, ...) is counted by reason, skipped, and still
 advances the offset; the reasons are printed at the end. Only a store that cannot commit
 stops it.
+
+Vocabulary. A store created by this command takes, by default, the vocabulary ``fit --input``
+would choose from the same files (``--vocabulary first-pass``): the files are read once
+before anything is counted, and the ``--capacity`` words in the most documents (at least
+``--admit-threshold`` of them, at most ``--max-df`` of them once there are 1000 documents, the
+store's own rule) become its pinned seed. Every document is then counted over the whole
+vocabulary, so the store holds what ``fit --input`` counts. ``--vocabulary stream`` admits
+words as they arrive instead, the daemon's rule: a word admitted late misses its earlier
+documents and a word evicted loses its counts (benchmarks/README.md, "Streaming equals batch",
+measures what that costs the topics). A seed list (``--seed-vocabulary``) or forgetting
+(``--half-life``, ``--window``: a store that follows the present should not pin the whole
+backfill's words) implies ``stream``.
 """
 
 from __future__ import annotations
 
+import collections
 import json
 import logging
 import math
@@ -29,8 +42,9 @@ from typing import TYPE_CHECKING
 from tqdm import tqdm
 
 from anchorstream.stats.accumulator import Forgetting
-from anchorstream.text.decode import FORMATS
+from anchorstream.text.decode import FORMATS, DecodeError
 from anchorstream.errors import InputError
+from anchorstream.text.tokenize import vocabulary_by_df
 from anchorstream.text.vocabulary import read_seed_vocabulary
 from daemon.cli.options import (
     HelpFormatter,
@@ -46,19 +60,25 @@ from daemon.cli.options import (
     stopwords_tokenizer,
 )
 from daemon.settings import MessageConfig
-from daemon.ingest.files import FileSource, file_key
-from daemon.ingest.loop import IngestLoop
+from daemon.ingest.files import FileSource, file_key, iter_lines
+from daemon.ingest.loop import IngestLoop, record_tokens
 
 if TYPE_CHECKING:
     from anchorstream.store import CooccurrenceStore
 
 log = logging.getLogger("anchorstream.ingest")
 
-__all__ = ["check_files", "file_key", "ingest_files", "register", "run"]
+__all__ = ["VOCABULARY_RULES", "check_files", "file_key", "first_pass_vocabulary", "ingest_files",
+           "register", "run"]
 
 #: The daemon's defaults (``message.max_bytes``, ``message.max_tokens``).
 MAX_BYTES = MessageConfig().max_bytes
 MAX_TOKENS = MessageConfig().max_tokens
+#: How a new store's vocabulary is chosen (``--vocabulary``).
+VOCABULARY_RULES = ("first-pass", "stream")
+#: Documents before a store applies ``max_df`` (the store's ``max_df_min_docs``); the first
+#: pass applies it from the same count.
+MAX_DF_MIN_DOCS = 1000
 
 
 def register(subparsers) -> None:
@@ -96,6 +116,14 @@ def register(subparsers) -> None:
                      help="document frequency at which a new word is admitted")
     new.add_argument("--seed-vocabulary", type=Path, default=None,
                      help="file of initial words, one per line, most frequent first")
+    new.add_argument("--vocabulary", choices=VOCABULARY_RULES, default=None,
+                     help="first-pass: read the files once before counting and take the "
+                          "vocabulary fit --input would (the --capacity words in the most "
+                          "documents, in at least --admit-threshold and at most --max-df of "
+                          "them), pinned, so every document is counted over it; stream: admit "
+                          "words as they arrive (the daemon's rule; a word admitted late "
+                          "misses its earlier documents); default first-pass, stream with "
+                          "--seed-vocabulary, --half-life or --window")
     new.add_argument("--max-df", type=max_df_arg, default=MAX_DF,
                      help="block words in more than this fraction of documents (checked every "
                           "1000 documents from the 1000th; the default is fit --max-df's); "
@@ -141,6 +169,36 @@ def check_files(paths) -> None:
                 "documents would be counted twice; list each file once"
             )
         seen[identity] = str(path)
+
+
+def first_pass_vocabulary(paths, *, tokenizer, capacity: int, min_df: float,
+                          max_df: float | None, format: str = "json", text_field: str = "text",
+                          max_bytes: int = MAX_BYTES, max_tokens: int = MAX_TOKENS) -> list[str]:
+    """The vocabulary ``fit --input`` would choose from ``paths``, by the store's settings.
+
+    Every line is read by the ingest loop's rule (:func:`daemon.ingest.loop.record_tokens`,
+    the same limits); a line it rejects counts for nothing. The words in at least ``min_df``
+    documents and, once there are :data:`MAX_DF_MIN_DOCS` documents (when the store starts
+    applying it), in at most ``max_df`` of them, most document-frequent first, at most
+    ``capacity`` (:func:`anchorstream.text.tokenize.vocabulary_by_df`, ``fit``'s rule). Only
+    the document frequencies are held, not the documents.
+    """
+    df: collections.Counter[str] = collections.Counter()
+    n_docs = 0
+    for path in paths:
+        for _, raw in iter_lines(path):
+            try:
+                _, tokens = record_tokens(raw, tokenizer, format=format, text_field=text_field,
+                                          max_bytes=max_bytes, max_tokens=max_tokens)
+            except DecodeError:
+                continue
+            except Exception:  # noqa: BLE001 - the loop rejects it as unprocessable
+                continue
+            if tokens:
+                df.update(set(tokens))
+                n_docs += 1
+    limit = max_df if max_df is not None and n_docs >= MAX_DF_MIN_DOCS else 1.0
+    return vocabulary_by_df(df, n_docs, min_df=min_df, max_df=limit, max_size=capacity)
 
 
 def _check_counts(named: dict) -> None:
@@ -252,6 +310,13 @@ def ingest_files(
     }
 
 
+def _store_exists(url) -> bool:
+    """Whether a store is at ``url`` already (then its vocabulary is the stored one)."""
+    from anchorstream.store.repository import repo_exists, storage
+
+    return repo_exists(storage(url)[0], url)
+
+
 def run(args) -> int:
     tokenizer = stopwords_tokenizer(args.stopwords)
     seed = read_seed_vocabulary(args.seed_vocabulary) if args.seed_vocabulary else ()
@@ -265,6 +330,20 @@ def run(args) -> int:
     _check_counts({"--checkpoint-every": args.checkpoint_every, "--max-bytes": args.max_bytes,
                    "--max-tokens": args.max_tokens})
     check_files(args.files)
+    # A store that forgets tracks the present: a pinned vocabulary of the whole backfill
+    # would never leave it, so forgetting (like a seed list) implies the streaming rule.
+    forgets = args.half_life is not None or args.window is not None
+    rule = args.vocabulary or ("stream" if args.seed_vocabulary or forgets else "first-pass")
+    if rule == "first-pass" and args.seed_vocabulary:
+        raise InputError("--vocabulary first-pass chooses the seed from the files: drop "
+                         "--seed-vocabulary, or pass --vocabulary stream to keep it")
+    if rule == "first-pass" and not _store_exists(args.store):
+        seed = first_pass_vocabulary(
+            args.files, tokenizer=tokenizer, capacity=args.capacity,
+            min_df=args.admit_threshold, max_df=args.max_df, format=args.format,
+            text_field=args.text_field, max_bytes=args.max_bytes, max_tokens=args.max_tokens)
+        print(f"first pass: {len(seed)} words (the vocabulary fit --input would choose)",
+              file=sys.stderr)
     store = CooccurrenceStore.open_or_create(
         args.store, capacity=args.capacity, admit_threshold=args.admit_threshold, seed=seed,
         max_df=args.max_df, forgetting=forgetting, chunk_size=args.chunk_size,

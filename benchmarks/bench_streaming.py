@@ -1,0 +1,341 @@
+#!/usr/bin/env python
+"""Streaming equals batch, and refits are stable (issue 16, item 5).
+
+Three parts, each printed as a table, one command::
+
+    nice -n 10 .venv/bin/python benchmarks/bench_streaming.py            # all three parts
+    nice -n 10 .venv/bin/python benchmarks/bench_streaming.py --parts store,causes
+    nice -n 10 .venv/bin/python benchmarks/bench_streaming.py --parts refit --refit-topics 100
+
+**store** (the commands a user runs, each a subprocess): ``anchorstream fit --input`` on a
+corpus (the reference), and ``anchorstream ingest`` into a store of capacity ``V`` followed by
+``anchorstream fit --store``, once with each vocabulary rule of ``ingest`` (``--vocabulary
+first-pass``, the default, and ``stream``, the daemon's rule). For each: seconds (wall and
+CPU), the seconds before fitting (reading and counting, or reading the store), the fit's
+stages from its manifest, and the distance of its topics from the reference's: the mean ℓ1
+over topics matched one to one (Hungarian, on ``1 - total variation`` over the shared words),
+how many matched pairs are under 0.5, and the words shared.
+
+**causes** (in the benchmark's process, :class:`AnchorModel` with the shipped settings): the
+reference fit against fits that differ by one thing each, so each cause is measured alone:
+the random seed; the counts rounded to float32; 1 % of the documents left out (how much the
+fit moves for a small change of the data); the streaming store's vocabulary with exact counts
+(the vocabulary alone); the streaming store's own counts (what admitting words as they
+arrive costs); the first-pass store's counts. Also the settings ``ingest`` and ``fit`` could
+disagree on (``length_cap``, ``max_df``, forgetting), read from the stores.
+
+**refit** (short text, in process): two fits on random halves of one period of documents
+(npm summaries, ``K`` = 100 by default), each with its own vocabulary as ``fit --input``
+would choose it, and how many of ``K`` topics stay unmatched (total variation ≥ 0.5 to their
+match); then, to split that into its causes, the first half fitted again with another seed,
+with 1 % of its documents left out, and the second half fitted with the first half's anchor
+words pinned (what remains when both halves use the same anchors is what the data changes
+in the recovery; the rest is the anchor choice).
+
+Corpora: the quality benchmark's ``tech`` (train split) for store and causes and ``short``
+(train split) for refit, under ``benchmarks/.cache/quality`` (``benchmarks/bench_quality.py``
+builds them); ``--data`` and ``--refit-data`` take any JSON-lines file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import os
+import re
+import resource
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+import numpy as np  # noqa: E402
+from scipy.optimize import linear_sum_assignment  # noqa: E402
+
+from anchorstream.model.align import topic_similarity  # noqa: E402
+from anchorstream.model.pipeline import AnchorModel  # noqa: E402
+from anchorstream.stats.cooccurrence import LENGTH_CAP, cooccurrence  # noqa: E402
+from anchorstream.text.tokenize import count_matrix, select_vocabulary  # noqa: E402
+from daemon.cli.fit import read_documents  # noqa: E402
+from daemon.cli.options import MAX_DF, MIN_DF, stopwords_tokenizer  # noqa: E402
+
+CACHE = REPO / "benchmarks" / ".cache"
+QUALITY = CACHE / "quality"
+WORK = CACHE / "streaming"
+VENV_PY = REPO / ".venv" / "bin" / "python"
+PYTHON = str(VENV_PY) if VENV_PY.exists() else sys.executable
+
+
+# ------------------------------------------------------------------------------------------
+# comparing two fits
+
+
+def compare(tw_a, words_a, tw_b, words_b) -> dict:
+    """Matched distance of two topic models (topic_word as (V, K), columns are topics)."""
+    S = topic_similarity(tw_a, words_a, tw_b, words_b)
+    rows, cols = linear_sum_assignment(S, maximize=True)
+    l1 = 2.0 * (1.0 - S[rows, cols])
+    return {"l1": float(l1.mean()), "below_half": int((l1 < 0.5).sum()),
+            "unmatched": int((S[rows, cols] <= 0.5).sum()), "k": int(l1.size),
+            "shared": len(set(words_a) & set(words_b))}
+
+
+def describe(c: dict) -> str:
+    return (f"{c['l1']:.3f} | {c['below_half']} of {c['k']} | {c['unmatched']} | "
+            f"{c['shared']}")
+
+
+# ------------------------------------------------------------------------------------------
+# part store: the commands
+
+
+def run_command(args: list[str]) -> tuple[float, float, str]:
+    """Run ``python -m daemon ARGS``; returns (wall s, CPU s of the child, stderr)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t = time.perf_counter()
+    proc = subprocess.run([PYTHON, "-m", "daemon", *args], cwd=REPO, capture_output=True,
+                          text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
+    wall = time.perf_counter() - t
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if proc.returncode != 0:
+        sys.exit(f"failed ({proc.returncode}): {' '.join(args)}\n{proc.stderr[-3000:]}")
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu, proc.stderr
+
+
+def before_fitting(stderr: str) -> float:
+    """Seconds from the start to the counts being ready (``fit`` prints them)."""
+    m = re.search(r"fitting \d+ topics \(([\d.]+) s\)", stderr)
+    return float(m.group(1)) if m else float("nan")
+
+
+def snapshot(path: Path):
+    from anchorstream.snapshot import read_snapshot
+
+    snap = read_snapshot(path)
+    return snap.topic_word.T, list(snap.vocabulary), snap.manifest
+
+
+def part_store(args, work: Path) -> dict:
+    K, V = args.topics, args.vocab
+    ref_out = work / "fit-input"
+    wall, cpu, err = run_command(["fit", "--input", str(args.data), "-k", str(K),
+                                  "--vocab-size", str(V), "--seed", "0", "--out", str(ref_out),
+                                  "-q"])
+    rows = [("`fit --input`", wall, cpu, before_fitting(err), None, None, ref_out)]
+    for rule in ("first-pass", "stream"):
+        store, out = work / f"store-{rule}", work / f"fit-store-{rule}"
+        iwall, icpu, _ = run_command(["ingest", str(args.data), "--store", str(store),
+                                      "--capacity", str(V), "--vocabulary", rule,
+                                      "--checkpoint-every", "10000", "-q"])
+        wall, cpu, err = run_command(["fit", "--store", str(store), "-k", str(K),
+                                      "--seed", "0", "--out", str(out), "-q"])
+        rows.append((f"`ingest --vocabulary {rule}` + `fit --store`", wall, cpu,
+                     before_fitting(err), iwall, icpu, out))
+    ref = snapshot(ref_out)
+    print(f"\n### store: `fit --store` against `fit --input`, {args.data.name}, K = {K}, "
+          f"V = {V}\n")
+    print("| fit | seconds | CPU s | before fitting s | rectify s | anchors s | recover s | "
+          "iterations | ingest s (CPU) | matched ℓ1 to `fit --input` | ℓ1 < 0.5 | "
+          "TV ≥ 0.5 | shared words |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for name, wall, cpu, ready, iwall, icpu, out in rows:
+        tw, words, manifest = snapshot(out)
+        t = manifest["extra"]["timings_seconds"]
+        iters = manifest["extra"].get("fit", {}).get("rectify_iterations", "")
+        c = compare(tw, words, ref[0], ref[1])
+        ingest = "" if iwall is None else f"{iwall:.1f} ({icpu:.1f})"
+        print(f"| {name} | {wall:.1f} | {cpu:.1f} | {ready:.1f} | {t.get('rectify', 0):.1f} | "
+              f"{t.get('anchors', 0):.1f} | {t.get('recover', 0):.1f} | {iters} | {ingest} | "
+              f"{describe(c)} |")
+    return {"stores": {rule: work / f"store-{rule}" for rule in ("first-pass", "stream")}}
+
+
+# ------------------------------------------------------------------------------------------
+# part causes: one difference at a time
+
+
+def fit_model(cooc, K: int, seed: int = 0, **settings) -> AnchorModel:
+    """A cold fit of a copy of ``cooc``; ``model.cpu_`` holds each stage's CPU seconds (the
+    machine may be shared: wall seconds would measure the neighbours)."""
+    cpu: dict[str, float] = {}
+    start = [0.0]
+
+    def on_stage(name, seconds):
+        if seconds is None:
+            start[0] = time.process_time()
+        else:
+            cpu[name] = time.process_time() - start[0]
+
+    model = AnchorModel(n_topics=K, random_state=seed, **settings).fit(
+        copy.deepcopy(cooc), warm_state=False, on_stage=on_stage)
+    model.cpu_ = cpu
+    return model
+
+
+def read_docs(path: Path) -> list[list[str]]:
+    docs, _ = read_documents([path], format="json", text_field="text",
+                             tokenizer=stopwords_tokenizer("english"), progress=False)
+    return docs
+
+
+def part_causes(args, work: Path) -> None:
+    from anchorstream.store import open_committed
+
+    K, V = args.topics, args.vocab
+    docs = read_docs(args.data)
+    words = select_vocabulary(docs, min_df=MIN_DF, max_df=MAX_DF, max_size=V)
+    batch = cooccurrence(count_matrix(docs, words), length_cap=LENGTH_CAP)
+    t = time.process_time()
+    ref = fit_model(batch, K)
+    seconds = time.process_time() - t
+    rows = [("another seed (1)", fit_model(batch, K, seed=1), words)]
+    rounded = copy.deepcopy(batch)
+    rounded.counts = rounded.counts.astype(np.float32).astype(np.float64)
+    rows.append(("counts rounded to float32", fit_model(rounded, K), words))
+    keep = np.random.default_rng(0).random(len(docs)) >= 0.01
+    fewer = cooccurrence(count_matrix([d for d, k in zip(docs, keep) if k], words),
+                         length_cap=LENGTH_CAP)
+    rows.append((f"1 % of the documents left out ({int((~keep).sum())})",
+                 fit_model(fewer, K), words))
+    settings = []
+    for rule in ("stream", "first-pass"):
+        store = work / f"store-{rule}"
+        if not store.exists():
+            print(f"(no {store}: run the store part first)")
+            continue
+        st = open_committed(str(store))
+        sw = list(st.words)
+        if rule == "stream":
+            exact = cooccurrence(count_matrix(docs, sw), length_cap=LENGTH_CAP)
+            rows.append(("the stream store's vocabulary, exact counts",
+                         fit_model(exact, K), sw))
+            change = (np.linalg.norm(st.cooccurrence.counts - exact.counts)
+                      / np.linalg.norm(exact.counts))
+            lost = 1.0 - st.cooccurrence.doc_freq / np.maximum(exact.doc_freq, 1.0)
+            # The anchor candidates (words in >= anchor_min_df documents) read doc_freq:
+            # the store's counts with the exact frequencies separate that from the matrix.
+            mixed = copy.deepcopy(st.cooccurrence)
+            mixed.doc_freq = exact.doc_freq.copy()
+            rows.append(("the stream store's counts, exact document frequencies",
+                         fit_model(mixed, K), sw))
+            settings.append(f"stream store: counts differ from the exact ones by {change:.3f} "
+                            f"(relative Frobenius); document frequency lost by the median "
+                            f"word {np.median(lost):.1%}, by the 90th percentile "
+                            f"{np.quantile(lost, 0.9):.1%}")
+        rows.append((f"the {rule} store's counts", fit_model(st.cooccurrence, K), sw))
+        from anchorstream.store import store_info
+
+        info = store_info(str(store))
+        settings.append(f"{rule} store: length_cap {info.get('length_cap')}, "
+                        f"forgetting {info.get('forgetting', 'none')}")
+    print(f"\n### causes: each against the batch fit ({args.data.name}, K = {K}, V = {V}; "
+          f"the batch fit took {seconds:.1f} CPU s)\n")
+    print("| differs from the batch fit by | matched ℓ1 | ℓ1 < 0.5 | TV ≥ 0.5 | shared words | "
+          "rectify CPU s (iterations) | recover CPU s |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for name, model, w in [("nothing (the batch fit itself)", ref, words), *rows]:
+        print(f"| {name} | {describe(compare(model.topic_word_, w, ref.topic_word_, words))} | "
+              f"{model.cpu_.get('rectify', 0):.1f} ({model.n_iter_.get('rectify', 0)}) | "
+              f"{model.cpu_.get('recover', 0):.1f} |")
+    for line in settings:
+        print(f"\n{line}")
+
+
+# ------------------------------------------------------------------------------------------
+# part refit: two halves of one period
+
+
+def part_refit(args) -> None:
+    K, V = args.refit_topics, args.refit_vocab
+    docs = read_docs(args.refit_data)
+    rng = np.random.default_rng(args.seed)
+    order = rng.permutation(len(docs))
+    half = len(docs) // 2
+    parts = [[docs[i] for i in order[:half]], [docs[i] for i in order[half:2 * half]]]
+
+    def counts(part):
+        w = select_vocabulary(part, min_df=MIN_DF, max_df=MAX_DF, max_size=V)
+        return cooccurrence(count_matrix(part, w), length_cap=LENGTH_CAP), w
+
+    (ca, wa), (cb, wb) = counts(parts[0]), counts(parts[1])
+    t = time.process_time()
+    a = fit_model(ca, K)
+    seconds = time.process_time() - t
+    b = fit_model(cb, K)
+    rows = [("the other half", b, wb)]
+    rows.append(("the same half, another seed (1)", fit_model(ca, K, seed=1), wa))
+    keep = np.random.default_rng(1).random(len(parts[0])) >= 0.01
+    fewer = cooccurrence(count_matrix([d for d, k in zip(parts[0], keep) if k], wa),
+                         length_cap=LENGTH_CAP)
+    rows.append(("the same half, 1 % of its documents left out", fit_model(fewer, K), wa))
+    index_b = {w: i for i, w in enumerate(wb)}
+    # Only words that may be anchors in the other half (in >= anchor_min_df of its documents).
+    min_df = a.get_params()["anchor_min_df"]
+    shared = [index_b[wa[i]] for i in a.anchors_
+              if wa[i] in index_b and cb.doc_freq[index_b[wa[i]]] >= min_df]
+    pinned = fit_model(cb, K, pinned_anchors=tuple(shared))
+    rows.append((f"the other half, the first half's anchors pinned ({len(shared)} of {K})",
+                 pinned, wb))
+    for text in args.refit_settings:
+        settings = json.loads(text)
+        a2, b2 = fit_model(ca, K, **settings), fit_model(cb, K, **settings)
+        rows.append((f"both halves with `{text}`: the other half", b2, wb, a2))
+    print(f"\n### refit: random halves of {args.refit_data.name} ({half} documents each, "
+          f"K = {K}, V = {V}; a fit took {seconds:.1f} CPU s)\n")
+    print("| the first half's fit against | matched ℓ1 | ℓ1 < 0.5 | TV ≥ 0.5 (unmatched) | "
+          "shared words |")
+    print("|---|---:|---:|---:|---:|")
+    for name, model, w, *first in rows:
+        ref = first[0] if first else a
+        print(f"| {name} | {describe(compare(model.topic_word_, w, ref.topic_word_, wa))} |")
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--parts", default="store,causes,refit",
+                   help="comma-separated: store, causes, refit")
+    p.add_argument("--data", type=Path, default=QUALITY / "tech" / "train.jsonl",
+                   help="JSON-lines corpus of the store and causes parts")
+    p.add_argument("--topics", "-k", type=int, default=50)
+    p.add_argument("--vocab", type=int, default=5000, help="V: fit's --vocab-size and the "
+                                                          "store's --capacity")
+    p.add_argument("--refit-data", type=Path, default=QUALITY / "short" / "train.jsonl")
+    p.add_argument("--refit-topics", type=int, default=100)
+    p.add_argument("--refit-vocab", type=int, default=8000)
+    p.add_argument("--refit-settings", action="append", default=[], metavar="JSON",
+                   help="also fit both halves with these AnchorModel settings, e.g. "
+                        "'{\"anchor_min_df\": 300}' (repeatable)")
+    p.add_argument("--seed", type=int, default=0, help="the random halves")
+    p.add_argument("--work", type=Path, default=WORK, help="stores and snapshots (replaced)")
+    args = p.parse_args(argv)
+    parts = {x.strip() for x in args.parts.split(",") if x.strip()}
+    unknown = parts - {"store", "causes", "refit"}
+    if unknown:
+        p.error(f"unknown parts {sorted(unknown)}; choose from store, causes, refit")
+    for path in ([args.data] if parts & {"store", "causes"} else []) + (
+            [args.refit_data] if "refit" in parts else []):
+        if not path.is_file():
+            sys.exit(f"{path} is missing: build the quality corpora first "
+                     "(benchmarks/bench_quality.py) or pass --data / --refit-data")
+    print(f"bench_streaming.py {' '.join(sys.argv[1:])}  "
+          f"({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, load average "
+          f"{os.getloadavg()[0]:.1f})")
+    if "store" in parts:
+        shutil.rmtree(args.work, ignore_errors=True)
+        args.work.mkdir(parents=True)
+        part_store(args, args.work)
+    if "causes" in parts:
+        part_causes(args, args.work)
+    if "refit" in parts:
+        part_refit(args)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
