@@ -14,6 +14,7 @@ from anchorstream.errors import InputError
 
 __all__ = [
     "PlantedModel",
+    "add_background",
     "dirichlet_second_moment",
     "planted_model",
     "population_cooccurrence",
@@ -120,6 +121,24 @@ def planted_model(
         B = B[n_topics:]
         B /= B.sum(axis=0, keepdims=True)
     return PlantedModel(B, anchors, dirichlet_second_moment(alpha_vec), alpha_vec)
+
+
+def add_background(model: PlantedModel, n_background: int, mass: float, *,
+                   random_state: int | np.random.Generator | None = None) -> PlantedModel:
+    """The model with ``n_background`` corpus-wide words appended (indices ``n_words ..``).
+
+    Every topic becomes ``(1 - mass) p(w | k) + mass b(w)``, one background distribution ``b``
+    (near uniform over the new words, ``Dirichlet(50)``) shared by all topics, as in the "special
+    words with background" model (Chemudugunta et al., 2006). Anchors keep their indices.
+    """
+    if not 0 < mass < 1 or n_background < 1:
+        raise InputError(f"need 0 < mass < 1 and n_background >= 1, got {mass}, {n_background}")
+    b = np.random.default_rng(random_state).dirichlet(np.full(n_background, 50.0))
+    V, K = model.topic_word.shape
+    B = np.zeros((V + n_background, K))
+    B[:V] = (1.0 - mass) * model.topic_word
+    B[V:] = mass * b[:, None]
+    return PlantedModel(B, model.anchors, model.topic_topic, model.alpha)
 
 
 def population_cooccurrence(topic_word: np.ndarray, topic_topic: np.ndarray) -> np.ndarray:

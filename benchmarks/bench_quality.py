@@ -49,6 +49,14 @@ CANDIDATES: dict[str, list[str]] = {
     "lowrank": ["--rectify-method", "lowrank"],
     "estimator": ["--length-cap", "2"],  # every document the same: the papers' (old) default
     "mdf10": ["--anchor-min-df", "10"],  # the old anchor threshold
+    "nocap": ["--anchor-candidates", "0"],  # every word in anchor_min_df documents (before 40 K)
+    "cap30": ["--anchor-candidates", "30"],
+    "anchorfree": ["--method", "anchorfree"],  # AnchorFree (Huang 2016) with its defaults
+    # Background words (benchmarks/README.md, "Background words"): top words by probability
+    # (the old default), and the background level taken in a half / a quarter of the topics.
+    "nobg": ["--background-spread", "none"],
+    "bg50": ["--background-spread", "0.5"],
+    "bg25": ["--background-spread", "0.25"],
 }
 QUICK_CORPORA = ("medium", "synth8-10k")
 QUICK_TOMOTOPY_ITERATIONS = 100
@@ -82,6 +90,8 @@ def parse_args(argv=None):
     p.add_argument("--tomotopy-max-iterations", type=int, default=None,
                    help="cap on tomotopy's Gibbs iterations (default 1000; see peers.py)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--topics", "-k", type=int, default=None,
+                   help="K for every corpus and method (default: each corpus's own)")
     p.add_argument("--markdown", action="store_true",
                    help="write the output into benchmarks/README.md")
     p.add_argument("--render", type=Path, default=None, metavar="RESULTS_JSON",
@@ -98,10 +108,11 @@ def fit_all(args, name: str) -> list[dict]:
     """Every candidate and peer on one corpus; one row each, scored."""
     corpus = load(name)
     index = heldout_index(name)
+    K = args.topics or corpus.n_topics
     rows = []
     for cand in args.candidates:
         print(f"  anchorstream {cand} ...", flush=True)
-        row = run(name, CANDIDATES[cand], seed=args.seed)
+        row = run(name, CANDIDATES[cand], seed=args.seed, topics=args.topics)
         row.update(method=f"anchorstream {cand}",
                    settings="`anchorstream fit`" + (f" `{' '.join(CANDIDATES[cand])}`"
                                                     if CANDIDATES[cand] else " defaults"))
@@ -110,7 +121,7 @@ def fit_all(args, name: str) -> list[dict]:
         print(f"  {peer} ...", flush=True)
         work = Path(tempfile.mkdtemp(prefix=f"{peer}-", dir=cache_root()))
         try:
-            r = fit_peer(peer, corpus.train_path, work / "out", topics=corpus.n_topics,
+            r = fit_peer(peer, corpus.train_path, work / "out", topics=K,
                          vocab_size=corpus.vocab_size, seed=args.seed,
                          tomotopy_max_iterations=args.tomotopy_max_iterations)
         except Exception as exc:  # a peer failing must not end the benchmark
@@ -118,7 +129,7 @@ def fit_all(args, name: str) -> list[dict]:
         finally:
             shutil.rmtree(work, ignore_errors=True)
         row = {"method": peer, "corpus": name, "status": r["status"],
-               "settings": r["settings"], "n_topics": corpus.n_topics}
+               "settings": r["settings"], "n_topics": K}
         if r["status"] == "ok":
             row.update(seconds=r["seconds"], cpu_seconds=r["cpu_seconds"], info=r["info"])
             row.update(evaluate(r["vocabulary"], r["topic_word"], r["prevalence"], index,
@@ -149,7 +160,8 @@ def corpus_table(name: str, rows: list[dict]) -> list[str]:
     lines = [
         f"#### {name}: {desc['n_train']:,} training / {desc['n_heldout']:,} held-out documents, "
         f"{desc['mean_tokens']:.1f} tokens per document ({desc['mean_tokens_anchorstream']:.1f} "
-        f"after anchorstream's tokenizer), K = {d.n_topics}, V = {d.vocab_size}",
+        f"after anchorstream's tokenizer), K = {rows[0]['n_topics'] if rows else d.n_topics}, "
+        f"V = {d.vocab_size}",
         "",
         "| method | seconds | CPU seconds | held-out NPMI@10 | unique@10 | dead topics "
         + ("| ℓ1 error " if synth else "") + "| settings |",

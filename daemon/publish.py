@@ -67,6 +67,7 @@ from anchorstream.fsutil import write_atomically
 from anchorstream.errors import SnapshotError, SnapshotNotFoundError
 from anchorstream.model.correlations import related_topics
 from anchorstream.model.trends import Trends, TrendSettings, compute_trends
+from anchorstream.model.background import BACKGROUND_SPREAD
 from anchorstream.snapshot import Snapshot, read_snapshot, write_snapshot
 from anchorstream.text.decode import parse_timestamp
 from daemon.history import History, entry_from_topics
@@ -176,6 +177,9 @@ class Publisher:
         Snapshots older than this are dropped too (the latest never is).
     n_top_words : int, default 20
         Default ``n_top_words`` for :func:`write_snapshot`.
+    background_spread : float or None, default BACKGROUND_SPREAD
+        Default ``background_spread`` for :func:`write_snapshot` (None: top words by
+        probability, no background report).
     on_publish : callable, optional
         Called with :func:`compact_summary` of each new snapshot after ``LATEST`` moved. Errors
         are logged and do not undo the publication (the snapshot is already out).
@@ -198,6 +202,7 @@ class Publisher:
 
     def __init__(self, path: str | os.PathLike, *, keep: int = 20,
                  keep_seconds: float | None = None, n_top_words: int = 20,
+                 background_spread: float | None = BACKGROUND_SPREAD,
                  on_publish: Callable[[dict[str, Any]], None] | None = None,
                  cache_size: int = 4, clock: Callable[[], float] = time.time,
                  history_max_entries: int = 1000, history_max_age_seconds: float | None = None,
@@ -211,6 +216,7 @@ class Publisher:
         self.keep = int(keep)
         self.keep_seconds = keep_seconds
         self.n_top_words = n_top_words
+        self.background_spread = background_spread
         self.on_publish = on_publish
         self._clock = clock
         self._cond = threading.Condition()
@@ -318,6 +324,7 @@ class Publisher:
                           0) + 1
             target = self.path / version_name(version)
             snapshot.setdefault("n_top_words", self.n_top_words)
+            snapshot.setdefault("background_spread", self.background_spread)
             snapshot["extra"] = {**(snapshot.get("extra") or {}), "snapshot_version": version}
             write_snapshot(target, **snapshot)
             snap = read_snapshot(target)

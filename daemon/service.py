@@ -208,7 +208,8 @@ class Daemon:
             on_publish = self.model_updates
         self.publisher = publisher = Publisher(
             cfg.snapshots.path, keep=cfg.snapshots.keep, keep_seconds=cfg.snapshots.keep_seconds,
-            n_top_words=cfg.snapshots.n_top_words, on_publish=on_publish,
+            n_top_words=cfg.snapshots.n_top_words,
+            background_spread=cfg.snapshots.background_spread, on_publish=on_publish,
             history_max_entries=cfg.snapshots.history_max_entries,
             history_max_age_seconds=cfg.snapshots.history_max_age_seconds,
             trend_settings=cfg.trends.settings())

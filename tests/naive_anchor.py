@@ -130,3 +130,9 @@ def naive_update_difference(rows, previous, diff):
     bad = np.count_nonzero(~(np.isfinite(rows) & np.isfinite(prev)))
     top = float(np.max(np.abs(np.nan_to_num(rows, nan=0.0, posinf=0.0, neginf=0.0))))
     return np.array([float(np.sum(d * d)), float(np.sum(prev * prev)), float(bad), top])
+
+
+def naive_negative_entries(block):
+    """Twin of ``anchor_negative_entries``: numpy's nonzero and a gather."""
+    rows, cols = np.nonzero(block < 0)
+    return rows.astype(np.int64), cols.astype(np.int64), -block[rows, cols].astype(np.float64)

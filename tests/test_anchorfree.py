@@ -149,3 +149,50 @@ def test_bad_init(scattered):
     C, _, P = scattered
     with pytest.raises(InputError, match="init"):
         anchor_free(P, C.shape[1], init=np.ones((3, 3)))
+
+
+def test_sampled_corpus_with_rare_words_is_recovered_by_fit_topics():
+    # A sampled co-occurrence: the rows of rare words are noisy, and C >= 0 imposed on every
+    # word cuts the true topics out of the feasible set (the determinant criterion then picks
+    # wrong vertices). fit_topics constrains only the most frequent words.
+    from anchorstream.model.methods import fit_topics
+    from anchorstream.model.rectify import rectify
+    from anchorstream.stats.cooccurrence import cooccurrence
+    from anchorstream.synthetic import PlantedModel, sample_documents
+
+    rng = np.random.default_rng(11)
+    V, K = 300, 5
+    C = scattered_topics(V, K, rng) / np.arange(1, V + 1)[:, None]  # Zipf-like word mass
+    C /= C.sum(axis=0)
+    alpha = np.full(K, 0.1)
+    truth = PlantedModel(C, np.full(K, -1), dirichlet_second_moment(alpha), alpha)
+    X, _ = sample_documents(truth, 5000, doc_length=50, random_state=12)
+    fit = fit_topics(K, documents=X, method="anchorfree")
+    err = recovery_error(C, fit.topic_word)[0]
+    assert err < 0.1  # measured 0.05
+
+    R = rectify(cooccurrence(X).normalized(), K, random_state=0)
+    every_word = anchor_free(R.matrix, K, eig=(R.eigvals, R.eigvecs))
+    assert recovery_error(C, every_word.topic_word)[0] > 2 * err  # measured 0.23
+
+
+def test_readouts_agree_on_exact_input(scattered):
+    C, _, P = scattered
+    a = anchor_free(P, C.shape[1], readout="factor")
+    b = anchor_free(P, C.shape[1], readout="regression")
+    assert recovery_error(a.topic_word, b.topic_word)[0] < 1e-8
+    with pytest.raises(InputError, match="readout"):
+        anchor_free(P, C.shape[1], readout="lsq")
+    with pytest.raises(InputError, match="constraint_words"):
+        anchor_free(P, C.shape[1], constraint_words=2)
+
+
+def test_words_in_no_topic_do_not_become_random_constraints(scattered):
+    # Zero rows of C give rows of the eigenbasis at rounding level (~1e-17); scaled to unit
+    # length they were random constraints that made the LPs infeasible (the paper's own
+    # protocol has ~1/2^F such words).
+    C, E, _ = scattered
+    C0 = np.vstack([C, np.zeros((5, C.shape[1]))])
+    P = population_cooccurrence(C0, E)
+    r = anchor_free(P, C.shape[1], min_mass=-np.inf)
+    assert recovery_error(C0, r.topic_word)[0] < 1e-8

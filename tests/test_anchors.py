@@ -402,3 +402,45 @@ def test_the_default_anchor_min_df_falls_back_on_a_small_corpus():
     assert model.get_params()["anchor_min_df"] == 100
     assert model.anchor_min_df_ <= 100
     assert (df >= model.anchor_min_df_).sum() >= 10
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(0, 500), min_size=0, max_size=60), st.integers(1, 5),
+       st.integers(1, 300), st.integers(0, 6))
+def test_anchor_min_df_caps_the_candidates_at_per_topic_times_k(df, k, min_df, per_topic):
+    from anchorstream.model.anchors import anchor_min_df_for
+
+    got = anchor_min_df_for(df, k, min_df, per_topic)
+    reach = sum(d >= min_df for d in df)
+    cap = max(per_topic, 2) * k
+    if per_topic and reach > cap:
+        # Raised: the cap-th most frequent word's frequency (ties with it stay candidates).
+        assert got >= min_df
+        assert sum(d >= got for d in df) >= cap > sum(d > got for d in df)
+    else:
+        assert got == anchor_min_df_for(df, k, min_df)
+
+
+def test_anchor_min_df_refuses_a_negative_cap():
+    from anchorstream.model.anchors import anchor_min_df_for
+
+    with pytest.raises(InputError, match="per_topic"):
+        anchor_min_df_for([5, 4, 3], 1, 1, -1)
+
+
+def test_anchor_candidates_raise_the_threshold_on_a_large_corpus():
+    from anchorstream.stats.cooccurrence import cooccurrence
+    from anchorstream.model.pipeline import AnchorModel
+    from anchorstream.synthetic import planted_model, sample_documents
+
+    X, _ = sample_documents(planted_model(200, 5, random_state=0), 3000, 20, random_state=1)
+    df = np.asarray((X > 0).sum(axis=0)).ravel()
+    cooc = cooccurrence(X)
+    capped = AnchorModel(5, anchor_min_df=10, anchor_candidates=4).fit(cooc)
+    assert (df >= 10).sum() > 20  # more than 4 x 5 words reach anchor_min_df
+    assert capped.anchor_min_df_ == np.sort(df)[::-1][19] > 10
+    assert np.all(df[capped.anchors_] >= capped.anchor_min_df_)
+    free = AnchorModel(5, anchor_min_df=10, anchor_candidates=0).fit(cooc)
+    assert free.anchor_min_df_ == 10
+    with pytest.raises(InputError, match="anchor_candidates"):
+        AnchorModel(5, anchor_candidates=-1)

@@ -405,3 +405,43 @@ def test_partitions_options_are_checked(corpus, tmp_path, capsys):
     assert "--partitions 'docs': expected TOPIC:N" in capsys.readouterr().err
     assert main(["store-info", str(tmp_path / "none"), "--partitions", "docs:2"]) == 1
     assert "no partition store under" in capsys.readouterr().err
+
+
+def test_fit_reports_background_words_and_keeps_them_out_of_the_top_words(tmp_path, capsys):
+    from anchorstream.synthetic import add_background
+
+    # Five words at 2% each: in 45% of the documents, under fit's --max-df (0.5).
+    n_words, n_topics = 400, 15
+    truth = add_background(planted_model(n_words, n_topics, anchor_mass=0.08,
+                                         word_concentration=0.05, random_state=7),
+                           5, 0.1, random_state=7)
+    X, _ = sample_documents(truth, 4000, doc_length=30, random_state=7)
+    words = [f"word{chr(97 + i // 26)}{chr(97 + i % 26)}" for i in range(n_words)]
+    words += ["provides", "contains", "supports", "using", "based"]
+    path = tmp_path / "docs.jsonl"
+    with open(path, "w") as fh:
+        for d in range(X.shape[0]):
+            row = X.getrow(d)
+            fh.write(json.dumps({"text": " ".join(
+                words[i] for i, c in zip(row.indices, row.data) for _ in range(int(c)))}) + "\n")
+    args = ["fit", "--input", str(path), "--topics", str(n_topics), "--vocab-size", "500",
+            "--min-df", "2", "--anchor-min-df", "5", "--quiet"]
+    assert main([*args, "--out", str(tmp_path / "bg")]) == 0
+    line = [x for x in capsys.readouterr().err.splitlines() if x.startswith("background words")]
+    snap = read_snapshot(tmp_path / "bg")
+    reported = [w for w, *_ in snap.extra["background_words"]["words"]]
+    assert len(line) == 1 and line[0].split(": ")[1].split()[:len(reported)] == reported[:20]
+    # The planted words are found first (highest level); words the fitted topics happen to
+    # share may follow.
+    assert set(reported[:5]) == set(words[n_words:]), reported
+    assert not set(words[n_words:]) & {w for t in snap.topics for w, _ in t["top_words"][:10]}
+
+    assert main([*args, "--out", str(tmp_path / "plain"), "--background-spread", "none"]) == 0
+    assert "background words" not in capsys.readouterr().err
+    plain = read_snapshot(tmp_path / "plain")
+    assert "background_words" not in plain.extra
+    assert set(words[n_words:]) & {w for t in plain.topics for w, _ in t["top_words"][:10]}
+    with pytest.raises(SystemExit) as exit_:
+        main([*args, "--out", str(tmp_path / "bad"), "--background-spread", "2"])
+    assert exit_.value.code == 2
+    assert "--background-spread" in (err := capsys.readouterr().err) and "'2'" in err

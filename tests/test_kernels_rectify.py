@@ -7,10 +7,16 @@ import pytest
 
 from anchorstream._kernels.rectify import (
     anchor_dense_to_csr,
+    anchor_negative_entries,
     anchor_rectify_clip,
     anchor_update_difference,
 )
-from tests.naive_anchor import naive_dense_to_csr, naive_rectify_clip, naive_update_difference
+from tests.naive_anchor import (
+    naive_dense_to_csr,
+    naive_negative_entries,
+    naive_rectify_clip,
+    naive_update_difference,
+)
 
 
 @pytest.mark.parametrize("shape", [(1, 1), (3, 7), (6, 4)])
@@ -70,3 +76,16 @@ def test_update_difference_matches_twin(rng, shape, precision):
     np.testing.assert_allclose(got, want, rtol=1e-6)
     np.testing.assert_array_equal(got_diff, want_diff)
     assert got[2] == (2 if shape[0] > 2 else 0)
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (5, 3), (40, 17)])
+@pytest.mark.parametrize("precision", [np.float32, np.float64])
+def test_negative_entries_match_twin(rng, shape, precision):
+    block = rng.standard_normal(shape).astype(precision)
+    block[0, 0] = 0.0  # zero is not negative
+    got = anchor_negative_entries(block)
+    want = naive_negative_entries(block)
+    for a, b in zip(got, want):
+        assert a.dtype == b.dtype
+        np.testing.assert_array_equal(a, b)
+    assert np.all(got[2] > 0)

@@ -134,9 +134,14 @@ def assert_once(tmp_path, root):
 
 def test_documents_go_to_their_partitions_store(tmp_path):
     root = tmp_path / "root"
-    loop, source = member_loop(root, {0, 1, 2})
+    metrics = Metrics(process=False)
+    loop, source = member_loop(root, {0, 1, 2}, metrics)
     feed(loop, source)
     assert loop.checkpoint()
+    # Admitted at first sight, never evicted: one admission per word in each partition's store.
+    assert metrics.vocabulary_admissions._value.get() == sum(
+        len(s.vocabulary) for s in loop.store.stores.values()) > 0
+    assert metrics.vocabulary_evictions._value.get() == 0
     for p in LOG:
         state = open_committed(partition_url(root, TOPIC, p))
         assert state.n_docs_added == len(LOG[p]) and state.offsets == {f"kafka:{TOPIC}:{p}": 30}

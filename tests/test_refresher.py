@@ -9,7 +9,7 @@ import pytest
 
 from anchorstream.model.pipeline import AnchorModel
 from anchorstream.store import CooccurrenceStore
-from anchorstream.synthetic import planted_model, sample_documents
+from anchorstream.synthetic import add_background, planted_model, sample_documents
 from daemon.ingest.loop import Committed
 from daemon.metrics import Metrics
 from daemon.publish import Publisher
@@ -330,3 +330,27 @@ def test_a_partitioned_lowrank_refresh_sums_sparse_reads_and_fits_the_dense_sum(
     want = model.topic_word_.T
     for row in np.asarray(snap.topic_word, dtype=np.float64):
         assert np.abs(want - row).sum(axis=1).min() < 1e-4
+
+
+def test_refresh_reports_background_words_and_keeps_them_out_of_the_top_words(tmp_path):
+    # The same code path as `fit` (write_snapshot with the publisher's background_spread).
+    truth = add_background(planted_model(300, K, random_state=0), 5, 0.3, random_state=0)
+    X, _ = sample_documents(truth, 2000, doc_length=40, random_state=1)
+    docs = [[f"w{j:04d}" for j, c in zip(X.indices[X.indptr[i]:X.indptr[i + 1]],
+                                           X.data[X.indptr[i]:X.indptr[i + 1]])
+             for _ in range(int(c))] for i in range(X.shape[0])]
+    store = CooccurrenceStore.create(tmp_path / "store", capacity=400, admit_threshold=2)
+    store.add(docs)
+    store.checkpoint({"kafka:docs:0": len(docs)})
+    planted = {f"w{j:04d}" for j in range(300, 305)}
+    for spread, expect in ((0.33, planted), (None, set())):
+        pub = Publisher(tmp_path / f"snaps-{spread}", keep=5, background_spread=spread)
+        Refresher(store.url, pub, model_kwargs={"n_topics": K, "anchor_min_df": 5},
+                  min_new_docs=1, min_df=2).refresh_once()
+        _, snap = pub.latest()
+        report = (snap.extra.get("background_words") or {"words": []})["words"]
+        # The planted words are found (with K = 6, a third of the topics is two, so a few
+        # words the planted topics share are reported too).
+        assert expect <= {w for w, *_ in report} and (expect or not report)
+        in_top = planted & {w for t in snap.topics for w, _ in t["top_words"][:10]}
+        assert (not in_top) if expect else in_top

@@ -64,6 +64,25 @@ def test_matches_naive_twin(stream):
     assert len(real) == sum(w is not None for w in twin.words)
 
 
+@settings(max_examples=60, deadline=None)
+@given(streams())
+def test_tallies_count_every_admission_and_eviction(stream):
+    docs, kw, weights = stream
+    v = StreamingVocabulary(**kw)
+    seeded, evicted = len(v), 0
+    for doc, w in zip(docs, weights):
+        before = list(v.words)
+        _, ev = v.observe(doc, w)
+        evicted += len(ev)
+        assert v.evicted_total == evicted
+        assert len(v) == seeded + v.admitted_total - v.evicted_total
+        # A slot holding a word it did not hold before was admitted into in this document.
+        assert v.admitted_total >= sum(b != a and a is not None for b, a in zip(before, v.words))
+    if any(w for w in v.words):
+        v.evict(next(w for w in v.words if w))
+        assert v.evicted_total == evicted + 1
+
+
 @settings(max_examples=40, deadline=None)
 @given(streams(), st.integers(0, 60))
 def test_state_roundtrip_continues_identically(stream, cut):

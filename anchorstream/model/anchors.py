@@ -35,7 +35,7 @@ from anchorstream._buffers import given_array
 from anchorstream.errors import InputError
 from anchorstream.model.lowrank import LowRankCooccurrence
 
-__all__ = ["ANCHOR_MIN_DF", "anchor_min_df_for", "candidate_words", "fast_anchor_words",
+__all__ = ["ANCHOR_CANDIDATES", "ANCHOR_MIN_DF", "anchor_min_df_for", "candidate_words", "fast_anchor_words",
            "find_anchors", "pivoted_qr_anchors"]
 
 #: Default minimum document frequency of an anchor word. An anchor's row of the co-occurrence
@@ -52,6 +52,13 @@ ANCHOR_MIN_DF = 100
 
 #: :func:`anchor_min_df_for` keeps at least this many candidates per topic.
 _CANDIDATES_PER_TOPIC = 2
+
+#: Default cap on the anchor candidates per topic (:func:`anchor_min_df_for`): on a large
+#: corpus of long documents thousands of words reach ``anchor_min_df``, and the farthest of
+#: thousands of rows is a noisy one. 100k semi-synthetic 60-token documents, K = 50: ℓ1 error
+#: 0.176 with all 4,764 words of >= 100 documents, 0.150-0.156 with the 23-40 K most frequent
+#: (docs/algorithms.md; benchmarks/README.md, "Anchor candidates").
+ANCHOR_CANDIDATES = 40
 
 #: A row whose squared distance to the span is below this fraction of the largest squared row
 #: norm is treated as lying in the span (rounding level of the running distance updates).
@@ -102,22 +109,35 @@ def candidate_words(doc_freq, min_df: float) -> np.ndarray:
     return df >= min_df
 
 
-def anchor_min_df_for(doc_freq, n_topics: int, min_df: float) -> float:
-    """The document frequency an anchor needs here: ``min_df``, or less where a small corpus
-    has fewer than ``2 n_topics`` words that frequent.
+def anchor_min_df_for(doc_freq, n_topics: int, min_df: float,
+                      per_topic: int = 0) -> float:
+    """The document frequency an anchor needs here: ``min_df``; less where a small corpus
+    has fewer than ``2 n_topics`` words that frequent; more where ``per_topic > 0`` and more
+    than ``per_topic * n_topics`` words are that frequent.
 
     The fallback is the document frequency of the ``2 n_topics``-th most frequent word, so the
     search keeps twice as many candidates as topics from the best-estimated rows (and at least
-    1: a word that occurs nowhere is never an anchor).
+    1: a word that occurs nowhere is never an anchor). The cap is the document frequency of
+    the ``per_topic * n_topics``-th most frequent word (words tied with it stay candidates).
 
     >>> anchor_min_df_for([500, 300, 120, 90, 40, 8, 0], 1, 100)
     100
     >>> anchor_min_df_for([500, 300, 120, 90, 40, 8, 0], 2, 100)
     90.0
+    >>> anchor_min_df_for([500, 300, 120, 90, 40, 8, 0], 1, 100, per_topic=2)
+    300.0
+    >>> anchor_min_df_for([500, 300, 120, 90, 40, 8, 0], 1, 100, per_topic=3)
+    100
     """
+    if per_topic < 0:
+        raise InputError(f"per_topic must be >= 0 (0 = no cap), got {per_topic!r}")
     df = np.sort(np.asarray(doc_freq, dtype=np.float64))[::-1]
+    reach = np.count_nonzero(df >= min_df)
+    cap = max(int(per_topic), _CANDIDATES_PER_TOPIC) * int(n_topics)
+    if per_topic and reach > cap:
+        return float(df[cap - 1])
     need = _CANDIDATES_PER_TOPIC * int(n_topics)
-    if df.size == 0 or np.count_nonzero(df >= min_df) >= need:
+    if df.size == 0 or reach >= need:
         return min_df
     return float(max(min(min_df, df[min(need, df.size) - 1]), 1.0))
 

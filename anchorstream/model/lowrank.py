@@ -29,6 +29,7 @@ projection reads it.
 
 from __future__ import annotations
 
+import copy
 import logging
 import time
 from dataclasses import dataclass
@@ -36,6 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from anchorstream._kernels.rectify import anchor_negative_entries
 from anchorstream.stats.cooccurrence import cap_pairs, pair_scale
 from anchorstream.errors import InputError
 from anchorstream.model.anderson import AndersonMixer
@@ -49,6 +51,7 @@ __all__ = [
     "LowRankCooccurrence",
     "LowRankResult",
     "default_rows",
+    "lowrank_result",
     "rectify_lowrank",
 ]
 
@@ -178,8 +181,10 @@ class LowRankCooccurrence:
     words ``I``: ``E = max(−Y Yᵀ, 0)`` there, zero elsewhere. It is stored as
     ``N = max(−Y Y_Iᵀ, 0)`` (V × |I|, float32, computed from ``Y`` when not given), so that
     ``E[i, j] = N[i, p(j)]`` for ``j`` in ``I`` (``p(j)`` its position in ``I``),
-    ``E[i, j] = N[j, p(i)]`` for ``i`` in ``I`` and ``j`` not, and a product with ``E`` is two
-    dense GEMMs.
+    ``E[i, j] = N[j, p(i)]`` for ``i`` in ``I`` and ``j`` not. Its nonzero entries (~1% of
+    ``N``'s on real corpora) are also kept as a sparse ``E``, through which products, sums and
+    rows cost ``O(nnz(E))`` (two dense GEMMs with ``N``, ``O(V |I|)``, were most of the anchor
+    search's and recovery's time).
 
     It quacks enough like the dense co-occurrence for the anchor search, the recovery and the
     topic-topic matrix: ``M @ Z`` (products), ``M[i]`` and ``M[idx]`` (dense rows),
@@ -205,13 +210,23 @@ class LowRankCooccurrence:
     def __post_init__(self):
         V = self.factor.shape[0]
         self.scanned = np.asarray(self.scanned, dtype=np.int64)
+        nonzero = None
         if self.negatives is None:
-            self.negatives = _negatives(self.factor, self.scanned)
+            self.negatives, nonzero = _negatives(self.factor, self.scanned)
         if self.negatives.shape != (V, self.scanned.size):
             raise InputError(f"negatives must have shape ({V}, {self.scanned.size}), got "
                              f"{self.negatives.shape}")
         self._outside = np.ones(V, dtype=bool)
         self._outside[self.scanned] = False
+        self._index_corrections(np.nonzero(self.negatives) if nonzero is None else nonzero)
+
+    def _index_corrections(self, nonzero) -> None:
+        """``E`` itself, sparse, from ``N``'s ``nonzero`` entries: products, sums and rows then
+        cost ``O(nnz(E))`` instead of ``O(V |I|)``."""
+        i, p = self._nonzero = nonzero
+        self._E = _corrections_csr(i, p, self.negatives[i, p].astype(np.float64),
+                                   self.scanned, self._outside)
+        self._E_sums = np.asarray(self._E.sum(axis=1)).ravel()
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -228,12 +243,7 @@ class LowRankCooccurrence:
 
     def _correction_matmul(self, Z: np.ndarray) -> np.ndarray:
         """``E @ Z`` for a 2-D ``Z``."""
-        N, I = self.negatives, self.scanned
-        out = (N @ Z[I].astype(np.float32)).astype(np.float64)
-        # The mirrored half: rows of I receive N's columns against the unscanned words.
-        Zo = np.where(self._outside[:, None], Z, 0.0).astype(np.float32)
-        out[I] += N.T @ Zo
-        return out
+        return self._E @ Z
 
     def __matmul__(self, Z):
         Z = np.asarray(Z, dtype=np.float64)
@@ -245,17 +255,7 @@ class LowRankCooccurrence:
 
     def correction_rows(self, idx) -> np.ndarray:
         """Dense rows ``E[idx]``, shape (len(idx), n_words)."""
-        idx = np.asarray(idx, dtype=np.int64)
-        N, I = self.negatives, self.scanned
-        out = np.zeros((idx.size, self.shape[0]))
-        out[:, I] = N[idx]
-        pos = np.full(self.shape[0], -1)
-        pos[I] = np.arange(I.size)
-        which = np.flatnonzero(pos[idx] >= 0)
-        if which.size:
-            cols = N[:, pos[idx[which]]].T  # (m, V): E[i, j] = N[j, p(i)]
-            out[which[:, None], np.flatnonzero(self._outside)[None, :]] = cols[:, self._outside]
-        return out
+        return self._E[np.asarray(idx, dtype=np.int64)].toarray()
 
     def __getitem__(self, index):
         """Dense rows: ``M[i]`` of shape (n_words,), ``M[idx]`` of shape (len(idx), n_words)."""
@@ -285,19 +285,12 @@ class LowRankCooccurrence:
         G = Y.T @ Y
         m = Y.sum(axis=0)
         low = np.einsum("ik,kl,il->i", Y, G, Y) + 2.0 * r * (Y @ m) + r * r * V
-        I = self.scanned
-        corr = np.einsum("ij,ij->i", N, N, dtype=np.float64)
-        # Column sums over the unscanned rows: all rows minus the scanned ones (no copy of N).
-        corr[I] += (np.einsum("ij,ij->j", N, N, dtype=np.float64)
-                    - np.einsum("ij,ij->j", N[I], N[I], dtype=np.float64))
+        corr = np.asarray(self._E.multiply(self._E).sum(axis=1)).ravel()
         return np.maximum(low - corr + 2.0 * r * self._correction_sums(), 0.0)
 
     def _correction_sums(self) -> np.ndarray:
         """Row sums of ``E``."""
-        N, I = self.negatives, self.scanned
-        out = N.sum(axis=1, dtype=np.float64)
-        out[I] += N.sum(axis=0, dtype=np.float64) - N[I].sum(axis=0, dtype=np.float64)
-        return out
+        return self._E_sums.copy()
 
     def toarray(self) -> np.ndarray:
         """The dense matrix (for tests and small problems: V² memory)."""
@@ -306,8 +299,12 @@ class LowRankCooccurrence:
 
     def scaled(self, c: float) -> LowRankCooccurrence:
         """``c`` times this matrix (``c > 0``)."""
-        return LowRankCooccurrence(self.factor * np.sqrt(c), self.shift * c, self.scanned,
-                                   self.negatives * np.float32(c))
+        out = copy.copy(self)  # the same words scanned, the same entries nonzero
+        out.factor = self.factor * np.sqrt(c)
+        out.shift = self.shift * c
+        out.negatives = self.negatives * np.float32(c)
+        out._index_corrections(self._nonzero)
+        return out
 
 
 # --------------------------------------------------------------------------------------------
@@ -359,19 +356,72 @@ class LowRankResult:
         return self.matrix.shift
 
 
-def _negatives(Y: np.ndarray, scanned: np.ndarray) -> np.ndarray:
-    """``max(−Y Y_Iᵀ, 0)`` as a float32 (V × |I|) array, formed a block of columns at a time.
+class _LoopIterate:
+    """The iterate ``Y Yᵀ + r 1 1ᵀ + E`` inside :func:`rectify_lowrank`'s loop, ``E`` held sparse.
+
+    :class:`LowRankCooccurrence` keeps the corrections as a dense V × |I| block (rows of any
+    word are read from it); the loop only multiplies and sums, and ``E`` has few entries
+    (~1% of the scanned rows and columns once the iteration settles), so here it is a CSR
+    matrix and a product costs ``O(V K b + nnz(E) b)`` instead of ``O(V |I| b)``. The scan
+    runs in float32: the corrections are stored in float32 either way.
+    """
+
+    def __init__(self, Y: np.ndarray, scanned: np.ndarray, shift: float = 0.0):
+        self.factor = Y
+        self.shift = shift
+        V = Y.shape[0]
+        outside = np.ones(V, dtype=bool)
+        outside[scanned] = False
+        Y32 = Y.astype(np.float32)
+        rows, cols, vals = [], [], []
+        for s in range(0, scanned.size, _SCAN_COLUMNS):
+            i, p, v = anchor_negative_entries(Y32 @ Y32[scanned[s : s + _SCAN_COLUMNS]].T)
+            rows.append(i)
+            cols.append(p + s)
+            vals.append(v)
+        cat = (lambda xs, dt: np.concatenate(xs) if xs else np.empty(0, dtype=dt))
+        self.corrections = _corrections_csr(cat(rows, np.int64), cat(cols, np.int64),
+                                            cat(vals, np.float64), scanned, outside)
+        self._correction_sums = np.asarray(self.corrections.sum(axis=1)).ravel()
+
+    def __matmul__(self, Z: np.ndarray) -> np.ndarray:
+        Y = self.factor
+        return Y @ (Y.T @ Z) + self.corrections @ Z + Z.sum(axis=0) * self.shift
+
+    def sum(self) -> float:
+        Y = self.factor
+        V = Y.shape[0]
+        col = Y.sum(axis=0)
+        return float(col @ col + self.shift * V * V + self._correction_sums.sum())
+
+
+def _corrections_csr(i, p, values, scanned, outside) -> sp.csr_matrix:
+    """``E`` (V × V, CSR) from the entries ``N[i, p] = values`` of ``N = max(−Y Y_Iᵀ, 0)``:
+    ``E[i, I[p]]``, and mirrored ``E[I[p], i]`` where word ``i`` is not scanned (a scanned
+    one has its own entry)."""
+    mirror = outside[i]
+    rows = np.concatenate([i, scanned[p[mirror]]])
+    cols = np.concatenate([scanned[p], i[mirror]])
+    V = outside.size
+    return sp.csr_matrix((np.concatenate([values, values[mirror]]), (rows, cols)), shape=(V, V))
+
+
+def _negatives(Y: np.ndarray, scanned: np.ndarray):
+    """``max(−Y Y_Iᵀ, 0)`` as a float32 (V × |I|) array, formed a block of columns at a time,
+    and its nonzero entries ``(rows, cols)``.
 
     ``O(V K |I|)`` work; memory: the result and one V × 128 float64 block.
     """
-    out = np.empty((Y.shape[0], scanned.size), dtype=np.float32)
+    out = np.zeros((Y.shape[0], scanned.size), dtype=np.float32)
+    rows, cols = [], []
     for s in range(0, scanned.size, _SCAN_COLUMNS):
-        cols = scanned[s : s + _SCAN_COLUMNS]
-        block = Y @ Y[cols].T
-        np.negative(block, out=block)
-        np.maximum(block, 0.0, out=block)
-        out[:, s : s + cols.size] = block
-    return out
+        i, p, v = anchor_negative_entries(Y @ Y[scanned[s : s + _SCAN_COLUMNS]].T)
+        p += s
+        out[i, p] = v
+        rows.append(i)
+        cols.append(p)
+    empty = np.empty(0, dtype=np.int64)
+    return out, (np.concatenate(rows) if rows else empty, np.concatenate(cols) if cols else empty)
 
 
 def _low_inner(Ya: np.ndarray, ra: float, Yb: np.ndarray, rb: float) -> float:
@@ -487,7 +537,7 @@ def rectify_lowrank(
         # whenever r < 0 (it is about -0.035 / V² on short texts), leaving their rows with
         # negative sums; r only evens out the total, which nothing downstream depends on.
         scanned = np.argsort(-np.einsum("ij,ij->i", Y, Y), kind="stable")[:rows]
-        iterate = LowRankCooccurrence(Y, 0.0, scanned)
+        iterate = _LoopIterate(Y, scanned)
         r = (1.0 - iterate.sum()) / (V * V)
         iterate.shift = r
         # The change of the low-rank part, O(V K²): the corrections follow from it.
@@ -509,18 +559,30 @@ def rectify_lowrank(
         n_products += info["n_products"]
         Y = mixer(Y, X[:, :K] * np.sqrt(np.maximum(theta[:K], 0.0)), residual)
 
-    norms = np.einsum("ij,ij->i", iterate.factor, iterate.factor)
+    return lowrank_result(Y, scanned, X[:, :K], theta[:K], n_iter=n_iter, residual=residual,
+                          converged=converged, n_products=n_products)
+
+
+def lowrank_result(Y: np.ndarray, scanned: np.ndarray, eigvecs: np.ndarray, eigvals: np.ndarray,
+                   *, n_iter: int, residual: float, converged: bool,
+                   n_products: int) -> LowRankResult:
+    """The rectified matrix of the factor ``Y`` (its corrections on the ``scanned`` words),
+    divided by its sum, as a :class:`LowRankResult`; ``eigvals`` are divided by the sum too.
+    The last step of :func:`rectify_lowrank` and of its warm update."""
+    V = Y.shape[0]
+    norms = np.einsum("ij,ij->i", Y, Y)
     outside = np.ones(V, dtype=bool)
-    outside[iterate.scanned] = False
+    outside[scanned] = False
     epsilon = float(norms[outside].max(initial=0.0))
-    # The result is Y Yᵀ + E, without the normalization shift (see above), divided by its sum.
-    iterate.shift = 0.0
+    # The result is Y Yᵀ + E, without the normalization shift (see rectify_lowrank), divided
+    # by its sum; its corrections scanned again in float64.
+    iterate = LowRankCooccurrence(Y, 0.0, scanned)
     total = iterate.sum()
     matrix = iterate.scaled(1.0 / total)
     return LowRankResult(
         matrix=matrix,
-        eigvecs=fix_signs(np.ascontiguousarray(X[:, :K])),
-        eigvals=theta[:K] / total,
+        eigvecs=fix_signs(np.ascontiguousarray(eigvecs)),
+        eigvals=np.asarray(eigvals) / total,
         n_iter=n_iter,
         residual=residual,
         converged=converged,

@@ -84,6 +84,33 @@ def novel_word_min_df(split, n_topics: int, min_df: float) -> float:
     return anchor_min_df_for(np.asarray(split.doc_freq)[seen], n_topics, min_df)
 
 
+def _fit_anchorfree(C, K, settings, random_state, init, stage, timings) -> TopicFit:
+    """``fit_topics(method="anchorfree")`` on the normalized co-occurrence ``C``."""
+    from anchorstream.model.anchorfree import anchor_free, constraint_words_for
+
+    active = np.flatnonzero(C.sum(axis=1) > 0)
+    P = C[np.ix_(active, active)]
+    s = ModelSettings(n_topics=K, random_state=random_state, **settings)
+    eig = None
+    if s.rectify:
+        rect = stage("rectify", lambda: rectify(
+            P, K, max_iter=s.rectify_max_iter, tol=s.rectify_tol,
+            dtype=np.dtype(s.rectify_dtype), anderson=s.rectify_anderson,
+            random_state=random_state))
+        # The square-root factor is rectification's own eigenpairs (no second solve).
+        P, eig = rect.matrix, (rect.eigvals, rect.eigvecs)
+    warm = None
+    if init is not None:
+        warm = np.asarray(init, dtype=np.float64)[active]
+        if warm.shape != (active.size, K) or not np.any(warm):
+            warm = None
+    res = stage("anchorfree", lambda: anchor_free(
+        P, K, init=warm, eig=eig, constraint_words=constraint_words_for(K)))
+    B = np.zeros((C.shape[0], K))
+    B[active] = res.topic_word
+    return TopicFit(B, res.topic_topic, _most_probable(B), timings)
+
+
 def fit_topics(
     n_topics: int,
     *,
@@ -198,25 +225,7 @@ def fit_topics(
         return TopicFit(res.topic_word, A, anchors, timings)
 
     if method == "anchorfree":
-        from anchorstream.model.anchorfree import anchor_free
-
-        active = np.flatnonzero(C.sum(axis=1) > 0)
-        P = C[np.ix_(active, active)]
-        s = ModelSettings(n_topics=K, random_state=random_state, **settings)
-        if s.rectify:
-            P = stage("rectify", lambda: rectify(
-                P, K, max_iter=s.rectify_max_iter, tol=s.rectify_tol,
-                dtype=np.dtype(s.rectify_dtype), anderson=s.rectify_anderson,
-                random_state=random_state).matrix)
-        warm = None
-        if init is not None:
-            warm = np.asarray(init, dtype=np.float64)[active]
-            if warm.shape != (active.size, K) or not np.any(warm):
-                warm = None
-        res = stage("anchorfree", lambda: anchor_free(P, K, init=warm))
-        B = np.zeros((C.shape[0], K))
-        B[active] = res.topic_word
-        return TopicFit(B, res.topic_topic, _most_probable(B), timings)
+        return _fit_anchorfree(C, K, settings, random_state, init, stage, timings)
 
     from anchorstream.model.tsvd import tsvd
 

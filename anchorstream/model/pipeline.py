@@ -4,8 +4,10 @@
 Arora 2013 Alg. 4), recover (RecoverL2/KL, ADMM-DR or the inversion baseline) and the topic-topic
 matrix with Dirichlet α (JSMF Alg. 4) — on a :class:`~anchorstream.stats.cooccurrence.Cooccurrence`.
 The constructor only stores settings; :meth:`AnchorModel.fit` learns the attributes that end in
-``_``. Passing the previous model as ``init`` warm-starts every stage: the eigenvectors seed the
-truncated eigensolver, the anchors seed the anchor search and the coefficients seed recovery.
+``_``. Passing the previous model as ``init`` warm-starts the fit: rectification updates the
+previous cold state to the data's change (or, cold, the eigenvectors seed its eigensolver), the
+anchors seed the anchor search (dense rectifier only: see
+:func:`~anchorstream.model.stages.anchor_stage`) and the coefficients seed recovery.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from anchorstream.model.registry import COUNT_ANCHORS
-from anchorstream.model.anchors import ANCHOR_MIN_DF
+from anchorstream.model.anchors import ANCHOR_CANDIDATES, ANCHOR_MIN_DF
 from anchorstream.stats.cooccurrence import Cooccurrence, take_square
 from anchorstream.errors import InputError, NotFittedError
 from anchorstream.model.stages import (
@@ -100,6 +102,9 @@ class ModelSettings:
     anchor_method: str = "qr"
     # Anchors need this many documents; a small corpus falls back (anchors.anchor_min_df_for).
     anchor_min_df: int = ANCHOR_MIN_DF
+    # At most this many candidates per topic, the most frequent (0: no cap); see
+    # anchors.ANCHOR_CANDIDATES.
+    anchor_candidates: int = ANCHOR_CANDIDATES
     projection_dim: int = 1000
     pinned_anchors: tuple[int, ...] = field(default_factory=tuple)
     recover_method: str = "admm"
@@ -141,6 +146,10 @@ class ModelSettings:
                 f"rectify_rows must be None or a positive integer, got {self.rectify_rows!r}")
         if self.anchor_min_df < 0:
             raise InputError(f"anchor_min_df must be >= 0, got {self.anchor_min_df!r}")
+        if (not isinstance(self.anchor_candidates, (int, np.integer))
+                or self.anchor_candidates < 0):
+            raise InputError("anchor_candidates must be an integer >= 0 (0 = no cap), got "
+                             f"{self.anchor_candidates!r}")
         object.__setattr__(self, "pinned_anchors", tuple(int(a) for a in self.pinned_anchors))
 
     def as_dict(self) -> dict:
@@ -180,7 +189,14 @@ class AnchorModel:
         The normalized co-occurrence the last cold rectification fitted (zero rows for
         unused words); with ``rectify_factor_`` and ``rectify_shift_`` the state a warm refit
         updates (:func:`~anchorstream.model.rectify.rectify_update`). Warm refits carry it on
-        unchanged. None with ``warm_state=False``.
+        unchanged. None with ``warm_state=False``, and for the low-rank rectifier.
+    rectify_data_product_ : ndarray of shape (n_words, n_topics + 16) or None
+        Low-rank rectifier: that co-occurrence times ``rectify_factor_`` and
+        ``rectify_probes_``, all a warm low-rank update needs of the old data
+        (:func:`~anchorstream.model.lowrank_warm.rectify_lowrank_update`). None for the dense
+        rectifier and with ``warm_state=False``.
+    rectify_probes_ : ndarray of shape (n_words, 16) or None
+        The random vectors whose products estimate the size of the data's change.
     rectify_factor_ : ndarray of shape (n_words, n_topics) or None
         That cold rectified matrix's rank-``K`` core ``F``: the matrix is
         ``max(F Fᵀ + shift, 0)``.
@@ -314,6 +330,8 @@ class AnchorModel:
         self.alpha_ = alpha
         self.eigvecs_ = rect.eigvecs
         self.rectify_data_ = rect.data
+        self.rectify_data_product_ = rect.data_product
+        self.rectify_probes_ = rect.probes
         self.rectify_factor_ = rect.factor
         self.rectify_shift_ = rect.shift
         self.rectify_residual_ = rect.residual
@@ -362,6 +380,12 @@ class AnchorModel:
         clone.coef_ = move(self.coef_)
         clone.eigvecs_ = move(self.eigvecs_)
         clone.rectify_factor_ = move(self.rectify_factor_)
+        for name in ("rectify_data_product_", "rectify_probes_"):
+            arr = getattr(self, name, None)
+            if arr is not None:
+                moved = np.zeros((V, arr.shape[1]))
+                moved[keep] = arr[src[keep]]
+                setattr(clone, name, moved)
         if self.rectify_data_ is not None:
             # Zeros for new words. Shared, not copied, when the vocabulary is unchanged: a
             # fit reads its init's data and never writes it.

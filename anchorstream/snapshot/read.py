@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from anchorstream.errors import InputError, SnapshotError, SnapshotNotFoundError
-from anchorstream.evaluate.coherence import top_words
+from anchorstream.model.background import background_level, ranked_top_words
 from anchorstream.snapshot.layout import (
     DATA_FILES,
     FORMAT_VERSION,
@@ -255,8 +255,10 @@ def format_topics(snapshot: Snapshot, n_words: int = 10) -> str:
     ]
     stored = min(len(t["top_words"]) for t in snapshot.topics)
     extra_words = n_words > stored
-    if extra_words:
-        top = top_words(snapshot.topic_word.T, n_words)
+    if extra_words:  # ranked as the writer ranked them (above the background, if any)
+        spread = ((m.get("extra") or {}).get("background_words") or {}).get("spread")
+        level = None if spread is None else background_level(snapshot.topic_word, spread)
+        top = ranked_top_words(snapshot.topic_word, n_words, level)
     width = max(len(str(i)) for i in snapshot.topic_ids)
     anchor_width = max(len(a or "-") for a in snapshot.anchors) + 2
     order = sorted(range(len(snapshot.topics)), key=lambda k: -snapshot.topics[k]["prevalence"])

@@ -19,7 +19,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from anchorstream.errors import InputError, SnapshotError
-from anchorstream.evaluate.coherence import top_words
+from anchorstream.model.background import background, check_spread, ranked_top_words
 from anchorstream.fsutil import fsync_dir
 from anchorstream.snapshot.layout import (
     FORMAT_VERSION,
@@ -53,6 +53,7 @@ def write_snapshot(
     quality: Mapping[str, Sequence[float | None]] | None = None,
     extra: Mapping[str, Any] | None = None,
     n_top_words: int = 20,
+    background_spread: float | None = None,
     created_at: _dt.datetime | None = None,
 ) -> Path:
     """Write a snapshot directory atomically.
@@ -89,6 +90,12 @@ def write_snapshot(
     n_top_words : int, default 20
         Top words listed per topic in ``topics.json``: at least 20 (all words when the
         vocabulary is smaller).
+    background_spread : float in (0, 1], optional
+        Find the background words (:mod:`anchorstream.model.background`): a word's background
+        level is the probability it has in at least this fraction of the topics. The top words
+        in ``topics.json`` are then ranked by what each topic adds above that level, and
+        ``extra["background_words"]`` reports the words the background explains. None: top words
+        by probability, no report. ``topic_word.npy`` is the same either way.
     created_at : datetime, optional
         Timezone-aware; default now. Stored in UTC.
 
@@ -119,7 +126,14 @@ def write_snapshot(
     n_top = _check_counts(num_docs, n_top_words, V)
     stamp = _utc_stamp(created_at)
     quality_rows = _check_quality(quality, K)
-    topics = _topic_entries(words, tw32, n_top, ids, anchor_words, prev, quality_rows)
+    spread = check_spread(background_spread)
+    level = None
+    if spread is not None:
+        found = background(tw32, prev, spread, n_top)
+        level = found.level
+        extra = {**(extra or {}), "background_words": found.report(words)}
+    top = ranked_top_words(tw32, n_top, level)
+    topics = _topic_entries(words, tw32, top, ids, anchor_words, prev, quality_rows)
 
     payload = {
         TOPICS: _json_lines_bytes(topics, "topics"),
@@ -192,9 +206,8 @@ def _check_counts(num_docs, n_top_words, V: int) -> int:
     return min(int(n_top_words), V)
 
 
-def _topic_entries(words, tw32, n_top, ids, anchor_words, prev, quality_rows) -> list[dict]:
+def _topic_entries(words, tw32, top, ids, anchor_words, prev, quality_rows) -> list[dict]:
     """The objects of ``topics.json``, one per topic in matrix row order."""
-    top = top_words(tw32.T, n_top)
     topics = []
     for k in range(tw32.shape[0]):
         entry: dict[str, Any] = {

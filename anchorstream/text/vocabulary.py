@@ -192,6 +192,10 @@ class StreamingVocabulary:
         self.stopwords = frozenset(stopwords)
         self.pin_seed = bool(pin_seed)
         self.seed = tuple(seed)
+        # Lifetime tallies of this object's own decisions (not state: a rollback or a restore
+        # keeps them, so a gauge reading them counts what this process did).
+        self.admitted_total = 0
+        self.evicted_total = 0
         self._reset_state()
         for w in self.stopwords:
             self._slot[w] = _STOP
@@ -458,6 +462,7 @@ class StreamingVocabulary:
             heapq.heappop(self._free)  # the slot just released, the only free one
         self._assign(t, slot, lb)
         self._weak = min(self._weak, lb)
+        self.admitted_total += 1
         return True
 
     def _assign(self, t: str, slot: int, df: float) -> None:
@@ -475,6 +480,7 @@ class StreamingVocabulary:
         self._pinned[slot] = False
         heapq.heappush(self._free, slot)
         evicted.append(slot)
+        self.evicted_total += 1
         if to_sketch:
             # Back to the sketch with its history; its count is exact, so no error term.
             self._sk[t] = df

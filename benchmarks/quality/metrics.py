@@ -145,7 +145,7 @@ def l1_error(truth: Truth, vocabulary: list[str], topic_word: np.ndarray) -> flo
 
 
 def evaluate(vocabulary: list[str], topic_word: np.ndarray, prevalence, index: HeldoutIndex,
-             truth: Truth | None = None) -> dict:
+             truth: Truth | None = None, top: list[list[str]] | None = None) -> dict:
     """All metrics of one fitted model.
 
     Parameters
@@ -157,6 +157,10 @@ def evaluate(vocabulary: list[str], topic_word: np.ndarray, prevalence, index: H
         The model's topic weights.
     index : HeldoutIndex
     truth : Truth, optional
+    top : list of K lists of words, optional
+        The top words the method publishes, when it ranks them otherwise than by
+        probability (anchorstream's ``topics.json`` above the background); default each row's
+        ``TOP_N`` most probable words.
 
     Returns
     -------
@@ -165,7 +169,8 @@ def evaluate(vocabulary: list[str], topic_word: np.ndarray, prevalence, index: H
         ``l1`` (NaN without a truth), ``n_topics`` and ``top_words`` (K lists of 10).
     """
     topic_word = np.asarray(topic_word, dtype=np.float64)
-    top = top_word_strings(list(vocabulary), topic_word)
+    top = (top_word_strings(list(vocabulary), topic_word) if top is None
+           else [list(row[:TOP_N]) for row in top])
     per_topic = npmi(top, index)
     return {
         "npmi": float(np.mean(per_topic)),
@@ -176,6 +181,12 @@ def evaluate(vocabulary: list[str], topic_word: np.ndarray, prevalence, index: H
         "n_topics": int(topic_word.shape[0]),
         "top_words": top,
     }
+
+
+def read_snapshot_top_words(path: Path, n: int = TOP_N) -> list[list[str]]:
+    """The top words an anchorstream snapshot publishes (``topics.json``), ``n`` per topic."""
+    topics = json.loads((Path(path) / "topics.json").read_text(encoding="utf-8"))
+    return [[w for w, _ in t["top_words"][:n]] for t in topics]
 
 
 def read_snapshot_model(path: Path) -> tuple[list[str], np.ndarray, np.ndarray]:

@@ -34,7 +34,8 @@ from functools import lru_cache
 from pathlib import Path
 
 from benchmarks.quality.corpora import REPO, Corpus, cache_root, load
-from benchmarks.quality.metrics import HeldoutIndex, evaluate, read_snapshot_model
+from benchmarks.quality.metrics import (HeldoutIndex, evaluate, read_snapshot_model,
+                                        read_snapshot_top_words)
 
 
 def anchorstream_command(override: str | None = None) -> tuple[list[str], dict]:
@@ -116,7 +117,10 @@ def run(corpus: str, args: Sequence[str] = (), *, topics: int | None = None,
         extra = manifest.get("extra") or {}
         row["stages"] = extra.get("timings_seconds", {})
         row["rectify_iterations"] = (extra.get("fit") or {}).get("rectify_iterations")
-        row.update(evaluate(vocabulary, topic_word, prevalence, heldout_index(corpus), c.truth))
+        # Scored on the top words the snapshot publishes (ranked above the background words).
+        row.update(evaluate(vocabulary, topic_word, prevalence, heldout_index(corpus), c.truth,
+                            top=read_snapshot_top_words(out)))
+        row["background_words"] = extra.get("background_words")
         row["status"] = "ok"
         return row
     finally:

@@ -14,7 +14,6 @@ import sys
 
 from anchorstream import __version__
 from anchorstream.errors import AnchorstreamError
-from anchorstream.store import configure_logging as configure_store_logging
 
 #: Subcommand modules, in the order ``--help`` lists them. A module that is not present
 #: (a command still being built) is skipped rather than breaking the whole CLI.
@@ -29,7 +28,22 @@ COMMANDS = (
 )
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _named_command(argv: list[str]) -> str | None:
+    """The module of the subcommand ``argv`` names, or None (help, or a name not known).
+
+    Only that module is imported then: a command pays for its own imports only (``fit``
+    on files needs neither Zarr nor Icechunk, Kafka or pydantic, ~0.5 CPU s of start-up).
+    No option of the main parser takes a value that is a command's name.
+    """
+    names = {name.rsplit(".", 1)[1].replace("_", "-"): name for name in COMMANDS}
+    for arg in argv:
+        if not arg.startswith("-"):
+            return names.get(arg)
+    return None
+
+
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The parser; with ``argv``, of the command it names alone (every command otherwise)."""
     parser = argparse.ArgumentParser(
         prog="anchorstream",
         description="Streaming topic mining with rectified anchor-word inference.",
@@ -40,7 +54,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="logging verbosity (default: INFO)",
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMANDS:
+    named = None if argv is None else _named_command(argv)
+    for name in COMMANDS if named is None else (named,):
         try:
             module = importlib.import_module(name)
         except ModuleNotFoundError as exc:
@@ -52,7 +67,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()
@@ -60,7 +76,10 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(
         level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
-    configure_store_logging()
+    if getattr(args, "uses_store", lambda _: True)(args):
+        from anchorstream.store import configure_logging as configure_store_logging
+
+        configure_store_logging()
     try:
         return int(args.func(args) or 0)
     except AnchorstreamError as exc:

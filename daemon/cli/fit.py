@@ -14,17 +14,17 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from tqdm import tqdm
 
-from anchorstream.model.anchors import ANCHOR_MIN_DF
+from anchorstream.model.anchors import ANCHOR_CANDIDATES, ANCHOR_MIN_DF
 from anchorstream.stats.cooccurrence import cooccurrence
 from anchorstream.text.decode import FORMATS, DecodeError
 from anchorstream.errors import InputError
+from anchorstream.model.background import BACKGROUND_SPREAD, check_spread
 from anchorstream.model.methods import fit_topics
 from anchorstream.model.registry import ANCHOR_METHODS, METHODS, method_spec
 from anchorstream.model.lowrank import DocumentCooccurrence
 from anchorstream.model.pipeline import RECOVER_METHODS, RECTIFY_METHODS, ModelSettings
-from anchorstream.snapshot import write_snapshot
+from anchorstream.snapshot import read_snapshot, write_snapshot
 from anchorstream.text.tokenize import count_matrix, select_vocabulary
 from daemon.cli.options import (
     HelpFormatter,
@@ -39,7 +39,7 @@ from daemon.cli.options import (
     stopwords_tokenizer,
 )
 from daemon.ingest.files import iter_lines
-from daemon.ingest.loop import record_tokens
+from daemon.ingest.records import record_tokens
 
 log = logging.getLogger("anchorstream.fit")
 
@@ -180,6 +180,9 @@ def register(subparsers) -> None:
     p.add_argument("--anchor-min-df", type=int, default=ANCHOR_MIN_DF,
                    help="only words in at least this many documents may be anchors (fewer "
                         "where fewer than 2 x topics words are that frequent)")
+    p.add_argument("--anchor-candidates", type=int, default=ANCHOR_CANDIDATES, metavar="N",
+                   help="anchors qr/fast: at most N x topics candidates, the most frequent "
+                        "words (anchor_min_df is raised where more reach it); 0 = no cap")
     p.add_argument("--recover", choices=RECOVER_METHODS, default="admm",
                    help="recovery: admm (JSMF), l2/kl (exponentiated gradient), inverse (baseline)")
     p.add_argument("--no-rectify", dest="rectify", action="store_false",
@@ -207,8 +210,26 @@ def register(subparsers) -> None:
                         "and store the hierarchy in the snapshot; 0 = off")
     p.add_argument("--seed", type=int, default=0, help="random seed")
     p.add_argument("--top-words", type=int, default=20, help="top words stored per topic")
+    p.add_argument("--background-spread", type=_spread, default=BACKGROUND_SPREAD,
+                   metavar="FRACTION",
+                   help="background words: a word's background level is the probability it "
+                        "has in at least this fraction of the topics; top words are ranked by "
+                        "what a topic adds above it, and the words it explains are reported "
+                        "(default %(default)s; 'none': rank by probability)")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bars")
-    p.set_defaults(func=run)
+    # Icechunk's logging is set up (and Icechunk imported) only for a fit on a store.
+    p.set_defaults(func=run, uses_store=lambda args: args.store is not None)
+
+
+def _spread(text: str) -> float | None:
+    """``--background-spread``: a fraction in (0, 1], or ``none``."""
+    if text.strip().lower() == "none":
+        return None
+    try:
+        return check_spread(float(text))
+    except (ValueError, InputError):
+        raise argparse.ArgumentTypeError(
+            f"expected a fraction of the topics in (0, 1] or 'none', got {text!r}") from None
 
 
 def _no_documents_hint(stats: dict, opts: dict) -> str:
@@ -225,6 +246,23 @@ def _no_documents_hint(stats: dict, opts: dict) -> str:
     return f": every line was rejected ({rejected})"
 
 
+class _NoBar:
+    def update(self, n: int = 1) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def _progress_bar(progress: bool):
+    """tqdm's bar when progress is shown, else a stand-in (tqdm costs ~0.05 s to import)."""
+    if not progress:
+        return _NoBar()
+    from tqdm import tqdm
+
+    return tqdm(desc="reading", unit=" docs", file=sys.stderr)
+
+
 def read_documents(paths, *, format, text_field, tokenizer, progress=True):
     """Read and tokenize every record of ``paths``.
 
@@ -236,7 +274,7 @@ def read_documents(paths, *, format, text_field, tokenizer, progress=True):
     docs: list[list[str]] = []
     rejected: collections.Counter[str] = collections.Counter()
     lines = 0
-    bar = tqdm(desc="reading", unit=" docs", disable=not progress, file=sys.stderr)
+    bar = _progress_bar(progress)
     for path in paths:
         if not Path(path).is_file():
             raise InputError(f"input file {str(path)!r} does not exist")
@@ -292,8 +330,32 @@ def _input_options(args) -> dict:
     return {dest: getattr(args, dest, default) for dest, (_, default) in _INPUT_ONLY.items()}
 
 
+class _CpuClock:
+    """CPU seconds of this process (every thread) per phase of the fit, for the manifest's
+    ``extra.cpu_seconds`` and the benchmarks' breakdown.
+
+    ``start`` is what the process spent before :func:`run`: interpreter start, imports and
+    argument parsing. Each :meth:`mark` charges the CPU time since the previous mark to a
+    phase; the model's stages are charged through :meth:`on_stage`.
+    """
+
+    def __init__(self):
+        self.last = time.process_time()
+        self.seconds: dict[str, float] = {"start": self.last}
+
+    def mark(self, name: str) -> None:
+        now = time.process_time()
+        self.seconds[name] = self.seconds.get(name, 0.0) + now - self.last
+        self.last = now
+
+    def on_stage(self, name: str, seconds: float | None) -> None:
+        """The model's stage hook: its start closes the phase before, its end charges it."""
+        self.mark("between" if seconds is None else name)
+
+
 def run(args) -> int:
     t_start = time.perf_counter()
+    clock = _CpuClock()
     opts = _input_options(args)
     if args.out.exists():
         # Checked again when the snapshot is written; here so that a fit is not wasted.
@@ -304,17 +366,35 @@ def run(args) -> int:
                          "drop it with --input")
     if args.store is not None:
         counts = _counts_from_store(args)
+        clock.mark("read")
     else:
-        counts = _counts_from_input(args, opts, t_start)
+        counts = _counts_from_input(args, opts, t_start, clock)
     short = counts.short_documents
     print(f"{counts.cooc.num_docs} documents, {len(counts.vocabulary)} words, fitting "
           f"{args.topics} topics ({time.perf_counter() - t_start:.1f} s)"
           + (f"; {short} more had fewer than 2 words of the vocabulary, so no word pair"
              if short else ""), file=sys.stderr)
-    fitted = _fit(args, counts)
-    path = _write(args, fitted, counts)
+    fitted = _fit(args, counts, clock)
+    path = _write(args, fitted, counts, clock.seconds)
+    clock.mark("write")
+    _print_background(path)
     print(f"wrote {path} in {time.perf_counter() - t_start:.1f} s", file=sys.stderr)
+    if not args.quiet:
+        print("CPU seconds: " + ", ".join(f"{k} {v:.2f}" for k, v in clock.seconds.items()),
+              file=sys.stderr)
     return 0
+
+
+def _print_background(path: Path, shown: int = 20) -> None:
+    """The background words the snapshot reports (its ``extra["background_words"]``)."""
+    found = (read_snapshot(path).extra or {}).get("background_words")
+    if not found:
+        return
+    words = " ".join(entry[0] for entry in found["words"][:shown])
+    more = found["count"] - min(shown, len(found["words"]))
+    print(f"background words ({found['count']}, in at least {found['spread']:g} of the "
+          f"topics; kept out of the top words): {words or '-'}"
+          + (f" ... and {more} more" if more > 0 else ""), file=sys.stderr)
 
 
 @dataclass
@@ -367,7 +447,7 @@ def _counts_from_store(args) -> _Counts:
     return _Counts(cooc, vocabulary, source=source)
 
 
-def _counts_from_input(args, opts: dict, t_start: float) -> _Counts:
+def _counts_from_input(args, opts: dict, t_start: float, clock: _CpuClock) -> _Counts:
     progress = not args.quiet and sys.stderr.isatty()
     tokenizer = stopwords_tokenizer(opts["stopwords"])
     # The low-rank rectifier works from the documents: no V x V array at all. Otherwise
@@ -383,6 +463,7 @@ def _counts_from_input(args, opts: dict, t_start: float) -> _Counts:
         args.input, format=opts["format"], text_field=opts["text_field"],
         tokenizer=tokenizer, progress=progress,
     )
+    clock.mark("read")
     bad = sum(stats["rejected"].values())
     print(
         f"read {stats['lines']} lines: {stats['documents']} documents, {bad} rejected"
@@ -401,12 +482,14 @@ def _counts_from_input(args, opts: dict, t_start: float) -> _Counts:
             f"max_df={opts['max_df']}), need more than --topics={args.topics}; "
             "lower --min-df or add documents"
         )
+    clock.mark("vocabulary")
     X = count_matrix(docs, vocabulary)
     del docs  # token lists of the whole corpus: by far the largest Python object here
     counts, iterate = prefault.take(len(vocabulary))
     cap = opts["length_cap"]
     cooc = (DocumentCooccurrence(X, length_cap=cap) if implicit
             else cooccurrence(X, out=counts, length_cap=cap))
+    clock.mark("count")
     source = {
         "input": [str(p) for p in args.input],
         "format": opts["format"],
@@ -425,8 +508,9 @@ def _counts_from_input(args, opts: dict, t_start: float) -> _Counts:
     return _Counts(cooc, vocabulary, X, iterate, source, vocabulary_settings)
 
 
-def _fit(args, counts: _Counts):
+def _fit(args, counts: _Counts, clock: _CpuClock):
     def on_stage(name, seconds):
+        clock.on_stage(name, seconds)
         if seconds is not None and not args.quiet:
             print(f"  {name:<13} {seconds:7.2f} s", file=sys.stderr)
 
@@ -449,11 +533,12 @@ def _fit(args, counts: _Counts):
         overwrite_cooc=True,  # built for this fit; only num_docs is read afterwards
         warm_state=False,  # no refit follows a one-off fit
         anchor_min_df=args.anchor_min_df,
+        anchor_candidates=args.anchor_candidates,
         recover_method=args.recover,
     )
 
 
-def _write(args, fitted, counts: _Counts) -> Path:
+def _write(args, fitted, counts: _Counts, cpu_seconds: dict[str, float]) -> Path:
     """Write the fit's snapshot to ``args.out``; returns its path."""
     model = fitted.model
     vocabulary = counts.vocabulary
@@ -489,8 +574,11 @@ def _write(args, fitted, counts: _Counts) -> Path:
             "alpha": None if model is None or model.alpha_ is None
             else np.asarray(model.alpha_).tolist(),
             "timings_seconds": fitted.timings,
+            # CPU seconds (all threads) per phase up to here; writing is not in it.
+            "cpu_seconds": {k: round(v, 3) for k, v in cpu_seconds.items()},
             "fit": quality,
             **({"hierarchy": hierarchy} if hierarchy else {}),
         },
         n_top_words=args.top_words,
+        background_spread=args.background_spread,
     )

@@ -64,7 +64,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from anchorstream.text.decode import DecodeError, Document, check_tokens, decode, parse_timestamp
+from anchorstream.text.decode import DecodeError, Document, parse_timestamp
 from anchorstream.errors import AnchorstreamError, StoreError
 from daemon.ingest.source import (
     TOPIC_IDS_KEY,
@@ -73,6 +73,7 @@ from daemon.ingest.source import (
     offset_key,
     parse_offset_key,
 )
+from daemon.ingest.records import record_tokens
 from daemon.settings import MessageConfig
 
 __all__ = ["Committed", "IngestLoop", "LoopError", "UNDECODABLE_BATCH", "record_tokens"]
@@ -89,34 +90,6 @@ TRACEBACK_EVERY_SECONDS = 60.0
 
 class LoopError(AnchorstreamError, RuntimeError):
     """Ingestion cannot go on (the store keeps failing to commit)."""
-
-
-def record_tokens(value: bytes | None, tokenizer: Callable, *, format: str = "json",
-                  text_field: str = "text", id_field: str | None = None,
-                  timestamp_field: str | None = None, max_bytes: int | None = None,
-                  max_tokens: int | None = None) -> tuple[Document, list[str]]:
-    """``(document, tokens)`` of one record's raw value: decode, tokenize, cut, check.
-
-    The one rule by which a record becomes tokens, for the loop and ``anchorstream fit``: the
-    value is decoded (:func:`anchorstream.text.decode.decode`, at most ``max_bytes``),
-    tokenized, cut to ``max_tokens`` tokens and checked
-    (:func:`anchorstream.text.decode.check_tokens`). The timestamp is left to the caller.
-
-    Raises
-    ------
-    DecodeError
-        With the reason the record is rejected for (``empty`` for a missing value: a Kafka
-        tombstone).
-    """
-    if value is None:
-        raise DecodeError("empty", "record has no value (a tombstone)")
-    doc = decode(value, format=format, text_field=text_field, id_field=id_field,
-                 timestamp_field=timestamp_field, max_bytes=max_bytes)
-    tokens = tokenizer(doc.content)
-    if max_tokens is not None and len(tokens) > max_tokens:
-        tokens = tokens[:max_tokens]
-    check_tokens(tokens)
-    return doc, tokens
 
 
 @dataclass(frozen=True)
@@ -203,7 +176,7 @@ class IngestLoop:
         self.rejected: Counter[str] = Counter()
         self.documents = 0
         self.records = 0
-        self._vocab_words = list(store.vocabulary.words)
+        self._vocab_tally = _tally(store.vocabulary)
         self.vocabulary_size = len(store.vocabulary)
         self.store_bytes: int | None = None
         try:
@@ -396,16 +369,14 @@ class IngestLoop:
         self._reject(record, key, "unprocessable", f"{type(exc).__name__}: {exc}"[:1000])
 
     def _observe_vocabulary(self) -> None:
-        """Admissions and evictions since the last look (slot words that changed)."""
-        words = self.store.vocabulary.words
-        before = self._vocab_words
-        admitted = evicted = 0
-        if len(words) == len(before):
-            for old, new in zip(before, words):
-                if old != new:
-                    admitted += new is not None
-                    evicted += old is not None
-        self._vocab_words = list(words)
+        """Admissions and evictions since the last look, from the vocabulary's own tallies.
+
+        A tally that went down (a partition store reopened or handed away, whose vocabulary
+        starts its tallies afresh) only moves the baseline: the counters never go back.
+        """
+        tally = _tally(self.store.vocabulary)
+        admitted, evicted = (max(0, new - old) for new, old in zip(tally, self._vocab_tally))
+        self._vocab_tally = tally
         self.vocabulary_size = len(self.store.vocabulary)
         if self.metrics is not None:
             if admitted:
@@ -533,3 +504,7 @@ class IngestLoop:
             return False, "the Kafka source stopped"
         return True, "ok"
 
+
+def _tally(vocabulary) -> tuple[int, int]:
+    """(admitted, evicted) over the vocabulary's lifetime (see StreamingVocabulary)."""
+    return vocabulary.admitted_total, vocabulary.evicted_total

@@ -54,8 +54,12 @@ class _Vocabularies:
         self._stores = stores
 
     @property
-    def words(self) -> list:
-        return [w for key in sorted(self._stores) for w in self._stores[key].vocabulary.words]
+    def admitted_total(self) -> int:
+        return sum(s.vocabulary.admitted_total for s in self._stores.values())
+
+    @property
+    def evicted_total(self) -> int:
+        return sum(s.vocabulary.evicted_total for s in self._stores.values())
 
     def __len__(self) -> int:
         return sum(len(s.vocabulary) for s in self._stores.values())

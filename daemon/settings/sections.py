@@ -11,6 +11,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from anchorstream.model.background import BACKGROUND_SPREAD
 from anchorstream.model.registry import ANCHOR_METHODS, METHODS, MethodSpec, method_spec
 from daemon.settings import rules
 from daemon.settings.checks import (EMBEDDED, Bool, Bootstrap, Choice, ExistingFile, Float,
@@ -231,9 +232,9 @@ class ModelConfig(_Section):
     rectify: Bool = Field(True, description="rectify the co-occurrence (JSMF)")
     rectify_method: Choice("ap", "lowrank") = Field(
         "ap", description="ap = alternating projection on the V x V matrix (JSMF Algorithm 1); "
-        "lowrank = the same projections on a V x K factor plus sparse corrections (warm-started "
-        "from the last refresh's eigenvectors; reads the store's counts sparse, never a V x V "
-        "array)")
+        "lowrank = the same projections on a V x K factor plus sparse corrections (a warm "
+        "refresh updates the last cold factor to first order, as ap does, from the data's "
+        "product with it; reads the store's counts sparse, never a V x V array)")
     rectify_rows: Int(1, optional=True) = Field(
         None, description="lowrank: words whose rows and columns are checked for negative "
         "entries each iteration; null = 10 x num_topics + 1000")
@@ -245,6 +246,9 @@ class ModelConfig(_Section):
     anchor_min_df: Int(1) = Field(
         100, description="min document frequency of an anchor word; fewer where fewer than 2 x "
         "num_topics words are that frequent (a small or young corpus)")
+    anchor_candidates: Int(0) = Field(
+        40, description="anchors qr/fast: at most this many candidates per topic, the most "
+        "frequent words (anchor_min_df is raised where more reach it); 0 = no cap")
     random_state: Int(0) = Field(0, description="seed")
     rectify_max_iter: Int(1) = Field(150, description="rectification iteration cap")
     supertopics: Int(0) = Field(
@@ -313,6 +317,7 @@ class ModelConfig(_Section):
             "rectify_warm_limit": self.rectify_warm_limit,
             "anchor_method": self.anchor_method,
             "anchor_min_df": self.anchor_min_df,
+            "anchor_candidates": self.anchor_candidates,
             "recover_method": self.recover_method,
             "random_state": self.random_state,
         }
@@ -337,6 +342,9 @@ class SnapshotsConfig(_Section):
         None, description="also drop snapshots older than this; null = no limit")
     # The snapshot format lists at least 20 words per topic (anchorstream.snapshot).
     n_top_words: Int(20) = Field(20, description="top words stored per topic")
+    background_spread: Float(0, 1, lo_open=True, optional=True) = Field(
+        BACKGROUND_SPREAD, description="background words: the fraction of the topics a word "
+        "keeps its background level in; top words rank above it; null = by probability")
     history_max_entries: Int(2) = Field(
         1000, description="versions the topic history (HISTORY.jsonl, what trends are computed "
         "from) keeps; it outlives the snapshots")

@@ -1,0 +1,119 @@
+#!/usr/bin/env python
+"""Where a cold ``anchorstream fit`` spends its CPU time, stage by stage (issue 16).
+
+Runs ``anchorstream fit`` on quality-benchmark corpora, each time in a fresh process as
+``bench_quality.py`` does, and prints the CPU seconds (user + system, every thread) of each
+phase: process start (interpreter and imports, argument parsing), reading and tokenizing,
+choosing the vocabulary, counting (document-term matrix and co-occurrence), the model's stages
+(rectify, anchors, recover, correlations; ``between`` is the glue between them), writing the
+snapshot, and how much of all that was numba loading its compiled kernels from the on-disk
+cache. The phases come from the manifest's ``extra.cpu_seconds``; the numba share is measured
+by timing numba's dispatcher in the child process; the total from the operating system.
+
+Run from the repository root, in the benchmark environment::
+
+    benchmarks/.cache/venv/bin/python benchmarks/profile_fit.py --corpora medium,long
+    ... --repeat 3 --args='--rectify-method lowrank' --topics 50
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+PHASES = ("start", "read", "vocabulary", "count", "between", "rectify", "anchors", "recover",
+          "correlations", "write")
+
+
+def child(argv: list[str]) -> int:
+    """``anchorstream fit`` in this process, timing numba's loads of compiled kernels."""
+    started = time.process_time()  # the interpreter and this script's imports
+    out = Path(argv[0])
+    from numba.core.dispatcher import Dispatcher
+
+    spent = [0.0]
+    original = Dispatcher._compile_for_args
+
+    def timed(self, *args, **kws):
+        t0 = time.process_time()
+        try:
+            return original(self, *args, **kws)
+        finally:
+            spent[0] += time.process_time() - t0
+
+    Dispatcher._compile_for_args = timed
+    numba_import = time.process_time() - started
+    from daemon.cli import main
+
+    code = main(argv[1:])
+    out.write_text(json.dumps({"numba_load": spent[0], "numba_import": numba_import}))
+    return code
+
+
+def run_once(corpus, K: int, V: int, args: list[str]) -> dict:
+    from benchmarks.quality.run import anchorstream_command, children_cpu
+
+    base, env = anchorstream_command()
+    work = Path(tempfile.mkdtemp(prefix="profile-"))
+    try:
+        cmd = [sys.executable, __file__, "--child", str(work / "numba.json"), "fit",
+               "--input", str(corpus.train_path), "--text-field", "text", "--topics", str(K),
+               "--vocab-size", str(V), "--seed", "0", "--out", str(work / "snap"), "--quiet",
+               *args]
+        cpu0, t0 = children_cpu(), time.perf_counter()
+        subprocess.run(cmd, env=env, cwd=REPO, check=True, capture_output=True)
+        wall, cpu = time.perf_counter() - t0, children_cpu() - cpu0
+        extra = json.loads((work / "snap" / "manifest.json").read_text())["extra"]
+        phases = dict(extra["cpu_seconds"])
+        numba = json.loads((work / "numba.json").read_text())
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    # Writing is what the process spent after the manifest's last mark (and exit).
+    phases["write"] = cpu - sum(phases.values())
+    return {"wall": wall, "cpu": cpu, "phases": phases, "numba_load": numba["numba_load"],
+            "iterations": (extra.get("fit") or {}).get("rectify_iterations")}
+
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--child"]:
+        return child(argv[1:])
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--corpora", default="medium,long")
+    p.add_argument("--topics", "-k", type=int, default=None, help="K (default: the corpus's)")
+    p.add_argument("--vocab-size", type=int, default=None)
+    p.add_argument("--repeat", type=int, default=1, help="runs per corpus; the median is shown")
+    p.add_argument("--args", default="", help="extra `anchorstream fit` arguments, with '='")
+    a = p.parse_args(argv)
+    from benchmarks.quality.corpora import load
+
+    print(f"load average {os.getloadavg()[0]:.1f}; `anchorstream fit` {a.args or '(defaults)'}",
+          flush=True)
+    cols = PHASES + ("total", "numba load")
+    print(f"{'corpus':8s} {'K':>3s} " + " ".join(f"{c[:8]:>8s}" for c in cols) + "  iters")
+    for name in [x for x in a.corpora.split(",") if x]:
+        corpus = load(name, verbose=False)
+        K, V = a.topics or corpus.n_topics, a.vocab_size or corpus.vocab_size
+        runs = [run_once(corpus, K, V, shlex.split(a.args)) for _ in range(a.repeat)]
+        runs.sort(key=lambda r: r["cpu"])
+        r = runs[len(runs) // 2]
+        vals = [r["phases"].get(c, 0.0) for c in PHASES] + [r["cpu"], r["numba_load"]]
+        print(f"{name:8s} {K:3d} " + " ".join(f"{v:8.2f}" for v in vals)
+              + f"  {r['iterations']}   (CPU of every run: "
+              + " / ".join(f"{x['cpu']:.2f}" for x in runs) + ")", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,107 @@
+"""The warm update of a low-rank rectification, alone and as the warm refit of the pipeline."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from anchorstream.errors import InputError
+from anchorstream.evaluate import recovery_error
+from anchorstream.model.lowrank import DocumentCooccurrence, rectify_lowrank
+from anchorstream.model.lowrank_warm import data_product, probes, rectify_lowrank_update
+from anchorstream.model.pipeline import AnchorModel
+from anchorstream.synthetic import planted_model, sample_documents
+
+V, K = 150, 6
+
+
+def state(C, factor):
+    """What a cold fit keeps for an update: the probes and the data's product with both."""
+    G = probes(V)
+    return G, data_product(C, np.hstack([factor, G]))
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    truth = planted_model(V, K, anchor_mass=0.05, random_state=1)
+    X, _ = sample_documents(truth, 20000, doc_length=10, random_state=3)
+    return truth, X
+
+
+def test_no_change_returns_the_cold_result(corpus):
+    _, X = corpus
+    C = DocumentCooccurrence(X)
+    cold = rectify_lowrank(C, K, tol=1e-8, random_state=0)
+    up = rectify_lowrank_update(C, cold.factor, *state(C, cold.factor))
+    assert up is not None and up.n_iter == 0 and up.residual == pytest.approx(0.0, abs=1e-12)
+    a, b = up.matrix.toarray(), cold.matrix.toarray()
+    np.testing.assert_allclose(a, b, rtol=1e-7, atol=1e-9 * b.max())
+    np.testing.assert_allclose(up.row_sums, b.sum(axis=1), rtol=1e-9, atol=1e-15)
+
+
+def test_an_update_after_one_percent_is_near_the_cold_result(corpus):
+    _, X = corpus
+    before = DocumentCooccurrence(X[:19800])
+    old = rectify_lowrank(before, K, tol=1e-8, random_state=0)
+    C = DocumentCooccurrence(X)
+    cold = rectify_lowrank(C, K, tol=1e-8, random_state=0)
+    up = rectify_lowrank_update(C, old.factor, *state(before, old.factor))
+    assert up is not None and 0 < up.residual < 0.05
+    # The estimated change is the Frobenius one, within the probes' error.
+    b, n = before @ np.eye(V), C @ np.eye(V)
+    exact = np.linalg.norm(n - b) / np.linalg.norm(b)
+    assert 0.6 * exact < up.residual < 1.6 * exact
+    a, b, o = up.matrix.toarray(), cold.matrix.toarray(), old.matrix.toarray()
+    # Closer to the cold result on the new data than the old result is.
+    assert np.linalg.norm(a - b) < 0.5 * np.linalg.norm(o - b)
+
+
+def test_a_change_above_the_bound_is_left_to_a_cold_rectification(corpus):
+    _, X = corpus
+    before = DocumentCooccurrence(X[:2000])
+    old = rectify_lowrank(before, K, random_state=0)
+    C = DocumentCooccurrence(X)
+    G, prev = state(before, old.factor)
+    assert rectify_lowrank_update(C, old.factor, G, prev, max_change=1e-6) is None
+    assert rectify_lowrank_update(C, old.factor, G, np.zeros_like(prev)) is None
+    with pytest.raises(InputError, match="previous_product"):
+        rectify_lowrank_update(C, old.factor, G, prev[:, :2])
+    with pytest.raises(InputError, match="factor"):
+        rectify_lowrank_update(C, old.factor[:10], G, prev)
+    with pytest.raises(InputError, match="probe_vectors"):
+        rectify_lowrank_update(C, old.factor, G[:10], prev)
+
+
+def test_the_pipeline_refits_warm_and_agrees_with_a_cold_refit(corpus):
+    truth, X = corpus
+    settings = dict(rectify_method="lowrank", anchor_min_df=0, rectify_tol=1e-8)
+    first = AnchorModel(K, **settings).fit(DocumentCooccurrence(X[:19800]))
+    assert first.rectify_data_product_.shape == (V, K + first.rectify_probes_.shape[1])
+    assert first.rectify_data_ is None
+    full = DocumentCooccurrence(X)
+    cold = AnchorModel(K, **settings).fit(full)
+    warm = AnchorModel(K, **settings).fit(full, init=first)
+    assert warm.n_iter_["rectify"] == 0 and cold.n_iter_["rectify"] > 2
+    assert warm.rectify_warm_chain_ == 1 and 0 < warm.rectify_change_ < 0.05
+    # The state stays the cold fit's along the chain.
+    assert warm.rectify_factor_ is first.rectify_factor_
+    assert warm.rectify_data_product_ is first.rectify_data_product_
+    assert warm.rectify_probes_ is first.rectify_probes_
+    assert set(warm.anchors_.tolist()) == set(cold.anchors_.tolist())
+    assert recovery_error(cold.topic_word_, warm.topic_word_)[0] < 0.02
+    # A one-off fit keeps no state for a warm refit.
+    once = AnchorModel(K, **settings).fit(full, warm_state=False)
+    assert once.rectify_data_product_ is None
+
+
+def test_remapped_moves_the_product_by_word(corpus):
+    _, X = corpus
+    model = AnchorModel(K, rectify_method="lowrank", anchor_min_df=0).fit(
+        DocumentCooccurrence(X[:3000]))
+    old = [f"w{i}" for i in range(V)]
+    new = list(reversed(old)) + ["brand-new"]
+    moved = model.remapped(old, new)
+    np.testing.assert_array_equal(moved.rectify_data_product_[0],
+                                  model.rectify_data_product_[V - 1])
+    assert not moved.rectify_data_product_[V].any()
+    np.testing.assert_array_equal(moved.rectify_probes_[0], model.rectify_probes_[V - 1])
