@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING
 from tqdm import tqdm
 
 from anchorstream.stats.accumulator import Forgetting
-from anchorstream.text.decode import FORMATS, DecodeError
+from anchorstream.text.decode import FORMATS
 from anchorstream.errors import InputError
 from anchorstream.text.tokenize import vocabulary_by_df
 from anchorstream.text.vocabulary import read_seed_vocabulary
@@ -190,9 +190,7 @@ def first_pass_vocabulary(paths, *, tokenizer, capacity: int, min_df: float,
             try:
                 _, tokens = record_tokens(raw, tokenizer, format=format, text_field=text_field,
                                           max_bytes=max_bytes, max_tokens=max_tokens)
-            except DecodeError:
-                continue
-            except Exception:  # noqa: BLE001 - the loop rejects it as unprocessable
+            except Exception:  # noqa: BLE001 - the loop rejects it (malformed, unprocessable)
                 continue
             if tokens:
                 df.update(set(tokens))
