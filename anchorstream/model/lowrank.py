@@ -53,6 +53,7 @@ __all__ = [
     "default_rows",
     "lowrank_result",
     "rectify_lowrank",
+    "scan_rows",
 ]
 
 #: Columns of ``Y Y_Iᵀ`` formed at once when scanning for negative entries: a block of
@@ -67,6 +68,16 @@ def default_rows(n_words: int, n_topics: int) -> int:
     """Words whose rows and columns are scanned for negative entries by default: ``10 K + 1000``
     (the ENN authors' setting), at most ``n_words``."""
     return int(min(n_words, 10 * n_topics + 1000))
+
+
+def scan_rows(n_words: int, n_topics: int, rows) -> int:
+    """The number of words scanned for negative entries: ``rows`` (a positive integer, at most
+    ``n_words``) or :func:`default_rows` for None; else InputError."""
+    if rows is None:
+        rows = default_rows(n_words, n_topics)
+    if not isinstance(rows, (int, np.integer)) or rows < 1:
+        raise InputError(f"rows must be a positive integer, got {rows!r}")
+    return int(min(rows, n_words))
 
 
 # --------------------------------------------------------------------------------------------
@@ -511,11 +522,7 @@ def rectify_lowrank(
     K = n_topics
     eig_tol, init_eigvecs = check_loop_args(V, K, max_iter, anderson, tol, eig_tol,
                                              init_eigvecs)
-    if rows is None:
-        rows = default_rows(V, K)
-    if not isinstance(rows, (int, np.integer)) or rows < 1:
-        raise InputError(f"rows must be a positive integer, got {rows!r}")
-    rows = int(min(rows, V))
+    rows = scan_rows(V, K, rows)
     rng = np.random.default_rng(random_state)
 
     theta, X, _, info = top_eigh(lambda Z: C @ Z, V, K, init=init_eigvecs, tol=eig_tol,
