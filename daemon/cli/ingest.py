@@ -45,7 +45,7 @@ from anchorstream.stats.accumulator import Forgetting
 from anchorstream.text.decode import FORMATS
 from anchorstream.errors import InputError
 from anchorstream.text.tokenize import vocabulary_by_df
-from anchorstream.text.vocabulary import read_seed_vocabulary
+from anchorstream.text.vocabulary import MAX_DF_MIN_DOCS, read_seed_vocabulary
 from daemon.cli.options import (
     HelpFormatter,
     ADMIT_THRESHOLD,
@@ -76,9 +76,6 @@ MAX_BYTES = MessageConfig().max_bytes
 MAX_TOKENS = MessageConfig().max_tokens
 #: How a new store's vocabulary is chosen (``--vocabulary``).
 VOCABULARY_RULES = ("first-pass", "stream")
-#: Documents before a store applies ``max_df`` (the store's ``max_df_min_docs``); the first
-#: pass applies it from the same count.
-MAX_DF_MIN_DOCS = 1000
 
 
 def register(subparsers) -> None:
@@ -178,8 +175,8 @@ def first_pass_vocabulary(paths, *, tokenizer, capacity: int, min_df: float,
 
     Every line is read by the ingest loop's rule (:func:`daemon.ingest.loop.record_tokens`,
     the same limits); a line it rejects counts for nothing. The words in at least ``min_df``
-    documents and, once there are :data:`MAX_DF_MIN_DOCS` documents (when the store starts
-    applying it), in at most ``max_df`` of them, most document-frequent first, at most
+    documents and, once there are ``MAX_DF_MIN_DOCS`` documents (when the store, created with
+    that default ``max_df_min_docs``, starts applying it), in at most ``max_df`` of them, most document-frequent first, at most
     ``capacity`` (:func:`anchorstream.text.tokenize.vocabulary_by_df`, ``fit``'s rule). Only
     the document frequencies are held, not the documents.
     """
