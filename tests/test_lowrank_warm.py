@@ -70,6 +70,8 @@ def test_a_change_above_the_bound_is_left_to_a_cold_rectification(corpus):
         rectify_lowrank_update(C, old.factor[:10], G, prev)
     with pytest.raises(InputError, match="probe_vectors"):
         rectify_lowrank_update(C, old.factor, G[:10], prev)
+    with pytest.raises(InputError, match="rows must be a positive integer"):
+        rectify_lowrank_update(C, old.factor, G, prev, rows=0)
 
 
 def test_the_pipeline_refits_warm_and_agrees_with_a_cold_refit(corpus):

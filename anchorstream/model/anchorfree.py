@@ -51,6 +51,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from anchorstream.errors import InputError
+from anchorstream.model.patternregression import project_simplex_rows
 
 __all__ = [
     "AnchorFreeResult",
@@ -247,16 +248,6 @@ def _maximize_det(lp: _CuttingPlaneLP, Y: np.ndarray, max_iter: int, tol: float)
     return Y, n_iter, converged, current
 
 
-def _project_rows_to_simplex(W: np.ndarray) -> np.ndarray:
-    n, K = W.shape
-    srt = -np.sort(-W, axis=1)
-    css = np.cumsum(srt, axis=1) - 1.0
-    ok = srt - css / np.arange(1, K + 1) > 0
-    rho = K - 1 - np.argmax(ok[:, ::-1], axis=1)
-    theta = css[np.arange(n), rho] / (rho + 1)
-    return np.maximum(W - theta[:, None], 0.0)
-
-
 def _regression_readout(U, lam, Y, mass, C0, n_iter: int = 300) -> np.ndarray:
     """``p(topic | word)`` by simplex-constrained least squares in the span (FISTA), started
     from the factor read-out ``C0``; returns the word-topic matrix (columns on the simplex).
@@ -279,7 +270,7 @@ def _regression_readout(U, lam, Y, mass, C0, n_iter: int = 300) -> np.ndarray:
     QR = Q @ R.T
     Z, t = W.copy(), 1.0
     for _ in range(n_iter):
-        W_next = _project_rows_to_simplex(Z - (Z @ G - QR) / L)
+        W_next = project_simplex_rows(Z - (Z @ G - QR) / L)
         t_next = (1.0 + np.sqrt(1.0 + 4.0 * t * t)) / 2.0
         Z = W_next + ((t - 1.0) / t_next) * (W_next - W)
         W, t = W_next, t_next

@@ -111,9 +111,13 @@ def background_level(topic_word, spread: float) -> np.ndarray:
 
     ``topic_word`` is (n_topics, n_words), rows are topics.
     """
-    B = _as_rows(topic_word)
+    return _level(_as_rows(topic_word), check_spread(spread))
+
+
+def _level(B: np.ndarray, spread: float) -> np.ndarray:
+    """:func:`background_level` of a checked ``B`` and ``spread``."""
     K = B.shape[0]
-    rank = min(K, max(1, math.ceil(check_spread(spread) * K - 1e-9)))
+    rank = min(K, max(1, math.ceil(spread * K - 1e-9)))
     # The rank-th largest is the (K - rank)-th smallest (0-based).
     return np.partition(B, K - rank, axis=0)[K - rank]
 
@@ -133,11 +137,12 @@ def background(topic_word, prevalence, spread: float = BACKGROUND_SPREAD,
         The top-word lists a reported word must be in (by probability), two at least.
     """
     B = _as_rows(topic_word)
+    spread = check_spread(spread)
     prev = np.maximum(np.asarray(prevalence, dtype=np.float64), 0.0)
     if prev.shape != (B.shape[0],) or not np.all(np.isfinite(prev)):
         raise InputError(f"prevalence must be finite and of shape ({B.shape[0]},)")
     prev = prev / prev.sum() if prev.sum() > 0 else np.full(B.shape[0], 1.0 / B.shape[0])
-    level = background_level(B, spread)
+    level = _level(B, spread)
     pw = prev @ B
     share = np.divide(level, pw, out=np.zeros_like(level), where=pw > 0)
     n_top = max(1, min(int(n_top), B.shape[1]))

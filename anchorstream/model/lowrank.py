@@ -53,6 +53,7 @@ __all__ = [
     "default_rows",
     "lowrank_result",
     "rectify_lowrank",
+    "scan_rows",
 ]
 
 #: Columns of ``Y Y_Iᵀ`` formed at once when scanning for negative entries: a block of
@@ -67,6 +68,16 @@ def default_rows(n_words: int, n_topics: int) -> int:
     """Words whose rows and columns are scanned for negative entries by default: ``10 K + 1000``
     (the ENN authors' setting), at most ``n_words``."""
     return int(min(n_words, 10 * n_topics + 1000))
+
+
+def scan_rows(n_words: int, n_topics: int, rows) -> int:
+    """The number of words scanned for negative entries: ``rows`` (a positive integer, at most
+    ``n_words``) or :func:`default_rows` for None; else InputError."""
+    if rows is None:
+        rows = default_rows(n_words, n_topics)
+    if not isinstance(rows, (int, np.integer)) or rows < 1:
+        raise InputError(f"rows must be a positive integer, got {rows!r}")
+    return int(min(rows, n_words))
 
 
 # --------------------------------------------------------------------------------------------
@@ -359,11 +370,10 @@ class LowRankResult:
 class _LoopIterate:
     """The iterate ``Y Yᵀ + r 1 1ᵀ + E`` inside :func:`rectify_lowrank`'s loop, ``E`` held sparse.
 
-    :class:`LowRankCooccurrence` keeps the corrections as a dense V × |I| block (rows of any
-    word are read from it); the loop only multiplies and sums, and ``E`` has few entries
-    (~1% of the scanned rows and columns once the iteration settles), so here it is a CSR
-    matrix and a product costs ``O(V K b + nnz(E) b)`` instead of ``O(V |I| b)``. The scan
-    runs in float32: the corrections are stored in float32 either way.
+    :class:`LowRankCooccurrence` also keeps the dense V × |I| block ``N`` its sparse ``E`` is
+    gathered from, and scans in float64; the loop only multiplies and sums through ``E`` (a
+    product costs ``O(V K b + nnz(E) b)``), so here only ``E`` is built, from a float32 scan:
+    the corrections are stored in float32 either way.
     """
 
     def __init__(self, Y: np.ndarray, scanned: np.ndarray, shift: float = 0.0):
@@ -372,16 +382,8 @@ class _LoopIterate:
         V = Y.shape[0]
         outside = np.ones(V, dtype=bool)
         outside[scanned] = False
-        Y32 = Y.astype(np.float32)
-        rows, cols, vals = [], [], []
-        for s in range(0, scanned.size, _SCAN_COLUMNS):
-            i, p, v = anchor_negative_entries(Y32 @ Y32[scanned[s : s + _SCAN_COLUMNS]].T)
-            rows.append(i)
-            cols.append(p + s)
-            vals.append(v)
-        cat = (lambda xs, dt: np.concatenate(xs) if xs else np.empty(0, dtype=dt))
-        self.corrections = _corrections_csr(cat(rows, np.int64), cat(cols, np.int64),
-                                            cat(vals, np.float64), scanned, outside)
+        i, p, v = _negative_entries(Y.astype(np.float32), scanned)
+        self.corrections = _corrections_csr(i, p, v, scanned, outside)
         self._correction_sums = np.asarray(self.corrections.sum(axis=1)).ravel()
 
     def __matmul__(self, Z: np.ndarray) -> np.ndarray:
@@ -406,22 +408,29 @@ def _corrections_csr(i, p, values, scanned, outside) -> sp.csr_matrix:
     return sp.csr_matrix((np.concatenate([values, values[mirror]]), (rows, cols)), shape=(V, V))
 
 
-def _negatives(Y: np.ndarray, scanned: np.ndarray):
-    """``max(−Y Y_Iᵀ, 0)`` as a float32 (V × |I|) array, formed a block of columns at a time,
-    and its nonzero entries ``(rows, cols)``.
+def _negative_entries(Y: np.ndarray, scanned: np.ndarray):
+    """The nonzero entries of ``N = max(−Y Y_Iᵀ, 0)`` as ``(rows, cols, values)`` (int64,
+    int64, float64), formed a block of columns at a time in ``Y``'s precision.
 
-    ``O(V K |I|)`` work; memory: the result and one V × 128 float64 block.
+    ``O(V K |I|)`` work; memory: the entries and one V × 128 block.
     """
-    out = np.zeros((Y.shape[0], scanned.size), dtype=np.float32)
-    rows, cols = [], []
+    rows, cols, vals = [], [], []
     for s in range(0, scanned.size, _SCAN_COLUMNS):
         i, p, v = anchor_negative_entries(Y @ Y[scanned[s : s + _SCAN_COLUMNS]].T)
-        p += s
-        out[i, p] = v
         rows.append(i)
-        cols.append(p)
-    empty = np.empty(0, dtype=np.int64)
-    return out, (np.concatenate(rows) if rows else empty, np.concatenate(cols) if cols else empty)
+        cols.append(p + s)
+        vals.append(v)
+    cat = (lambda xs, dt: np.concatenate(xs) if xs else np.empty(0, dtype=dt))
+    return cat(rows, np.int64), cat(cols, np.int64), cat(vals, np.float64)
+
+
+def _negatives(Y: np.ndarray, scanned: np.ndarray):
+    """``N = max(−Y Y_Iᵀ, 0)`` as a float32 (V × |I|) array, and its nonzero entries
+    ``(rows, cols)``."""
+    i, p, v = _negative_entries(Y, scanned)
+    out = np.zeros((Y.shape[0], scanned.size), dtype=np.float32)
+    out[i, p] = v
+    return out, (i, p)
 
 
 def _low_inner(Ya: np.ndarray, ra: float, Yb: np.ndarray, rb: float) -> float:
@@ -513,11 +522,7 @@ def rectify_lowrank(
     K = n_topics
     eig_tol, init_eigvecs = check_loop_args(V, K, max_iter, anderson, tol, eig_tol,
                                              init_eigvecs)
-    if rows is None:
-        rows = default_rows(V, K)
-    if not isinstance(rows, (int, np.integer)) or rows < 1:
-        raise InputError(f"rows must be a positive integer, got {rows!r}")
-    rows = int(min(rows, V))
+    rows = scan_rows(V, K, rows)
     rng = np.random.default_rng(random_state)
 
     theta, X, _, info = top_eigh(lambda Z: C @ Z, V, K, init=init_eigvecs, tol=eig_tol,

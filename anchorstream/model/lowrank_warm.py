@@ -22,7 +22,7 @@ import numpy as np
 
 from anchorstream.errors import InputError
 from anchorstream.model.eigen import orthonormal_complement
-from anchorstream.model.lowrank import LowRankResult, default_rows, lowrank_result
+from anchorstream.model.lowrank import LowRankResult, lowrank_result, scan_rows
 
 __all__ = ["PROBES", "data_product", "probes", "rectify_lowrank_update"]
 
@@ -95,6 +95,7 @@ def rectify_lowrank_update(
     if G.ndim != 2 or G.shape[0] != V or G.shape[1] < 1:
         raise InputError(f"probe_vectors must have shape ({V}, m) with m >= 1, got {G.shape}")
     K = F.shape[1]
+    n_rows = scan_rows(V, K, rows)
     if old.shape != (V, K + G.shape[1]):
         raise InputError(f"previous_product must have shape {(V, K + G.shape[1])} (the "
                          f"factor's and the probes' columns), got {old.shape}")
@@ -130,7 +131,6 @@ def rectify_lowrank_update(
         X = np.hstack([X, np.zeros((V, K - X.shape[1]))])
         theta = np.concatenate([theta, np.zeros(K - theta.size)])
     Y = X * np.sqrt(np.maximum(theta, 0.0))
-    n_rows = default_rows(V, K) if rows is None else int(min(rows, V))
     scanned = np.argsort(-np.einsum("ij,ij->i", Y, Y), kind="stable")[:n_rows]
     return lowrank_result(Y, scanned, X, theta, n_iter=0, residual=change, converged=True,
                           n_products=1)

@@ -13,11 +13,12 @@ import numpy as np
 from anchorstream.errors import InputError
 from anchorstream.stats.wordpatterns import SplitStatistic
 
-__all__ = ["estimate_topics"]
+__all__ = ["estimate_topics", "project_simplex_rows"]
 
 
-def _project_simplex_rows(Y: np.ndarray) -> np.ndarray:
-    """Euclidean projection of every row onto the probability simplex (sort-based)."""
+def project_simplex_rows(Y: np.ndarray) -> np.ndarray:
+    """Euclidean projection of every row onto the probability simplex (sort-based); also
+    AnchorFree's regression read-out's."""
     n, K = Y.shape
     U = -np.sort(-Y, axis=1)
     css = np.cumsum(U, axis=1) - 1.0
@@ -117,7 +118,7 @@ def _fista_simplex(G: np.ndarray, H: np.ndarray, L: float, max_iter, tol) -> np.
     z, t = b.copy(), 1.0
     for _ in range(int(max_iter)):
         grad = 2.0 * z @ G - H
-        b_new = _project_simplex_rows(z - grad / L)
+        b_new = project_simplex_rows(z - grad / L)
         delta = float(np.max(np.abs(b_new - b)))
         # Gradient restart: drop momentum when it points uphill (keeps FISTA monotone-ish).
         if np.sum((z - b_new) * (b_new - b)) > 0:

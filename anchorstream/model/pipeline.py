@@ -362,12 +362,12 @@ class AnchorModel:
         index = {w: i for i, w in enumerate(old_vocabulary)}
         src = np.array([index.get(w, -1) for w in new_vocabulary], dtype=np.int64)
         keep = src >= 0
-        V, K = len(new_vocabulary), self.n_topics
+        V = len(new_vocabulary)
 
         def move(arr):
             if arr is None:
                 return None
-            out = np.zeros((V, K))
+            out = np.zeros((V, arr.shape[1]))
             out[keep] = arr[src[keep]]
             return out
 
@@ -381,11 +381,8 @@ class AnchorModel:
         clone.eigvecs_ = move(self.eigvecs_)
         clone.rectify_factor_ = move(self.rectify_factor_)
         for name in ("rectify_data_product_", "rectify_probes_"):
-            arr = getattr(self, name, None)
-            if arr is not None:
-                moved = np.zeros((V, arr.shape[1]))
-                moved[keep] = arr[src[keep]]
-                setattr(clone, name, moved)
+            if getattr(self, name, None) is not None:
+                setattr(clone, name, move(getattr(self, name)))
         if self.rectify_data_ is not None:
             # Zeros for new words. Shared, not copied, when the vocabulary is unchanged: a
             # fit reads its init's data and never writes it.

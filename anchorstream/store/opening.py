@@ -34,6 +34,7 @@ from anchorstream.store.settings import (
     choose_docstats,
     warn_other_settings,
 )
+from anchorstream.text.vocabulary import MAX_DF_MIN_DOCS
 
 __all__ = ["Opening"]
 
@@ -53,7 +54,7 @@ class Opening:
         admit_threshold: float = 5.0,
         sketch_size: int | None = None,
         max_df: float | None = None,
-        max_df_min_docs: int = 1000,
+        max_df_min_docs: int = MAX_DF_MIN_DOCS,
         maintain_every: int = 1000,
         stopwords: Iterable[str] = (),
         seed: Sequence[str] = (),

@@ -12,7 +12,7 @@ from anchorstream.stats.accumulator import Forgetting
 from anchorstream.stats.cooccurrence import cap_pairs
 from anchorstream.stats.documents import DocStatsSettings, DocumentStatistics
 from anchorstream.store.format import FORMAT_VERSION, VOCAB_SETTINGS
-from anchorstream.text.vocabulary import StreamingVocabulary
+from anchorstream.text.vocabulary import MAX_DF_MIN_DOCS, StreamingVocabulary
 
 __all__ = [
     "RUNTIME_DEFAULTS",
@@ -106,7 +106,7 @@ def warn_other_settings(config: Mapping, requested: Mapping, where: str) -> None
 
 def build_config(
     capacity, chunk_size=256, shard_size=None, admit_threshold=5.0, sketch_size=None,
-    max_df=None, max_df_min_docs=1000, maintain_every=1000, stopwords=(), seed=(),
+    max_df=None, max_df_min_docs=MAX_DF_MIN_DOCS, maintain_every=1000, stopwords=(), seed=(),
     pin_seed=True, forgetting=None, length_cap=2,
 ) -> tuple[dict, StreamingVocabulary, Forgetting]:
     """Validated store metadata, the initial vocabulary and the forgetting settings."""

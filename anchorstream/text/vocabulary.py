@@ -52,7 +52,11 @@ import numpy as np
 from anchorstream._kernels.store import store_add_doc_freq
 from anchorstream.errors import InputError
 
-__all__ = ["StreamingVocabulary", "decode_words", "encode_words", "read_seed_vocabulary"]
+__all__ = ["MAX_DF_MIN_DOCS", "StreamingVocabulary", "decode_words", "encode_words",
+           "read_seed_vocabulary"]
+
+#: Default documents to see before ``max_df`` applies (``max_df_min_docs``).
+MAX_DF_MIN_DOCS = 1000
 
 _STOP = -2
 _BLOCKED = -3
@@ -129,7 +133,7 @@ class StreamingVocabulary:
         The sketch keeps between ``sketch_size`` and ``2 * sketch_size`` candidate words.
     max_df : float in (0, 1] or None, default None
         Block words in more than this fraction of documents (None: no limit).
-    max_df_min_docs : int, default 1000
+    max_df_min_docs : int, default MAX_DF_MIN_DOCS (1000)
         Documents to see before ``max_df`` applies.
     maintain_every : int, default 1000
         ``max_df`` is checked before every ``maintain_every``-th document.
@@ -156,7 +160,7 @@ class StreamingVocabulary:
         admit_threshold: float = 5.0,
         sketch_size: int | None = None,
         max_df: float | None = None,
-        max_df_min_docs: int = 1000,
+        max_df_min_docs: int = MAX_DF_MIN_DOCS,
         maintain_every: int = 1000,
         stopwords: Iterable[str] = (),
         seed: Sequence[str] = (),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import json
 import logging
 import os
 import sys
@@ -24,7 +25,8 @@ from anchorstream.model.methods import fit_topics
 from anchorstream.model.registry import ANCHOR_METHODS, METHODS, method_spec
 from anchorstream.model.lowrank import DocumentCooccurrence
 from anchorstream.model.pipeline import RECOVER_METHODS, RECTIFY_METHODS, ModelSettings
-from anchorstream.snapshot import read_snapshot, write_snapshot
+from anchorstream.snapshot import write_snapshot
+from anchorstream.snapshot.layout import MANIFEST
 from anchorstream.text.tokenize import count_matrix, select_vocabulary
 from daemon.cli.options import (
     HelpFormatter,
@@ -386,8 +388,10 @@ def run(args) -> int:
 
 
 def _print_background(path: Path, shown: int = 20) -> None:
-    """The background words the snapshot reports (its ``extra["background_words"]``)."""
-    found = (read_snapshot(path).extra or {}).get("background_words")
+    """The background words the snapshot reports (its ``extra["background_words"]``), from
+    its manifest alone: the snapshot was just written, so nothing else is read back."""
+    manifest = json.loads((path / MANIFEST).read_text(encoding="utf-8"))
+    found = (manifest.get("extra") or {}).get("background_words")
     if not found:
         return
     words = " ".join(entry[0] for entry in found["words"][:shown])

@@ -45,7 +45,7 @@ from anchorstream.stats.accumulator import Forgetting
 from anchorstream.text.decode import FORMATS
 from anchorstream.errors import InputError
 from anchorstream.text.tokenize import vocabulary_by_df
-from anchorstream.text.vocabulary import read_seed_vocabulary
+from anchorstream.text.vocabulary import MAX_DF_MIN_DOCS, read_seed_vocabulary
 from daemon.cli.options import (
     HelpFormatter,
     ADMIT_THRESHOLD,
@@ -61,7 +61,8 @@ from daemon.cli.options import (
 )
 from daemon.settings import MessageConfig
 from daemon.ingest.files import FileSource, file_key, iter_lines
-from daemon.ingest.loop import IngestLoop, record_tokens
+from daemon.ingest.loop import IngestLoop
+from daemon.ingest.records import record_tokens
 
 if TYPE_CHECKING:
     from anchorstream.store import CooccurrenceStore
@@ -76,9 +77,6 @@ MAX_BYTES = MessageConfig().max_bytes
 MAX_TOKENS = MessageConfig().max_tokens
 #: How a new store's vocabulary is chosen (``--vocabulary``).
 VOCABULARY_RULES = ("first-pass", "stream")
-#: Documents before a store applies ``max_df`` (the store's ``max_df_min_docs``); the first
-#: pass applies it from the same count.
-MAX_DF_MIN_DOCS = 1000
 
 
 def register(subparsers) -> None:
@@ -176,12 +174,13 @@ def first_pass_vocabulary(paths, *, tokenizer, capacity: int, min_df: float,
                           max_bytes: int = MAX_BYTES, max_tokens: int = MAX_TOKENS) -> list[str]:
     """The vocabulary ``fit --input`` would choose from ``paths``, by the store's settings.
 
-    Every line is read by the ingest loop's rule (:func:`daemon.ingest.loop.record_tokens`,
+    Every line is read by the ingest loop's rule (:func:`daemon.ingest.records.record_tokens`,
     the same limits); a line it rejects counts for nothing. The words in at least ``min_df``
-    documents and, once there are :data:`MAX_DF_MIN_DOCS` documents (when the store starts
-    applying it), in at most ``max_df`` of them, most document-frequent first, at most
-    ``capacity`` (:func:`anchorstream.text.tokenize.vocabulary_by_df`, ``fit``'s rule). Only
-    the document frequencies are held, not the documents.
+    documents and, once there are ``MAX_DF_MIN_DOCS`` documents (when the store, created with
+    that default ``max_df_min_docs``, starts applying it), in at most ``max_df`` of them, most
+    document-frequent first, at most ``capacity``
+    (:func:`anchorstream.text.tokenize.vocabulary_by_df`, ``fit``'s rule). Only the document
+    frequencies are held, not the documents.
     """
     df: collections.Counter[str] = collections.Counter()
     n_docs = 0
