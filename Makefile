@@ -10,8 +10,8 @@ PY := $(VENV)/bin/python
 # packages from the same index as pip but downloads and unpacks them in parallel, and, like
 # `pip --no-compile`, leaves byte-compiling to the first import. A fresh `make demo` install
 # on two cores: 32 s wall / 6.8 s CPU against pip's 75 s / 12.7 s (load 9-16, empty download
-# caches; README "First run, measured" and benchmarks/first_run.sh). Where uv cannot run (no wheel for the platform, an
-# index only pip is configured for), pip installs the same thing.
+# caches; README "First run, measured" and benchmarks/first_run.sh). Where uv cannot run (no
+# wheel for the platform, an index only pip is configured for), pip installs the same thing.
 UV_INSTALL = $(PY) -m pip install --quiet --no-compile uv \
 	&& $(VENV)/bin/uv pip install --quiet --python $(PY) $(1) \
 	|| $(PY) -m pip install --quiet --no-compile $(1)
