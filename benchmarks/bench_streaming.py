@@ -364,6 +364,11 @@ def part_refit(args) -> None:
           flush=True)
     print(refit_row("B fitted with A's anchors pinned (own vocabularies)", a,
                     own["B"].topics(pinned_words=a.anchors)), flush=True)
+    keep = np.random.default_rng(1).random(half) >= 0.01
+    fewer = [d for d, k in zip(parts["A"], keep) if k]
+    print(refit_row(f"A itself with 1 % of its documents left out ({half - len(fewer)}; A's "
+                    "vocabulary)", a, rectified("A-1pct", fewer, own["A"].words).topics()),
+          flush=True)
     same = {h: rectified(f"{h}-fullvocab", parts[h], wf) for h in ("A", "B")}
     fa, fb = same["A"].topics(), same["B"].topics()
     print(refit_row("B, both on the whole period's vocabulary", fa, fb), flush=True)
