@@ -37,9 +37,9 @@ from anchorstream.model.candidates import (ANCHOR_CANDIDATES, ANCHOR_MIN_DF, ANC
                                            anchor_min_df_for, candidate_words, row_noise)
 from anchorstream.model.lowrank import LowRankCooccurrence
 
-__all__ = ["ANCHOR_CANDIDATES", "ANCHOR_MIN_DF", "ANCHOR_NOISE", "anchor_min_df_for",
-           "candidate_words", "fast_anchor_words", "find_anchors", "pivoted_qr_anchors",
-           "row_noise"]
+__all__ = ["ANCHOR_CANDIDATES", "ANCHOR_MIN_DF", "ANCHOR_NOISE", "WARM_SWAP_MARGIN",
+           "anchor_min_df_for", "candidate_words", "fast_anchor_words", "find_anchors",
+           "pivoted_qr_anchors", "row_noise"]
 
 #: A row whose squared distance to the span is below this fraction of the largest squared row
 #: norm is treated as lying in the span (rounding level of the running distance updates).
@@ -48,6 +48,11 @@ _SPAN_RTOL = 1e-13
 #: A cleanup replacement must be farther than the current anchor by this relative margin, so
 #: that rounding never swaps an anchor for an equally good row (keeps warm starts stable).
 _SWAP_RTOL = 1e-9
+
+#: A warm start keeps an anchor unless a row is farther from the others' span by this relative
+#: margin (squared distance): hysteresis that keeps a refresh's anchors and topic ids through
+#: near ties and saves a pass per kept anchor (benchmarks/README.md, "Warm refresh ...").
+WARM_SWAP_MARGIN = 0.05
 
 
 # --------------------------------------------------------------------------------------------
@@ -270,8 +275,10 @@ class _SpanSearch:
         self._mark_chosen()
         return n
 
-    def cleanup(self, positions: Sequence[int]) -> None:
+    def cleanup(self, positions: Sequence[int], margin: float = _SWAP_RTOL) -> None:
         """Arora et al. Alg. 4, second loop, for the anchors at the given positions.
+
+        A replacement must be farther than the anchor by the relative ``margin``.
 
         The span of all anchors but ``i`` is the full span minus one direction ``w`` (in basis
         coordinates, the unit vector orthogonal to the other anchors' coordinates), so the
@@ -298,7 +305,7 @@ class _SpanSearch:
             score[others] = -np.inf
             n = int(np.argmax(score))
             current = int(S[pos])
-            if n == current or not score[n] > score[current] + _SWAP_RTOL * abs(score[current]):
+            if n == current or not score[n] > score[current] + margin * abs(score[current]):
                 continue
             # Householder H with H w = ±e_K: H is symmetric orthogonal, Q H spans the same space
             # and its last column is ±Q w, the direction to drop.
@@ -319,7 +326,7 @@ class _SpanSearch:
 
 
 def _search(X, scale, allowed, pinned, init, K, *, cleanup: bool, sqnorm=None,
-            noise=None) -> _SpanSearch:
+            noise=None, margin: float = _SWAP_RTOL) -> _SpanSearch:
     """Pinned first, then ``init``, then greedy up to ``K``; then the optional cleanup pass."""
     s = _SpanSearch(X, scale, allowed, K, sqnorm, _check_noise(noise, X.shape[0]))
     s.extend(pinned.tolist(), strict=True)
@@ -328,7 +335,7 @@ def _search(X, scale, allowed, pinned, init, K, *, cleanup: bool, sqnorm=None,
     while s.k < K:
         s.pick_next()
     if cleanup:
-        s.cleanup(range(pinned.size, K))
+        s.cleanup(range(pinned.size, K), margin)
     return s
 
 
@@ -349,6 +356,7 @@ def pivoted_qr_anchors(
     row_sqnorms: np.ndarray | None = None,
     return_products: bool = False,
     noise: np.ndarray | None = None,
+    swap_margin: float | None = None,
 ) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
     """Anchor words by sparse implicit column-pivoted QR (JSMF Algorithm 2).
 
@@ -373,8 +381,8 @@ def pivoted_qr_anchors(
         Warm start, e.g. the previous model's anchors: after the pinned words they are taken as
         the starting span (one block product), further anchors are added greedily, then one
         cleanup pass (as in :func:`fast_anchor_words`) replaces any that is no longer the
-        farthest row from the span of the others. Entries that are not (non-empty) candidates
-        or are pinned are ignored. The result keeps their order.
+        farthest row from the span of the others by ``swap_margin``. Entries that are not
+        (non-empty) candidates or are pinned are ignored. The result keeps their order.
     check_input : bool
         False skips the scan of a dense float64 ``C`` for NaN and infinite entries: for a
         matrix the caller produced and checked itself (``AnchorModel.fit``'s rectified one).
@@ -391,6 +399,9 @@ def pivoted_qr_anchors(
         Taken off each row's squared distance to the span when choosing (greedy and cleanup
         steps alike): the rows' expected squared sampling error (:func:`row_noise`), so the
         search compares estimates of the true distances. Default: nothing.
+    swap_margin : float
+        With ``init``, the cleanup replaces an anchor only by a row farther from the span of
+        the others by this relative margin (squared distance; >= 0; None: :data:`WARM_SWAP_MARGIN`).
 
     Returns
     -------
@@ -415,8 +426,12 @@ def pivoted_qr_anchors(
     """
     C, row_sums, allowed, pinned, init = _prepare(C, n_topics, candidates, pinned, init,
                                                   check_input, row_sums)
+    if swap_margin is None:
+        swap_margin = WARM_SWAP_MARGIN
+    if not (isinstance(swap_margin, (int, float, np.floating)) and swap_margin >= 0):
+        raise InputError(f"swap_margin must be a number >= 0, got {swap_margin!r}")
     s = _search(C, row_sums, allowed, pinned, init, n_topics, cleanup=init is not None,
-                sqnorm=row_sqnorms, noise=noise)
+                sqnorm=row_sqnorms, noise=noise, margin=max(float(swap_margin), _SWAP_RTOL))
     anchors = np.asarray(s.chosen, dtype=np.int64)
     if not return_products:
         return anchors
