@@ -130,6 +130,7 @@ class DocumentCooccurrence:
         total = float(np.sum(w * n * (n - 1.0)))
         self.length_cap = length_cap
         self.num_docs = int(used.sum())
+        self.num_tokens = float(n[used].sum())
         self.n_words = X.shape[1]
         self.shape = (self.n_words, self.n_words)
         self.total = total

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from anchorstream.model.anchors import ANCHOR_CANDIDATES, ANCHOR_MIN_DF
+from anchorstream.model.anchors import ANCHOR_CANDIDATES, ANCHOR_MIN_DF, ANCHOR_NOISE
 from anchorstream.stats.cooccurrence import cooccurrence
 from anchorstream.text.decode import FORMATS, DecodeError
 from anchorstream.errors import InputError
@@ -123,6 +123,20 @@ def _available_bytes() -> int:
         return 0
 
 
+def _anchor_options(p) -> None:
+    """The anchor search's candidates and their noise."""
+    p.add_argument("--anchor-min-df", type=int, default=ANCHOR_MIN_DF,
+                   help="only words in at least this many documents may be anchors (fewer "
+                        "where fewer than 2 x topics words are that frequent)")
+    p.add_argument("--anchor-candidates", type=int, default=ANCHOR_CANDIDATES, metavar="N",
+                   help="anchors qr/fast: at most N x topics candidates, the most frequent "
+                        "words (anchor_min_df is raised where more reach it); 0 = no cap")
+    p.add_argument("--anchor-noise", type=float, default=ANCHOR_NOISE, metavar="X",
+                   help="anchors qr/fast: take X times each word's estimated sampling noise "
+                        "(1 / (documents x (mean length - 1))) off its distance to the span "
+                        "when choosing anchors; 0 = the plain farthest word")
+
+
 def register(subparsers) -> None:
     p = subparsers.add_parser(
         "fit",
@@ -179,12 +193,7 @@ def register(subparsers) -> None:
                    help="anchor finder: qr = sparse implicit pivoted QR (JSMF), "
                         "fast = FastAnchorWords (Arora 2013), ddp/rp = data-dependent / random "
                         "projections (Ding 2014, need --input)")
-    p.add_argument("--anchor-min-df", type=int, default=ANCHOR_MIN_DF,
-                   help="only words in at least this many documents may be anchors (fewer "
-                        "where fewer than 2 x topics words are that frequent)")
-    p.add_argument("--anchor-candidates", type=int, default=ANCHOR_CANDIDATES, metavar="N",
-                   help="anchors qr/fast: at most N x topics candidates, the most frequent "
-                        "words (anchor_min_df is raised where more reach it); 0 = no cap")
+    _anchor_options(p)
     p.add_argument("--recover", choices=RECOVER_METHODS, default="admm",
                    help="recovery: admm (JSMF), l2/kl (exponentiated gradient), inverse (baseline)")
     p.add_argument("--no-rectify", dest="rectify", action="store_false",
@@ -538,6 +547,7 @@ def _fit(args, counts: _Counts, clock: _CpuClock):
         warm_state=False,  # no refit follows a one-off fit
         anchor_min_df=args.anchor_min_df,
         anchor_candidates=args.anchor_candidates,
+        anchor_noise=args.anchor_noise,
         recover_method=args.recover,
     )
 

@@ -249,6 +249,9 @@ class ModelConfig(_Section):
     anchor_candidates: Int(0) = Field(
         40, description="anchors qr/fast: at most this many candidates per topic, the most "
         "frequent words (anchor_min_df is raised where more reach it); 0 = no cap")
+    anchor_noise: Float(0.0) = Field(
+        0.0, description="anchors qr/fast: multiple of each word's estimated sampling noise "
+        "taken off its distance to the span when choosing anchors; 0 = plain farthest word")
     random_state: Int(0) = Field(0, description="seed")
     rectify_max_iter: Int(1) = Field(150, description="rectification iteration cap")
     supertopics: Int(0) = Field(
@@ -318,6 +321,7 @@ class ModelConfig(_Section):
             "anchor_method": self.anchor_method,
             "anchor_min_df": self.anchor_min_df,
             "anchor_candidates": self.anchor_candidates,
+            "anchor_noise": self.anchor_noise,
             "recover_method": self.recover_method,
             "random_state": self.random_state,
         }
