@@ -15,7 +15,9 @@ Three parts (``--part contention|ingest|read``, default all), each printing a ta
 * **read** — the refresher's read-and-sum (``read_partitions``, dense and ``sparse=True``, the
   low-rank refresh's) of the same documents spread over P = 1, 2, 4, 8, 16 partition stores,
   with each read's peak traced allocation, beside ``open_committed`` and
-  ``open_committed_sparse`` of one store holding them all (the peers).
+  ``open_committed_sparse`` of one store holding them all (the peers); then the refresher's
+  kept reader (``PartitionReader``, which reads only the partitions that moved, from their new
+  segments) against the full read in the same run, after m of the P partitions committed.
 
 Run: ``nice -n 10 prlimit --as=12000000000 .venv/bin/python benchmarks/bench_scaleout.py``.
 """
@@ -270,6 +272,48 @@ def read(n_docs: int) -> None:
             print(f"| {P} | {np.median(times):.3f} | {np.median(sparse_times):.3f} | "
                   f"{len(state.words)} | {dense_mb:.0f} | {sparse_mb:.0f} | {t_one:.3f} | "
                   f"{t_one_sparse:.3f} |", flush=True)
+        incremental(root, rng)
+
+
+def incremental(root: Path, rng) -> None:
+    """The refresher's kept reader (``PartitionReader``) against the full read, after ``m`` of
+    the ``P`` partitions committed 200 more documents each (the stores of :func:`read`)."""
+    from anchorstream.store import CooccurrenceStore, partition_url, read_partitions
+    from anchorstream.store.partread import PartitionReader
+
+    print("\n## Refresher read, incremental: m of P partitions committed 200 more documents "
+          "each since the last read (the stores above; median of 3 rounds)\n")
+    print("| P | moved m | read_partitions s (full, peer) | PartitionReader s | "
+          "read_partitions sparse s (peer) | PartitionReader sparse s | sum updated in place |")
+    print("| ---: | ---: | ---: | ---: | ---: | ---: | :---: |")
+    for P in (1, 2, 4, 8, 16):
+        base = root / f"p{P}"
+        parts = [("t", p) for p in range(P)]
+        stores = [CooccurrenceStore.open(partition_url(base, "t", p)) for p in range(P)]
+        readers = {sparse: PartitionReader(base, sparse=sparse) for sparse in (False, True)}
+        for r in readers.values():
+            r.read(parts)  # warm: every partition read once
+        for m in sorted({0, 1, P // 2, P}):
+            times: dict[str, list[float]] = {"full": [], "inc": [], "full_sp": [], "inc_sp": []}
+            in_place = set()
+            for _ in range(3):
+                for s in stores[:m]:
+                    ranks = np.minimum(rng.zipf(1.1, size=(200, 30)), 5000)
+                    s.add([[f"w{r}" for r in row] for row in ranks])
+                    s.checkpoint()
+                for name, fn in (("full", lambda: read_partitions(base, parts)),
+                                 ("inc", lambda: readers[False].read(parts)),
+                                 ("full_sp", lambda: read_partitions(base, parts, sparse=True)),
+                                 ("inc_sp", lambda: readers[True].read(parts))):
+                    t0 = time.perf_counter()
+                    fn()
+                    times[name].append(time.perf_counter() - t0)
+                in_place |= {readers[False].last["in_place"], readers[True].last["in_place"]}
+            med = {k: float(np.median(v)) for k, v in times.items()}
+            print(f"| {P} | {m} | {med['full']:.3f} | {med['inc']:.3f} | {med['full_sp']:.3f} "
+                  f"| {med['inc_sp']:.3f} | {'/'.join(sorted(map(str, in_place)))} |",
+                  flush=True)
+        del readers, stores
 
 
 def main() -> None:

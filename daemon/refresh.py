@@ -158,8 +158,8 @@ class Refresher:
     reader : callable ``(version, sparse) -> state``, optional
         Reads the state to fit (default: :func:`~anchorstream.store.open_committed` of
         ``store_url``), sparse counts when ``sparse`` (:attr:`sparse`); the partitioned layout
-        passes one that sums every partition's store (:func:`anchorstream.store.read_partitions`),
-        whose ``partitions`` (each partition's version and offset) go into ``source``.
+        passes a kept :class:`~anchorstream.store.partread.PartitionReader`'s sum, whose
+        ``partitions`` (each partition's version and offset) go into ``source``.
     clock : callable, default time.monotonic
     """
 
@@ -341,8 +341,9 @@ class Refresher:
                 cooc = (cooc_all if idx.size == cooc_all.n_words
                         else cooc_all.subset(idx, keep_total=False))
             else:
-                # Cold with every word selected, the fit may take the counts' memory itself.
-                share = idx.size == cooc_all.n_words and not self.warm_start
+                # Cold with every word selected, the fit may take the counts' memory itself
+                # (not a partitioned reader's: it keeps its sum for the next read).
+                share = idx.size == cooc_all.n_words and not (self.warm_start or self.reader)
                 cooc = _subset(cooc_all, idx, out=None if share
                                else self._buffers.get("subset", idx.size ** 2, np.float64))
             self._check_enough(cooc, len(words))

@@ -44,8 +44,9 @@ from anchorstream.store.repository import open_repo, pass_through, repo_exists, 
 from anchorstream.store.sparseread import read_version_sparse
 from anchorstream.zarrio import get, get_words
 
-__all__ = ["PARTITIONS_DIR", "PartitionedState", "committed_docs", "partition_key", "partition_url",
-           "pin_partitions", "read_partitions"]
+__all__ = ["PARTITIONS_DIR", "PartitionSum", "PartitionedState", "add_by_rows", "check_summable",
+           "committed_docs", "keep_words", "partition_key", "partition_url", "pin_partitions",
+           "read_partitions", "read_vocabulary", "remap_upper"]
 
 #: Directory (prefix) under the root holding one store per partition.
 PARTITIONS_DIR = "partitions"
@@ -149,7 +150,7 @@ def committed_docs(root, partitions: Iterable[tuple[str, int]], *,
     return total
 
 
-def _vocabulary(repo, url: str, version: str) -> tuple[dict, list[str], np.ndarray]:
+def read_vocabulary(repo, url: str, version: str) -> tuple[dict, list[str], np.ndarray]:
     """``(config, active words, their document frequencies)`` of one version, no matrix."""
     try:
         session = repo.readonly_session(snapshot_id=version)
@@ -167,7 +168,7 @@ def _vocabulary(repo, url: str, version: str) -> tuple[dict, list[str], np.ndarr
     return meta["config"], [words_all[s] for s in active], doc_freq[active]
 
 
-def _keep_words(vocabularies: list[tuple[list[str], np.ndarray]], max_words: int | None
+def keep_words(vocabularies: list[tuple[list[str], np.ndarray]], max_words: int | None
                 ) -> dict[str, int]:
     """``{word: row}`` of the union: every word, or the ``max_words`` of largest summed
     document frequency (ties by word), in first-seen order."""
@@ -186,8 +187,10 @@ def _keep_words(vocabularies: list[tuple[list[str], np.ndarray]], max_words: int
 BLOCK_ROWS = 256
 
 
-def _add_by_rows(out: np.ndarray, part: np.ndarray, rows: np.ndarray) -> None:
-    """``out[rows[i], rows[j]] += part[i, j]`` for every ``i, j`` with ``rows >= 0``.
+def add_by_rows(out: np.ndarray, part: np.ndarray, rows: np.ndarray, *,
+                subtract: bool = False) -> None:
+    """``out[rows[i], rows[j]] += part[i, j]`` for every ``i, j`` with ``rows >= 0`` (``-=``
+    with ``subtract``).
 
     ``rows`` are distinct. A partition's matrix is gathered into the union's order a block of
     rows at a time (scattering with ``np.ix_`` on both axes was 5× slower than the read at
@@ -201,19 +204,22 @@ def _add_by_rows(out: np.ndarray, part: np.ndarray, rows: np.ndarray) -> None:
     have, dst = have[order], rows[have][order]
     k = dst.size
     prefix = bool(dst[-1] == k - 1)  # sorted and distinct: dst == arange(k)
+    add = np.subtract if subtract else np.add
     if prefix and np.array_equal(have, np.arange(k)):
-        out[:k, :k] += part[:k, :k]
+        add(out[:k, :k], part[:k, :k], out=out[:k, :k])
         return
     for b in range(0, k, BLOCK_ROWS):
         src_rows = have[b:b + BLOCK_ROWS]
         block = part[src_rows][:, have]
         if prefix:
-            out[b:b + src_rows.size, :k] += block
+            target = out[b:b + src_rows.size, :k]
+            add(target, block, out=target)
         else:
-            out[np.ix_(dst[b:b + BLOCK_ROWS], dst)] += block
+            at = np.ix_(dst[b:b + BLOCK_ROWS], dst)
+            out[at] = add(out[at], block)
 
 
-def _check_summable(url: str, config: dict, caps: set) -> None:
+def check_summable(url: str, config: dict, caps: set) -> None:
     """Partition states add only without forgetting and with one document weighting."""
     forgetting = Forgetting.from_dict(config["forgetting"])
     if forgetting.decays or forgetting.ring > 1:
@@ -226,7 +232,7 @@ def _check_summable(url: str, config: dict, caps: set) -> None:
                          f"differently (length_cap {sorted(caps, key=str)})")
 
 
-def _remap_upper(upper, rows: np.ndarray, n: int):
+def remap_upper(upper, rows: np.ndarray, n: int):
     """A partition's upper triangle (CSR over its own positions) moved into the union's
     positions ``rows`` (``-1``: a word not kept), ``n × n``: only its entries are touched."""
     coo = upper.tocoo()
@@ -235,13 +241,17 @@ def _remap_upper(upper, rows: np.ndarray, n: int):
     return upper_csr(r[keep], c[keep], coo.data[keep], n)
 
 
-class _Sum:
+class PartitionSum:
     """What the partitions add up to, one partition's read at a time: dense counts
-    (``V × V``) or, ``sparse``, their upper triangle as CSR (``O(nnz)``)."""
+    (``V × V``) or, ``sparse``, their upper triangle as CSR (``O(nnz)``). Given ``counts``
+    (summed elsewhere: :class:`anchorstream.store.partread.PartitionReader`), only the
+    vectors, totals and offsets are summed (``add(..., counts=False)``)."""
 
-    def __init__(self, V: int, sparse: bool):
+    def __init__(self, V: int, sparse: bool, counts=None):
         self.V, self.sparse = V, sparse
-        self.counts = sp.csr_matrix((V, V)) if sparse else np.zeros((V, V))
+        if counts is None:
+            counts = sp.csr_matrix((V, V)) if sparse else np.zeros((V, V))
+        self.counts = counts
         self.unigram, self.doc_freq = np.zeros(V), np.zeros(V)
         self.num_docs = self.num_tokens = 0
         self.offsets: dict = {}
@@ -249,15 +259,15 @@ class _Sum:
         self.clock = 0.0
         self.n_docs = 0
 
-    def add(self, st, index: dict[str, int]) -> None:
+    def add(self, st, index: dict[str, int], *, counts: bool = True) -> None:
         rows = np.asarray([index.get(w, -1) for w in st.words], dtype=np.int64)
         keep = np.flatnonzero(rows >= 0)
         r = rows[keep]
         c = st.cooccurrence
-        if self.sparse:
-            self.counts = canonical_csr(self.counts + _remap_upper(c.upper, rows, self.V))
-        else:
-            _add_by_rows(self.counts, c.counts, rows)
+        if counts and self.sparse:
+            self.counts = canonical_csr(self.counts + remap_upper(c.upper, rows, self.V))
+        elif counts:
+            add_by_rows(self.counts, c.counts, rows)
         self.unigram[r] += c.unigram[keep]
         self.doc_freq[r] += c.doc_freq[keep]
         self.num_docs += c.num_docs
@@ -267,6 +277,18 @@ class _Sum:
         self.offsets.update(offsets)
         self.clock = max(self.clock, st.clock)
         self.n_docs += st.n_docs_added
+
+    def state(self, index: dict[str, int], pins: Mapping[str, str | None], info: dict,
+              cap) -> PartitionedState:
+        """The :class:`PartitionedState` of this sum over the words ``index`` of the pinned
+        versions ``pins`` (``info``: each partition's entry)."""
+        offsets = dict(self.offsets)
+        if self.topic_ids:
+            offsets["kafka:topic_ids"] = self.topic_ids
+        digest = hashlib.sha256(
+            json.dumps(sorted(pins.items()), default=str).encode()).hexdigest()
+        return PartitionedState(self.cooccurrence(cap), list(index), None, offsets,
+                                "p" + digest[:24], self.clock, self.n_docs, None, info)
 
     def cooccurrence(self, cap):
         kind = SparseCooccurrence if self.sparse else Cooccurrence
@@ -318,11 +340,11 @@ def read_partitions(root, partitions: Iterable[tuple[str, int]], *,
         if pins.get(key) is None:
             continue
         repo, _ = open_repo(url, storage_options)
-        config, words, freq = _vocabulary(repo, url, pins[key])
-        _check_summable(url, config, caps)
+        config, words, freq = read_vocabulary(repo, url, pins[key])
+        check_summable(url, config, caps)
         found.append((key, url, repo, words, freq))
-    index = _keep_words([(w, f) for *_, w, f in found], max_words)
-    total = _Sum(len(index), sparse)
+    index = keep_words([(w, f) for *_, w, f in found], max_words)
+    total = PartitionSum(len(index), sparse)
     info: dict = {partition_key(t, p): {"version": None, "offset": None, "n_docs_added": 0,
                                         "n_words": 0} for t, p in partitions}
     read = read_version_sparse if sparse else read_version
@@ -332,10 +354,4 @@ def read_partitions(root, partitions: Iterable[tuple[str, int]], *,
         info[key] = {"version": st.version, "offset": st.offsets.get(key),
                      "n_docs_added": st.n_docs_added, "n_words": len(st.words)}
         del st  # one partition's matrix at a time
-    offsets = dict(total.offsets)
-    if total.topic_ids:
-        offsets["kafka:topic_ids"] = total.topic_ids
-    cooc = total.cooccurrence(caps.pop() if caps else 2)
-    digest = hashlib.sha256(json.dumps(sorted(pins.items()), default=str).encode()).hexdigest()
-    return PartitionedState(cooc, list(index), None, offsets, "p" + digest[:24], total.clock,
-                            total.n_docs, None, info)
+    return total.state(index, pins, info, caps.pop() if caps else 2)

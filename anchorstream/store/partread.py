@@ -1,0 +1,228 @@
+"""Reading the partitioned layout again and again: only the partitions that moved.
+
+The refresher of the partitioned layout reads the sum of every partition store at each
+refresh. :func:`~anchorstream.store.read_partitions` reads every partition in full each time;
+a :class:`PartitionReader` keeps, for every partition, the version it read last and that
+read (its words, vectors and counts: dense, or the upper triangle as CSR for the low-rank
+refresh), and the sum of those reads over the union's words. At the next read it pins every
+head again, then:
+
+* a partition whose head has not moved is not read at all (its vocabulary neither);
+* a partition whose head moved is brought from its last read up to its new head by reading
+  only the segments committed since, as the single store's warm catch-up does
+  (:func:`~anchorstream.store.reading.plan_catch_up`: new segments added, evicted slots
+  zeroed), or read in full where the store does not allow that (a compaction or a change of
+  active slots since);
+* when the kept words (the union, or its ``max_words`` most frequent) are the same as at the
+  last read and few partitions moved (``2 m + 1 <= P`` for ``m`` of ``P``), the sum is
+  updated in place: each moved partition's last read is taken out of it and its new read
+  added, then rounding residues below zero are cleared; otherwise the sum is rebuilt from the
+  kept reads, without reading the store again.
+
+The result is :func:`~anchorstream.store.read_partitions` of the same pinned versions: the
+same words in the same order, the same vectors, offsets and totals, and the same counts to
+rounding (an in-place update adds and subtracts, so an entry may differ by a few units in the
+last place of the largest count it ever held; tests/test_store_partread.py checks 1e-12).
+
+Memory: every partition's last read plus the sum, ``8 (Σ_p V_p² + V²)`` bytes dense (the
+full read holds the sum and one partition's) or their non-zeros sparse. The counts returned
+belong to the reader and change at its next read: copy what must outlive it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from anchorstream._buffers import leading_view
+from anchorstream.stats.sparse import canonical_csr
+from anchorstream.store.partitions import (
+    PartitionedState,
+    PartitionSum,
+    add_by_rows,
+    check_summable,
+    keep_words,
+    partition_key,
+    partition_url,
+    pin_partitions,
+    read_vocabulary,
+    remap_upper,
+)
+from anchorstream.store.reading import read_version
+from anchorstream.store.repository import open_repo
+from anchorstream.store.sparseread import read_version_sparse
+
+__all__ = ["PartitionReader"]
+
+
+@dataclass
+class _Part:
+    """What the reader keeps of one partition: its last read (``state``: None while only its
+    vocabulary is known) and the rows of the sum it was added at (None: not in the sum)."""
+
+    version: str
+    config: dict
+    words: list
+    freq: np.ndarray
+    state: Any = None
+    rows: np.ndarray | None = None
+
+
+def _rows(words: list[str], index: Mapping[str, int]) -> np.ndarray:
+    return np.asarray([index.get(w, -1) for w in words], dtype=np.int64)
+
+
+class PartitionReader:
+    """Sums of every partition store under ``root``, read incrementally (see module notes).
+
+    Parameters
+    ----------
+    root : str or path-like
+        The partitioned store's root (path or URL).
+    max_words : int, optional
+        Keep at most this many words (largest summed document frequency, ties by word).
+    storage_options : mapping, optional
+        As for :func:`anchorstream.store.open_committed`.
+    sparse : bool, default False
+        Sparse counts (the low-rank refresh's read), as ``read_partitions(sparse=True)``.
+
+    Attributes
+    ----------
+    last : dict
+        What the last read did: ``partitions`` (pinned), ``moved`` (read from the store),
+        ``in_place`` (whether the sum was updated in place rather than rebuilt).
+    """
+
+    def __init__(self, root, *, max_words: int | None = None,
+                 storage_options: Mapping[str, Any] | None = None, sparse: bool = False):
+        self.root = root
+        self.max_words = max_words
+        self.storage_options = storage_options
+        self.sparse = bool(sparse)
+        self._parts: dict[str, _Part] = {}
+        self._index: dict[str, int] | None = None
+        self._counts = None  # the sum over self._index; None when it must be rebuilt
+        self._buffer = None  # the dense sum's memory, reused by a rebuild
+        self.last: dict = {}
+
+    def read(self, partitions: Iterable[tuple[str, int]], *,
+             versions: Mapping[str, str | None] | None = None) -> PartitionedState:
+        """The sum of the pinned versions (default: the heads now) of ``partitions``.
+
+        As :func:`~anchorstream.store.read_partitions` (same arguments, result and errors),
+        reading only what moved since this reader's last read.
+        """
+        partitions = sorted(set(partitions))
+        pins = dict(versions) if versions is not None else pin_partitions(
+            self.root, partitions, storage_options=self.storage_options)
+        try:
+            return self._read(partitions, pins)
+        except BaseException:
+            # A moved partition's last read may be half brought up to date: forget them all.
+            self._counts = self._index = None
+            for key, part in list(self._parts.items()):
+                if part.version != pins.get(key):
+                    del self._parts[key]
+            raise
+
+    def _read(self, partitions: list[tuple[str, int]], pins: Mapping[str, str | None]
+              ) -> PartitionedState:
+        vocab: dict[str, _Part] = {}
+        moved: list[tuple[str, str, Any]] = []
+        caps: set = set()
+        for topic, p in partitions:
+            key, url = partition_key(topic, p), partition_url(self.root, topic, p)
+            pin = pins.get(key)
+            if pin is None:
+                continue
+            part = self._parts.get(key)
+            if part is None or part.version != pin:
+                repo, _ = open_repo(url, self.storage_options)
+                part = _Part(pin, *read_vocabulary(repo, url, pin), state=None)
+                moved.append((key, url, repo))
+            check_summable(url, part.config, caps)
+            vocab[key] = part
+        index = keep_words([(part.words, part.freq) for part in vocab.values()], self.max_words)
+        summed = {k for k, part in self._parts.items() if part.rows is not None}
+        in_place = (self._counts is not None and index == self._index
+                    and summed <= set(vocab) and 2 * len(moved) + 1 <= len(vocab))
+        if not in_place:
+            self._counts = None
+        for key, url, repo in moved:
+            self._read_moved(key, url, repo, vocab[key], index, in_place)
+        self._parts = {key: vocab[key] for key in vocab}
+        if in_place:
+            self._clear_residues()
+        else:
+            self._rebuild(index)
+        self._index = index
+        self.last = {"partitions": len(vocab), "moved": len(moved), "in_place": in_place}
+        total = PartitionSum(len(index), self.sparse, counts=self._counts)
+        info: dict = {partition_key(t, p): {"version": None, "offset": None, "n_docs_added": 0,
+                                            "n_words": 0} for t, p in partitions}
+        for key, part in vocab.items():
+            st = part.state
+            total.add(st, index, counts=False)
+            info[key] = {"version": st.version, "offset": st.offsets.get(key),
+                         "n_docs_added": st.n_docs_added, "n_words": len(st.words)}
+        return total.state(index, pins, info, caps.pop() if caps else 2)
+
+    def _read_moved(self, key: str, url: str, repo, part: _Part, index: dict[str, int],
+                    in_place: bool) -> None:
+        """Read the moved partition ``key`` into ``part`` from its last read (taken out of the
+        sum first, and the new read added, when the sum is updated ``in_place``)."""
+        old = self._parts.get(key)
+        previous = None if old is None else old.state
+        if in_place and old is not None and old.rows is not None:
+            self._apply(previous, old.rows, subtract=True)
+        if self.sparse:
+            st = read_version_sparse(repo, url, part.version, previous=previous)
+        else:
+            st = read_version(repo, url, part.version,
+                              out=None if previous is None else previous.cooccurrence.counts,
+                              since=None if previous is None else previous.dense)
+        part.state = st
+        if in_place:
+            part.rows = _rows(st.words, index)
+            self._apply(st, part.rows)
+
+    def _apply(self, st, rows: np.ndarray, *, subtract: bool = False) -> None:
+        """Add (subtract) one partition's read, whose word ``i`` is row ``rows[i]``, to the sum."""
+        c = st.cooccurrence
+        if self.sparse:
+            part = remap_upper(c.upper, rows, self._counts.shape[0])
+            self._counts = canonical_csr(self._counts - part if subtract
+                                         else self._counts + part)
+        else:
+            add_by_rows(self._counts, c.counts, rows, subtract=subtract)
+
+    def _clear_residues(self) -> None:
+        """After an in-place update: counts that should be zero or tiny may have come out a
+        rounding step below zero; counts are never negative."""
+        if self.sparse:
+            data = self._counts.data
+            if data.size and data.min() < 0:
+                data[data < 0] = 0.0
+                self._counts = canonical_csr(self._counts)
+        else:
+            np.maximum(self._counts, 0.0, out=self._counts)
+
+    def _rebuild(self, index: dict[str, int]) -> None:
+        """The sum of every kept read over ``index``, in partition order (as the full read)."""
+        V = len(index)
+        if self.sparse:
+            self._counts = sp.csr_matrix((V, V))
+        else:
+            counts = leading_view(self._buffer, (V, V), np.float64)
+            if counts is None:
+                counts = self._buffer = np.zeros((V, V))
+            else:
+                counts.fill(0.0)
+            self._counts = counts
+        for part in self._parts.values():
+            part.rows = _rows(part.state.words, index)
+            self._apply(part.state, part.rows)
