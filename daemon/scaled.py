@@ -6,7 +6,9 @@
   sum them (:class:`anchorstream.store.partread.PartitionReader`: only the partitions that
   moved since the last refresh are read, from their new segments), at most
   ``vocab.capacity`` words; sparse counts for the low-rank refresh
-  (``model.rectify_method: lowrank``).
+  (``model.rectify_method: lowrank``). Its ``documents(state, idx)`` combines every
+  partition's document statistics (``ddp``, ``rp``, ``tsvd``) at the same versions
+  (:mod:`anchorstream.store.partdocs`).
 * :class:`PartitionWatcher` — for ``--role refresh``, which has no ingest loop to tell it
   about checkpoints: counts the documents committed to the partition stores every few seconds
   and notifies the refresher.
@@ -20,7 +22,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from anchorstream.stats.documents import DocStatsSettings
 from anchorstream.store import committed_docs
+from anchorstream.store.partdocs import documents_over, read_partition_documents
 from anchorstream.store.partread import PartitionReader
 from daemon.settings import Config
 
@@ -97,6 +101,16 @@ def partitioned_reader(cfg: Config, partitions: Callable[[], set | None]):
                                               storage_options=cfg.store.storage_kwargs(),
                                               sparse=sparse)
         return readers[sparse].read(parts)
+
+    settings = DocStatsSettings.for_method(**cfg.model.document_stats_kwargs())
+
+    def documents(st, idx):
+        # Every partition's statistics at the versions ``st`` pinned, over its words ``idx``.
+        docs = read_partition_documents(cfg.store.path, st, settings,
+                                        storage_options=cfg.store.storage_kwargs())
+        return None if docs is None else documents_over(docs, idx)
+
+    read.documents = documents
     return read
 
 

@@ -13,16 +13,18 @@ head again, then:
   (:func:`~anchorstream.store.reading.plan_catch_up`: new segments added, evicted slots
   zeroed), or read in full where the store does not allow that (a compaction or a change of
   active slots since);
-* when the kept words (the union, or its ``max_words`` most frequent) are the same as at the
-  last read and few partitions moved (``2 m + 1 <= P`` for ``m`` of ``P``), the sum is
-  updated in place: each moved partition's last read is taken out of it and its new read
-  added, then rounding residues below zero are cleared; otherwise the sum is rebuilt from the
-  kept reads, without reading the store again.
+* the sum's rows keep their words from read to read (a word no longer kept leaves, new ones
+  come last), so when few partitions moved (``2 m + 1 <= P`` for ``m`` of ``P``) and no
+  partition that did not move has a word newly kept, the sum is updated in place: each moved
+  partition's last read is taken out of it, its rows moved to the new words (one gather, only
+  when the words changed), the new read added, and rounding residues below zero cleared;
+  otherwise the sum is rebuilt from the kept reads, without reading the store again.
 
 The result is :func:`~anchorstream.store.read_partitions` of the same pinned versions: the
-same words in the same order, the same vectors, offsets and totals, and the same counts to
-rounding (an in-place update adds and subtracts, so an entry may differ by a few units in the
-last place of the largest count it ever held; tests/test_store_partread.py checks 1e-12).
+same words (in the reader's order, not necessarily the full read's), the same vectors,
+offsets and totals, and the same counts to rounding (an in-place update adds and subtracts, so
+an entry may differ by a few units in the last place of the largest count it held;
+tests/test_store_partread.py checks 1e-12).
 
 Memory: every partition's last read plus the sum, ``8 (Σ_p V_p² + V²)`` bytes dense (the
 full read holds the sum and one partition's) or their non-zeros sparse. The counts returned
@@ -39,6 +41,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from anchorstream._buffers import leading_view
+from anchorstream.stats.cooccurrence import take_square
 from anchorstream.stats.sparse import canonical_csr
 from anchorstream.store.partitions import (
     PartitionedState,
@@ -107,6 +110,7 @@ class PartitionReader:
         self._index: dict[str, int] | None = None
         self._counts = None  # the sum over self._index; None when it must be rebuilt
         self._buffer = None  # the dense sum's memory, reused by a rebuild
+        self._spare = None  # and a second one for moving its rows (_reindex)
         self.last: dict = {}
 
     def read(self, partitions: Iterable[tuple[str, int]], *,
@@ -146,18 +150,20 @@ class PartitionReader:
                 moved.append((key, url, repo))
             check_summable(url, part.config, caps)
             vocab[key] = part
-        index = keep_words([(part.words, part.freq) for part in vocab.values()], self.max_words)
-        summed = {k for k, part in self._parts.items() if part.rows is not None}
-        in_place = (self._counts is not None and index == self._index
-                    and summed <= set(vocab) and 2 * len(moved) + 1 <= len(vocab))
-        if not in_place:
-            self._counts = None
-        for key, url, repo in moved:
-            self._read_moved(key, url, repo, vocab[key], index, in_place)
-        self._parts = {key: vocab[key] for key in vocab}
+        kept = keep_words([(part.words, part.freq) for part in vocab.values()], self.max_words)
+        # The sum's rows keep their words: kept words stay in place, new ones come last.
+        old = self._index or {}
+        words = [w for w in old if w in kept] + [w for w in kept if w not in old]
+        index = {w: i for i, w in enumerate(words)}
+        perm = np.asarray([index.get(w, -1) for w in old], dtype=np.int64)
+        in_place = self._in_place(vocab, moved, index, perm)
         if in_place:
-            self._clear_residues()
+            self._update(moved, vocab, index, perm)
         else:
+            self._counts = None
+            for key, url, repo in moved:
+                self._read_moved(repo, url, self._parts.get(key), vocab[key])
+            self._parts = vocab
             self._rebuild(index)
         self._index = index
         self.last = {"partitions": len(vocab), "moved": len(moved), "in_place": in_place}
@@ -171,24 +177,70 @@ class PartitionReader:
                          "n_docs_added": st.n_docs_added, "n_words": len(st.words)}
         return total.state(index, pins, info, caps.pop() if caps else 2)
 
-    def _read_moved(self, key: str, url: str, repo, part: _Part, index: dict[str, int],
-                    in_place: bool) -> None:
-        """Read the moved partition ``key`` into ``part`` from its last read (taken out of the
-        sum first, and the new read added, when the sum is updated ``in_place``)."""
-        old = self._parts.get(key)
+    def _in_place(self, vocab: dict[str, _Part], moved: list, index: dict[str, int],
+                  perm: np.ndarray) -> bool:
+        """Whether the sum can be updated in place: it is valid, every partition in it is still
+        read, few moved, and no partition that did not move has a word newly kept (its
+        entries of that word are not in the sum)."""
+        if self._counts is None or 2 * len(moved) + 1 > len(vocab):
+            return False
+        moved_keys = {key for key, _, _ in moved}
+        for key, part in self._parts.items():
+            if part.rows is None or key not in vocab:
+                return False
+            if key in moved_keys:
+                continue
+            now = np.where(part.rows >= 0, perm[part.rows], -1)
+            if not np.array_equal(now, _rows(part.words, index)):
+                return False
+        return True
+
+    def _update(self, moved: list, vocab: dict[str, _Part], index: dict[str, int],
+                perm: np.ndarray) -> None:
+        """Take the moved partitions' last reads out of the sum, move its rows to ``index``
+        (``perm``: each old row's new one, -1 for a word no longer kept), read the moved
+        partitions and add them, and clear rounding residues below zero."""
+        for key, _, _ in moved:
+            old = self._parts.get(key)
+            if old is not None:
+                self._apply(old.state, old.rows, subtract=True)
+        if perm.size != len(index) or not np.array_equal(perm, np.arange(perm.size)):
+            self._reindex(perm, len(index))
+        for part in self._parts.values():
+            part.rows = np.where(part.rows >= 0, perm[part.rows], -1)
+        for key, url, repo in moved:
+            part = vocab[key]
+            self._read_moved(repo, url, self._parts.get(key), part)
+            part.rows = _rows(part.state.words, index)
+            self._apply(part.state, part.rows)
+        self._parts = vocab
+        self._clear_residues()
+
+    def _read_moved(self, repo, url: str, old: _Part | None, part: _Part) -> None:
+        """Read a moved partition into ``part``, from its last read ``old`` (brought up to date
+        from the segments committed since, where the store allows)."""
         previous = None if old is None else old.state
-        if in_place and old is not None and old.rows is not None:
-            self._apply(previous, old.rows, subtract=True)
         if self.sparse:
-            st = read_version_sparse(repo, url, part.version, previous=previous)
+            part.state = read_version_sparse(repo, url, part.version, previous=previous)
         else:
-            st = read_version(repo, url, part.version,
-                              out=None if previous is None else previous.cooccurrence.counts,
-                              since=None if previous is None else previous.dense)
-        part.state = st
-        if in_place:
-            part.rows = _rows(st.words, index)
-            self._apply(st, part.rows)
+            part.state = read_version(
+                repo, url, part.version,
+                out=None if previous is None else previous.cooccurrence.counts,
+                since=None if previous is None else previous.dense)
+
+    def _reindex(self, perm: np.ndarray, V: int) -> None:
+        """Move the sum's old row ``i`` to row ``perm[i]`` (dropped for -1) of ``V`` rows."""
+        if self.sparse:
+            self._counts = remap_upper(self._counts, perm, V)
+            return
+        src = np.full(V, -1, dtype=np.int64)
+        have = np.flatnonzero(perm >= 0)
+        src[perm[have]] = have
+        spare = leading_view(self._spare, (V, V), np.float64)
+        if spare is None:
+            self._spare = spare = np.empty((V, V))
+        self._counts = take_square(self._counts, src, out=spare)
+        self._buffer, self._spare = self._spare, self._buffer
 
     def _apply(self, st, rows: np.ndarray, *, subtract: bool = False) -> None:
         """Add (subtract) one partition's read, whose word ``i`` is row ``rows[i]``, to the sum."""

@@ -224,7 +224,8 @@ def metrics_port_differs(c) -> str | None:
 
 
 def partitions_sum_plain_counts(c) -> str | None:
-    """Partition stores are summed when read: no forgetting, no document statistics."""
+    """Partition stores are summed when read: no forgetting (each partition's clock is its
+    own). Document statistics combine (anchorstream.store.partdocs)."""
     s = c.store
     if s.layout != "partitioned":
         return None
@@ -234,11 +235,6 @@ def partitions_sum_plain_counts(c) -> str | None:
         return (f"store.{forgetting[0]}: got {getattr(s, forgetting[0])} with store.layout "
                 "partitioned; allowed: null, because partition stores are summed without "
                 "forgetting (each partition's clock is its own)")
-    if c.model.needs_documents:
-        return (f"store.layout: got 'partitioned' with model.method {c.model.method!r} and "
-                f"model.anchor_method {c.model.anchor_method!r}, which need document "
-                "statistics; allowed: store.layout single, or a co-occurrence method "
-                "(anchor with qr/fast, anchorfree)")
     return None
 
 
