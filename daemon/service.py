@@ -257,7 +257,9 @@ class Daemon:
                 return open_store(cfg, url, share=len(partitions() or ()) or 1,
                                   partition=partition_key(topic, int(p)))
 
-            self.store = store = PartitionStores(cfg.store.path, opener)
+            kw = cfg.store.forgetting_kwargs()
+            self.store = store = PartitionStores(cfg.store.path, opener,
+                                                 forgetting=Forgetting(**kw) if kw else None)
             loop_class = PartitionedIngestLoop
             log.info("partitioned store under %s: partitions are opened as they are assigned",
                      cfg.store.path)

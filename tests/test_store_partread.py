@@ -12,7 +12,9 @@ from hypothesis import strategies as st
 
 import anchorstream.store.reading as reading_mod
 import anchorstream.store.sparseread as sparseread_mod
-from anchorstream.store import CooccurrenceStore, partition_url, read_partitions
+from anchorstream.errors import InputError
+from anchorstream.stats.accumulator import Forgetting
+from anchorstream.store import CooccurrenceStore, open_committed, partition_url, read_partitions
 from anchorstream.store.partread import PartitionReader
 
 WORDS = [f"w{i}" for i in range(16)]
@@ -26,19 +28,22 @@ def _dense(state) -> np.ndarray:
     return np.asarray(c.counts)
 
 
-def assert_same_sum(inc, full):
+def assert_same_sum(inc, full, exact_vectors=True):
     """The same words (the reader keeps its own order), vectors, totals, offsets and version
-    exactly, and counts to 1e-12 of the largest count (an in-place update adds and
-    subtracts)."""
+    exactly (to 1e-12 with decay: the factors are taken in another order), and counts to
+    1e-12 of the largest count (an in-place update adds and subtracts)."""
     assert sorted(inc.words) == sorted(full.words) and len(set(inc.words)) == len(inc.words)
     assert inc.version == full.version
     assert inc.offsets == full.offsets and inc.partitions == full.partitions
     assert (inc.n_docs_added, inc.clock) == (full.n_docs_added, full.clock)
     a, b = inc.cooccurrence, full.cooccurrence
-    assert (a.num_docs, a.num_tokens, a.length_cap) == (b.num_docs, b.num_tokens, b.length_cap)
+    assert a.length_cap == b.length_cap
     at = np.asarray([inc.words.index(w) for w in full.words], dtype=np.int64)
-    np.testing.assert_array_equal(a.unigram[at], b.unigram)
-    np.testing.assert_array_equal(a.doc_freq[at], b.doc_freq)
+    check = (np.testing.assert_array_equal if exact_vectors
+             else lambda x, y: np.testing.assert_allclose(x, y, rtol=1e-12))
+    check(np.asarray([a.num_docs, a.num_tokens], float), [b.num_docs, b.num_tokens])
+    check(a.unigram[at], b.unigram)
+    check(a.doc_freq[at], b.doc_freq)
     A, B = _dense(inc)[np.ix_(at, at)], _dense(full)
     assert (A >= 0).all()
     scale = max(float(np.abs(B).max(initial=0.0)), 1e-300)
@@ -170,3 +175,70 @@ def test_a_failed_read_leaves_the_reader_consistent(rng, monkeypatch):
     # The half-updated partition is read again in full, the sum rebuilt.
     assert_same_sum(reader.read(parts), read_partitions(root, parts))
     assert reader.last["moved"] == 1 and not reader.last["in_place"]
+
+
+# ------------------------------------------------------------------------- decay in seconds
+SECONDS = Forgetting(half_life=40.0, unit="seconds")
+
+
+def _timed(rng, n, t0):
+    """``n`` documents and their timestamps from ``t0`` on (not in order)."""
+    docs = [list(rng.choice(WORDS, size=rng.integers(0, 8))) for _ in range(n)]
+    return docs, (t0 + rng.uniform(0, 60, size=n)).tolist()
+
+
+def _timed_store(url, forgetting=SECONDS):
+    return CooccurrenceStore.create(url, capacity=32, admit_threshold=1, chunk_size=2,
+                                    shard_size=4, length_cap=25.0, forgetting=forgetting)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_a_decay_in_seconds_sums_to_one_store_at_the_latest_clock(sparse, rng):
+    # Partitions whose clocks differ (partition 2 stops early): every partition is brought to
+    # the latest clock, so the sum equals one store fed every document, by the full read and
+    # by the incremental reader (the sum decays in place as the latest clock moves).
+    root = f"memory://partread-{uuid.uuid4().hex}"
+    single = _timed_store(f"memory://single-{uuid.uuid4().hex}")
+    stores = [_timed_store(partition_url(root, "t", p)) for p in range(3)]
+    parts = [("t", p) for p in range(3)]
+    reader = PartitionReader(root, sparse=sparse)
+    in_place = []
+    for step in range(6):
+        for p, s in enumerate(stores):
+            if p == 2 and step >= 2 or (step >= 3 and p != step % 2):
+                continue
+            docs, stamps = _timed(rng, 8, t0=100.0 * step)
+            s.add(docs, stamps)
+            s.checkpoint({f"kafka:t:{p}": step})
+            single.add(docs, stamps)
+        single.checkpoint()
+        full = read_partitions(root, parts, sparse=sparse)
+        one = open_committed(single.url)
+        assert full.clock == one.clock
+        by_word = np.asarray([one.words.index(w) for w in full.words])
+        np.testing.assert_allclose(_dense(full), one.cooccurrence.counts[np.ix_(by_word,
+                                                                                by_word)],
+                                   rtol=1e-9, atol=1e-12 * one.cooccurrence.counts.max())
+        np.testing.assert_allclose(full.cooccurrence.unigram,
+                                   one.cooccurrence.unigram[by_word], rtol=1e-9)
+        assert full.cooccurrence.num_docs == pytest.approx(one.cooccurrence.num_docs, rel=1e-9)
+        assert_same_sum(reader.read(parts), full, exact_vectors=False)
+        in_place.append(reader.last["in_place"])
+    assert any(in_place)
+
+
+def test_forgetting_counted_in_documents_or_different_decays_is_refused(tmp_path):
+    for name, forgetting in (("docs", Forgetting(half_life=50.0)),
+                             ("windows", Forgetting(window=10.0, n_windows=2))):
+        s = _timed_store(partition_url(tmp_path / name, "t", 0), forgetting)
+        s.add([["w1", "w2"]])
+        s.checkpoint()
+        with pytest.raises(InputError, match="by windows or by a half-life in documents"):
+            read_partitions(tmp_path / name, [("t", 0)])
+    for p, h in ((0, 40.0), (1, 80.0)):
+        s = _timed_store(partition_url(tmp_path / "mixed", "t", p),
+                         Forgetting(half_life=h, unit="seconds"))
+        s.add([["w1", "w2"]], [1.0])
+        s.checkpoint()
+    with pytest.raises(InputError, match="weighted differently \\(forgetting"):
+        PartitionReader(tmp_path / "mixed").read([("t", 0), ("t", 1)])

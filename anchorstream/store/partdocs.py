@@ -5,7 +5,8 @@ With a method that reads documents (``ddp``, ``rp``, ``tsvd``;
 its counts and offsets, in the same commits. They combine as the counts do:
 
 * the split-document statistic (DDP, RP) and the RP sketch are sums over documents: each
-  partition's is moved onto the union's words and added;
+  partition's is moved onto the union's words and added (with a decay in seconds, brought
+  from its clock to the latest partition clock first, as the counts are);
 * the TSVD reservoir is a weighted sample without replacement that keeps the documents of
   smallest key (Efraimidis and Spirakis): the union's sample is the ``reservoir`` documents of
   smallest key among every partition's sample, which is exactly the sample the same keys
@@ -34,6 +35,7 @@ import scipy.sparse as sp
 import zarr
 
 from anchorstream.errors import InputError
+from anchorstream.stats.accumulator import Forgetting
 from anchorstream.stats.documents import DocStatsSettings, DocumentState, StoredDocuments
 from anchorstream.stats.wordpatterns import RPSketch, SplitStatistic
 from anchorstream.store.format import check_format
@@ -55,21 +57,25 @@ def partition_seed(seed: int, key: str) -> int:
     return int.from_bytes(digest[:8], "little") % 2**62
 
 
-def _read_one(url: str, version: str, storage_options) -> tuple[DocumentState | None, list]:
-    """One partition's statistics over its active words, and those words."""
+def _read_one(url: str, version: str, storage_options, T: float
+             ) -> tuple[DocumentState | None, list, float]:
+    """One partition's statistics over its active words, those words, and the decay factor
+    from its clock to the common time ``T`` (1.0 without decay)."""
     repo, _ = open_repo(url, storage_options)
     try:
         root = zarr.open_group(repo.readonly_session(snapshot_id=version).store, mode="r")
         meta = check_format(root.attrs, url)
         stored = StoredDocuments.read(root, meta["config"])
         words_all = get_words(root["vocab"], "slot_words")
+        clock = float(root.attrs["state"]["clock"])
     except BaseException as exc:
         pass_through(exc)
         raise wrap(exc, f"cannot read the document statistics of {url!r}") from exc
     active = np.asarray([s for s, w in enumerate(words_all) if w], dtype=np.int64)
     if stored is None:
-        return None, []
-    return stored.over(active), [words_all[s] for s in active]
+        return None, [], 1.0
+    factor = Forgetting.from_dict(meta["config"]["forgetting"]).readout(T, clock)
+    return stored.over(active), [words_all[s] for s in active], factor
 
 
 class _Combined:
@@ -85,22 +91,25 @@ class _Combined:
         self.positions: list[np.ndarray] = []
         self.keys: list[np.ndarray] = []
 
-    def add(self, d: DocumentState, rows: np.ndarray) -> None:
+    def add(self, d: DocumentState, rows: np.ndarray, factor: float) -> None:
+        """Add one partition's statistics (its word ``i`` at ``rows[i]``), the sums decayed
+        by ``factor`` to the common time (reservoir keys need nothing: a document's key holds
+        its absolute timestamp)."""
         keep = np.flatnonzero(rows >= 0)
         r = rows[keep]
         self.since_docs += d.since_docs
         if self.split is not None and d.split is not None:
             s, t = d.split, self.split
-            add_by_rows(t.cross, s.cross, rows)
+            add_by_rows(t.cross, s.cross, rows, scale=factor)
             for name in ("mass_first", "mass_second", "doc_freq"):
-                getattr(t, name)[r] += getattr(s, name)[keep]
-            t.num_docs += s.num_docs
+                getattr(t, name)[r] += factor * getattr(s, name)[keep]
+            t.num_docs += factor * s.num_docs if factor != 1.0 else s.num_docs
         if self.sketch is not None and d.sketch is not None:
             s, t = d.sketch, self.sketch
-            t.projections[:, r] += s.projections[:, keep]
-            t.mass[r] += s.mass[keep]
-            t.doc_freq[r] += s.doc_freq[keep]
-            t.num_docs += s.num_docs
+            t.projections[:, r] += factor * s.projections[:, keep]
+            t.mass[r] += factor * s.mass[keep]
+            t.doc_freq[r] += factor * s.doc_freq[keep]
+            t.num_docs += factor * s.num_docs if factor != 1.0 else s.num_docs
         if d.documents is not None:
             m = d.documents.tocoo()
             cols = rows[m.col]
@@ -166,11 +175,11 @@ def read_partition_documents(root, state, settings: DocStatsSettings, *,
         if entry.get("version") is None:
             continue
         topic, _, p = key.removeprefix("kafka:").rpartition(":")
-        docs, words = _read_one(partition_url(root, topic, int(p)), entry["version"],
-                                storage_options)
+        docs, words, factor = _read_one(partition_url(root, topic, int(p)), entry["version"],
+                                        storage_options, float(state.clock))
         if docs is None or replace(docs.settings, seed=settings.seed) != settings:
             return None
-        total.add(docs, np.asarray([index.get(w, -1) for w in words], dtype=np.int64))
+        total.add(docs, np.asarray([index.get(w, -1) for w in words], dtype=np.int64), factor)
     return total.state()
 
 

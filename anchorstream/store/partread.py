@@ -41,6 +41,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from anchorstream._buffers import leading_view
+from anchorstream.stats.accumulator import Forgetting
 from anchorstream.stats.cooccurrence import take_square
 from anchorstream.stats.sparse import canonical_csr
 from anchorstream.store.partitions import (
@@ -48,6 +49,7 @@ from anchorstream.store.partitions import (
     PartitionSum,
     add_by_rows,
     check_summable,
+    common_time,
     keep_words,
     partition_key,
     partition_url,
@@ -71,8 +73,10 @@ class _Part:
     config: dict
     words: list
     freq: np.ndarray
+    clock: float
     state: Any = None
     rows: np.ndarray | None = None
+    factor: float = 1.0  # the decay factor it was added to the sum with
 
 
 def _rows(words: list[str], index: Mapping[str, int]) -> np.ndarray:
@@ -109,6 +113,7 @@ class PartitionReader:
         self._parts: dict[str, _Part] = {}
         self._index: dict[str, int] | None = None
         self._counts = None  # the sum over self._index; None when it must be rebuilt
+        self._time = 0.0  # the common time the sum's values are at (decay)
         self._buffer = None  # the dense sum's memory, reused by a rebuild
         self._spare = None  # and a second one for moving its rows (_reindex)
         self.last: dict = {}
@@ -137,7 +142,7 @@ class PartitionReader:
               ) -> PartitionedState:
         vocab: dict[str, _Part] = {}
         moved: list[tuple[str, str, Any]] = []
-        caps: set = set()
+        seen: dict = {}
         for topic, p in partitions:
             key, url = partition_key(topic, p), partition_url(self.root, topic, p)
             pin = pins.get(key)
@@ -148,9 +153,12 @@ class PartitionReader:
                 repo, _ = open_repo(url, self.storage_options)
                 part = _Part(pin, *read_vocabulary(repo, url, pin), state=None)
                 moved.append((key, url, repo))
-            check_summable(url, part.config, caps)
+            check_summable(url, part.config, seen)
             vocab[key] = part
-        kept = keep_words([(part.words, part.freq) for part in vocab.values()], self.max_words)
+        T, factors = common_time((part.config, part.clock) for part in vocab.values())
+        factor = dict(zip(vocab, factors))
+        kept = keep_words([(part.words, part.freq * factor[k]) for k, part in vocab.items()],
+                          self.max_words)
         # The sum's rows keep their words: kept words stay in place, new ones come last.
         old = self._index or {}
         words = [w for w in old if w in kept] + [w for w in kept if w not in old]
@@ -158,24 +166,26 @@ class PartitionReader:
         perm = np.asarray([index.get(w, -1) for w in old], dtype=np.int64)
         in_place = self._in_place(vocab, moved, index, perm)
         if in_place:
-            self._update(moved, vocab, index, perm)
+            self._update(moved, vocab, index, perm, factor, T)
         else:
             self._counts = None
             for key, url, repo in moved:
                 self._read_moved(repo, url, self._parts.get(key), vocab[key])
             self._parts = vocab
+            for key, part in vocab.items():
+                part.factor = factor[key]
             self._rebuild(index)
-        self._index = index
+        self._index, self._time = index, T
         self.last = {"partitions": len(vocab), "moved": len(moved), "in_place": in_place}
         total = PartitionSum(len(index), self.sparse, counts=self._counts)
         info: dict = {partition_key(t, p): {"version": None, "offset": None, "n_docs_added": 0,
                                             "n_words": 0} for t, p in partitions}
         for key, part in vocab.items():
             st = part.state
-            total.add(st, index, counts=False)
+            total.add(st, index, counts=False, factor=factor[key])
             info[key] = {"version": st.version, "offset": st.offsets.get(key),
                          "n_docs_added": st.n_docs_added, "n_words": len(st.words)}
-        return total.state(index, pins, info, caps.pop() if caps else 2)
+        return total.state(index, pins, info, seen.get("length_cap", {2}).pop())
 
     def _in_place(self, vocab: dict[str, _Part], moved: list, index: dict[str, int],
                   perm: np.ndarray) -> bool:
@@ -196,14 +206,23 @@ class PartitionReader:
         return True
 
     def _update(self, moved: list, vocab: dict[str, _Part], index: dict[str, int],
-                perm: np.ndarray) -> None:
-        """Take the moved partitions' last reads out of the sum, move its rows to ``index``
-        (``perm``: each old row's new one, -1 for a word no longer kept), read the moved
-        partitions and add them, and clear rounding residues below zero."""
+                perm: np.ndarray, factor: dict[str, float], T: float) -> None:
+        """Decay the sum to the common time ``T`` (one factor for all: the partitions' values
+        are at the same time), take the moved partitions' last reads out of it, move its rows
+        to ``index`` (``perm``: each old row's new one, -1 for a word no longer kept), read
+        the moved partitions and add them (each with its ``factor`` to ``T``), and clear
+        rounding residues below zero."""
+        some = next(iter(vocab.values()))
+        g = Forgetting.from_dict(some.config["forgetting"]).readout(T, self._time)
+        if g != 1.0:
+            self._counts = self._counts * g if self.sparse else np.multiply(
+                self._counts, g, out=self._counts)
+            for part in self._parts.values():
+                part.factor *= g
         for key, _, _ in moved:
             old = self._parts.get(key)
             if old is not None:
-                self._apply(old.state, old.rows, subtract=True)
+                self._apply(old.state, old.rows, subtract=True, factor=old.factor)
         if perm.size != len(index) or not np.array_equal(perm, np.arange(perm.size)):
             self._reindex(perm, len(index))
         for part in self._parts.values():
@@ -211,8 +230,8 @@ class PartitionReader:
         for key, url, repo in moved:
             part = vocab[key]
             self._read_moved(repo, url, self._parts.get(key), part)
-            part.rows = _rows(part.state.words, index)
-            self._apply(part.state, part.rows)
+            part.rows, part.factor = _rows(part.state.words, index), factor[key]
+            self._apply(part.state, part.rows, factor=part.factor)
         self._parts = vocab
         self._clear_residues()
 
@@ -242,15 +261,18 @@ class PartitionReader:
         self._counts = take_square(self._counts, src, out=spare)
         self._buffer, self._spare = self._spare, self._buffer
 
-    def _apply(self, st, rows: np.ndarray, *, subtract: bool = False) -> None:
-        """Add (subtract) one partition's read, whose word ``i`` is row ``rows[i]``, to the sum."""
+    def _apply(self, st, rows: np.ndarray, *, subtract: bool = False,
+               factor: float = 1.0) -> None:
+        """Add (subtract) one partition's read times ``factor``, whose word ``i`` is row
+        ``rows[i]``, to the sum."""
         c = st.cooccurrence
         if self.sparse:
-            part = remap_upper(c.upper, rows, self._counts.shape[0])
+            upper = c.upper if factor == 1.0 else c.upper * factor
+            part = remap_upper(upper, rows, self._counts.shape[0])
             self._counts = canonical_csr(self._counts - part if subtract
                                          else self._counts + part)
         else:
-            add_by_rows(self._counts, c.counts, rows, subtract=subtract)
+            add_by_rows(self._counts, c.counts, rows, subtract=subtract, scale=factor)
 
     def _clear_residues(self) -> None:
         """After an in-place update: counts that should be zero or tiny may have come out a
@@ -277,4 +299,4 @@ class PartitionReader:
             self._counts = counts
         for part in self._parts.values():
             part.rows = _rows(part.state.words, index)
-            self._apply(part.state, part.rows)
+            self._apply(part.state, part.rows, factor=part.factor)
