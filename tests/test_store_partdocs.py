@@ -151,3 +151,44 @@ def test_merged_reservoirs_include_every_partition_in_proportion(sizes):
     np.testing.assert_allclose(shares, np.asarray(sizes) / sum(sizes), atol=0.02)
     same = [reservoir_keys(np.arange(3), np.arange(3.0), Forgetting(), 7) for _ in sizes]
     assert np.array_equal(same[0], same[1])  # why each partition needs its own seed
+
+
+def single_weight(n: int, half_life: float) -> float:
+    """Σ 2^-(k/h) over one second apart documents, the last at the clock."""
+    return float(sum(2.0 ** (-k / half_life) for k in range(n)))
+
+
+def test_with_a_decay_in_seconds_each_partition_is_brought_to_the_latest_clock(rng):
+    # The split statistic of partition p read at its own clock, times 2^-(T - clock_p)/h,
+    # summed over the union's words (reservoir keys hold absolute times: merged unchanged).
+    from anchorstream.store import open_committed, read_document_state
+
+    decay = Forgetting(half_life=30.0, unit="seconds")
+    root = f"memory://partdocs-{uuid.uuid4().hex}"
+    plist, single = [("t", 0), ("t", 1)], []
+    for p, t0 in ((0, 0.0), (1, 100.0)):
+        key = f"kafka:t:{p}"
+        s = CooccurrenceStore.create(partition_url(root, "t", p), capacity=64,
+                                     admit_threshold=1, forgetting=decay,
+                                     document_stats=replace(ALL, seed=partition_seed(5, key)))
+        docs = [list(rng.choice(WORDS[:12], size=rng.integers(2, 9))) for _ in range(30)]
+        s.add(docs, (t0 + np.arange(30.0)).tolist())
+        s.checkpoint({key: 30})
+        single.append(s)
+    state = read_partitions(root, plist)
+    got = read_partition_documents(root, state, ALL)
+    assert state.clock == 129.0
+    n = len(state.words)
+    cross, seen_keys, plain = np.zeros((n, n)), [], 0.0
+    for s in single:
+        one = open_committed(s.url)
+        d = read_document_state(s.url, one.version, one.slots)
+        pos = np.asarray([state.words.index(w) for w in one.words])
+        cross[np.ix_(pos, pos)] += d.split.cross * 2.0 ** (-(state.clock - one.clock) / 30.0)
+        seen_keys.append(d.keys)
+        plain += d.split.num_docs
+    np.testing.assert_allclose(got.split.cross, cross, rtol=1e-12, atol=1e-12 * cross.max())
+    # Partition 0 (clock 29) decayed by 2^-(100/30) more: less than its own weight remains.
+    assert got.split.num_docs < plain - 0.5 * single_weight(30, 30.0)
+    keys = np.sort(np.concatenate(seen_keys))[:ALL.reservoir]
+    np.testing.assert_array_equal(np.sort(got.keys), keys)
