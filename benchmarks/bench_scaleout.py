@@ -1,6 +1,6 @@
 """Scale-out benchmark: commit contention by layout, ingest with 1-3 instances, summing reads.
 
-Three parts (``--part contention|ingest|read``, default all), each printing a table:
+Parts (``--part contention|ingest|read|steady``, default all), each printing a table:
 
 * **contention** — W writer processes each commit ``--commits`` small checkpoints (a 64 KB
   array and attributes) to an S3-compatible server (moto's, in this process), either all into
@@ -17,7 +17,9 @@ Three parts (``--part contention|ingest|read``, default all), each printing a ta
   with each read's peak traced allocation, beside ``open_committed`` and
   ``open_committed_sparse`` of one store holding them all (the peers); then the refresher's
   kept reader (``PartitionReader``, which reads only the partitions that moved, from their new
-  segments) against the full read in the same run, after m of the P partitions committed.
+  segments) against the full read in the same run, after m of the P partitions committed
+  200 documents (with new words; and, ``--part steady``, with words every partition holds,
+  a full vocabulary's steady state).
 
 Run: ``nice -n 10 prlimit --as=12000000000 .venv/bin/python benchmarks/bench_scaleout.py``.
 """
@@ -272,17 +274,21 @@ def read(n_docs: int) -> None:
             print(f"| {P} | {np.median(times):.3f} | {np.median(sparse_times):.3f} | "
                   f"{len(state.words)} | {dense_mb:.0f} | {sparse_mb:.0f} | {t_one:.3f} | "
                   f"{t_one_sparse:.3f} |", flush=True)
-        incremental(root, rng)
+        incremental(root, rng, max_rank=5000)
 
 
-def incremental(root: Path, rng) -> None:
+def incremental(root: Path, rng, max_rank: int) -> None:
     """The refresher's kept reader (``PartitionReader``) against the full read, after ``m`` of
-    the ``P`` partitions committed 200 more documents each (the stores of :func:`read`)."""
+    the ``P`` partitions committed 200 more documents each (the stores of :func:`read`), whose
+    words are Zipf ranks up to ``max_rank`` (5000: new words too, whose admission changes a
+    partition's active slots and forces a full read of it; 500: words every partition holds
+    already, a full vocabulary's steady state, where only the new segments are read)."""
     from anchorstream.store import CooccurrenceStore, partition_url, read_partitions
     from anchorstream.store.partread import PartitionReader
 
-    print("\n## Refresher read, incremental: m of P partitions committed 200 more documents "
-          "each since the last read (the stores above; median of 3 rounds)\n")
+    print(f"\n## Refresher read, incremental: m of P partitions committed 200 more documents "
+          f"(Zipf ranks <= {max_rank}) each since the last read (the stores above; median of "
+          "3 rounds)\n")
     print("| P | moved m | read_partitions s (full, peer) | PartitionReader s | "
           "read_partitions sparse s (peer) | PartitionReader sparse s | sum updated in place |")
     print("| ---: | ---: | ---: | ---: | ---: | ---: | :---: |")
@@ -298,7 +304,9 @@ def incremental(root: Path, rng) -> None:
             in_place = set()
             for _ in range(3):
                 for s in stores[:m]:
-                    ranks = np.minimum(rng.zipf(1.1, size=(200, 30)), 5000)
+                    ranks = rng.zipf(1.1, size=(200, 30))
+                    ranks = np.where(ranks > max_rank, rng.integers(1, max_rank + 1,
+                                                                    size=ranks.shape), ranks)
                     s.add([[f"w{r}" for r in row] for row in ranks])
                     s.checkpoint()
                 for name, fn in (("full", lambda: read_partitions(base, parts)),
@@ -316,9 +324,27 @@ def incremental(root: Path, rng) -> None:
         del readers, stores
 
 
+def steady(n_docs: int) -> None:
+    """:func:`incremental` alone, on stores built as :func:`read` builds them."""
+    from anchorstream.store import CooccurrenceStore, partition_url
+
+    rng = np.random.default_rng(4)
+    ranks = np.minimum(rng.zipf(1.1, size=(n_docs, 30)), 5000)
+    docs = [[f"w{r}" for r in row] for row in ranks]
+    with tempfile.TemporaryDirectory() as d:
+        for P in (1, 2, 4, 8, 16):
+            for p in range(P):
+                s = CooccurrenceStore.create(partition_url(Path(d) / f"p{P}", "t", p),
+                                             capacity=5000, admit_threshold=1)
+                s.add(docs[p::P])
+                s.checkpoint()
+        incremental(Path(d), rng, max_rank=500)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--part", choices=("contention", "ingest", "read", "all"), default="all")
+    ap.add_argument("--part", choices=("contention", "ingest", "read", "steady", "all"),
+                    default="all")
     ap.add_argument("--commits", type=int, default=20)
     ap.add_argument("--docs", type=int, default=30000)
     args = ap.parse_args()
@@ -329,6 +355,8 @@ def main() -> None:
         contention(args.commits)
     if args.part in ("read", "all"):
         read(args.docs)
+    if args.part in ("steady", "all"):
+        steady(args.docs)
     if args.part in ("ingest", "all"):
         ingest(args.docs)
 
