@@ -19,7 +19,7 @@ Parts (``--part contention|ingest|read|steady``, default all), each printing a t
   kept reader (``PartitionReader``, which reads only the partitions that moved, from their new
   segments) against the full read in the same run, after m of the P partitions committed
   200 documents (with new words; and, ``--part steady``, with words every partition holds,
-  a full vocabulary's steady state).
+  a full vocabulary's steady state), and the memory the reader keeps.
 
 Run: ``nice -n 10 prlimit --as=12000000000 .venv/bin/python benchmarks/bench_scaleout.py``.
 """
@@ -283,9 +283,22 @@ def incremental(root: Path, rng, max_rank: int, counts=(1, 2, 4, 8, 16)) -> None
     words are Zipf ranks up to ``max_rank`` (5000: new words too, whose admission changes a
     partition's active slots and forces a full read of it; 500: words every partition holds
     already, a full vocabulary's steady state, where only the new segments are read)."""
+    import tracemalloc
+
     from anchorstream.store import CooccurrenceStore, partition_url, read_partitions
     from anchorstream.store.partread import PartitionReader
 
+    def warm(reader, parts) -> float:
+        """Read every partition once; the MB the reader still holds after it (traced numpy
+        and scipy allocations: the kept reads and the sum)."""
+        tracemalloc.start()
+        try:
+            reader.read(parts)
+            return tracemalloc.get_traced_memory()[0] / 2**20
+        finally:
+            tracemalloc.stop()
+
+    kept: list[tuple[int, float, float]] = []
     print(f"\n## Refresher read, incremental: m of P partitions committed 200 more documents "
           f"(Zipf ranks <= {max_rank}) each since the last read (the stores above; median of "
           "3 rounds)\n")
@@ -297,8 +310,7 @@ def incremental(root: Path, rng, max_rank: int, counts=(1, 2, 4, 8, 16)) -> None
         parts = [("t", p) for p in range(P)]
         stores = [CooccurrenceStore.open(partition_url(base, "t", p)) for p in range(P)]
         readers = {sparse: PartitionReader(base, sparse=sparse) for sparse in (False, True)}
-        for r in readers.values():
-            r.read(parts)  # warm: every partition read once
+        kept.append((P, warm(readers[False], parts), warm(readers[True], parts)))
         for m in sorted({0, 1, P // 2, P}):
             times: dict[str, list[float]] = {"full": [], "inc": [], "full_sp": [], "inc_sp": []}
             in_place = set()
@@ -322,6 +334,12 @@ def incremental(root: Path, rng, max_rank: int, counts=(1, 2, 4, 8, 16)) -> None
                   f"| {med['inc_sp']:.3f} | {'/'.join(sorted(map(str, in_place)))} |",
                   flush=True)
         del readers, stores
+    print("\nMemory the reader keeps after its first read (every partition's read and the sum; "
+          "the full read keeps nothing):\n")
+    print("| P | PartitionReader MB | PartitionReader sparse MB |")
+    print("| ---: | ---: | ---: |")
+    for P, dense_mb, sparse_mb in kept:
+        print(f"| {P} | {dense_mb:.0f} | {sparse_mb:.0f} |", flush=True)
 
 
 def steady(n_docs: int) -> None:
