@@ -27,8 +27,10 @@ an entry may differ by a few units in the last place of the largest count it hel
 tests/test_store_partread.py checks 1e-12).
 
 Memory: every partition's last read plus the sum, ``8 (Σ_p V_p² + V²)`` bytes dense (the
-full read holds the sum and one partition's) or their non-zeros sparse. The counts returned
-belong to the reader and change at its next read: copy what must outlive it.
+full read holds the sum and one partition's), and another ``8 V²`` once an in-place update has
+moved the sum's rows (the buffer it moves them into, kept for the next), or their non-zeros
+sparse. The counts returned belong to the reader and change at its next read: copy what must
+outlive it.
 """
 
 from __future__ import annotations
