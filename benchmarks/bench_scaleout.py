@@ -1,6 +1,6 @@
 """Scale-out benchmark: commit contention by layout, ingest with 1-3 instances, summing reads.
 
-Three parts (``--part contention|ingest|read``, default all), each printing a table:
+Parts (``--part contention|ingest|read|steady``, default all), each printing a table:
 
 * **contention** — W writer processes each commit ``--commits`` small checkpoints (a 64 KB
   array and attributes) to an S3-compatible server (moto's, in this process), either all into
@@ -15,7 +15,11 @@ Three parts (``--part contention|ingest|read``, default all), each printing a ta
 * **read** — the refresher's read-and-sum (``read_partitions``, dense and ``sparse=True``, the
   low-rank refresh's) of the same documents spread over P = 1, 2, 4, 8, 16 partition stores,
   with each read's peak traced allocation, beside ``open_committed`` and
-  ``open_committed_sparse`` of one store holding them all (the peers).
+  ``open_committed_sparse`` of one store holding them all (the peers); then the refresher's
+  kept reader (``PartitionReader``, which reads only the partitions that moved, from their new
+  segments) against the full read in the same run, after m of the P partitions committed
+  200 documents (with new words; and, ``--part steady``, with words every partition holds,
+  a full vocabulary's steady state), and the memory the reader keeps.
 
 Run: ``nice -n 10 prlimit --as=12000000000 .venv/bin/python benchmarks/bench_scaleout.py``.
 """
@@ -270,11 +274,95 @@ def read(n_docs: int) -> None:
             print(f"| {P} | {np.median(times):.3f} | {np.median(sparse_times):.3f} | "
                   f"{len(state.words)} | {dense_mb:.0f} | {sparse_mb:.0f} | {t_one:.3f} | "
                   f"{t_one_sparse:.3f} |", flush=True)
+        incremental(root, rng, max_rank=5000)
+
+
+def incremental(root: Path, rng, max_rank: int, counts=(1, 2, 4, 8, 16)) -> None:
+    """The refresher's kept reader (``PartitionReader``) against the full read, after ``m`` of
+    the ``P`` partitions committed 200 more documents each (the stores of :func:`read`), whose
+    words are Zipf ranks up to ``max_rank`` (5000: new words too, whose admission changes a
+    partition's active slots and forces a full read of it; 500: words every partition holds
+    already, a full vocabulary's steady state, where only the new segments are read)."""
+    import tracemalloc
+
+    from anchorstream.store import CooccurrenceStore, partition_url, read_partitions
+    from anchorstream.store.partread import PartitionReader
+
+    def warm(reader, parts) -> float:
+        """Read every partition once; the MB the reader still holds after it (traced numpy
+        and scipy allocations: the kept reads and the sum)."""
+        tracemalloc.start()
+        try:
+            reader.read(parts)
+            return tracemalloc.get_traced_memory()[0] / 2**20
+        finally:
+            tracemalloc.stop()
+
+    kept: list[tuple[int, float, float]] = []
+    print(f"\n## Refresher read, incremental: m of P partitions committed 200 more documents "
+          f"(Zipf ranks <= {max_rank}) each since the last read (the stores above; median of "
+          "3 rounds)\n")
+    print("| P | moved m | read_partitions s (full, peer) | PartitionReader s | "
+          "read_partitions sparse s (peer) | PartitionReader sparse s | sum updated in place |")
+    print("| ---: | ---: | ---: | ---: | ---: | ---: | :---: |")
+    for P in counts:
+        base = root / f"p{P}"
+        parts = [("t", p) for p in range(P)]
+        stores = [CooccurrenceStore.open(partition_url(base, "t", p)) for p in range(P)]
+        readers = {sparse: PartitionReader(base, sparse=sparse) for sparse in (False, True)}
+        kept.append((P, warm(readers[False], parts), warm(readers[True], parts)))
+        for m in sorted({0, 1, P // 2, P}):
+            times: dict[str, list[float]] = {"full": [], "inc": [], "full_sp": [], "inc_sp": []}
+            in_place = set()
+            for _ in range(3):
+                for s in stores[:m]:
+                    ranks = rng.zipf(1.1, size=(200, 30))
+                    ranks = np.where(ranks > max_rank, rng.integers(1, max_rank + 1,
+                                                                    size=ranks.shape), ranks)
+                    s.add([[f"w{r}" for r in row] for row in ranks])
+                    s.checkpoint()
+                for name, fn in (("full", lambda: read_partitions(base, parts)),
+                                 ("inc", lambda: readers[False].read(parts)),
+                                 ("full_sp", lambda: read_partitions(base, parts, sparse=True)),
+                                 ("inc_sp", lambda: readers[True].read(parts))):
+                    t0 = time.perf_counter()
+                    fn()
+                    times[name].append(time.perf_counter() - t0)
+                in_place |= {readers[False].last["in_place"], readers[True].last["in_place"]}
+            med = {k: float(np.median(v)) for k, v in times.items()}
+            print(f"| {P} | {m} | {med['full']:.3f} | {med['inc']:.3f} | {med['full_sp']:.3f} "
+                  f"| {med['inc_sp']:.3f} | {'/'.join(sorted(map(str, in_place)))} |",
+                  flush=True)
+        del readers, stores
+    print("\nMemory the reader keeps after its first read (every partition's read and the sum; "
+          "the full read keeps nothing):\n")
+    print("| P | PartitionReader MB | PartitionReader sparse MB |")
+    print("| ---: | ---: | ---: |")
+    for P, dense_mb, sparse_mb in kept:
+        print(f"| {P} | {dense_mb:.0f} | {sparse_mb:.0f} |", flush=True)
+
+
+def steady(n_docs: int) -> None:
+    """:func:`incremental` alone (P = 4 and 16), on stores built as :func:`read` builds them."""
+    from anchorstream.store import CooccurrenceStore, partition_url
+
+    rng = np.random.default_rng(4)
+    ranks = np.minimum(rng.zipf(1.1, size=(n_docs, 30)), 5000)
+    docs = [[f"w{r}" for r in row] for row in ranks]
+    with tempfile.TemporaryDirectory() as d:
+        for P in (4, 16):
+            for p in range(P):
+                s = CooccurrenceStore.create(partition_url(Path(d) / f"p{P}", "t", p),
+                                             capacity=5000, admit_threshold=1)
+                s.add(docs[p::P])
+                s.checkpoint()
+        incremental(Path(d), rng, max_rank=500, counts=(4, 16))
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--part", choices=("contention", "ingest", "read", "all"), default="all")
+    ap.add_argument("--part", choices=("contention", "ingest", "read", "steady", "all"),
+                    default="all")
     ap.add_argument("--commits", type=int, default=20)
     ap.add_argument("--docs", type=int, default=30000)
     args = ap.parse_args()
@@ -285,6 +373,8 @@ def main() -> None:
         contention(args.commits)
     if args.part in ("read", "all"):
         read(args.docs)
+    if args.part in ("steady", "all"):
+        steady(args.docs)
     if args.part in ("ingest", "all"):
         ingest(args.docs)
 

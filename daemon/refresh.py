@@ -3,8 +3,7 @@
 :class:`Refresher` runs in a background thread: when enough new documents were checkpointed and
 the interval passed, it pins one committed store version, fits the configured method (warm-started
 from the previous model), aligns topic ids with the last snapshot and publishes. A failed refresh
-is logged and counted; the last good snapshot keeps being served. Why a thread, and the steps in
-detail: docs/daemon.md.
+is logged and counted; the last good snapshot keeps being served. Why: docs/daemon.md.
 """
 
 from __future__ import annotations
@@ -158,8 +157,8 @@ class Refresher:
     reader : callable ``(version, sparse) -> state``, optional
         Reads the state to fit (default: :func:`~anchorstream.store.open_committed` of
         ``store_url``), sparse counts when ``sparse`` (:attr:`sparse`); the partitioned layout
-        passes one that sums every partition's store (:func:`anchorstream.store.read_partitions`),
-        whose ``partitions`` (each partition's version and offset) go into ``source``.
+        passes :func:`daemon.scaled.partitioned_reader` (its ``documents(state, idx)`` gives
+        the document statistics), whose ``partitions`` go into ``source``.
     clock : callable, default time.monotonic
     """
 
@@ -341,16 +340,18 @@ class Refresher:
                 cooc = (cooc_all if idx.size == cooc_all.n_words
                         else cooc_all.subset(idx, keep_total=False))
             else:
-                # Cold with every word selected, the fit may take the counts' memory itself.
-                share = idx.size == cooc_all.n_words and not self.warm_start
+                # Cold with every word selected, the fit may take the counts' memory itself
+                # (not a partitioned reader's: it keeps its sum for the next read).
+                share = idx.size == cooc_all.n_words and not (self.warm_start or self.reader)
                 cooc = _subset(cooc_all, idx, out=None if share
                                else self._buffers.get("subset", idx.size ** 2, np.float64))
             self._check_enough(cooc, len(words))
             docs = None
             if self.needs_documents:
-                # The same store version as the counts, over the same words.
-                docs = read_document_state(self.store_url, st.version, st.slots[idx],
-                                           storage_options=self.storage_options)
+                # The same store version(s) as the counts, over the same words.
+                docs = (self.reader.documents(st, idx) if self.reader is not None else
+                        read_document_state(self.store_url, st.version, st.slots[idx],
+                                            storage_options=self.storage_options))
                 self._check_documents(docs)
             observe("read", time.perf_counter() - t0)
 

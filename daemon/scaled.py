@@ -3,8 +3,12 @@
 * :class:`TopicPartitions` — every partition of the consumed topics, from the brokers'
   metadata (a client outside the consumer group): what the refresher sums.
 * :func:`partitioned_reader` — the refresher's reader: pin every partition store's head and
-  sum them (:func:`anchorstream.store.read_partitions`), at most ``vocab.capacity`` words;
-  sparse counts for the low-rank refresh (``model.rectify_method: lowrank``).
+  sum them (:class:`anchorstream.store.partread.PartitionReader`: only the partitions that
+  moved since the last refresh are read, from their new segments), at most
+  ``vocab.capacity`` words; sparse counts for the low-rank refresh
+  (``model.rectify_method: lowrank``). Its ``documents(state, idx)`` combines every
+  partition's document statistics (``ddp``, ``rp``, ``tsvd``) at the same versions
+  (:mod:`anchorstream.store.partdocs`).
 * :class:`PartitionWatcher` — for ``--role refresh``, which has no ingest loop to tell it
   about checkpoints: counts the documents committed to the partition stores every few seconds
   and notifies the refresher.
@@ -18,7 +22,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from anchorstream.store import committed_docs, read_partitions
+from anchorstream.stats.documents import DocStatsSettings
+from anchorstream.store import committed_docs
+from anchorstream.store.partdocs import documents_over, read_partition_documents
+from anchorstream.store.partread import PartitionReader
 from daemon.settings import Config
 
 __all__ = ["PartitionWatcher", "TopicPartitions", "partitioned_reader"]
@@ -76,16 +83,34 @@ class TopicPartitions:
 
 
 def partitioned_reader(cfg: Config, partitions: Callable[[], set | None]):
-    """The refresher's reader over every partition store (see module notes)."""
+    """The refresher's reader over every partition store (see module notes): a
+    :class:`~anchorstream.store.partread.PartitionReader` kept between refreshes, so each
+    refresh reads only the partitions whose head moved, from their new segments."""
+    readers: dict[bool, PartitionReader] = {}
+
     def read(version=None, sparse=False):
-        # A partitioned read pins every head now (``version`` names no single store) and
-        # reads in full; ``sparse`` (the low-rank refresh) sums sparse counts, no V x V array.
+        # A partitioned read pins every head now (``version`` names no single store);
+        # ``sparse`` (the low-rank refresh) sums sparse counts, no V x V array.
         parts = partitions()
         if parts is None:
             raise RuntimeError("the partitions of the consumed topics are not known yet "
                                "(no broker answered)")
-        return read_partitions(cfg.store.path, parts, max_words=cfg.vocab.capacity,
-                               storage_options=cfg.store.storage_kwargs(), sparse=sparse)
+        if sparse not in readers:
+            readers.clear()  # one kind of read at a time: the other's memory goes
+            readers[sparse] = PartitionReader(cfg.store.path, max_words=cfg.vocab.capacity,
+                                              storage_options=cfg.store.storage_kwargs(),
+                                              sparse=sparse)
+        return readers[sparse].read(parts)
+
+    settings = DocStatsSettings.for_method(**cfg.model.document_stats_kwargs())
+
+    def documents(st, idx):
+        # Every partition's statistics at the versions ``st`` pinned, over its words ``idx``.
+        docs = read_partition_documents(cfg.store.path, st, settings,
+                                        storage_options=cfg.store.storage_kwargs())
+        return None if docs is None else documents_over(docs, idx)
+
+    read.documents = documents
     return read
 
 

@@ -27,13 +27,15 @@ import logging
 import os
 import signal
 import threading
+from dataclasses import replace
 from pathlib import Path
 from collections.abc import Callable
 from typing import Any
 
 from anchorstream.stats.accumulator import Forgetting
 from anchorstream.stats.documents import DocStatsSettings
-from anchorstream.store import CooccurrenceStore
+from anchorstream.store import CooccurrenceStore, partition_key
+from anchorstream.store.partdocs import partition_seed
 from anchorstream.text.tokenize import Tokenizer
 from anchorstream.text.vocabulary import read_seed_vocabulary
 from daemon.http.api import ApiServer
@@ -69,7 +71,8 @@ def check_role(role: str, cfg: Config) -> None:
             f"summed by the refresher); got store.layout {cfg.store.layout!r}")
 
 
-def open_store(cfg: Config, url=None, *, share: int = 1) -> CooccurrenceStore:
+def open_store(cfg: Config, url=None, *, share: int = 1,
+               partition: str | None = None) -> CooccurrenceStore:
     """Open the store of ``cfg.store.path`` (or ``url``: a partition's store of the
     partitioned layout), creating it with the configured settings.
 
@@ -92,6 +95,9 @@ def open_store(cfg: Config, url=None, *, share: int = 1) -> CooccurrenceStore:
     (DDP, RP, TSVD) and no others: with a co-occurrence method, statistics a previous run kept
     are dropped, so they cost nothing; after a change of method, new statistics count the
     documents from the current one on (see :mod:`anchorstream.stats.documents`).
+    ``partition`` (``kafka:<topic>:<p>``, with ``url``): the partition's statistics get a seed of
+    their own (:func:`anchorstream.store.partdocs.partition_seed`), so that documents at the
+    same position of two partitions draw independent splits, directions and sample keys.
     """
     s, v = cfg.store, cfg.vocab
     forgetting_kw = s.forgetting_kwargs()
@@ -115,6 +121,9 @@ def open_store(cfg: Config, url=None, *, share: int = 1) -> CooccurrenceStore:
     if s.shard_size is not None:
         create["shard_size"] = s.shard_size
     document_stats = DocStatsSettings.for_method(**cfg.model.document_stats_kwargs())
+    if partition is not None:
+        document_stats = replace(document_stats,
+                                 seed=partition_seed(document_stats.seed, partition))
     runtime = s.runtime_kwargs()
     runtime["budget_bytes"] = max(runtime["budget_bytes"] // max(int(share), 1), 1 << 20)
     return CooccurrenceStore.open_or_create(
@@ -244,9 +253,13 @@ class Daemon:
             partitions = self.partitions
 
             def opener(url):
-                return open_store(cfg, url, share=len(partitions() or ()) or 1)
+                topic, p = url.rsplit("/", 2)[1:]  # partition_url's last two parts
+                return open_store(cfg, url, share=len(partitions() or ()) or 1,
+                                  partition=partition_key(topic, int(p)))
 
-            self.store = store = PartitionStores(cfg.store.path, opener)
+            kw = cfg.store.forgetting_kwargs()
+            self.store = store = PartitionStores(cfg.store.path, opener,
+                                                 forgetting=Forgetting(**kw) if kw else None)
             loop_class = PartitionedIngestLoop
             log.info("partitioned store under %s: partitions are opened as they are assigned",
                      cfg.store.path)

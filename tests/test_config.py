@@ -386,3 +386,17 @@ def test_batch_bound_defaults_to_32_largest_messages():
     assert parse_config({"message": {"max_bytes": 1000}}).max_batch_bytes == 32000
     cfg = parse_config({"kafka": {"max_batch_bytes": 5000}, "message": {"max_bytes": 5000}})
     assert cfg.max_batch_bytes == 5000
+
+
+def test_the_partitioned_layout_takes_document_methods_and_refuses_forgetting_in_documents():
+    for model in ({"method": "tsvd"}, {"anchor_method": "ddp"}, {"anchor_method": "rp"}):
+        cfg = parse_config({"store": {"layout": "partitioned"}, "model": model}, env={})
+        assert cfg.model.needs_documents
+    cfg = parse_config({"store": {"layout": "partitioned", "half_life_seconds": 3600}}, env={})
+    assert cfg.store.half_life_seconds == 3600
+    for extra, key, shown in (({"half_life_docs": 1000}, "half_life_docs", "1000.0"),
+                              ({"window_docs": 500, "windows": 3}, "window_docs", "500")):
+        with pytest.raises(ConfigError, match=rf"store\.{key}: got {shown} with store\.layout "
+                                              r"partitioned; allowed: null, because .* "
+                                              r"store\.half_life_seconds is allowed"):
+            parse_config({"store": {"layout": "partitioned", **extra}}, env={})

@@ -451,3 +451,55 @@ def test_module_doctests():
     import anchorstream.stats.documents as docstats_module
 
     assert doctest.testmod(docstats_module).failed == 0
+
+
+@pytest.mark.parametrize("method, anchor_method, tolerance",
+                         [("anchor", "ddp", 0.12), ("tsvd", "qr", 0.15)])
+def test_a_partitioned_refresh_combines_the_partitions_statistics(tmp_path, separable, method,
+                                                                  anchor_method, tolerance):
+    # store.layout: partitioned with a method that reads documents: the daemon opens each
+    # partition's store with a seed of its own, and its refresher combines the partitions'
+    # statistics at the pinned versions (the split statistic summed, reservoirs merged by key).
+    from anchorstream.store import partition_url
+    from anchorstream.store.partdocs import partition_seed
+    from daemon.scaled import partitioned_reader
+    from daemon.service import open_store
+    from daemon.settings import parse_config
+
+    truth, docs = separable
+    K = 5
+    if method == "tsvd":  # the tsvd refresh test's corpus, one dominant topic a document
+        from test_tsvd import dominant_corpus
+
+        X, truth, _, _ = dominant_corpus(2000, 150, seed=5)
+        docs, K = as_words(X), 4
+    root = tmp_path / "root"
+    cfg = parse_config({"store": {"path": str(root), "layout": "partitioned"},
+                        "vocab": {"capacity": 400, "admit_threshold": 1, "stopwords": "none"},
+                        "model": {"method": method, "anchor_method": anchor_method,
+                                  "num_topics": K, "tsvd_documents": 2000,
+                                  "random_state": 3}}, env={})
+    seeds = set()
+    for p in range(3):
+        s = open_store(cfg, partition_url(root, "docs", p), partition=f"kafka:docs:{p}")
+        s.add(docs[p::3])
+        s.checkpoint({f"kafka:docs:{p}": len(docs[p::3])})
+        seeds.add(s.document_stats.seed)
+        assert s.document_stats.seed == partition_seed(3, f"kafka:docs:{p}")
+    assert len(seeds) == 3
+    pub = Publisher(tmp_path / "snaps", keep=2)
+    ref = Refresher(str(root), pub, model_kwargs={
+        "n_topics": K, "anchor_min_df": 60, "anchor_method": anchor_method},
+        method=method, min_new_docs=1, min_df=1,
+        reader=partitioned_reader(cfg, lambda: {("docs", p) for p in range(3)}))
+    assert ref.refresh_once() is not None
+    _, snap = pub.latest()
+    idx = [int(w[1:]) for w in snap.vocabulary]
+    B = np.zeros((truth.shape[0], K))
+    B[idx] = np.asarray(snap.topic_word, np.float64).T
+    assert recovery_error(truth, B)[0] < tolerance  # as one store's refresh tests
+    stats = snap.source["document_stats"]
+    if method == "tsvd":
+        assert stats["reservoir_docs"] == 2000  # three reservoirs merged: every document
+    else:
+        assert stats["split_docs"] == 3000

@@ -192,3 +192,44 @@ def test_revoked_partitions_are_checkpointed_then_released(tmp_path):
     feed(a, sa)
     assert a.checkpoint()
     assert_once(tmp_path, root)
+
+
+def test_a_decay_in_seconds_routes_timestamps_and_sums_to_one_store(tmp_path):
+    # store.half_life_seconds with the partitioned layout: the loop passes each record's
+    # timestamp to its partition's store, and the sum (every partition at the latest clock)
+    # equals one store fed the same documents with the same timestamps.
+    from anchorstream.stats.accumulator import Forgetting
+
+    decay = Forgetting(half_life=20.0, unit="seconds")
+
+    def opener(url):
+        return CooccurrenceStore.open_or_create(url, capacity=32, admit_threshold=1,
+                                                forgetting=decay)
+
+    stamp = {p: [1_000_000 * (p + 1) + 7_000 * i for i in range(len(LOG[p]))] for p in LOG}
+    source = GroupMember(LOG)
+    source.poll_batch = lambda max_records=None, timeout=0.0, upto=None: [
+        SourceRecord(TOPIC, p, i, LOG[p][i], timestamp=stamp[p][i])
+        for p in sorted(source.pending or ()) for i in range(len(LOG[p]))
+        if source.offsets_for(TOPIC, p) is None]
+    loop = PartitionedIngestLoop(PartitionStores(str(tmp_path / "root"), opener,
+                                                 forgetting=decay),
+                                 tokenizer=Tokenizer(), message=MessageConfig(max_bytes=500),
+                                 checkpoint_every_docs=10 ** 6, checkpoint_every_seconds=3600)
+    loop.attach(source)
+    loop.process(source.poll_batch())
+    loop.checkpoint()
+    summed = read_partitions(tmp_path / "root", [(TOPIC, p) for p in LOG])
+    tok = Tokenizer()
+    single = CooccurrenceStore.create(tmp_path / "single", capacity=32, admit_threshold=1,
+                                      forgetting=decay)
+    for p in LOG:
+        single.add([tok(json.loads(v)["text"]) for v in LOG[p]], [t / 1000 for t in stamp[p]])
+    single.checkpoint()
+    one = open_committed(tmp_path / "single")
+    assert summed.clock == one.clock == stamp[2][-1] / 1000
+    order = [summed.words.index(w) for w in one.words]
+    got = summed.cooccurrence.counts[order][:, order]
+    assert got == pytest.approx(one.cooccurrence.counts, rel=1e-9, abs=1e-12)
+    assert summed.cooccurrence.num_docs == pytest.approx(one.cooccurrence.num_docs, rel=1e-9)
+    assert summed.cooccurrence.num_docs < 30  # partitions 0 and 1 decayed to the latest clock

@@ -283,6 +283,7 @@ def test_a_partitioned_lowrank_refresh_sums_sparse_reads_and_fits_the_dense_sum(
     # reader sums every partition's sparse read (no partition read dense, no V x V array or
     # buffer) and the published topics are those of a fit on the dense sum of the same pins.
     import anchorstream.store.partitions as partitions_mod
+    import anchorstream.store.partread as partread_mod
     from anchorstream.stats.cooccurrence import Cooccurrence
     from anchorstream.stats.sparse import SparseCooccurrence
     from anchorstream.store import partition_url, read_partitions
@@ -310,6 +311,7 @@ def test_a_partitioned_lowrank_refresh_sums_sparse_reads_and_fits_the_dense_sum(
         raise AssertionError("a partition was read dense")
 
     monkeypatch.setattr(partitions_mod, "read_version", no_dense)
+    monkeypatch.setattr(partread_mod, "read_version", no_dense)
     assert ref.sparse and ref.refresh_once()["version"] == 1
     assert isinstance(reads[0].cooccurrence, SparseCooccurrence)
     assert all(ref._buffers.held(name) is None

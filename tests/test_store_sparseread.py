@@ -87,7 +87,7 @@ def test_an_empty_store_reads_as_empty_sparse_counts():
     CooccurrenceStore.create(url, capacity=8, seed=["a", "b"])
     st_ = open_committed_sparse(url)
     assert st_.words == ["a", "b"] and st_.cooccurrence.upper.nnz == 0
-    assert st_.cooccurrence.num_docs == 0 and st_.dense is None
+    assert st_.cooccurrence.num_docs == 0 and st_.dense.segments == frozenset()
     np.testing.assert_array_equal(st_.cooccurrence @ np.ones((2, 1)), np.zeros((2, 1)))
 
 
@@ -192,3 +192,39 @@ def test_the_low_rank_fit_from_a_store_never_allocates_a_v_by_v_array(tmp_path):
     finally:
         tracemalloc.stop()
     assert dense_peak >= dense_bytes
+
+
+@settings(max_examples=10, deadline=None)
+@given(seed=st.integers(0, 2**16), cuts=st.lists(st.integers(0, 60), min_size=1, max_size=4),
+       compact_after=st.sets(st.integers(0, 4)), evict_after=st.sets(st.integers(0, 4)),
+       forgetting=st.sampled_from(sorted(FORGETTING)), capacity=st.sampled_from([6, 12]))
+def test_a_sparse_read_that_catches_up_equals_a_full_read(seed, cuts, compact_after,
+                                                          evict_after, forgetting, capacity):
+    # read_version_sparse(previous=): the previous sparse read plus what was committed since
+    # (evictions, compactions, decay, windows expiring in between) equals a full read.
+    from anchorstream.store.repository import open_repo
+    from anchorstream.store.sparseread import read_version_sparse
+
+    rng = np.random.default_rng(seed)
+    docs = [list(rng.choice([f"w{i}" for i in range(12)], size=rng.integers(0, 7)))
+            for _ in range(60)]
+    url = f"memory://sparse-catch-up-{uuid.uuid4().hex}"
+    s = CooccurrenceStore.create(url, capacity=capacity, admit_threshold=1, chunk_size=2,
+                                 shard_size=4, sketch_size=4, forgetting=FORGETTING[forgetting])
+    previous = None
+    bounds = sorted({0, len(docs), *cuts})
+    for k, (a, b) in enumerate(zip(bounds[:-1], bounds[1:])):
+        s.add(docs[a:b])
+        present = [w for w in s.vocabulary.words if w]
+        if k in evict_after and present:
+            s.evict(present[0])
+        s.checkpoint({"n": b})
+        if k in compact_after:
+            s.compact()
+        repo, _ = open_repo(url)
+        kept = None if previous is None else previous.cooccurrence.upper.copy()
+        read = read_version_sparse(repo, url, None, previous=previous)
+        if previous is not None:  # the previous read is left as it was
+            assert (previous.cooccurrence.upper != kept).nnz == 0
+        _assert_same_read(read, open_committed(url))
+        previous = read

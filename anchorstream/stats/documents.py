@@ -438,6 +438,9 @@ class DocumentState:
         are dropped).
     positions : int64 ndarray of shape (n_reservoir,) or None
         Stream position of each reservoir row.
+    keys : float64 ndarray of shape (n_reservoir,) or None
+        Each reservoir row's sample key (:func:`reservoir_keys`: the smallest are kept), by
+        which reservoirs merge (:mod:`anchorstream.store.partdocs`).
     """
 
     settings: DocStatsSettings
@@ -446,6 +449,7 @@ class DocumentState:
     sketch: RPSketch | None = None
     documents: sp.csr_matrix | None = None
     positions: np.ndarray | None = None
+    keys: np.ndarray | None = None
 
     def summary(self) -> dict:
         """JSON facts for a snapshot's ``source``."""
@@ -506,7 +510,7 @@ class StoredDocuments:
         n = slots.size
         pos = np.full(self.capacity, -1, dtype=np.int64)
         pos[slots] = np.arange(n)
-        split = sketch = documents = positions = None
+        split = sketch = documents = positions = keys = None
         if part is not None:
             ok = (pos[part.rows] >= 0) & (pos[part.cols] >= 0)
             cross = sp.coo_matrix((part.vals[ok], (pos[part.rows[ok]], pos[part.cols[ok]])),
@@ -535,4 +539,6 @@ class StoredDocuments:
             nonempty = np.flatnonzero(np.diff(M.indptr) > 0)
             documents = M[nonempty]
             positions = rv.pos[keep_docs][nonempty]
-        return DocumentState(settings, self.since_docs, split, sketch, documents, positions)
+            keys = rv.key[keep_docs][nonempty]
+        return DocumentState(settings, self.since_docs, split, sketch, documents, positions,
+                             keys)

@@ -44,8 +44,9 @@ from anchorstream.store.repository import open_repo, pass_through, repo_exists, 
 from anchorstream.store.sparseread import read_version_sparse
 from anchorstream.zarrio import get, get_words
 
-__all__ = ["PARTITIONS_DIR", "PartitionedState", "committed_docs", "partition_key", "partition_url",
-           "pin_partitions", "read_partitions"]
+__all__ = ["PARTITIONS_DIR", "PartitionSum", "PartitionedState", "add_by_rows", "check_summable",
+           "committed_docs", "common_time", "keep_words", "partition_key", "partition_url", "pin_partitions",
+           "read_partitions", "read_vocabulary", "remap_upper"]
 
 #: Directory (prefix) under the root holding one store per partition.
 PARTITIONS_DIR = "partitions"
@@ -149,14 +150,17 @@ def committed_docs(root, partitions: Iterable[tuple[str, int]], *,
     return total
 
 
-def _vocabulary(repo, url: str, version: str) -> tuple[dict, list[str], np.ndarray]:
-    """``(config, active words, their document frequencies)`` of one version, no matrix."""
+def read_vocabulary(repo, url: str, version: str
+                    ) -> tuple[dict, list[str], np.ndarray, float]:
+    """``(config, active words, their document frequencies, clock)`` of one version, no
+    matrix; with decay the frequencies are those at the version's clock."""
     try:
         session = repo.readonly_session(snapshot_id=version)
         root = zarr.open_group(session.store, mode="r")
         meta = check_format(root.attrs, url)
         state = StoreState.from_json(root.attrs["state"])
-        R = Forgetting.from_dict(meta["config"]["forgetting"]).ring
+        forgetting = Forgetting.from_dict(meta["config"]["forgetting"])
+        R = forgetting.ring
         words_all = get_words(root["vocab"], "slot_words")
         live = np.asarray([w >= 0 and state.live(w, R) for w in state.vec_window])
         doc_freq = get(root, "doc_freq")[live].sum(axis=0)
@@ -164,10 +168,12 @@ def _vocabulary(repo, url: str, version: str) -> tuple[dict, list[str], np.ndarr
         pass_through(exc)
         raise wrap(exc, f"cannot read the vocabulary of {url!r}") from exc
     active = [s for s, w in enumerate(words_all) if w]
-    return meta["config"], [words_all[s] for s in active], doc_freq[active]
+    factor = forgetting.readout(state.clock, state.t_ref)
+    return (meta["config"], [words_all[s] for s in active], doc_freq[active] * factor,
+            float(state.clock))
 
 
-def _keep_words(vocabularies: list[tuple[list[str], np.ndarray]], max_words: int | None
+def keep_words(vocabularies: list[tuple[list[str], np.ndarray]], max_words: int | None
                 ) -> dict[str, int]:
     """``{word: row}`` of the union: every word, or the ``max_words`` of largest summed
     document frequency (ties by word), in first-seen order."""
@@ -186,8 +192,10 @@ def _keep_words(vocabularies: list[tuple[list[str], np.ndarray]], max_words: int
 BLOCK_ROWS = 256
 
 
-def _add_by_rows(out: np.ndarray, part: np.ndarray, rows: np.ndarray) -> None:
-    """``out[rows[i], rows[j]] += part[i, j]`` for every ``i, j`` with ``rows >= 0``.
+def add_by_rows(out: np.ndarray, part: np.ndarray, rows: np.ndarray, *,
+                subtract: bool = False, scale: float = 1.0) -> None:
+    """``out[rows[i], rows[j]] += scale * part[i, j]`` for every ``i, j`` with ``rows >= 0``
+    (``-=`` with ``subtract``).
 
     ``rows`` are distinct. A partition's matrix is gathered into the union's order a block of
     rows at a time (scattering with ``np.ix_`` on both axes was 5× slower than the read at
@@ -201,32 +209,54 @@ def _add_by_rows(out: np.ndarray, part: np.ndarray, rows: np.ndarray) -> None:
     have, dst = have[order], rows[have][order]
     k = dst.size
     prefix = bool(dst[-1] == k - 1)  # sorted and distinct: dst == arange(k)
+    add = np.subtract if subtract else np.add
     if prefix and np.array_equal(have, np.arange(k)):
-        out[:k, :k] += part[:k, :k]
+        add(out[:k, :k], part[:k, :k] if scale == 1.0 else scale * part[:k, :k],
+            out=out[:k, :k])
         return
     for b in range(0, k, BLOCK_ROWS):
         src_rows = have[b:b + BLOCK_ROWS]
         block = part[src_rows][:, have]
+        if scale != 1.0:
+            block *= scale
         if prefix:
-            out[b:b + src_rows.size, :k] += block
+            target = out[b:b + src_rows.size, :k]
+            add(target, block, out=target)
         else:
-            out[np.ix_(dst[b:b + BLOCK_ROWS], dst)] += block
+            at = np.ix_(dst[b:b + BLOCK_ROWS], dst)
+            out[at] = add(out[at], block)
 
 
-def _check_summable(url: str, config: dict, caps: set) -> None:
-    """Partition states add only without forgetting and with one document weighting."""
+def check_summable(url: str, config: dict, seen: dict) -> None:
+    """Partition states add only with one document weighting and one forgetting, and only
+    forgetting whose time is the same in every partition: decay with a half-life in seconds
+    (the documents' timestamps), no windows, no half-life in documents (each partition's
+    document count is its own clock). ``seen`` collects ``length_cap`` and ``forgetting``."""
     forgetting = Forgetting.from_dict(config["forgetting"])
-    if forgetting.decays or forgetting.ring > 1:
+    if forgetting.ring > 1 or (forgetting.decays and forgetting.unit != "seconds"):
         raise InputError(
-            f"{url!r} forgets (decay or windows): partition stores are summed without "
-            "forgetting (each partition's clock is its own)")
-    caps.add(config.get("length_cap"))
-    if len(caps) > 1:
-        raise InputError(f"cannot sum partition stores whose documents are weighted "
-                         f"differently (length_cap {sorted(caps, key=str)})")
+            f"{url!r} forgets by windows or by a half-life in documents: partition stores "
+            "are summed with no forgetting or a decay in seconds only (each partition's "
+            "document count is its own clock)")
+    for name, value in (("length_cap", config.get("length_cap")),
+                        ("forgetting", json.dumps(forgetting.to_dict(), sort_keys=True))):
+        seen.setdefault(name, set()).add(value)
+        if len(seen[name]) > 1:
+            raise InputError(f"cannot sum partition stores whose documents are weighted "
+                             f"differently ({name} {sorted(seen[name], key=str)})")
 
 
-def _remap_upper(upper, rows: np.ndarray, n: int):
+def common_time(configs_clocks) -> tuple[float, list[float]]:
+    """``(T, factors)``: the latest clock of the partitions and, for each ``(config, clock)``,
+    the decay factor bringing its values from its clock to ``T`` (1.0 without decay): with a
+    half-life in seconds the partitions' sums are the same documents' weights at ``T`` as one
+    store's."""
+    pairs = list(configs_clocks)
+    T = max((c for _, c in pairs), default=0.0)
+    return T, [Forgetting.from_dict(cfg["forgetting"]).readout(T, c) for cfg, c in pairs]
+
+
+def remap_upper(upper, rows: np.ndarray, n: int):
     """A partition's upper triangle (CSR over its own positions) moved into the union's
     positions ``rows`` (``-1``: a word not kept), ``n × n``: only its entries are touched."""
     coo = upper.tocoo()
@@ -235,13 +265,18 @@ def _remap_upper(upper, rows: np.ndarray, n: int):
     return upper_csr(r[keep], c[keep], coo.data[keep], n)
 
 
-class _Sum:
+class PartitionSum:
     """What the partitions add up to, one partition's read at a time: dense counts
-    (``V × V``) or, ``sparse``, their upper triangle as CSR (``O(nnz)``)."""
+    (``V × V``) or, ``sparse``, their upper triangle as CSR (``O(nnz)``). Given ``counts``
+    (summed elsewhere: :class:`anchorstream.store.partread.PartitionReader`), only the
+    vectors, totals and offsets are summed (``add(..., counts=False)``)."""
 
-    def __init__(self, V: int, sparse: bool):
+    def __init__(self, V: int, sparse: bool, counts=None):
         self.V, self.sparse = V, sparse
-        self.counts = sp.csr_matrix((V, V)) if sparse else np.zeros((V, V))
+        if counts is None:
+            counts = sp.csr_matrix((V, V)) if sparse else np.zeros((V, V))
+        self.counts = counts
+        self.decays = False  # decayed sums are not whole numbers
         self.unigram, self.doc_freq = np.zeros(V), np.zeros(V)
         self.num_docs = self.num_tokens = 0
         self.offsets: dict = {}
@@ -249,29 +284,49 @@ class _Sum:
         self.clock = 0.0
         self.n_docs = 0
 
-    def add(self, st, index: dict[str, int]) -> None:
+    def add(self, st, index: dict[str, int], *, counts: bool = True,
+            factor: float = 1.0) -> None:
+        """Add one partition's read ``st`` over the words ``index``, its values times
+        ``factor`` (decay to the common time, :func:`common_time`)."""
         rows = np.asarray([index.get(w, -1) for w in st.words], dtype=np.int64)
         keep = np.flatnonzero(rows >= 0)
         r = rows[keep]
         c = st.cooccurrence
-        if self.sparse:
-            self.counts = canonical_csr(self.counts + _remap_upper(c.upper, rows, self.V))
-        else:
-            _add_by_rows(self.counts, c.counts, rows)
-        self.unigram[r] += c.unigram[keep]
-        self.doc_freq[r] += c.doc_freq[keep]
-        self.num_docs += c.num_docs
-        self.num_tokens += c.num_tokens
+        if counts and self.sparse:
+            upper = c.upper if factor == 1.0 else c.upper * factor
+            self.counts = canonical_csr(self.counts + remap_upper(upper, rows, self.V))
+        elif counts:
+            add_by_rows(self.counts, c.counts, rows, scale=factor)
+        self.unigram[r] += factor * c.unigram[keep]
+        self.doc_freq[r] += factor * c.doc_freq[keep]
+        self.decays = self.decays or factor != 1.0 or isinstance(c.num_docs, float)
+        self.num_docs += factor * c.num_docs
+        self.num_tokens += factor * c.num_tokens
         offsets = dict(st.offsets)
         self.topic_ids.update(offsets.pop("kafka:topic_ids", None) or {})
         self.offsets.update(offsets)
         self.clock = max(self.clock, st.clock)
         self.n_docs += st.n_docs_added
 
+    def state(self, index: dict[str, int], pins: Mapping[str, str | None], info: dict,
+              cap) -> PartitionedState:
+        """The :class:`PartitionedState` of this sum over the words ``index`` of the pinned
+        versions ``pins`` (``info``: each partition's entry)."""
+        offsets = dict(self.offsets)
+        if self.topic_ids:
+            offsets["kafka:topic_ids"] = self.topic_ids
+        digest = hashlib.sha256(
+            json.dumps(sorted(pins.items()), default=str).encode()).hexdigest()
+        return PartitionedState(self.cooccurrence(cap), list(index), None, offsets,
+                                "p" + digest[:24], self.clock, self.n_docs, None, info)
+
     def cooccurrence(self, cap):
         kind = SparseCooccurrence if self.sparse else Cooccurrence
-        return kind(self.counts, self.unigram, self.doc_freq, int(self.num_docs),
-                    int(round(self.num_tokens)), cap)
+        out = kind(self.counts, self.unigram, self.doc_freq, int(self.num_docs),
+                   int(round(self.num_tokens)), cap)
+        if self.decays:  # decayed sums are not whole numbers (the constructor wants ints)
+            out.num_docs, out.num_tokens = float(self.num_docs), float(self.num_tokens)
+        return out
 
 
 def read_partitions(root, partitions: Iterable[tuple[str, int]], *,
@@ -312,30 +367,25 @@ def read_partitions(root, partitions: Iterable[tuple[str, int]], *,
     pins = dict(versions) if versions is not None else pin_partitions(
         root, partitions, storage_options=storage_options)
     found = []
-    caps: set = set()
+    seen: dict = {}
     for topic, p in partitions:
         key, url = partition_key(topic, p), partition_url(root, topic, p)
         if pins.get(key) is None:
             continue
         repo, _ = open_repo(url, storage_options)
-        config, words, freq = _vocabulary(repo, url, pins[key])
-        _check_summable(url, config, caps)
-        found.append((key, url, repo, words, freq))
-    index = _keep_words([(w, f) for *_, w, f in found], max_words)
-    total = _Sum(len(index), sparse)
+        config, words, freq, clock = read_vocabulary(repo, url, pins[key])
+        check_summable(url, config, seen)
+        found.append((key, url, repo, config, clock, words, freq))
+    _, factors = common_time((config, clock) for _, _, _, config, clock, _, _ in found)
+    index = keep_words([(w, f * g) for (*_, w, f), g in zip(found, factors)], max_words)
+    total = PartitionSum(len(index), sparse)
     info: dict = {partition_key(t, p): {"version": None, "offset": None, "n_docs_added": 0,
                                         "n_words": 0} for t, p in partitions}
     read = read_version_sparse if sparse else read_version
-    for key, url, repo, _, _ in found:
+    for (key, url, repo, *_), factor in zip(found, factors):
         st = read(repo, url, pins[key])
-        total.add(st, index)
+        total.add(st, index, factor=factor)
         info[key] = {"version": st.version, "offset": st.offsets.get(key),
                      "n_docs_added": st.n_docs_added, "n_words": len(st.words)}
         del st  # one partition's matrix at a time
-    offsets = dict(total.offsets)
-    if total.topic_ids:
-        offsets["kafka:topic_ids"] = total.topic_ids
-    cooc = total.cooccurrence(caps.pop() if caps else 2)
-    digest = hashlib.sha256(json.dumps(sorted(pins.items()), default=str).encode()).hexdigest()
-    return PartitionedState(cooc, list(index), None, offsets, "p" + digest[:24], total.clock,
-                            total.n_docs, None, info)
+    return total.state(index, pins, info, seen.get("length_cap", {2}).pop())

@@ -29,11 +29,14 @@ from anchorstream.zarrio import get, get_words
 
 __all__ = [
     "BaseShards",
+    "CatchUp",
     "CommittedState",
     "DenseRead",
+    "dense_read_of",
     "fingerprint",
     "merge_committed",
     "open_committed",
+    "plan_catch_up",
     "read_committed",
     "read_document_state",
     "read_version",
@@ -116,27 +119,64 @@ class _Version:
                            Fold.of(self.meta, self.state))
 
     def dense_read(self) -> DenseRead:
-        R, state = self.forgetting.ring, self.state
-        live_base = tuple((r, w) for r, w in enumerate(state.base_window)
-                          if w >= 0 and state.live(w, R))
-        return DenseRead(
-            base=(state.base_seq, state.base_t_ref, live_base),
-            segments=frozenset(seg.name for seg in state.live_segments(R)),
-            active=self.active, reset_seq=self.reset_seq, seq=int(state.seq),
-            clock=float(state.clock))
+        return dense_read_of(self.forgetting, self.state, self.active, self.reset_seq)
 
 
-def _catch_up(v: _Version, out, since: DenseRead | None):
-    """Bring ``out`` (holding the dense read ``since``) up to version ``v`` in place, or
-    return None when that is not possible and a full read is needed."""
+def dense_read_of(forgetting: Forgetting, state: StoreState, active: np.ndarray,
+                  reset_seq: np.ndarray) -> DenseRead:
+    """What a read of the version with ``state``, ``active`` slots and ``reset_seq`` is made
+    of (the dense read's and the sparse read's record for a later catch-up)."""
+    R = forgetting.ring
+    live_base = tuple((r, w) for r, w in enumerate(state.base_window)
+                      if w >= 0 and state.live(w, R))
+    return DenseRead(
+        base=(state.base_seq, state.base_t_ref, live_base),
+        segments=frozenset(seg.name for seg in state.live_segments(R)),
+        active=active, reset_seq=reset_seq, seq=int(state.seq), clock=float(state.clock))
+
+
+@dataclass(frozen=True, eq=False)
+class CatchUp:
+    """How counts read as ``since`` become those of a later version (:func:`plan_catch_up`).
+
+    Attributes
+    ----------
+    now : DenseRead
+        The later version's record.
+    gone : int ndarray
+        Positions (in the active slots, which have not changed) of the slots evicted since:
+        their rows and columns are zeroed.
+    segments : list
+        The segments added since, whose valid entries are added.
+    factor : float
+        Decay between the two read-out times (1.0 without decay): every count is scaled first.
+    pos : int ndarray
+        Position of each slot in the active slots (``-1`` for an inactive one).
+    reader : EntryReader
+        Reads those segments' valid entries.
+    """
+
+    now: DenseRead
+    gone: np.ndarray
+    segments: list
+    factor: float
+    pos: np.ndarray
+    reader: EntryReader
+
+
+def plan_catch_up(root, meta, state: StoreState, active: np.ndarray, reset_seq: np.ndarray,
+                  since: DenseRead | None) -> CatchUp | None:
+    """How to bring counts read as ``since`` up to the version of ``root`` (``meta``,
+    ``state``, ``active``, ``reset_seq``), or None when only a full read can: a compaction,
+    an expired window or a change of active slots since, or an eviction that could void
+    entries read then. The dense read (``open_committed(since=)``) and the sparse one
+    (``read_version_sparse(previous=)``) both follow it."""
     if since is None:
         return None
-    now = v.dense_read()
-    active, reset_seq = v.active, v.reset_seq
-    n = active.size
-    counts = leading_view(out, (n, n), np.float64)
-    fold = Fold.of(v.meta, v.state)
-    if (counts is None or now.base != since.base or not since.segments <= now.segments
+    forgetting = Forgetting.from_dict(meta["config"]["forgetting"])
+    now = dense_read_of(forgetting, state, active, reset_seq)
+    fold = Fold.of(meta, state)
+    if (now.base != since.base or not since.segments <= now.segments
             or not np.array_equal(active, since.active)
             or since.reset_seq.shape != reset_seq.shape
             # Folding moves entries of its segments into the base: the earlier read must hold
@@ -148,18 +188,30 @@ def _catch_up(v: _Version, out, since: DenseRead | None):
     # least the sequence number of the next checkpoint, after all those segments.
     if np.any(reset_seq[evicted] < since.seq):
         return None
-    factor = v.forgetting.readout(v.state.clock, since.clock)  # same for every reference time
-    if factor != 1.0:
-        counts *= factor
+    factor = forgetting.readout(state.clock, since.clock)  # same for every reference time
     pos = np.full(reset_seq.size, -1, dtype=np.int64)
-    pos[active] = np.arange(n)
+    pos[active] = np.arange(active.size)
     gone = pos[evicted]
-    gone = gone[gone >= 0]
-    counts[gone, :] = 0.0
-    counts[:, gone] = 0.0
     new = now.segments - since.segments
-    v.entry_reader().add_into(counts, pos, [seg for seg in v.state.segments if seg.name in new])
-    return counts, now
+    return CatchUp(now, gone[gone >= 0], [seg for seg in state.segments if seg.name in new],
+                   factor, pos, EntryReader(root, reset_seq, forgetting, state.clock, fold))
+
+
+def _catch_up(v: _Version, out, since: DenseRead | None):
+    """Bring ``out`` (holding the dense read ``since``) up to version ``v`` in place, or
+    return None when that is not possible and a full read is needed."""
+    n = v.active.size
+    counts = leading_view(out, (n, n), np.float64)
+    plan = None if counts is None else plan_catch_up(v.root, v.meta, v.state, v.active,
+                                                     v.reset_seq, since)
+    if plan is None:
+        return None
+    if plan.factor != 1.0:
+        counts *= plan.factor
+    counts[plan.gone, :] = 0.0
+    counts[:, plan.gone] = 0.0
+    plan.reader.add_into(counts, plan.pos, plan.segments)
+    return counts, plan.now
 
 
 def _as_slice(src: np.ndarray, dst: np.ndarray) -> tuple[slice, slice] | None:

@@ -25,13 +25,13 @@ from anchorstream.errors import StoreError, StoreFormatError
 from anchorstream.stats.accumulator import Forgetting
 from anchorstream.stats.sparse import SparseCooccurrence, canonical_csr, upper_csr
 from anchorstream.store.format import BRANCH, StoreState, check_format
-from anchorstream.store.reading import BaseShards, CommittedState
+from anchorstream.store.reading import BaseShards, CommittedState, dense_read_of, plan_catch_up
 from anchorstream.store.repository import open_repo, pass_through, wrap
 from anchorstream.store.segments import EntryReader
 from anchorstream.store.settings import length_cap
 from anchorstream.zarrio import get, get_words
 
-__all__ = ["open_committed_sparse", "read_version_sparse", "sparse_upper"]
+__all__ = ["catch_up_upper", "open_committed_sparse", "read_version_sparse", "sparse_upper"]
 
 
 def _block_entries(block, rsel, csel, r0, c0, pos, diagonal: bool):
@@ -92,6 +92,34 @@ def sparse_upper(root, meta, state: StoreState, active: np.ndarray,
     return canonical_csr(base)
 
 
+def catch_up_upper(root, meta, state: StoreState, active: np.ndarray, reset_seq: np.ndarray,
+                   previous: CommittedState | None) -> sp.csr_matrix | None:
+    """The upper triangle of this version from ``previous`` (an earlier sparse read of the same
+    store, with its ``dense`` record), reading only the segments committed since, as the dense
+    read's catch-up does (:func:`~anchorstream.store.reading.plan_catch_up`); None when only
+    a full read can."""
+    if previous is None or previous.dense is None:
+        return None
+    plan = plan_catch_up(root, meta, state, active, reset_seq, previous.dense)
+    n = active.size
+    upper = previous.cooccurrence.upper
+    if plan is None or upper.shape != (n, n):
+        return None
+    if plan.factor != 1.0:
+        upper = upper * plan.factor
+    if plan.gone.size:
+        keep = np.ones(n)
+        keep[plan.gone] = 0.0
+        mask = sp.diags(keep, format="csr")
+        upper = mask @ upper @ mask
+    for seg in plan.segments:
+        rows, cols, vals = plan.reader.entries(seg)
+        rows, cols = plan.pos[rows], plan.pos[cols]
+        ok = (rows >= 0) & (cols >= 0)
+        upper = upper + upper_csr(rows[ok], cols[ok], vals[ok], n)
+    return canonical_csr(sp.csr_matrix(upper, copy=upper is previous.cooccurrence.upper))
+
+
 def _read(root, where: str):
     """The version's metadata, state, active slots, reset sequence and vectors."""
     meta = check_format(root.attrs, where)
@@ -111,7 +139,8 @@ def open_committed_sparse(url, version: str | None = None, *,
 
     As :func:`~anchorstream.store.reading.open_committed`, but the ``cooccurrence`` is a
     :class:`~anchorstream.stats.sparse.SparseCooccurrence` read shard by shard, never a dense
-    ``V × V`` array, and there is no incremental re-read (``dense`` is None).
+    ``V × V`` array (``dense`` records what it is made of, for
+    :func:`read_version_sparse`'s catch-up).
 
     Raises
     ------
@@ -122,17 +151,25 @@ def open_committed_sparse(url, version: str | None = None, *,
     return read_version_sparse(repo, os.fspath(url), version)
 
 
-def read_version_sparse(repo, where: str, version: str | None) -> CommittedState:
+def read_version_sparse(repo, where: str, version: str | None,
+                        previous: CommittedState | None = None) -> CommittedState:
     """:func:`open_committed_sparse` of the store in an open ``repo`` (``where`` names it in
     errors): the partitioned read (:func:`anchorstream.store.read_partitions`) reads each
-    partition's pinned version so."""
+    partition's pinned version so.
+
+    ``previous``, an earlier sparse read of the same store, is brought up to this version by
+    adding the segments committed since (:func:`catch_up_upper`) when the store allows;
+    otherwise this is a full read. Either way the result's ``dense`` records what its counts
+    are made of, for the next catch-up (``previous`` itself is left as it was)."""
     try:
         session = (repo.readonly_session(branch=BRANCH) if version is None
                    else repo.readonly_session(snapshot_id=version))
         root = zarr.open_group(session.store, mode="r")
         meta, state, words_all, reset_seq, active, vectors = _read(root, where)
         offsets = dict(root.attrs["offsets"])
-        upper = sparse_upper(root, meta, state, active, reset_seq)
+        upper = catch_up_upper(root, meta, state, active, reset_seq, previous)
+        if upper is None:
+            upper = sparse_upper(root, meta, state, active, reset_seq)
     except (StoreFormatError, StoreError):
         raise
     except BaseException as exc:
@@ -152,4 +189,4 @@ def read_version_sparse(repo, where: str, version: str | None) -> CommittedState
                               length_cap(meta["config"]))
     return CommittedState(cooc, [words_all[s] for s in active], active, offsets,
                           session.snapshot_id, float(state.clock), int(state.n_docs_added),
-                          None)
+                          dense_read_of(forgetting, state, active, reset_seq))

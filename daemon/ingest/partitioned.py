@@ -74,12 +74,16 @@ class PartitionStores:
         ``store.path``: the partitioned layout's root (path or URL).
     opener : callable ``url -> CooccurrenceStore``
         Opens (or creates) one partition's store with the configured settings.
+    forgetting : Forgetting, optional
+        The stores' forgetting (none, or a decay in seconds).
     """
 
-    forgetting = Forgetting()  # the layout forgets nothing (daemon.settings.rules)
-
-    def __init__(self, root: str, opener: Callable[[str], CooccurrenceStore]):
+    def __init__(self, root: str, opener: Callable[[str], CooccurrenceStore], *,
+                 forgetting: Forgetting | None = None):
         self.url = str(root)
+        #: The stores' forgetting: none, or a decay in seconds (daemon.settings.rules); the
+        #: loop passes the documents' timestamps with the latter.
+        self.forgetting = forgetting or Forgetting()
         self._opener = opener
         self.stores: dict[str, CooccurrenceStore] = {}
         self.vocabulary = _Vocabularies(self.stores)

@@ -224,21 +224,21 @@ def metrics_port_differs(c) -> str | None:
 
 
 def partitions_sum_plain_counts(c) -> str | None:
-    """Partition stores are summed when read: no forgetting, no document statistics."""
+    """Partition stores are summed when read: a decay in seconds sums exactly (every
+    partition brought to the latest clock); forgetting counted in documents does not (each
+    partition's document count is its own clock). Document statistics combine
+    (anchorstream.store.partdocs)."""
     s = c.store
     if s.layout != "partitioned":
         return None
-    forgetting = [k for k in ("half_life_docs", "half_life_seconds", "window_docs", "windows")
+    forgetting = [k for k in ("half_life_docs", "window_docs", "windows")
                   if getattr(s, k) is not None]
     if forgetting:
         return (f"store.{forgetting[0]}: got {getattr(s, forgetting[0])} with store.layout "
-                "partitioned; allowed: null, because partition stores are summed without "
-                "forgetting (each partition's clock is its own)")
-    if c.model.needs_documents:
-        return (f"store.layout: got 'partitioned' with model.method {c.model.method!r} and "
-                f"model.anchor_method {c.model.anchor_method!r}, which need document "
-                "statistics; allowed: store.layout single, or a co-occurrence method "
-                "(anchor with qr/fast, anchorfree)")
+                "partitioned; allowed: null, because partition stores are summed and each "
+                "partition counts its own documents (a half-life or window in documents "
+                "would forget at every partition's own pace); store.half_life_seconds is "
+                "allowed")
     return None
 
 
