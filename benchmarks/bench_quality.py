@@ -51,6 +51,10 @@ CANDIDATES: dict[str, list[str]] = {
     "mdf10": ["--anchor-min-df", "10"],  # the old anchor threshold
     "nocap": ["--anchor-candidates", "0"],  # every word in anchor_min_df documents (before 40 K)
     "cap30": ["--anchor-candidates", "30"],
+    # Each candidate's sampling noise taken off its distance (anchors.row_noise): 0 / 1 / 2 times.
+    "noise0": ["--anchor-noise", "0"],
+    "noise1": ["--anchor-noise", "1"],
+    "noise2": ["--anchor-noise", "2"],
     "anchorfree": ["--method", "anchorfree"],  # AnchorFree (Huang 2016) with its defaults
     # Background words (benchmarks/README.md, "Background words"): top words by probability
     # (the old default), and the background level taken in a half / a quarter of the topics.

@@ -27,10 +27,14 @@ disagree on (``length_cap``, ``max_df``, forgetting), read from the stores.
 **refit** (short text, in process): two fits on random halves of one period of documents
 (npm summaries, ``K`` = 100 by default), each with its own vocabulary as ``fit --input``
 would choose it, and how many of ``K`` topics stay unmatched (total variation ≥ 0.5 to their
-match); then, to split that into its causes, the first half fitted again with another seed,
-with 1 % of its documents left out, and the second half fitted with the first half's anchor
-words pinned (what remains when both halves use the same anchors is what the data changes
-in the recovery; the rest is the anchor choice).
+match, Hungarian assignment on ``1 - TV``) and what share of the first half's prevalence they
+hold; then one cause at a time: both halves on the whole period's vocabulary (the vocabulary),
+the second half with the first half's anchor words pinned, and both halves with the whole
+period's anchors pinned (what is left when the anchors agree is the counts' noise through the
+recovery; the rest is the anchor choice). Each corpus is rectified once (cached under
+``benchmarks/.cache/refit-cache``): rectification does not depend on the anchor or recovery
+settings, so every row and every ``--refit-settings`` variant reuses it (delete that folder
+after changing the rectification or the counts).
 
 Corpora: the quality benchmark's ``tech`` (train split) for store and causes and ``short``
 (train split) for refit, under ``benchmarks/.cache/quality`` (``benchmarks/bench_quality.py``
@@ -50,6 +54,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -58,7 +63,11 @@ import numpy as np  # noqa: E402
 from scipy.optimize import linear_sum_assignment  # noqa: E402
 
 from anchorstream.model.align import topic_similarity  # noqa: E402
-from anchorstream.model.pipeline import AnchorModel  # noqa: E402
+from anchorstream.model.pipeline import AnchorModel, ModelSettings, StageTimer  # noqa: E402
+from anchorstream.model.stages import Rectified as StageRectified  # noqa: E402
+from anchorstream.model.stages import (active_part, anchor_stage, correlation_stage,  # noqa: E402
+                                       recover_stage, rectify_stage)
+from anchorstream.model.stages import anchor_min_df as stage_min_df  # noqa: E402
 from anchorstream.stats.cooccurrence import LENGTH_CAP, cooccurrence  # noqa: E402
 from anchorstream.text.tokenize import count_matrix, select_vocabulary  # noqa: E402
 from daemon.cli.fit import read_documents  # noqa: E402
@@ -251,49 +260,129 @@ def part_causes(args, work: Path) -> None:
 # part refit: two halves of one period
 
 
+class Rectified:
+    """One cold rectification of a corpus's counts, cached on disk, and topics from it.
+
+    Rectification is the fit's cost and does not depend on the anchor or recovery settings,
+    so every variant of those (pinned anchors, other candidates) reuses it: ``topics(**s)``
+    runs the anchor search, the recovery and the correlations of ``AnchorModel.fit``.
+    """
+
+    def __init__(self, cooc, words, K: int, cache: Path, seed: int = 0, **settings):
+        self.cooc, self.words, self.K, self.seed = cooc, list(words), K, seed
+        self.index = {w: i for i, w in enumerate(self.words)}
+        s = ModelSettings(n_topics=K, random_state=seed, **settings)
+        C, self.active = active_part(cooc, False)
+        V = cooc.n_words
+        self.position = np.full(V, -1)
+        self.position[self.active] = np.arange(self.active.size)
+        self.cpu = 0.0
+        if cache.exists():
+            z = np.load(cache)
+            self.rect = StageRectified(z["C"], z["row_sums"], z["row_sqnorms"],
+                                       n_iter={"rectify": int(z["n_iter"])})
+            self.cpu = float(z["cpu"])
+            return
+        t = time.process_time()
+        self.rect = rectify_stage(C, V, K, self.active, self.position, None, s,
+                                  StageTimer({}), False, None, None)
+        self.cpu = time.process_time() - t
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        np.savez(cache, C=self.rect.C, row_sums=self.rect.row_sums,
+                 row_sqnorms=self.rect.row_sqnorms, n_iter=self.rect.n_iter["rectify"],
+                 cpu=self.cpu)
+
+    def topics(self, pinned_words=(), **settings) -> SimpleNamespace:
+        """topic_word (V, K), anchor words and prevalence; ``pinned_words`` (strings) that
+        are candidates here are pinned."""
+        K, cooc = self.K, self.cooc
+        if any(k.startswith("rectify") for k in settings):
+            raise SystemExit(f"refit variants reuse the halves' rectification: {settings} "
+                             "changes it")
+        s = ModelSettings(n_topics=K, random_state=self.seed, **settings)
+        min_df = stage_min_df(cooc, K, self.active, s)
+        ok = [self.index[w] for w in pinned_words
+              if w in self.index and cooc.doc_freq[self.index[w]] >= min_df]
+        if ok:
+            s = ModelSettings(n_topics=K, random_state=self.seed, pinned_anchors=tuple(ok),
+                              **settings)
+        timer = StageTimer({})
+        anchors, products = anchor_stage(cooc, self.rect, K, min_df, self.active,
+                                         self.position, None, s, timer)
+        rec = recover_stage(self.rect, anchors, products, K, self.active, None, s, timer)
+        A, _ = correlation_stage(self.rect.C, rec.topic_word, anchors, s, timer)
+        tw = np.zeros((cooc.n_words, K))
+        tw[self.active] = rec.topic_word
+        return SimpleNamespace(topic_word=tw, words=self.words, prevalence=A.sum(axis=1),
+                               anchors=[self.words[i] for i in self.active[anchors]],
+                               pinned=len(ok))
+
+
+def refit_row(name: str, a, b) -> str:
+    """A markdown row: ``b`` against ``a`` (topic sets from :meth:`Rectified.topics`)."""
+    S = topic_similarity(a.topic_word, a.words, b.topic_word, b.words)
+    rows, cols = linear_sum_assignment(S, maximize=True)
+    tv = 1.0 - S[rows, cols]
+    bad = tv >= 0.5
+    prev = a.prevalence[rows]
+    shared = len(set(a.anchors) & set(b.anchors))
+    return (f"| {name} | {2 * tv.mean():.3f} | {int(bad.sum())} of {tv.size} | "
+            f"{prev[bad].sum() / prev.sum():.3f} | {shared} | "
+            f"{len(set(a.words) & set(b.words))} |")
+
+
 def part_refit(args) -> None:
     K, V = args.refit_topics, args.refit_vocab
     docs = read_docs(args.refit_data)
-    rng = np.random.default_rng(args.seed)
-    order = rng.permutation(len(docs))
+    order = np.random.default_rng(args.seed).permutation(len(docs))
     half = len(docs) // 2
-    parts = [[docs[i] for i in order[:half]], [docs[i] for i in order[half:2 * half]]]
+    parts = {"A": [docs[i] for i in order[:half]], "B": [docs[i] for i in order[half:2 * half]],
+             "full": [docs[i] for i in order[:2 * half]]}
+    cache = args.work.parent / "refit-cache"
+    tag = f"{args.refit_data.parent.name}-s{args.seed}-k{K}-v{V}"
 
-    def counts(part):
-        w = select_vocabulary(part, min_df=MIN_DF, max_df=MAX_DF, max_size=V)
-        return cooccurrence(count_matrix(part, w), length_cap=LENGTH_CAP), w
+    def vocabulary(part):
+        return select_vocabulary(part, min_df=MIN_DF, max_df=MAX_DF, max_size=V)
 
-    (ca, wa), (cb, wb) = counts(parts[0]), counts(parts[1])
-    t = time.process_time()
-    a = fit_model(ca, K)
-    seconds = time.process_time() - t
-    b = fit_model(cb, K)
-    rows = [("the other half", b, wb)]
-    rows.append(("the same half, another seed (1)", fit_model(ca, K, seed=1), wa))
-    keep = np.random.default_rng(1).random(len(parts[0])) >= 0.01
-    fewer = cooccurrence(count_matrix([d for d, k in zip(parts[0], keep) if k], wa),
-                         length_cap=LENGTH_CAP)
-    rows.append(("the same half, 1 % of its documents left out", fit_model(fewer, K), wa))
-    index_b = {w: i for i, w in enumerate(wb)}
-    # Only words that may be anchors in the other half (in >= anchor_min_df of its documents).
-    min_df = a.get_params()["anchor_min_df"]
-    shared = [index_b[wa[i]] for i in a.anchors_
-              if wa[i] in index_b and cb.doc_freq[index_b[wa[i]]] >= min_df]
-    pinned = fit_model(cb, K, pinned_anchors=tuple(shared))
-    rows.append((f"the other half, the first half's anchors pinned ({len(shared)} of {K})",
-                 pinned, wb))
-    for text in args.refit_settings:
-        settings = json.loads(text)
-        a2, b2 = fit_model(ca, K, **settings), fit_model(cb, K, **settings)
-        rows.append((f"both halves with `{text}`: the other half", b2, wb, a2))
+    def rectified(name, part, words):
+        cooc = cooccurrence(count_matrix(part, words), length_cap=LENGTH_CAP)
+        r = Rectified(cooc, words, K, cache / f"{tag}-{name}.npz")
+        print(f"(rectified {name}: {r.cpu:.0f} CPU s, {r.rect.n_iter['rectify']} iterations)",
+              flush=True)
+        return r
+
     print(f"\n### refit: random halves of {args.refit_data.name} ({half} documents each, "
-          f"K = {K}, V = {V}; a fit took {seconds:.1f} CPU s)\n")
-    print("| the first half's fit against | matched ℓ1 | ℓ1 < 0.5 | TV ≥ 0.5 (unmatched) | "
-          "shared words |")
-    print("|---|---:|---:|---:|---:|")
-    for name, model, w, *first in rows:
-        ref = first[0] if first else a
-        print(f"| {name} | {describe(compare(model.topic_word_, w, ref.topic_word_, wa))} |")
+          f"K = {K}, V = {V})\n")
+    header = ("| the first half's fit (A) against | matched ℓ1 | TV ≥ 0.5 (unmatched) | "
+              "A's prevalence in them | anchors shared | words shared |\n"
+              "|---|---:|---:|---:|---:|---:|")
+    wf = vocabulary(parts["full"])
+    own = {h: rectified(h, parts[h], vocabulary(parts[h])) for h in ("A", "B")}
+    a, b = own["A"].topics(), own["B"].topics()
+    print(header)
+    print(refit_row("B, each half its own vocabulary (`fit --input` on each)", a, b),
+          flush=True)
+    print(refit_row("B fitted with A's anchors pinned (own vocabularies)", a,
+                    own["B"].topics(pinned_words=a.anchors)), flush=True)
+    keep = np.random.default_rng(1).random(half) >= 0.01
+    fewer = [d for d, k in zip(parts["A"], keep) if k]
+    print(refit_row(f"A itself with 1 % of its documents left out ({half - len(fewer)}; A's "
+                    "vocabulary)", a, rectified("A-1pct", fewer, own["A"].words).topics()),
+          flush=True)
+    same = {h: rectified(f"{h}-fullvocab", parts[h], wf) for h in ("A", "B")}
+    fa, fb = same["A"].topics(), same["B"].topics()
+    print(refit_row("B, both on the whole period's vocabulary", fa, fb), flush=True)
+    full = rectified("full", parts["full"], wf).topics()
+    pa = same["A"].topics(pinned_words=full.anchors)
+    pb = same["B"].topics(pinned_words=full.anchors)
+    print(refit_row(f"B, whole-period vocabulary, the whole period's anchors pinned "
+                    f"({pa.pinned} and {pb.pinned} of {K})", pa, pb), flush=True)
+    print(refit_row("the whole period's fit (A: whole-period vocabulary)", fa, full),
+          flush=True)
+    for text in args.refit_settings:  # the vocabulary changes nothing (above): own ones
+        settings = json.loads(text)
+        print(refit_row(f"B, both with `{text}`", own["A"].topics(**settings),
+                        own["B"].topics(**settings)), flush=True)
 
 
 def main(argv=None) -> int:

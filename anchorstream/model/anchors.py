@@ -33,25 +33,13 @@ import scipy.sparse as sp
 
 from anchorstream._buffers import given_array
 from anchorstream.errors import InputError
+from anchorstream.model.candidates import (ANCHOR_CANDIDATES, ANCHOR_MIN_DF, ANCHOR_NOISE,
+                                           anchor_min_df_for, candidate_words, row_noise)
 from anchorstream.model.lowrank import LowRankCooccurrence
 
-__all__ = ["ANCHOR_CANDIDATES", "ANCHOR_MIN_DF", "WARM_SWAP_MARGIN", "anchor_min_df_for",
-           "candidate_words", "fast_anchor_words", "find_anchors", "pivoted_qr_anchors"]
-
-#: Default minimum document frequency of an anchor word: an anchor's row is estimated from the
-#: documents it is in, and hull vertices are where noise throws rows of few documents (at 10,
-#: 7 of 100 topics of npm summaries were dead). 100 was best or near it on four real corpora
-#: (docs/algorithms.md). A count, not a share: a row's reliability is the number of documents
-#: behind it; a small corpus falls back to fewer (:func:`anchor_min_df_for`).
-ANCHOR_MIN_DF = 100
-
-#: :func:`anchor_min_df_for` keeps at least this many candidates per topic.
-_CANDIDATES_PER_TOPIC = 2
-
-#: Default cap on the anchor candidates per topic (:func:`anchor_min_df_for`): the farthest of
-#: thousands of rows of a large corpus is a noisy one (docs/algorithms.md; benchmarks/README.md,
-#: "Anchor candidates").
-ANCHOR_CANDIDATES = 40
+__all__ = ["ANCHOR_CANDIDATES", "ANCHOR_MIN_DF", "ANCHOR_NOISE", "WARM_SWAP_MARGIN",
+           "anchor_min_df_for", "candidate_words", "fast_anchor_words", "find_anchors",
+           "pivoted_qr_anchors", "row_noise"]
 
 #: A row whose squared distance to the span is below this fraction of the largest squared row
 #: norm is treated as lying in the span (rounding level of the running distance updates).
@@ -65,79 +53,6 @@ _SWAP_RTOL = 1e-9
 #: margin (squared distance): hysteresis that keeps a refresh's anchors and topic ids through
 #: near ties and saves a pass per kept anchor (benchmarks/README.md, "Warm refresh ...").
 WARM_SWAP_MARGIN = 0.05
-
-
-def candidate_words(doc_freq, min_df: float) -> np.ndarray:
-    """Words frequent enough to be anchors.
-
-    Anchor words are vertices of the convex hull of the rows of ``C̄``, and rare words are
-    where sampling noise throws rows far out: a minimum document frequency keeps the search to
-    rows estimated from enough documents.
-
-    Parameters
-    ----------
-    doc_freq : array-like of shape (n_words,)
-        Number of documents containing each word.
-    min_df : float
-        Minimum document frequency of a candidate (``>= 0``).
-
-    Returns
-    -------
-    ndarray of shape (n_words,), bool
-        ``doc_freq >= min_df``.
-
-    Raises
-    ------
-    InputError
-        If ``doc_freq`` is not a finite non-negative vector or ``min_df`` is negative.
-
-    Examples
-    --------
-    >>> candidate_words([3, 0, 12, 5], 5)
-    array([False, False,  True,  True])
-    """
-    df = np.asarray(doc_freq)
-    if df.ndim != 1 or not np.issubdtype(df.dtype, np.number):
-        raise InputError(f"doc_freq must be a 1-D numeric array, got shape {df.shape}")
-    df = df.astype(np.float64)
-    if not np.all(np.isfinite(df)) or np.any(df < 0):
-        raise InputError("doc_freq must contain finite non-negative counts")
-    if not np.isfinite(min_df) or min_df < 0:
-        raise InputError(f"min_df must be a finite number >= 0, got {min_df!r}")
-    return df >= min_df
-
-
-def anchor_min_df_for(doc_freq, n_topics: int, min_df: float,
-                      per_topic: int = 0) -> float:
-    """The document frequency an anchor needs here: ``min_df``; less where a small corpus
-    has fewer than ``2 n_topics`` words that frequent; more where ``per_topic > 0`` and more
-    than ``per_topic * n_topics`` words are that frequent.
-
-    The fallback is the document frequency of the ``2 n_topics``-th most frequent word, so the
-    search keeps twice as many candidates as topics from the best-estimated rows (and at least
-    1: a word that occurs nowhere is never an anchor). The cap is the document frequency of
-    the ``per_topic * n_topics``-th most frequent word (words tied with it stay candidates).
-
-    >>> anchor_min_df_for([500, 300, 120, 90, 40, 8, 0], 1, 100)
-    100
-    >>> anchor_min_df_for([500, 300, 120, 90, 40, 8, 0], 2, 100)
-    90.0
-    >>> anchor_min_df_for([500, 300, 120, 90, 40, 8, 0], 1, 100, per_topic=2)
-    300.0
-    >>> anchor_min_df_for([500, 300, 120, 90, 40, 8, 0], 1, 100, per_topic=3)
-    100
-    """
-    if per_topic < 0:
-        raise InputError(f"per_topic must be >= 0 (0 = no cap), got {per_topic!r}")
-    df = np.sort(np.asarray(doc_freq, dtype=np.float64))[::-1]
-    reach = np.count_nonzero(df >= min_df)
-    cap = max(int(per_topic), _CANDIDATES_PER_TOPIC) * int(n_topics)
-    if per_topic and reach > cap:
-        return float(df[cap - 1])
-    need = _CANDIDATES_PER_TOPIC * int(n_topics)
-    if df.size == 0 or reach >= need:
-        return min_df
-    return float(max(min(min_df, df[min(need, df.size) - 1]), 1.0))
 
 
 # --------------------------------------------------------------------------------------------
@@ -171,6 +86,17 @@ def _check_cooccurrence(C, check: bool = True, row_sums=None):
     if row_sums is None:
         return C, np.asarray(C.sum(axis=1)).ravel()
     return C, given_array(row_sums, (C.shape[0],), "row_sums")
+
+
+def _check_noise(noise, V: int):
+    """``noise`` as a float64 vector of length ``V`` (or None)."""
+    if noise is None:
+        return None
+    out = np.asarray(noise, dtype=np.float64)
+    if out.shape != (V,) or np.any(np.isnan(out)) or np.any(out < 0):
+        raise InputError(f"noise must be a vector of {V} non-negative numbers, got shape "
+                         f"{out.shape}")
+    return out
 
 
 def _check_indices(values, V: int, name: str) -> np.ndarray:
@@ -250,8 +176,11 @@ class _SpanSearch:
     products of ``M`` with a vector or block (each is one pass over ``M``).
     """
 
-    def __init__(self, M, scale: np.ndarray, allowed: np.ndarray, n_max: int, sqnorm=None):
+    def __init__(self, M, scale: np.ndarray, allowed: np.ndarray, n_max: int, sqnorm=None,
+                 noise=None):
         self.M = M
+        # Subtracted from the squared distances when choosing (never from ``u`` itself).
+        self.noise = 0.0 if noise is None else noise
         self.inv = np.zeros_like(scale)
         np.divide(1.0, scale, out=self.inv, where=scale > 0)
         self.allowed = allowed
@@ -329,7 +258,7 @@ class _SpanSearch:
         """Add the allowed row farthest from the span (JSMF Alg. 2, lines 4-7)."""
         score = np.where(self.allowed, self.u, -np.inf)
         score[self.chosen] = -np.inf
-        n = int(np.argmax(score))
+        n = int(np.argmax(score - self.noise))
         if not score[n] > self.tiny:
             raise InputError(
                 f"the candidate rows span only {self.k} dimensions, fewer than the "
@@ -370,13 +299,13 @@ class _SpanSearch:
                 w = np.linalg.lstsq(G, e, rcond=None)[0]
             w /= np.linalg.norm(w)
             Yw = self.Y[:, :K] @ w
-            dist = self.u + Yw * Yw
+            dist = self.u + Yw * Yw - self.noise
             score = np.where(self.allowed, dist, -np.inf)
             others = np.delete(S, pos)
             score[others] = -np.inf
             n = int(np.argmax(score))
             current = int(S[pos])
-            if n == current or not score[n] > score[current] * (1.0 + margin):
+            if n == current or not score[n] > score[current] + margin * abs(score[current]):
                 continue
             # Householder H with H w = ±e_K: H is symmetric orthogonal, Q H spans the same space
             # and its last column is ±Q w, the direction to drop.
@@ -397,9 +326,9 @@ class _SpanSearch:
 
 
 def _search(X, scale, allowed, pinned, init, K, *, cleanup: bool, sqnorm=None,
-            margin: float = _SWAP_RTOL) -> _SpanSearch:
+            noise=None, margin: float = _SWAP_RTOL) -> _SpanSearch:
     """Pinned first, then ``init``, then greedy up to ``K``; then the optional cleanup pass."""
-    s = _SpanSearch(X, scale, allowed, K, sqnorm)
+    s = _SpanSearch(X, scale, allowed, K, sqnorm, _check_noise(noise, X.shape[0]))
     s.extend(pinned.tolist(), strict=True)
     if init is not None and init.size:
         s.extend(init.tolist(), strict=False)
@@ -426,6 +355,7 @@ def pivoted_qr_anchors(
     row_sums: np.ndarray | None = None,
     row_sqnorms: np.ndarray | None = None,
     return_products: bool = False,
+    noise: np.ndarray | None = None,
     swap_margin: float | None = None,
 ) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
     """Anchor words by sparse implicit column-pivoted QR (JSMF Algorithm 2).
@@ -465,6 +395,10 @@ def pivoted_qr_anchors(
         rows, which the recovery needs (``recover(anchor_products=...)``). The search keeps
         every row's coordinates ``Y = C̄ Q`` in an orthonormal basis ``Q`` of the anchors'
         rows, so the products are ``Y Y_Sᵀ``: ``O(V K²)`` instead of a product with ``C``.
+    noise : ndarray of shape (n_words,), optional
+        Taken off each row's squared distance to the span when choosing (greedy and cleanup
+        steps alike): the rows' expected squared sampling error (:func:`row_noise`), so the
+        search compares estimates of the true distances. Default: nothing.
     swap_margin : float
         With ``init``, the cleanup replaces an anchor only by a row farther from the span of
         the others by this relative margin (squared distance; >= 0; None: :data:`WARM_SWAP_MARGIN`).
@@ -497,7 +431,7 @@ def pivoted_qr_anchors(
     if not (isinstance(swap_margin, (int, float, np.floating)) and swap_margin >= 0):
         raise InputError(f"swap_margin must be a number >= 0, got {swap_margin!r}")
     s = _search(C, row_sums, allowed, pinned, init, n_topics, cleanup=init is not None,
-                sqnorm=row_sqnorms, margin=max(float(swap_margin), _SWAP_RTOL))
+                sqnorm=row_sqnorms, noise=noise, margin=max(float(swap_margin), _SWAP_RTOL))
     anchors = np.asarray(s.chosen, dtype=np.int64)
     if not return_products:
         return anchors
@@ -518,6 +452,7 @@ def fast_anchor_words(
     check_input: bool = True,
     row_sums: np.ndarray | None = None,
     row_sqnorms: np.ndarray | None = None,
+    noise: np.ndarray | None = None,
 ) -> np.ndarray:
     """Anchor words by FastAnchorWords (Arora et al. 2013, Algorithm 4).
 
@@ -548,6 +483,9 @@ def fast_anchor_words(
         Seeds the projection.
     check_input, row_sums, row_sqnorms
         As for :func:`pivoted_qr_anchors` (``row_sqnorms`` is used only without projection).
+    noise : ndarray of shape (n_words,), optional
+        As for :func:`pivoted_qr_anchors` (a random projection keeps squared distances in
+        expectation).
 
     Returns
     -------
@@ -581,14 +519,27 @@ def fast_anchor_words(
         R *= 1.0 / np.sqrt(projection_dim)
         # Projecting C and scaling rows afterwards equals projecting the normalised rows.
         X = np.asarray(C @ R)
-    s = _search(X, row_sums, allowed, pinned, init, n_topics, cleanup=True, sqnorm=row_sqnorms)
+    s = _search(X, row_sums, allowed, pinned, init, n_topics, cleanup=True, sqnorm=row_sqnorms,
+                noise=noise)
     return np.asarray(s.chosen, dtype=np.int64)
 
 
 def find_anchors(C, n_topics: int, *, method: str = "qr", **kwargs) -> np.ndarray:
-    """Dispatch to :func:`pivoted_qr_anchors` (``"qr"``) or :func:`fast_anchor_words` (``"fast"``),
-    passing ``kwargs`` on (``candidates``, ``pinned``, ``init``; for ``"fast"`` also
-    ``projection_dim`` and ``random_state``). Returns the ``n_topics`` anchors (int64)."""
+    """Dispatch to :func:`pivoted_qr_anchors` (``"qr"``) or :func:`fast_anchor_words` (``"fast"``).
+
+    Parameters
+    ----------
+    C : ndarray or sparse matrix of shape (n_words, n_words)
+    n_topics : int
+    method : {"qr", "fast"}
+    **kwargs
+        Passed on (``candidates``, ``pinned``, ``init``, ``noise``; for ``"fast"`` also
+        ``projection_dim`` and ``random_state``).
+
+    Returns
+    -------
+    ndarray of shape (n_topics,), int64
+    """
     if method == "qr":
         return pivoted_qr_anchors(C, n_topics, **kwargs)
     if method == "fast":

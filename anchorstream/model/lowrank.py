@@ -128,6 +128,7 @@ class DocumentCooccurrence:
         total = float(np.sum(w * n * (n - 1.0)))
         self.length_cap = length_cap
         self.num_docs = int(used.sum())
+        self.num_tokens = float(n[used].sum())
         self.n_words = X.shape[1]
         self.shape = (self.n_words, self.n_words)
         self.total = total
@@ -161,8 +162,7 @@ class DocumentCooccurrence:
         return C
 
     def upper_counts(self) -> sp.csr_matrix:
-        """The counts' upper triangle (diagonal included), ``H̃ᵀ H̃ − diag δ``, sparse; a
-        diagonal entry that only rounding left (``√w² ≠ w``) is zero."""
+        """The counts' upper triangle, ``H̃ᵀ H̃ − diag δ``, sparse (a rounding-only diagonal: 0)."""
         P = sp.triu(self._HtT @ self._Ht, format="csr")
         d = P.diagonal()
         P.setdiag(np.where(np.abs(d - self._delta) <= 1e-9 * d, 0.0, d - self._delta))

@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from anchorstream.model.registry import COUNT_ANCHORS
-from anchorstream.model.anchors import ANCHOR_CANDIDATES, ANCHOR_MIN_DF
+from anchorstream.model.anchors import ANCHOR_CANDIDATES, ANCHOR_MIN_DF, ANCHOR_NOISE
 from anchorstream.model.refine import REFINE_MAX_ITER, REFINE_METHODS, pair_counts
 from anchorstream.stats.cooccurrence import Cooccurrence, take_square
 from anchorstream.errors import InputError, NotFittedError
@@ -107,6 +107,9 @@ class ModelSettings:
     # At most this many candidates per topic, the most frequent (0: no cap); see
     # anchors.ANCHOR_CANDIDATES.
     anchor_candidates: int = ANCHOR_CANDIDATES
+    # The anchor search takes this multiple of each row's expected squared sampling error
+    # off its distance to the span (anchors.row_noise; 0: the plain farthest row).
+    anchor_noise: float = ANCHOR_NOISE
     projection_dim: int = 1000
     pinned_anchors: tuple[int, ...] = field(default_factory=tuple)
     recover_method: str = "admm"
@@ -153,6 +156,11 @@ class ModelSettings:
                 f"rectify_rows must be None or a positive integer, got {self.rectify_rows!r}")
         if self.anchor_min_df < 0:
             raise InputError(f"anchor_min_df must be >= 0, got {self.anchor_min_df!r}")
+        if (isinstance(self.anchor_noise, bool)
+                or not isinstance(self.anchor_noise, (int, float, np.integer, np.floating))
+                or not 0 <= self.anchor_noise < float("inf")):
+            raise InputError(
+                f"anchor_noise must be a finite number >= 0, got {self.anchor_noise!r}")
         if (not isinstance(self.anchor_candidates, (int, np.integer))
                 or self.anchor_candidates < 0):
             raise InputError("anchor_candidates must be an integer >= 0 (0 = no cap), got "

@@ -14,7 +14,7 @@ import numpy as np
 
 from anchorstream._buffers import leading_view
 from anchorstream.errors import AnchorstreamError, InputError
-from anchorstream.model.anchors import anchor_min_df_for, candidate_words, find_anchors
+from anchorstream.model.anchors import anchor_min_df_for, candidate_words, find_anchors, row_noise
 from anchorstream.model.correlations import dirichlet_alpha, topic_topic
 from anchorstream.model.lowrank import DocumentCooccurrence, rectify_lowrank
 from anchorstream.model.lowrank_warm import data_product, probes, rectify_lowrank_update
@@ -289,6 +289,9 @@ def anchor_stage(cooc, rect: Rectified, K, min_df, active, position, init, s, st
     if init is not None and s.rectify_method != "lowrank":
         mapped = position[init.anchors_] if init.anchors_.size == K else np.full(K, -1)
         warm_anchors = mapped if np.all(mapped >= 0) else None
+    # Each row's expected squared sampling error, taken off its distance (row_noise).
+    noise = (row_noise(cooc.doc_freq[active], cooc.num_docs, cooc.num_tokens, s.anchor_noise)
+             if s.anchor_noise > 0 else None)
     # The QR search's coordinates give the recovery its products with the anchor rows.
     qr = s.anchor_method == "qr"
     found = stage(
@@ -305,6 +308,7 @@ def anchor_stage(cooc, rect: Rectified, K, min_df, active, position, init, s, st
             check_input=not s.rectify,
             row_sums=rect.row_sums,
             row_sqnorms=rect.row_sqnorms,
+            noise=noise,
             **({"return_products": True} if qr else
                {"projection_dim": s.projection_dim, "random_state": s.random_state}),
         ),

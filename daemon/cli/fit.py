@@ -16,11 +16,11 @@ from typing import Any
 
 import numpy as np
 
-from anchorstream.model.anchors import ANCHOR_CANDIDATES, ANCHOR_MIN_DF
+from anchorstream.model.anchors import ANCHOR_CANDIDATES, ANCHOR_MIN_DF, ANCHOR_NOISE
 from anchorstream.stats.cooccurrence import cooccurrence
 from anchorstream.text.decode import FORMATS, DecodeError
 from anchorstream.errors import InputError
-from anchorstream.model.background import BACKGROUND_SPREAD, check_spread
+from anchorstream.model.background import BACKGROUND_SPREAD
 from anchorstream.model.methods import fit_topics
 from anchorstream.model.registry import ANCHOR_METHODS, METHODS, method_spec
 from anchorstream.model.lowrank import DocumentCooccurrence
@@ -31,7 +31,7 @@ from anchorstream.snapshot.layout import MANIFEST
 from anchorstream.text.tokenize import count_matrix, select_vocabulary
 from daemon.cli.options import (LENGTH_CAP, MAX_DF, MIN_DF, STOPWORDS, STOPWORDS_HELP,
                                  VOCAB_SIZE, HelpFormatter, length_cap_arg, length_cap_help,
-                                 stopwords_tokenizer)
+                                 spread_arg, stopwords_tokenizer)
 from daemon.ingest.files import iter_lines
 from daemon.ingest.records import record_tokens
 
@@ -115,6 +115,20 @@ def _available_bytes() -> int:
         return 0
 
 
+def _anchor_options(p) -> None:
+    """The anchor search's candidates and their noise."""
+    p.add_argument("--anchor-min-df", type=int, default=ANCHOR_MIN_DF,
+                   help="only words in at least this many documents may be anchors (fewer "
+                        "where fewer than 2 x topics words are that frequent)")
+    p.add_argument("--anchor-candidates", type=int, default=ANCHOR_CANDIDATES, metavar="N",
+                   help="anchors qr/fast: at most N x topics candidates, the most frequent "
+                        "words (anchor_min_df is raised where more reach it); 0 = no cap")
+    p.add_argument("--anchor-noise", type=float, default=ANCHOR_NOISE, metavar="X",
+                   help="anchors qr/fast: take X times each word's estimated sampling noise "
+                        "(1 / (documents x (mean length - 1))) off its distance to the span "
+                        "when choosing anchors; 0 = the plain farthest word")
+
+
 def register(subparsers) -> None:
     p = subparsers.add_parser(
         "fit",
@@ -166,7 +180,7 @@ def register(subparsers) -> None:
     _model_options(p)
     p.add_argument("--seed", type=int, default=0, help="random seed")
     p.add_argument("--top-words", type=int, default=20, help="top words stored per topic")
-    p.add_argument("--background-spread", type=_spread, default=BACKGROUND_SPREAD,
+    p.add_argument("--background-spread", type=spread_arg, default=BACKGROUND_SPREAD,
                    metavar="FRACTION",
                    help="background words: a word's background level is the probability it "
                         "has in at least this fraction of the topics; top words are ranked by "
@@ -187,12 +201,7 @@ def _model_options(p) -> None:
                    help="anchor finder: qr = sparse implicit pivoted QR (JSMF), "
                         "fast = FastAnchorWords (Arora 2013), ddp/rp = data-dependent / random "
                         "projections (Ding 2014, need --input)")
-    p.add_argument("--anchor-min-df", type=int, default=ANCHOR_MIN_DF,
-                   help="only words in at least this many documents may be anchors (fewer "
-                        "where fewer than 2 x topics words are that frequent)")
-    p.add_argument("--anchor-candidates", type=int, default=ANCHOR_CANDIDATES, metavar="N",
-                   help="anchors qr/fast: at most N x topics candidates, the most frequent "
-                        "words (anchor_min_df is raised where more reach it); 0 = no cap")
+    _anchor_options(p)
     p.add_argument("--recover", choices=RECOVER_METHODS, default="admm",
                    help="recovery: admm (JSMF), l2/kl (exponentiated gradient), inverse (baseline)")
     p.add_argument("--no-rectify", dest="rectify", action="store_false",
@@ -224,17 +233,6 @@ def _model_options(p) -> None:
     p.add_argument("--supertopics", type=int, default=0, metavar="N",
                    help="also factorize the topic-topic matrix into N supertopics (JSMF §4) "
                         "and store the hierarchy in the snapshot; 0 = off")
-
-
-def _spread(text: str) -> float | None:
-    """``--background-spread``: a fraction in (0, 1], or ``none``."""
-    if text.strip().lower() == "none":
-        return None
-    try:
-        return check_spread(float(text))
-    except (ValueError, InputError):
-        raise argparse.ArgumentTypeError(
-            f"expected a fraction of the topics in (0, 1] or 'none', got {text!r}") from None
 
 
 def _no_documents_hint(stats: dict, opts: dict) -> str:
@@ -541,6 +539,7 @@ def _fit(args, counts: _Counts, clock: _CpuClock):
         warm_state=False,  # no refit follows a one-off fit
         anchor_min_df=args.anchor_min_df,
         anchor_candidates=args.anchor_candidates,
+        anchor_noise=args.anchor_noise,
         recover_method=args.recover,
         refine=args.refine,
         refine_max_iter=args.refine_iters,

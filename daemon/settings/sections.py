@@ -258,6 +258,9 @@ class ModelConfig(_Section):
     refine_max_iter: Int(1) = Field(
         REFINE_MAX_ITER, description="most EM iterations of refine (it stops earlier when an "
         "iteration gains less than 1e-5 of the log-likelihood, relative)")
+    anchor_noise: Float(0.0) = Field(
+        0.0, description="anchors qr/fast: multiple of each word's estimated sampling noise "
+        "taken off its distance to the span when choosing anchors; 0 = plain farthest word")
     random_state: Int(0) = Field(0, description="seed")
     rectify_max_iter: Int(1) = Field(150, description="rectification iteration cap")
     supertopics: Int(0) = Field(
@@ -327,6 +330,7 @@ class ModelConfig(_Section):
             "anchor_method": self.anchor_method,
             "anchor_min_df": self.anchor_min_df,
             "anchor_candidates": self.anchor_candidates,
+            "anchor_noise": self.anchor_noise,
             "recover_method": self.recover_method,
             "refine": self.refine,
             "refine_max_iter": self.refine_max_iter,

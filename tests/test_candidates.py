@@ -1,0 +1,85 @@
+"""Anchor candidates and their rows' sampling noise (anchorstream.model.candidates)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from anchorstream.errors import InputError
+from anchorstream.model.anchors import fast_anchor_words, pivoted_qr_anchors
+from anchorstream.model.candidates import row_noise
+from anchorstream.model.pipeline import AnchorModel
+from anchorstream.stats.cooccurrence import cooccurrence
+from anchorstream.synthetic import planted_model, population_cooccurrence, sample_documents
+
+
+def test_row_noise_is_one_over_documents_times_mean_length_minus_one():
+    got = row_noise([4, 40, 0], num_docs=100, num_tokens=600, scale=2.0)
+    np.testing.assert_allclose(got[:2], [2.0 / (4 * 5), 2.0 / (40 * 5)])
+    assert got[2] == np.inf  # a word in no document is never an anchor
+    assert np.all(row_noise([4, 40], 100, 600, scale=0.0) == 0.0)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"doc_freq": [1, -1]}, "doc_freq"),
+    ({"doc_freq": [[1, 2]]}, "doc_freq"),
+    ({"scale": -1.0}, "scale"),
+    ({"scale": float("nan")}, "scale"),
+    ({"num_docs": 0}, "num_docs"),
+    ({"num_tokens": 10}, "num_tokens"),  # fewer than 2 tokens a document
+])
+def test_row_noise_rejects_bad_input(kwargs, match):
+    args = {"doc_freq": [3, 4], "num_docs": 10, "num_tokens": 60, **kwargs}
+    with pytest.raises(InputError, match=match):
+        row_noise(**args)
+
+
+@pytest.fixture(scope="module")
+def planted():
+    model = planted_model(150, 8, random_state=11)
+    return model, population_cooccurrence(model.topic_word, model.topic_topic)
+
+
+@pytest.mark.parametrize("finder", [
+    pivoted_qr_anchors, lambda *a, **k: fast_anchor_words(*a, random_state=0, **k)])
+def test_zero_noise_changes_nothing_and_a_noisy_row_loses_its_place(finder, planted):
+    model, Q = planted
+    plain = finder(Q, 8)
+    assert set(plain.tolist()) == set(model.anchors.tolist())
+    np.testing.assert_array_equal(finder(Q, 8, noise=np.zeros(150)), plain)
+    # A row whose whole squared norm is (estimated to be) noise is never the farthest.
+    noisy = int(model.anchors[3])
+    noise = np.zeros(150)
+    Qn = Q / Q.sum(axis=1, keepdims=True)
+    noise[noisy] = float(Qn[noisy] @ Qn[noisy])
+    got = finder(Q, 8, noise=noise)
+    assert noisy not in got.tolist()
+    # The same holds for a warm start (the cleanup pass compares the same scores).
+    warm = pivoted_qr_anchors(Q, 8, init=model.anchors, noise=noise)
+    assert noisy not in warm.tolist()
+
+
+def test_noise_must_be_a_non_negative_vector_of_the_words(planted):
+    _, Q = planted
+    for bad in (np.zeros(149), -np.ones(150), np.full(150, np.nan)):
+        with pytest.raises(InputError, match="noise"):
+            pivoted_qr_anchors(Q, 8, noise=bad)
+
+
+def test_the_model_passes_each_rows_noise_to_the_search():
+    model = planted_model(120, 5, random_state=0)
+    X, _ = sample_documents(model, 5000, 8, random_state=1)  # short documents: noisy rows
+    cooc = cooccurrence(X)
+    fits = {x: AnchorModel(5, anchor_min_df=20, rectify=False, anchor_noise=x).fit(cooc)
+            for x in (0.0, 3.0)}
+    C = cooc.normalized()
+    active = np.flatnonzero(C.sum(axis=1) > 0)
+    cand = cooc.doc_freq[active] >= 20
+    noise = row_noise(cooc.doc_freq[active], cooc.num_docs, cooc.num_tokens, 3.0)
+    expected = pivoted_qr_anchors(C[np.ix_(active, active)], 5, candidates=cand, noise=noise)
+    np.testing.assert_array_equal(fits[3.0].anchors_, active[expected])
+    assert not np.array_equal(fits[0.0].anchors_, fits[3.0].anchors_)
+    assert fits[3.0].get_params()["anchor_noise"] == 3.0
+    for bad in (-0.5, float("inf"), True, "1"):
+        with pytest.raises(InputError, match="anchor_noise"):
+            AnchorModel(5, anchor_noise=bad)
