@@ -14,10 +14,12 @@ from anchorstream.evaluate import recovery_error
 from anchorstream.model.lowrank import DocumentCooccurrence
 from anchorstream.model.pipeline import AnchorModel
 from anchorstream.model.refine import (
+    REFINE_AUTO_MAX_LENGTH,
     PairCounts,
     pair_counts,
     pair_em_step,
     pair_loglik,
+    refine_method_for,
     refine_topics,
 )
 from anchorstream.stats.cooccurrence import Cooccurrence, cooccurrence
@@ -110,7 +112,7 @@ def test_refinement_raises_the_loglik_of_a_sampled_corpus():
     truth = planted_model(200, 5, random_state=0)
     X, _ = sample_documents(truth, 3000, doc_length=6, random_state=0)
     cooc = cooccurrence(X, length_cap=25)
-    model = AnchorModel(5, anchor_min_df=0).fit(cooc)
+    model = AnchorModel(5, anchor_min_df=0, refine="none").fit(cooc)
     pairs = pair_counts(cooc.counts)
     fit = refine_topics(pairs, model.topic_word_, model.topic_topic_, method="joint",
                         smoothing=0.0)
@@ -118,6 +120,34 @@ def test_refinement_raises_the_loglik_of_a_sampled_corpus():
     assert fit.loglik[0] == start
     assert fit.loglik[-1] > start
     assert 1 <= fit.n_iter <= 50
+
+
+def test_auto_refines_short_documents_only():
+    assert refine_method_for("auto", 10, 10 * (REFINE_AUTO_MAX_LENGTH - 0.5)) == "joint"
+    assert refine_method_for("auto", 10, 10 * REFINE_AUTO_MAX_LENGTH) == "none"
+    assert refine_method_for("auto", 0, 0) == "none"
+    for method in ("none", "pairs", "joint"):
+        assert refine_method_for(method, 10, 10_000) == method
+    with pytest.raises(InputError, match="refine must be one of"):
+        refine_method_for("biterm", 10, 60)
+
+
+@pytest.mark.parametrize("doc_length, expected", [(6, "joint"), (40, "none")])
+def test_the_default_refines_by_the_mean_document_length(doc_length, expected):
+    truth = planted_model(200, 5, random_state=0)
+    X, _ = sample_documents(truth, 1500, doc_length=doc_length, random_state=0)
+    cooc = cooccurrence(X, length_cap=25)
+    model = AnchorModel(5, anchor_min_df=0).fit(cooc)
+    assert model.settings.refine == "auto" and model.refine_ == expected
+    assert ("refine" in model.n_iter_) == (expected != "none")
+    assert ("refine" in model.timings_) == (expected != "none")
+    if expected == "joint":
+        assert model.refine_loglik_[1] >= model.refine_loglik_[0]
+        # The same fit as asking for joint by name.
+        named = AnchorModel(5, anchor_min_df=0, refine="joint").fit(cooc)
+        np.testing.assert_allclose(model.topic_word_, named.topic_word_)
+    else:
+        assert model.refine_loglik_ is None
 
 
 def test_bad_arguments_are_named():

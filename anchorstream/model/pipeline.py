@@ -21,7 +21,8 @@ import numpy as np
 
 from anchorstream.model.registry import COUNT_ANCHORS
 from anchorstream.model.anchors import ANCHOR_CANDIDATES, ANCHOR_MIN_DF, ANCHOR_NOISE
-from anchorstream.model.refine import REFINE_MAX_ITER, REFINE_METHODS, pair_counts
+from anchorstream.model.refine import (REFINE_MAX_ITER, REFINE_METHODS, pair_counts,
+                                       refine_method_for)
 from anchorstream.stats.cooccurrence import Cooccurrence, take_square
 from anchorstream.errors import InputError, NotFittedError
 from anchorstream.model.stages import (
@@ -117,8 +118,9 @@ class ModelSettings:
     recover_tol: float | None = None  # None: the method's own default (recover.DEFAULT_TOL)
     correlation_method: str = "diagonal"
     # After recovery: EM on the likelihood of the raw word pairs, from the anchor model
-    # (anchorstream.model.refine); "none" publishes the anchor model as recovered.
-    refine: str = "none"
+    # (anchorstream.model.refine); "none" publishes the anchor model as recovered, "auto" is
+    # "joint" on short documents (refine.REFINE_AUTO_MAX_LENGTH) and "none" otherwise.
+    refine: str = "auto"
     refine_max_iter: int = REFINE_MAX_ITER
     random_state: int = 0
 
@@ -227,6 +229,9 @@ class AnchorModel:
         Warm updates in a row that ended with this fit's (0: it rectified cold).
     n_iter_ : dict
         Iterations used per stage.
+    refine_ : str
+        The refinement this fit ran, ``none``, ``pairs`` or ``joint`` (``auto`` resolved by
+        the mean document length, :func:`~anchorstream.model.refine.refine_method_for`).
     refine_loglik_ : tuple of float or None
         With ``refine``: the pair log-likelihood (per ordered pair) of the anchor model and of
         the refined one (:func:`~anchorstream.model.refine.refine_topics`).
@@ -322,7 +327,8 @@ class AnchorModel:
         timings: dict[str, float] = {}
         stage = StageTimer(timings, on_stage)
         # The raw pairs, read before rectification takes C's memory.
-        pairs = None if s.refine == "none" else stage("pairs", lambda: pair_counts(C))
+        refine = refine_method_for(s.refine, cooc.num_docs, cooc.num_tokens)
+        pairs = None if refine == "none" else stage("pairs", lambda: pair_counts(C))
 
         rect = rectify_stage(C, V, K, active, position, init, s, stage, warm_state,
                              rectify_workspace, rectify_data_out)
@@ -334,8 +340,9 @@ class AnchorModel:
         A, alpha = correlation_stage(rect.C, rec.topic_word, anchors, s, stage)
         topic_word, refined = rec.topic_word, None
         if pairs is not None:
-            topic_word, A, alpha, refined = refine_stage(pairs, topic_word, A, s, stage)
+            topic_word, A, alpha, refined = refine_stage(pairs, topic_word, A, refine, s, stage)
         self._store(V, K, active, anchors, rect, rec, topic_word, A, alpha)
+        self.refine_ = refine
         self.refine_loglik_ = None if refined is None else (refined.loglik[0],
                                                              refined.loglik[-1])
         self.n_iter_ = {**rect.n_iter, "recover": int(rec.n_iter),

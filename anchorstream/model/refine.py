@@ -50,11 +50,20 @@ import scipy.sparse as sp
 from anchorstream._kernels.pairs import pairs_em_pass, pairs_upper_from_dense
 from anchorstream.errors import InputError
 
-__all__ = ["REFINE_METHODS", "REFINE_MAX_ITER", "REFINE_SMOOTHING", "REFINE_TOL", "PairCounts",
-           "Refined", "pair_counts", "pair_em_step", "pair_loglik", "refine_topics"]
+__all__ = ["REFINE_AUTO_MAX_LENGTH", "REFINE_METHODS", "REFINE_MAX_ITER", "REFINE_SMOOTHING",
+           "REFINE_TOL", "PairCounts", "Refined", "pair_counts", "pair_em_step", "pair_loglik",
+           "refine_method_for", "refine_topics"]
 
-#: ``model.refine`` / ``fit --refine``: none, the biterm mixture, or the JSMF pair model.
-REFINE_METHODS = ("none", "pairs", "joint")
+#: ``model.refine`` / ``fit --refine``: none, the biterm mixture, the JSMF pair model, or auto
+#: (``joint`` on short documents, else ``none``: :func:`refine_method_for`).
+REFINE_METHODS = ("none", "pairs", "joint", "auto")
+#: The EM models (what ``refine_topics`` accepts).
+_EM_METHODS = ("pairs", "joint")
+#: ``auto`` refines (``joint``) where documents hold fewer tokens than this on average (in the
+#: vocabulary, documents of >= 2 tokens). The quality table (benchmarks/README.md, "Pair
+#: refinement") has joint gaining NPMI at 6.1 and 8.0 tokens, and losing 0.013 at 33.9 (tech);
+#: 15 lies in the unmeasured gap between 8 and 30.
+REFINE_AUTO_MAX_LENGTH = 15.0
 #: Most EM iterations of a refinement.
 REFINE_MAX_ITER = 30
 #: EM stops when an iteration raises the log-likelihood by less than this, relative.
@@ -163,6 +172,22 @@ def pair_loglik(pairs: PairCounts, topic_word, topic_topic) -> float:
     return _estep(pairs, B, R)[0]
 
 
+def refine_method_for(method: str, num_docs: float, num_tokens: float) -> str:
+    """The refinement a fit runs: ``method`` itself, or for ``auto`` ``joint`` where the mean
+    document (``num_tokens / num_docs``, documents of >= 2 tokens) is shorter than
+    :data:`REFINE_AUTO_MAX_LENGTH` tokens, else ``none`` (also with no documents).
+
+    >>> refine_method_for("auto", 100, 600), refine_method_for("auto", 100, 4000)
+    ('joint', 'none')
+    """
+    if method not in REFINE_METHODS:
+        raise InputError(f"refine must be one of {REFINE_METHODS}, got {method!r}")
+    if method != "auto":
+        return method
+    short = num_docs > 0 and num_tokens / num_docs < REFINE_AUTO_MAX_LENGTH
+    return "joint" if short else "none"
+
+
 def pair_em_step(pairs: PairCounts, topic_word, topic_topic, method: str = "joint"):
     """One EM iteration from ``(B, R)``; returns ``(B, R, loglik)``, ``loglik`` at the input.
 
@@ -171,8 +196,8 @@ def pair_em_step(pairs: PairCounts, topic_word, topic_topic, method: str = "join
     (a topic no pair is given to) keep their input; where no observed pair has a positive
     probability, nothing moves.
     """
-    if method not in REFINE_METHODS[1:]:
-        raise InputError(f"method must be one of {REFINE_METHODS[1:]}, got {method!r}")
+    if method not in _EM_METHODS:
+        raise InputError(f"method must be one of {_EM_METHODS}, got {method!r}")
     B, R = _check(pairs, topic_word, topic_topic)
     if method == "pairs":
         R = np.diag(np.diag(R))
@@ -235,8 +260,8 @@ def refine_topics(pairs: PairCounts, topic_word, topic_topic, *, method: str = "
         Topics, topic-topic matrix (``diag(π)`` for ``pairs``), the log-likelihood trace and
         the iterations run.
     """
-    if method not in REFINE_METHODS[1:]:
-        raise InputError(f"method must be one of {REFINE_METHODS[1:]}, got {method!r}")
+    if method not in _EM_METHODS:
+        raise InputError(f"method must be one of {_EM_METHODS}, got {method!r}")
     if not isinstance(max_iter, (int, np.integer)) or max_iter < 0:
         raise InputError(f"max_iter must be an integer >= 0, got {max_iter!r}")
     if not tol >= 0:

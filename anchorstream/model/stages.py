@@ -359,10 +359,10 @@ def correlation_stage(C, topic_word, anchors, s, stage):
     return stage("correlations", correlations)
 
 
-def refine_stage(pairs, topic_word, A, s, stage):
-    """EM on the raw pairs' likelihood from the recovered ``(topic_word, A)``
-    (:func:`~anchorstream.model.refine.refine_topics`): ``(topic_word, A, alpha, Refined)``,
-    ``A`` and ``alpha`` those of the refined model."""
-    refined = stage("refine", lambda: refine_topics(pairs, topic_word, A, method=s.refine,
+def refine_stage(pairs, topic_word, A, method, s, stage):
+    """EM (``method``: pairs or joint) on the raw pairs' likelihood from the recovered
+    ``(topic_word, A)`` (:func:`~anchorstream.model.refine.refine_topics`):
+    ``(topic_word, A, alpha, Refined)``, ``A`` and ``alpha`` those of the refined model."""
+    refined = stage("refine", lambda: refine_topics(pairs, topic_word, A, method=method,
                                                     max_iter=s.refine_max_iter))
     return refined.topic_word, refined.topic_topic, _alpha(refined.topic_topic), refined

@@ -25,7 +25,7 @@ from anchorstream.model.methods import fit_topics
 from anchorstream.model.registry import ANCHOR_METHODS, METHODS, method_spec
 from anchorstream.model.lowrank import DocumentCooccurrence
 from anchorstream.model.pipeline import RECOVER_METHODS, RECTIFY_METHODS, ModelSettings
-from anchorstream.model.refine import REFINE_METHODS
+from anchorstream.model.refine import REFINE_AUTO_MAX_LENGTH, REFINE_METHODS
 from anchorstream.snapshot import write_snapshot
 from anchorstream.snapshot.layout import MANIFEST
 from anchorstream.text.tokenize import count_matrix, select_vocabulary
@@ -227,7 +227,8 @@ def _model_options(p) -> None:
     p.add_argument("--refine", choices=REFINE_METHODS, default=ModelSettings.refine,
                    help="after recovery, EM on the raw word pairs' likelihood from the anchor "
                         "model: joint = its pair distribution B R Bᵀ, pairs = the biterm "
-                        "mixture (Yan 2013); default %(default)s")
+                        "mixture (Yan 2013), auto = joint on short documents (mean < "
+                        f"{REFINE_AUTO_MAX_LENGTH:g} tokens); default %(default)s")
     p.add_argument("--refine-iters", type=int, default=ModelSettings.refine_max_iter,
                    metavar="N", help="most EM iterations of --refine (default %(default)s)")
     p.add_argument("--supertopics", type=int, default=0, metavar="N",
@@ -567,6 +568,7 @@ def _write(args, fitted, counts: _Counts, cpu_seconds: dict[str, float]) -> Path
     quality = {} if model is None else {
         "rectify_iterations": model.n_iter_.get("rectify", 0),
         "rectify_residual": model.rectify_residual_,
+        "refine": model.refine_,
         **({} if model.refine_loglik_ is None else {
             "refine_iterations": model.n_iter_["refine"],
             "refine_loglik": list(model.refine_loglik_)}),
