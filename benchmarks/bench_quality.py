@@ -61,6 +61,11 @@ CANDIDATES: dict[str, list[str]] = {
     "nobg": ["--background-spread", "none"],
     "bg50": ["--background-spread", "0.5"],
     "bg25": ["--background-spread", "0.25"],
+    # Pair refinement (benchmarks/README.md, "Pair refinement"): EM on the raw pairs after
+    # recovery, the anchor model's own B R Bᵀ (joint) or the biterm mixture (pairs).
+    "refine-joint": ["--refine", "joint"],
+    "refine-pairs": ["--refine", "pairs"],
+    "refine-joint60": ["--refine", "joint", "--refine-iters", "60"],
 }
 QUICK_CORPORA = ("medium", "synth8-10k")
 QUICK_TOMOTOPY_ITERATIONS = 100

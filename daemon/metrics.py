@@ -112,8 +112,8 @@ log = logging.getLogger("anchorstream.metrics")
 
 PREFIX = "anchorstream"
 #: Stages of a refresh, timed separately (label values of refresh_duration_seconds).
-REFRESH_STAGES = ("read", "rectify", "anchors", "recover", "correlations", "align", "publish",
-                  "total")
+REFRESH_STAGES = ("read", "pairs", "rectify", "anchors", "recover", "correlations", "refine",
+                  "align", "publish", "total")
 #: Stages of a store checkpoint (label values of checkpoint_stage_seconds), as
 #: ``CooccurrenceStore.last_checkpoint_seconds`` reports them: accumulators to sparse deltas,
 #: arrays written, Icechunk commit, compaction, garbage collection.

@@ -217,8 +217,9 @@ class Refresher:
         if metrics is not None:
             # Every stage's failure counter exists from the start, at 0, so alerts on
             # increase() work before the first failure.
-            for stage in ("read", "fit", "rectify", "anchors", "recover", "correlations",
-                          "novel_words", "anchorfree", "tsvd", "align", "publish"):
+            for stage in ("read", "fit", "pairs", "rectify", "anchors", "recover",
+                          "correlations", "refine", "novel_words", "anchorfree", "tsvd", "align",
+                          "publish"):
                 metrics.refresh_failures.labels(stage)
 
     # ----------------------------------------------------------------------------------------

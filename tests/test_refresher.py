@@ -356,3 +356,23 @@ def test_refresh_reports_background_words_and_keeps_them_out_of_the_top_words(tm
         assert expect <= {w for w, *_ in report} and (expect or not report)
         in_top = planted & {w for t in snap.topics for w, _ in t["top_words"][:10]}
         assert (not in_top) if expect else in_top
+
+
+def test_refresh_refines_by_pairs_as_fit_does(tmp_path):
+    # model.refine runs inside AnchorModel.fit, the code path `anchorstream fit` takes: the
+    # refresher times its stages and records the setting and its iterations in the snapshot.
+    store = CooccurrenceStore.create(tmp_path / "store", capacity=400, admit_threshold=2)
+    pub = Publisher(tmp_path / "snaps", keep=5)
+    metrics = Metrics(process=False)
+    ref = Refresher(store.url, pub, metrics=metrics, min_new_docs=1, min_df=2,
+                    model_kwargs={"n_topics": K, "anchor_min_df": 5, "refine": "joint",
+                                  "refine_max_iter": 5})
+    store.add(planted_docs(1500, seed=3))
+    store.checkpoint({"kafka:docs:0": 1500})
+    assert ref.refresh_once()["version"] == 1
+    _, snap = pub.latest()
+    assert snap.settings["refine"] == "joint" and snap.settings["refine_max_iter"] == 5
+    assert 1 <= snap.extra["iterations"]["refine"] <= 5
+    for stage in ("pairs", "refine"):
+        assert metrics.registry.get_sample_value("anchorstream_refresh_duration_seconds_count",
+                                                 {"stage": stage}) == 1

@@ -80,9 +80,7 @@ def scan_rows(n_words: int, n_topics: int, rows) -> int:
     return int(min(rows, n_words))
 
 
-# --------------------------------------------------------------------------------------------
-# The input: the co-occurrence of documents, never formed
-# --------------------------------------------------------------------------------------------
+# ---- The input: the co-occurrence of documents, never formed --------------------------------
 
 
 class DocumentCooccurrence:
@@ -163,6 +161,13 @@ class DocumentCooccurrence:
             C /= self.total
         return C
 
+    def upper_counts(self) -> sp.csr_matrix:
+        """The counts' upper triangle, ``H̃ᵀ H̃ − diag δ``, sparse (a rounding-only diagonal: 0)."""
+        P = sp.triu(self._HtT @ self._Ht, format="csr")
+        d = P.diagonal()
+        P.setdiag(np.where(np.abs(d - self._delta) <= 1e-9 * d, 0.0, d - self._delta))
+        return P
+
     def subset(self, words) -> DocumentCooccurrence:
         """The same matrix restricted to ``words`` (rows and columns), documents' weights and the
         total unchanged: what taking those rows and columns of the dense matrix gives."""
@@ -180,9 +185,7 @@ class DocumentCooccurrence:
         return out
 
 
-# --------------------------------------------------------------------------------------------
-# The output: the rectified matrix, implicit
-# --------------------------------------------------------------------------------------------
+# ---- The output: the rectified matrix, implicit ---------------------------------------------
 
 
 @dataclass(eq=False)
@@ -319,9 +322,7 @@ class LowRankCooccurrence:
         return out
 
 
-# --------------------------------------------------------------------------------------------
-# Alternating projection on the implicit iterate
-# --------------------------------------------------------------------------------------------
+# ---- Alternating projection on the implicit iterate -----------------------------------------
 
 
 @dataclass(frozen=True, eq=False)

@@ -21,6 +21,8 @@ import numpy as np
 
 from anchorstream.model.registry import COUNT_ANCHORS
 from anchorstream.model.anchors import ANCHOR_CANDIDATES, ANCHOR_MIN_DF, ANCHOR_NOISE
+from anchorstream.model.refine import (REFINE_MAX_ITER, REFINE_METHODS, pair_counts,
+                                       refine_method_for)
 from anchorstream.stats.cooccurrence import Cooccurrence, take_square
 from anchorstream.errors import InputError, NotFittedError
 from anchorstream.model.stages import (
@@ -31,6 +33,7 @@ from anchorstream.model.stages import (
     correlation_stage,
     recover_stage,
     rectify_stage,
+    refine_stage,
 )
 
 log = logging.getLogger(__name__)
@@ -114,6 +117,11 @@ class ModelSettings:
     recover_max_iter: int = 500
     recover_tol: float | None = None  # None: the method's own default (recover.DEFAULT_TOL)
     correlation_method: str = "diagonal"
+    # After recovery: EM on the likelihood of the raw word pairs, from the anchor model
+    # (anchorstream.model.refine); "none" publishes the anchor model as recovered, "auto" is
+    # "joint" on short documents (refine.REFINE_AUTO_MAX_LENGTH) and "none" otherwise.
+    refine: str = "auto"
+    refine_max_iter: int = REFINE_MAX_ITER
     random_state: int = 0
 
     def __post_init__(self):
@@ -129,7 +137,8 @@ class ModelSettings:
         choice("anchor_method", COUNT_ANCHORS)
         choice("recover_method", RECOVER_METHODS)
         choice("correlation_method", CORRELATION_METHODS)
-        for name in ("rectify_max_iter", "recover_max_iter", "projection_dim"):
+        choice("refine", REFINE_METHODS)
+        for name in ("rectify_max_iter", "recover_max_iter", "projection_dim", "refine_max_iter"):
             if getattr(self, name) < 1:
                 raise InputError(f"{name} must be >= 1, got {getattr(self, name)!r}")
         if self.rectify_warm_limit is not None and (
@@ -181,7 +190,8 @@ class AnchorModel:
     topic_word_ : ndarray of shape (n_words, n_topics)
         ``p(word | topic)``; columns sum to 1. Words that never occur get zero rows.
     coef_ : ndarray of shape (n_words, n_topics)
-        ``p(topic | word)`` from recovery (rows on the simplex; zero rows for absent words).
+        ``p(topic | word)`` from recovery (rows on the simplex; zero rows for absent words);
+        before any ``refine``: it seeds the next refit's recovery.
     anchors_ : ndarray of shape (n_topics,)
         Word index of each topic's anchor.
     topic_topic_ : ndarray of shape (n_topics, n_topics)
@@ -219,8 +229,15 @@ class AnchorModel:
         Warm updates in a row that ended with this fit's (0: it rectified cold).
     n_iter_ : dict
         Iterations used per stage.
+    refine_ : str
+        The refinement this fit ran, ``none``, ``pairs`` or ``joint`` (``auto`` resolved by
+        the mean document length, :func:`~anchorstream.model.refine.refine_method_for`).
+    refine_loglik_ : tuple of float or None
+        With ``refine``: the pair log-likelihood (per ordered pair) of the anchor model and of
+        the refined one (:func:`~anchorstream.model.refine.refine_topics`).
     timings_ : dict
-        Seconds per stage: ``rectify``, ``anchors``, ``recover``, ``correlations``.
+        Seconds per stage: ``rectify``, ``anchors``, ``recover``, ``correlations``, and with
+        ``refine`` also ``pairs`` (reading the raw pairs) and ``refine``.
 
     Examples
     --------
@@ -309,6 +326,9 @@ class AnchorModel:
         position[active] = np.arange(active.size)
         timings: dict[str, float] = {}
         stage = StageTimer(timings, on_stage)
+        # The raw pairs, read before rectification takes C's memory.
+        refine = refine_method_for(s.refine, cooc.num_docs, cooc.num_tokens)
+        pairs = None if refine == "none" else stage("pairs", lambda: pair_counts(C))
 
         rect = rectify_stage(C, V, K, active, position, init, s, stage, warm_state,
                              rectify_workspace, rectify_data_out)
@@ -318,16 +338,23 @@ class AnchorModel:
                                          stage)
         rec = recover_stage(rect, anchors, products, K, active, init, s, stage)
         A, alpha = correlation_stage(rect.C, rec.topic_word, anchors, s, stage)
-        self._store(V, K, active, anchors, rect, rec, A, alpha)
-        self.n_iter_ = {**rect.n_iter, "recover": int(rec.n_iter)}
+        topic_word, refined = rec.topic_word, None
+        if pairs is not None:
+            topic_word, A, alpha, refined = refine_stage(pairs, topic_word, A, refine, s, stage)
+        self._store(V, K, active, anchors, rect, rec, topic_word, A, alpha)
+        self.refine_ = refine
+        self.refine_loglik_ = None if refined is None else (refined.loglik[0],
+                                                             refined.loglik[-1])
+        self.n_iter_ = {**rect.n_iter, "recover": int(rec.n_iter),
+                        **({} if refined is None else {"refine": refined.n_iter})}
         self.timings_ = timings
         self.num_docs_ = int(cooc.num_docs)
         return self
 
-    def _store(self, V, K, active, anchors, rect, rec, A, alpha) -> None:
+    def _store(self, V, K, active, anchors, rect, rec, B, A, alpha) -> None:
         """The fitted attributes, on all ``V`` words (zero rows for the inactive ones)."""
         topic_word = np.zeros((V, K))
-        topic_word[active] = rec.topic_word
+        topic_word[active] = B
         coef = np.zeros((V, K))
         coef[active] = rec.coef
         self.topic_word_ = topic_word

@@ -19,6 +19,7 @@ from anchorstream.model.correlations import dirichlet_alpha, topic_topic
 from anchorstream.model.lowrank import DocumentCooccurrence, rectify_lowrank
 from anchorstream.model.lowrank_warm import data_product, probes, rectify_lowrank_update
 from anchorstream.model.recover import recover
+from anchorstream.model.refine import refine_topics
 from anchorstream.model.rectify import rectify, rectify_update
 from anchorstream.stats.cooccurrence import Cooccurrence, take_square
 from anchorstream.stats.sparse import SparseCooccurrence
@@ -30,7 +31,7 @@ IMPLICIT = (DocumentCooccurrence, SparseCooccurrence)
 log = logging.getLogger("anchorstream.model.pipeline")
 
 __all__ = ["IMPLICIT", "Rectified", "active_part", "anchor_min_df", "anchor_stage", "check_fit_input", "correlation_stage",
-           "recover_stage", "rectify_stage", "warm_eigvecs"]
+           "recover_stage", "rectify_stage", "refine_stage", "warm_eigvecs"]
 
 
 @dataclass
@@ -341,15 +342,27 @@ def recover_stage(rect: Rectified, anchors, products, K, active, init, s, stage)
     )
 
 
+def _alpha(A):
+    try:
+        return dirichlet_alpha(A)
+    except (AnchorstreamError, ValueError, FloatingPointError, np.linalg.LinAlgError):
+        return None  # the Dirichlet fit is optional: a correlated A may not admit one
+
+
 def correlation_stage(C, topic_word, anchors, s, stage):
     """The topic-topic matrix and, where one fits, its Dirichlet ``alpha`` (else None)."""
 
     def correlations():
         A = topic_topic(C, topic_word, anchors, method=s.correlation_method)
-        try:
-            alpha = dirichlet_alpha(A)
-        except (AnchorstreamError, ValueError, FloatingPointError, np.linalg.LinAlgError):
-            alpha = None  # the Dirichlet fit is optional: a correlated A may not admit one
-        return A, alpha
+        return A, _alpha(A)
 
     return stage("correlations", correlations)
+
+
+def refine_stage(pairs, topic_word, A, method, s, stage):
+    """EM (``method``: pairs or joint) on the raw pairs' likelihood from the recovered
+    ``(topic_word, A)`` (:func:`~anchorstream.model.refine.refine_topics`):
+    ``(topic_word, A, alpha, Refined)``, ``A`` and ``alpha`` those of the refined model."""
+    refined = stage("refine", lambda: refine_topics(pairs, topic_word, A, method=method,
+                                                    max_iter=s.refine_max_iter))
+    return refined.topic_word, refined.topic_topic, _alpha(refined.topic_topic), refined

@@ -125,6 +125,10 @@ class SparseCooccurrence:
         one = U.data.nbytes + U.indices.nbytes + U.indptr.nbytes
         return one * (1 if self._upper_t is None else 2)
 
+    def upper_counts(self) -> sp.csr_matrix:
+        """The counts' upper triangle (diagonal included), as stored."""
+        return self.upper
+
     def diagonal(self) -> np.ndarray:
         return self.upper.diagonal()
 

@@ -20,26 +20,18 @@ from anchorstream.model.anchors import ANCHOR_CANDIDATES, ANCHOR_MIN_DF, ANCHOR_
 from anchorstream.stats.cooccurrence import cooccurrence
 from anchorstream.text.decode import FORMATS, DecodeError
 from anchorstream.errors import InputError
-from anchorstream.model.background import BACKGROUND_SPREAD, check_spread
+from anchorstream.model.background import BACKGROUND_SPREAD
 from anchorstream.model.methods import fit_topics
 from anchorstream.model.registry import ANCHOR_METHODS, METHODS, method_spec
 from anchorstream.model.lowrank import DocumentCooccurrence
 from anchorstream.model.pipeline import RECOVER_METHODS, RECTIFY_METHODS, ModelSettings
+from anchorstream.model.refine import REFINE_AUTO_MAX_LENGTH, REFINE_METHODS
 from anchorstream.snapshot import write_snapshot
 from anchorstream.snapshot.layout import MANIFEST
 from anchorstream.text.tokenize import count_matrix, select_vocabulary
-from daemon.cli.options import (
-    HelpFormatter,
-    LENGTH_CAP,
-    MAX_DF,
-    MIN_DF,
-    STOPWORDS,
-    STOPWORDS_HELP,
-    VOCAB_SIZE,
-    length_cap_arg,
-    length_cap_help,
-    stopwords_tokenizer,
-)
+from daemon.cli.options import (LENGTH_CAP, MAX_DF, MIN_DF, STOPWORDS, STOPWORDS_HELP,
+                                 VOCAB_SIZE, HelpFormatter, length_cap_arg, length_cap_help,
+                                 spread_arg, stopwords_tokenizer)
 from daemon.ingest.files import iter_lines
 from daemon.ingest.records import record_tokens
 
@@ -185,6 +177,22 @@ def register(subparsers) -> None:
                    help=length_cap_help(f" (the papers' estimator), 'none' = every pair "
                                         f"(--input only; a store has its own; default "
                                         f"{d['length_cap']:g})"))
+    _model_options(p)
+    p.add_argument("--seed", type=int, default=0, help="random seed")
+    p.add_argument("--top-words", type=int, default=20, help="top words stored per topic")
+    p.add_argument("--background-spread", type=spread_arg, default=BACKGROUND_SPREAD,
+                   metavar="FRACTION",
+                   help="background words: a word's background level is the probability it "
+                        "has in at least this fraction of the topics; top words are ranked by "
+                        "what a topic adds above it, and the words it explains are reported "
+                        "(default %(default)s; 'none': rank by probability)")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress bars")
+    # Icechunk's logging is set up (and Icechunk imported) only for a fit on a store.
+    p.set_defaults(func=run, uses_store=lambda args: args.store is not None)
+
+
+def _model_options(p) -> None:
+    """The options of the model (method, anchors, recovery, rectification, refinement)."""
     p.add_argument("--method", choices=METHODS, default="anchor",
                    help="anchor = anchor words + recovery (JSMF/Arora); anchorfree = "
                         "determinant maximization (Huang 2016); tsvd = thresholded SVD "
@@ -216,31 +224,16 @@ def register(subparsers) -> None:
     p.add_argument("--rectify-anderson", type=int, default=5, metavar="M",
                    help="history length of the Anderson acceleration of rectification; "
                         "0 = plain alternating projection (JSMF Algorithm 1 as published)")
+    p.add_argument("--refine", choices=REFINE_METHODS, default=ModelSettings.refine,
+                   help="after recovery, EM on the raw word pairs' likelihood from the anchor "
+                        "model: joint = its pair distribution B R Bᵀ, pairs = the biterm "
+                        "mixture (Yan 2013), auto = joint on short documents (mean < "
+                        f"{REFINE_AUTO_MAX_LENGTH:g} tokens); default %(default)s")
+    p.add_argument("--refine-iters", type=int, default=ModelSettings.refine_max_iter,
+                   metavar="N", help="most EM iterations of --refine (default %(default)s)")
     p.add_argument("--supertopics", type=int, default=0, metavar="N",
                    help="also factorize the topic-topic matrix into N supertopics (JSMF §4) "
                         "and store the hierarchy in the snapshot; 0 = off")
-    p.add_argument("--seed", type=int, default=0, help="random seed")
-    p.add_argument("--top-words", type=int, default=20, help="top words stored per topic")
-    p.add_argument("--background-spread", type=_spread, default=BACKGROUND_SPREAD,
-                   metavar="FRACTION",
-                   help="background words: a word's background level is the probability it "
-                        "has in at least this fraction of the topics; top words are ranked by "
-                        "what a topic adds above it, and the words it explains are reported "
-                        "(default %(default)s; 'none': rank by probability)")
-    p.add_argument("--quiet", "-q", action="store_true", help="no progress bars")
-    # Icechunk's logging is set up (and Icechunk imported) only for a fit on a store.
-    p.set_defaults(func=run, uses_store=lambda args: args.store is not None)
-
-
-def _spread(text: str) -> float | None:
-    """``--background-spread``: a fraction in (0, 1], or ``none``."""
-    if text.strip().lower() == "none":
-        return None
-    try:
-        return check_spread(float(text))
-    except (ValueError, InputError):
-        raise argparse.ArgumentTypeError(
-            f"expected a fraction of the topics in (0, 1] or 'none', got {text!r}") from None
 
 
 def _no_documents_hint(stats: dict, opts: dict) -> str:
@@ -549,6 +542,8 @@ def _fit(args, counts: _Counts, clock: _CpuClock):
         anchor_candidates=args.anchor_candidates,
         anchor_noise=args.anchor_noise,
         recover_method=args.recover,
+        refine=args.refine,
+        refine_max_iter=args.refine_iters,
     )
 
 
@@ -573,6 +568,10 @@ def _write(args, fitted, counts: _Counts, cpu_seconds: dict[str, float]) -> Path
     quality = {} if model is None else {
         "rectify_iterations": model.n_iter_.get("rectify", 0),
         "rectify_residual": model.rectify_residual_,
+        "refine": model.refine_,
+        **({} if model.refine_loglik_ is None else {
+            "refine_iterations": model.n_iter_["refine"],
+            "refine_loglik": list(model.refine_loglik_)}),
     }
     return write_snapshot(
         args.out,

@@ -11,12 +11,13 @@ from __future__ import annotations
 import argparse
 
 from anchorstream.errors import InputError
+from anchorstream.model.background import check_spread
 from anchorstream.stats.cooccurrence import LENGTH_CAP, cap_pairs
 from anchorstream.text.tokenize import Tokenizer, load_stopwords
 
 __all__ = ["ADMIT_THRESHOLD", "CAPACITY", "HelpFormatter", "LENGTH_CAP", "MAX_DF", "MIN_DF", "STOPWORDS",
            "STOPWORDS_HELP", "VOCAB_SIZE", "length_cap_arg", "length_cap_help", "max_df_arg",
-           "stopwords_tokenizer"]
+           "spread_arg", "stopwords_tokenizer"]
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
     """``--help`` with each option's default, said once and only where it informs.
@@ -82,3 +83,14 @@ def max_df_arg(text: str) -> float | None:
     if not 0 < value <= 1:
         raise argparse.ArgumentTypeError(f"expected a fraction in (0, 1] or 'none', got {text!r}")
     return value
+
+
+def spread_arg(text: str) -> float | None:
+    """``--background-spread``: a fraction in (0, 1], or ``none``."""
+    if text.strip().lower() == "none":
+        return None
+    try:
+        return check_spread(float(text))
+    except (ValueError, InputError):
+        raise argparse.ArgumentTypeError(
+            f"expected a fraction of the topics in (0, 1] or 'none', got {text!r}") from None

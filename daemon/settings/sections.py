@@ -12,6 +12,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from anchorstream.model.background import BACKGROUND_SPREAD
+from anchorstream.model.refine import REFINE_AUTO_MAX_LENGTH, REFINE_MAX_ITER, REFINE_METHODS
 from anchorstream.model.registry import ANCHOR_METHODS, METHODS, MethodSpec, method_spec
 from daemon.settings import rules
 from daemon.settings.checks import (EMBEDDED, Bool, Bootstrap, Choice, ExistingFile, Float,
@@ -249,6 +250,15 @@ class ModelConfig(_Section):
     anchor_candidates: Int(0) = Field(
         40, description="anchors qr/fast: at most this many candidates per topic, the most "
         "frequent words (anchor_min_df is raised where more reach it); 0 = no cap")
+    refine: Choice(*REFINE_METHODS) = Field(
+        "auto", description="anchors qr/fast: after recovery, EM on the likelihood of the raw "
+        "word pairs from the anchor model; joint = its pair distribution B R Bᵀ (topics and "
+        "topic-topic matrix), pairs = the biterm mixture (Yan 2013; diagonal topic-topic "
+        "matrix), none = as recovered, auto = joint where documents average fewer than "
+        f"{REFINE_AUTO_MAX_LENGTH:g} tokens in the vocabulary, else none")
+    refine_max_iter: Int(1) = Field(
+        REFINE_MAX_ITER, description="most EM iterations of refine (it stops earlier when an "
+        "iteration gains less than 1e-5 of the log-likelihood, relative)")
     anchor_noise: Float(0.0) = Field(
         0.0, description="anchors qr/fast: multiple of each word's estimated sampling noise "
         "taken off its distance to the span when choosing anchors; 0 = plain farthest word")
@@ -323,6 +333,8 @@ class ModelConfig(_Section):
             "anchor_candidates": self.anchor_candidates,
             "anchor_noise": self.anchor_noise,
             "recover_method": self.recover_method,
+            "refine": self.refine,
+            "refine_max_iter": self.refine_max_iter,
             "random_state": self.random_state,
         }
 

@@ -1,0 +1,109 @@
+"""numba kernels of the pair-likelihood refinement (``anchorstream/model/refine.py``).
+
+Arrays in, arrays out; the wrappers in ``anchorstream/model/refine.py`` check shapes, dtypes and
+contiguity. Slow twins (vectorized NumPy/SciPy) live in ``tests/naive_pairs.py``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+
+@numba.njit(cache=True)
+def pairs_em_pass(indptr, indices, data, G, B, M):
+    """One E-step pass over the word pairs: the pair log-likelihood and ``M = W B``.
+
+    The pairs are the upper triangle (diagonal included) of a symmetric matrix ``C`` whose
+    ordered entries sum to 1 (an off-diagonal entry stands for the two ordered pairs ``(i, j)``
+    and ``(j, i)``). The model gives the pair ``(i, j)`` the probability
+    ``p_ij = G_i · B_j`` with ``G = B R`` (``R`` symmetric, so ``p`` is too), and the E-step
+    needs ``W = C / p`` (elementwise, on the pairs) only through ``M = W B``. One serial pass
+    adds, per pair, ``w B_j`` to row ``i`` and ``w B_i`` to row ``j`` (once on the diagonal);
+    ``O(nnz K)``, no ``V x V`` array. Serial: the scatter into row ``j`` would race across
+    threads, and the fixed order keeps the bits the same on every run.
+
+    Parameters
+    ----------
+    indptr : int ndarray of shape (n_words + 1,)
+    indices : int ndarray of shape (nnz,)
+        Columns, each at or after its row.
+    data : float64 ndarray of shape (nnz,)
+        ``C``'s entries; zeros are skipped.
+    G, B : float64 ndarray of shape (n_words, n_topics), C-contiguous
+    M : float64 ndarray of shape (n_words, n_topics), C-contiguous
+        Zeroed by the caller; receives ``W B``.
+
+    Returns
+    -------
+    loglik : float
+        ``Σ_ij C_ij log p_ij`` over ordered pairs; ``-inf`` when a pair with ``C_ij > 0`` has
+        ``p_ij <= 0`` (that pair then adds nothing to ``M``).
+    """
+    n_rows = indptr.size - 1
+    K = B.shape[1]
+    loglik = 0.0
+    for i in range(n_rows):
+        for t in range(indptr[i], indptr[i + 1]):
+            c = data[t]
+            if c == 0.0:
+                continue
+            j = indices[t]
+            p = 0.0
+            for k in range(K):
+                p += G[i, k] * B[j, k]
+            if not p > 0.0:
+                loglik = -math.inf
+                continue
+            w = c / p
+            if j == i:
+                loglik += c * math.log(p)
+                for k in range(K):
+                    M[i, k] += w * B[i, k]
+            else:
+                loglik += 2.0 * c * math.log(p)
+                for k in range(K):
+                    M[i, k] += w * B[j, k]
+                    M[j, k] += w * B[i, k]
+    return loglik
+
+
+@numba.njit(cache=True)
+def pairs_upper_from_dense(dense):
+    """The upper triangle (diagonal included) of a square dense matrix as CSR arrays.
+
+    Two serial passes (count, then fill) over the upper half only: no full-matrix temporary,
+    as ``scipy.sparse.triu(csr_matrix(dense))`` would make.
+
+    Parameters
+    ----------
+    dense : float ndarray of shape (n, n)
+
+    Returns
+    -------
+    indptr : int64 ndarray of shape (n + 1,)
+    indices : int32 ndarray of shape (nnz,)
+    data : float64 ndarray of shape (nnz,)
+        The nonzero entries ``dense[i, j]``, ``j >= i``, by row, then column.
+    """
+    n = dense.shape[0]
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    for i in range(n):
+        count = 0
+        for j in range(i, n):
+            if dense[i, j] != 0.0:
+                count += 1
+        indptr[i + 1] = indptr[i] + count
+    indices = np.empty(indptr[n], dtype=np.int32)
+    data = np.empty(indptr[n], dtype=np.float64)
+    t = 0
+    for i in range(n):
+        for j in range(i, n):
+            v = dense[i, j]
+            if v != 0.0:
+                indices[t] = j
+                data[t] = v
+                t += 1
+    return indptr, indices, data

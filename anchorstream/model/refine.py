@@ -1,0 +1,284 @@
+"""Refining anchor topics by the likelihood of the word pairs (after recovery).
+
+The anchor pipeline fits ``C ≈ B R Bᵀ`` by moments: a few anchor rows of the *rectified*
+co-occurrence decide every topic. The counts themselves say more: each stored pair ``(i, j)``
+with weight ``C_ij`` (raw, length-weighted as stored, normalized to sum 1 over ordered pairs)
+is a draw from the model's pair distribution. This module maximizes that pair likelihood
+
+    L(B, R) = Σ_ij C_ij log p_ij
+
+by EM, initialized from the anchor model, on the nonzero pairs only (``O(nnz K)`` per
+iteration, never a ``V x V`` array, never documents: the daemon's store holds the same
+statistic). Two models of ``p``:
+
+``pairs``
+    The biterm mixture (Yan et al. 2013, "A biterm topic model for short texts"):
+    ``p_ij = Σ_k π_k B_ik B_jk``, both words of a pair drawn from one topic. Its EM on the
+    aggregated pair counts is exactly BTM's EM without documents. The topic-topic matrix of
+    that model is ``diag(π)``.
+``joint``
+    The pair distribution of the anchor model itself (JSMF, Lee et al. 2015):
+    ``p_ij = Σ_kl R_kl B_ik B_jl``, a topic pair ``(k, l) ~ R``, one word from each.
+    ``pairs`` is the special case of a diagonal ``R``. EM updates ``B`` and ``R`` together,
+    so the published ``R`` and prevalences (its row sums) are the ones the topics were fitted
+    with.
+
+E-step and M-step (``W = C / p`` on the pairs, ``M = W B``; one kernel pass,
+:func:`anchorstream._kernels.pairs.pairs_em_pass`)::
+
+    N = B ⊙ (M R)                          expected word-topic counts
+    B ← N / column sums                    both models
+    R ← R ⊙ (Bᵀ M), normalized             joint
+    π ← column sums of N, normalized       pairs
+
+EM never decreases ``L`` (a property test checks it). The anchor model can give an observed
+pair zero probability (recovery leaves many ``B_ik`` at exactly zero, and a pair whose words
+share no topic, or only topics ``R`` keeps apart, then has ``p_ij = 0``): ``L = −∞`` there,
+and EM, being multiplicative, could never give that pair a topic. Only then does the start mix
+a share ``smoothing`` of the pairs' unigram distribution into every topic, which makes every
+observed pair possible; a start whose likelihood is finite (an exact population matrix, for one)
+is left as it is, so its topics stay a fixed point.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.sparse as sp
+
+from anchorstream._kernels.pairs import pairs_em_pass, pairs_upper_from_dense
+from anchorstream.errors import InputError
+
+__all__ = ["REFINE_AUTO_MAX_LENGTH", "REFINE_METHODS", "REFINE_MAX_ITER", "REFINE_SMOOTHING",
+           "REFINE_TOL", "PairCounts", "Refined", "pair_counts", "pair_em_step", "pair_loglik",
+           "refine_method_for", "refine_topics"]
+
+#: ``model.refine`` / ``fit --refine``: none, the biterm mixture, the JSMF pair model, or auto
+#: (``joint`` on short documents, else ``none``: :func:`refine_method_for`).
+REFINE_METHODS = ("none", "pairs", "joint", "auto")
+#: The EM models (what ``refine_topics`` accepts).
+_EM_METHODS = ("pairs", "joint")
+#: ``auto`` refines (``joint``) where documents hold fewer tokens than this on average (in the
+#: vocabulary, documents of >= 2 tokens). The quality table (benchmarks/README.md, "Pair
+#: refinement") has joint gaining NPMI at 6.1 and 8.0 tokens, and losing 0.013 at 33.9 (tech);
+#: 15 lies in the unmeasured gap between 8 and 30.
+REFINE_AUTO_MAX_LENGTH = 15.0
+#: Most EM iterations of a refinement.
+REFINE_MAX_ITER = 30
+#: EM stops when an iteration raises the log-likelihood by less than this, relative.
+REFINE_TOL = 1e-5
+#: Share of the unigram distribution mixed into each topic at a start that makes an observed
+#: pair impossible.
+REFINE_SMOOTHING = 1e-3
+
+
+@dataclass(frozen=True)
+class PairCounts:
+    """The nonzero word pairs of a symmetric co-occurrence: its upper triangle (diagonal
+    included) as CSR arrays, scaled so that the ordered pairs sum to 1
+    (``2 Σ_{i<j} C_ij + Σ_i C_ii = 1``)."""
+
+    indptr: np.ndarray
+    indices: np.ndarray
+    data: np.ndarray
+    n_words: int
+
+    @property
+    def nnz(self) -> int:
+        return int(self.data.size)
+
+    def unigram(self) -> np.ndarray:
+        """Each word's share of the ordered pairs (the rows of the full matrix, summed)."""
+        rows = np.repeat(np.arange(self.n_words), np.diff(self.indptr))
+        cols = self.indices
+        off = cols != rows
+        out = np.bincount(rows, weights=self.data, minlength=self.n_words)
+        out += np.bincount(cols[off], weights=self.data[off], minlength=self.n_words)
+        return out
+
+    def dense(self) -> np.ndarray:
+        """The full symmetric matrix (``V²`` memory: tests and small problems)."""
+        U = sp.csr_matrix((self.data, self.indices, self.indptr),
+                          shape=(self.n_words, self.n_words)).toarray()
+        return U + U.T - np.diag(np.diag(U))
+
+
+def _normalized(indptr, indices, data, n: int) -> PairCounts:
+    data = np.asarray(data, dtype=np.float64)
+    if data.size and (not np.all(np.isfinite(data)) or data.min() < 0):
+        raise InputError("the co-occurrence must be finite and non-negative to refine by pairs")
+    rows = np.repeat(np.arange(n), np.diff(indptr))
+    total = 2.0 * data.sum() - data[indices == rows].sum()
+    if not total > 0:
+        raise InputError("the co-occurrence holds no pair: nothing to refine the topics on")
+    return PairCounts(np.asarray(indptr, dtype=np.int64), np.asarray(indices, dtype=np.int32),
+                      data / total, int(n))
+
+
+def pair_counts(C) -> PairCounts:
+    """The nonzero pairs of a co-occurrence, raw (before rectification).
+
+    Parameters
+    ----------
+    C : ndarray of shape (V, V), sparse matrix, or an operator with ``upper_counts()``
+        A dense symmetric matrix (counts or normalized: only the pairs' shares matter), a
+        SciPy sparse symmetric matrix, or
+        :class:`~anchorstream.stats.sparse.SparseCooccurrence` /
+        :class:`~anchorstream.model.lowrank.DocumentCooccurrence` (their upper triangle).
+    """
+    if hasattr(C, "upper_counts"):
+        U = sp.csr_matrix(C.upper_counts())
+    elif sp.issparse(C):
+        U = sp.triu(sp.csr_matrix(C)).tocsr()
+    else:
+        dense = np.asarray(C)
+        if dense.ndim != 2 or dense.shape[0] != dense.shape[1]:
+            raise InputError(f"C must be a square matrix, got shape {dense.shape}")
+        if dense.dtype not in (np.float32, np.float64):
+            dense = dense.astype(np.float64)
+        return _normalized(*pairs_upper_from_dense(np.ascontiguousarray(dense)),
+                           dense.shape[0])
+    U.sum_duplicates()
+    U.eliminate_zeros()
+    return _normalized(U.indptr, U.indices, U.data, U.shape[0])
+
+
+def _check(pairs: PairCounts, B, R):
+    B = np.ascontiguousarray(B, dtype=np.float64)
+    R = np.asarray(R, dtype=np.float64)
+    if B.ndim != 2 or B.shape[0] != pairs.n_words:
+        raise InputError(f"topic_word must have shape ({pairs.n_words}, n_topics), got {B.shape}")
+    K = B.shape[1]
+    if R.shape != (K, K):
+        raise InputError(f"topic_topic must have shape ({K}, {K}), got {R.shape}")
+    if not (np.all(np.isfinite(B)) and np.all(np.isfinite(R))) or B.min() < 0 or R.min() < 0:
+        raise InputError("topic_word and topic_topic must be finite and non-negative")
+    return B, R
+
+
+def _estep(pairs: PairCounts, B: np.ndarray, R: np.ndarray):
+    """``(loglik, M = W B)`` at ``(B, R)``."""
+    G = np.ascontiguousarray(B @ R)
+    M = np.zeros_like(B)
+    loglik = pairs_em_pass(pairs.indptr, pairs.indices, pairs.data, G, B, M)
+    return float(loglik), M
+
+
+def pair_loglik(pairs: PairCounts, topic_word, topic_topic) -> float:
+    """``Σ_ij C_ij log p_ij`` over ordered pairs, ``p = B R Bᵀ`` (``-inf`` where an observed
+    pair has probability 0)."""
+    B, R = _check(pairs, topic_word, topic_topic)
+    return _estep(pairs, B, R)[0]
+
+
+def refine_method_for(method: str, num_docs: float, num_tokens: float) -> str:
+    """The refinement a fit runs: ``method`` itself, or for ``auto`` ``joint`` where the mean
+    document (``num_tokens / num_docs``, documents of >= 2 tokens) is shorter than
+    :data:`REFINE_AUTO_MAX_LENGTH` tokens, else ``none`` (also with no documents).
+
+    >>> refine_method_for("auto", 100, 600), refine_method_for("auto", 100, 4000)
+    ('joint', 'none')
+    """
+    if method not in REFINE_METHODS:
+        raise InputError(f"refine must be one of {REFINE_METHODS}, got {method!r}")
+    if method != "auto":
+        return method
+    short = num_docs > 0 and num_tokens / num_docs < REFINE_AUTO_MAX_LENGTH
+    return "joint" if short else "none"
+
+
+def pair_em_step(pairs: PairCounts, topic_word, topic_topic, method: str = "joint"):
+    """One EM iteration from ``(B, R)``; returns ``(B, R, loglik)``, ``loglik`` at the input.
+
+    ``method="pairs"`` reads only the diagonal of ``R`` (the prevalences ``π``) and returns
+    ``diag(π)``; ``"joint"`` updates all of ``R``. Columns of ``B`` whose expected count is 0
+    (a topic no pair is given to) keep their input; where no observed pair has a positive
+    probability, nothing moves.
+    """
+    if method not in _EM_METHODS:
+        raise InputError(f"method must be one of {_EM_METHODS}, got {method!r}")
+    B, R = _check(pairs, topic_word, topic_topic)
+    if method == "pairs":
+        R = np.diag(np.diag(R))
+    loglik, M = _estep(pairs, B, R)
+    N = B * (M @ R)
+    mass = N.sum(axis=0)
+    live = mass > 0
+    B_new = B.copy()
+    B_new[:, live] = N[:, live] / mass[live]
+    if method == "joint":
+        R_new = R * (B.T @ M)
+        R_new = (R_new + R_new.T) / 2.0
+    else:
+        R_new = np.diag(mass)
+    total = R_new.sum()
+    if not total > 0:  # no observed pair is possible under (B, R): EM cannot move
+        return B, R, loglik
+    return B_new, R_new / total, loglik
+
+
+@dataclass
+class Refined:
+    """What :func:`refine_topics` returns."""
+
+    topic_word: np.ndarray
+    topic_topic: np.ndarray
+    loglik: list = field(default_factory=list)  # at the start of each iteration, then the end
+    n_iter: int = 0
+
+    @property
+    def prevalence(self) -> np.ndarray:
+        return self.topic_topic.sum(axis=1)
+
+
+def refine_topics(pairs: PairCounts, topic_word, topic_topic, *, method: str = "joint",
+                  max_iter: int = REFINE_MAX_ITER, tol: float = REFINE_TOL,
+                  smoothing: float = REFINE_SMOOTHING) -> Refined:
+    """EM on the pair likelihood from the anchor model's ``(B, R)``.
+
+    Parameters
+    ----------
+    pairs : PairCounts
+        From :func:`pair_counts` on the raw co-occurrence.
+    topic_word : ndarray of shape (V, K)
+        ``B``, columns summing to 1.
+    topic_topic : ndarray of shape (K, K)
+        ``R``, summing to 1 (``pairs`` uses its row sums as ``π``).
+    method : {"pairs", "joint"}
+    max_iter : int
+        Most iterations.
+    tol : float
+        Stop when an iteration raises the log-likelihood by less than ``tol`` times its size.
+    smoothing : float in [0, 1)
+        Share of the pairs' unigram distribution mixed into each topic at the start, where the
+        start gives an observed pair probability 0 (else none).
+
+    Returns
+    -------
+    Refined
+        Topics, topic-topic matrix (``diag(π)`` for ``pairs``), the log-likelihood trace and
+        the iterations run.
+    """
+    if method not in _EM_METHODS:
+        raise InputError(f"method must be one of {_EM_METHODS}, got {method!r}")
+    if not isinstance(max_iter, (int, np.integer)) or max_iter < 0:
+        raise InputError(f"max_iter must be an integer >= 0, got {max_iter!r}")
+    if not tol >= 0:
+        raise InputError(f"tol must be >= 0, got {tol!r}")
+    if not 0 <= smoothing < 1:
+        raise InputError(f"smoothing must be in [0, 1), got {smoothing!r}")
+    B, R = _check(pairs, topic_word, topic_topic)
+    R = np.diag(R.sum(axis=1)) if method == "pairs" else R / R.sum()
+    if smoothing > 0 and pair_loglik(pairs, B, R) == -np.inf:
+        B = (1.0 - smoothing) * B + smoothing * pairs.unigram()[:, None]
+        B = B / B.sum(axis=0)
+    trace: list[float] = []
+    n_iter = 0
+    for n_iter in range(1, max_iter + 1):
+        B, R, loglik = pair_em_step(pairs, B, R, method)
+        trace.append(loglik)
+        if len(trace) >= 2 and trace[-1] - trace[-2] <= tol * abs(trace[-1]):
+            break
+    trace.append(pair_loglik(pairs, B, R))
+    return Refined(B, R, trace, n_iter)

@@ -1,0 +1,31 @@
+"""Slow twins of the pair-refinement kernels (``anchorstream/_kernels/pairs.py``), in NumPy and
+SciPy: the same quantities computed by whole-array operations on the full symmetric matrix, so a
+kernel that mis-indexes, double-counts the diagonal or drops a triangle disagrees."""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+
+def naive_em_pass(indptr, indices, data, G, B):
+    """``(loglik, M)``: ``p = G Bᵀ`` on the full symmetric pattern, ``M = (C / p) B``."""
+    n = indptr.size - 1
+    U = sp.csr_matrix((data, indices, indptr), shape=(n, n))
+    full = (U + sp.triu(U, 1).T).tocoo()
+    keep = full.data != 0
+    rows, cols, c = full.row[keep], full.col[keep], full.data[keep]
+    p = np.einsum("ij,ij->i", G[rows], B[cols])
+    bad = ~(p > 0)
+    with np.errstate(divide="ignore"):
+        loglik = -np.inf if bad.any() else float(np.sum(c * np.log(p)))
+    w = np.where(bad, 0.0, c / np.where(bad, 1.0, p))
+    W = sp.csr_matrix((w, (rows, cols)), shape=(n, n))
+    return loglik, np.asarray(W @ B)
+
+
+def naive_upper_from_dense(dense):
+    """CSR arrays of ``triu(dense)`` by SciPy."""
+    U = sp.csr_matrix(np.triu(dense))
+    U.sort_indices()
+    return U.indptr.astype(np.int64), U.indices.astype(np.int32), U.data.astype(np.float64)

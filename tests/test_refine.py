@@ -1,0 +1,168 @@
+"""Pair-likelihood refinement (anchorstream/model/refine.py): EM never lowers the likelihood, and
+from an exact population matrix it keeps the topics the anchor pipeline recovered."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from anchorstream.errors import InputError
+from anchorstream.evaluate import recovery_error
+from anchorstream.model.lowrank import DocumentCooccurrence
+from anchorstream.model.pipeline import AnchorModel
+from anchorstream.model.refine import (
+    REFINE_AUTO_MAX_LENGTH,
+    PairCounts,
+    pair_counts,
+    pair_em_step,
+    pair_loglik,
+    refine_method_for,
+    refine_topics,
+)
+from anchorstream.stats.cooccurrence import Cooccurrence, cooccurrence
+from anchorstream.stats.sparse import SparseCooccurrence
+from anchorstream.synthetic import planted_model, population_cooccurrence, sample_documents
+
+
+def population(B, R, num_docs=10_000):
+    Q = population_cooccurrence(B, R)
+    return Cooccurrence(counts=Q * num_docs, unigram=Q.sum(axis=1) * num_docs * 50,
+                        doc_freq=np.full(B.shape[0], float(num_docs)), num_docs=num_docs,
+                        num_tokens=num_docs * 50)
+
+
+@st.composite
+def problems(draw):
+    seed = draw(st.integers(0, 2**32 - 1))
+    rng = np.random.default_rng(seed)
+    V = draw(st.integers(2, 12))
+    K = draw(st.integers(1, 4))
+    density = draw(st.sampled_from([0.2, 0.5, 1.0]))
+    A = rng.random((V, V)) * (rng.random((V, V)) < density)
+    A[0, 0] = 1.0  # at least one pair
+    C = np.triu(A) + np.triu(A, 1).T
+    B = rng.random((V, K)) * (rng.random((V, K)) < 0.7)
+    B[:, B.sum(axis=0) == 0] = 1.0
+    B /= B.sum(axis=0)
+    R = rng.random((K, K))
+    R = (R + R.T) * (rng.random((K, K)) < 0.8)
+    R = R + R.T + np.diag(np.full(K, 0.1))
+    R /= R.sum()
+    method = draw(st.sampled_from(["pairs", "joint"]))
+    smoothing = draw(st.sampled_from([0.0, 1e-3, 0.1]))
+    return C, B, R, method, smoothing
+
+
+@settings(max_examples=150)
+@given(problems())
+def test_em_never_decreases_the_pair_loglik(problem):
+    C, B, R, method, smoothing = problem
+    pairs = pair_counts(C)
+    fit = refine_topics(pairs, B, R, method=method, max_iter=12, tol=0.0,
+                        smoothing=smoothing)
+    trace = np.array(fit.loglik)
+    finite = trace[np.isfinite(trace)]
+    # Once finite it stays finite, and each step gains (up to rounding).
+    assert np.all(np.isfinite(trace[np.argmax(np.isfinite(trace)):])) or finite.size == 0
+    assert np.all(np.diff(finite) >= -1e-9 * np.abs(finite[1:]) - 1e-12)
+    assert np.allclose(fit.topic_word.sum(axis=0), 1.0)
+    assert np.isclose(fit.topic_topic.sum(), 1.0) and fit.topic_topic.min() >= 0
+    if smoothing > 0:
+        assert np.all(np.isfinite(trace))
+
+
+def test_pair_counts_agree_across_inputs(rng):
+    truth = planted_model(40, 3, random_state=0)
+    X, _ = sample_documents(truth, 300, doc_length=8, random_state=0)
+    cooc = cooccurrence(X, length_cap=25)
+    dense = pair_counts(cooc.counts)
+    assert np.isclose(dense.dense().sum(), 1.0)
+    np.testing.assert_allclose(dense.dense(), cooc.normalized(), rtol=1e-12, atol=1e-15)
+    for other in (pair_counts(sp.csr_matrix(cooc.counts)),
+                  pair_counts(SparseCooccurrence.from_dense(cooc)),
+                  pair_counts(DocumentCooccurrence(X, length_cap=25))):
+        np.testing.assert_array_equal(other.indptr, dense.indptr)
+        np.testing.assert_array_equal(other.indices, dense.indices)
+        np.testing.assert_allclose(other.data, dense.data, rtol=1e-12)
+    np.testing.assert_allclose(dense.unigram(), cooc.normalized().sum(axis=1), rtol=1e-12)
+
+
+@pytest.mark.parametrize("method", ["pairs", "joint"])
+def test_refinement_keeps_planted_topics_from_the_population_matrix(method):
+    truth = planted_model(120, 6, anchor_mass=0.05, random_state=1)
+    # The biterm mixture's population has each pair from one topic: R = diag(prevalence).
+    R = truth.topic_topic if method == "joint" else np.diag(truth.topic_topic.sum(axis=1))
+    cooc = population(truth.topic_word, R)
+    model = AnchorModel(6, anchor_min_df=0).fit(cooc)
+    before, _, _ = recovery_error(truth.topic_word, model.topic_word_)
+    assert before < 1e-3
+    fit = refine_topics(pair_counts(cooc.counts), model.topic_word_, model.topic_topic_,
+                        method=method)
+    after, per_topic, _ = recovery_error(truth.topic_word, fit.topic_word)
+    assert per_topic.max() < 1e-3, (before, after, fit.n_iter)
+    # The topics keep the anchor model's order, which follows its anchors.
+    order = np.argsort([list(model.anchors_).index(a) for a in truth.anchors])
+    np.testing.assert_allclose(fit.topic_topic[np.ix_(order, order)], R, atol=1e-4)
+
+
+def test_refinement_raises_the_loglik_of_a_sampled_corpus():
+    truth = planted_model(200, 5, random_state=0)
+    X, _ = sample_documents(truth, 3000, doc_length=6, random_state=0)
+    cooc = cooccurrence(X, length_cap=25)
+    model = AnchorModel(5, anchor_min_df=0, refine="none").fit(cooc)
+    pairs = pair_counts(cooc.counts)
+    fit = refine_topics(pairs, model.topic_word_, model.topic_topic_, method="joint",
+                        smoothing=0.0)
+    start = pair_loglik(pairs, model.topic_word_, model.topic_topic_)
+    assert fit.loglik[0] == start
+    assert fit.loglik[-1] > start
+    assert 1 <= fit.n_iter <= 50
+
+
+def test_auto_refines_short_documents_only():
+    assert refine_method_for("auto", 10, 10 * (REFINE_AUTO_MAX_LENGTH - 0.5)) == "joint"
+    assert refine_method_for("auto", 10, 10 * REFINE_AUTO_MAX_LENGTH) == "none"
+    assert refine_method_for("auto", 0, 0) == "none"
+    for method in ("none", "pairs", "joint"):
+        assert refine_method_for(method, 10, 10_000) == method
+    with pytest.raises(InputError, match="refine must be one of"):
+        refine_method_for("biterm", 10, 60)
+
+
+@pytest.mark.parametrize("doc_length, expected", [(6, "joint"), (40, "none")])
+def test_the_default_refines_by_the_mean_document_length(doc_length, expected):
+    truth = planted_model(200, 5, random_state=0)
+    X, _ = sample_documents(truth, 1500, doc_length=doc_length, random_state=0)
+    cooc = cooccurrence(X, length_cap=25)
+    model = AnchorModel(5, anchor_min_df=0).fit(cooc)
+    assert model.settings.refine == "auto" and model.refine_ == expected
+    assert ("refine" in model.n_iter_) == (expected != "none")
+    assert ("refine" in model.timings_) == (expected != "none")
+    if expected == "joint":
+        assert model.refine_loglik_[1] >= model.refine_loglik_[0]
+        # The same fit as asking for joint by name.
+        named = AnchorModel(5, anchor_min_df=0, refine="joint").fit(cooc)
+        np.testing.assert_allclose(model.topic_word_, named.topic_word_)
+    else:
+        assert model.refine_loglik_ is None
+
+
+def test_bad_arguments_are_named():
+    pairs = pair_counts(np.eye(3))
+    B, R = np.full((3, 2), 1 / 3), np.full((2, 2), 0.25)
+    with pytest.raises(InputError, match="method"):
+        refine_topics(pairs, B, R, method="biterm")
+    with pytest.raises(InputError, match="topic_word"):
+        refine_topics(pairs, B[:2], R)
+    with pytest.raises(InputError, match="topic_topic"):
+        pair_em_step(pairs, B, np.ones((3, 3)))
+    with pytest.raises(InputError, match="smoothing"):
+        refine_topics(pairs, B, R, smoothing=1.0)
+    with pytest.raises(InputError, match="no pair"):
+        pair_counts(np.zeros((3, 3)))
+    with pytest.raises(InputError, match="square"):
+        pair_counts(np.ones((2, 3)))
+    assert isinstance(pairs, PairCounts) and pairs.nnz == 3
