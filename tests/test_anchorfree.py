@@ -196,3 +196,42 @@ def test_words_in_no_topic_do_not_become_random_constraints(scattered):
     P = population_cooccurrence(C0, E)
     r = anchor_free(P, C.shape[1], min_mass=-np.inf)
     assert recovery_error(C0, r.topic_word)[0] < 1e-8
+
+
+def test_noise_slack_lets_sampled_topics_back_into_the_feasible_set():
+    # Every word constrains C >= 0 here, so noisy rows cut the true topics out (measured ℓ1
+    # 0.23); the slack C(v, k) >= -c σ_v gives each row its own sampling noise (measured 0.19
+    # at the default c, 0.17 at 1.5 c), and on the planted vertices it does no harm.
+    from anchorstream.model.anchorfree import ANCHORFREE_SLACK, noise_slack
+    from anchorstream.model.rectify import rectify
+    from anchorstream.stats.cooccurrence import cooccurrence
+    from anchorstream.synthetic import PlantedModel, sample_documents
+
+    rng = np.random.default_rng(11)
+    V, K = 300, 5
+    C = scattered_topics(V, K, rng) / np.arange(1, V + 1)[:, None]
+    C /= C.sum(axis=0)
+    alpha = np.full(K, 0.1)
+    truth = PlantedModel(C, np.full(K, -1), dirichlet_second_moment(alpha), alpha)
+    X, _ = sample_documents(truth, 5000, doc_length=50, random_state=12)
+    cooc = cooccurrence(X)
+    R = rectify(cooc.normalized(), K, random_state=0)
+
+    def error(c):
+        res = anchor_free(R.matrix, K, eig=(R.eigvals, R.eigvecs),
+                          slack=noise_slack(c, cooc.num_tokens))
+        return recovery_error(C, res.topic_word)[0]
+
+    exact, slack = error(0.0), error(ANCHORFREE_SLACK)
+    assert slack < exact - 0.02
+    assert error(1.5 * ANCHORFREE_SLACK) < slack
+
+
+def test_noise_slack_and_settings_reject_bad_values(scattered):
+    C, _, P = scattered
+    with pytest.raises(InputError, match="slack"):
+        anchor_free(P, C.shape[1], slack=-1.0)
+    with pytest.raises(InputError, match="anchorfree_words"):
+        AnchorModel(3, anchorfree_words=-1)
+    with pytest.raises(InputError, match="anchorfree_slack"):
+        AnchorModel(3, anchorfree_slack=float("nan"))

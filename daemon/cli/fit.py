@@ -185,6 +185,12 @@ def register(subparsers) -> None:
     p.add_argument("--anchor-candidates", type=int, default=ANCHOR_CANDIDATES, metavar="N",
                    help="anchors qr/fast: at most N x topics candidates, the most frequent "
                         "words (anchor_min_df is raised where more reach it); 0 = no cap")
+    p.add_argument("--anchorfree-words", type=int, default=ModelSettings.anchorfree_words,
+                   metavar="N", help="method anchorfree: the N x topics most frequent words "
+                   "constrain the linear programs; 0 = every word")
+    p.add_argument("--anchorfree-slack", type=float, default=ModelSettings.anchorfree_slack,
+                   metavar="C", help="method anchorfree: allow C(v,k) >= -C sqrt(p(v)/tokens), "
+                   "the sampling noise of word v's row; 0 = the paper's C >= 0")
     p.add_argument("--recover", choices=RECOVER_METHODS, default="admm",
                    help="recovery: admm (JSMF), l2/kl (exponentiated gradient), inverse (baseline)")
     p.add_argument("--no-rectify", dest="rectify", action="store_false",
@@ -538,6 +544,8 @@ def _fit(args, counts: _Counts, clock: _CpuClock):
         warm_state=False,  # no refit follows a one-off fit
         anchor_min_df=args.anchor_min_df,
         anchor_candidates=args.anchor_candidates,
+        anchorfree_words=args.anchorfree_words,
+        anchorfree_slack=args.anchorfree_slack,
         recover_method=args.recover,
     )
 
@@ -550,6 +558,8 @@ def _write(args, fitted, counts: _Counts, cpu_seconds: dict[str, float]) -> Path
         **(model.get_params() if model is not None else {
             "n_topics": args.topics, "rectify": args.rectify, "anchor_method": args.anchors,
             "anchor_min_df": args.anchor_min_df, "random_state": args.seed,
+            **({"anchorfree_words": args.anchorfree_words,
+                "anchorfree_slack": args.anchorfree_slack} if args.method == "anchorfree" else {}),
         }),
         "method": args.method,
         **counts.vocabulary_settings,
