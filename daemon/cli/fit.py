@@ -36,6 +36,7 @@ from daemon.cli.options import (
     STOPWORDS,
     STOPWORDS_HELP,
     VOCAB_SIZE,
+    anchorfree_arguments,
     length_cap_arg,
     length_cap_help,
     stopwords_tokenizer,
@@ -185,12 +186,7 @@ def register(subparsers) -> None:
     p.add_argument("--anchor-candidates", type=int, default=ANCHOR_CANDIDATES, metavar="N",
                    help="anchors qr/fast: at most N x topics candidates, the most frequent "
                         "words (anchor_min_df is raised where more reach it); 0 = no cap")
-    p.add_argument("--anchorfree-words", type=int, default=ModelSettings.anchorfree_words,
-                   metavar="N", help="method anchorfree: the N x topics most frequent words "
-                   "constrain the linear programs; 0 = every word")
-    p.add_argument("--anchorfree-slack", type=float, default=ModelSettings.anchorfree_slack,
-                   metavar="C", help="method anchorfree: allow C(v,k) >= -C sqrt(p(v)/tokens), "
-                   "the sampling noise of word v's row; 0 = the paper's C >= 0")
+    anchorfree_arguments(p, ModelSettings)
     p.add_argument("--recover", choices=RECOVER_METHODS, default="admm",
                    help="recovery: admm (JSMF), l2/kl (exponentiated gradient), inverse (baseline)")
     p.add_argument("--no-rectify", dest="rectify", action="store_false",

@@ -14,7 +14,7 @@ from anchorstream.errors import InputError
 from anchorstream.stats.cooccurrence import LENGTH_CAP, cap_pairs
 from anchorstream.text.tokenize import Tokenizer, load_stopwords
 
-__all__ = ["ADMIT_THRESHOLD", "CAPACITY", "HelpFormatter", "LENGTH_CAP", "MAX_DF", "MIN_DF", "STOPWORDS",
+__all__ = ["ADMIT_THRESHOLD", "anchorfree_arguments", "CAPACITY", "HelpFormatter", "LENGTH_CAP", "MAX_DF", "MIN_DF", "STOPWORDS",
            "STOPWORDS_HELP", "VOCAB_SIZE", "length_cap_arg", "length_cap_help", "max_df_arg",
            "stopwords_tokenizer"]
 
@@ -82,3 +82,14 @@ def max_df_arg(text: str) -> float | None:
     if not 0 < value <= 1:
         raise argparse.ArgumentTypeError(f"expected a fraction in (0, 1] or 'none', got {text!r}")
     return value
+
+
+def anchorfree_arguments(p, settings) -> None:
+    """``--anchorfree-*`` (``fit``): method anchorfree's linear programs, defaults from
+    ``settings`` (``ModelSettings``)."""
+    p.add_argument("--anchorfree-words", type=int, default=settings.anchorfree_words,
+                   metavar="N", help="method anchorfree: the N x topics most frequent words "
+                   "constrain the linear programs; 0 = every word")
+    p.add_argument("--anchorfree-slack", type=float, default=settings.anchorfree_slack,
+                   metavar="C", help="method anchorfree: allow C(v,k) >= -C sigma_v, sigma_v "
+                   "the sampling noise of word v's row (first order); 0 = the paper's C >= 0")

@@ -11,6 +11,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from anchorstream.model.anchorfree import ANCHORFREE_SLACK, ANCHORFREE_WORDS
 from anchorstream.model.background import BACKGROUND_SPREAD
 from anchorstream.model.registry import ANCHOR_METHODS, METHODS, MethodSpec, method_spec
 from daemon.settings import rules
@@ -249,6 +250,12 @@ class ModelConfig(_Section):
     anchor_candidates: Int(0) = Field(
         40, description="anchors qr/fast: at most this many candidates per topic, the most "
         "frequent words (anchor_min_df is raised where more reach it); 0 = no cap")
+    anchorfree_words: Int(0) = Field(
+        ANCHORFREE_WORDS, description="method anchorfree: the linear programs are constrained by this many "
+        "most frequent words per topic; 0 = every word")
+    anchorfree_slack: Float(0.0) = Field(
+        ANCHORFREE_SLACK, description="method anchorfree: C(v,k) >= -slack x the sampling noise of word "
+        "v's row (sigma_v, first order); 0 = the paper's C >= 0")
     random_state: Int(0) = Field(0, description="seed")
     rectify_max_iter: Int(1) = Field(150, description="rectification iteration cap")
     supertopics: Int(0) = Field(
@@ -318,6 +325,8 @@ class ModelConfig(_Section):
             "anchor_method": self.anchor_method,
             "anchor_min_df": self.anchor_min_df,
             "anchor_candidates": self.anchor_candidates,
+            "anchorfree_words": self.anchorfree_words,
+            "anchorfree_slack": self.anchorfree_slack,
             "recover_method": self.recover_method,
             "random_state": self.random_state,
         }
