@@ -176,6 +176,34 @@ def test_sampled_corpus_with_rare_words_is_recovered_by_fit_topics():
     assert recovery_error(C, every_word.topic_word)[0] > 2 * err  # measured 0.23
 
 
+def test_anchorfree_settings_reach_the_fit():
+    # fit_topics hands anchorfree_words / anchorfree_slack to the LPs: the defaults given
+    # explicitly change nothing, each other value changes the topics, and the paper's exact
+    # criterion (every word, no slack) recovers the sampled topics worse.
+    from anchorstream.model.anchorfree import ANCHORFREE_SLACK, ANCHORFREE_WORDS
+    from anchorstream.model.methods import fit_topics
+    from anchorstream.synthetic import PlantedModel, sample_documents
+
+    rng = np.random.default_rng(11)
+    V, K = 300, 5
+    C = scattered_topics(V, K, rng) / np.arange(1, V + 1)[:, None]
+    C /= C.sum(axis=0)
+    alpha = np.full(K, 0.1)
+    truth = PlantedModel(C, np.full(K, -1), dirichlet_second_moment(alpha), alpha)
+    X, _ = sample_documents(truth, 2000, doc_length=50, random_state=13)
+
+    def fit(**kw):
+        return fit_topics(K, documents=X, method="anchorfree", **kw).topic_word
+
+    default = fit()
+    assert np.array_equal(fit(anchorfree_words=ANCHORFREE_WORDS,
+                              anchorfree_slack=ANCHORFREE_SLACK), default)
+    assert not np.allclose(fit(anchorfree_slack=0.0), default, atol=1e-4)
+    assert not np.allclose(fit(anchorfree_words=2), default, atol=1e-4)
+    exact = fit(anchorfree_words=0, anchorfree_slack=0.0)
+    assert recovery_error(C, exact)[0] > recovery_error(C, default)[0]
+
+
 def test_readouts_agree_on_exact_input(scattered):
     C, _, P = scattered
     a = anchor_free(P, C.shape[1], readout="factor")

@@ -113,8 +113,8 @@ class ModelSettings:
     recover_tol: float | None = None  # None: the method's own default (recover.DEFAULT_TOL)
     correlation_method: str = "diagonal"
     # method anchorfree: the LPs' constraint words per topic (the most frequent; 0: every word)
-    # and the noise slack C(v, k) >= -anchorfree_slack * sqrt(p(v) / num_tokens); see
-    # anchorstream.model.anchorfree.
+    # and the noise slack C(v, k) >= -anchorfree_slack * sigma_v, sigma_v the first-order
+    # sampling noise of word v's row of the factor; see anchorstream.model.anchorfree.
     anchorfree_words: int = ANCHORFREE_WORDS
     anchorfree_slack: float = ANCHORFREE_SLACK
     random_state: int = 0

@@ -14,9 +14,9 @@ from anchorstream.errors import InputError
 from anchorstream.stats.cooccurrence import LENGTH_CAP, cap_pairs
 from anchorstream.text.tokenize import Tokenizer, load_stopwords
 
-__all__ = ["ADMIT_THRESHOLD", "anchorfree_arguments", "CAPACITY", "HelpFormatter", "LENGTH_CAP", "MAX_DF", "MIN_DF", "STOPWORDS",
-           "STOPWORDS_HELP", "VOCAB_SIZE", "length_cap_arg", "length_cap_help", "max_df_arg",
-           "stopwords_tokenizer"]
+__all__ = ["ADMIT_THRESHOLD", "CAPACITY", "HelpFormatter", "LENGTH_CAP", "MAX_DF", "MIN_DF",
+           "STOPWORDS", "STOPWORDS_HELP", "VOCAB_SIZE", "anchorfree_arguments", "length_cap_arg",
+           "length_cap_help", "max_df_arg", "stopwords_tokenizer"]
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
     """``--help`` with each option's default, said once and only where it informs.
