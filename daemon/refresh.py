@@ -550,7 +550,8 @@ class Refresher:
         if self.method == "anchorfree":
             # Rectification as configured (every rectify_* setting, defaults included).
             params = AnchorModel(**kw).get_params()
-            rect = {k: v for k, v in params.items() if k.startswith("rectify")}
+            rect = {k: v for k, v in params.items()
+                    if k.startswith(("rectify", "anchorfree_"))}
             init = None
             if self.warm_start and self._topic_word is not None:
                 init = _by_word(self._topic_word, self._model_words, words)

@@ -176,6 +176,34 @@ def test_sampled_corpus_with_rare_words_is_recovered_by_fit_topics():
     assert recovery_error(C, every_word.topic_word)[0] > 2 * err  # measured 0.23
 
 
+def test_anchorfree_settings_reach_the_fit():
+    # fit_topics hands anchorfree_words / anchorfree_slack to the LPs: the defaults given
+    # explicitly change nothing, each other value changes the topics, and the paper's exact
+    # criterion (every word, no slack) recovers the sampled topics worse.
+    from anchorstream.model.anchorfree import ANCHORFREE_SLACK, ANCHORFREE_WORDS
+    from anchorstream.model.methods import fit_topics
+    from anchorstream.synthetic import PlantedModel, sample_documents
+
+    rng = np.random.default_rng(11)
+    V, K = 300, 5
+    C = scattered_topics(V, K, rng) / np.arange(1, V + 1)[:, None]
+    C /= C.sum(axis=0)
+    alpha = np.full(K, 0.1)
+    truth = PlantedModel(C, np.full(K, -1), dirichlet_second_moment(alpha), alpha)
+    X, _ = sample_documents(truth, 2000, doc_length=50, random_state=13)
+
+    def fit(**kw):
+        return fit_topics(K, documents=X, method="anchorfree", **kw).topic_word
+
+    default = fit()
+    assert np.array_equal(fit(anchorfree_words=ANCHORFREE_WORDS,
+                              anchorfree_slack=ANCHORFREE_SLACK), default)
+    assert not np.allclose(fit(anchorfree_slack=0.0), default, atol=1e-4)
+    assert not np.allclose(fit(anchorfree_words=2), default, atol=1e-4)
+    exact = fit(anchorfree_words=0, anchorfree_slack=0.0)
+    assert recovery_error(C, exact)[0] > recovery_error(C, default)[0]
+
+
 def test_readouts_agree_on_exact_input(scattered):
     C, _, P = scattered
     a = anchor_free(P, C.shape[1], readout="factor")
@@ -196,3 +224,42 @@ def test_words_in_no_topic_do_not_become_random_constraints(scattered):
     P = population_cooccurrence(C0, E)
     r = anchor_free(P, C.shape[1], min_mass=-np.inf)
     assert recovery_error(C0, r.topic_word)[0] < 1e-8
+
+
+def test_noise_slack_lets_sampled_topics_back_into_the_feasible_set():
+    # Every word constrains C >= 0 here, so noisy rows cut the true topics out (measured ℓ1
+    # 0.23); the slack C(v, k) >= -c σ_v gives each row its own sampling noise (measured 0.19
+    # at the default c, 0.17 at 1.5 c), and on the planted vertices it does no harm.
+    from anchorstream.model.anchorfree import ANCHORFREE_SLACK, noise_slack
+    from anchorstream.model.rectify import rectify
+    from anchorstream.stats.cooccurrence import cooccurrence
+    from anchorstream.synthetic import PlantedModel, sample_documents
+
+    rng = np.random.default_rng(11)
+    V, K = 300, 5
+    C = scattered_topics(V, K, rng) / np.arange(1, V + 1)[:, None]
+    C /= C.sum(axis=0)
+    alpha = np.full(K, 0.1)
+    truth = PlantedModel(C, np.full(K, -1), dirichlet_second_moment(alpha), alpha)
+    X, _ = sample_documents(truth, 5000, doc_length=50, random_state=12)
+    cooc = cooccurrence(X)
+    R = rectify(cooc.normalized(), K, random_state=0)
+
+    def error(c):
+        res = anchor_free(R.matrix, K, eig=(R.eigvals, R.eigvecs),
+                          slack=noise_slack(c, cooc.num_tokens))
+        return recovery_error(C, res.topic_word)[0]
+
+    exact, slack = error(0.0), error(ANCHORFREE_SLACK)
+    assert slack < exact - 0.02
+    assert error(1.5 * ANCHORFREE_SLACK) < slack
+
+
+def test_noise_slack_and_settings_reject_bad_values(scattered):
+    C, _, P = scattered
+    with pytest.raises(InputError, match="slack"):
+        anchor_free(P, C.shape[1], slack=-1.0)
+    with pytest.raises(InputError, match="anchorfree_words"):
+        AnchorModel(3, anchorfree_words=-1)
+    with pytest.raises(InputError, match="anchorfree_slack"):
+        AnchorModel(3, anchorfree_slack=float("nan"))

@@ -41,6 +41,17 @@ def test_shipped_config_lists_every_key_with_its_default():
     assert text.count("#") > len([k for keys in describe_keys().values() for k in keys]) // 2
 
 
+def test_anchorfree_settings_reach_the_model():
+    model = parse_config({"model": {"anchorfree_words": 10, "anchorfree_slack": 0.01}}, {}).model
+    assert model.model_kwargs()["anchorfree_words"] == 10
+    assert model.model_kwargs()["anchorfree_slack"] == 0.01
+    defaults = Config().model.model_kwargs()
+    assert (defaults["anchorfree_words"], defaults["anchorfree_slack"]) == (
+        pipeline.ModelSettings.anchorfree_words, pipeline.ModelSettings.anchorfree_slack)
+    assert "anchorfree_slack" in error_of({"model": {"anchorfree_slack": -1}})
+    assert "anchorfree_words" in error_of({"model": {"anchorfree_words": -1}})
+
+
 def test_defaults_and_frozen():
     cfg = load_config(None, env={})
     assert cfg == Config()

@@ -84,9 +84,11 @@ def novel_word_min_df(split, n_topics: int, min_df: float) -> float:
     return anchor_min_df_for(np.asarray(split.doc_freq)[seen], n_topics, min_df)
 
 
-def _fit_anchorfree(C, K, settings, random_state, init, stage, timings) -> TopicFit:
-    """``fit_topics(method="anchorfree")`` on the normalized co-occurrence ``C``."""
-    from anchorstream.model.anchorfree import anchor_free, constraint_words_for
+def _fit_anchorfree(C, K, settings, random_state, init, stage, timings,
+                    num_tokens: float) -> TopicFit:
+    """``fit_topics(method="anchorfree")`` on the normalized co-occurrence ``C`` of
+    ``num_tokens`` tokens (the scale of the sampling noise the LPs' slack allows for)."""
+    from anchorstream.model.anchorfree import anchor_free, noise_slack
 
     active = np.flatnonzero(C.sum(axis=1) > 0)
     P = C[np.ix_(active, active)]
@@ -104,8 +106,10 @@ def _fit_anchorfree(C, K, settings, random_state, init, stage, timings) -> Topic
         warm = np.asarray(init, dtype=np.float64)[active]
         if warm.shape != (active.size, K) or not np.any(warm):
             warm = None
+    words = s.anchorfree_words * K if s.anchorfree_words else None
+    slack = noise_slack(s.anchorfree_slack, num_tokens)
     res = stage("anchorfree", lambda: anchor_free(
-        P, K, init=warm, eig=eig, constraint_words=constraint_words_for(K)))
+        P, K, init=warm, eig=eig, constraint_words=words, slack=slack))
     B = np.zeros((C.shape[0], K))
     B[active] = res.topic_word
     return TopicFit(B, res.topic_topic, _most_probable(B), timings)
@@ -225,7 +229,8 @@ def fit_topics(
         return TopicFit(res.topic_word, A, anchors, timings)
 
     if method == "anchorfree":
-        return _fit_anchorfree(C, K, settings, random_state, init, stage, timings)
+        return _fit_anchorfree(C, K, settings, random_state, init, stage, timings,
+                               cooc.num_tokens)
 
     from anchorstream.model.tsvd import tsvd
 

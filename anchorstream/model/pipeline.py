@@ -21,6 +21,7 @@ import numpy as np
 
 from anchorstream.model.registry import COUNT_ANCHORS
 from anchorstream.model.anchors import ANCHOR_CANDIDATES, ANCHOR_MIN_DF, ANCHOR_NOISE
+from anchorstream.model.anchorfree import ANCHORFREE_SLACK, ANCHORFREE_WORDS
 from anchorstream.model.refine import (REFINE_MAX_ITER, REFINE_METHODS, pair_counts,
                                        refine_method_for)
 from anchorstream.stats.cooccurrence import Cooccurrence, take_square
@@ -122,6 +123,11 @@ class ModelSettings:
     # "joint" on short documents (refine.REFINE_AUTO_MAX_LENGTH) and "none" otherwise.
     refine: str = "auto"
     refine_max_iter: int = REFINE_MAX_ITER
+    # method anchorfree: the LPs' constraint words per topic (the most frequent; 0: every word)
+    # and the noise slack C(v, k) >= -anchorfree_slack * sigma_v, sigma_v the first-order
+    # sampling noise of word v's row of the factor; see anchorstream.model.anchorfree.
+    anchorfree_words: int = ANCHORFREE_WORDS
+    anchorfree_slack: float = ANCHORFREE_SLACK
     random_state: int = 0
 
     def __post_init__(self):
@@ -167,6 +173,12 @@ class ModelSettings:
                 or self.anchor_candidates < 0):
             raise InputError("anchor_candidates must be an integer >= 0 (0 = no cap), got "
                              f"{self.anchor_candidates!r}")
+        if (not isinstance(self.anchorfree_words, (int, np.integer))
+                or self.anchorfree_words < 0):
+            raise InputError("anchorfree_words must be an integer >= 0 (0 = every word), got "
+                             f"{self.anchorfree_words!r}")
+        if not self.anchorfree_slack >= 0:
+            raise InputError(f"anchorfree_slack must be >= 0, got {self.anchorfree_slack!r}")
         object.__setattr__(self, "pinned_anchors", tuple(int(a) for a in self.pinned_anchors))
 
     def as_dict(self) -> dict:

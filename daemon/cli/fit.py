@@ -16,7 +16,6 @@ from typing import Any
 
 import numpy as np
 
-from anchorstream.model.anchors import ANCHOR_CANDIDATES, ANCHOR_MIN_DF, ANCHOR_NOISE
 from anchorstream.stats.cooccurrence import cooccurrence
 from anchorstream.text.decode import FORMATS, DecodeError
 from anchorstream.errors import InputError
@@ -30,7 +29,8 @@ from anchorstream.snapshot import write_snapshot
 from anchorstream.snapshot.layout import MANIFEST
 from anchorstream.text.tokenize import count_matrix, select_vocabulary
 from daemon.cli.options import (LENGTH_CAP, MAX_DF, MIN_DF, STOPWORDS, STOPWORDS_HELP,
-                                 VOCAB_SIZE, HelpFormatter, length_cap_arg, length_cap_help,
+                                 VOCAB_SIZE, HelpFormatter, anchor_arguments,
+                                 anchorfree_arguments, length_cap_arg, length_cap_help,
                                  spread_arg, stopwords_tokenizer)
 from daemon.ingest.files import iter_lines
 from daemon.ingest.records import record_tokens
@@ -115,20 +115,6 @@ def _available_bytes() -> int:
         return 0
 
 
-def _anchor_options(p) -> None:
-    """The anchor search's candidates and their noise."""
-    p.add_argument("--anchor-min-df", type=int, default=ANCHOR_MIN_DF,
-                   help="only words in at least this many documents may be anchors (fewer "
-                        "where fewer than 2 x topics words are that frequent)")
-    p.add_argument("--anchor-candidates", type=int, default=ANCHOR_CANDIDATES, metavar="N",
-                   help="anchors qr/fast: at most N x topics candidates, the most frequent "
-                        "words (anchor_min_df is raised where more reach it); 0 = no cap")
-    p.add_argument("--anchor-noise", type=float, default=ANCHOR_NOISE, metavar="X",
-                   help="anchors qr/fast: take X times each word's estimated sampling noise "
-                        "(1 / (documents x (mean length - 1))) off its distance to the span "
-                        "when choosing anchors; 0 = the plain farthest word")
-
-
 def register(subparsers) -> None:
     p = subparsers.add_parser(
         "fit",
@@ -201,7 +187,8 @@ def _model_options(p) -> None:
                    help="anchor finder: qr = sparse implicit pivoted QR (JSMF), "
                         "fast = FastAnchorWords (Arora 2013), ddp/rp = data-dependent / random "
                         "projections (Ding 2014, need --input)")
-    _anchor_options(p)
+    anchor_arguments(p)
+    anchorfree_arguments(p, ModelSettings)
     p.add_argument("--recover", choices=RECOVER_METHODS, default="admm",
                    help="recovery: admm (JSMF), l2/kl (exponentiated gradient), inverse (baseline)")
     p.add_argument("--no-rectify", dest="rectify", action="store_false",
@@ -541,6 +528,8 @@ def _fit(args, counts: _Counts, clock: _CpuClock):
         anchor_min_df=args.anchor_min_df,
         anchor_candidates=args.anchor_candidates,
         anchor_noise=args.anchor_noise,
+        anchorfree_words=args.anchorfree_words,
+        anchorfree_slack=args.anchorfree_slack,
         recover_method=args.recover,
         refine=args.refine,
         refine_max_iter=args.refine_iters,
@@ -555,6 +544,8 @@ def _write(args, fitted, counts: _Counts, cpu_seconds: dict[str, float]) -> Path
         **(model.get_params() if model is not None else {
             "n_topics": args.topics, "rectify": args.rectify, "anchor_method": args.anchors,
             "anchor_min_df": args.anchor_min_df, "random_state": args.seed,
+            **({"anchorfree_words": args.anchorfree_words,
+                "anchorfree_slack": args.anchorfree_slack} if args.method == "anchorfree" else {}),
         }),
         "method": args.method,
         **counts.vocabulary_settings,

@@ -11,13 +11,14 @@ from __future__ import annotations
 import argparse
 
 from anchorstream.errors import InputError
+from anchorstream.model.anchors import ANCHOR_CANDIDATES, ANCHOR_MIN_DF, ANCHOR_NOISE
 from anchorstream.model.background import check_spread
 from anchorstream.stats.cooccurrence import LENGTH_CAP, cap_pairs
 from anchorstream.text.tokenize import Tokenizer, load_stopwords
 
-__all__ = ["ADMIT_THRESHOLD", "CAPACITY", "HelpFormatter", "LENGTH_CAP", "MAX_DF", "MIN_DF", "STOPWORDS",
-           "STOPWORDS_HELP", "VOCAB_SIZE", "length_cap_arg", "length_cap_help", "max_df_arg",
-           "spread_arg", "stopwords_tokenizer"]
+__all__ = ["ADMIT_THRESHOLD", "CAPACITY", "HelpFormatter", "LENGTH_CAP", "MAX_DF", "MIN_DF",
+           "STOPWORDS", "STOPWORDS_HELP", "VOCAB_SIZE", "anchor_arguments", "anchorfree_arguments",
+           "length_cap_arg", "length_cap_help", "max_df_arg", "spread_arg", "stopwords_tokenizer"]
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
     """``--help`` with each option's default, said once and only where it informs.
@@ -94,3 +95,28 @@ def spread_arg(text: str) -> float | None:
     except (ValueError, InputError):
         raise argparse.ArgumentTypeError(
             f"expected a fraction of the topics in (0, 1] or 'none', got {text!r}") from None
+
+
+def anchor_arguments(p) -> None:
+    """``--anchor-*`` (``fit``): the anchor search's candidates and their noise."""
+    p.add_argument("--anchor-min-df", type=int, default=ANCHOR_MIN_DF,
+                   help="only words in at least this many documents may be anchors (fewer "
+                        "where fewer than 2 x topics words are that frequent)")
+    p.add_argument("--anchor-candidates", type=int, default=ANCHOR_CANDIDATES, metavar="N",
+                   help="anchors qr/fast: at most N x topics candidates, the most frequent "
+                        "words (anchor_min_df is raised where more reach it); 0 = no cap")
+    p.add_argument("--anchor-noise", type=float, default=ANCHOR_NOISE, metavar="X",
+                   help="anchors qr/fast: take X times each word's estimated sampling noise "
+                        "(1 / (documents x (mean length - 1))) off its distance to the span "
+                        "when choosing anchors; 0 = the plain farthest word")
+
+
+def anchorfree_arguments(p, settings) -> None:
+    """``--anchorfree-*`` (``fit``): method anchorfree's linear programs, defaults from
+    ``settings`` (``ModelSettings``)."""
+    p.add_argument("--anchorfree-words", type=int, default=settings.anchorfree_words,
+                   metavar="N", help="method anchorfree: the N x topics most frequent words "
+                   "constrain the linear programs; 0 = every word")
+    p.add_argument("--anchorfree-slack", type=float, default=settings.anchorfree_slack,
+                   metavar="C", help="method anchorfree: allow C(v,k) >= -C sigma_v, sigma_v "
+                   "the sampling noise of word v's row (first order); 0 = the paper's C >= 0")

@@ -11,6 +11,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from anchorstream.model.anchorfree import ANCHORFREE_SLACK, ANCHORFREE_WORDS
 from anchorstream.model.background import BACKGROUND_SPREAD
 from anchorstream.model.refine import REFINE_AUTO_MAX_LENGTH, REFINE_MAX_ITER, REFINE_METHODS
 from anchorstream.model.registry import ANCHOR_METHODS, METHODS, MethodSpec, method_spec
@@ -262,6 +263,12 @@ class ModelConfig(_Section):
     anchor_noise: Float(0.0) = Field(
         0.0, description="anchors qr/fast: multiple of each word's estimated sampling noise "
         "taken off its distance to the span when choosing anchors; 0 = plain farthest word")
+    anchorfree_words: Int(0) = Field(
+        ANCHORFREE_WORDS, description="method anchorfree: the linear programs are constrained by this many "
+        "most frequent words per topic; 0 = every word")
+    anchorfree_slack: Float(0.0) = Field(
+        ANCHORFREE_SLACK, description="method anchorfree: C(v,k) >= -slack x the sampling noise of word "
+        "v's row (sigma_v, first order); 0 = the paper's C >= 0")
     random_state: Int(0) = Field(0, description="seed")
     rectify_max_iter: Int(1) = Field(150, description="rectification iteration cap")
     supertopics: Int(0) = Field(
@@ -332,6 +339,8 @@ class ModelConfig(_Section):
             "anchor_min_df": self.anchor_min_df,
             "anchor_candidates": self.anchor_candidates,
             "anchor_noise": self.anchor_noise,
+            "anchorfree_words": self.anchorfree_words,
+            "anchorfree_slack": self.anchorfree_slack,
             "recover_method": self.recover_method,
             "refine": self.refine,
             "refine_max_iter": self.refine_max_iter,
