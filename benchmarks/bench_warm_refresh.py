@@ -7,8 +7,9 @@ co-occurrence over 99% of its training documents, fits cold, adds the last 1%, a
 twice on the whole: warm from the first fit, and cold (the peer, in the same run). It prints
 each fit's seconds and CPU seconds (the fit only: the daemon reads its counts from the store),
 the held-out NPMI@10 of both refits and of the first fit (the metric of ``bench_quality.py``;
-the first fit's shows how much NPMI moves between two cold fits 1% apart), and the seconds of
-each stage of both refits, for each rectifier.
+the first fit's shows how much NPMI moves between two cold fits 1% apart), how many of the
+first fit's anchors the warm refit kept (its topic ids), and the seconds of each stage of both
+refits, for each rectifier.
 
 Run from the repository root, in the benchmark environment (corpora as ``bench_quality.py``)::
 
@@ -30,6 +31,7 @@ import numpy as np  # noqa: E402
 
 from anchorstream.stats.cooccurrence import LENGTH_CAP, cooccurrence  # noqa: E402
 from anchorstream.model.lowrank import DocumentCooccurrence  # noqa: E402
+from anchorstream.model import anchors  # noqa: E402
 from anchorstream.model.pipeline import AnchorModel  # noqa: E402
 from anchorstream.text.tokenize import Tokenizer, count_matrix, select_vocabulary  # noqa: E402
 from benchmarks.quality.corpora import load  # noqa: E402
@@ -47,10 +49,13 @@ def main(argv=None) -> int:
     p.add_argument("--corpora", default="medium,tech")
     p.add_argument("--new", type=float, default=0.01, help="share of documents added")
     p.add_argument("--methods", default="ap,lowrank")
+    p.add_argument("--swap-margins", default=None, metavar="M,M",
+                   help="compare these warm anchor-swap margins (anchors.WARM_SWAP_MARGIN) "
+                        "with the dense rectifier; default: the library's")
     a = p.parse_args(argv)
     print(f"{'corpus':8s} {'rectifier':9s} {'cold 99% s':>10s} {'warm s':>8s} {'cold s':>8s} "
           f"{'warm/cold':>9s} {'warm CPU/cold CPU':>17s} {'NPMI warm':>9s} {'NPMI cold':>9s} "
-          f"{'NPMI 99%':>9s}  warm / cold stages (s)")
+          f"{'NPMI 99%':>9s} {'kept':>6s}  warm / cold stages (s)")
     for name in a.corpora.split(","):
         corpus = load(name)
         tok = Tokenizer()
@@ -61,7 +66,12 @@ def main(argv=None) -> int:
         cut = int(round(X.shape[0] * (1 - a.new)))
         index = HeldoutIndex.for_corpus(corpus)
         K = corpus.n_topics
-        for method in a.methods.split(","):
+        runs = [(m, None) for m in a.methods.split(",")]
+        if a.swap_margins:
+            runs = [(m, float(x)) for m in a.methods.split(",") for x in a.swap_margins.split(",")]
+        for method, margin in runs:
+            if margin is not None:
+                anchors.WARM_SWAP_MARGIN = margin
             # Counting is not timed: the daemon reads the counts from its store.
             def fit(rows, init=None):
                 # As `fit --input` builds it: the low-rank rectifier never forms V x V.
@@ -74,10 +84,13 @@ def main(argv=None) -> int:
             cold, tc, cc = fit(X.shape[0])
             scores = [float(np.mean(npmi(top_word_strings(vocab, m.topic_word_.T), index)))
                       for m in (warm, cold, first)]
+            kept = len(set(first.anchors_.tolist()) & set(warm.anchors_.tolist()))
             stages = " / ".join(" ".join(f"{k} {v:.2f}" for k, v in m.timings_.items())
                                 for m in (warm, cold))
-            print(f"{name:8s} {method:9s} {t0:10.1f} {tw:8.1f} {tc:8.1f} {tw / tc:9.2f} "
-                  f"{cw / cc:17.2f} {scores[0]:+9.4f} {scores[1]:+9.4f} {scores[2]:+9.4f}  "
+            label = method if margin is None else f"{method} {margin:g}"
+            print(f"{name:8s} {label:9s} {t0:10.1f} {tw:8.1f} {tc:8.1f} {tw / tc:9.2f} "
+                  f"{cw / cc:17.2f} {scores[0]:+9.4f} {scores[1]:+9.4f} {scores[2]:+9.4f} "
+                  f"{kept:3d}/{K:<3d} "
                   f"{stages}", flush=True)
     return 0
 

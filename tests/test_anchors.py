@@ -444,3 +444,29 @@ def test_anchor_candidates_raise_the_threshold_on_a_large_corpus():
     assert free.anchor_min_df_ == 10
     with pytest.raises(InputError, match="anchor_candidates"):
         AnchorModel(5, anchor_candidates=-1)
+
+
+def _near_tie():
+    """Rows (after normalisation) e0, e1, 0.98 e2 + 0.02 e0 and e3: word 3 is farther from the
+    span of words 0 and 1 than word 2, but by 4% in squared distance, a near tie."""
+    C = np.zeros((4, 4))
+    C[0, 0] = C[1, 1] = C[3, 3] = 1.0
+    C[2, 0], C[2, 2] = 0.02, 0.98
+    return C
+
+
+def test_a_warm_start_keeps_an_anchor_that_another_word_beats_by_less_than_the_margin():
+    C = _near_tie()
+    assert pivoted_qr_anchors(C, 3, init=[0, 1, 2]).tolist() == [0, 1, 2]
+    assert anchors_mod.WARM_SWAP_MARGIN > 0.0417  # (1/0.98)² - 1: the tie this test needs
+    # Without the margin the cleanup takes the farther word.
+    assert 3 in pivoted_qr_anchors(C, 3, init=[0, 1, 2], swap_margin=0).tolist()
+    # A clearly better word replaces it whatever the margin.
+    C[2, 0], C[2, 2] = 0.3, 0.7
+    assert 3 in pivoted_qr_anchors(C, 3, init=[0, 1, 2]).tolist()
+
+
+@pytest.mark.parametrize("margin", [-0.1, float("nan"), "0.05"])
+def test_a_bad_swap_margin_is_refused(margin):
+    with pytest.raises(InputError, match="swap_margin"):
+        pivoted_qr_anchors(_near_tie(), 3, init=[0, 1, 2], swap_margin=margin)

@@ -65,7 +65,9 @@ def test_a_warm_refit_updates_the_rectification_and_agrees(truth):
     assert warm.n_iter_["rectify"] == 0 and again_cold.n_iter_["rectify"] > 10
     assert warm.rectify_warm_chain_ == 1 and 0 < warm.rectify_change_ < 0.05
     assert warm.rectify_residual_ == cold.rectify_residual_  # the state's cold fit's
-    assert set(warm.anchors_.tolist()) == set(again_cold.anchors_.tolist())
+    # Each anchor is the cold refit's, or the previous fit's kept by the warm search's margin.
+    either = set(again_cold.anchors_.tolist()) | set(cold.anchors_.tolist())
+    assert set(warm.anchors_.tolist()) <= either
     assert recovery_error(again_cold.topic_word_, warm.topic_word_)[0] < 0.02
     # The rectified core reproduces the matrix the topics were recovered from.
     np.testing.assert_allclose(warm.topic_word_.sum(axis=0), 1.0, atol=1e-9)

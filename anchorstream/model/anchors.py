@@ -35,29 +35,22 @@ from anchorstream._buffers import given_array
 from anchorstream.errors import InputError
 from anchorstream.model.lowrank import LowRankCooccurrence
 
-__all__ = ["ANCHOR_CANDIDATES", "ANCHOR_MIN_DF", "anchor_min_df_for", "candidate_words", "fast_anchor_words",
-           "find_anchors", "pivoted_qr_anchors"]
+__all__ = ["ANCHOR_CANDIDATES", "ANCHOR_MIN_DF", "WARM_SWAP_MARGIN", "anchor_min_df_for",
+           "candidate_words", "fast_anchor_words", "find_anchors", "pivoted_qr_anchors"]
 
-#: Default minimum document frequency of an anchor word. An anchor's row of the co-occurrence
-#: is estimated from the documents it is in, and the convex hull's vertices are where rows
-#: estimated from few documents are thrown by noise: at 10 (the old default) 7 of 100 topics
-#: of 112k npm summaries were dead (anchors in 10-20 documents). Held-out NPMI of
-#: 10 / 25 / 50 / 100 / 200 on four real corpora of 4.8k-112k documents (AP, length_cap 25):
-#: short .056 (7 dead) / .042 / .043 / .049 / .040 (no dead topic from 25 on), speeches
-#: .140 / .149 / .152 / .152 / .146, technical .211 / .211 / .211 / .218 / .212, manuals
-#: .143 / .150 / .154 / .155 / .151. An absolute count, not a share of the corpus: what makes
-#: a row reliable is how many documents it is estimated from, whatever the corpus size; a
-#: small corpus falls back to fewer (:func:`anchor_min_df_for`).
+#: Default minimum document frequency of an anchor word: an anchor's row is estimated from the
+#: documents it is in, and hull vertices are where noise throws rows of few documents (at 10,
+#: 7 of 100 topics of npm summaries were dead). 100 was best or near it on four real corpora
+#: (docs/algorithms.md). A count, not a share: a row's reliability is the number of documents
+#: behind it; a small corpus falls back to fewer (:func:`anchor_min_df_for`).
 ANCHOR_MIN_DF = 100
 
 #: :func:`anchor_min_df_for` keeps at least this many candidates per topic.
 _CANDIDATES_PER_TOPIC = 2
 
-#: Default cap on the anchor candidates per topic (:func:`anchor_min_df_for`): on a large
-#: corpus of long documents thousands of words reach ``anchor_min_df``, and the farthest of
-#: thousands of rows is a noisy one. 100k semi-synthetic 60-token documents, K = 50: ℓ1 error
-#: 0.176 with all 4,764 words of >= 100 documents, 0.150-0.156 with the 23-40 K most frequent
-#: (docs/algorithms.md; benchmarks/README.md, "Anchor candidates").
+#: Default cap on the anchor candidates per topic (:func:`anchor_min_df_for`): the farthest of
+#: thousands of rows of a large corpus is a noisy one (docs/algorithms.md; benchmarks/README.md,
+#: "Anchor candidates").
 ANCHOR_CANDIDATES = 40
 
 #: A row whose squared distance to the span is below this fraction of the largest squared row
@@ -67,6 +60,11 @@ _SPAN_RTOL = 1e-13
 #: A cleanup replacement must be farther than the current anchor by this relative margin, so
 #: that rounding never swaps an anchor for an equally good row (keeps warm starts stable).
 _SWAP_RTOL = 1e-9
+
+#: A warm start keeps an anchor unless a row is farther from the others' span by this relative
+#: margin (squared distance): hysteresis that keeps a refresh's anchors and topic ids through
+#: near ties and saves a pass per kept anchor (benchmarks/README.md, "Warm refresh ...").
+WARM_SWAP_MARGIN = 0.05
 
 
 def candidate_words(doc_freq, min_df: float) -> np.ndarray:
@@ -348,8 +346,10 @@ class _SpanSearch:
         self._mark_chosen()
         return n
 
-    def cleanup(self, positions: Sequence[int]) -> None:
+    def cleanup(self, positions: Sequence[int], margin: float = _SWAP_RTOL) -> None:
         """Arora et al. Alg. 4, second loop, for the anchors at the given positions.
+
+        A replacement must be farther than the anchor by the relative ``margin``.
 
         The span of all anchors but ``i`` is the full span minus one direction ``w`` (in basis
         coordinates, the unit vector orthogonal to the other anchors' coordinates), so the
@@ -376,7 +376,7 @@ class _SpanSearch:
             score[others] = -np.inf
             n = int(np.argmax(score))
             current = int(S[pos])
-            if n == current or not score[n] > score[current] * (1.0 + _SWAP_RTOL):
+            if n == current or not score[n] > score[current] * (1.0 + margin):
                 continue
             # Householder H with H w = ±e_K: H is symmetric orthogonal, Q H spans the same space
             # and its last column is ±Q w, the direction to drop.
@@ -396,7 +396,8 @@ class _SpanSearch:
             self._mark_chosen()
 
 
-def _search(X, scale, allowed, pinned, init, K, *, cleanup: bool, sqnorm=None) -> _SpanSearch:
+def _search(X, scale, allowed, pinned, init, K, *, cleanup: bool, sqnorm=None,
+            margin: float = _SWAP_RTOL) -> _SpanSearch:
     """Pinned first, then ``init``, then greedy up to ``K``; then the optional cleanup pass."""
     s = _SpanSearch(X, scale, allowed, K, sqnorm)
     s.extend(pinned.tolist(), strict=True)
@@ -405,7 +406,7 @@ def _search(X, scale, allowed, pinned, init, K, *, cleanup: bool, sqnorm=None) -
     while s.k < K:
         s.pick_next()
     if cleanup:
-        s.cleanup(range(pinned.size, K))
+        s.cleanup(range(pinned.size, K), margin)
     return s
 
 
@@ -425,6 +426,7 @@ def pivoted_qr_anchors(
     row_sums: np.ndarray | None = None,
     row_sqnorms: np.ndarray | None = None,
     return_products: bool = False,
+    swap_margin: float | None = None,
 ) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
     """Anchor words by sparse implicit column-pivoted QR (JSMF Algorithm 2).
 
@@ -449,8 +451,8 @@ def pivoted_qr_anchors(
         Warm start, e.g. the previous model's anchors: after the pinned words they are taken as
         the starting span (one block product), further anchors are added greedily, then one
         cleanup pass (as in :func:`fast_anchor_words`) replaces any that is no longer the
-        farthest row from the span of the others. Entries that are not (non-empty) candidates
-        or are pinned are ignored. The result keeps their order.
+        farthest row from the span of the others by ``swap_margin``. Entries that are not
+        (non-empty) candidates or are pinned are ignored. The result keeps their order.
     check_input : bool
         False skips the scan of a dense float64 ``C`` for NaN and infinite entries: for a
         matrix the caller produced and checked itself (``AnchorModel.fit``'s rectified one).
@@ -463,6 +465,9 @@ def pivoted_qr_anchors(
         rows, which the recovery needs (``recover(anchor_products=...)``). The search keeps
         every row's coordinates ``Y = C̄ Q`` in an orthonormal basis ``Q`` of the anchors'
         rows, so the products are ``Y Y_Sᵀ``: ``O(V K²)`` instead of a product with ``C``.
+    swap_margin : float
+        With ``init``, the cleanup replaces an anchor only by a row farther from the span of
+        the others by this relative margin (squared distance; >= 0; None: :data:`WARM_SWAP_MARGIN`).
 
     Returns
     -------
@@ -487,8 +492,12 @@ def pivoted_qr_anchors(
     """
     C, row_sums, allowed, pinned, init = _prepare(C, n_topics, candidates, pinned, init,
                                                   check_input, row_sums)
+    if swap_margin is None:
+        swap_margin = WARM_SWAP_MARGIN
+    if not (isinstance(swap_margin, (int, float, np.floating)) and swap_margin >= 0):
+        raise InputError(f"swap_margin must be a number >= 0, got {swap_margin!r}")
     s = _search(C, row_sums, allowed, pinned, init, n_topics, cleanup=init is not None,
-                sqnorm=row_sqnorms)
+                sqnorm=row_sqnorms, margin=max(float(swap_margin), _SWAP_RTOL))
     anchors = np.asarray(s.chosen, dtype=np.int64)
     if not return_products:
         return anchors
@@ -577,21 +586,9 @@ def fast_anchor_words(
 
 
 def find_anchors(C, n_topics: int, *, method: str = "qr", **kwargs) -> np.ndarray:
-    """Dispatch to :func:`pivoted_qr_anchors` (``"qr"``) or :func:`fast_anchor_words` (``"fast"``).
-
-    Parameters
-    ----------
-    C : ndarray or sparse matrix of shape (n_words, n_words)
-    n_topics : int
-    method : {"qr", "fast"}
-    **kwargs
-        Passed on (``candidates``, ``pinned``, ``init``; for ``"fast"`` also
-        ``projection_dim`` and ``random_state``).
-
-    Returns
-    -------
-    ndarray of shape (n_topics,), int64
-    """
+    """Dispatch to :func:`pivoted_qr_anchors` (``"qr"``) or :func:`fast_anchor_words` (``"fast"``),
+    passing ``kwargs`` on (``candidates``, ``pinned``, ``init``; for ``"fast"`` also
+    ``projection_dim`` and ``random_state``). Returns the ``n_topics`` anchors (int64)."""
     if method == "qr":
         return pivoted_qr_anchors(C, n_topics, **kwargs)
     if method == "fast":
