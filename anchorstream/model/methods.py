@@ -33,6 +33,8 @@ DDP_NOVEL_PER_TOPIC = 20
 #: DDP in ``fit_topics``: each cluster re-anchored on its ``DDP_N_EXTREME`` most extreme words
 #: before Algorithm 4 (None: the paper's plain cluster average). On ``synth60-50k`` (Gibbs truth,
 #: K = 50, 60 words per document) ℓ1 0.327 -> 0.269 (10) / 0.260 (20), the default 0.197.
+#: Over five fresh draws of that regime 1.73x -> 1.60x the default's ℓ1 (benchmarks/README.md,
+#: seed methods, session 15).
 DDP_N_EXTREME: int | None = 10
 
 #: RP in ``fit_topics``: noise-aware detection (``rp_topics(noise_aware=True)``) and the
@@ -40,7 +42,8 @@ DDP_N_EXTREME: int | None = 10
 #: cluster average). On ``synth60-50k``: ℓ1 0.592 (the paper's detection, 5 words) -> 0.420
 #: (noise-aware, 5) -> 0.345 (10) / 0.325 (20); on the one-anchor planted model of
 #: ``bench_methods.py`` 10 words cost 0.04 against 5 (one true anchor per topic there).
-#: Figures and commands: benchmarks/README.md (seed methods, session 14).
+#: Over five fresh draws 3.85x -> 1.82x the default's ℓ1. Figures and commands:
+#: benchmarks/README.md (seed methods, session 15).
 RP_NOISE_AWARE = True
 RP_N_EXTREME: int | None = 10
 
