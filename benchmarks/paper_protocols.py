@@ -2,7 +2,8 @@
 
 Imported by ``bench_methods.py`` (section (d)); usable alone::
 
-    python benchmarks/paper_protocols.py --only tsvd --docs 40000,50000,60000
+    python benchmarks/paper_protocols.py --only tsvd-nyt --docs 40000,50000,60000
+    python benchmarks/paper_protocols.py --only issue --methods "default (qr/admm),ddp,rp"
 
 * **Bansal et al. 2014 (TSVD), Table 2**: topics of a Gibbs LDA fit (K = 50) as the truth,
   documents of 300 (NYT) and 100 (Pubmed) words, θ ~ Dirichlet(0.01), 40,000 / 50,000 / 60,000
@@ -36,6 +37,7 @@ REPO = HERE.parent
 sys.path.insert(0, str(REPO))
 
 from anchorstream.evaluate import recovery_error  # noqa: E402
+from anchorstream.model import methods  # noqa: E402
 from anchorstream.model.methods import fit_topics  # noqa: E402
 from anchorstream.stats.cooccurrence import cooccurrence  # noqa: E402
 
@@ -51,6 +53,16 @@ METHODS: dict[str, tuple[dict, float]] = {
     "tsvd": (dict(method="tsvd"), 25),
     "ddp": (dict(anchor_method="ddp"), 25),
     "rp": (dict(anchor_method="rp"), 25),
+    "ddp (paper)": (dict(anchor_method="ddp"), 25),
+    "rp (paper)": (dict(anchor_method="rp"), 25),
+}
+
+#: label -> ``anchorstream.model.methods`` settings changed for that fit: DDP and RP as the paper
+#: describes them (plain cluster averages; RP's detection on the raw projections, the 5 most
+#: extreme words of each cluster as before session 15), to compare with the defaults.
+SETTINGS: dict[str, dict] = {
+    "ddp (paper)": {"DDP_N_EXTREME": None},
+    "rp (paper)": {"RP_NOISE_AWARE": False, "RP_N_EXTREME": 5},
 }
 
 PAPER = {  # the papers' own figures for the rows of their protocols
@@ -103,14 +115,20 @@ def fit_one(label: str, X, B, coocs: dict, seed: int, kl_max_words: int) -> dict
         kw["anchor_min_df"] = min(100, max(1, X.shape[0] // 100))
     if cap not in coocs:
         coocs[cap] = cooccurrence(X, length_cap=cap)
+    saved = {k: getattr(methods, k) for k in SETTINGS.get(label, {})}
     c0 = time.process_time()
     try:
+        for k, v in SETTINGS.get(label, {}).items():
+            setattr(methods, k, v)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             fit = fit_topics(B.shape[1], cooc=coocs[cap], documents=X, random_state=seed, **kw)
         err = recovery_error(B, fit.topic_word)[0]
     except Exception as exc:  # a failing method is reported in its cell, the run goes on
         return {"error": f"failed: {type(exc).__name__}: {exc}"[:100]}
+    finally:
+        for k, v in saved.items():
+            setattr(methods, k, v)
     return {"l1": float(err), "cpu": time.process_time() - c0}
 
 
@@ -154,8 +172,10 @@ def protocols(args) -> dict[str, tuple[str, np.ndarray, list, list[str], str | N
     ding = ding_model(seed=args.seed)
     tsvd_labels = ["default (qr/admm)", "Recover-KL (Arora 2013)", "Recover-L2 (Arora 2013)",
                    "tsvd"]
-    ding_labels = ["default (qr/admm)", "Recover-L2 (Arora 2013)", "ddp", "rp"]
-    every = ["default (qr/admm)", "Recover-L2 (Arora 2013)", "tsvd", "ddp", "rp"]
+    ding_labels = ["default (qr/admm)", "Recover-L2 (Arora 2013)", "ddp", "ddp (paper)", "rp",
+                   "rp (paper)"]
+    every = ["default (qr/admm)", "Recover-L2 (Arora 2013)", "tsvd", "ddp", "ddp (paper)", "rp",
+             "rp (paper)"]
     return {
         "tsvd-nyt": ("Bansal et al. 2014, Table 2, NYT-like: Gibbs truth (K = 50, V = 5000), "
                      "300 words/doc, Dirichlet(0.01)", gibbs,
@@ -189,15 +209,23 @@ def main(argv=None) -> int:
                    "tsvd-nyt, tsvd-pubmed, ding, ding-gibbs, issue")
     p.add_argument("--docs", type=lambda s: [int(x) for x in s.split(",") if x],
                    default=[40000, 50000, 60000], help="TSVD protocol sizes")
+    p.add_argument("--methods", default="",
+                   help="comma-separated labels of METHODS run on each protocol's corpora, in the "
+                        "protocol's order (default: the protocol's own)")
     p.add_argument("--kl-max-words", type=int, default=5000)
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
     only = [x for x in args.only.split(",") if x]
+    chosen = [x for x in args.methods.split(",") if x]
+    if unknown := sorted(set(chosen) - set(METHODS)):
+        p.error(f"unknown --methods {unknown}; allowed: {', '.join(METHODS)}")
     warm_up(args.seed)
     lines = []
     for name, (title, B, rows, labels, paper) in protocols(args).items():
         if only and name not in only:
             continue
+        if chosen:
+            labels = [lab for lab in labels if lab in chosen]
         grid = run_grid(name, B, rows, labels, args.seed, args.kl_max_words)
         lines += markdown(f"#### {title}", grid, labels, paper) + [""]
     print("\n".join(lines))

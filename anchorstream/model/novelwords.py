@@ -35,6 +35,7 @@ __all__ = [
     "pattern_distances",
     "rp_novel_words",
     "rp_topics",
+    "signal_weights",
 ]
 
 # --------------------------------------------------------------------------------------------
@@ -161,17 +162,66 @@ def ddp_novel_words(
     return cand[order].astype(np.int64)
 
 
-def rp_novel_words(
-    sketch: RPSketch, *, n_novel: int | None = None, min_df: float = 0.0, candidates=None
-) -> np.ndarray:
-    """Algorithm 2 (RP): the maximum and minimum of every random projection.
+def signal_weights(sketch: RPSketch, split: SplitStatistic, words) -> np.ndarray:
+    """How much of each word's projected spread is topic signal: ``‖Ã_i‖² / ‖X̃_i‖²``.
+
+    A projection ``X̃_i · g`` over random Gaussian ``g`` spreads as ``‖X̃_i‖²`` (signal plus the
+    word's sampling noise), estimated by the mean square of the sketch's projections; the
+    signal alone, ``‖Ã_i‖²``, by the split halves' unbiased ``C_ii / M``. Rare words are mostly
+    noise (weight near 0), a frequent topic-specific word mostly signal (near 1).
 
     Parameters
     ----------
     sketch : RPSketch
+    split : SplitStatistic
+        Over the same documents and vocabulary.
+    words : array_like of int
+
+    Returns
+    -------
+    ndarray of shape (len(words),), in [0, 1].
+    """
+    words = np.asarray(words, dtype=np.int64)
+    return _signal_fraction(sketch.projected_patterns()[:, words], split, words)
+
+
+def _signal_fraction(vals: np.ndarray, split: SplitStatistic, words: np.ndarray) -> np.ndarray:
+    total = np.mean(vals**2, axis=0)
+    a, b = split.mass_first[words], split.mass_second[words]
+    ok = (a > 0) & (b > 0) & (total > 0)
+    signal = np.zeros(words.size)
+    signal[ok] = split.num_docs * split.cross[words[ok], words[ok]] / (a[ok] * b[ok])
+    signal /= max(split.num_docs, 1)
+    w = np.divide(signal, total, out=np.zeros_like(signal), where=ok)
+    return np.clip(w, 0.0, 1.0)
+
+
+def rp_novel_words(
+    sketch: RPSketch,
+    *,
+    n_novel: int | None = None,
+    min_df: float = 0.0,
+    candidates=None,
+    split: SplitStatistic | None = None,
+) -> np.ndarray:
+    """Algorithm 2 (RP): the maximum and minimum of every random projection.
+
+    With ``split``, each word's projections are first scaled by the square root of its
+    :func:`signal_weights`: ``X̃_i · g`` rescaled from its whole spread to the spread of its
+    signal, ``√(‖Ã_i‖² / ‖X̃_i‖²) X̃_i · g``. Without noise that is the paper's projection; with
+    short documents the paper's extremes are the noisiest (rarest) words, not the corners of
+    the patterns' hull (``benchmarks/README.md``, seed methods: 1098 of 1100 candidates).
+
+    Parameters
+    ----------
+    sketch : RPSketch
+    n_novel : int, optional
+        Keep only the this many most often extreme words.
     min_df : float
         Words in fewer documents are not candidates.
     candidates : bool mask of shape (n_words,) or int indices, optional
+    split : SplitStatistic, optional
+        Over the same documents; enables the noise-aware scaling above.
 
     Returns
     -------
@@ -189,6 +239,10 @@ def rp_novel_words(
     if cand.size == 0:
         raise InputError("no candidate words: the sketch is empty or min_df is too high")
     vals = sketch.projected_patterns()[:, cand]
+    if split is not None:
+        if not isinstance(split, SplitStatistic) or split.n_words != sketch.n_words:
+            raise InputError("split must be a SplitStatistic over the sketch's words")
+        vals = vals * np.sqrt(_signal_fraction(vals, split, cand))[None, :]
     hits = np.concatenate([np.argmax(vals, axis=1), np.argmin(vals, axis=1)])
     counts = np.bincount(hits, minlength=cand.size)
     found = np.flatnonzero(counts)
@@ -422,11 +476,14 @@ def ddp_topics(
     min_df: float = 0.0,
     cluster: str = "spectral",
     threshold: float | None = None,
+    n_extreme: int | None = None,
     random_state: int | np.random.Generator | None = None,
 ) -> NovelWordResult:
     """DDP end to end: Algorithms 1, 3 and 4 on a :class:`SplitStatistic`.
 
-    Parameters are those of :func:`ddp_novel_words` and :func:`cluster_novel_words`.
+    Parameters are those of :func:`ddp_novel_words` and :func:`cluster_novel_words`, and
+    ``n_extreme``: as for :func:`rp_topics`, each cluster replaced by its ``n_extreme`` most
+    extreme words (:func:`extreme_words`); None (default) averages the clusters (the paper).
 
     Returns
     -------
@@ -446,8 +503,12 @@ def ddp_topics(
     groups = cluster_novel_words(
         split, novel, n_topics, method=cluster, threshold=threshold, random_state=random_state
     )
+    clusters = groups
+    if n_extreme is not None:
+        both = (split.mass_first > 0) & (split.mass_second > 0)
+        groups = extreme_words(split, clusters, n_extreme, min_df=min_df, candidates=both)
     topic_word, coef = estimate_topics(split, groups)
-    return NovelWordResult(topic_word, coef, novel, groups, groups)
+    return NovelWordResult(topic_word, coef, novel, groups, clusters)
 
 
 def rp_topics(
@@ -459,6 +520,7 @@ def rp_topics(
     cluster: str = "spectral",
     threshold: float | None = None,
     n_extreme: int | None = 5,
+    noise_aware: bool = False,
     random_state: int | np.random.Generator | None = None,
 ) -> NovelWordResult:
     """RP end to end: Algorithm 2 on the sketch, Algorithm 3, re-anchoring, then Algorithm 4.
@@ -478,6 +540,9 @@ def rp_topics(
         the separable planted model of ``benchmarks/bench_methods.py`` (V = 500, K = 10, 100
         words per document) the mean ℓ1 error is 0.278 / 0.254 / 0.235 at 2 000 / 10 000 /
         50 000 documents that way, and 0.113 / 0.059 / 0.042 with the default.
+    noise_aware : bool
+        Detect with the projections scaled to each word's signal (:func:`rp_novel_words` with
+        ``split``); False (default) is the paper's detection. ``fit_topics`` uses True.
 
     Returns
     -------
@@ -487,7 +552,9 @@ def rp_topics(
         raise InputError("rp_topics needs an RPSketch and a SplitStatistic over the same words")
     # A word needs a pattern in both halves for the clustering distances.
     both = (split.mass_first > 0) & (split.mass_second > 0)
-    novel = rp_novel_words(sketch, min_df=min_df, candidates=both)
+    novel = rp_novel_words(
+        sketch, min_df=min_df, candidates=both, split=split if noise_aware else None
+    )
     clusters = cluster_novel_words(
         split, novel, n_topics, method=cluster, threshold=threshold, random_state=random_state
     )
