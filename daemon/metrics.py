@@ -125,6 +125,9 @@ SOURCE_ERROR_KINDS = ("connect", "poll", "probe", "unsupported_codec", "corrupt_
                       "batch_too_large")
 
 # Checkpoints and refreshes span milliseconds (a few documents) to minutes (V = 20,000).
+#: The refresher's stages, each a label of refresh_failures (and of refresh_duration).
+REFRESH_STAGES = ("read", "fit", "pairs", "rectify", "anchors", "recover", "correlations",
+                  "refine", "novel_words", "anchorfree", "tsvd", "align", "publish")
 _DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300,
                      600, float("inf"))
 _BYTES_BUCKETS = tuple(float(4 ** k * 1024) for k in range(12)) + (float("inf"),)  # 1 KiB..4 GiB
@@ -291,6 +294,8 @@ class Metrics:
         self.refresh_failures = Counter(
             f"{p}_refresh_failures", "Refreshes that failed, by the stage that failed.", ["stage"],
             registry=r)
+        for stage in REFRESH_STAGES:  # each at 0 from the start: increase() alerts work at once
+            self.refresh_failures.labels(stage)
         self.refresh_duration = Histogram(
             f"{p}_refresh_duration_seconds", "Time per refresh stage.", ["stage"],
             buckets=_DURATION_BUCKETS, registry=r)

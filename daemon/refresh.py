@@ -214,13 +214,6 @@ class Refresher:
         self.failures = 0
         self.last_error: str | None = None
         self.last_result: RefreshResult | None = None
-        if metrics is not None:
-            # Every stage's failure counter exists from the start, at 0, so alerts on
-            # increase() work before the first failure.
-            for stage in ("read", "fit", "pairs", "rectify", "anchors", "recover",
-                          "correlations", "refine", "novel_words", "anchorfree", "tsvd", "align",
-                          "publish"):
-                metrics.refresh_failures.labels(stage)
 
     # ----------------------------------------------------------------------------------------
     # scheduling
