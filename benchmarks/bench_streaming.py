@@ -330,13 +330,16 @@ def part_admission(args, work: Path) -> None:
              heavy[:, None] | heavy[None, :], heavy),
             (f"the pairs of the other {int((~heavy).sum())} words", ~heavy[:, None] & ~heavy,
              ~heavy),
-            ("every pair (the exact counts)", np.ones((len(sw), len(sw)), bool),
-             np.ones(len(sw), bool))):
+            ("every pair (the store's numbers of documents and tokens)",
+             np.ones((len(sw), len(sw)), bool), np.ones(len(sw), bool))):
         mixed = copy.deepcopy(st.cooccurrence)
         mixed.counts[pairs] = exact.counts[pairs]
         mixed.unigram[chosen], mixed.doc_freq[chosen] = (exact.unigram[chosen],
                                                          exact.doc_freq[chosen])
         print(f"| {name} | {row(mixed)} |", flush=True)
+    print(f"| every pair and the numbers of documents and tokens ({exact.num_docs:g} and "
+          f"{exact.num_tokens:g}, the store's {st.cooccurrence.num_docs:g} and "
+          f"{st.cooccurrence.num_tokens:g}): the exact counts | {row(exact)} |", flush=True)
     # The anchor candidates read the document frequencies alone: exact ones, or the store's
     # plus what each word missed before its admission (what the correction does to them).
     for name, df in (("no pair: only the document frequencies", exact.doc_freq),
@@ -492,8 +495,11 @@ def main(argv=None) -> int:
                    help="also fit both halves with these AnchorModel settings, e.g. "
                         "'{\"anchor_min_df\": 300}' (repeatable)")
     p.add_argument("--admission-shares", type=lambda t: [float(x) for x in t.split(",")],
-                   default=[1.0, 0.5, 0.25, 0.1], help="admission part: the shares of "
-                                                        "--admission-min-share to compare")
+                   default=[1.0, 0.9, 0.75, 0.5, 0.25, 0.1],
+                   help="admission part: the shares of --admission-min-share to compare")
+    p.add_argument("--shuffle", type=int, default=None, metavar="SEED",
+                   help="store, causes, admission: stream --data's lines in an order shuffled "
+                        "with SEED (a copy in --work; the batch counts do not depend on it)")
     p.add_argument("--seed", type=int, default=0, help="the random halves")
     p.add_argument("--work", type=Path, default=WORK, help="stores and snapshots (replaced)")
     args = p.parse_args(argv)
@@ -513,6 +519,13 @@ def main(argv=None) -> int:
     if "store" in parts:
         shutil.rmtree(args.work, ignore_errors=True)
         args.work.mkdir(parents=True)
+    if args.shuffle is not None:  # a stationary stream: the same documents in random order
+        lines = args.data.read_text(encoding="utf-8").splitlines(keepends=True)
+        np.random.default_rng(args.shuffle).shuffle(lines)
+        args.work.mkdir(parents=True, exist_ok=True)
+        args.data = args.work / f"shuffled-{args.shuffle}-{args.data.name}"
+        args.data.write_text("".join(lines), encoding="utf-8")
+    if "store" in parts:
         part_store(args, args.work)
     if "causes" in parts:
         part_causes(args, args.work)
