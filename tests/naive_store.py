@@ -306,3 +306,23 @@ def align(words_a, M_a, words_b):
     if M_a.ndim == 1:
         return M_a[pos]
     return M_a[np.ix_(pos, pos)]
+
+
+# ------------------------------------------------------------------------- scripted histories
+
+
+def scripted_history(store, docs, cuts, evict_after, compact_after):
+    """Drive ``store`` through ``docs`` in batches split at ``cuts``, each batch checkpointed
+    (offset ``{"n": end}``); after batch ``k``, evict the first present word when ``k`` is in
+    ``evict_after`` (before the checkpoint) and compact when ``k`` is in ``compact_after``.
+    Yields each batch's end after its checkpoint (and compaction)."""
+    bounds = sorted({0, len(docs), *cuts})
+    for k, (a, b) in enumerate(zip(bounds[:-1], bounds[1:])):
+        store.add(docs[a:b])
+        present = [w for w in store.vocabulary.words if w]
+        if k in evict_after and present:
+            store.evict(present[0])
+        store.checkpoint({"n": b})
+        if k in compact_after:
+            store.compact()
+        yield b

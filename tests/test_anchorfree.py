@@ -176,12 +176,9 @@ def test_sampled_corpus_with_rare_words_is_recovered_by_fit_topics():
     assert recovery_error(C, every_word.topic_word)[0] > 2 * err  # measured 0.23
 
 
-def test_anchorfree_settings_reach_the_fit():
-    # fit_topics hands anchorfree_words / anchorfree_slack to the LPs: the defaults given
-    # explicitly change nothing, each other value changes the topics, and the paper's exact
-    # criterion (every word, no slack) recovers the sampled topics worse.
-    from anchorstream.model.anchorfree import ANCHORFREE_SLACK, ANCHORFREE_WORDS
-    from anchorstream.model.methods import fit_topics
+def sampled_scattered(n_docs, *, random_state):
+    """Documents of 50 words sampled from 5 scattered topics over 300 Zipf-weighted words (no
+    anchor words), Dirichlet(0.1): ``(C, X)``."""
     from anchorstream.synthetic import PlantedModel, sample_documents
 
     rng = np.random.default_rng(11)
@@ -190,7 +187,19 @@ def test_anchorfree_settings_reach_the_fit():
     C /= C.sum(axis=0)
     alpha = np.full(K, 0.1)
     truth = PlantedModel(C, np.full(K, -1), dirichlet_second_moment(alpha), alpha)
-    X, _ = sample_documents(truth, 2000, doc_length=50, random_state=13)
+    X, _ = sample_documents(truth, n_docs, doc_length=50, random_state=random_state)
+    return C, X
+
+
+def test_anchorfree_settings_reach_the_fit():
+    # fit_topics hands anchorfree_words / anchorfree_slack to the LPs: the defaults given
+    # explicitly change nothing, each other value changes the topics, and the paper's exact
+    # criterion (every word, no slack) recovers the sampled topics worse.
+    from anchorstream.model.anchorfree import ANCHORFREE_SLACK, ANCHORFREE_WORDS
+    from anchorstream.model.methods import fit_topics
+
+    C, X = sampled_scattered(2000, random_state=13)
+    K = C.shape[1]
 
     def fit(**kw):
         return fit_topics(K, documents=X, method="anchorfree", **kw).topic_word
@@ -233,15 +242,9 @@ def test_noise_slack_lets_sampled_topics_back_into_the_feasible_set():
     from anchorstream.model.anchorfree import ANCHORFREE_SLACK, noise_slack
     from anchorstream.model.rectify import rectify
     from anchorstream.stats.cooccurrence import cooccurrence
-    from anchorstream.synthetic import PlantedModel, sample_documents
 
-    rng = np.random.default_rng(11)
-    V, K = 300, 5
-    C = scattered_topics(V, K, rng) / np.arange(1, V + 1)[:, None]
-    C /= C.sum(axis=0)
-    alpha = np.full(K, 0.1)
-    truth = PlantedModel(C, np.full(K, -1), dirichlet_second_moment(alpha), alpha)
-    X, _ = sample_documents(truth, 5000, doc_length=50, random_state=12)
+    C, X = sampled_scattered(5000, random_state=12)
+    K = C.shape[1]
     cooc = cooccurrence(X)
     R = rectify(cooc.normalized(), K, random_state=0)
 

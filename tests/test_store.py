@@ -38,7 +38,8 @@ from anchorstream.store import (
 )
 from anchorstream.store.repository import storage
 from anchorstream.text.tokenize import count_matrix
-from tests.naive_store import NaiveStoreModel, NaiveVocabulary, align, naive_cooccurrence
+from tests.naive_store import (NaiveStoreModel, NaiveVocabulary, align, naive_cooccurrence,
+                               scripted_history)
 
 WORDS = [f"w{i}" for i in range(12)]
 
@@ -366,15 +367,7 @@ def test_a_read_that_catches_up_equals_a_full_read(seed, cuts, compact_after, ev
                                  forgetting=FORGETTINGS[forgetting])
     buffer = np.empty(capacity * capacity)
     previous = None
-    bounds = sorted({0, len(docs), *cuts})
-    for k, (a, b) in enumerate(zip(bounds[:-1], bounds[1:])):
-        s.add(docs[a:b])
-        present = [w for w in s.vocabulary.words if w]
-        if k in evict_after and present:
-            s.evict(present[0])
-        s.checkpoint({"n": b})
-        if k in compact_after:
-            s.compact()
+    for _ in scripted_history(s, docs, cuts, evict_after, compact_after):
         full = open_committed(url)
         read = open_committed(url, out=buffer, since=previous)
         assert read.words == full.words

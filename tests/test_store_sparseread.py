@@ -25,6 +25,7 @@ from anchorstream.stats.cooccurrence import cooccurrence
 from anchorstream.stats.sparse import SparseCooccurrence, upper_csr
 from anchorstream.store import CooccurrenceStore, open_committed, open_committed_sparse
 from anchorstream.synthetic import planted_model, sample_documents
+from tests.naive_store import scripted_history
 
 FORGETTING = {
     "none": Forgetting(),
@@ -212,15 +213,7 @@ def test_a_sparse_read_that_catches_up_equals_a_full_read(seed, cuts, compact_af
     s = CooccurrenceStore.create(url, capacity=capacity, admit_threshold=1, chunk_size=2,
                                  shard_size=4, sketch_size=4, forgetting=FORGETTING[forgetting])
     previous = None
-    bounds = sorted({0, len(docs), *cuts})
-    for k, (a, b) in enumerate(zip(bounds[:-1], bounds[1:])):
-        s.add(docs[a:b])
-        present = [w for w in s.vocabulary.words if w]
-        if k in evict_after and present:
-            s.evict(present[0])
-        s.checkpoint({"n": b})
-        if k in compact_after:
-            s.compact()
+    for _ in scripted_history(s, docs, cuts, evict_after, compact_after):
         repo, _ = open_repo(url)
         kept = None if previous is None else previous.cooccurrence.upper.copy()
         read = read_version_sparse(repo, url, None, previous=previous)
