@@ -221,8 +221,9 @@ class _CuttingPlaneLP:
     **Warm starts.** Each ``slot`` (a column of ``M`` and a sign) keeps its own HiGHS model
     across sweeps: the next sweep's LP of that slot differs only in its objective (and in the
     rows the shared working set gained since), so the simplex restarts from the slot's last
-    optimal basis instead of from scratch (on a K = 50 corpus: 165 → 114 → 63 → 21 → 8
-    simplex iterations per LP over five sweeps, against ~130 in every sweep cold).
+    optimal basis instead of from scratch (on a K = 50 corpus, all 300 rows in each model:
+    165 → 114 → 63 → 21 → 8 simplex iterations per LP over five sweeps, against ~130 in
+    every sweep cold).
     """
 
     def __init__(self, A: np.ndarray, u1: np.ndarray, batch: int, tol: float = 1e-9,
