@@ -1,10 +1,11 @@
 #!/usr/bin/env python
 """Streaming equals batch, and refits are stable (issue 16, item 5).
 
-Three parts, each printed as a table, one command::
+Four parts, each printed as a table, one command::
 
-    nice -n 10 .venv/bin/python benchmarks/bench_streaming.py            # all three parts
+    nice -n 10 .venv/bin/python benchmarks/bench_streaming.py            # store, causes, refit
     nice -n 10 .venv/bin/python benchmarks/bench_streaming.py --parts store,causes
+    nice -n 10 .venv/bin/python benchmarks/bench_streaming.py --parts store,admission
     nice -n 10 .venv/bin/python benchmarks/bench_streaming.py --parts refit --refit-topics 100
 
 **store** (the commands a user runs, each a subprocess): ``anchorstream fit --input`` on a
@@ -23,6 +24,13 @@ fit moves for a small change of the data); the streaming store's vocabulary with
 (the vocabulary alone); the streaming store's own counts (what admitting words as they
 arrive costs); the first-pass store's counts. Also the settings ``ingest`` and ``fit`` could
 disagree on (``length_cap``, ``max_df``, forgetting), read from the stores.
+
+**admission** (in process, after **store**): the ``stream`` store's counts with the admission
+correction of ``fit --store --admission-min-share`` (:mod:`anchorstream.stats.admission`) at
+each of ``--admission-shares`` against the batch fit, free and with the batch fit's anchors
+pinned (the anchor choice is discrete; pinned, what is left is the recovery from the counts),
+with the corrected counts' distance from the exact ones; then the store's counts made exact
+for the words that lost half or more of their documents, for the others, and for all.
 
 **refit** (short text, in process): two fits on random halves of one period of documents
 (npm summaries, ``K`` = 100 by default), each with its own vocabulary as ``fit --input``
@@ -257,6 +265,92 @@ def part_causes(args, work: Path) -> None:
 
 
 # ------------------------------------------------------------------------------------------
+# part admission: the streaming store's counts corrected for what words missed before admission
+
+
+def part_admission(args, work: Path) -> None:
+    """The batch fit against the ``stream`` store's counts read as ``fit --store`` reads them,
+    with the admission correction (``--admission-min-share``) at each share of
+    ``--admission-shares`` (1 = none): the matched distance, the same with the batch fit's
+    anchors pinned, and how far the corrected counts are from the exact ones over the same
+    words; then the store's counts made exact for one group of words at a time."""
+    from anchorstream.stats.admission import correct_admission
+    from anchorstream.store import open_committed
+
+    K, V = args.topics, args.vocab
+    store = work / "store-stream"
+    if not store.exists():
+        sys.exit(f"no {store}: run the store part first (or ingest --vocabulary stream there)")
+    docs = read_docs(args.data)
+    words = select_vocabulary(docs, min_df=MIN_DF, max_df=MAX_DF, max_size=V)
+    ref = fit_model(cooccurrence(count_matrix(docs, words), length_cap=LENGTH_CAP), K)
+    st = open_committed(str(store))
+    sw = list(st.words)
+    exact = cooccurrence(count_matrix(docs, sw), length_cap=LENGTH_CAP)
+    # The anchor choice is discrete (a small change of the counts can swap anchors and move
+    # the topics far); with the batch fit's anchors pinned (those that are candidates in these
+    # counts: in enough documents), what is left is the recovery from the counts.
+    position = {w: i for i, w in enumerate(sw)}
+    pinned = [position[words[a]] for a in ref.anchors_ if words[a] in position]
+
+    def row(cooc) -> str:
+        active = np.flatnonzero(cooc.counts.sum(axis=1) > 0)
+        min_df = stage_min_df(cooc, K, active, ModelSettings(n_topics=K))
+        ok = tuple(a for a in pinned if cooc.doc_freq[a] >= min_df)
+        free, fixed = (fit_model(cooc, K, **kw) for kw in ({}, {"pinned_anchors": ok}))
+        return (f"{describe(compare(free.topic_word_, sw, ref.topic_word_, words))} | "
+                f"{compare(fixed.topic_word_, sw, ref.topic_word_, words)['l1']:.3f} "
+                f"({len(ok)}) | {len(set(free.anchors_) & set(pinned))}")
+
+    print(f"\n### admission: the stream store's counts corrected ({args.data.name}, K = {K}, "
+          f"V = {V}; {len(sw)} words, {int(np.count_nonzero(st.admission.missed))} admitted "
+          f"after missing documents; {len(pinned)} of the batch fit's {K} anchors shared)\n")
+    print("| `--admission-min-share` | matched ℓ1 to the batch fit | ℓ1 < 0.5 | TV ≥ 0.5 | "
+          "shared words | ℓ1, the batch fit's anchors pinned (how many are candidates) | "
+          "batch anchors found | counts rel. Frobenius to exact | row sums rel. error | "
+          "doc. freq. rel. error |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for share in args.admission_shares:
+        cooc = correct_admission(copy.deepcopy(st.cooccurrence), st.admission,
+                                 min_share=share)
+        err = [float(np.linalg.norm(a - b) / np.linalg.norm(b)) for a, b in (
+            (cooc.counts, exact.counts), (cooc.counts.sum(axis=1), exact.counts.sum(axis=1)),
+            (cooc.doc_freq, exact.doc_freq))]
+        print(f"| {share:g}{' (none)' if share >= 1 else ''} | {row(cooc)} | "
+              f"{err[0]:.4f} | {err[1]:.4f} | {err[2]:.4f} |", flush=True)
+    # What a perfect correction of some words would give: the exact counts of the pairs of
+    # the words that lost half or more of their documents (mostly evicted, then admitted
+    # again), or of every other pair, the store's counts elsewhere.
+    heavy = st.admission.word_share(st.cooccurrence.doc_freq, 0.0) < 0.5
+    print("\n| the stream store's counts, exact for | matched ℓ1 to the batch fit | ℓ1 < 0.5 | "
+          "TV ≥ 0.5 | shared words | ℓ1, the batch fit's anchors pinned (how many are "
+          "candidates) | batch anchors found |\n|---|---:|---:|---:|---:|---:|---:|")
+    for name, pairs, chosen in (
+            (f"the pairs of the {int(heavy.sum())} words that lost ≥ half their documents",
+             heavy[:, None] | heavy[None, :], heavy),
+            (f"the pairs of the other {int((~heavy).sum())} words", ~heavy[:, None] & ~heavy,
+             ~heavy),
+            ("every pair (the store's numbers of documents and tokens)",
+             np.ones((len(sw), len(sw)), bool), np.ones(len(sw), bool))):
+        mixed = copy.deepcopy(st.cooccurrence)
+        mixed.counts[pairs] = exact.counts[pairs]
+        mixed.unigram[chosen], mixed.doc_freq[chosen] = (exact.unigram[chosen],
+                                                         exact.doc_freq[chosen])
+        print(f"| {name} | {row(mixed)} |", flush=True)
+    print(f"| every pair and the numbers of documents and tokens ({exact.num_docs:g} and "
+          f"{exact.num_tokens:g}, the store's {st.cooccurrence.num_docs:g} and "
+          f"{st.cooccurrence.num_tokens:g}): the exact counts | {row(exact)} |", flush=True)
+    # The anchor candidates read the document frequencies alone: exact ones, or the store's
+    # plus what each word missed before its admission (what the correction does to them).
+    for name, df in (("no pair: only the document frequencies", exact.doc_freq),
+                     ("no pair: the document frequencies plus what each word missed",
+                      st.cooccurrence.doc_freq + st.admission.missed)):
+        mixed = copy.deepcopy(st.cooccurrence)
+        mixed.doc_freq = np.array(df, dtype=np.float64)
+        print(f"| {name} | {row(mixed)} |", flush=True)
+
+
+# ------------------------------------------------------------------------------------------
 # part refit: two halves of one period
 
 
@@ -388,7 +482,7 @@ def part_refit(args) -> None:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--parts", default="store,causes,refit",
-                   help="comma-separated: store, causes, refit")
+                   help="comma-separated: store, causes, admission, refit")
     p.add_argument("--data", type=Path, default=QUALITY / "tech" / "train.jsonl",
                    help="JSON-lines corpus of the store and causes parts")
     p.add_argument("--topics", "-k", type=int, default=50)
@@ -400,14 +494,21 @@ def main(argv=None) -> int:
     p.add_argument("--refit-settings", action="append", default=[], metavar="JSON",
                    help="also fit both halves with these AnchorModel settings, e.g. "
                         "'{\"anchor_min_df\": 300}' (repeatable)")
+    p.add_argument("--admission-shares", type=lambda t: [float(x) for x in t.split(",")],
+                   default=[1.0, 0.9, 0.75, 0.5, 0.25, 0.1],
+                   help="admission part: the shares of --admission-min-share to compare")
+    p.add_argument("--shuffle", type=int, default=None, metavar="SEED",
+                   help="store, causes, admission: stream --data's lines in an order shuffled "
+                        "with SEED (a copy in --work; the batch counts do not depend on it)")
     p.add_argument("--seed", type=int, default=0, help="the random halves")
     p.add_argument("--work", type=Path, default=WORK, help="stores and snapshots (replaced)")
     args = p.parse_args(argv)
     parts = {x.strip() for x in args.parts.split(",") if x.strip()}
-    unknown = parts - {"store", "causes", "refit"}
+    unknown = parts - {"store", "causes", "admission", "refit"}
     if unknown:
-        p.error(f"unknown parts {sorted(unknown)}; choose from store, causes, refit")
-    for path in ([args.data] if parts & {"store", "causes"} else []) + (
+        p.error(f"unknown parts {sorted(unknown)}; choose from store, causes, admission, "
+                "refit")
+    for path in ([args.data] if parts & {"store", "causes", "admission"} else []) + (
             [args.refit_data] if "refit" in parts else []):
         if not path.is_file():
             sys.exit(f"{path} is missing: build the quality corpora first "
@@ -418,9 +519,18 @@ def main(argv=None) -> int:
     if "store" in parts:
         shutil.rmtree(args.work, ignore_errors=True)
         args.work.mkdir(parents=True)
+    if args.shuffle is not None:  # a stationary stream: the same documents in random order
+        lines = args.data.read_text(encoding="utf-8").splitlines(keepends=True)
+        np.random.default_rng(args.shuffle).shuffle(lines)
+        args.work.mkdir(parents=True, exist_ok=True)
+        args.data = args.work / f"shuffled-{args.shuffle}-{args.data.name}"
+        args.data.write_text("".join(lines), encoding="utf-8")
+    if "store" in parts:
         part_store(args, args.work)
     if "causes" in parts:
         part_causes(args, args.work)
+    if "admission" in parts:
+        part_admission(args, args.work)
     if "refit" in parts:
         part_refit(args)
     return 0

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from anchorstream.model.align import align_topics
+from anchorstream.stats.admission import MIN_SHARE, correct_admission
 from anchorstream.stats.cooccurrence import Cooccurrence, take_square
 from anchorstream.model.correlations import hierarchy
 from anchorstream.model.storedfit import fit_novel_words
@@ -43,8 +44,7 @@ def select_words(cooc: Cooccurrence, *, min_df: float, max_df_ratio: float) -> n
     Parameters
     ----------
     cooc : Cooccurrence
-    min_df : float
-    max_df_ratio : float in (0, 1]
+    min_df, max_df_ratio : float, the second in (0, 1]
 
     Returns
     -------
@@ -60,11 +60,11 @@ def select_words(cooc: Cooccurrence, *, min_df: float, max_df_ratio: float) -> n
 class _Buffers:
     """V x V arrays a refresher keeps from one refresh to the next.
 
-    Every refresh needs the dense counts, often a copy of them over the selected words, and
-    the rectification's float32 iterate: 500 MB at 5000 words. Fresh memory costs a page
-    fault per page on first write; on the benchmark machine (a VM whose freed memory returns
-    to its host within seconds) that was 1-2.5 ms per MB, up to ~1 s per refresh. Kept, the
-    memory stays mapped; the price is holding it between refreshes (see the README's Limits).
+    Every refresh needs the dense counts, often a copy of them over the selected words, and the
+    rectification's float32 iterate: 500 MB at 5000 words. Fresh memory costs a page fault per
+    page on first write; on the benchmark machine (a VM whose freed memory returns to its host
+    within seconds) that was 1-2.5 ms per MB, up to ~1 s per refresh. Kept, the memory stays
+    mapped; the price is holding it between refreshes (see the README's Limits).
     """
 
     def __init__(self):
@@ -97,10 +97,9 @@ def _subset(cooc: Cooccurrence, idx: np.ndarray, out: np.ndarray | None = None) 
     if idx.size == cooc.n_words and out is None:
         out = Cooccurrence(cooc.counts, cooc.unigram, cooc.doc_freq, 0, 0, cooc.length_cap,
                            cooc.mass)
-        out.num_docs, out.num_tokens = cooc.num_docs, cooc.num_tokens
-        return out
-    out = Cooccurrence(take_square(cooc.counts, idx, out=out), cooc.unigram[idx],
-                       cooc.doc_freq[idx], 0, 0, cooc.length_cap)
+    else:
+        out = Cooccurrence(take_square(cooc.counts, idx, out=out), cooc.unigram[idx],
+                           cooc.doc_freq[idx], 0, 0, cooc.length_cap)
     # Decayed stores have float totals; keep them as they are (the constructor wants ints).
     out.num_docs, out.num_tokens = cooc.num_docs, cooc.num_tokens
     return out
@@ -145,8 +144,9 @@ class Refresher:
     min_new_docs : int, default 1000
         Committed documents needed since the last published model (at least 1).
     warm_start : bool, default True
-    min_df : float, default 1
-    max_df_ratio : float, default 1.0
+    min_df, max_df_ratio : float, default 1 and 1.0
+    admission_min_share : float in (0, 1], default MIN_SHARE
+        Floor of ``correct_admission`` (:mod:`anchorstream.stats.admission`), as ``fit --store``.
     align_min_similarity : float, default 0.5
     settings : mapping, optional
         Extra settings recorded in every snapshot (e.g. the redacted daemon configuration).
@@ -165,6 +165,7 @@ class Refresher:
     def __init__(self, store_url: str, publisher, *, model_kwargs: Mapping[str, Any],
                  metrics=None, interval_seconds: float = 60.0, min_new_docs: int = 1000,
                  warm_start: bool = True, min_df: float = 1, max_df_ratio: float = 1.0,
+                 admission_min_share: float = MIN_SHARE,
                  align_min_similarity: float = 0.5, settings: Mapping[str, Any] | None = None,
                  source_info: Mapping[str, Any] | None = None,
                  supertopics: int = 0, method: str = "anchor",
@@ -186,6 +187,7 @@ class Refresher:
         self.warm_start = bool(warm_start)
         self.min_df = float(min_df)
         self.max_df_ratio = float(max_df_ratio)
+        self.admission_min_share = float(admission_min_share)
         self.align_min_similarity = float(align_min_similarity)
         self.settings = dict(settings or {})
         self.source_info = dict(source_info or {})
@@ -339,6 +341,9 @@ class Refresher:
                 share = idx.size == cooc_all.n_words and not (self.warm_start or self.reader)
                 cooc = _subset(cooc_all, idx, out=None if share
                                else self._buffers.get("subset", idx.size ** 2, np.float64))
+            # As `fit --store` (a dense cooc is this refresh's own: a copy, or a cold read's).
+            cooc = correct_admission(cooc, None if st.admission is None else
+                                     st.admission.subset(idx), min_share=self.admission_min_share)
             self._check_enough(cooc, len(words))
             docs = None
             if self.needs_documents:
@@ -465,7 +470,7 @@ class Refresher:
             num_docs=int(st.n_docs_added),
             settings={**settings, "min_df": self.min_df,
                       "max_df_ratio": self.max_df_ratio, "warm_start": self.warm_start,
-                      **self.settings},
+                      "admission_min_share": self.admission_min_share, **self.settings},
             source={**self.source_info, "store": self.store_url,
                     "store_version": st.version, "offsets": st.offsets,
                     "matrix_docs": float(cooc.num_docs), "clock": st.clock,

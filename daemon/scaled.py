@@ -99,7 +99,8 @@ def partitioned_reader(cfg: Config, partitions: Callable[[], set | None]):
             readers.clear()  # one kind of read at a time: the other's memory goes
             readers[sparse] = PartitionReader(cfg.store.path, max_words=cfg.vocab.capacity,
                                               storage_options=cfg.store.storage_kwargs(),
-                                              sparse=sparse)
+                                              sparse=sparse, max_kept_bytes=(
+                                                  cfg.refresh.partition_reads_max_bytes))
         return readers[sparse].read(parts)
 
     settings = DocStatsSettings.for_method(**cfg.model.document_stats_kwargs())

@@ -232,6 +232,7 @@ class Daemon:
             interval_seconds=cfg.refresh.interval_seconds,
             min_new_docs=cfg.refresh.min_new_docs, warm_start=cfg.refresh.warm_start,
             min_df=cfg.vocab.min_df, max_df_ratio=cfg.vocab.max_df_ratio,
+            admission_min_share=cfg.vocab.admission_min_share,
             align_min_similarity=cfg.refresh.align_min_similarity,
             supertopics=cfg.model.supertopics, method=cfg.model.method,
             storage_options=cfg.store.storage_kwargs(), reader=reader,

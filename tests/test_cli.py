@@ -518,3 +518,35 @@ def test_fit_reports_background_words_and_keeps_them_out_of_the_top_words(tmp_pa
         main([*args, "--out", str(tmp_path / "bad"), "--background-spread", "2"])
     assert exit_.value.code == 2
     assert "--background-spread" in (err := capsys.readouterr().err) and "'2'" in err
+
+
+def test_fit_store_corrects_the_counts_of_words_a_streaming_store_admitted_late(
+        corpus, tmp_path, capsys):
+    # --admission-min-share (anchorstream.stats.admission): `fit --store` on a store of the
+    # streaming rule fits the counts divided by each pair's later word's observed share; 1
+    # (or none) fits the store's counts as they are; --input has nothing to correct.
+    from anchorstream.stats.admission import MIN_SHARE
+
+    path, _, _ = corpus
+    store = str(tmp_path / "stream")
+    assert main(["ingest", str(path), "--store", store, "--capacity", "100",
+                 "--vocabulary", "stream", "--checkpoint-every", "700", "-q"]) == 0
+    assert open_committed(store).admission.missed.any()  # words were admitted late
+    outs = {}
+    for share in (None, "none", "0.5"):
+        outs[share] = out = tmp_path / f"snap-{share}"
+        flags = [] if share is None else ["--admission-min-share", share]
+        assert main(["fit", "--store", store, "-k", str(K), "--anchor-min-df", "5",
+                     "--out", str(out), "-q", *flags]) == 0
+    got = {k: read_snapshot(o).manifest["source"]["admission_min_share"]
+           for k, o in outs.items()}
+    assert got == {None: MIN_SHARE, "none": 1.0, "0.5": 0.5}
+    assert _same_topics(outs["none"], outs["0.5"]) > 1e-3  # the correction moved the topics
+    assert main(["fit", "--input", str(path), "-k", str(K), "--admission-min-share", "0.5",
+                 "--out", str(tmp_path / "in")]) == 1
+    assert "drop it with --input" in capsys.readouterr().err
+    for bad in ("0", "1.5", "half"):
+        with pytest.raises(SystemExit):
+            build_parser().parse_args(["fit", "--store", store, "-k", "2", "--out", "o",
+                                       "--admission-min-share", bad])
+        assert "expected a share in (0, 1] or 'none'" in capsys.readouterr().err

@@ -197,6 +197,9 @@ class CrashHarness:
         np.testing.assert_allclose(c.counts, r.counts, rtol=1e-12, atol=1e-12 * scale)
         np.testing.assert_allclose(c.unigram, r.unigram, rtol=1e-12)
         np.testing.assert_array_equal(c.doc_freq, r.doc_freq)
+        # When each word's counting began, and what it missed (the admission correction).
+        np.testing.assert_array_equal(state.admission.points, ref.admission.points)
+        np.testing.assert_array_equal(state.admission.missed, ref.admission.missed)
         assert CooccurrenceStore.open(url).vocabulary.sketch_items() == sketch
 
     def trial(self, url: str, delay: float) -> dict:

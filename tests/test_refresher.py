@@ -243,6 +243,7 @@ def test_a_lowrank_refresh_reads_the_store_sparse_and_fits_what_the_dense_read_g
     # V x V array, no V x V buffers) and must fit what the dense counts of the same version,
     # over the same selected words, give.
     import daemon.refresh as refresh_mod
+    from anchorstream.stats.admission import correct_admission
     from anchorstream.stats.cooccurrence import Cooccurrence
     from anchorstream.store import open_committed
 
@@ -251,7 +252,7 @@ def test_a_lowrank_refresh_reads_the_store_sparse_and_fits_what_the_dense_read_g
     pub = Publisher(tmp_path / "snaps", keep=5)
     kw = {"n_topics": K, "anchor_min_df": 5, "rectify_method": "lowrank"}
     ref = Refresher(store.url, pub, model_kwargs=kw, min_new_docs=1, min_df=3,
-                    max_df_ratio=0.2)
+                    max_df_ratio=0.2, admission_min_share=0.25)
     store.add(planted_docs(2000, seed=1))
     store.checkpoint({"kafka:docs:0": 2000})
     dense_reads = []
@@ -269,6 +270,9 @@ def test_a_lowrank_refresh_reads_the_store_sparse_and_fits_what_the_dense_read_g
     assert 0 < idx.size < full.n_words  # the selection cut words: the subset is exercised
     sub = Cooccurrence(full.counts[np.ix_(idx, idx)], full.unigram[idx], full.doc_freq[idx],
                        full.num_docs, full.num_tokens, full.length_cap)
+    # Both read paths correct the counts of the words admitted late alike (admission.py).
+    assert st_.admission.missed[idx].any()
+    sub = correct_admission(sub, st_.admission.subset(idx), min_share=ref.admission_min_share)
     model = AnchorModel(**kw).fit(sub)
     assert list(snap.vocabulary) == [st_.words[i] for i in idx]
     got = np.asarray(snap.topic_word, dtype=np.float64)  # (K, V), aligned ids
@@ -327,6 +331,8 @@ def test_a_partitioned_lowrank_refresh_sums_sparse_reads_and_fits_the_dense_sum(
     assert 0 < idx.size < full.n_words
     sub = Cooccurrence(full.counts[np.ix_(idx, idx)], full.unigram[idx], full.doc_freq[idx],
                        full.num_docs, full.num_tokens, full.length_cap)
+    # The partitioned sum has no admission (each partition admits on its own): uncorrected.
+    assert st_.admission is None
     model = AnchorModel(**kw).fit(sub)
     assert list(snap.vocabulary) == [st_.words[i] for i in idx]
     want = model.topic_word_.T
@@ -376,3 +382,47 @@ def test_refresh_refines_by_pairs_as_fit_does(tmp_path):
     for stage in ("pairs", "refine"):
         assert metrics.registry.get_sample_value("anchorstream_refresh_duration_seconds_count",
                                                  {"stage": stage}) == 1
+
+
+@pytest.mark.parametrize("share, warm", [(0.25, True), (0.25, False), (1.0, True)])
+def test_a_dense_refresh_fits_the_admission_corrected_counts_and_keeps_its_read(
+        tmp_path, share, warm):
+    # vocab.admission_min_share: each refresh fits what `fit --store` fits (the counts of the
+    # words admitted late divided by their observed share, over the selected words), cold and
+    # warm; the counts it holds for the next warm read stay the store's (corrected on a copy).
+    from anchorstream.stats.admission import correct_admission
+    from anchorstream.store import open_committed
+
+    store = CooccurrenceStore.create(tmp_path / "store", capacity=400, admit_threshold=3)
+    ref = Refresher(store.url, Publisher(tmp_path / "snaps", keep=5),
+                    model_kwargs={"n_topics": K, "anchor_min_df": 5}, min_new_docs=1,
+                    min_df=3, warm_start=warm, admission_min_share=share)
+    fitted = []
+    fit = ref._fit
+    ref._fit = lambda cooc, *a: fitted.append(cooc.counts.copy()) or fit(cooc, *a)
+    for n, seed in ((1500, 1), (30, 2)):
+        store.add(planted_docs(n, seed=seed))
+        store.checkpoint()
+        assert ref.refresh_once()["warm"] == (warm and seed == 2)
+        st_ = open_committed(store.url)
+        full = st_.cooccurrence
+        idx = select_words(full, min_df=3, max_df_ratio=1.0)
+        assert st_.admission.missed[idx].any()
+        plain = full.counts[np.ix_(idx, idx)]
+        want = correct_admission(_subset_copy(full, idx), st_.admission.subset(idx),
+                                 min_share=share).counts
+        np.testing.assert_allclose(fitted[-1], want, rtol=1e-12)
+        assert np.array_equal(want, plain) == (share == 1.0)
+        if warm:
+            n_all = full.n_words
+            held = ref._buffers.held("counts")[: n_all * n_all].reshape(n_all, n_all)
+            np.testing.assert_allclose(held, full.counts, rtol=1e-12, atol=1e-12)
+        _, snap = ref.publisher.latest()
+        assert snap.settings["admission_min_share"] == share
+
+
+def _subset_copy(cooc, idx):
+    from anchorstream.stats.cooccurrence import Cooccurrence
+
+    return Cooccurrence(cooc.counts[np.ix_(idx, idx)], cooc.unigram[idx], cooc.doc_freq[idx],
+                        cooc.num_docs, cooc.num_tokens, cooc.length_cap)

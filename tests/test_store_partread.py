@@ -63,10 +63,11 @@ def _create(root, p, capacity):
                                     sketch_size=4, length_cap=25.0)
 
 
-@settings(max_examples=12, deadline=None)
+@settings(max_examples=16, deadline=None)
 @given(seed=st.integers(0, 2**16), sparse=st.booleans(),
-       max_words=st.sampled_from([None, 9]), capacity=st.sampled_from([6, 32]))
-def test_incremental_reads_equal_full_reads(seed, sparse, max_words, capacity):
+       max_words=st.sampled_from([None, 9]), capacity=st.sampled_from([6, 32]),
+       bound=st.sampled_from([None, None, 0, 3000]))
+def test_incremental_reads_equal_full_reads(seed, sparse, max_words, capacity, bound):
     # Random commits to random partitions (partition 3 appears only from step 4 on), with
     # evictions (a full vocabulary of a drifting topic, and by hand: a slot changes word in
     # one partition) and compactions (no catch-up possible): after every step the reader's
@@ -75,8 +76,10 @@ def test_incremental_reads_equal_full_reads(seed, sparse, max_words, capacity):
     root = f"memory://partread-{uuid.uuid4().hex}"
     stores: dict[int, CooccurrenceStore] = {}
     offsets = dict.fromkeys(range(4), 0)
-    reader = PartitionReader(root, max_words=max_words, sparse=sparse)
-    evicted = False
+    # ``bound``: the dense reader's memory bound; 3000 bytes is passed once the partitions
+    # hold about eight words each, so reads go from kept to full and stay full.
+    reader = PartitionReader(root, max_words=max_words, sparse=sparse, max_kept_bytes=bound)
+    evicted, kept = False, False
     for step in range(12):
         available = [0, 1, 2] + ([3] if step >= 4 else [])
         movers = sorted(rng.choice(available, size=rng.integers(0, len(available) + 1),
@@ -94,7 +97,13 @@ def test_incremental_reads_equal_full_reads(seed, sparse, max_words, capacity):
             if rng.random() < 0.15:
                 s.compact()
         inc = reader.read(PARTS)
-        assert reader.last["moved"] == len(movers)
+        # Only a read after a kept read, itself kept, reads no more than what moved.
+        was_kept, kept = kept, reader.last["kept"]
+        assert reader.last["moved"] == (len(movers) if was_kept and kept
+                                        else reader.last["partitions"])
+        need = 8 * (sum(i["n_words"] ** 2 for i in inc.partitions.values())
+                    + 2 * len(inc.words) ** 2)
+        assert kept == (sparse or bound is None or need <= bound)
         assert_same_sum(inc, read_partitions(root, PARTS, max_words=max_words, sparse=sparse))
     evicted = evicted or any((s._reset_seq > 0).any() for s in stores.values())
     assert evicted or capacity == 32
@@ -115,7 +124,7 @@ def test_new_and_dropped_words_move_the_sum_in_place(sparse, rng):
     stores[0].evict("w9")
     stores[0].checkpoint({"kafka:t:0": 36})
     inc = reader.read(parts)
-    assert reader.last == {"partitions": 3, "moved": 1, "in_place": True}
+    assert reader.last == {"partitions": 3, "moved": 1, "in_place": True, "kept": True}
     assert {"w12", "w13", "w14"} <= set(inc.words) and "w9" not in inc.words
     assert_same_sum(inc, read_partitions(root, parts, sparse=sparse))
 
@@ -136,7 +145,7 @@ def test_a_moved_partition_is_caught_up_from_its_new_segments_and_summed_in_plac
     parts = [("t", p) for p in range(3)]
     reader = PartitionReader(root, sparse=sparse)
     first = reader.read(parts)
-    assert reader.last == {"partitions": 3, "moved": 3, "in_place": False}
+    assert reader.last == {"partitions": 3, "moved": 3, "in_place": False, "kept": True}
     assert reader.read(parts).version == first.version
     assert reader.last["moved"] == 0
 
@@ -150,7 +159,7 @@ def test_a_moved_partition_is_caught_up_from_its_new_segments_and_summed_in_plac
     monkeypatch.setattr(reading_mod, "_densify", no_full_read)
     monkeypatch.setattr(sparseread_mod, "sparse_upper", no_full_read)
     inc = reader.read(parts)
-    assert reader.last == {"partitions": 3, "moved": 1, "in_place": True}
+    assert reader.last == {"partitions": 3, "moved": 1, "in_place": True, "kept": True}
     monkeypatch.undo()
     assert inc.offsets["kafka:t:1"] == 41
     assert_same_sum(inc, read_partitions(root, parts, sparse=sparse))
@@ -242,3 +251,25 @@ def test_forgetting_counted_in_documents_or_different_decays_is_refused(tmp_path
         s.checkpoint()
     with pytest.raises(InputError, match="weighted differently \\(forgetting"):
         PartitionReader(tmp_path / "mixed").read([("t", 0), ("t", 1)])
+
+
+def test_a_dense_reader_past_its_memory_bound_reads_in_full_and_keeps_nothing(rng):
+    # Three partitions of six words: kept, they and the sum take 8 (3·36 + 2·36) = 1440
+    # bytes. Under a bound of 1500 the reads are kept; once partition 0 has three more words
+    # (8 (81 + 72 + 2·81) = 2520) every read is a full one, and equals read_partitions.
+    root = f"memory://partread-{uuid.uuid4().hex}"
+    stores = _three_partitions(root, rng)
+    parts = [("t", p) for p in range(3)]
+    reader = PartitionReader(root, max_kept_bytes=1500)
+    reader.read(parts)
+    assert reader.last == {"partitions": 3, "moved": 3, "in_place": False, "kept": True}
+    reader.read(parts)
+    assert reader.last["moved"] == 0
+    stores[0].add([["w6", "w7", "w8"]] * 2)
+    stores[0].checkpoint({"kafka:t:0": 33})
+    for _ in range(2):  # nothing kept: every partition is read again, each time
+        inc = reader.read(parts)
+        assert reader.last == {"partitions": 3, "moved": 3, "in_place": False, "kept": False}
+        assert_same_sum(inc, read_partitions(root, parts))
+    with pytest.raises(ValueError, match="max_kept_bytes"):
+        PartitionReader(root, max_kept_bytes=-1)

@@ -17,6 +17,7 @@ import zarr
 
 from anchorstream.errors import StoreFormatError
 from anchorstream.stats.accumulator import Forgetting
+from anchorstream.stats.admission import Admission
 from anchorstream.stats.documents import DocStatsSettings, DocumentStatistics
 from anchorstream.stats.windows import is_live
 from anchorstream.text.vocabulary import StreamingVocabulary
@@ -33,6 +34,7 @@ __all__ = [
     "check_format",
     "initialize",
     "load_arrays",
+    "read_admission",
     "vocab_items",
 ]
 
@@ -189,6 +191,7 @@ def vocab_items(g: zarr.Group, vs: dict) -> list:
     items += words_items(g, "blocked_words", vs["blocked_words"])
     items += [
         (g, "slot_df", np.asarray(vs["slot_df"], dtype=np.float64)),
+        (g, "slot_admitted", np.asarray(vs["slot_admitted"], dtype=np.float64)),
         (g, "pinned", np.asarray(vs["pinned"], dtype=bool)),
         (g, "sketch_counts", np.asarray(vs["sketch_counts"], dtype=np.float64)),
         (g, "sketch_errors", np.asarray(vs["sketch_errors"], dtype=np.float64)),
@@ -200,6 +203,21 @@ def vocab_items(g: zarr.Group, vs: dict) -> list:
         "n_docs_seen": int(vs["n_docs_seen"]),
     }
     return items
+
+
+def read_admission(root: zarr.Group, meta: Mapping, state: StoreState,
+                   active: np.ndarray) -> Admission | None:
+    """When each active slot's counting began and what it had missed by then
+    (:class:`~anchorstream.stats.admission.Admission`, in true units), or None where it is not
+    known: a store written before admissions were recorded, or one with tumbling windows
+    (expired windows took documents of every word alike; admissions are not kept per window)."""
+    vg = root["vocab"]
+    forgetting = Forgetting.from_dict(meta["config"]["forgetting"])
+    if "slot_admitted" not in vg or forgetting.window is not None:
+        return None
+    admitted = get(vg, "slot_admitted")[np.asarray(active, dtype=np.int64)]
+    return Admission(admitted[:, 0], admitted[:, 1] * forgetting.readout(state.clock,
+                                                                          state.t_ref))
 
 
 def load_arrays(root: zarr.Group, version: str) -> dict:
@@ -214,6 +232,8 @@ def load_arrays(root: zarr.Group, version: str) -> dict:
         "vocab": {
             "slot_words": get_words(vg, "slot_words"),
             "slot_df": get(vg, "slot_df"),
+            # Absent in stores written before admission points were recorded (None: zeros).
+            "slot_admitted": get(vg, "slot_admitted") if "slot_admitted" in vg else None,
             "pinned": get(vg, "pinned"),
             "sketch_words": get_words(vg, "sketch_words"),
             "sketch_counts": get(vg, "sketch_counts"),

@@ -93,6 +93,9 @@ class PartitionedState:
     partitions : dict
         ``{key: {"version", "offset", "n_docs_added", "n_words"}}`` per partition
         (``version`` None for a partition that has no store yet).
+    admission : None
+        Not combined over the partitions yet: the sum is read uncorrected (see
+        :mod:`anchorstream.stats.admission`, which takes several sources, and docs/store.md).
     """
 
     cooccurrence: Any
@@ -104,6 +107,7 @@ class PartitionedState:
     n_docs_added: int
     dense: None = None
     partitions: dict = field(default_factory=dict)
+    admission: None = None
 
 
 def _head(root, topic: str, p: int, storage_options) -> tuple[Any, str, Any] | None:

@@ -30,7 +30,12 @@ Memory: every partition's last read plus the sum, ``8 (Σ_p V_p² + V²)`` bytes
 full read holds the sum and one partition's), and another ``8 V²`` once an in-place update has
 moved the sum's rows (the buffer it moves them into, kept for the next), or their non-zeros
 sparse. The counts returned belong to the reader and change at its next read: copy what must
-outlive it.
+outlive it. That memory grows with the partitions and their vocabularies (16 partitions of
+5000 words: 3.6 GB), so a dense reader takes a bound, ``max_kept_bytes``: a read whose kept
+reads and sum would need more (``8 (Σ_p V_p² + 2 V²)`` bytes, known from the vocabularies
+before any matrix is read) forgets what it kept and reads every partition in full, one at a
+time (:func:`~anchorstream.store.read_partitions`: the sum plus one partition's read), as long
+as the bound is exceeded. The sparse reader keeps only non-zeros and takes no bound.
 """
 
 from __future__ import annotations
@@ -56,6 +61,7 @@ from anchorstream.store.partitions import (
     partition_key,
     partition_url,
     pin_partitions,
+    read_partitions,
     read_vocabulary,
     remap_upper,
 )
@@ -98,20 +104,28 @@ class PartitionReader:
         As for :func:`anchorstream.store.open_committed`.
     sparse : bool, default False
         Sparse counts (the low-rank refresh's read), as ``read_partitions(sparse=True)``.
+    max_kept_bytes : int, optional
+        Dense reads only: the most memory the kept reads and the sum may take; a read that
+        would need more is a full read that keeps nothing (see module notes). None: no bound.
 
     Attributes
     ----------
     last : dict
         What the last read did: ``partitions`` (pinned), ``moved`` (read from the store),
-        ``in_place`` (whether the sum was updated in place rather than rebuilt).
+        ``in_place`` (whether the sum was updated in place rather than rebuilt), ``kept``
+        (whether the reads were kept for the next read: False past ``max_kept_bytes``).
     """
 
     def __init__(self, root, *, max_words: int | None = None,
-                 storage_options: Mapping[str, Any] | None = None, sparse: bool = False):
+                 storage_options: Mapping[str, Any] | None = None, sparse: bool = False,
+                 max_kept_bytes: int | None = None):
         self.root = root
         self.max_words = max_words
         self.storage_options = storage_options
         self.sparse = bool(sparse)
+        if max_kept_bytes is not None and max_kept_bytes < 0:
+            raise ValueError(f"max_kept_bytes must be >= 0 or None, got {max_kept_bytes!r}")
+        self.max_kept_bytes = max_kept_bytes
         self._parts: dict[str, _Part] = {}
         self._index: dict[str, int] | None = None
         self._counts = None  # the sum over self._index; None when it must be rebuilt
@@ -166,6 +180,8 @@ class PartitionReader:
         words = [w for w in old if w in kept] + [w for w in kept if w not in old]
         index = {w: i for i, w in enumerate(words)}
         perm = np.asarray([index.get(w, -1) for w in old], dtype=np.int64)
+        if self._too_large(vocab, len(index)):
+            return self._read_full(partitions, pins, len(vocab))
         in_place = self._in_place(vocab, moved, index, perm)
         if in_place:
             self._update(moved, vocab, index, perm, factor, T)
@@ -178,7 +194,8 @@ class PartitionReader:
                 part.factor = factor[key]
             self._rebuild(index)
         self._index, self._time = index, T
-        self.last = {"partitions": len(vocab), "moved": len(moved), "in_place": in_place}
+        self.last = {"partitions": len(vocab), "moved": len(moved), "in_place": in_place,
+                     "kept": True}
         total = PartitionSum(len(index), self.sparse, counts=self._counts)
         info: dict = {partition_key(t, p): {"version": None, "offset": None, "n_docs_added": 0,
                                             "n_words": 0} for t, p in partitions}
@@ -188,6 +205,23 @@ class PartitionReader:
             info[key] = {"version": st.version, "offset": st.offsets.get(key),
                          "n_docs_added": st.n_docs_added, "n_words": len(st.words)}
         return total.state(index, pins, info, seen.get("length_cap", {2}).pop())
+
+    def _too_large(self, vocab: dict[str, _Part], V: int) -> bool:
+        """Whether keeping every partition's dense read and the sum (with the spare for moving
+        its rows) would pass ``max_kept_bytes``."""
+        if self.sparse or self.max_kept_bytes is None:
+            return False
+        need = 8 * (sum(len(part.words) ** 2 for part in vocab.values()) + 2 * V * V)
+        return need > self.max_kept_bytes
+
+    def _read_full(self, partitions: list[tuple[str, int]], pins: Mapping[str, str | None],
+                   n: int) -> PartitionedState:
+        """Forget what is kept and read every partition in full (one at a time)."""
+        self._parts, self._index, self._counts = {}, None, None
+        self._buffer = self._spare = None
+        self.last = {"partitions": n, "moved": n, "in_place": False, "kept": False}
+        return read_partitions(self.root, partitions, versions=pins, max_words=self.max_words,
+                               storage_options=self.storage_options)
 
     def _in_place(self, vocab: dict[str, _Part], moved: list, index: dict[str, int],
                   perm: np.ndarray) -> bool:

@@ -21,7 +21,7 @@ from anchorstream.errors import InputError, StoreError, StoreFormatError
 from anchorstream.stats.accumulator import Forgetting
 from anchorstream.stats.cooccurrence import Cooccurrence
 from anchorstream.stats.documents import DocumentState, StoredDocuments
-from anchorstream.store.format import BRANCH, META, StoreState, check_format
+from anchorstream.store.format import BRANCH, META, StoreState, check_format, read_admission
 from anchorstream.store.repository import disk_bytes, open_repo, pass_through, wrap
 from anchorstream.store.segments import EntryReader, Fold
 from anchorstream.store.settings import length_cap
@@ -68,6 +68,9 @@ class CommittedState:
     dense : DenseRead
         What the dense counts hold; pass it as ``since`` to :func:`open_committed`, with the
         same array as ``out``, to read a later version by adding only what changed.
+    admission : Admission or None
+        When each word's counting began (:mod:`anchorstream.stats.admission`), or None where
+        not known; :func:`~anchorstream.stats.admission.correct_admission` reads it.
     """
 
     cooccurrence: Any
@@ -78,6 +81,7 @@ class CommittedState:
     clock: float
     n_docs_added: int
     dense: DenseRead | None = None
+    admission: Any = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -332,6 +336,7 @@ def read_version(repo: icechunk.Repository, where: str, version: str | None,
         unigram = get(root, "unigram")[live].sum(axis=0)[active]
         doc_freq = get(root, "doc_freq")[live].sum(axis=0)[active]
         totals = get(root, "totals")[live].sum(axis=0)
+        admission = read_admission(root, meta, state, active)
     except (StoreFormatError, StoreError):
         raise
     except BaseException as exc:
@@ -351,7 +356,7 @@ def read_version(repo: icechunk.Repository, where: str, version: str | None,
         cooc.num_tokens = float(totals[1])
     return CommittedState(
         cooc, [words_all[s] for s in active], active, offsets, session.snapshot_id,
-        float(state.clock), int(state.n_docs_added), dense,
+        float(state.clock), int(state.n_docs_added), dense, admission,
     )
 def open_committed(url, version: str | None = None, *, out=None,
                    since: DenseRead | None = None,

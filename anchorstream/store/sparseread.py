@@ -24,7 +24,7 @@ import zarr
 from anchorstream.errors import StoreError, StoreFormatError
 from anchorstream.stats.accumulator import Forgetting
 from anchorstream.stats.sparse import SparseCooccurrence, canonical_csr, upper_csr
-from anchorstream.store.format import BRANCH, StoreState, check_format
+from anchorstream.store.format import BRANCH, StoreState, check_format, read_admission
 from anchorstream.store.reading import BaseShards, CommittedState, dense_read_of, plan_catch_up
 from anchorstream.store.repository import open_repo, pass_through, wrap
 from anchorstream.store.segments import EntryReader
@@ -170,6 +170,7 @@ def read_version_sparse(repo, where: str, version: str | None,
         upper = catch_up_upper(root, meta, state, active, reset_seq, previous)
         if upper is None:
             upper = sparse_upper(root, meta, state, active, reset_seq)
+        admission = read_admission(root, meta, state, active)
     except (StoreFormatError, StoreError):
         raise
     except BaseException as exc:
@@ -189,4 +190,4 @@ def read_version_sparse(repo, where: str, version: str | None,
                               length_cap(meta["config"]))
     return CommittedState(cooc, [words_all[s] for s in active], active, offsets,
                           session.snapshot_id, float(state.clock), int(state.n_docs_added),
-                          dense_read_of(forgetting, state, active, reset_seq))
+                          dense_read_of(forgetting, state, active, reset_seq), admission)

@@ -37,6 +37,9 @@ All frequencies are in the store's scaled units: a document observed with weight
 arriving now. The admission test compares ``count − error`` with ``admit_threshold × w``;
 :meth:`StreamingVocabulary.rescale` applies the store's renormalization.
 
+Each slot also records its admission: ``total_weight`` and the word's sketched frequency
+before the document that admitted it (0, 0 for seeds), read by :mod:`anchorstream.stats.admission`.
+
 Everything is deterministic given the sequence of documents (no hash-order dependence), which
 is what makes crash-and-replay reproduce the same slots.
 """
@@ -113,10 +116,8 @@ def _check_number(name, value, low, *, allow_none=False, integer=False, low_open
         bad = not math.isfinite(value) or (value <= low if low_open else value < low)
     if bad:
         op = ">" if low_open else ">="
-        raise InputError(
-            f"{name} must be {'an int' if integer else 'a number'} {op} {low}"
-            f"{' or None' if allow_none else ''}, got {value!r}"
-        )
+        raise InputError(f"{name} must be {'an int' if integer else 'a number'} {op} {low}"
+                         f"{' or None' if allow_none else ''}, got {value!r}")
 
 
 class StreamingVocabulary:
@@ -183,10 +184,8 @@ class StreamingVocabulary:
         if len(set(seed)) != len(seed):
             raise InputError("seed vocabulary repeats words")
         if len(seed) > capacity:
-            raise InputError(
-                f"seed vocabulary has {len(seed)} words but capacity is {capacity}; "
-                "raise the capacity or shorten the seed list"
-            )
+            raise InputError(f"seed vocabulary has {len(seed)} words but capacity is "
+                             f"{capacity}; raise the capacity or shorten the seed list")
         self.capacity = int(capacity)
         self.admit_threshold = float(admit_threshold)
         self.sketch_size = int(sketch_size) if sketch_size is not None else 2 * self.capacity
@@ -216,6 +215,7 @@ class StreamingVocabulary:
         V = self.capacity
         self._words: list[str | None] = [None] * V
         self._df = np.zeros(V)
+        self._admitted = np.zeros((V, 2))
         self._pinned = np.zeros(V, dtype=bool)
         self._slot: dict[str, int] = {}
         self._free: list[int] = []
@@ -247,6 +247,11 @@ class StreamingVocabulary:
     def words(self) -> list[str | None]:
         """Word of every slot, ``None`` for a free slot (a copy)."""
         return list(self._words)
+
+    @property
+    def admitted(self) -> np.ndarray:
+        """Per slot, (weight before, frequency before) its admission, shape (V, 2) (a copy)."""
+        return self._admitted.copy()
 
     @property
     def doc_freq(self) -> np.ndarray:
@@ -324,11 +329,8 @@ class StreamingVocabulary:
         self._flushed = 0
         get = self._slot.get
         const = isinstance(weights, (int, float))
-        items = (
-            ((t, float(weights)) for t in token_lists)
-            if const
-            else zip(token_lists, weights, strict=True)
-        )
+        items = (((t, float(weights)) for t in token_lists) if const
+                 else zip(token_lists, weights, strict=True))
         try:
             for d, (tokens, w) in enumerate(items):
                 if self.n_docs_seen and self.n_docs_seen % self.maintain_every == 0:
@@ -352,11 +354,7 @@ class StreamingVocabulary:
             self._flush()
         finally:
             self._pending = None
-        return (
-            np.asarray(indptr, dtype=np.int64),
-            np.asarray(out, dtype=np.int32),
-            evictions,
-        )
+        return np.asarray(indptr, dtype=np.int64), np.asarray(out, dtype=np.int32), evictions
 
     def _flush(self) -> None:
         """Apply the deferred frequency increments of the current batch."""
@@ -419,7 +417,7 @@ class StreamingVocabulary:
         lb = c - self._sk_err.get(t, 0.0)
         if lb < self.admit_threshold * w:
             return False
-        return self._admit(t, lb, evicted)
+        return self._admit(t, lb, w, evicted)
 
     def _prune(self) -> None:
         counts = np.fromiter(self._sk.values(), dtype=np.float64, count=len(self._sk))
@@ -448,7 +446,7 @@ class StreamingVocabulary:
         self._weak = val
         return s, val
 
-    def _admit(self, t: str, lb: float, evicted: list[int]) -> bool:
+    def _admit(self, t: str, lb: float, w: float, evicted: list[int]) -> bool:
         if self._free:
             slot = heapq.heappop(self._free)
             del self._sk[t]
@@ -464,15 +462,17 @@ class StreamingVocabulary:
             self._sk_err.pop(t, None)
             self._release(slot, evicted, to_sketch=True)
             heapq.heappop(self._free)  # the slot just released, the only free one
-        self._assign(t, slot, lb)
+        # This document is counted with the word: the point is the weight before it.
+        self._assign(t, slot, lb, (self.total_weight - w, lb - w))
         self._weak = min(self._weak, lb)
         self.admitted_total += 1
         return True
 
-    def _assign(self, t: str, slot: int, df: float) -> None:
+    def _assign(self, t: str, slot: int, df: float, admitted=(0.0, 0.0)) -> None:
         self._words[slot] = t
         self._slot[t] = slot
         self._df[slot] = df
+        self._admitted[slot] = np.maximum(admitted, 0.0)
         self._pinned[slot] = False
 
     def _release(self, slot: int, evicted: list[int], *, to_sketch: bool) -> str:
@@ -481,6 +481,7 @@ class StreamingVocabulary:
         self._words[slot] = None
         del self._slot[t]
         self._df[slot] = 0.0
+        self._admitted[slot] = 0.0
         self._pinned[slot] = False
         heapq.heappush(self._free, slot)
         evicted.append(slot)
@@ -531,6 +532,7 @@ class StreamingVocabulary:
         """Multiply every stored frequency by ``factor`` (the store's renormalization)."""
         f = float(factor)
         self._df = self._df * f
+        self._admitted = self._admitted * f
         self._sk = {w: c * f for w, c in self._sk.items()}
         self._sk_err = {w: e * f for w, e in self._sk_err.items()}
         self._blocked = {w: c * f for w, c in self._blocked.items()}
@@ -546,14 +548,14 @@ class StreamingVocabulary:
         return {
             "slot_words": list(self._words),
             "slot_df": self._df.copy(),
+            "slot_admitted": self._admitted.copy(),
             "pinned": self._pinned.copy(),
             "sketch_words": sk_words,
             "sketch_counts": np.fromiter(self._sk.values(), dtype=np.float64, count=len(sk_words)),
             "sketch_errors": np.asarray([err.get(w, 0.0) for w in sk_words], dtype=np.float64),
             "blocked_words": list(self._blocked),
-            "blocked_df": np.fromiter(
-                self._blocked.values(), dtype=np.float64, count=len(self._blocked)
-            ),
+            "blocked_df": np.fromiter(self._blocked.values(), dtype=np.float64,
+                                      count=len(self._blocked)),
             "floor": self._floor,
             "total_weight": self.total_weight,
             "n_docs_seen": self.n_docs_seen,
@@ -563,9 +565,8 @@ class StreamingVocabulary:
         """Restore what :meth:`get_state` returned (settings are those of ``self``)."""
         words = [w if w else None for w in state["slot_words"]]
         if len(words) != self.capacity:
-            raise InputError(
-                f"state has {len(words)} slots but the vocabulary capacity is {self.capacity}"
-            )
+            raise InputError(f"state has {len(words)} slots but the vocabulary capacity is "
+                             f"{self.capacity}")
         stop = self.stopwords
         self._reset_state()
         for w in stop:
@@ -577,15 +578,18 @@ class StreamingVocabulary:
                 self._words[s] = w
                 self._slot[w] = s
         self._df = df.copy()
+        # Before admission points were recorded: from the start (no correction), as read then.
+        admitted = state.get("slot_admitted")
+        self._admitted = (np.zeros((self.capacity, 2)) if admitted is None
+                          else np.asarray(admitted, dtype=np.float64).copy())
         self._pinned = np.asarray(state["pinned"], dtype=bool).copy()
         self._free = [s for s, w in enumerate(words) if w is None]
         heapq.heapify(self._free)
         counts = np.asarray(state["sketch_counts"], dtype=np.float64).tolist()
         errs = np.asarray(state["sketch_errors"], dtype=np.float64).tolist()
         self._sk = dict(zip(state["sketch_words"], counts, strict=True))
-        self._sk_err = {
-            w: e for w, e in zip(state["sketch_words"], errs, strict=True) if e != 0.0
-        }
+        self._sk_err = {w: e for w, e in zip(state["sketch_words"], errs, strict=True)
+                        if e != 0.0}
         bdf = np.asarray(state["blocked_df"], dtype=np.float64).tolist()
         self._blocked = dict(zip(state["blocked_words"], bdf, strict=True))
         for w in self._blocked:

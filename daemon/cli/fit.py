@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from anchorstream.stats.admission import MIN_SHARE, correct_admission
 from anchorstream.stats.cooccurrence import cooccurrence
 from anchorstream.text.decode import FORMATS, DecodeError
 from anchorstream.errors import InputError
@@ -29,7 +30,7 @@ from anchorstream.snapshot import write_snapshot
 from anchorstream.snapshot.layout import MANIFEST
 from anchorstream.text.tokenize import count_matrix, select_vocabulary
 from daemon.cli.options import (LENGTH_CAP, MAX_DF, MIN_DF, STOPWORDS, STOPWORDS_HELP,
-                                 VOCAB_SIZE, HelpFormatter, anchor_arguments,
+                                 VOCAB_SIZE, HelpFormatter, admission_argument, anchor_arguments,
                                  anchorfree_arguments, length_cap_arg, length_cap_help,
                                  spread_arg, stopwords_tokenizer)
 from daemon.ingest.files import iter_lines
@@ -164,6 +165,7 @@ def register(subparsers) -> None:
                                         f"(--input only; a store has its own; default "
                                         f"{d['length_cap']:g})"))
     _model_options(p)
+    admission_argument(p)
     p.add_argument("--seed", type=int, default=0, help="random seed")
     p.add_argument("--top-words", type=int, default=20, help="top words stored per topic")
     p.add_argument("--background-spread", type=spread_arg, default=BACKGROUND_SPREAD,
@@ -355,6 +357,9 @@ def run(args) -> int:
     if args.partitions and args.store is None:
         raise InputError("--partitions names the partitions of a partitioned --store; "
                          "drop it with --input")
+    if args.admission_min_share is not None and args.store is None:
+        raise InputError("--admission-min-share corrects a streaming --store's counts; "
+                         "--input counts every document: drop it with --input")
     if args.store is not None:
         counts = _counts_from_store(args)
         clock.mark("read")
@@ -427,7 +432,10 @@ def _counts_from_store(args) -> _Counts:
         st = read_partitions(args.store, parts, sparse=implicit)
     else:
         st = (open_committed_sparse if implicit else open_committed)(args.store)
-    cooc, vocabulary, offsets, version = st.cooccurrence, st.words, st.offsets, st.version
+    # The daemon's refresher applies the same correction (daemon/refresh.py).
+    share = MIN_SHARE if args.admission_min_share is None else args.admission_min_share
+    cooc = correct_admission(st.cooccurrence, st.admission, min_share=share)
+    vocabulary, offsets, version = st.words, st.offsets, st.version
     if len(vocabulary) <= args.topics:
         raise InputError(
             f"the store {args.store!r} has {len(vocabulary)} active words (version "
@@ -436,6 +444,7 @@ def _counts_from_store(args) -> _Counts:
         )
     source = {"store": args.store, "store_version": version, "offsets": offsets,
               "length_cap": cooc.length_cap,
+              "admission_min_share": share if st.admission is not None else None,
               **({"partitions": st.partitions} if parts is not None else {})}
     return _Counts(cooc, vocabulary, source=source)
 

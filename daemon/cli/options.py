@@ -13,11 +13,13 @@ import argparse
 from anchorstream.errors import InputError
 from anchorstream.model.anchors import ANCHOR_CANDIDATES, ANCHOR_MIN_DF, ANCHOR_NOISE
 from anchorstream.model.background import check_spread
+from anchorstream.stats.admission import MIN_SHARE
 from anchorstream.stats.cooccurrence import LENGTH_CAP, cap_pairs
 from anchorstream.text.tokenize import Tokenizer, load_stopwords
 
 __all__ = ["ADMIT_THRESHOLD", "CAPACITY", "HelpFormatter", "LENGTH_CAP", "MAX_DF", "MIN_DF",
-           "STOPWORDS", "STOPWORDS_HELP", "VOCAB_SIZE", "anchor_arguments", "anchorfree_arguments",
+           "STOPWORDS", "STOPWORDS_HELP", "VOCAB_SIZE", "admission_argument", "anchor_arguments",
+           "anchorfree_arguments",
            "length_cap_arg", "length_cap_help", "max_df_arg", "spread_arg", "stopwords_tokenizer"]
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
@@ -95,6 +97,31 @@ def spread_arg(text: str) -> float | None:
     except (ValueError, InputError):
         raise argparse.ArgumentTypeError(
             f"expected a fraction of the topics in (0, 1] or 'none', got {text!r}") from None
+
+
+def share_arg(text: str) -> float:
+    """``--admission-min-share``: a share in (0, 1], or ``none`` (= 1, no correction)."""
+    if text.strip().lower() == "none":
+        return 1.0
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0.0 < value <= 1.0:
+        raise argparse.ArgumentTypeError(
+            f"expected a share in (0, 1] or 'none', got {text!r}") from None
+    return value
+
+
+def admission_argument(p) -> None:
+    """``--admission-min-share`` (``fit --store``; the daemon's ``vocab.admission_min_share``)."""
+    # Default None (not given), so that --input can refuse it; --store reads MIN_SHARE then.
+    p.add_argument("--admission-min-share", type=share_arg, default=None, metavar="SHARE",
+                   help=f"--store: correct the counts of words the store admitted late (a "
+                        f"pair's counts divided by the share of its later word's documents "
+                        f"counted since its admission, at least SHARE; default {MIN_SHARE:g}); "
+                        f"1 or 'none' = no correction; a store written with every word from "
+                        f"the start (ingest --vocabulary first-pass) is unchanged either way")
 
 
 def anchor_arguments(p) -> None:

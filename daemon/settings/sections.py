@@ -15,6 +15,7 @@ from anchorstream.model.anchorfree import ANCHORFREE_SLACK, ANCHORFREE_WORDS
 from anchorstream.model.background import BACKGROUND_SPREAD
 from anchorstream.model.refine import REFINE_AUTO_MAX_LENGTH, REFINE_MAX_ITER, REFINE_METHODS
 from anchorstream.model.registry import ANCHOR_METHODS, METHODS, MethodSpec, method_spec
+from anchorstream.stats.admission import MIN_SHARE
 from daemon.settings import rules
 from daemon.settings.checks import (EMBEDDED, Bool, Bootstrap, Choice, ExistingFile, Float,
                                     FrozenMap, Int, LogLevel, OptionalTopic, Secret, SecretText,
@@ -220,6 +221,11 @@ class VocabConfig(_Section):
         "null = off. Set when the store is created")
     admit_threshold: Float(0, lo_open=True) = Field(
         5.0, description="sketched document frequency that admits a new word")
+    admission_min_share: Float(0, 1, lo_open=True) = Field(
+        MIN_SHARE, description="below 1, a word admitted late has its counts divided by the "
+        "share of its documents counted since (at least this share: the factor is at most its "
+        "inverse); 1 = no correction, the default (it did not bring the topics closer to the "
+        "batch fit's: docs/store.md, \"Admission correction\")")
     seed_file: ExistingFile = Field(None, description="words admitted at start, one a line")
     stopwords: Stopwords = Field("english", description="'english', 'none', or a file path")
 
@@ -356,6 +362,10 @@ class RefreshConfig(_Section):
     warm_start: Bool = Field(True, description="seed each refresh with the previous model")
     align_min_similarity: Float(0, 1) = Field(
         0.5, description="1 - total variation needed to keep a topic id")
+    partition_reads_max_bytes: Int(0, optional=True) = Field(
+        2 * 1024**3, description="store.layout partitioned, dense reads: memory the refresher "
+        "may keep of every partition's last read (to read only what moved next time); past it "
+        "each refresh reads every partition in full; null = no bound")
 
 
 class SnapshotsConfig(_Section):
