@@ -27,9 +27,8 @@ Implementation choices (measurements in ``benchmarks/README.md``, "AnchorFree"):
   the working set is kept across columns and sweeps. Only the few hundred words on the
   boundary of the feasible cone ever enter it, so an LP has hundreds of rows, not V.
 * **Warm starts.** Each of the 2K LPs of a sweep (a column of ``M``, a sign) keeps its own
-  HiGHS model from sweep to sweep (HiGHS's Python class: ``highspy`` or the copy SciPy ≥ 1.15
-  bundles), so the simplex restarts from that LP's last optimal basis; without either class
-  each LP is a cold ``scipy.optimize.linprog`` call, to the same optimum at about twice the
+  HiGHS model from sweep to sweep (HiGHS's own Python class, ``highspy``), so the simplex
+  restarts from that LP's last optimal basis; without it each LP is a cold ``scipy.optimize.linprog`` call, to the same optimum at about twice the
   CPU (benchmarks/README.md, "AnchorFree" (e)).
 * **Noise slack.** On a sampled co-occurrence the factor's span is itself noisy, and the true
   topics lie in it only up to that noise: on a Gibbs-LDA semi-synthetic corpus (K = 50, 50k
@@ -198,18 +197,14 @@ def _cofactor_direction(Y: np.ndarray, f: int) -> np.ndarray:
 
 
 def _highs_class():
-    """HiGHS's Python class and its "optimal" status: the ``highspy`` package if installed,
-    else the copy SciPy (≥ 1.15) bundles; ``None`` without either (each LP is then a cold
-    ``scipy.optimize.linprog`` call, ~2× the CPU)."""
-    import importlib
-
-    for module, name in (("highspy", "Highs"), ("scipy.optimize._highspy._core", "_Highs")):
-        try:
-            mod = importlib.import_module(module)
-            return getattr(mod, name), mod.HighsModelStatus.kOptimal
-        except (ImportError, AttributeError):
-            continue
-    return None
+    """HiGHS's Python class (``highspy``, a dependency) and its "optimal" status; ``None``
+    where it cannot be imported (each LP is then a cold ``scipy.optimize.linprog`` call, ~2×
+    the CPU)."""
+    try:
+        import highspy
+    except ImportError:
+        return None
+    return highspy.Highs, highspy.HighsModelStatus.kOptimal
 
 
 class _CuttingPlaneLP:
