@@ -266,3 +266,30 @@ def test_noise_slack_and_settings_reject_bad_values(scattered):
         AnchorModel(3, anchorfree_words=-1)
     with pytest.raises(InputError, match="anchorfree_slack"):
         AnchorModel(3, anchorfree_slack=float("nan"))
+
+
+def test_warm_started_lps_reach_the_cold_solves_optimum(monkeypatch):
+    # Each (column, sign) keeps its own HiGHS model across sweeps (warm starts); with no HiGHS
+    # class at hand every LP is a cold linprog call. Both must reach the same determinant and
+    # topics on a sampled co-occurrence where the slack and the cutting planes are active.
+    import anchorstream.model.anchorfree as af
+    from anchorstream.model.rectify import rectify
+    from anchorstream.stats.cooccurrence import cooccurrence
+
+    if af._highs_class() is None:
+        pytest.skip("no HiGHS Python class (highspy, or SciPy >= 1.15): only the cold path")
+    C, X = sampled_scattered(3000, random_state=14)
+    K = C.shape[1]
+    cooc = cooccurrence(X)
+    R = rectify(cooc.normalized(), K, random_state=0)
+
+    def fit():
+        return af.anchor_free(R.matrix, K, eig=(R.eigvals, R.eigvecs), constraint_words=20 * K,
+                              slack=af.noise_slack(af.ANCHORFREE_SLACK, cooc.num_tokens))
+
+    warm = fit()
+    monkeypatch.setattr(af, "_highs_class", lambda: None)
+    cold = fit()
+    assert warm.n_lp > 2 * K * warm.n_iter  # cutting-plane rounds were needed
+    assert warm.log_det == pytest.approx(cold.log_det, abs=1e-6)
+    np.testing.assert_allclose(warm.topic_word, cold.topic_word, atol=1e-6)
