@@ -29,7 +29,9 @@ def zstd() -> ZstdCodec:
 async def _put_async(agroup, name: str, data: np.ndarray) -> None:
     """(Re)create a small array ``name`` in ``agroup`` holding ``data`` entirely."""
     data = np.ascontiguousarray(data)
-    chunks = (max(1, min(data.shape[0], 1 << 20)),) + data.shape[1:]
+    # Every chunk edge at least 1: an empty axis (a segment of document statistics with no
+    # columns, say) would otherwise make a chunk grid that Zarr and Icechunk refuse.
+    chunks = (max(1, min(data.shape[0], 1 << 20)),) + tuple(max(1, n) for n in data.shape[1:])
     arr = await agroup.create_array(
         name, shape=data.shape, dtype=data.dtype, chunks=chunks, compressors=zstd(),
         fill_value=data.dtype.type(0).item(), overwrite=True,
