@@ -1,4 +1,5 @@
-"""The parts of the scaled-out daemon (``store.layout: partitioned``; docs/daemon.md, "Scaling out").
+"""The parts of the scaled-out daemon (``store.layout: partitioned``; docs/daemon.md,
+"Scaling out").
 
 * :class:`TopicPartitions` — every partition of the consumed topics, from the brokers'
   metadata (a client outside the consumer group): what the refresher sums.

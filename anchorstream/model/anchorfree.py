@@ -14,22 +14,24 @@ topic (paper, Theorem 1). The algorithm (paper, Algorithm 2):
 2. ``C = B M`` for a K×K matrix ``M`` maximizing ``|det M|`` subject to ``B M ≥ 0`` and
    ``1ᵀ B M = 1ᵀ``; solved by alternating over the columns of ``M``: with the other columns
    fixed ``det M`` is linear in column f (cofactor expansion), so each update is two small
-   linear programs (maximize and minimize ``aᵀx`` over ``{x : Bx ≥ 0, 1ᵀBx = 1}``), keeping the
-   one of larger ``|aᵀx|``; stop when a sweep raises ``log |det M|`` by less than ``tol``;
+   linear programs (maximize and minimize ``aᵀx`` over ``{x : Bx ≥ 0, 1ᵀBx = 1}``), keeping
+   the one of larger ``|aᵀx|``; stop when a sweep raises ``log |det M|`` by less than ``tol``;
 3. ``E = (CᵀC)⁻¹ Cᵀ P C (CᵀC)⁻¹``.
 
 Implementation choices (measurements in ``benchmarks/README.md``, "AnchorFree"):
 
-* The LPs are solved in the orthonormal basis ``y = Λ^{1/2} x`` (``Bx = Uy``), where every
-  feasible point has ``‖y‖₂ = ‖Uy‖₂ ≤ ‖Uy‖₁ = 1``: the box ``|y_i| ≤ 1`` is redundant for the
-  full LP and keeps any relaxation bounded. Each LP is solved by **cutting planes**: HiGHS on
-  the box and a working set of word constraints, the most violated words added until none is;
-  the working set is kept across columns and sweeps. Only the few hundred words on the
-  boundary of the feasible cone ever enter it, so an LP has hundreds of rows, not V.
+* The LPs are solved in the orthonormal basis ``y = Λ^{1/2} x`` (``Bx = Uy``), where
+  every feasible point has ``‖y‖₂ = ‖Uy‖₂ ≤ ‖Uy‖₁ = 1``: the box ``|y_i| ≤ 1`` is redundant
+  for the full LP and keeps any relaxation bounded. Each LP is solved by **cutting planes**:
+  HiGHS on the box and a working set of word constraints, the most violated words added
+  until none is; the working set is kept across columns and sweeps. Only the few hundred
+  words on the boundary of the feasible cone ever enter it, so an LP has hundreds of rows,
+  not V.
 * **Warm starts.** Each of the 2K LPs of a sweep (a column of ``M``, a sign) keeps its own
   HiGHS model from sweep to sweep (HiGHS's own Python class, ``highspy``), so the simplex
-  restarts from that LP's last optimal basis; without it each LP is a cold ``scipy.optimize.linprog`` call, to the same optimum at about twice the
-  CPU (benchmarks/README.md, "AnchorFree" (e)).
+  restarts from that LP's last optimal basis; without it each LP is a cold
+  ``scipy.optimize.linprog`` call, to the same optimum at about twice the CPU
+  (benchmarks/README.md, "AnchorFree" (e)).
 * **Noise slack.** On a sampled co-occurrence the factor's span is itself noisy, and the true
   topics lie in it only up to that noise: on a Gibbs-LDA semi-synthetic corpus (K = 50, 50k
   documents of 60 words) the truth projected on the span has about a third of its entries on
@@ -207,6 +209,10 @@ def _highs_class():
     return highspy.Highs, highspy.HighsModelStatus.kOptimal
 
 
+# |y| <= 1 in the LPs, so HiGHS's default 1e-7 would leave C ≥ -1e-7 relative.
+_HIGHS_TOLERANCES = {"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10}
+
+
 class _CuttingPlaneLP:
     """``min cᵀy`` over ``{y : A y ≥ 0, u1ᵀy = 1, |y_i| ≤ 1}`` by cutting planes.
 
@@ -260,9 +266,7 @@ class _CuttingPlaneLP:
             b_eq=np.array([1.0]),
             bounds=[(-1.0, 1.0)] * c.size,
             method="highs",
-            # |y| <= 1 here, so HiGHS's default 1e-7 would leave C ≥ -1e-7 relative.
-            options={"primal_feasibility_tolerance": 1e-10,
-                     "dual_feasibility_tolerance": 1e-10},
+            options=dict(_HIGHS_TOLERANCES),
         )
         return res.x if res.status == 0 else None
 
@@ -271,8 +275,7 @@ class _CuttingPlaneLP:
         K = c.size
         if slot not in self.models:
             h = cls()
-            for option, value in (("output_flag", False), ("primal_feasibility_tolerance", 1e-10),
-                                  ("dual_feasibility_tolerance", 1e-10)):
+            for option, value in (("output_flag", False), *_HIGHS_TOLERANCES.items()):
                 h.setOptionValue(option, value)
             empty = np.zeros(0, dtype=np.int32)
             h.addCols(K, np.zeros(K), -np.ones(K), np.ones(K), 0, empty, empty, np.zeros(0))
@@ -284,7 +287,8 @@ class _CuttingPlaneLP:
             new = np.asarray(self.order[known:])
             self._add_rows(h, self.A[new], -self.floor[new], np.full(new.size, h.getInfinity()))
             model[1] = len(self.order)
-        h.changeColsCost(K, np.arange(K, dtype=np.int32), np.ascontiguousarray(c, dtype=np.float64))
+        cost = np.ascontiguousarray(c, dtype=np.float64)
+        h.changeColsCost(K, np.arange(K, dtype=np.int32), cost)
         h.run()
         if h.getModelStatus() != optimal:
             return None
