@@ -37,7 +37,9 @@ def consume_all(source: KafkaSource, n: int, *, deadline_s: float = 60.0, max_re
     got: list[SourceRecord] = []
     end = time.monotonic() + deadline_s
     while len(got) < n:
-        assert time.monotonic() < end, f"only {len(got)} of {n} records arrived"
+        assert time.monotonic() < end, (
+            f"only {len(got)} of {n} records arrived (assigned {sorted(source.assignment())}, "
+            f"delivered up to {source.positions()}, topic ids {source.topic_ids()})")
         got += source.poll_batch(max_records=max_records, timeout=0.5)
     return got
 
@@ -268,8 +270,12 @@ def test_no_broker_is_retried_without_raising():
 @pytest.mark.slow
 @_REFUSED_SOCKETS
 @pytest.mark.usefixtures("refused_connections")
-def test_broker_outage_and_recovery():
+def test_broker_outage_and_recovery(caplog):
     """Stop the broker under a live consumer, start it again: consumption resumes."""
+    # Failed once in six CI runs (no record after the restart within 90 s) and never since in
+    # 15 runs under load: if it fails again, the source's assignments, seeks and topic-id
+    # changes are in the captured log.
+    caplog.set_level(logging.INFO, logger="anchorstream.source")
     with EmbeddedBroker() as broker:
         topic = unique_name("outage")
         broker.create_topics({topic: 1})
