@@ -7,8 +7,10 @@ and the clipping changes few entries: on real corpora ~12% of them after the fir
 
     M = Y Yᵀ + r 1 1ᵀ + E,
 
-``E`` sparse, symmetric and non-negative: the non-negativity corrections. Products with ``M`` cost
-``O(V K + nnz(E))`` per vector, so the eigensolver of each projection never touches a V × V
+``E`` symmetric and non-negative: the non-negativity corrections, non-zero only in the rows
+and columns of scanned words (below) and held sparse, or as a dense V × |I| block where many
+of those entries are negative (short documents). Products with ``M`` cost ``O(V K + nnz(E))``
+(or ``O(V |I|)``) per vector, so the eigensolver of each projection never touches a V × V
 array, and neither do the anchor search and the recovery, which work from
 :class:`LowRankCooccurrence`'s products, rows and row statistics.
 
@@ -59,6 +61,14 @@ __all__ = [
 #: Columns of ``Y Y_Iᵀ`` formed at once when scanning for negative entries: a block of
 #: V × this many float64 values (~50 MB at V = 50,000).
 _SCAN_COLUMNS = 128
+
+#: The corrections are held dense (``V × |I|``, float64) where more than this share of the
+#: scanned block is negative, sparse otherwise (:class:`_Corrections`). A product with a
+#: V × 110 block at V = 8000, |I| = 2000 costs 0.20 s dense against 0.11 / 0.24 / 0.35 s
+#: sparse at 10 / 20 / 30% (one thread), and building the CSR each iteration adds ~0.3 s;
+#: short documents (K = 100) have 20-35% negative, the medium corpus ~10%. The dense block
+#: takes 8 bytes an entry of ``N`` against 24 bytes a mirrored non-zero.
+_DENSE_SHARE = 0.15
 
 #: Seconds between INFO progress lines of a long rectification.
 _PROGRESS_SECONDS = 10.0
@@ -239,9 +249,8 @@ class LowRankCooccurrence:
         """``E`` itself, sparse, from ``N``'s ``nonzero`` entries: products, sums and rows then
         cost ``O(nnz(E))`` instead of ``O(V |I|)``."""
         i, p = self._nonzero = nonzero
-        self._E = _corrections_csr(i, p, self.negatives[i, p].astype(np.float64),
-                                   self.scanned, self._outside)
-        self._E_sums = np.asarray(self._E.sum(axis=1)).ravel()
+        self._E = _Corrections(i, p, self.negatives[i, p].astype(np.float64), self.scanned,
+                               self._outside)
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -270,7 +279,7 @@ class LowRankCooccurrence:
 
     def correction_rows(self, idx) -> np.ndarray:
         """Dense rows ``E[idx]``, shape (len(idx), n_words)."""
-        return self._E[np.asarray(idx, dtype=np.int64)].toarray()
+        return self._E.rows(np.asarray(idx, dtype=np.int64))
 
     def __getitem__(self, index):
         """Dense rows: ``M[i]`` of shape (n_words,), ``M[idx]`` of shape (len(idx), n_words)."""
@@ -300,12 +309,12 @@ class LowRankCooccurrence:
         G = Y.T @ Y
         m = Y.sum(axis=0)
         low = np.einsum("ik,kl,il->i", Y, G, Y) + 2.0 * r * (Y @ m) + r * r * V
-        corr = np.asarray(self._E.multiply(self._E).sum(axis=1)).ravel()
+        corr = self._E.sqnorms()
         return np.maximum(low - corr + 2.0 * r * self._correction_sums(), 0.0)
 
     def _correction_sums(self) -> np.ndarray:
         """Row sums of ``E``."""
-        return self._E_sums.copy()
+        return self._E.sums.copy()
 
     def toarray(self) -> np.ndarray:
         """The dense matrix (for tests and small problems: V² memory)."""
@@ -378,15 +387,15 @@ class _LoopIterate:
     the corrections are stored in float32 either way.
     """
 
-    def __init__(self, Y: np.ndarray, scanned: np.ndarray, shift: float = 0.0):
+    def __init__(self, Y: np.ndarray, scanned: np.ndarray, shift: float = 0.0, *,
+                 dense: bool = False):
         self.factor = Y
         self.shift = shift
         V = Y.shape[0]
         outside = np.ones(V, dtype=bool)
         outside[scanned] = False
-        i, p, v = _negative_entries(Y.astype(np.float32), scanned)
-        self.corrections = _corrections_csr(i, p, v, scanned, outside)
-        self._correction_sums = np.asarray(self.corrections.sum(axis=1)).ravel()
+        self.corrections = _Corrections.scan(Y.astype(np.float32), scanned, outside,
+                                             dense=dense)
 
     def __matmul__(self, Z: np.ndarray) -> np.ndarray:
         Y = self.factor
@@ -396,18 +405,95 @@ class _LoopIterate:
         Y = self.factor
         V = Y.shape[0]
         col = Y.sum(axis=0)
-        return float(col @ col + self.shift * V * V + self._correction_sums.sum())
+        return float(col @ col + self.shift * V * V + self.corrections.sums.sum())
 
 
-def _corrections_csr(i, p, values, scanned, outside) -> sp.csr_matrix:
-    """``E`` (V × V, CSR) from the entries ``N[i, p] = values`` of ``N = max(−Y Y_Iᵀ, 0)``:
-    ``E[i, I[p]]``, and mirrored ``E[I[p], i]`` where word ``i`` is not scanned (a scanned
-    one has its own entry)."""
-    mirror = outside[i]
-    rows = np.concatenate([i, scanned[p[mirror]]])
-    cols = np.concatenate([scanned[p], i[mirror]])
-    V = outside.size
-    return sp.csr_matrix((np.concatenate([values, values[mirror]]), (rows, cols)), shape=(V, V))
+class _Corrections:
+    """``E`` (V × V, symmetric, non-negative) from the entries ``N[i, p] = values`` of
+    ``N = max(−Y Y_Iᵀ, 0)``: ``E[i, I[p]] = N[i, p]``, and mirrored ``E[I[p], i]`` where word
+    ``i`` is not scanned (a scanned one has its own entry).
+
+    Held sparse (CSR, both halves) while at most :data:`_DENSE_SHARE` of ``N`` is non-zero,
+    else as ``N`` itself, dense (float64, ``V × |I|``), whose products are two GEMMs: on the
+    short corpus of the quality benchmark (K = 100) 20-35% of ``N`` is non-zero, and all
+    sparse, the rectification took 34 CPU s against 19 (benchmarks/README.md, "Speed of a
+    cold fit").
+    """
+
+    def __init__(self, i, p, values, scanned, outside):
+        V, n = outside.size, scanned.size
+        self.scanned, self.outside = scanned, outside
+        self.dense = values.size > _DENSE_SHARE * V * max(n, 1)
+        if self.dense:
+            block = np.zeros((V, n))
+            block[i, p] = values
+            self._set_block(block)
+        else:
+            mirror = outside[i]
+            rows = np.concatenate([i, scanned[p[mirror]]])
+            cols = np.concatenate([scanned[p], i[mirror]])
+            self.csr = sp.csr_matrix((np.concatenate([values, values[mirror]]), (rows, cols)),
+                                     shape=(V, V))
+            self.sums = np.asarray(self.csr.sum(axis=1)).ravel()  # row sums
+
+    def _set_block(self, block: np.ndarray) -> None:
+        V, n = block.shape
+        self.dense, self.block = True, block
+        self.position = np.full(V, -1, dtype=np.int64)
+        self.position[self.scanned] = np.arange(n)
+        self.sums = block.sum(axis=1)
+        self.sums[self.scanned] += self.outside.astype(np.float64) @ block
+
+    @classmethod
+    def scan(cls, Y: np.ndarray, scanned: np.ndarray, outside: np.ndarray, *,
+             dense: bool) -> _Corrections:
+        """The corrections of ``Y Yᵀ`` (scanned in ``Y``'s precision). ``dense`` says which
+        form to expect: dense, ``N`` is formed in place (no entry lists, no scatter); else its
+        entries are gathered a block at a time. Either way the form follows the share found."""
+        if not dense:
+            return cls(*_negative_entries(Y, scanned), scanned, outside)
+        V, n = Y.shape[0], scanned.size
+        block = np.empty((V, n))
+        for s in range(0, n, _SCAN_COLUMNS):
+            part = Y @ Y[scanned[s : s + _SCAN_COLUMNS]].T
+            np.negative(part, out=part)
+            np.maximum(part, 0.0, out=part)
+            block[:, s : s + part.shape[1]] = part
+        if np.count_nonzero(block) <= _DENSE_SHARE * V * max(n, 1):
+            i, p = np.nonzero(block)
+            return cls(i, p, block[i, p], scanned, outside)
+        out = cls.__new__(cls)
+        out.scanned, out.outside = scanned, outside
+        out._set_block(block)
+        return out
+
+    def __matmul__(self, Z: np.ndarray) -> np.ndarray:
+        """``E @ Z`` for a 2-D ``Z``."""
+        if not self.dense:
+            return self.csr @ Z
+        out = self.block @ Z[self.scanned]
+        out[self.scanned] += self.block.T @ (Z * self.outside[:, None])
+        return out
+
+    def rows(self, idx: np.ndarray) -> np.ndarray:
+        """Dense rows ``E[idx]``, shape (len(idx), V)."""
+        if not self.dense:
+            return self.csr[idx].toarray()
+        out = np.zeros((idx.size, self.outside.size))
+        out[:, self.scanned] = self.block[idx]
+        q = self.position[idx]
+        for r in np.flatnonzero(q >= 0):  # a scanned word's row also holds its mirrored column
+            out[r, self.outside] += self.block[self.outside, q[r]]
+        return out
+
+    def sqnorms(self) -> np.ndarray:
+        """``‖E_i‖²`` of every row."""
+        if not self.dense:
+            return np.asarray(self.csr.multiply(self.csr).sum(axis=1)).ravel()
+        sq = self.block * self.block
+        out = sq.sum(axis=1)
+        out[self.scanned] += self.outside.astype(np.float64) @ sq
+        return out
 
 
 def _negative_entries(Y: np.ndarray, scanned: np.ndarray):
@@ -533,6 +619,7 @@ def rectify_lowrank(
     mixer = AndersonMixer(int(anderson))
     Y = X[:, :K] * np.sqrt(np.maximum(theta[:K], 0.0))
     previous: tuple[np.ndarray, float, float] | None = None  # Y, r, ‖Y Yᵀ + r 11ᵀ‖²
+    iterate: _LoopIterate | None = None
     residual = np.inf
     converged = False
     n_iter = 0
@@ -544,7 +631,9 @@ def rectify_lowrank(
         # whenever r < 0 (it is about -0.035 / V² on short texts), leaving their rows with
         # negative sums; r only evens out the total, which nothing downstream depends on.
         scanned = np.argsort(-np.einsum("ij,ij->i", Y, Y), kind="stable")[:rows]
-        iterate = _LoopIterate(Y, scanned)
+        # The corrections' form (dense or sparse) is expected to be the last iteration's.
+        iterate = _LoopIterate(Y, scanned, dense=iterate is not None and
+                               iterate.corrections.dense)
         r = (1.0 - iterate.sum()) / (V * V)
         iterate.shift = r
         # The change of the low-rank part, O(V K²): the corrections follow from it.
