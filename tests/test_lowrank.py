@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from anchorstream.stats.cooccurrence import Cooccurrence, cooccurrence
 from anchorstream.errors import InputError
 from anchorstream.evaluate import recovery_error
-from anchorstream.model import lowrank
+from anchorstream.model import lowrank_corrections
 from anchorstream.model.lowrank import (
     DocumentCooccurrence,
     LowRankCooccurrence,
@@ -84,7 +84,7 @@ def test_implicit_matrix_matches_its_dense_form(V, k, shift, n_scanned, seed, de
     Y = rng.standard_normal((V, k)) * 0.1
     scanned = rng.permutation(V)[: min(n_scanned, V)]
     # The corrections held as a dense block (any share of negative entries) or sparse (none).
-    with mock.patch.object(lowrank, "_DENSE_SHARE", -1.0 if dense else 2.0):
+    with mock.patch.object(lowrank_corrections, "_DENSE_SHARE", -1.0 if dense else 2.0):
         M = LowRankCooccurrence(Y, shift, scanned)
         scaled = M.scaled(2.5)
     assert M._E.dense == dense
@@ -173,7 +173,7 @@ def test_dense_and_sparse_corrections_give_the_same_result(corpus):
     C = DocumentCooccurrence(X)
     results = []
     for share in (-1.0, 2.0):  # corrections held dense, then sparse, in every iteration
-        with mock.patch.object(lowrank, "_DENSE_SHARE", share):
+        with mock.patch.object(lowrank_corrections, "_DENSE_SHARE", share):
             results.append(rectify_lowrank(C, model.n_topics, rows=60, random_state=0))
     dense, sparse = results
     assert dense.matrix._E.dense and not sparse.matrix._E.dense
