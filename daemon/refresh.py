@@ -25,7 +25,7 @@ from anchorstream.stats.documents import DocumentState
 from anchorstream.evaluate import topic_sparsity, topic_specificity
 from anchorstream.model.anchors import anchor_min_df_for
 from anchorstream.model.methods import TopicFit, fit_topics, novel_word_min_df
-from anchorstream.model.pipeline import AnchorModel
+from anchorstream.model.pipeline import AnchorModel, rectify_method_for
 from anchorstream.model.registry import method_spec
 from anchorstream.store import open_committed, open_committed_sparse, read_document_state
 
@@ -407,11 +407,11 @@ class Refresher:
 
     @property
     def sparse(self) -> bool:
-        """Whether refreshes read the counts sparse (no V x V array): ``rectify_method
-        lowrank``, on one store or summed over the partitions (``reader(version, sparse)``)."""
+        """Whether refreshes read the counts sparse: the low-rank rectifier (no V x V array)."""
         kw = self.model_kwargs
+        low = rectify_method_for(kw.get("rectify_method", "auto"), kw.get("recover_method", "admm"))
         return (method_spec(self.method, self.anchor_method).anchor_words
-                and bool(kw.get("rectify", True)) and kw.get("rectify_method") == "lowrank")
+                and bool(kw.get("rectify", True)) and low == "lowrank")
 
     def _read(self, version: str | None):
         """The committed state of ``version``: from ``reader`` (the partitioned layout),

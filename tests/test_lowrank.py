@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import tracemalloc
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -13,6 +14,7 @@ from hypothesis import strategies as st
 from anchorstream.stats.cooccurrence import Cooccurrence, cooccurrence
 from anchorstream.errors import InputError
 from anchorstream.evaluate import recovery_error
+from anchorstream.model import lowrank_corrections
 from anchorstream.model.lowrank import (
     DocumentCooccurrence,
     LowRankCooccurrence,
@@ -75,13 +77,17 @@ def test_document_operator_rejects_bad_input():
 
 @settings(max_examples=40, deadline=None)
 @given(V=st.integers(2, 30), k=st.integers(1, 4), shift=st.floats(-1e-2, 1e-2),
-       n_scanned=st.integers(0, 30), seed=st.integers(0, 2**16))
-@example(V=19, k=1, shift=0.0, n_scanned=9, seed=582)
-def test_implicit_matrix_matches_its_dense_form(V, k, shift, n_scanned, seed):
+       n_scanned=st.integers(0, 30), seed=st.integers(0, 2**16), dense=st.booleans())
+@example(V=19, k=1, shift=0.0, n_scanned=9, seed=582, dense=False)
+def test_implicit_matrix_matches_its_dense_form(V, k, shift, n_scanned, seed, dense):
     rng = np.random.default_rng(seed)
     Y = rng.standard_normal((V, k)) * 0.1
     scanned = rng.permutation(V)[: min(n_scanned, V)]
-    M = LowRankCooccurrence(Y, shift, scanned)
+    # The corrections held as a dense block (any share of negative entries) or sparse (none).
+    with mock.patch.object(lowrank_corrections, "_DENSE_SHARE", -1.0 if dense else 2.0):
+        M = LowRankCooccurrence(Y, shift, scanned)
+        scaled = M.scaled(2.5)
+    assert M._E.dense == dense
     # The definition, entry by entry: Y Yᵀ + r, negative entries of Y Yᵀ in a scanned row or
     # column corrected to zero (before the shift).
     L = Y @ Y.T
@@ -104,7 +110,7 @@ def test_implicit_matrix_matches_its_dense_form(V, k, shift, n_scanned, seed):
     # The corrections are held in float32 and scaling rounds them once more: each entry is off
     # by at most half a float32 ulp of 2.5 |L| (1e-7 |L|, the old bound, is below that: it
     # failed for V=19, k=1, shift=0, n_scanned=9, seed=582 by 3.7e-9 against 3.4e-9).
-    np.testing.assert_allclose(M.scaled(2.5).toarray(), 2.5 * M.toarray(), rtol=1e-6,
+    np.testing.assert_allclose(scaled.toarray(), 2.5 * M.toarray(), rtol=1e-6,
                                atol=np.finfo(np.float32).eps * 2.5 * np.abs(L).max())
 
 
@@ -160,6 +166,21 @@ def test_unscanned_words_stay_within_epsilon(corpus):
     assert M.min() >= -res.epsilon
     np.testing.assert_allclose(res.row_sums, M.sum(axis=1), rtol=1e-10, atol=1e-18)
     np.testing.assert_allclose(res.row_sqnorms, (M * M).sum(axis=1), rtol=1e-8, atol=1e-20)
+
+
+def test_dense_and_sparse_corrections_give_the_same_result(corpus):
+    model, X = corpus
+    C = DocumentCooccurrence(X)
+    results = []
+    for share in (-1.0, 2.0):  # corrections held dense, then sparse, in every iteration
+        with mock.patch.object(lowrank_corrections, "_DENSE_SHARE", share):
+            results.append(rectify_lowrank(C, model.n_topics, rows=60, random_state=0))
+    dense, sparse = results
+    assert dense.matrix._E.dense and not sparse.matrix._E.dense
+    assert dense.n_iter == sparse.n_iter
+    b = sparse.matrix.toarray()
+    np.testing.assert_allclose(dense.matrix.toarray(), b, rtol=1e-9, atol=1e-12 * b.max())
+    np.testing.assert_allclose(dense.row_sqnorms, sparse.row_sqnorms, rtol=1e-9)
 
 
 def test_documents_and_dense_input_give_the_same_result(corpus):

@@ -6,7 +6,7 @@ import pytest
 from anchorstream.stats.cooccurrence import Cooccurrence, cooccurrence
 from anchorstream.errors import InputError, NotFittedError
 from anchorstream.evaluate import recovery_error
-from anchorstream.model.pipeline import AnchorModel
+from anchorstream.model.pipeline import AnchorModel, ModelSettings
 from anchorstream.synthetic import planted_model, population_cooccurrence, sample_documents
 
 V, K = 120, 6
@@ -43,6 +43,19 @@ def test_population_matrix_recovers_planted_topics(truth, anchor_method, recover
     np.testing.assert_allclose(model.topic_word_.sum(axis=0), 1.0, atol=1e-9)
     assert model.topic_topic_.shape == (K, K)
     np.testing.assert_allclose(model.prevalence_.sum(), 1.0, atol=1e-9)
+
+
+def test_auto_rectifier_is_low_rank_unless_the_recovery_reads_every_entry(truth):
+    assert ModelSettings(K).rectify_method == "lowrank"
+    assert ModelSettings(K, recover_method="l2").rectify_method == "lowrank"
+    assert ModelSettings(K, recover_method="kl").rectify_method == "ap"
+    assert ModelSettings(K, rectify_method="ap").rectify_method == "ap"
+    model = AnchorModel(K, anchor_min_df=0).fit(population(truth))
+    assert model.get_params()["rectify_method"] == "lowrank"  # recorded resolved
+    assert model.rectify_data_ is None and model.rectify_factor_ is not None
+    with pytest.raises(InputError, match="kl"):  # asked for explicitly, the pair is refused
+        AnchorModel(K, anchor_min_df=0, rectify_method="lowrank",
+                    recover_method="kl").fit(population(truth))
 
 
 def test_error_falls_with_more_documents(truth):
@@ -134,7 +147,8 @@ def test_absent_words_get_zero_rows(truth):
 
 def test_remapped_moves_warm_start_by_word(truth):
     X, _ = sample_documents(truth, 3000, doc_length=60, random_state=5)
-    model = AnchorModel(K, anchor_min_df=0).fit(cooccurrence(X))
+    # The dense rectifier, whose warm state holds the data itself.
+    model = AnchorModel(K, anchor_min_df=0, rectify_method="ap").fit(cooccurrence(X))
     old = [f"w{i}" for i in range(V)]
     new = list(reversed(old)) + ["brand-new"]
     moved = model.remapped(old, new)
@@ -182,8 +196,9 @@ def test_overwriting_the_cooccurrence_gives_the_same_model(truth):
 
 def test_a_fit_without_warm_state_gives_the_same_model_and_keeps_no_data(truth):
     X, _ = sample_documents(truth, 2000, doc_length=30, random_state=9)
-    warm = AnchorModel(K, anchor_min_df=0).fit(cooccurrence(X))
-    once = AnchorModel(K, anchor_min_df=0).fit(cooccurrence(X), warm_state=False)
+    dense = dict(anchor_min_df=0, rectify_method="ap")  # its warm state is the data itself
+    warm = AnchorModel(K, **dense).fit(cooccurrence(X))
+    once = AnchorModel(K, **dense).fit(cooccurrence(X), warm_state=False)
     assert warm.rectify_data_ is not None and once.rectify_data_ is None
     np.testing.assert_array_equal(once.topic_word_, warm.topic_word_)
     np.testing.assert_array_equal(once.anchors_, warm.anchors_)

@@ -151,7 +151,8 @@ def test_supertopic_hierarchy_is_published_with_public_ids(tmp_path):
 def test_refreshes_reuse_their_buffers_and_never_overwrite_the_warm_start(tmp_path):
     store = CooccurrenceStore.create(tmp_path / "store", capacity=400, admit_threshold=2)
     ref = Refresher(store.url, Publisher(tmp_path / "snaps", keep=5),
-                    model_kwargs={"n_topics": K, "anchor_min_df": 5, "rectify_warm_limit": 1},
+                    model_kwargs={"n_topics": K, "anchor_min_df": 5, "rectify_warm_limit": 1,
+                                  "rectify_method": "ap"},  # the dense rectifier's buffers
                     min_new_docs=1, min_df=2)
     store.add(planted_docs(1500, seed=1))
     store.checkpoint()
@@ -184,7 +185,11 @@ def test_warm_refreshes_read_only_what_was_committed_since(setup, monkeypatch):
     import anchorstream.store.reading as store_mod
     from anchorstream.store import open_committed
 
-    store, pub, metrics, ref = setup
+    store, pub, metrics, _ = setup
+    # The dense rectifier's refresh keeps the counts it read (the low-rank one reads sparse).
+    ref = Refresher(store.url, pub, model_kwargs={"n_topics": K, "anchor_min_df": 5,
+                                                  "rectify_method": "ap"},
+                    metrics=metrics, interval_seconds=0.05, min_new_docs=1, min_df=2)
     store.add(planted_docs(1500, seed=1))
     store.checkpoint()
     ref.refresh_once()
@@ -395,8 +400,8 @@ def test_a_dense_refresh_fits_the_admission_corrected_counts_and_keeps_its_read(
 
     store = CooccurrenceStore.create(tmp_path / "store", capacity=400, admit_threshold=3)
     ref = Refresher(store.url, Publisher(tmp_path / "snaps", keep=5),
-                    model_kwargs={"n_topics": K, "anchor_min_df": 5}, min_new_docs=1,
-                    min_df=3, warm_start=warm, admission_min_share=share)
+                    model_kwargs={"n_topics": K, "anchor_min_df": 5, "rectify_method": "ap"},
+                    min_new_docs=1, min_df=3, warm_start=warm, admission_min_share=share)
     fitted = []
     fit = ref._fit
     ref._fit = lambda cooc, *a: fitted.append(cooc.counts.copy()) or fit(cooc, *a)

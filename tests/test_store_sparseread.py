@@ -141,7 +141,7 @@ def test_a_dense_only_rectifier_refuses_sparse_statistics():
     X, _ = sample_documents(truth, 300, random_state=0)
     S = SparseCooccurrence.from_dense(cooccurrence(X))
     with pytest.raises(InputError, match="rectify_method='lowrank'"):
-        AnchorModel(3, anchor_min_df=0).fit(S)
+        AnchorModel(3, anchor_min_df=0, rectify_method="ap").fit(S)
 
 
 # ---------------------------------------------------------------------------- memory

@@ -7,8 +7,10 @@ and the clipping changes few entries: on real corpora ~12% of them after the fir
 
     M = Y Yᵀ + r 1 1ᵀ + E,
 
-``E`` sparse, symmetric and non-negative: the non-negativity corrections. Products with ``M`` cost
-``O(V K + nnz(E))`` per vector, so the eigensolver of each projection never touches a V × V
+``E`` symmetric and non-negative: the non-negativity corrections, non-zero only in the rows
+and columns of scanned words (below) and held sparse, or as a dense V × |I| block where many
+of those entries are negative (short documents). Products with ``M`` cost ``O(V K + nnz(E))``
+(or ``O(V |I|)``) per vector, so the eigensolver of each projection never touches a V × V
 array, and neither do the anchor search and the recovery, which work from
 :class:`LowRankCooccurrence`'s products, rows and row statistics.
 
@@ -37,11 +39,11 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from anchorstream._kernels.rectify import anchor_negative_entries
 from anchorstream.stats.cooccurrence import cap_pairs, pair_scale
 from anchorstream.errors import InputError
 from anchorstream.model.anderson import AndersonMixer
 from anchorstream.model.eigen import fix_signs, top_eigh
+from anchorstream.model.lowrank_corrections import Corrections, negatives
 from anchorstream.model.rectify_core import check_loop_args
 
 log = logging.getLogger(__name__)
@@ -55,10 +57,6 @@ __all__ = [
     "rectify_lowrank",
     "scan_rows",
 ]
-
-#: Columns of ``Y Y_Iᵀ`` formed at once when scanning for negative entries: a block of
-#: V × this many float64 values (~50 MB at V = 50,000).
-_SCAN_COLUMNS = 128
 
 #: Seconds between INFO progress lines of a long rectification.
 _PROGRESS_SECONDS = 10.0
@@ -227,7 +225,7 @@ class LowRankCooccurrence:
         self.scanned = np.asarray(self.scanned, dtype=np.int64)
         nonzero = None
         if self.negatives is None:
-            self.negatives, nonzero = _negatives(self.factor, self.scanned)
+            self.negatives, nonzero = negatives(self.factor, self.scanned)
         if self.negatives.shape != (V, self.scanned.size):
             raise InputError(f"negatives must have shape ({V}, {self.scanned.size}), got "
                              f"{self.negatives.shape}")
@@ -239,9 +237,8 @@ class LowRankCooccurrence:
         """``E`` itself, sparse, from ``N``'s ``nonzero`` entries: products, sums and rows then
         cost ``O(nnz(E))`` instead of ``O(V |I|)``."""
         i, p = self._nonzero = nonzero
-        self._E = _corrections_csr(i, p, self.negatives[i, p].astype(np.float64),
-                                   self.scanned, self._outside)
-        self._E_sums = np.asarray(self._E.sum(axis=1)).ravel()
+        self._E = Corrections(i, p, self.negatives[i, p].astype(np.float64), self.scanned,
+                               self._outside)
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -270,7 +267,7 @@ class LowRankCooccurrence:
 
     def correction_rows(self, idx) -> np.ndarray:
         """Dense rows ``E[idx]``, shape (len(idx), n_words)."""
-        return self._E[np.asarray(idx, dtype=np.int64)].toarray()
+        return self._E.rows(np.asarray(idx, dtype=np.int64))
 
     def __getitem__(self, index):
         """Dense rows: ``M[i]`` of shape (n_words,), ``M[idx]`` of shape (len(idx), n_words)."""
@@ -300,12 +297,12 @@ class LowRankCooccurrence:
         G = Y.T @ Y
         m = Y.sum(axis=0)
         low = np.einsum("ik,kl,il->i", Y, G, Y) + 2.0 * r * (Y @ m) + r * r * V
-        corr = np.asarray(self._E.multiply(self._E).sum(axis=1)).ravel()
+        corr = self._E.sqnorms()
         return np.maximum(low - corr + 2.0 * r * self._correction_sums(), 0.0)
 
     def _correction_sums(self) -> np.ndarray:
         """Row sums of ``E``."""
-        return self._E_sums.copy()
+        return self._E.sums.copy()
 
     def toarray(self) -> np.ndarray:
         """The dense matrix (for tests and small problems: V² memory)."""
@@ -378,15 +375,15 @@ class _LoopIterate:
     the corrections are stored in float32 either way.
     """
 
-    def __init__(self, Y: np.ndarray, scanned: np.ndarray, shift: float = 0.0):
+    def __init__(self, Y: np.ndarray, scanned: np.ndarray, shift: float = 0.0, *,
+                 dense: bool = False):
         self.factor = Y
         self.shift = shift
         V = Y.shape[0]
         outside = np.ones(V, dtype=bool)
         outside[scanned] = False
-        i, p, v = _negative_entries(Y.astype(np.float32), scanned)
-        self.corrections = _corrections_csr(i, p, v, scanned, outside)
-        self._correction_sums = np.asarray(self.corrections.sum(axis=1)).ravel()
+        self.corrections = Corrections.scan(Y.astype(np.float32), scanned, outside,
+                                             dense=dense)
 
     def __matmul__(self, Z: np.ndarray) -> np.ndarray:
         Y = self.factor
@@ -396,43 +393,7 @@ class _LoopIterate:
         Y = self.factor
         V = Y.shape[0]
         col = Y.sum(axis=0)
-        return float(col @ col + self.shift * V * V + self._correction_sums.sum())
-
-
-def _corrections_csr(i, p, values, scanned, outside) -> sp.csr_matrix:
-    """``E`` (V × V, CSR) from the entries ``N[i, p] = values`` of ``N = max(−Y Y_Iᵀ, 0)``:
-    ``E[i, I[p]]``, and mirrored ``E[I[p], i]`` where word ``i`` is not scanned (a scanned
-    one has its own entry)."""
-    mirror = outside[i]
-    rows = np.concatenate([i, scanned[p[mirror]]])
-    cols = np.concatenate([scanned[p], i[mirror]])
-    V = outside.size
-    return sp.csr_matrix((np.concatenate([values, values[mirror]]), (rows, cols)), shape=(V, V))
-
-
-def _negative_entries(Y: np.ndarray, scanned: np.ndarray):
-    """The nonzero entries of ``N = max(−Y Y_Iᵀ, 0)`` as ``(rows, cols, values)`` (int64,
-    int64, float64), formed a block of columns at a time in ``Y``'s precision.
-
-    ``O(V K |I|)`` work; memory: the entries and one V × 128 block.
-    """
-    rows, cols, vals = [], [], []
-    for s in range(0, scanned.size, _SCAN_COLUMNS):
-        i, p, v = anchor_negative_entries(Y @ Y[scanned[s : s + _SCAN_COLUMNS]].T)
-        rows.append(i)
-        cols.append(p + s)
-        vals.append(v)
-    cat = (lambda xs, dt: np.concatenate(xs) if xs else np.empty(0, dtype=dt))
-    return cat(rows, np.int64), cat(cols, np.int64), cat(vals, np.float64)
-
-
-def _negatives(Y: np.ndarray, scanned: np.ndarray):
-    """``N = max(−Y Y_Iᵀ, 0)`` as a float32 (V × |I|) array, and its nonzero entries
-    ``(rows, cols)``."""
-    i, p, v = _negative_entries(Y, scanned)
-    out = np.zeros((Y.shape[0], scanned.size), dtype=np.float32)
-    out[i, p] = v
-    return out, (i, p)
+        return float(col @ col + self.shift * V * V + self.corrections.sums.sum())
 
 
 def _low_inner(Ya: np.ndarray, ra: float, Yb: np.ndarray, rb: float) -> float:
@@ -533,6 +494,7 @@ def rectify_lowrank(
     mixer = AndersonMixer(int(anderson))
     Y = X[:, :K] * np.sqrt(np.maximum(theta[:K], 0.0))
     previous: tuple[np.ndarray, float, float] | None = None  # Y, r, ‖Y Yᵀ + r 11ᵀ‖²
+    iterate: _LoopIterate | None = None
     residual = np.inf
     converged = False
     n_iter = 0
@@ -544,7 +506,9 @@ def rectify_lowrank(
         # whenever r < 0 (it is about -0.035 / V² on short texts), leaving their rows with
         # negative sums; r only evens out the total, which nothing downstream depends on.
         scanned = np.argsort(-np.einsum("ij,ij->i", Y, Y), kind="stable")[:rows]
-        iterate = _LoopIterate(Y, scanned)
+        # The corrections' form (dense or sparse) is expected to be the last iteration's.
+        iterate = _LoopIterate(Y, scanned, dense=iterate is not None and
+                               iterate.corrections.dense)
         r = (1.0 - iterate.sum()) / (V * V)
         iterate.shift = r
         # The change of the low-rank part, O(V K²): the corrections follow from it.

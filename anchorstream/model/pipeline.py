@@ -39,11 +39,24 @@ from anchorstream.model.stages import (
 
 log = logging.getLogger(__name__)
 
-__all__ = ["RECOVER_METHODS", "AnchorModel", "ModelSettings"]
+__all__ = ["RECOVER_METHODS", "AnchorModel", "ModelSettings", "rectify_method_for"]
 
 RECOVER_METHODS = ("admm", "l2", "kl", "inverse")
-RECTIFY_METHODS = ("ap", "lowrank")
+RECTIFY_METHODS = ("auto", "ap", "lowrank")
 CORRELATION_METHODS = ("diagonal", "pinv")
+
+def rectify_method_for(rectify_method: str, recover_method: str) -> str:
+    """The rectifier ``auto`` stands for: ``lowrank``, except ``ap`` for the recovery that reads
+    every entry of the rectified matrix (``kl``). Others are returned as they are.
+
+    Low-rank is the default because it gives the dense rectifier's topics on every corpus of
+    the quality benchmark at less CPU, refreshes warm at 6-10% of a cold fit, and holds no
+    V x V array (benchmarks/README.md, "Low-rank rectification as the default").
+    """
+    if rectify_method != "auto":
+        return rectify_method
+    return "ap" if recover_method == "kl" else "lowrank"
+
 
 #: A progress hook: called with the stage name when it starts and its seconds when it ends.
 StageCallback = Callable[[str, float | None], None]
@@ -77,7 +90,7 @@ class ModelSettings:
 
     n_topics: int
     rectify: bool = True
-    rectify_method: str = "ap"
+    rectify_method: str = "auto"  # resolved in __post_init__ (rectify_method_for)
     rectify_max_iter: int = 150
     # Measured trade-off (benchmarks/README.md, "Rectification tolerance"): on 50k npm
     # documents 1e-3 took 12 accelerated iterations against 25 at 1e-4 (rectify 2.5 s against
@@ -139,6 +152,8 @@ class ModelSettings:
         if not isinstance(self.n_topics, (int, np.integer)) or self.n_topics < 1:
             raise InputError(f"n_topics must be a positive integer, got {self.n_topics!r}")
         choice("rectify_method", RECTIFY_METHODS)
+        object.__setattr__(self, "rectify_method",
+                           rectify_method_for(self.rectify_method, self.recover_method))
         choice("rectify_dtype", ("float64", "float32"))
         choice("anchor_method", COUNT_ANCHORS)
         choice("recover_method", RECOVER_METHODS)

@@ -24,7 +24,8 @@ from anchorstream.model.background import BACKGROUND_SPREAD
 from anchorstream.model.methods import fit_topics
 from anchorstream.model.registry import ANCHOR_METHODS, METHODS, method_spec
 from anchorstream.model.lowrank import DocumentCooccurrence
-from anchorstream.model.pipeline import RECOVER_METHODS, RECTIFY_METHODS, ModelSettings
+from anchorstream.model.pipeline import (RECOVER_METHODS, RECTIFY_METHODS, ModelSettings,
+                                         rectify_method_for)
 from anchorstream.model.refine import REFINE_AUTO_MAX_LENGTH, REFINE_METHODS
 from anchorstream.snapshot import write_snapshot
 from anchorstream.snapshot.layout import MANIFEST
@@ -196,9 +197,9 @@ def _model_options(p) -> None:
     p.add_argument("--no-rectify", dest="rectify", action="store_false",
                    help="skip alternating-projection rectification")
     p.add_argument("--rectify-method", choices=RECTIFY_METHODS, default=ModelSettings.rectify_method,
-                   help="lowrank = alternating projection on a V x K factor plus sparse "
-                        "corrections, from the documents, never a V x V array (memory O(V K)); "
-                        "ap = dense alternating projection (JSMF Algorithm 1, 16 V² bytes)")
+                   help="lowrank = alternating projection on a V x K factor plus corrections, "
+                        "never a V x V array (memory O(V K)); ap = dense (JSMF Algorithm 1, "
+                        "16 V² bytes); auto = lowrank, or ap with --recover kl")
     p.add_argument("--rectify-rows", type=int, default=None, metavar="N",
                    help="lowrank: words whose rows and columns are checked for negative entries "
                         "each iteration (default 10 K + 1000)")
@@ -425,7 +426,8 @@ def _counts_from_store(args) -> _Counts:
 
     # The low-rank rectifier reads the counts sparse, shard by shard: no V x V array.
     anchor_words = args.method == "anchor" and method_spec("anchor", args.anchors).anchor_words
-    implicit = anchor_words and args.rectify and args.rectify_method == "lowrank"
+    implicit = (anchor_words and args.rectify
+                and rectify_method_for(args.rectify_method, args.recover) == "lowrank")
     parts = find_partitions(args.store, named=args.partitions)
     if parts is not None:
         # A partitioned root: every partition's head summed by word, as the refresher does.
@@ -456,7 +458,8 @@ def _counts_from_input(args, opts: dict, t_start: float, clock: _CpuClock) -> _C
     # every method counts co-occurrences, and only the anchor-word model's float32 dense
     # rectification has an iterate to put in the second buffer.
     anchor_words = args.method == "anchor" and method_spec("anchor", args.anchors).anchor_words
-    implicit = anchor_words and args.rectify and args.rectify_method == "lowrank"
+    implicit = (anchor_words and args.rectify
+                and rectify_method_for(args.rectify_method, args.recover) == "lowrank")
     rectifies = anchor_words and args.rectify and args.rectify_dtype == "float32"
     prefault = _Prefault(0 if implicit else opts["vocab_size"],
                          np.float32 if rectifies else None)

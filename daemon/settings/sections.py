@@ -238,11 +238,12 @@ class ModelConfig(_Section):
         "anchor", description="anchor words, AnchorFree (Huang 2016) or TSVD over a reservoir of "
         "documents (Bansal 2014)")
     rectify: Bool = Field(True, description="rectify the co-occurrence (JSMF)")
-    rectify_method: Choice("ap", "lowrank") = Field(
-        "ap", description="ap = alternating projection on the V x V matrix (JSMF Algorithm 1); "
-        "lowrank = the same projections on a V x K factor plus sparse corrections (a warm "
-        "refresh updates the last cold factor to first order, as ap does, from the data's "
-        "product with it; reads the store's counts sparse, never a V x V array)")
+    rectify_method: Choice("auto", "ap", "lowrank") = Field(
+        "auto", description="lowrank = alternating projection on a V x K factor plus "
+        "corrections of the scanned rows (a warm refresh updates the last cold factor to first "
+        "order from the data's product with it; reads the store's counts sparse, never a V x V "
+        "array); ap = the same projections on the dense V x V matrix (JSMF Algorithm 1); auto "
+        "= lowrank, or ap with recover_method kl (it reads every entry of the matrix)")
     rectify_rows: Int(1, optional=True) = Field(
         None, description="lowrank: words whose rows and columns are checked for negative "
         "entries each iteration; null = 10 x num_topics + 1000")

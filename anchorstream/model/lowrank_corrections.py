@@ -1,0 +1,142 @@
+"""The non-negativity corrections ``E`` of the low-rank rectifier
+(:mod:`anchorstream.model.lowrank`).
+
+``E = max(−Y Yᵀ, 0)`` on the rows and columns of the scanned words ``I``, zero elsewhere,
+gathered from ``N = max(−Y Y_Iᵀ, 0)`` (V × |I|): :class:`Corrections` multiplies, sums and
+reads rows of it, held sparse or as the dense block ``N``, whichever the share of negative
+entries makes cheaper.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from anchorstream._kernels.rectify import anchor_negative_entries
+
+__all__ = ["Corrections", "negatives"]
+
+#: Columns of ``Y Y_Iᵀ`` formed at once when scanning for negative entries: a block of
+#: V × this many float64 values (~50 MB at V = 50,000).
+_SCAN_COLUMNS = 128
+
+#: The corrections are held dense (``V × |I|``, float64) where more than this share of the
+#: scanned block is negative, sparse otherwise (:class:`_Corrections`). A product with a
+#: V × 110 block at V = 8000, |I| = 2000 costs 0.20 s dense against 0.11 / 0.24 / 0.35 s
+#: sparse at 10 / 20 / 30% (one thread), and building the CSR each iteration adds ~0.3 s;
+#: short documents (K = 100) have 20-35% negative, the medium corpus ~10%. The dense block
+#: takes 8 bytes an entry of ``N`` against 24 bytes a mirrored non-zero.
+_DENSE_SHARE = 0.15
+
+
+class Corrections:
+    """``E`` (V × V, symmetric, non-negative) from the entries ``N[i, p] = values`` of
+    ``N = max(−Y Y_Iᵀ, 0)``: ``E[i, I[p]] = N[i, p]``, and mirrored ``E[I[p], i]`` where word
+    ``i`` is not scanned (a scanned one has its own entry).
+
+    Held sparse (CSR, both halves) while at most :data:`_DENSE_SHARE` of ``N`` is non-zero,
+    else as ``N`` itself, dense (float64, ``V × |I|``), whose products are two GEMMs: on the
+    short corpus of the quality benchmark (K = 100) 20-35% of ``N`` is non-zero, and all
+    sparse, the rectification took 34 CPU s against 19 (benchmarks/README.md, "Speed of a
+    cold fit").
+    """
+
+    def __init__(self, i, p, values, scanned, outside):
+        V, n = outside.size, scanned.size
+        self.scanned, self.outside = scanned, outside
+        self.dense = values.size > _DENSE_SHARE * V * max(n, 1)
+        if self.dense:
+            block = np.zeros((V, n))
+            block[i, p] = values
+            self._set_block(block)
+        else:
+            mirror = outside[i]
+            rows = np.concatenate([i, scanned[p[mirror]]])
+            cols = np.concatenate([scanned[p], i[mirror]])
+            self.csr = sp.csr_matrix((np.concatenate([values, values[mirror]]), (rows, cols)),
+                                     shape=(V, V))
+            self.sums = np.asarray(self.csr.sum(axis=1)).ravel()  # row sums
+
+    def _set_block(self, block: np.ndarray) -> None:
+        V, n = block.shape
+        self.dense, self.block = True, block
+        self.position = np.full(V, -1, dtype=np.int64)
+        self.position[self.scanned] = np.arange(n)
+        self.sums = block.sum(axis=1)
+        self.sums[self.scanned] += self.outside.astype(np.float64) @ block
+
+    @classmethod
+    def scan(cls, Y: np.ndarray, scanned: np.ndarray, outside: np.ndarray, *,
+             dense: bool) -> Corrections:
+        """The corrections of ``Y Yᵀ`` (scanned in ``Y``'s precision). ``dense`` says which
+        form to expect: dense, ``N`` is formed in place (no entry lists, no scatter); else its
+        entries are gathered a block at a time. Either way the form follows the share found."""
+        if not dense:
+            return cls(*_negative_entries(Y, scanned), scanned, outside)
+        V, n = Y.shape[0], scanned.size
+        block = np.empty((V, n))
+        for s in range(0, n, _SCAN_COLUMNS):
+            part = Y @ Y[scanned[s : s + _SCAN_COLUMNS]].T
+            np.negative(part, out=part)
+            np.maximum(part, 0.0, out=part)
+            block[:, s : s + part.shape[1]] = part
+        if np.count_nonzero(block) <= _DENSE_SHARE * V * max(n, 1):
+            i, p = np.nonzero(block)
+            return cls(i, p, block[i, p], scanned, outside)
+        out = cls.__new__(cls)
+        out.scanned, out.outside = scanned, outside
+        out._set_block(block)
+        return out
+
+    def __matmul__(self, Z: np.ndarray) -> np.ndarray:
+        """``E @ Z`` for a 2-D ``Z``."""
+        if not self.dense:
+            return self.csr @ Z
+        out = self.block @ Z[self.scanned]
+        out[self.scanned] += self.block.T @ (Z * self.outside[:, None])
+        return out
+
+    def rows(self, idx: np.ndarray) -> np.ndarray:
+        """Dense rows ``E[idx]``, shape (len(idx), V)."""
+        if not self.dense:
+            return self.csr[idx].toarray()
+        out = np.zeros((idx.size, self.outside.size))
+        out[:, self.scanned] = self.block[idx]
+        q = self.position[idx]
+        for r in np.flatnonzero(q >= 0):  # a scanned word's row also holds its mirrored column
+            out[r, self.outside] += self.block[self.outside, q[r]]
+        return out
+
+    def sqnorms(self) -> np.ndarray:
+        """``‖E_i‖²`` of every row."""
+        if not self.dense:
+            return np.asarray(self.csr.multiply(self.csr).sum(axis=1)).ravel()
+        sq = self.block * self.block
+        out = sq.sum(axis=1)
+        out[self.scanned] += self.outside.astype(np.float64) @ sq
+        return out
+
+
+def _negative_entries(Y: np.ndarray, scanned: np.ndarray):
+    """The nonzero entries of ``N = max(−Y Y_Iᵀ, 0)`` as ``(rows, cols, values)`` (int64,
+    int64, float64), formed a block of columns at a time in ``Y``'s precision.
+
+    ``O(V K |I|)`` work; memory: the entries and one V × 128 block.
+    """
+    rows, cols, vals = [], [], []
+    for s in range(0, scanned.size, _SCAN_COLUMNS):
+        i, p, v = anchor_negative_entries(Y @ Y[scanned[s : s + _SCAN_COLUMNS]].T)
+        rows.append(i)
+        cols.append(p + s)
+        vals.append(v)
+    cat = (lambda xs, dt: np.concatenate(xs) if xs else np.empty(0, dtype=dt))
+    return cat(rows, np.int64), cat(cols, np.int64), cat(vals, np.float64)
+
+
+def negatives(Y: np.ndarray, scanned: np.ndarray):
+    """``N = max(−Y Y_Iᵀ, 0)`` as a float32 (V × |I|) array, and its nonzero entries
+    ``(rows, cols)``."""
+    i, p, v = _negative_entries(Y, scanned)
+    out = np.zeros((Y.shape[0], scanned.size), dtype=np.float32)
+    out[i, p] = v
+    return out, (i, p)
