@@ -96,6 +96,29 @@ def test_the_pipeline_refits_warm_and_agrees_with_a_cold_refit(corpus):
     assert once.rectify_data_product_ is None
 
 
+def test_a_low_rank_refit_seeds_its_anchor_search_with_the_previous_anchors(corpus,
+                                                                            monkeypatch):
+    # Searched cold, the low-rank refits gave 9 topic births in five warm refits of 1% on the
+    # demo corpus (benchmarks/README.md, "Low-rank rectification as the default"); seeded, 2.
+    from anchorstream.model import stages
+
+    _, X = corpus
+    settings = dict(rectify_method="lowrank", anchor_min_df=0)
+    first = AnchorModel(K, **settings).fit(DocumentCooccurrence(X[:19800]))
+    seeds = []
+    find = stages.find_anchors
+    monkeypatch.setattr(stages, "find_anchors",
+                        lambda *a, **kw: seeds.append(kw.get("init")) or find(*a, **kw))
+    AnchorModel(K, **settings).fit(DocumentCooccurrence(X), init=first)
+    AnchorModel(K, **settings).fit(DocumentCooccurrence(X))
+    warm, cold = seeds
+    assert cold is None
+    # The seeds are positions among the words that occur in documents of >= 2 tokens.
+    long_docs = X[np.asarray(X.sum(axis=1)).ravel() >= 2]
+    active = np.flatnonzero(np.asarray(long_docs.sum(axis=0)).ravel() > 0)
+    np.testing.assert_array_equal(active[warm], first.anchors_)
+
+
 def test_remapped_moves_the_product_by_word(corpus):
     _, X = corpus
     model = AnchorModel(K, rectify_method="lowrank", anchor_min_df=0).fit(

@@ -278,15 +278,15 @@ def anchor_stage(cooc, rect: Rectified, K, min_df, active, position, init, s, st
         if not 0 <= word < V or position[word] < 0:
             raise InputError(f"pinned anchor {word} is not a word that occurs in the corpus")
         pinned.append(int(position[word]))
-    # The low-rank rectifier's refits search cold: seeded with init's anchors, the search's
-    # local cleanup kept anchors a cold search on the same matrix drops (6 of 30 on the medium
-    # corpus after 1% new documents) and cost 0.007 held-out NPMI against the cold search
-    # (bench_warm_refresh.py; -0.006 against a cold refit, outside the issue's 0.005), to save
-    # a few hundredths of a second. With the dense rectifier the seeded search costs as much
-    # NPMI (0.006 on medium, -0.003 against a cold refit) but saves one pass over V x V per
-    # anchor (~25% of a warm refit): it stays seeded there.
+    # A refit seeds the search with init's anchors (the search's local cleanup keeps an anchor
+    # unless a word is WARM_SWAP_MARGIN farther), with either rectifier. The low-rank
+    # rectifier's refits searched cold until session 18: over five warm refits of 1% each on
+    # the demo corpus (bench_churn.py, K = 20) that gave 9 topic births, seeded 2 (AP: 0), and
+    # seeded its warm refits stay within 0.0035 held-out NPMI of a cold refit on medium, tech
+    # and long (bench_warm_refresh.py; benchmarks/README.md, "Low-rank rectification as the
+    # default"). With the dense rectifier it also saves one pass over V x V per anchor.
     warm_anchors = None
-    if init is not None and s.rectify_method != "lowrank":
+    if init is not None:
         mapped = position[init.anchors_] if init.anchors_.size == K else np.full(K, -1)
         warm_anchors = mapped if np.all(mapped >= 0) else None
     # Each row's expected squared sampling error, taken off its distance (row_noise).
