@@ -21,7 +21,7 @@ __all__ = ["Corrections", "negatives"]
 _SCAN_COLUMNS = 128
 
 #: The corrections are held dense (``V × |I|``, float64) where more than this share of the
-#: scanned block is negative, sparse otherwise (:class:`_Corrections`). A product with a
+#: scanned block is negative, sparse otherwise (:class:`Corrections`). A product with a
 #: V × 110 block at V = 8000, |I| = 2000 costs 0.20 s dense against 0.11 / 0.24 / 0.35 s
 #: sparse at 10 / 20 / 30% (one thread), and building the CSR each iteration adds ~0.3 s;
 #: short documents (K = 100) have 20-35% negative, the medium corpus ~10%. The dense block
@@ -37,8 +37,8 @@ class Corrections:
     Held sparse (CSR, both halves) while at most :data:`_DENSE_SHARE` of ``N`` is non-zero,
     else as ``N`` itself, dense (float64, ``V × |I|``), whose products are two GEMMs: on the
     short corpus of the quality benchmark (K = 100) 20-35% of ``N`` is non-zero, and all
-    sparse, the rectification took 34 CPU s against 19 (benchmarks/README.md, "Speed of a
-    cold fit").
+    sparse, the rectification took 34 CPU s against 19 (benchmarks/README.md, "Low-rank
+    rectification as the default").
     """
 
     def __init__(self, i, p, values, scanned, outside):
