@@ -25,8 +25,8 @@ from anchorstream.stats.documents import DocumentState
 from anchorstream.evaluate import topic_sparsity, topic_specificity
 from anchorstream.model.anchors import anchor_min_df_for
 from anchorstream.model.methods import TopicFit, fit_topics, novel_word_min_df
-from anchorstream.model.pipeline import AnchorModel, rectify_method_for
-from anchorstream.model.registry import method_spec
+from anchorstream.model.pipeline import AnchorModel
+from anchorstream.model.registry import method_spec, rectify_method_for
 from anchorstream.store import open_committed, open_committed_sparse, read_document_state
 
 __all__ = ["RefreshResult", "Refresher", "select_words"]

@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from anchorstream.model.registry import COUNT_ANCHORS
+from anchorstream.model.registry import COUNT_ANCHORS, RECTIFY_METHODS, rectify_method_for
 from anchorstream.model.anchors import ANCHOR_CANDIDATES, ANCHOR_MIN_DF, ANCHOR_NOISE
 from anchorstream.model.anchorfree import ANCHORFREE_SLACK, ANCHORFREE_WORDS
 from anchorstream.model.refine import (REFINE_MAX_ITER, REFINE_METHODS, pair_counts,
@@ -39,24 +39,10 @@ from anchorstream.model.stages import (
 
 log = logging.getLogger(__name__)
 
-__all__ = ["RECOVER_METHODS", "AnchorModel", "ModelSettings", "rectify_method_for"]
+__all__ = ["RECOVER_METHODS", "AnchorModel", "ModelSettings"]
 
 RECOVER_METHODS = ("admm", "l2", "kl", "inverse")
-RECTIFY_METHODS = ("auto", "ap", "lowrank")
 CORRELATION_METHODS = ("diagonal", "pinv")
-
-def rectify_method_for(rectify_method: str, recover_method: str) -> str:
-    """The rectifier ``auto`` stands for: ``lowrank``, except ``ap`` for the recovery that reads
-    every entry of the rectified matrix (``kl``). Others are returned as they are.
-
-    Low-rank is the default because it gives the dense rectifier's topics on every corpus of
-    the quality benchmark at less CPU, refreshes warm at 6-10% of a cold fit, and holds no
-    V x V array (benchmarks/README.md, "Low-rank rectification as the default").
-    """
-    if rectify_method != "auto":
-        return rectify_method
-    return "ap" if recover_method == "kl" else "lowrank"
-
 
 #: A progress hook: called with the stage name when it starts and its seconds when it ends.
 StageCallback = Callable[[str, float | None], None]

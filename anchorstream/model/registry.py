@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["ANCHOR_METHODS", "COUNT_ANCHORS", "DOCUMENT_ANCHORS", "METHODS", "MethodSpec",
-           "method_spec"]
+__all__ = ["ANCHOR_METHODS", "COUNT_ANCHORS", "DOCUMENT_ANCHORS", "METHODS", "RECTIFY_METHODS",
+           "MethodSpec", "method_spec", "rectify_method_for"]
 
 #: Topic methods (``fit --method``, ``model.method``).
 METHODS = ("anchor", "anchorfree", "tsvd")
@@ -30,6 +30,21 @@ COUNT_ANCHORS = ("qr", "fast")
 DOCUMENT_ANCHORS = ("ddp", "rp")
 #: Every anchor finder (``fit --anchors``, ``model.anchor_method``).
 ANCHOR_METHODS = COUNT_ANCHORS + DOCUMENT_ANCHORS
+#: Rectifiers of the anchor pipeline (``fit --rectify-method``, ``model.rectify_method``).
+RECTIFY_METHODS = ("auto", "ap", "lowrank")
+
+
+def rectify_method_for(rectify_method: str, recover_method: str) -> str:
+    """The rectifier ``auto`` stands for: ``lowrank``, except ``ap`` for the recovery that reads
+    every entry of the rectified matrix (``kl``). Others are returned as they are.
+
+    Low-rank is the default because it gives the dense rectifier's topics on every corpus of
+    the quality benchmark at less CPU, refreshes warm at 6-10% of a cold fit, and holds no
+    V x V array (benchmarks/README.md, "Low-rank rectification as the default").
+    """
+    if rectify_method != "auto":
+        return rectify_method
+    return "ap" if recover_method == "kl" else "lowrank"
 
 
 @dataclass(frozen=True)

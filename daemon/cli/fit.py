@@ -22,10 +22,10 @@ from anchorstream.text.decode import FORMATS, DecodeError
 from anchorstream.errors import InputError
 from anchorstream.model.background import BACKGROUND_SPREAD
 from anchorstream.model.methods import fit_topics
-from anchorstream.model.registry import ANCHOR_METHODS, METHODS, method_spec
-from anchorstream.model.lowrank import DocumentCooccurrence
-from anchorstream.model.pipeline import (RECOVER_METHODS, RECTIFY_METHODS, ModelSettings,
+from anchorstream.model.registry import (ANCHOR_METHODS, METHODS, RECTIFY_METHODS, method_spec,
                                          rectify_method_for)
+from anchorstream.model.lowrank import DocumentCooccurrence
+from anchorstream.model.pipeline import RECOVER_METHODS, ModelSettings
 from anchorstream.model.refine import REFINE_AUTO_MAX_LENGTH, REFINE_METHODS
 from anchorstream.snapshot import write_snapshot
 from anchorstream.snapshot.layout import MANIFEST
@@ -351,6 +351,7 @@ def run(args) -> int:
     t_start = time.perf_counter()
     clock = _CpuClock()
     opts = _input_options(args)
+    args.rectify_method = rectify_method_for(args.rectify_method, args.recover)  # "auto", once
     if args.out.exists():
         # Checked again when the snapshot is written; here so that a fit is not wasted.
         raise InputError(f"{args.out} already exists; snapshots are immutable, "
@@ -426,8 +427,7 @@ def _counts_from_store(args) -> _Counts:
 
     # The low-rank rectifier reads the counts sparse, shard by shard: no V x V array.
     anchor_words = args.method == "anchor" and method_spec("anchor", args.anchors).anchor_words
-    implicit = (anchor_words and args.rectify
-                and rectify_method_for(args.rectify_method, args.recover) == "lowrank")
+    implicit = anchor_words and args.rectify and args.rectify_method == "lowrank"
     parts = find_partitions(args.store, named=args.partitions)
     if parts is not None:
         # A partitioned root: every partition's head summed by word, as the refresher does.
@@ -458,8 +458,7 @@ def _counts_from_input(args, opts: dict, t_start: float, clock: _CpuClock) -> _C
     # every method counts co-occurrences, and only the anchor-word model's float32 dense
     # rectification has an iterate to put in the second buffer.
     anchor_words = args.method == "anchor" and method_spec("anchor", args.anchors).anchor_words
-    implicit = (anchor_words and args.rectify
-                and rectify_method_for(args.rectify_method, args.recover) == "lowrank")
+    implicit = anchor_words and args.rectify and args.rectify_method == "lowrank"
     rectifies = anchor_words and args.rectify and args.rectify_dtype == "float32"
     prefault = _Prefault(0 if implicit else opts["vocab_size"],
                          np.float32 if rectifies else None)

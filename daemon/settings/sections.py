@@ -14,7 +14,8 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from anchorstream.model.anchorfree import ANCHORFREE_SLACK, ANCHORFREE_WORDS
 from anchorstream.model.background import BACKGROUND_SPREAD
 from anchorstream.model.refine import REFINE_AUTO_MAX_LENGTH, REFINE_MAX_ITER, REFINE_METHODS
-from anchorstream.model.registry import ANCHOR_METHODS, METHODS, MethodSpec, method_spec
+from anchorstream.model.registry import (ANCHOR_METHODS, METHODS, RECTIFY_METHODS, MethodSpec,
+                                         method_spec)
 from anchorstream.stats.admission import MIN_SHARE
 from daemon.settings import rules
 from daemon.settings.checks import (EMBEDDED, Bool, Bootstrap, Choice, ExistingFile, Float,
@@ -238,7 +239,7 @@ class ModelConfig(_Section):
         "anchor", description="anchor words, AnchorFree (Huang 2016) or TSVD over a reservoir of "
         "documents (Bansal 2014)")
     rectify: Bool = Field(True, description="rectify the co-occurrence (JSMF)")
-    rectify_method: Choice("auto", "ap", "lowrank") = Field(
+    rectify_method: Choice(*RECTIFY_METHODS) = Field(
         "auto", description="lowrank = alternating projection on a V x K factor plus "
         "corrections of the scanned rows (a warm refresh updates the last cold factor to first "
         "order from the data's product with it; reads the store's counts sparse, never a V x V "
