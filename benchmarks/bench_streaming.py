@@ -79,7 +79,7 @@ from anchorstream.model.stages import (active_part, anchor_stage, correlation_st
 from anchorstream.model.stages import anchor_min_df as stage_min_df  # noqa: E402
 from anchorstream.stats.cooccurrence import LENGTH_CAP, cooccurrence  # noqa: E402
 from anchorstream.text.tokenize import count_matrix, select_vocabulary  # noqa: E402
-from daemon.cli.fit import read_documents  # noqa: E402
+from daemon.cli.fit_counts import read_documents  # noqa: E402
 from daemon.cli.options import MAX_DF, MIN_DF, stopwords_tokenizer  # noqa: E402
 
 CACHE = REPO / "benchmarks" / ".cache"

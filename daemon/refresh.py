@@ -18,107 +18,21 @@ import numpy as np
 
 from anchorstream.model.align import align_topics
 from anchorstream.stats.admission import MIN_SHARE, correct_admission
-from anchorstream.stats.cooccurrence import Cooccurrence, take_square
+from anchorstream.stats.cooccurrence import Cooccurrence
 from anchorstream.model.correlations import hierarchy
 from anchorstream.model.storedfit import fit_novel_words
 from anchorstream.stats.documents import DocumentState
 from anchorstream.evaluate import topic_sparsity, topic_specificity
-from anchorstream.model.anchors import anchor_min_df_for
-from anchorstream.model.methods import TopicFit, fit_topics, novel_word_min_df
+from anchorstream.model.methods import TopicFit, fit_topics
 from anchorstream.model.pipeline import AnchorModel
 from anchorstream.model.registry import method_spec, rectify_method_for
 from anchorstream.store import open_committed, open_committed_sparse, read_document_state
+from daemon.refresh_inputs import (Buffers, Skip, by_word, check_documents, check_enough,
+                                   partitions_of, select_words, subset)
 
 __all__ = ["RefreshResult", "Refresher", "select_words"]
 
 log = logging.getLogger("anchorstream.refresher")
-
-
-class _Skip(Exception):
-    """Not enough data for a model yet (not a failure)."""
-
-
-def select_words(cooc: Cooccurrence, *, min_df: float, max_df_ratio: float) -> np.ndarray:
-    """Indices of the words the model uses: ``min_df <= doc_freq <= max_df_ratio * num_docs``.
-
-    Parameters
-    ----------
-    cooc : Cooccurrence
-    min_df, max_df_ratio : float, the second in (0, 1]
-
-    Returns
-    -------
-    int64 ndarray of shape (n_selected,), increasing
-    """
-    df = np.asarray(cooc.doc_freq, dtype=np.float64)
-    keep = df >= float(min_df)
-    if float(max_df_ratio) < 1.0 and float(cooc.num_docs) > 0:
-        keep &= df <= float(max_df_ratio) * float(cooc.num_docs)
-    return np.flatnonzero(keep).astype(np.int64)
-
-
-class _Buffers:
-    """V x V arrays a refresher keeps from one refresh to the next.
-
-    Every refresh needs the dense counts, often a copy of them over the selected words, and the
-    rectification's float32 iterate: 500 MB at 5000 words. Fresh memory costs a page fault per
-    page on first write; on the benchmark machine (a VM whose freed memory returns to its host
-    within seconds) that was 1-2.5 ms per MB, up to ~1 s per refresh. Kept, the memory stays
-    mapped; the price is holding it between refreshes (see the README's Limits).
-    """
-
-    def __init__(self):
-        self._arrays: dict[str, np.ndarray] = {}
-
-    def held(self, name: str) -> np.ndarray | None:
-        """The buffer ``name`` as it is (None if there is none yet)."""
-        return self._arrays.get(name)
-
-    def adopt(self, name: str, array: np.ndarray) -> None:
-        """Keep ``array``'s memory as buffer ``name`` (if it is larger than the one held)."""
-        held = self._arrays.get(name)
-        if array.flags.c_contiguous and (held is None or held.size < array.size):
-            self._arrays[name] = array.reshape(-1)
-
-    def get(self, name: str, n_elements: int, dtype) -> np.ndarray:
-        """A flat array of at least ``n_elements`` (grown by 10% headroom when too small)."""
-        arr = self._arrays.get(name)
-        if arr is None or arr.size < n_elements or arr.dtype != np.dtype(dtype):
-            self._arrays.pop(name, None)  # free the old one first
-            arr = np.empty(int(n_elements * 1.1) + 1, dtype=dtype)
-            self._arrays[name] = arr
-        return arr
-
-
-def _subset(cooc: Cooccurrence, idx: np.ndarray, out: np.ndarray | None = None) -> Cooccurrence:
-    """The words ``idx`` of ``cooc`` (counts copied into ``out`` when given and large enough);
-    shares its arrays when that is every word and there is no ``out`` (the fit may then
-    overwrite them: ``cooc`` is a fresh read that nothing else uses)."""
-    if idx.size == cooc.n_words and out is None:
-        out = Cooccurrence(cooc.counts, cooc.unigram, cooc.doc_freq, 0, 0, cooc.length_cap,
-                           cooc.mass)
-    else:
-        out = Cooccurrence(take_square(cooc.counts, idx, out=out), cooc.unigram[idx],
-                           cooc.doc_freq[idx], 0, 0, cooc.length_cap)
-    # Decayed stores have float totals; keep them as they are (the constructor wants ints).
-    out.num_docs, out.num_tokens = cooc.num_docs, cooc.num_tokens
-    return out
-
-
-def _partitions_of(st) -> dict:
-    """``{"partitions": {key: {version, offset, ...}}}`` of a partitioned read, else {}."""
-    parts = getattr(st, "partitions", None)
-    return {"partitions": dict(parts)} if parts else {}
-
-
-def _by_word(rows: np.ndarray, old_words: list[str], new_words: list[str]) -> np.ndarray:
-    """``rows`` (one per word of ``old_words``) moved to ``new_words``' order; zeros for words
-    that are new."""
-    index = {w: i for i, w in enumerate(old_words)}
-    src = np.array([index.get(w, -1) for w in new_words], dtype=np.int64)
-    out = np.zeros((len(new_words),) + rows.shape[1:])
-    out[src >= 0] = rows[src[src >= 0]]
-    return out
 
 
 class RefreshResult(dict):
@@ -208,7 +122,7 @@ class Refresher:
         self._requested = False
         self._stop = False
         self._thread: threading.Thread | None = None
-        self._buffers = _Buffers()
+        self._buffers = Buffers()
         # What the counts buffer holds (a DenseRead), when it still holds it.
         self._dense = None
         self._refresh_lock = threading.Lock()
@@ -339,19 +253,22 @@ class Refresher:
                 # Cold with every word selected, the fit may take the counts' memory itself
                 # (not a partitioned reader's: it keeps its sum for the next read).
                 share = idx.size == cooc_all.n_words and not (self.warm_start or self.reader)
-                cooc = _subset(cooc_all, idx, out=None if share
+                cooc = subset(cooc_all, idx, out=None if share
                                else self._buffers.get("subset", idx.size ** 2, np.float64))
             # As `fit --store` (a dense cooc is this refresh's own: a copy, or a cold read's).
             cooc = correct_admission(cooc, None if st.admission is None else
                                      st.admission.subset(idx), min_share=self.admission_min_share)
-            self._check_enough(cooc, len(words))
+            check_enough(cooc, len(words), n_topics=self.n_topics, method=self.method,
+                         anchor_min_df=self._anchor_min_df)
             docs = None
             if self.needs_documents:
                 # The same store version(s) as the counts, over the same words.
                 docs = (self.reader.documents(st, idx) if self.reader is not None else
                         read_document_state(self.store_url, st.version, st.slots[idx],
                                             storage_options=self.storage_options))
-                self._check_documents(docs)
+                check_documents(docs, n_topics=self.n_topics, method=self.method,
+                                anchor_method=self.anchor_method,
+                                anchor_min_df=self._anchor_min_df)
             observe("read", time.perf_counter() - t0)
 
             stage = "fit"
@@ -376,7 +293,7 @@ class Refresher:
             info = self._publish(st, cooc, words, docs, model, fit, init, settings, alignment,
                                  churn, timings)
             observe("publish", time.perf_counter() - t0)
-        except _Skip as exc:
+        except Skip as exc:
             log.info("refresh skipped: %s", exc)
             return None
         except Exception as exc:
@@ -474,7 +391,7 @@ class Refresher:
             source={**self.source_info, "store": self.store_url,
                     "store_version": st.version, "offsets": st.offsets,
                     "matrix_docs": float(cooc.num_docs), "clock": st.clock,
-                    **source_docs, **_partitions_of(st)},
+                    **source_docs, **partitions_of(st)},
             quality=quality,
             extra={
                 "churn": churn,
@@ -501,6 +418,10 @@ class Refresher:
             m.rectification_residual.set(model.rectify_residual_)
             m.rectification_iterations.set(model.n_iter_.get("rectify", 0))
             m.rectification_warm_change.set(model.rectify_change_)
+
+    @property
+    def _anchor_min_df(self) -> float:
+        return float(self.model_kwargs.get("anchor_min_df", 0))
 
     @property
     def needs_documents(self) -> bool:
@@ -552,49 +473,10 @@ class Refresher:
                     if k.startswith(("rectify", "anchorfree_"))}
             init = None
             if self.warm_start and self._topic_word is not None:
-                init = _by_word(self._topic_word, self._model_words, words)
+                init = by_word(self._topic_word, self._model_words, words)
             fit = fit_topics(K, cooc=cooc, method="anchorfree", random_state=seed,
                              on_stage=on_stage, init=init, **rect)
             return None, fit, init, {**common, "anchor_method": None, **rect}
         fit = fit_topics(K, cooc=cooc, documents=docs.documents, method="tsvd",
                          random_state=seed, on_stage=on_stage)
         return None, fit, None, {**common, "anchor_method": None, **docs.settings.to_dict()}
-
-    def _check_documents(self, docs: DocumentState | None) -> None:
-        K = self.n_topics
-        if docs is None:
-            raise _Skip("the store keeps no document statistics yet (the first checkpoint "
-                        "after the method changed starts them)")
-        if self.method == "tsvd":
-            n = 0 if docs.documents is None else docs.documents.shape[0]
-            if n <= K:
-                raise _Skip(f"{n} documents in the reservoir, need more than {K}")
-            return
-        if docs.split is None or (self.anchor_method == "rp" and docs.sketch is None):
-            raise _Skip(f"the store's document statistics {docs.settings.to_dict()} do not "
-                        f"serve anchors {self.anchor_method!r} yet")
-        s = docs.split
-        min_df = novel_word_min_df(s, K, float(self.model_kwargs.get("anchor_min_df", 0)))
-        candidates = int(np.count_nonzero(
-            (s.mass_first > 0) & (s.mass_second > 0) & (s.doc_freq >= min_df)))
-        if candidates < K:
-            raise _Skip(f"{candidates} novel-word candidates (in both document halves, "
-                        f"document frequency >= {min_df:g}), need {K}")
-
-    def _check_enough(self, cooc, n_words: int) -> None:
-        K = self.n_topics
-        if float(cooc.num_docs) <= 0:
-            raise _Skip("no documents with two or more vocabulary words yet")
-        # A word's co-occurrence row sums to its share of the documents of >= 2 tokens it is
-        # in, so it is nonzero where its document frequency is: O(V), not a pass over V².
-        active = int(np.count_nonzero(cooc.doc_freq > 0))
-        if active <= K:
-            raise _Skip(f"{active} usable words (of {n_words}), need more than {K}")
-        if self.method != "anchor":
-            return  # no anchor words to choose
-        min_df = anchor_min_df_for(cooc.doc_freq[cooc.doc_freq > 0], K,
-                                   int(self.model_kwargs.get("anchor_min_df", 0)))
-        candidates = int(np.count_nonzero(cooc.doc_freq >= min_df))
-        if candidates < K:
-            raise _Skip(f"{candidates} anchor candidates (document frequency >= {min_df:g}), "
-                        f"need {K}")

@@ -142,7 +142,7 @@ def test_fit_refuses_an_existing_output_before_working(corpus, tmp_path, capsys)
 
 
 def test_fit_prepares_its_arrays_in_the_background_within_a_memory_bound(monkeypatch):
-    import daemon.cli.fit as cmd_fit
+    import daemon.cli.fit_counts as cmd_fit
 
     pre = cmd_fit._Prefault(30, np.float32)
     assert pre.enabled
@@ -324,7 +324,7 @@ def test_fit_reads_records_by_the_ingest_loops_rule_and_never_aborts(tmp_path):
     # rejected by reason, and a line whose processing raises what no check foresaw is rejected
     # as unprocessable, as the loop does, instead of stopping the fit.
     from anchorstream.text.tokenize import Tokenizer
-    from daemon.cli.fit import read_documents
+    from daemon.cli.fit_counts import read_documents
 
     path = tmp_path / "docs.jsonl"
     path.write_bytes(b'{"text": "apple banana"}\n\xff\n{"text": "boom here"}\n'

@@ -3,45 +3,31 @@
 from __future__ import annotations
 
 import argparse
-import collections
 import json
 import logging
-import os
 import sys
-import threading
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
-from anchorstream.stats.admission import MIN_SHARE, correct_admission
-from anchorstream.stats.cooccurrence import cooccurrence
-from anchorstream.text.decode import FORMATS, DecodeError
+from anchorstream.text.decode import FORMATS
 from anchorstream.errors import InputError
 from anchorstream.model.background import BACKGROUND_SPREAD
 from anchorstream.model.methods import fit_topics
-from anchorstream.model.registry import (ANCHOR_METHODS, METHODS, RECTIFY_METHODS, method_spec,
+from anchorstream.model.registry import (ANCHOR_METHODS, METHODS, RECTIFY_METHODS,
                                          rectify_method_for)
-from anchorstream.model.lowrank import DocumentCooccurrence
 from anchorstream.model.pipeline import RECOVER_METHODS, ModelSettings
 from anchorstream.model.refine import REFINE_AUTO_MAX_LENGTH, REFINE_METHODS
 from anchorstream.snapshot import write_snapshot
 from anchorstream.snapshot.layout import MANIFEST
-from anchorstream.text.tokenize import count_matrix, select_vocabulary
+from daemon.cli.fit_counts import Counts, counts_from_input, counts_from_store
 from daemon.cli.options import (LENGTH_CAP, MAX_DF, MIN_DF, STOPWORDS, STOPWORDS_HELP,
                                  VOCAB_SIZE, HelpFormatter, admission_argument, anchor_arguments,
                                  anchorfree_arguments, length_cap_arg, length_cap_help,
-                                 spread_arg, stopwords_tokenizer)
-from daemon.ingest.files import iter_lines
-from daemon.ingest.records import record_tokens
+                                 spread_arg)
 
 log = logging.getLogger("anchorstream.fit")
-
-#: Most memory :class:`_Prefault` may prepare before the vocabulary is known: its buffers are
-#: sized for ``--vocab-size`` words, which a small corpus may not reach.
-_PREFAULT_MAX_BYTES = 2 << 30
 
 #: Options that only apply to ``--input`` (reading and tokenizing files, choosing the
 #: vocabulary), with their defaults. They default to "not given" so that ``--store`` can
@@ -55,66 +41,6 @@ _INPUT_ONLY = {
     "stopwords": ("--stopwords", STOPWORDS),
     "length_cap": ("--length-cap", LENGTH_CAP),
 }
-
-
-class _Prefault(threading.Thread):
-    """Allocates and touches the fit's two V x V arrays on another core while the main thread
-    reads and tokenizes (Python, holding the GIL; numpy's fill releases it).
-
-    The first write to fresh memory costs a page fault per page. On the machine the
-    benchmarks ran on, a virtual machine whose freed memory goes back to its host within
-    seconds, that was 1-2.5 ms per MB: 0.3-0.8 s for the 200 MB counts and the 100 MB
-    float32 iterate at V = 5000, paid by the fit (measured with ``anchorstream fit`` on 50k npm
-    summaries; on bare metal expect ~0.05 s). Here it overlaps the reading instead.
-
-    Buffers are sized for ``n_words`` (the vocabulary cap); the fit uses their first V² elements
-    for a vocabulary of V words. Nothing is prepared when that would exceed
-    :data:`_PREFAULT_MAX_BYTES` or a quarter of the available memory.
-    """
-
-    def __init__(self, n_words: int, iterate_dtype=None):
-        super().__init__(name="anchorstream-prefault", daemon=True)
-        self.n = int(n_words) ** 2
-        self.iterate_dtype = None if iterate_dtype is None else np.dtype(iterate_dtype)
-        self.counts: np.ndarray | None = None
-        self.iterate: np.ndarray | None = None
-        need = self.n * (8 + (0 if iterate_dtype is None else self.iterate_dtype.itemsize))
-        self.enabled = need <= min(_PREFAULT_MAX_BYTES, _available_bytes() // 4)
-
-    def run(self) -> None:
-        if not self.enabled:
-            return
-        counts = np.empty(self.n)
-        counts.fill(0.0)
-        self.counts = counts
-        if self.iterate_dtype is not None:
-            iterate = np.empty(self.n, dtype=self.iterate_dtype)
-            iterate.fill(0.0)
-            self.iterate = iterate
-
-    def take(self, V: int) -> tuple[np.ndarray | None, np.ndarray | None]:
-        """``(counts (V, V), iterate (V * V,) or None)`` views, or Nones; waits for the
-        thread."""
-        self.join()
-        if self.counts is None or V * V > self.n:
-            return None, None
-        counts = self.counts[: V * V].reshape(V, V)
-        return counts, None if self.iterate is None else self.iterate[: V * V]
-
-
-def _available_bytes() -> int:
-    """MemAvailable from /proc/meminfo, else physical memory, else 0 (prefault nothing)."""
-    try:
-        with open("/proc/meminfo") as fh:
-            for line in fh:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):
-        return 0
 
 
 def register(subparsers) -> None:
@@ -226,73 +152,6 @@ def _model_options(p) -> None:
                         "and store the hierarchy in the snapshot; 0 = off")
 
 
-def _no_documents_hint(stats: dict, opts: dict) -> str:
-    """Why no line became a document, when the reason is one a user can fix."""
-    rejected = stats["rejected"]
-    if stats["lines"] == 0:
-        return ": the files are empty"
-    if opts["format"] == "json" and rejected.get("invalid_json", 0) == stats["lines"]:
-        return (f": none of the {stats['lines']} lines is JSON; for plain text, one document "
-                "per line, pass --format text")
-    if rejected.get("missing_field", 0) == stats["lines"]:
-        return (f": no line has the field {opts['text_field']!r}; name the field that holds "
-                "the text with --text-field")
-    return f": every line was rejected ({rejected})"
-
-
-class _NoBar:
-    def update(self, n: int = 1) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
-
-
-def _progress_bar(progress: bool):
-    """tqdm's bar when progress is shown, else a stand-in (tqdm costs ~0.05 s to import)."""
-    if not progress:
-        return _NoBar()
-    from tqdm import tqdm
-
-    return tqdm(desc="reading", unit=" docs", file=sys.stderr)
-
-
-def read_documents(paths, *, format, text_field, tokenizer, progress=True):
-    """Read and tokenize every record of ``paths``.
-
-    Returns
-    -------
-    docs : list of list of str
-    stats : dict with ``lines``, ``documents`` and ``rejected`` (a reason -> count mapping)
-    """
-    docs: list[list[str]] = []
-    rejected: collections.Counter[str] = collections.Counter()
-    lines = 0
-    bar = _progress_bar(progress)
-    for path in paths:
-        if not Path(path).is_file():
-            raise InputError(f"input file {str(path)!r} does not exist")
-        for _, raw in iter_lines(path):
-            lines += 1
-            try:
-                # The daemon's and `ingest`'s rule (no size or token limits here).
-                _, tokens = record_tokens(raw, tokenizer, format=format, text_field=text_field)
-            except DecodeError as exc:
-                rejected[exc.reason] += 1
-                continue
-            except Exception:  # noqa: BLE001 - as the ingest loop: one line never stops a fit
-                log.error("rejected line %d of %s as unprocessable", lines, path, exc_info=True)
-                rejected["unprocessable"] += 1
-                continue
-            if not tokens:
-                rejected["no_tokens"] += 1
-                continue
-            docs.append(tokens)
-            bar.update()
-    bar.close()
-    return docs, {"lines": lines, "documents": len(docs), "rejected": dict(rejected)}
-
-
 def _input_options(args) -> dict:
     """The ``--input``-only options (:data:`_INPUT_ONLY`), defaults filled in.
 
@@ -363,10 +222,10 @@ def run(args) -> int:
         raise InputError("--admission-min-share corrects a streaming --store's counts; "
                          "--input counts every document: drop it with --input")
     if args.store is not None:
-        counts = _counts_from_store(args)
+        counts = counts_from_store(args)
         clock.mark("read")
     else:
-        counts = _counts_from_input(args, opts, t_start, clock)
+        counts = counts_from_input(args, opts, t_start, clock)
     short = counts.short_documents
     print(f"{counts.cooc.num_docs} documents, {len(counts.vocabulary)} words, fitting "
           f"{args.topics} topics ({time.perf_counter() - t_start:.1f} s)"
@@ -397,122 +256,7 @@ def _print_background(path: Path, shown: int = 20) -> None:
           + (f" ... and {more} more" if more > 0 else ""), file=sys.stderr)
 
 
-@dataclass
-class _Counts:
-    """What a fit starts from: the co-occurrences over a vocabulary, and where they came from."""
-
-    cooc: Any
-    vocabulary: Any
-    documents: Any = None      # the document-term matrix (--input), else None
-    iterate: Any = None        # a prefaulted rectification workspace, or None
-    source: dict = field(default_factory=dict)
-    #: What chose the vocabulary, for the snapshot's settings: only what was used.
-    vocabulary_settings: dict = field(default_factory=dict)
-
-    @property
-    def short_documents(self) -> int:
-        """Documents (--input) with fewer than 2 words of the vocabulary: no word pair."""
-        if self.documents is None:
-            return 0
-        return int(np.count_nonzero(np.asarray(self.documents.sum(axis=1)).ravel() < 2))
-
-
-def _counts_from_store(args) -> _Counts:
-    from anchorstream.store import (
-        find_partitions,
-        open_committed,
-        open_committed_sparse,
-        read_partitions,
-    )
-
-    # The low-rank rectifier reads the counts sparse, shard by shard: no V x V array.
-    anchor_words = args.method == "anchor" and method_spec("anchor", args.anchors).anchor_words
-    implicit = anchor_words and args.rectify and args.rectify_method == "lowrank"
-    parts = find_partitions(args.store, named=args.partitions)
-    if parts is not None:
-        # A partitioned root: every partition's head summed by word, as the refresher does.
-        st = read_partitions(args.store, parts, sparse=implicit)
-    else:
-        st = (open_committed_sparse if implicit else open_committed)(args.store)
-    # The daemon's refresher applies the same correction (daemon/refresh.py).
-    share = MIN_SHARE if args.admission_min_share is None else args.admission_min_share
-    cooc = correct_admission(st.cooccurrence, st.admission, min_share=share)
-    vocabulary, offsets, version = st.words, st.offsets, st.version
-    if len(vocabulary) <= args.topics:
-        raise InputError(
-            f"the store {args.store!r} has {len(vocabulary)} active words (version "
-            f"{version}), need more than --topics={args.topics}; ingest more documents "
-            "(or lower the store's --admit-threshold) or fit fewer topics"
-        )
-    source = {"store": args.store, "store_version": version, "offsets": offsets,
-              "length_cap": cooc.length_cap,
-              "admission_min_share": share if st.admission is not None else None,
-              **({"partitions": st.partitions} if parts is not None else {})}
-    return _Counts(cooc, vocabulary, source=source)
-
-
-def _counts_from_input(args, opts: dict, t_start: float, clock: _CpuClock) -> _Counts:
-    progress = not args.quiet and sys.stderr.isatty()
-    tokenizer = stopwords_tokenizer(opts["stopwords"])
-    # The low-rank rectifier works from the documents: no V x V array at all. Otherwise
-    # every method counts co-occurrences, and only the anchor-word model's float32 dense
-    # rectification has an iterate to put in the second buffer.
-    anchor_words = args.method == "anchor" and method_spec("anchor", args.anchors).anchor_words
-    implicit = anchor_words and args.rectify and args.rectify_method == "lowrank"
-    rectifies = anchor_words and args.rectify and args.rectify_dtype == "float32"
-    prefault = _Prefault(0 if implicit else opts["vocab_size"],
-                         np.float32 if rectifies else None)
-    prefault.start()
-    docs, stats = read_documents(
-        args.input, format=opts["format"], text_field=opts["text_field"],
-        tokenizer=tokenizer, progress=progress,
-    )
-    clock.mark("read")
-    bad = sum(stats["rejected"].values())
-    print(
-        f"read {stats['lines']} lines: {stats['documents']} documents, {bad} rejected"
-        + (f" {stats['rejected']}" if bad else "")
-        + f" ({time.perf_counter() - t_start:.1f} s)",
-        file=sys.stderr,
-    )
-    if not docs:
-        raise InputError("no usable documents in the input" + _no_documents_hint(stats, opts))
-    vocabulary = select_vocabulary(
-        docs, min_df=opts["min_df"], max_df=opts["max_df"], max_size=opts["vocab_size"]
-    )
-    if len(vocabulary) <= args.topics:
-        raise InputError(
-            f"the vocabulary has {len(vocabulary)} words (min_df={opts['min_df']}, "
-            f"max_df={opts['max_df']}), need more than --topics={args.topics}; "
-            "lower --min-df or add documents"
-        )
-    clock.mark("vocabulary")
-    X = count_matrix(docs, vocabulary)
-    del docs  # token lists of the whole corpus: by far the largest Python object here
-    counts, iterate = prefault.take(len(vocabulary))
-    cap = opts["length_cap"]
-    cooc = (DocumentCooccurrence(X, length_cap=cap) if implicit
-            else cooccurrence(X, out=counts, length_cap=cap))
-    clock.mark("count")
-    source = {
-        "input": [str(p) for p in args.input],
-        "format": opts["format"],
-        "text_field": opts["text_field"],
-        **stats,
-    }
-    vocabulary_settings = {
-        "vocab_size": opts["vocab_size"],
-        "min_df": opts["min_df"],
-        "max_df": opts["max_df"],
-        "stopwords": opts["stopwords"],
-        "length_cap": opts["length_cap"],
-        "tokenizer": (tokenizer.describe() if hasattr(tokenizer, "describe")
-                      else repr(tokenizer)),
-    }
-    return _Counts(cooc, vocabulary, X, iterate, source, vocabulary_settings)
-
-
-def _fit(args, counts: _Counts, clock: _CpuClock):
+def _fit(args, counts: Counts, clock: _CpuClock):
     def on_stage(name, seconds):
         clock.on_stage(name, seconds)
         if seconds is not None and not args.quiet:
@@ -547,7 +291,7 @@ def _fit(args, counts: _Counts, clock: _CpuClock):
     )
 
 
-def _write(args, fitted, counts: _Counts, cpu_seconds: dict[str, float]) -> Path:
+def _write(args, fitted, counts: Counts, cpu_seconds: dict[str, float]) -> Path:
     """Write the fit's snapshot to ``args.out``; returns its path."""
     model = fitted.model
     vocabulary = counts.vocabulary
