@@ -326,3 +326,37 @@ def scripted_history(store, docs, cuts, evict_after, compact_after):
         if k in compact_after:
             store.compact()
         yield b
+
+
+def naive_block_to_csr(block, rloc, cloc, rpos, cpos, n_rows, row_offset, diagonal):
+    """Twin of ``store_block_to_csr``: (indptr, indices, data) from a dict of rows."""
+    rows = {p: [] for p in range(n_rows)}
+    for r, p in zip(rloc.tolist(), rpos.tolist()):
+        for c, q in zip(cloc.tolist(), cpos.tolist()):
+            v = block[r, c]
+            if v != 0.0 and not (diagonal and q < p + row_offset):
+                rows[p].append((q, v))
+    return _csr_of_rows(rows, n_rows)
+
+
+def naive_csr_add(a_indptr, a_indices, a_data, b_indptr, b_indices, b_data):
+    """Twin of ``store_csr_add``: both matrices as dicts of rows, summed entry by entry."""
+    n_rows = len(a_indptr) - 1
+    rows = {}
+    for i in range(n_rows):
+        row = {}
+        for ptr, idx, dat in ((a_indptr, a_indices, a_data), (b_indptr, b_indices, b_data)):
+            for k in range(ptr[i], ptr[i + 1]):
+                row[int(idx[k])] = row.get(int(idx[k]), 0.0) + float(dat[k])
+        rows[i] = sorted((j, v) for j, v in row.items() if v != 0.0)
+    return _csr_of_rows(rows, n_rows)
+
+
+def _csr_of_rows(rows, n_rows):
+    indptr = np.zeros(n_rows + 1, dtype=np.int64)
+    indices, data = [], []
+    for i in range(n_rows):
+        indptr[i + 1] = indptr[i] + len(rows[i])
+        indices += [j for j, _ in rows[i]]
+        data += [v for _, v in rows[i]]
+    return indptr, np.asarray(indices, dtype=np.int32), np.asarray(data, dtype=np.float64)

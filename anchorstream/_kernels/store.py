@@ -308,3 +308,117 @@ def store_scatter_symmetric(out, row_map, col_map, rows, cols, vals):
             b = col_map[i]
             if a >= 0 and b >= 0:
                 out[a, b] += v
+
+
+@numba.njit(cache=True)
+def store_block_to_csr(block, rloc, cloc, rpos, cpos, n_rows, row_offset, diagonal):
+    """The selected entries of one dense base shard as CSR over a band of rows.
+
+    Entry ``(a, b)`` of the selection is ``block[rloc[a], cloc[b]]``, placed at row
+    ``rpos[a]`` and column ``cpos[b]``; zeros are left out and, on a diagonal shard, so is
+    everything below the diagonal (``cpos[b] < rpos[a] + row_offset``: the band's first row is
+    row ``row_offset`` of the whole matrix). Two passes over the selection (count
+    per row, then fill), so the output is allocated at its exact size and nothing else is:
+    ``np.nonzero`` plus scipy's COO conversion held ~100 bytes per entry of a shard.
+
+    Parameters
+    ----------
+    block : float64 ndarray of shape (shard rows, shard columns)
+    rloc, cloc : int64 ndarray
+        Rows and columns of ``block`` to read (increasing).
+    rpos : int64 ndarray of shape (rloc.size,)
+        Output row of each (in ``[0, n_rows)``).
+    cpos : int64 ndarray of shape (cloc.size,)
+        Output column of each, increasing, so each row's columns come out sorted.
+    n_rows, row_offset : int
+    diagonal : bool
+
+    Returns
+    -------
+    indptr : int64 ndarray of shape (n_rows + 1,)
+    indices : int32 ndarray of shape (nnz,)
+    data : float64 ndarray of shape (nnz,)
+    """
+    indptr = np.zeros(n_rows + 1, dtype=np.int64)
+    for a in range(rloc.shape[0]):
+        r, p = rloc[a], rpos[a]
+        n = 0
+        for b in range(cloc.shape[0]):
+            if block[r, cloc[b]] != 0.0 and not (diagonal and cpos[b] < p + row_offset):
+                n += 1
+        indptr[p + 1] = n
+    for i in range(n_rows):
+        indptr[i + 1] += indptr[i]
+    nnz = indptr[n_rows]
+    indices = np.empty(nnz, dtype=np.int32)
+    data = np.empty(nnz, dtype=np.float64)
+    for a in range(rloc.shape[0]):
+        r, p = rloc[a], rpos[a]
+        k = indptr[p]
+        for b in range(cloc.shape[0]):
+            v = block[r, cloc[b]]
+            if v != 0.0 and not (diagonal and cpos[b] < p + row_offset):
+                indices[k] = cpos[b]
+                data[k] = v
+                k += 1
+    return indptr, indices, data
+
+
+@numba.njit(cache=True)
+def store_csr_add(a_indptr, a_indices, a_data, b_indptr, b_indices, b_data):
+    """The sum of two CSR matrices of the same shape whose rows have sorted, distinct
+    columns, in the same form (sorted, distinct, zeros left out).
+
+    Two passes (count, then merge), so the result is allocated at its exact size: scipy's sum
+    allocates for both operands' entries and leaves views that need another copy to trim,
+    three copies of a large matrix at once where this holds two.
+
+    Returns
+    -------
+    indptr : int64 ndarray
+    indices : int32 ndarray
+    data : float64 ndarray
+    """
+    n_rows = a_indptr.shape[0] - 1
+    indptr = np.zeros(n_rows + 1, dtype=np.int64)
+    for i in range(n_rows):
+        p, p_end = a_indptr[i], a_indptr[i + 1]
+        q, q_end = b_indptr[i], b_indptr[i + 1]
+        n = 0
+        while p < p_end or q < q_end:
+            if q == q_end or (p < p_end and a_indices[p] < b_indices[q]):
+                v = a_data[p]
+                p += 1
+            elif p == p_end or b_indices[q] < a_indices[p]:
+                v = b_data[q]
+                q += 1
+            else:
+                v = a_data[p] + b_data[q]
+                p += 1
+                q += 1
+            if v != 0.0:
+                n += 1
+        indptr[i + 1] = indptr[i] + n
+    nnz = indptr[n_rows]
+    indices = np.empty(nnz, dtype=np.int32)
+    data = np.empty(nnz, dtype=np.float64)
+    k = 0
+    for i in range(n_rows):
+        p, p_end = a_indptr[i], a_indptr[i + 1]
+        q, q_end = b_indptr[i], b_indptr[i + 1]
+        while p < p_end or q < q_end:
+            if q == q_end or (p < p_end and a_indices[p] < b_indices[q]):
+                j, v = a_indices[p], a_data[p]
+                p += 1
+            elif p == p_end or b_indices[q] < a_indices[p]:
+                j, v = b_indices[q], b_data[q]
+                q += 1
+            else:
+                j, v = a_indices[p], a_data[p] + b_data[q]
+                p += 1
+                q += 1
+            if v != 0.0:
+                indices[k] = j
+                data[k] = v
+                k += 1
+    return indptr, indices, data

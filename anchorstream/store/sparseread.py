@@ -23,6 +23,7 @@ import zarr
 
 from anchorstream.errors import StoreError, StoreFormatError
 from anchorstream.stats.accumulator import Forgetting
+from anchorstream._kernels.store import store_block_to_csr, store_csr_add
 from anchorstream.stats.sparse import SparseCooccurrence, canonical_csr, upper_csr
 from anchorstream.store.format import BRANCH, StoreState, check_format, read_admission
 from anchorstream.store.reading import BaseShards, CommittedState, dense_read_of, plan_catch_up
@@ -34,20 +35,17 @@ from anchorstream.zarrio import get, get_words
 __all__ = ["catch_up_upper", "open_committed_sparse", "read_version_sparse", "sparse_upper"]
 
 
-def _block_entries(block, rsel, csel, r0, c0, pos, diagonal: bool):
-    """Non-zero entries of the base block over active rows ``rsel`` and columns ``csel``
-    (slots), as positions; on a diagonal shard the upper triangle only."""
-    if (rsel.size == block.shape[0] and csel.size == block.shape[1]):
-        sub = block  # every slot of the shard is active and valid (the usual case)
-    else:
-        sub = block[np.ix_(rsel - r0, csel - c0)]
-    i, j = np.nonzero(sub)
-    vals = sub[i, j]
-    rows, cols = pos[rsel[i]], pos[csel[j]]
-    if diagonal:
-        keep = rows <= cols
-        rows, cols, vals = rows[keep], cols[keep], vals[keep]
-    return rows, cols, vals
+def _csr(parts, shape) -> sp.csr_matrix:
+    indptr, indices, data = parts
+    return sp.csr_matrix((data, indices, indptr), shape=shape)
+
+
+def _add(a: sp.csr_matrix, b: sp.csr_matrix) -> sp.csr_matrix:
+    """``a + b`` for canonical CSR, allocated at its exact size (:func:`store_csr_add`)."""
+    return _csr(store_csr_add(a.indptr.astype(np.int64, copy=False),
+                              a.indices.astype(np.int32, copy=False), a.data,
+                              b.indptr.astype(np.int64, copy=False),
+                              b.indices.astype(np.int32, copy=False), b.data), a.shape)
 
 
 def sparse_upper(root, meta, state: StoreState, active: np.ndarray,
@@ -69,15 +67,17 @@ def sparse_upper(root, meta, state: StoreState, active: np.ndarray,
     bands = []
     for r0 in shards.starts():
         rall = shards.slots(r0)
-        parts = [_block_entries(block, rsel, csel, r0, c0, pos, c0 == r0)
-                 for c0, rsel, csel, block in shards.band(r0, upper=True)]
-        rows, cols, vals = (np.concatenate(p) for p in zip(*parts)) if parts else (
-            np.empty(0, np.int64),) * 3
         lo = int(pos[rall[0]]) if rall.size else 0
-        band = sp.csr_matrix((vals.astype(np.float64), (rows - lo, cols)),
-                             shape=(rall.size, n))
-        band.sum_duplicates()
-        bands.append(band)
+        band = None  # CSR arrays over the band's rall.size rows
+        for c0, rsel, csel, block in shards.band(r0, upper=True):
+            # Straight from the dense shard to CSR at its exact size; windows and column
+            # bands are summed as they come, so a band holds at most two copies of itself.
+            piece = store_block_to_csr(np.ascontiguousarray(block, dtype=np.float64),
+                                       rsel - r0, csel - c0, pos[rsel] - lo, pos[csel],
+                                       rall.size, lo, c0 == r0)
+            band = piece if band is None else store_csr_add(*band, *piece)
+        bands.append(sp.csr_matrix((rall.size, n)) if band is None
+                     else _csr(band, (rall.size, n)))
     base = sp.vstack(bands, format="csr") if bands else sp.csr_matrix((n, n))
     del bands
     reader = EntryReader(root, reset_seq, forgetting, state.clock, shards.fold)
@@ -86,9 +86,9 @@ def sparse_upper(root, meta, state: StoreState, active: np.ndarray,
         srows, scols, svals = reader.entries(seg)
         srows, scols = pos[srows], pos[scols]
         keep = (srows >= 0) & (scols >= 0)  # entries of inactive slots are not read
-        base = canonical_csr(sp.csr_matrix(
-            base + upper_csr(srows[keep], scols[keep], svals[keep], n)))
+        seg_upper = upper_csr(srows[keep], scols[keep], svals[keep], n)
         del srows, scols, svals, keep
+        base = _add(canonical_csr(base), seg_upper)
     return canonical_csr(base)
 
 
@@ -116,7 +116,7 @@ def catch_up_upper(root, meta, state: StoreState, active: np.ndarray, reset_seq:
         rows, cols, vals = plan.reader.entries(seg)
         rows, cols = plan.pos[rows], plan.pos[cols]
         ok = (rows >= 0) & (cols >= 0)
-        upper = upper + upper_csr(rows[ok], cols[ok], vals[ok], n)
+        upper = _add(canonical_csr(upper), upper_csr(rows[ok], cols[ok], vals[ok], n))
     return canonical_csr(sp.csr_matrix(upper, copy=upper is previous.cooccurrence.upper))
 
 
