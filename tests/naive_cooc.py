@@ -124,3 +124,14 @@ def weighted_cooccurrence(X, length_cap) -> np.ndarray:
         weight = pairs if length_cap is None else min(pairs, length_cap * (length_cap - 1))
         out += weight / pairs * (np.outer(h, h) - np.diag(h))
     return out / out.sum()
+
+
+def naive_symmetric_matmul(indptr, indices, data, Z, out):
+    """Twin of ``cooc_symmetric_matmul``: the symmetric matrix written out entry by entry."""
+    n = len(indptr) - 1
+    for i in range(n):
+        for k in range(indptr[i], indptr[i + 1]):
+            j, v = int(indices[k]), float(data[k])
+            out[i] += v * Z[j]
+            if j != i:
+                out[j] += v * Z[i]

@@ -133,3 +133,20 @@ def test_no_documents():
     )
     assert num_docs == 0 and num_tokens == 0.0
     assert not out.any() and not unigram.any() and not doc_freq.any()
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("b", [1, 3])
+def test_symmetric_matmul_matches_twin_and_the_full_matrix(seed, b):
+    rng = np.random.default_rng(500 + seed)
+    n = 7
+    dense = rng.random((n, n)) * (rng.random((n, n)) < [0.0, 0.3, 1.0][seed % 3])
+    U = sp.csr_matrix(np.triu(dense))
+    Z = rng.standard_normal((n, b))
+    out = np.ones((n, b))  # added into
+    kernels.cooc_symmetric_matmul(U.indptr, U.indices, U.data, Z, out)
+    want = np.ones((n, b))
+    naive.naive_symmetric_matmul(U.indptr, U.indices, U.data, Z, want)
+    np.testing.assert_allclose(out, want, rtol=1e-14, atol=1e-14)
+    full = np.triu(dense) + np.triu(dense, 1).T
+    np.testing.assert_allclose(out, 1.0 + full @ Z, rtol=1e-13, atol=1e-13)

@@ -210,3 +210,33 @@ def cooc_counts(indptr, indices, data, full, n_stripes, out, cap_pairs=2.0):
     if not full:
         cooc_mirror_upper(out, n_stripes)
     return unigram, doc_freq, num_docs, num_tokens
+
+
+@numba.njit(cache=True)
+def cooc_symmetric_matmul(indptr, indices, data, Z, out):
+    """``out += (U + Uᵀ − diag U) Z`` for the upper triangle ``U`` of a symmetric matrix.
+
+    One pass over ``U``'s entries, each used for its own row and, off the diagonal, for its
+    mirror image: the transpose is never formed (a CSR copy of ``Uᵀ`` costs 12 bytes per stored
+    entry, as much as ``U`` itself). Serial: the mirror images scatter into other rows.
+
+    Parameters
+    ----------
+    indptr : int ndarray of shape (n + 1,)
+    indices : int ndarray of shape (nnz,)
+        Column of each entry, at least its row (upper triangle, diagonal included).
+    data : float64 ndarray of shape (nnz,)
+    Z : float64 ndarray of shape (n, b), C-contiguous
+    out : float64 ndarray of shape (n, b), C-contiguous; added into
+    """
+    n = indptr.shape[0] - 1
+    b = Z.shape[1]
+    for i in range(n):
+        for k in range(indptr[i], indptr[i + 1]):
+            j = indices[k]
+            v = data[k]
+            for c in range(b):
+                out[i, c] += v * Z[j, c]
+            if j != i:
+                for c in range(b):
+                    out[j, c] += v * Z[i, c]

@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from anchorstream._kernels.cooc import cooc_symmetric_matmul
 from anchorstream.errors import InputError
 from anchorstream.stats.cooccurrence import Cooccurrence, cap_pairs, check_count
 
@@ -102,7 +103,6 @@ class SparseCooccurrence:
         self.mass = mass
         self.num_docs = check_count("num_docs", num_docs)
         self.num_tokens = check_count("num_tokens", num_tokens)
-        self._upper_t = None
 
     @classmethod
     def from_dense(cls, cooc: Cooccurrence) -> SparseCooccurrence:
@@ -120,10 +120,9 @@ class SparseCooccurrence:
 
     @property
     def nbytes(self) -> int:
-        """Memory of the counts (the upper triangle, and its transpose once a product made it)."""
+        """Memory of the counts (the upper triangle; products never form its transpose)."""
         U = self.upper
-        one = U.data.nbytes + U.indices.nbytes + U.indptr.nbytes
-        return one * (1 if self._upper_t is None else 2)
+        return U.data.nbytes + U.indices.nbytes + U.indptr.nbytes
 
     def upper_counts(self) -> sp.csr_matrix:
         """The counts' upper triangle (diagonal included), as stored."""
@@ -144,12 +143,14 @@ class SparseCooccurrence:
         return float(2.0 * U.data.sum() - U.diagonal().sum())
 
     def _counts_matmul(self, Z: np.ndarray) -> np.ndarray:
+        # One pass over U for U Z + Uᵀ Z − diag(U) Z: a CSR copy of Uᵀ would double the
+        # counts' memory (benchmarks/README.md, "Refresh memory": as fast as scipy's two
+        # products from 40 columns on, 1.1-1.8x slower on one to 16).
         U = self.upper
-        if self._upper_t is None:
-            # CSR of Uᵀ: its product is as fast as U's (scipy's CSC product is not).
-            self._upper_t = sp.csr_matrix(U.T)
-        d = U.diagonal()
-        return U @ Z + self._upper_t @ Z - (d[:, None] * Z if Z.ndim == 2 else d * Z)
+        Z2 = np.ascontiguousarray(Z.reshape(Z.shape[0], -1), dtype=np.float64)
+        out = np.zeros_like(Z2)
+        cooc_symmetric_matmul(U.indptr, U.indices, U.data, Z2, out)
+        return out.reshape(Z.shape)
 
     def __matmul__(self, Z):
         Z = np.asarray(Z, dtype=np.float64)

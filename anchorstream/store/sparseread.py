@@ -64,10 +64,24 @@ def sparse_upper(root, meta, state: StoreState, active: np.ndarray,
     pos = np.full(meta["config"]["capacity"], -1, dtype=np.int64)
     pos[active] = np.arange(n)
     shards = BaseShards(root, meta, state, active, reset_seq)
-    bands = []
+    # The live segments first, summed: together they are bounded by the store's compaction
+    # settings (store.compact_bytes), not by V², and each band takes its rows of them.
+    segments = None
+    reader = EntryReader(root, reset_seq, forgetting, state.clock, shards.fold)
+    for seg in state.live_segments(R):
+        # One segment at a time: its entries' index arrays are the read's largest temporaries.
+        srows, scols, svals = reader.entries(seg)
+        srows, scols = pos[srows], pos[scols]
+        keep = (srows >= 0) & (scols >= 0)  # entries of inactive slots are not read
+        piece = upper_csr(srows[keep], scols[keep], svals[keep], n)
+        del srows, scols, svals, keep
+        segments = piece if segments is None else _add(segments, piece)
+    out = _Rows(n)
     for r0 in shards.starts():
         rall = shards.slots(r0)
-        lo = int(pos[rall[0]]) if rall.size else 0
+        if rall.size == 0:
+            continue
+        lo = int(pos[rall[0]])
         band = None  # CSR arrays over the band's rall.size rows
         for c0, rsel, csel, block in shards.band(r0, upper=True):
             # Straight from the dense shard to CSR at its exact size; windows and column
@@ -76,20 +90,50 @@ def sparse_upper(root, meta, state: StoreState, active: np.ndarray,
                                        rsel - r0, csel - c0, pos[rsel] - lo, pos[csel],
                                        rall.size, lo, c0 == r0)
             band = piece if band is None else store_csr_add(*band, *piece)
-        bands.append(sp.csr_matrix((rall.size, n)) if band is None
-                     else _csr(band, (rall.size, n)))
-    base = sp.vstack(bands, format="csr") if bands else sp.csr_matrix((n, n))
-    del bands
-    reader = EntryReader(root, reset_seq, forgetting, state.clock, shards.fold)
-    for seg in state.live_segments(R):
-        # One segment at a time: its entries' index arrays are the read's largest temporaries.
-        srows, scols, svals = reader.entries(seg)
-        srows, scols = pos[srows], pos[scols]
-        keep = (srows >= 0) & (scols >= 0)  # entries of inactive slots are not read
-        seg_upper = upper_csr(srows[keep], scols[keep], svals[keep], n)
-        del srows, scols, svals, keep
-        base = _add(canonical_csr(base), seg_upper)
-    return canonical_csr(base)
+        if segments is not None:
+            rows = segments[lo : lo + rall.size]
+            rows = (rows.indptr.astype(np.int64), rows.indices.astype(np.int32), rows.data)
+            band = rows if band is None else store_csr_add(*band, *rows)
+        if band is not None:
+            out.put(lo, *band)
+    return out.csr()
+
+
+class _Rows:
+    """A CSR matrix written band by band, in row order, into arrays that grow in place.
+
+    ``ndarray.resize`` reallocates, and a large block is remapped rather than copied (glibc's
+    ``realloc`` of an ``mmap``-ed chunk), so assembling the matrix does not hold two copies
+    of it, as concatenating the bands (``scipy.sparse.vstack``) does.
+    """
+
+    def __init__(self, n: int):
+        self.n = n
+        self.indptr = np.zeros(n + 1, dtype=np.int64)
+        self.indices = np.empty(0, dtype=np.int32)
+        self.data = np.empty(0, dtype=np.float64)
+        self.nnz = 0
+        self.next_row = 0
+
+    def put(self, lo: int, indptr: np.ndarray, indices: np.ndarray, data: np.ndarray) -> None:
+        """Rows ``lo .. lo + len(indptr) - 2``, after every row written so far."""
+        rows = indptr.size - 1
+        self.indptr[self.next_row + 1 : lo + 1] = self.nnz  # rows skipped: empty
+        need = self.nnz + indices.size
+        if need > self.indices.size:
+            size = max(need, int(self.indices.size * 1.25))
+            self.indices.resize(size, refcheck=False)
+            self.data.resize(size, refcheck=False)
+        self.indices[self.nnz : need] = indices
+        self.data[self.nnz : need] = data
+        self.indptr[lo + 1 : lo + rows + 1] = indptr[1:] + self.nnz
+        self.nnz, self.next_row = need, lo + rows
+
+    def csr(self) -> sp.csr_matrix:
+        self.indptr[self.next_row + 1 :] = self.nnz
+        self.indices.resize(self.nnz, refcheck=False)
+        self.data.resize(self.nnz, refcheck=False)
+        return sp.csr_matrix((self.data, self.indices, self.indptr), shape=(self.n, self.n))
 
 
 def catch_up_upper(root, meta, state: StoreState, active: np.ndarray, reset_seq: np.ndarray,
