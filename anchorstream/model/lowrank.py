@@ -31,7 +31,6 @@ projection reads it.
 
 from __future__ import annotations
 
-import copy
 import logging
 import time
 from dataclasses import dataclass
@@ -43,7 +42,7 @@ from anchorstream.stats.cooccurrence import cap_pairs, pair_scale
 from anchorstream.errors import InputError
 from anchorstream.model.anderson import AndersonMixer
 from anchorstream.model.eigen import fix_signs, top_eigh
-from anchorstream.model.lowrank_corrections import Corrections, negatives
+from anchorstream.model.lowrank_corrections import Corrections
 from anchorstream.model.rectify_core import check_loop_args
 
 log = logging.getLogger(__name__)
@@ -191,13 +190,12 @@ class LowRankCooccurrence:
     """A symmetric V × V matrix ``Y Yᵀ + r 1 1ᵀ + E`` held by its parts.
 
     ``E`` is the non-negativity correction of ``Y Yᵀ`` on the rows and columns of the scanned
-    words ``I``: ``E = max(−Y Yᵀ, 0)`` there, zero elsewhere. It is stored as
-    ``N = max(−Y Y_Iᵀ, 0)`` (V × |I|, float32, computed from ``Y`` when not given), so that
-    ``E[i, j] = N[i, p(j)]`` for ``j`` in ``I`` (``p(j)`` its position in ``I``),
-    ``E[i, j] = N[j, p(i)]`` for ``i`` in ``I`` and ``j`` not. Its nonzero entries (~1% of
-    ``N``'s on real corpora) are also kept as a sparse ``E``, through which products, sums and
-    rows cost ``O(nnz(E))`` (two dense GEMMs with ``N``, ``O(V |I|)``, were most of the anchor
-    search's and recovery's time).
+    words ``I``: ``E = max(−Y Yᵀ, 0)`` there, zero elsewhere, i.e. the entries of
+    ``N = max(−Y Y_Iᵀ, 0)`` (V × |I|): ``E[i, j] = N[i, p(j)]`` for ``j`` in ``I`` (``p(j)`` its
+    position in ``I``), ``E[i, j] = N[j, p(i)]`` for ``i`` in ``I`` and ``j`` not. It is held
+    once (:class:`~anchorstream.model.lowrank_corrections.Corrections`): sparse where few of
+    ``N``'s entries are non-zero (~1% on most real corpora; products, sums and rows then cost
+    ``O(nnz(E))``), else as ``N`` itself, dense float64.
 
     It quacks enough like the dense co-occurrence for the anchor search, the recovery and the
     topic-topic matrix: ``M @ Z`` (products), ``M[i]`` and ``M[idx]`` (dense rows),
@@ -211,34 +209,25 @@ class LowRankCooccurrence:
         ``r``.
     scanned : ndarray of int64, shape (n_scanned,)
         ``I``, distinct word indices.
-    negatives : ndarray of float32, shape (n_words, n_scanned)
-        ``N``; leave it out to have it computed (``O(V K |I|)``).
+    corrections : Corrections, optional
+        ``E``; leave it out to have it scanned from ``Y`` in ``Y``'s precision
+        (``O(V K |I|)``).
     """
 
     factor: np.ndarray
     shift: float
     scanned: np.ndarray
-    negatives: np.ndarray | None = None
+    corrections: Corrections | None = None
 
     def __post_init__(self):
         V = self.factor.shape[0]
         self.scanned = np.asarray(self.scanned, dtype=np.int64)
-        nonzero = None
-        if self.negatives is None:
-            self.negatives, nonzero = negatives(self.factor, self.scanned)
-        if self.negatives.shape != (V, self.scanned.size):
-            raise InputError(f"negatives must have shape ({V}, {self.scanned.size}), got "
-                             f"{self.negatives.shape}")
         self._outside = np.ones(V, dtype=bool)
         self._outside[self.scanned] = False
-        self._index_corrections(np.nonzero(self.negatives) if nonzero is None else nonzero)
-
-    def _index_corrections(self, nonzero) -> None:
-        """``E`` itself, sparse, from ``N``'s ``nonzero`` entries: products, sums and rows then
-        cost ``O(nnz(E))`` instead of ``O(V |I|)``."""
-        i, p = self._nonzero = nonzero
-        self._E = Corrections(i, p, self.negatives[i, p].astype(np.float64), self.scanned,
-                               self._outside)
+        if self.corrections is None:
+            self.corrections = Corrections.scan(self.factor, self.scanned, self._outside,
+                                                dense=False)
+        self._E = self.corrections
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -251,7 +240,7 @@ class LowRankCooccurrence:
 
     @property
     def nbytes(self) -> int:
-        return int(self.factor.nbytes + self.negatives.nbytes + self.scanned.nbytes)
+        return int(self.factor.nbytes + self._E.nbytes + self.scanned.nbytes)
 
     def _correction_matmul(self, Z: np.ndarray) -> np.ndarray:
         """``E @ Z`` for a 2-D ``Z``."""
@@ -292,7 +281,7 @@ class LowRankCooccurrence:
         Where ``E`` is non-zero it equals ``−Y Yᵀ``, so ``⟨(Y Yᵀ + r)_i, E_i⟩ = −‖E_i‖² +
         r Σ_j E_ij`` and ``‖M_i‖² = ‖(Y Yᵀ + r)_i‖² − ‖E_i‖² + 2 r Σ_j E_ij``.
         """
-        Y, r, N = self.factor, self.shift, self.negatives
+        Y, r = self.factor, self.shift
         V = Y.shape[0]
         G = Y.T @ Y
         m = Y.sum(axis=0)
@@ -309,14 +298,16 @@ class LowRankCooccurrence:
         Y = self.factor
         return Y @ Y.T + self.shift + self.correction_rows(np.arange(Y.shape[0]))
 
-    def scaled(self, c: float) -> LowRankCooccurrence:
-        """``c`` times this matrix (``c > 0``)."""
-        out = copy.copy(self)  # the same words scanned, the same entries nonzero
-        out.factor = self.factor * np.sqrt(c)
-        out.shift = self.shift * c
-        out.negatives = self.negatives * np.float32(c)
-        out._index_corrections(self._nonzero)
-        return out
+    def scaled(self, c: float, *, inplace: bool = False) -> LowRankCooccurrence:
+        """``c`` times this matrix (``c > 0``); ``inplace`` scales this one's arrays instead
+        of copying them (the corrections can be the largest array of a fit)."""
+        if not inplace:
+            return LowRankCooccurrence(self.factor * np.sqrt(c), self.shift * c, self.scanned,
+                                       self._E.scaled(c))
+        self.factor *= np.sqrt(c)
+        self.shift *= c
+        self._E.scale_(c)
+        return self
 
 
 # ---- Alternating projection on the implicit iterate -----------------------------------------
@@ -369,10 +360,10 @@ class LowRankResult:
 class _LoopIterate:
     """The iterate ``Y Yᵀ + r 1 1ᵀ + E`` inside :func:`rectify_lowrank`'s loop, ``E`` held sparse.
 
-    :class:`LowRankCooccurrence` also keeps the dense V × |I| block ``N`` its sparse ``E`` is
-    gathered from, and scans in float64; the loop only multiplies and sums through ``E`` (a
-    product costs ``O(V K b + nnz(E) b)``), so here only ``E`` is built, from a float32 scan:
-    the corrections are stored in float32 either way.
+    :class:`LowRankCooccurrence` scans in float64 (the result's corrections); the loop only
+    multiplies and sums through ``E`` (a product costs ``O(V K b + nnz(E) b)``, or two GEMMs
+    with a dense ``E``), so here ``E`` is scanned in float32, and held as the last
+    iteration's was (``dense``).
     """
 
     def __init__(self, Y: np.ndarray, scanned: np.ndarray, shift: float = 0.0, *,
@@ -547,9 +538,9 @@ def lowrank_result(Y: np.ndarray, scanned: np.ndarray, eigvecs: np.ndarray, eigv
     epsilon = float(norms[outside].max(initial=0.0))
     # The result is Y Yᵀ + E, without the normalization shift (see rectify_lowrank), divided
     # by its sum; its corrections scanned again in float64.
-    iterate = LowRankCooccurrence(Y, 0.0, scanned)
+    iterate = LowRankCooccurrence(np.array(Y, dtype=np.float64), 0.0, scanned)
     total = iterate.sum()
-    matrix = iterate.scaled(1.0 / total)
+    matrix = iterate.scaled(1.0 / total, inplace=True)
     return LowRankResult(
         matrix=matrix,
         eigvecs=fix_signs(np.ascontiguousarray(eigvecs)),

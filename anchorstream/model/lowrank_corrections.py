@@ -9,12 +9,14 @@ entries makes cheaper.
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import scipy.sparse as sp
 
 from anchorstream._kernels.rectify import anchor_negative_entries
 
-__all__ = ["Corrections", "negatives"]
+__all__ = ["Corrections"]
 
 #: Columns of ``Y Y_Iᵀ`` formed at once when scanning for negative entries: a block of
 #: V × this many float64 values (~50 MB at V = 50,000).
@@ -88,6 +90,31 @@ class Corrections:
         out._set_block(block)
         return out
 
+    @property
+    def nbytes(self) -> int:
+        if self.dense:
+            return int(self.block.nbytes + self.position.nbytes + self.sums.nbytes)
+        csr = self.csr
+        return int(csr.data.nbytes + csr.indices.nbytes + csr.indptr.nbytes + self.sums.nbytes)
+
+    def scaled(self, c: float) -> Corrections:
+        """``c E``, a copy (the same words scanned, the same entries non-zero)."""
+        out = copy.copy(self)
+        if self.dense:
+            out.block = self.block * c
+        else:
+            out.csr = self.csr * c
+        out.sums = self.sums * c
+        return out
+
+    def scale_(self, c: float) -> None:
+        """``E ← c E`` in place."""
+        if self.dense:
+            self.block *= c
+        else:
+            self.csr.data *= c
+        self.sums *= c
+
     def __matmul__(self, Z: np.ndarray) -> np.ndarray:
         """``E @ Z`` for a 2-D ``Z``."""
         if not self.dense:
@@ -131,12 +158,3 @@ def _negative_entries(Y: np.ndarray, scanned: np.ndarray):
         vals.append(v)
     cat = (lambda xs, dt: np.concatenate(xs) if xs else np.empty(0, dtype=dt))
     return cat(rows, np.int64), cat(cols, np.int64), cat(vals, np.float64)
-
-
-def negatives(Y: np.ndarray, scanned: np.ndarray):
-    """``N = max(−Y Y_Iᵀ, 0)`` as a float32 (V × |I|) array, and its nonzero entries
-    ``(rows, cols)``."""
-    i, p, v = _negative_entries(Y, scanned)
-    out = np.zeros((Y.shape[0], scanned.size), dtype=np.float32)
-    out[i, p] = v
-    return out, (i, p)
