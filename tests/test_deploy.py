@@ -274,9 +274,12 @@ def test_kubernetes_manifests():
     assert svc["selector"].items() <= sts["template"]["metadata"]["labels"].items()
 
 
-#: Peak bytes of a refresh per squared vocabulary word: the refresher keeps ~30 V^2 of dense
-#: buffers (daemon/refresh.py: float64 counts and subset, float32 iterate and two states,
-#: 10% headroom) and peaked at 33.9 V^2 of numpy allocations (tracemalloc, V = 2000, cold).
+#: Peak bytes of a refresh per squared vocabulary word, for the larger of the two rectifiers
+#: (the deployment is sized so that either fits): with ``rectify_method: ap`` the refresher
+#: keeps ~30 V^2 of dense buffers (daemon/refresh.py: float64 counts and subset, float32
+#: iterate and two states, 10% headroom) and peaked at 33.9 V^2 of numpy allocations
+#: (tracemalloc, V = 2000, cold); the default low-rank one peaks near 12 V^2 once every pair
+#: is stored (benchmarks/bench_refresh_memory.py).
 REFRESH_PEAK_PER_V2 = 34
 #: Interpreter, libraries and Kafka client (the daemon's resident size before any refresh).
 BASELINE_BYTES = 0.5e9

@@ -4,7 +4,9 @@
 a capacity of 50,000 words). :func:`open_committed_sparse` reads the same version into a
 :class:`~anchorstream.stats.sparse.SparseCooccurrence` instead: one upper base shard at a time
 (``shard_size²`` float64, 32 MB with the defaults), keeping the non-zero entries of the active
-words, then the valid segment entries; memory is ``O(nnz)``, 12 bytes per stored word pair.
+words, then the valid segment entries; memory is ``O(nnz)``, 12 bytes per stored word pair,
+written band by band into arrays grown in place (one copy of the result, one band being
+merged, and the live segments, which compaction bounds).
 What it reads is exactly what ``open_committed`` densifies (the same eviction, fold and decay
 rules; tests/test_store_sparseread.py checks them against each other), which is what the
 low-rank refresh (``model.rectify_method: lowrank``) and ``fit --store --rectify-method lowrank``
