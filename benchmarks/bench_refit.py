@@ -1,0 +1,121 @@
+"""Refit stability of the shipped pipeline: two cold fits on random halves of one period.
+
+Issue 16 (item 5) asks how far apart two cold fits on random halves of the same period of
+short text land. ``bench_streaming.py --parts refit`` splits that difference into its causes
+on one rectification per corpus (the anchor search and the recovery rerun per row, no pair
+refinement); this script runs what a user runs, ``AnchorModel(K).fit`` with every default
+(the low-rank rectifier on the documents, as ``fit --input`` does; the refinement where
+documents are short), so its rows are the fit as shipped. Topics are matched one to one by
+the Hungarian assignment on ``1 − TV``; "unmatched" is a matched pair with TV ≥ 0.5.
+
+    OPENBLAS_NUM_THREADS=1 NUMBA_NUM_THREADS=1 OMP_NUM_THREADS=1 \\
+        .venv/bin/python benchmarks/bench_refit.py [--data FILE] [--topics 100] [--vocab 8000]
+        [--settings '{"refine": "none"}' ...] [--tomotopy]
+
+Default corpus: the quality benchmark's ``short`` training split (112,319 npm summaries;
+``benchmarks/bench_quality.py`` builds it), K = 100, V = 8000 as there.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from benchmarks.bench_streaming import QUALITY, read_docs, refit_row  # noqa: E402
+from anchorstream.model.lowrank import DocumentCooccurrence  # noqa: E402
+from anchorstream.model.pipeline import AnchorModel  # noqa: E402
+from anchorstream.stats.cooccurrence import LENGTH_CAP  # noqa: E402
+from anchorstream.text.tokenize import count_matrix, select_vocabulary  # noqa: E402
+from daemon.cli.options import MAX_DF, MIN_DF  # noqa: E402
+
+
+def fit(docs, words, K: int, seed: int, **settings) -> SimpleNamespace:
+    """``fit --input``'s model on ``docs`` over ``words``: topics as ``refit_row`` reads them."""
+    t = time.process_time()
+    cooc = DocumentCooccurrence(count_matrix(docs, words), length_cap=LENGTH_CAP)
+    model = AnchorModel(K, random_state=seed, **settings).fit(cooc)
+    return SimpleNamespace(topic_word=model.topic_word_, words=list(words),
+                           prevalence=model.prevalence_,
+                           anchors=[words[a] for a in model.anchors_],
+                           refine=model.refine_, cpu=time.process_time() - t)
+
+
+def fit_tomotopy(docs, words, K: int, seed: int) -> SimpleNamespace:
+    """The quality benchmark's tomotopy Gibbs LDA (its settings and iteration budget) on the
+    same documents and vocabulary: the peer's own refit stability, for scale."""
+    from benchmarks.quality.peers import TOMOTOPY_MAX_ITERATIONS, _fit_tomotopy
+
+    t = time.process_time()
+    X = count_matrix(docs, words)
+    B, counts, _ = _fit_tomotopy(docs, list(words), X, K, seed,
+                                 SimpleNamespace(tomotopy_max_iterations=TOMOTOPY_MAX_ITERATIONS))
+    return SimpleNamespace(topic_word=np.asarray(B).T, words=list(words),
+                           prevalence=counts / max(counts.sum(), 1.0), anchors=[],
+                           cpu=time.process_time() - t)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--data", type=Path, default=QUALITY / "short" / "train.jsonl")
+    p.add_argument("--topics", "-k", type=int, default=100)
+    p.add_argument("--vocab", type=int, default=8000)
+    p.add_argument("--seed", type=int, default=0, help="the random halves")
+    p.add_argument("--settings", action="append", default=[], metavar="JSON",
+                   help="also fit both halves with these AnchorModel settings (repeatable)")
+    p.add_argument("--tomotopy", action="store_true",
+                   help="also the peer tomotopy (Gibbs LDA) on the same halves and vocabularies")
+    a = p.parse_args(argv)
+    if not a.data.is_file():
+        sys.exit(f"{a.data} is missing: build the quality corpora first "
+                 "(benchmarks/bench_quality.py) or pass --data")
+    docs = read_docs(a.data)
+    order = np.random.default_rng(a.seed).permutation(len(docs))
+    half = len(docs) // 2
+    A = [docs[i] for i in order[:half]]
+    B = [docs[i] for i in order[half:2 * half]]
+    K = a.topics
+
+    def vocabulary(part):
+        return select_vocabulary(part, min_df=MIN_DF, max_df=MAX_DF, max_size=a.vocab)
+
+    wa, wb = vocabulary(A), vocabulary(B)
+    print(f"### refit of the shipped pipeline: random halves of {a.data.name} ({half} "
+          f"documents each, K = {K}, V = {a.vocab}; "
+          f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())})\n")
+    print("| the first half's fit (A) against | matched ℓ1 | TV ≥ 0.5 (unmatched) | "
+          "A's prevalence in them | anchors shared | words shared |\n"
+          "|---|---:|---:|---:|---:|---:|")
+    fa, fb = fit(A, wa, K, a.seed), fit(B, wb, K, a.seed)
+    print(refit_row(f"B, each half its own vocabulary (refinement: {fa.refine}; "
+                    f"{fa.cpu:.0f} and {fb.cpu:.0f} CPU s)", fa, fb), flush=True)
+    keep = np.random.default_rng(1).random(half) >= 0.01
+    fewer = [d for d, k in zip(A, keep) if k]
+    print(refit_row(f"A itself with 1 % of its documents left out ({half - len(fewer)}; "
+                    "A's vocabulary)", fa, fit(fewer, wa, K, a.seed)), flush=True)
+    print(refit_row("B, both halves fitted with another seed (1)", fit(A, wa, K, 1),
+                    fit(B, wb, K, 1)), flush=True)
+    for text in a.settings:
+        s = json.loads(text)
+        print(refit_row(f"B, both with `{text}`", fit(A, wa, K, a.seed, **s),
+                        fit(B, wb, K, a.seed, **s)), flush=True)
+    if a.tomotopy:  # no anchors: that column is 0 by construction
+        ta, tb = fit_tomotopy(A, wa, K, a.seed), fit_tomotopy(B, wb, K, a.seed)
+        print(refit_row(f"tomotopy: B, each half its own vocabulary ({ta.cpu:.0f} and "
+                        f"{tb.cpu:.0f} CPU s)", ta, tb), flush=True)
+        print(refit_row("tomotopy: A again with another seed (1)", ta,
+                        fit_tomotopy(A, wa, K, 1)), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
