@@ -50,6 +50,22 @@ def canonical_csr(m: sp.csr_matrix) -> sp.csr_matrix:
     return m
 
 
+def _below_diagonal(U: sp.csr_matrix, block: int = 1 << 16) -> bool:
+    """Whether any entry of ``U`` lies below the diagonal, checked about ``block`` entries
+    at a time (each entry's row, spelled out, would be 8 more bytes per entry at once)."""
+    indptr, indices = U.indptr, U.indices
+    r0, n = 0, U.shape[0]
+    while r0 < n:
+        r1 = int(np.searchsorted(indptr, indptr[r0] + block, side="right"))
+        r1 = min(max(r1 - 1, r0 + 1), n)
+        lo, hi = indptr[r0], indptr[r1]
+        rows = np.repeat(np.arange(r0, r1), np.diff(indptr[r0 : r1 + 1]))
+        if np.any(indices[lo:hi] < rows):
+            return True
+        r0 = r1
+    return False
+
+
 class SparseCooccurrence:
     """Summed co-occurrence statistics whose counts are a sparse symmetric matrix.
 
@@ -92,10 +108,9 @@ class SparseCooccurrence:
                 f"doc_freq of shape (n_words,); got {U.shape}, {self.unigram.shape}, "
                 f"{self.doc_freq.shape}")
         if U.nnz:
-            if not np.all(np.isfinite(U.data)) or U.data.min() < 0:
+            if not np.isfinite(U.data.sum()) or U.data.min() < 0:
                 raise InputError("counts must be finite and non-negative")
-            rows = np.repeat(np.arange(V), np.diff(U.indptr))
-            if np.any(U.indices < rows):
+            if _below_diagonal(U):
                 raise InputError("SparseCooccurrence takes the upper triangle of the counts "
                                  "(column >= row); an entry lies below the diagonal")
         self.upper = U
