@@ -358,7 +358,7 @@ class LowRankResult:
 
 
 class _LoopIterate:
-    """The iterate ``Y Yᵀ + r 1 1ᵀ + E`` inside :func:`rectify_lowrank`'s loop, ``E`` held sparse.
+    """The iterate ``Y Yᵀ + r 1 1ᵀ + E`` inside :func:`rectify_lowrank`'s loop.
 
     :class:`LowRankCooccurrence` scans in float64 (the result's corrections); the loop only
     multiplies and sums through ``E`` (a product costs ``O(V K b + nnz(E) b)``, or two GEMMs
