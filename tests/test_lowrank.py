@@ -86,7 +86,7 @@ def test_implicit_matrix_matches_its_dense_form(V, k, shift, n_scanned, seed, de
     # The corrections held as a dense block (any share of negative entries) or sparse (none).
     with mock.patch.object(lowrank_corrections, "_DENSE_SHARE", -1.0 if dense else 2.0):
         M = LowRankCooccurrence(Y, shift, scanned)
-        scaled = M.scaled(2.5)
+        scaled = LowRankCooccurrence(Y.copy(), shift, scanned).scale_(2.5)
     assert M._E.dense == dense
     # The definition, entry by entry: Y Yᵀ + r, negative entries of Y Yᵀ in a scanned row or
     # column corrected to zero (before the shift).

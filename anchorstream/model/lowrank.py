@@ -298,12 +298,9 @@ class LowRankCooccurrence:
         Y = self.factor
         return Y @ Y.T + self.shift + self.correction_rows(np.arange(Y.shape[0]))
 
-    def scaled(self, c: float, *, inplace: bool = False) -> LowRankCooccurrence:
-        """``c`` times this matrix (``c > 0``); ``inplace`` scales this one's arrays instead
-        of copying them (the corrections can be the largest array of a fit)."""
-        if not inplace:
-            return LowRankCooccurrence(self.factor * np.sqrt(c), self.shift * c, self.scanned,
-                                       self._E.scaled(c))
+    def scale_(self, c: float) -> LowRankCooccurrence:
+        """This matrix times ``c`` (``c > 0``), in place (the corrections can be the largest
+        array of a fit: no copy of them); returns it."""
         self.factor *= np.sqrt(c)
         self.shift *= c
         self._E.scale_(c)
@@ -540,7 +537,7 @@ def lowrank_result(Y: np.ndarray, scanned: np.ndarray, eigvecs: np.ndarray, eigv
     # by its sum; its corrections scanned again in float64.
     iterate = LowRankCooccurrence(np.array(Y, dtype=np.float64), 0.0, scanned)
     total = iterate.sum()
-    matrix = iterate.scaled(1.0 / total, inplace=True)
+    matrix = iterate.scale_(1.0 / total)
     return LowRankResult(
         matrix=matrix,
         eigvecs=fix_signs(np.ascontiguousarray(eigvecs)),

@@ -9,8 +9,6 @@ entries makes cheaper.
 
 from __future__ import annotations
 
-import copy
-
 import numpy as np
 import scipy.sparse as sp
 
@@ -96,16 +94,6 @@ class Corrections:
             return int(self.block.nbytes + self.position.nbytes + self.sums.nbytes)
         csr = self.csr
         return int(csr.data.nbytes + csr.indices.nbytes + csr.indptr.nbytes + self.sums.nbytes)
-
-    def scaled(self, c: float) -> Corrections:
-        """``c E``, a copy (the same words scanned, the same entries non-zero)."""
-        out = copy.copy(self)
-        if self.dense:
-            out.block = self.block * c
-        else:
-            out.csr = self.csr * c
-        out.sums = self.sums * c
-        return out
 
     def scale_(self, c: float) -> None:
         """``E ← c E`` in place."""
