@@ -55,14 +55,18 @@ METHODS: dict[str, tuple[dict, float]] = {
     "rp": (dict(anchor_method="rp"), 25),
     "ddp (paper)": (dict(anchor_method="ddp"), 25),
     "rp (paper)": (dict(anchor_method="rp"), 25),
+    "ddp (K clusters)": (dict(anchor_method="ddp"), 25),
+    "rp (K clusters)": (dict(anchor_method="rp"), 25),
 }
 
 #: label -> ``anchorstream.model.methods`` settings changed for that fit: DDP and RP as the paper
 #: describes them (plain cluster averages; RP's detection on the raw projections, the 5 most
 #: extreme words of each cluster as before session 15), to compare with the defaults.
 SETTINGS: dict[str, dict] = {
-    "ddp (paper)": {"DDP_N_EXTREME": None},
-    "rp (paper)": {"RP_NOISE_AWARE": False, "RP_N_EXTREME": 5},
+    "ddp (paper)": {"DDP_N_EXTREME": None, "NOVEL_CLUSTERS_PER_TOPIC": 1},
+    "rp (paper)": {"RP_NOISE_AWARE": False, "RP_N_EXTREME": 5, "NOVEL_CLUSTERS_PER_TOPIC": 1},
+    "ddp (K clusters)": {"NOVEL_CLUSTERS_PER_TOPIC": 1},
+    "rp (K clusters)": {"NOVEL_CLUSTERS_PER_TOPIC": 1},
 }
 
 PAPER = {  # the papers' own figures for the rows of their protocols
@@ -210,8 +214,8 @@ def main(argv=None) -> int:
     p.add_argument("--docs", type=lambda s: [int(x) for x in s.split(",") if x],
                    default=[40000, 50000, 60000], help="TSVD protocol sizes")
     p.add_argument("--methods", default="",
-                   help="comma-separated labels of METHODS run on each protocol's corpora, in the "
-                        "protocol's order (default: the protocol's own)")
+                   help="comma-separated labels of METHODS run on each protocol's corpora, in "
+                        "this order (default: the protocol's own)")
     p.add_argument("--kl-max-words", type=int, default=5000)
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
@@ -225,7 +229,7 @@ def main(argv=None) -> int:
         if only and name not in only:
             continue
         if chosen:
-            labels = [lab for lab in labels if lab in chosen]
+            labels = chosen
         grid = run_grid(name, B, rows, labels, args.seed, args.kl_max_words)
         lines += markdown(f"#### {title}", grid, labels, paper) + [""]
     print("\n".join(lines))

@@ -73,61 +73,6 @@ def test_rp_error_falls_with_more_documents():
     assert err_large < 0.5 * error(large, n_extreme=None)
 
 
-def _population_split(n_docs=400, n_words=30, n_topics=3, seed=0):
-    """A noise-free SplitStatistic: both halves hold every document's expected frequencies."""
-    rng = np.random.default_rng(seed)
-    B = np.zeros((n_words, n_topics))
-    B[n_topics:] = rng.dirichlet(np.full(n_topics, 0.3), n_words - n_topics)  # mixed words
-    B[np.arange(n_topics), np.arange(n_topics)] = 1.0  # word k is topic k's only novel word
-    B /= B.sum(axis=0)
-    A = rng.dirichlet(np.full(n_topics, 0.2), n_docs) @ B.T  # (docs, words), rows sum to 1
-    mass = A.sum(axis=0)
-    split = wp.SplitStatistic(A.T @ A, mass, mass, (A > 0).sum(axis=0), n_docs)
-    return split, B
-
-
-def test_extreme_words_finds_the_corner_from_impure_groups():
-    split, B = _population_split()
-    share = B / B.sum(axis=1, keepdims=True)  # p(topic | word)
-    mixed = np.arange(3, B.shape[0])
-    # Groups of mixed words that only lean to their topic; the novel word is left out.
-    groups = [mixed[share[mixed].argmax(axis=1) == k] for k in range(3)]
-    assert all(g.size for g in groups)
-    found = nw.extreme_words(split, groups, 1)
-    assert [int(g[0]) for g in found] == [0, 1, 2]
-    more = nw.extreme_words(split, groups, 4)
-    assert all(g.size == 4 and g[0] == k for k, g in enumerate(more))
-
-
-def test_extreme_words_scores_match_the_correlation_matrix(planted):
-    _, split, sketch = planted
-    novel = nw.rp_novel_words(sketch, min_df=60)
-    groups = nw.cluster_novel_words(split, novel, 5, random_state=0)
-    found = nw.extreme_words(split, groups, 7, min_df=60)
-    # Dense oracle: min of C Avgᵀ and Cᵀ Avgᵀ over the candidates, best first.
-    C = split.correlation()
-    cand = np.flatnonzero((split.mass_first > 0) & (split.mass_second > 0)
-                          & (split.doc_freq >= 60))
-    for k, g in enumerate(groups):
-        score = np.minimum(C[cand][:, g].mean(axis=1), C[g][:, cand].mean(axis=0))
-        np.testing.assert_array_equal(found[k], cand[np.lexsort((cand, -score))[:7]])
-
-
-def test_extreme_words_checks_input(planted):
-    _, split, _ = planted
-    with pytest.raises(InputError, match="n_words"):
-        nw.extreme_words(split, [[0], [1]], 0)
-    with pytest.raises(InputError, match="non-empty"):
-        nw.extreme_words(split, [[0], []], 2)
-    with pytest.raises(InputError, match="lie in"):
-        nw.extreme_words(split, [[0], [500]], 2)
-    with pytest.raises(InputError, match="candidate"):
-        nw.extreme_words(split, [[0], [1]], 2, min_df=1e9)
-    empty = wp.SplitStatistic.zeros(split.n_words)
-    with pytest.raises(InputError, match="both document halves"):
-        nw.extreme_words(empty, [[0], [1]], 2)
-
-
 def test_rp_paper_average_keeps_the_clusters(planted):
     _, split, sketch = planted
     paper = nw.rp_topics(sketch, split, 5, min_df=60, n_extreme=None, random_state=0)
@@ -142,13 +87,6 @@ def test_estimation_from_true_anchors(planted):
     topic_word, coef = nw.estimate_topics(split, [[k] for k in range(5)])
     assert recovery_error(truth.topic_word, topic_word)[0] < 0.12
     np.testing.assert_allclose(coef.sum(axis=1), 1.0)
-
-
-def test_explicit_threshold_needs_enough_components(planted):
-    _, split, _ = planted
-    novel = nw.ddp_novel_words(split, 5, min_df=60)
-    with pytest.raises(InputError, match="components"):
-        nw.cluster_novel_words(split, novel, 5, method="threshold", threshold=1e12)
 
 
 def test_deterministic(planted):

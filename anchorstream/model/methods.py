@@ -34,7 +34,7 @@ DDP_NOVEL_PER_TOPIC = 20
 #: before Algorithm 4 (None: the paper's plain cluster average). On ``synth60-50k`` (Gibbs truth,
 #: K = 50, 60 words per document) ℓ1 0.327 -> 0.269 (10) / 0.260 (20), the default 0.197.
 #: Over five fresh draws of that regime 1.73x -> 1.60x the default's ℓ1 (benchmarks/README.md,
-#: seed methods, session 15).
+#: seed methods, session 15); with ``NOVEL_CLUSTERS_PER_TOPIC`` below, 1.28x.
 DDP_N_EXTREME: int | None = 10
 
 #: RP in ``fit_topics``: noise-aware detection (``rp_topics(noise_aware=True)``) and the
@@ -42,10 +42,19 @@ DDP_N_EXTREME: int | None = 10
 #: cluster average). On ``synth60-50k``: ℓ1 0.592 (the paper's detection, 5 words) -> 0.420
 #: (noise-aware, 5) -> 0.345 (10) / 0.325 (20); on the one-anchor planted model of
 #: ``bench_methods.py`` 10 words cost 0.04 against 5 (one true anchor per topic there).
-#: Over five fresh draws 3.85x -> 1.82x the default's ℓ1. Figures and commands:
-#: benchmarks/README.md (seed methods, session 15).
+#: Over five fresh draws 3.85x -> 1.82x the default's ℓ1 (benchmarks/README.md, seed methods,
+#: session 15); with ``NOVEL_CLUSTERS_PER_TOPIC`` below, 1.38x.
 RP_NOISE_AWARE = True
 RP_N_EXTREME: int | None = 10
+
+#: DDP and RP in ``fit_topics``: Algorithm 3 cuts ``NOVEL_CLUSTERS_PER_TOPIC × K`` clusters, each
+#: is re-anchored, and the K groups farthest apart are kept (``novelgroups.distinct_groups``; 1 is
+#: the paper's K clusters). Cut at K, the clustering split topics with many novel words and
+#: merged those with a handful into a neighbour: 3 of 50 topics had no group on a Gibbs-truth
+#: draw. Over five draws (K = 50, 60 words per document) DDP 1.60x -> 1.28x and RP 1.82x ->
+#: 1.38x the default's ℓ1; 3 clusters per topic: 1.30x and 1.41x. Figures: benchmarks/README.md
+#: (seed methods, session 20).
+NOVEL_CLUSTERS_PER_TOPIC = 2
 
 
 @dataclass(frozen=True, eq=False)
@@ -234,14 +243,16 @@ def fit_topics(
         if anchor_method == "ddp":
             res = stage("novel_words", lambda: ddp_topics(
                 split, K, n_novel=DDP_NOVEL_PER_TOPIC * K, min_df=min_df,
-                n_extreme=DDP_N_EXTREME, random_state=random_state))
+                n_extreme=DDP_N_EXTREME, n_clusters=NOVEL_CLUSTERS_PER_TOPIC * K,
+                random_state=random_state))
         else:
             if sketch is None:
                 sketch = stage("sketch", lambda: rp_sketch(
                     documents, doc_ids, n_projections=50 * K, seed=random_state))
             res = stage("novel_words", lambda: rp_topics(
                 sketch, split, K, min_df=min_df, n_extreme=RP_N_EXTREME,
-                noise_aware=RP_NOISE_AWARE, random_state=random_state))
+                noise_aware=RP_NOISE_AWARE, n_clusters=NOVEL_CLUSTERS_PER_TOPIC * K,
+                random_state=random_state))
         anchors = np.asarray(res.anchors, dtype=np.int64)
         A = stage("correlations", lambda: _correlations(C, res.topic_word, anchors))
         return TopicFit(res.topic_word, A, anchors, timings)
