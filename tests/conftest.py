@@ -1,5 +1,5 @@
-"""Shared fixtures (seeded random generators, the session's broker), the suite's Hypothesis
-profile and its ``integration`` marker."""
+"""Shared fixtures (seeded random generators, the session's broker, a separable corpus's
+document statistics), the suite's Hypothesis profile and its ``integration`` marker."""
 
 from __future__ import annotations
 
@@ -20,6 +20,19 @@ settings.load_profile("anchorstream")
 @pytest.fixture
 def rng() -> np.random.Generator:
     return np.random.default_rng(20261121)
+
+
+@pytest.fixture(scope="session")
+def separable_patterns():
+    """A separable planted model (200 words, 5 topics), 3000 documents drawn from it and their
+    split statistic and RP sketch (Ding et al. 2014's statistics): ``(truth, split, sketch)``."""
+    from anchorstream.stats import wordpatterns as wp
+    from anchorstream.synthetic import planted_model, sample_documents
+
+    truth = planted_model(200, 5, alpha=0.1, random_state=2)
+    X, _ = sample_documents(truth, 3000, random_state=12)
+    ids = np.arange(3000)
+    return truth, wp.split_statistic(X, ids, seed=3), wp.rp_sketch(X, ids, 50 * 5, seed=3)
 
 
 #: Modules whose every test starts processes: a broker, a daemon, crash-test writers.

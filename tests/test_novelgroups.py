@@ -12,15 +12,6 @@ from anchorstream.evaluate import recovery_error
 from anchorstream.model import novelgroups as ng
 from anchorstream.model import novelwords as nw
 from anchorstream.stats import wordpatterns as wp
-from anchorstream.synthetic import planted_model, sample_documents
-
-
-@pytest.fixture(scope="module")
-def planted():
-    truth = planted_model(200, 5, alpha=0.1, random_state=2)
-    X, _ = sample_documents(truth, 3000, random_state=12)
-    ids = np.arange(3000)
-    return truth, wp.split_statistic(X, ids, seed=3), wp.rp_sketch(X, ids, 50 * 5, seed=3)
 
 
 def _population_split(n_docs=400, n_words=30, n_topics=3, seed=0):
@@ -49,8 +40,8 @@ def test_extreme_words_finds_the_corner_from_impure_groups():
     assert all(g.size == 4 and g[0] == k for k, g in enumerate(more))
 
 
-def test_extreme_words_scores_match_the_correlation_matrix(planted):
-    _, split, sketch = planted
+def test_extreme_words_scores_match_the_correlation_matrix(separable_patterns):
+    _, split, sketch = separable_patterns
     novel = nw.rp_novel_words(sketch, min_df=60)
     groups = ng.cluster_novel_words(split, novel, 5, random_state=0)
     found = ng.extreme_words(split, groups, 7, min_df=60)
@@ -63,8 +54,8 @@ def test_extreme_words_scores_match_the_correlation_matrix(planted):
         np.testing.assert_array_equal(found[k], cand[np.lexsort((cand, -score))[:7]])
 
 
-def test_extreme_words_checks_input(planted):
-    _, split, _ = planted
+def test_extreme_words_checks_input(separable_patterns):
+    _, split, _ = separable_patterns
     with pytest.raises(InputError, match="n_words"):
         ng.extreme_words(split, [[0], [1]], 0)
     with pytest.raises(InputError, match="non-empty"):
@@ -78,8 +69,8 @@ def test_extreme_words_checks_input(planted):
         ng.extreme_words(empty, [[0], [1]], 2)
 
 
-def test_explicit_threshold_needs_enough_components(planted):
-    _, split, _ = planted
+def test_explicit_threshold_needs_enough_components(separable_patterns):
+    _, split, _ = separable_patterns
     novel = nw.ddp_novel_words(split, 5, min_df=60)
     with pytest.raises(InputError, match="components"):
         ng.cluster_novel_words(split, novel, 5, method="threshold", threshold=1e12)
@@ -104,8 +95,8 @@ def test_distinct_groups_keeps_one_group_per_corner():
     assert ng.distinct_groups(split, groups, 3)[0] == 0
 
 
-def test_distinct_groups_checks_input(planted):
-    _, split, _ = planted
+def test_distinct_groups_checks_input(separable_patterns):
+    _, split, _ = separable_patterns
     with pytest.raises(InputError, match="n_keep"):
         ng.distinct_groups(split, [[0], [1]], 3)
     with pytest.raises(InputError, match="non-empty"):

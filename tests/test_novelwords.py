@@ -13,19 +13,11 @@ from anchorstream.evaluate import recovery_error
 from anchorstream.synthetic import planted_model, sample_documents
 
 
-@pytest.fixture(scope="module")
-def planted():
-    truth = planted_model(200, 5, alpha=0.1, random_state=2)
-    X, _ = sample_documents(truth, 3000, random_state=12)
-    ids = np.arange(3000)
-    return truth, wp.split_statistic(X, ids, seed=3), wp.rp_sketch(X, ids, 50 * 5, seed=3)
-
-
 # --- recovery on separable planted topics -------------------------------------------------
 
 
-def test_ddp_recovers_separable_topics(planted):
-    truth, split, _ = planted
+def test_ddp_recovers_separable_topics(separable_patterns):
+    truth, split, _ = separable_patterns
     result = nw.ddp_topics(split, 5, min_df=60, random_state=0)
     err = recovery_error(truth.topic_word, result.topic_word)[0]
     assert err < 0.12  # measured 0.04
@@ -37,14 +29,14 @@ def test_ddp_recovers_separable_topics(planted):
     assert np.median(purity) > 0.95
 
 
-def test_ddp_threshold_clustering(planted):
-    truth, split, _ = planted
+def test_ddp_threshold_clustering(separable_patterns):
+    truth, split, _ = separable_patterns
     result = nw.ddp_topics(split, 5, min_df=60, cluster="threshold")
     assert recovery_error(truth.topic_word, result.topic_word)[0] < 0.12
 
 
-def test_rp_recovers_separable_topics(planted):
-    truth, split, sketch = planted
+def test_rp_recovers_separable_topics(separable_patterns):
+    truth, split, sketch = separable_patterns
     result = nw.rp_topics(sketch, split, 5, min_df=60, random_state=0)
     assert recovery_error(truth.topic_word, result.topic_word)[0] < 0.12  # measured 0.04
 
@@ -73,8 +65,8 @@ def test_rp_error_falls_with_more_documents():
     assert err_large < 0.5 * error(large, n_extreme=None)
 
 
-def test_rp_paper_average_keeps_the_clusters(planted):
-    _, split, sketch = planted
+def test_rp_paper_average_keeps_the_clusters(separable_patterns):
+    _, split, sketch = separable_patterns
     paper = nw.rp_topics(sketch, split, 5, min_df=60, n_extreme=None, random_state=0)
     assert paper.groups == paper.clusters
     default = nw.rp_topics(sketch, split, 5, min_df=60, random_state=0)
@@ -82,22 +74,22 @@ def test_rp_paper_average_keeps_the_clusters(planted):
     assert all(g.size == 5 for g in default.groups)
 
 
-def test_estimation_from_true_anchors(planted):
-    truth, split, _ = planted
+def test_estimation_from_true_anchors(separable_patterns):
+    truth, split, _ = separable_patterns
     topic_word, coef = nw.estimate_topics(split, [[k] for k in range(5)])
     assert recovery_error(truth.topic_word, topic_word)[0] < 0.12
     np.testing.assert_allclose(coef.sum(axis=1), 1.0)
 
 
-def test_deterministic(planted):
-    _, split, sketch = planted
+def test_deterministic(separable_patterns):
+    _, split, sketch = separable_patterns
     a = nw.rp_topics(sketch, split, 5, min_df=60, random_state=1)
     b = nw.rp_topics(sketch, split, 5, min_df=60, random_state=1)
     np.testing.assert_array_equal(a.topic_word, b.topic_word)
 
 
-def test_too_few_candidates(planted):
-    _, split, sketch = planted
+def test_too_few_candidates(separable_patterns):
+    _, split, sketch = separable_patterns
     with pytest.raises(InputError, match="candidate"):
         nw.ddp_novel_words(split, 5, min_df=1e9)
     with pytest.raises(InputError, match="candidate"):
@@ -144,8 +136,8 @@ def test_signal_weights_grow_with_frequency(short_documents):
         nw.rp_novel_words(sketch, split=wp.SplitStatistic.zeros(3))
 
 
-def test_ddp_re_anchoring_keeps_the_clusters(planted):
-    truth, split, _ = planted
+def test_ddp_re_anchoring_keeps_the_clusters(separable_patterns):
+    truth, split, _ = separable_patterns
     plain = nw.ddp_topics(split, 5, min_df=60, random_state=0)
     anchored = nw.ddp_topics(split, 5, min_df=60, n_extreme=3, random_state=0)
     assert [g.tolist() for g in anchored.clusters] == [g.tolist() for g in plain.clusters]
