@@ -190,6 +190,17 @@ def cluster_novel_words(
     return tuple(np.asarray(g, dtype=np.int64) for g in groups)
 
 
+def _group_averages(groups) -> tuple[np.ndarray, np.ndarray]:
+    """The words of the groups (sorted, distinct) and the ``(n_words, n_groups)`` matrix whose
+    column ``k`` averages group ``k``'s words (``1 / |g|`` per occurrence)."""
+    words = np.unique(np.concatenate(groups))
+    col = np.searchsorted(words, np.concatenate(groups))
+    owner = np.repeat(np.arange(len(groups)), [g.size for g in groups])
+    avg = np.zeros((words.size, len(groups)))
+    np.add.at(avg, (col, owner), np.concatenate([np.full(g.size, 1.0 / g.size) for g in groups]))
+    return words, avg
+
+
 def distinct_groups(split: SplitStatistic, groups, n_keep: int, *, sizes=None) -> np.ndarray:
     """The ``n_keep`` groups whose mean patterns lie farthest apart (farthest-first traversal).
 
@@ -229,11 +240,7 @@ def distinct_groups(split: SplitStatistic, groups, n_keep: int, *, sizes=None) -
     sizes = np.ones(len(groups)) if sizes is None else np.asarray(sizes, dtype=np.float64)
     if sizes.shape != (len(groups),):
         raise InputError(f"sizes must have one entry per group ({len(groups)})")
-    words = np.unique(np.concatenate(groups))
-    col = np.searchsorted(words, np.concatenate(groups))
-    owner = np.repeat(np.arange(len(groups)), [g.size for g in groups])
-    avg = np.zeros((words.size, len(groups)))
-    np.add.at(avg, (col, owner), np.concatenate([np.full(g.size, 1.0 / g.size) for g in groups]))
+    words, avg = _group_averages(groups)
     C = split.correlation(words)
     gram = avg.T @ ((C + C.T) / 2.0) @ avg
     sq = np.diag(gram)
@@ -309,11 +316,7 @@ def extreme_words(
     if cand.size == 0:
         raise InputError("no candidate words: the statistic is empty or min_df is too high")
     # Only the columns of the group words are read: O(V · |groups|), not the V × V matrix C.
-    words = np.unique(np.concatenate(groups))
-    col = {w: c for c, w in enumerate(words.tolist())}
-    avg = np.zeros((words.size, len(groups)))
-    for k, g in enumerate(groups):
-        np.add.at(avg[:, k], [col[w] for w in g.tolist()], 1.0 / g.size)
+    words, avg = _group_averages(groups)
     M = split.num_docs
     # C[i, j] = M cross[i, j] / (a_i b_j):  first = C[cand] Avgᵀ,  second = Cᵀ[cand] Avgᵀ.
     first = (M / a[cand])[:, None] * (split.cross[np.ix_(cand, words)] @ (avg / b[words, None]))
