@@ -121,11 +121,17 @@ def test_implicit_matrix_matches_its_dense_form(V, k, shift, n_scanned, seed, de
 def test_a_feasible_matrix_is_a_fixed_point():
     model = planted_model(80, 4, random_state=5)
     Q = population_cooccurrence(model.topic_word, model.topic_topic)
-    # Seeded: the eigensolver's random start decides whether its error lets 2 or (1 start in
-    # 200) 10 iterations pass before the change falls below 1e-10.
-    res = rectify_lowrank(Q, 4, tol=1e-10, random_state=0)
-    assert res.converged and res.n_iter <= 3
-    np.testing.assert_allclose(res.matrix.toarray(), Q, rtol=1e-7, atol=1e-12 * Q.max())
+    # The eigensolver's random start and the machine's BLAS rounding decide how many
+    # iterations pass before the change falls below 1e-10: over 200 starts, 2-5 on one
+    # machine, 2-10 on another (seed 0 alone: 5 on the first, at most 3 on the second). So over
+    # twenty starts: every one a fixed point in a few iterations, most in two or three.
+    iterations = []
+    for seed in range(20):
+        res = rectify_lowrank(Q, 4, tol=1e-10, random_state=seed)
+        assert res.converged and res.n_iter <= 10, (seed, res.n_iter)
+        np.testing.assert_allclose(res.matrix.toarray(), Q, rtol=1e-7, atol=1e-12 * Q.max())
+        iterations.append(res.n_iter)
+    assert np.median(iterations) <= 3, iterations
 
 
 def test_recovers_planted_topics_from_the_population_matrix():
