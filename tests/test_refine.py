@@ -53,16 +53,19 @@ def problems(draw):
     R /= R.sum()
     method = draw(st.sampled_from(["pairs", "joint"]))
     smoothing = draw(st.sampled_from([0.0, 1e-3, 0.1]))
-    return C, B, R, method, smoothing
+    accelerate = draw(st.booleans())
+    return C, B, R, method, smoothing, accelerate
 
 
-@settings(max_examples=150)
+@settings(max_examples=200)
 @given(problems())
 def test_em_never_decreases_the_pair_loglik(problem):
-    C, B, R, method, smoothing = problem
+    # Plain EM by its nature; SQUAREM because it keeps an extrapolated point only where it
+    # gains over the two plain steps it extrapolates.
+    C, B, R, method, smoothing, accelerate = problem
     pairs = pair_counts(C)
     fit = refine_topics(pairs, B, R, method=method, max_iter=12, tol=0.0,
-                        smoothing=smoothing)
+                        smoothing=smoothing, accelerate=accelerate)
     trace = np.array(fit.loglik)
     finite = trace[np.isfinite(trace)]
     # Once finite it stays finite, and each step gains (up to rounding).
@@ -120,6 +123,43 @@ def test_refinement_raises_the_loglik_of_a_sampled_corpus():
     assert fit.loglik[0] == start
     assert fit.loglik[-1] > start
     assert 1 <= fit.n_iter <= 50
+
+
+@pytest.mark.parametrize("method", ["pairs", "joint"])
+def test_squarem_reaches_a_higher_loglik_than_plain_em_in_as_many_passes(method):
+    truth = planted_model(300, 8, random_state=3)
+    X, _ = sample_documents(truth, 4000, doc_length=6, random_state=3)
+    cooc = cooccurrence(X, length_cap=25)
+    model = AnchorModel(8, anchor_min_df=0, refine="none").fit(cooc)
+    pairs = pair_counts(cooc.counts)
+    runs = {acc: refine_topics(pairs, model.topic_word_, model.topic_topic_, method=method,
+                               max_iter=30, tol=0.0, accelerate=acc) for acc in (False, True)}
+    plain, fast = runs[False], runs[True]
+    assert plain.n_iter == fast.n_iter == 30
+    # Plain EM needs half as many passes again to reach where SQUAREM is after 30.
+    longer = refine_topics(pairs, model.topic_word_, model.topic_topic_, method=method,
+                           max_iter=45, tol=0.0, accelerate=False)
+    assert fast.loglik[-1] > plain.loglik[-1]
+    assert fast.loglik[-1] >= longer.loglik[-1] - 1e-9 * abs(longer.loglik[-1]), (
+        plain.loglik[-1], longer.loglik[-1], fast.loglik[-1])
+    np.testing.assert_allclose(fast.topic_word.sum(axis=0), 1.0)
+    assert fast.topic_word.min() >= 0 and fast.topic_topic.min() >= 0
+    np.testing.assert_allclose(fast.topic_topic, fast.topic_topic.T)
+
+
+def test_extrapolation_stays_positive_where_em_shrinks_an_entry():
+    from anchorstream.model.refine import _extrapolate
+
+    x0 = np.array([0.5, 0.3, 0.2, 0.0])
+    x1 = np.array([0.6, 0.3, 0.1, 0.0])
+    x2 = np.array([0.66, 0.3, 0.04, 0.0])
+    out = _extrapolate(x0, x1, x2, -3.0)
+    linear = x0 + 6.0 * (x1 - x0) + 9.0 * (x2 - 2 * x1 + x0)
+    assert linear[2] < 0  # the plain extrapolation overshoots...
+    assert 0 < out[2] < x2[2]  # ...its logarithms do not, and the entry keeps shrinking
+    np.testing.assert_allclose(out[[0, 1]], linear[[0, 1]])
+    assert out[3] == 0.0  # a zero stays zero
+    assert _extrapolate(x0, x1, x2, -1.0) == pytest.approx(x2)
 
 
 def test_auto_refines_short_documents_only():

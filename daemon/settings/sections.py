@@ -266,8 +266,8 @@ class ModelConfig(_Section):
         "matrix), none = as recovered, auto = joint where documents average fewer than "
         f"{REFINE_AUTO_MAX_LENGTH:g} tokens in the vocabulary, else none")
     refine_max_iter: Int(1) = Field(
-        REFINE_MAX_ITER, description="most EM iterations of refine (it stops earlier when an "
-        "iteration gains less than 1e-5 of the log-likelihood, relative)")
+        REFINE_MAX_ITER, description="most EM passes of refine, SQUAREM-accelerated (it stops "
+        "earlier when a pass gains less than 1e-5 of the log-likelihood, relative)")
     anchor_noise: Float(0.0) = Field(
         0.0, description="anchors qr/fast: multiple of each word's estimated sampling noise "
         "taken off its distance to the span when choosing anchors; 0 = plain farthest word")
