@@ -71,6 +71,7 @@ CANDIDATES: dict[str, list[str]] = {
     "bg25": ["--background-spread", "0.25"],
     # Pair refinement (benchmarks/README.md, "Pair refinement"): EM on the raw pairs after
     # recovery, the anchor model's own B R Bᵀ (joint) or the biterm mixture (pairs).
+    "refine-none": ["--refine", "none"],
     "refine-joint": ["--refine", "joint"],
     "refine-pairs": ["--refine", "pairs"],
     "refine-joint60": ["--refine", "joint", "--refine-iters", "60"],

@@ -86,6 +86,8 @@ def main(argv=None) -> int:
                       for m in (warm, cold, first)]
             kept = len(set(first.anchors_.tolist()) & set(warm.anchors_.tolist()))
             stages = " / ".join(" ".join(f"{k} {v:.2f}" for k, v in m.timings_.items())
+                                + " (iterations " + " ".join(f"{k} {v}" for k, v in
+                                                             m.n_iter_.items()) + ")"
                                 for m in (warm, cold))
             label = method if margin is None else f"{method} {margin:g}"
             print(f"{name:8s} {label:9s} {t0:10.1f} {tw:8.1f} {tc:8.1f} {tw / tc:9.2f} "

@@ -6,8 +6,9 @@ matrix with Dirichlet α (JSMF Alg. 4) — on a :class:`~anchorstream.stats.cooc
 The constructor only stores settings; :meth:`AnchorModel.fit` learns the attributes that end in
 ``_``. Passing the previous model as ``init`` warm-starts the fit: rectification updates the
 previous cold state to the data's change (or, cold, the eigenvectors seed its eigensolver), the
-anchors seed the anchor search (dense rectifier only: see
-:func:`~anchorstream.model.stages.anchor_stage`) and the coefficients seed recovery.
+anchors seed the anchor search (:func:`~anchorstream.model.stages.anchor_stage`), the
+coefficients seed recovery, and a refinement starts from the previous refined topics of the
+anchors kept (:func:`~anchorstream.model.refine.warm_start`).
 """
 
 from __future__ import annotations
@@ -353,7 +354,9 @@ class AnchorModel:
         A, alpha = correlation_stage(rect.C, rec.topic_word, anchors, s, stage)
         topic_word, refined = rec.topic_word, None
         if pairs is not None:
-            topic_word, A, alpha, refined = refine_stage(pairs, topic_word, A, refine, s, stage)
+            topic_word, A, alpha, refined = refine_stage(pairs, topic_word, A, refine, s, stage,
+                                                         anchors=anchors, active=active,
+                                                         init=init)
         self._store(V, K, active, anchors, rect, rec, topic_word, A, alpha)
         self.refine_ = refine
         self.refine_loglik_ = None if refined is None else (refined.loglik[0],

@@ -19,7 +19,7 @@ from anchorstream.model.correlations import dirichlet_alpha, topic_topic
 from anchorstream.model.lowrank import DocumentCooccurrence, rectify_lowrank
 from anchorstream.model.lowrank_warm import data_product, probes, rectify_lowrank_update
 from anchorstream.model.recover import recover
-from anchorstream.model.refine import refine_topics
+from anchorstream.model.refine import refine_topics, warm_start
 from anchorstream.model.rectify import rectify, rectify_update
 from anchorstream.stats.cooccurrence import Cooccurrence, take_square
 from anchorstream.stats.sparse import SparseCooccurrence
@@ -359,10 +359,24 @@ def correlation_stage(C, topic_word, anchors, s, stage):
     return stage("correlations", correlations)
 
 
-def refine_stage(pairs, topic_word, A, method, s, stage):
+def refine_stage(pairs, topic_word, A, method, s, stage, *, anchors=None, active=None,
+                 init=None):
     """EM (``method``: pairs or joint) on the raw pairs' likelihood from the recovered
     ``(topic_word, A)`` (:func:`~anchorstream.model.refine.refine_topics`):
-    ``(topic_word, A, alpha, Refined)``, ``A`` and ``alpha`` those of the refined model."""
-    refined = stage("refine", lambda: refine_topics(pairs, topic_word, A, method=method,
+    ``(topic_word, A, alpha, Refined)``, ``A`` and ``alpha`` those of the refined model.
+
+    A refit whose ``init`` ran the same refinement starts it from ``init``'s refined topics
+    where their anchors (``active[anchors]``, word ids) are anchors again
+    (:func:`~anchorstream.model.refine.warm_start`)."""
+    start = (topic_word, A)
+    if (init is not None and getattr(init, "refine_", "none") == method
+            and init.topic_word_.shape[0] > int(np.max(active, initial=-1))):
+        B0, R0, kept = warm_start(topic_word, A, active[anchors], init.topic_word_[active],
+                                  init.topic_topic_, init.anchors_)
+        log.debug("refinement starts from the previous one on %d of %d topics", kept,
+                  topic_word.shape[1])
+        if kept:
+            start = (B0, R0)
+    refined = stage("refine", lambda: refine_topics(pairs, *start, method=method,
                                                     max_iter=s.refine_max_iter))
     return refined.topic_word, refined.topic_topic, _alpha(refined.topic_topic), refined

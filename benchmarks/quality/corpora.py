@@ -12,7 +12,8 @@ of a training one):
 - ``pypi``: PyPI package summaries (the tool library's package list,
   ``/work/.library/env/packages/pypi.tsv``, or ``$ANCHORSTREAM_PYPI_TSV``), ~9 tokens,
   300,000 training documents: the short-text case at the size of a day of a busy stream, on
-  text the defaults were never chosen on.
+  text the defaults were never chosen on. ``pypi12``: those of at least 12 words (~16 tokens,
+  ~11 after anchorstream's tokenizer), the length between the short and the technical text.
 - ``medium``: State of the Union paragraphs, the demo's sample (``daemon/data``), public
   domain; held out by whole speech.
 - ``tech``: Debian package descriptions (synopsis + long description, ``Description-en`` of
@@ -212,9 +213,9 @@ PYPI_TSV = Path(os.environ.get("ANCHORSTREAM_PYPI_TSV",
                                "/work/.library/env/packages/pypi.tsv"))
 
 
-def _build_pypi(work: Path):
+def _read_pypi_summaries() -> list[str]:
     if not PYPI_TSV.is_file():
-        raise FileNotFoundError(f"{PYPI_TSV} not found: the pypi corpus is the summaries of "
+        raise FileNotFoundError(f"{PYPI_TSV} not found: the pypi corpora are the summaries of "
                                 "a PyPI package list (set ANCHORSTREAM_PYPI_TSV)")
     summaries = []
     with open(PYPI_TSV, encoding="utf-8", errors="replace") as fh:
@@ -224,16 +225,31 @@ def _build_pypi(work: Path):
             fields = line.rstrip("\n").split("\t")
             if len(fields) > column:
                 summaries.append(fields[column])
+    return summaries
+
+
+def _build_pypi(work: Path, min_tokens: int = 0, n_train: int = 300_000,
+                n_heldout: int = 50_000):
+    summaries = _read_pypi_summaries()
     texts, _ = _dedupe(summaries)
-    train, held = _split(texts, 50_000, n_train=300_000)
+    n_distinct = len(texts)
+    if min_tokens:
+        texts = [t for t in texts if len(permissive_tokens(t)) >= min_tokens]
+    train, held = _split(texts, n_heldout, n_train=n_train)
+    kept = f", those of at least {min_tokens} words ({len(texts):,})" if min_tokens else ""
     return train, held, {
         "source": f"PyPI package summaries (the `summary` of each project's newest release), "
                   f"{PYPI_TSV.name} of the tool library ({len(summaries):,} projects, "
-                  f"{len(texts):,} distinct non-empty summaries)",
+                  f"{n_distinct:,} distinct non-empty summaries){kept}",
         "license": "package authors' own metadata as published on PyPI; read from the "
                    "machine's package list at build time, not redistributed here",
-        "split": "random, 50,000 held-out and 300,000 train of the distinct summaries",
+        "split": f"random, {n_heldout:,} held-out and at most {n_train:,} train of the "
+                 "distinct summaries",
     }
+
+
+def _build_pypi12(work: Path):
+    return _build_pypi(work, min_tokens=12, n_train=150_000, n_heldout=30_000)
 
 
 def _build_medium(work: Path):
@@ -322,6 +338,7 @@ def _build_long(work: Path):
 _REAL = {
     "short": _Spec(_build_short, 100, 8000),
     "pypi": _Spec(_build_pypi, 100, 8000),
+    "pypi12": _Spec(_build_pypi12, 50, 5000),
     "medium": _Spec(_build_medium, 30, 5000),
     "tech": _Spec(_build_tech, 50, 5000),
     "long": _Spec(_build_long, 30, 5000),
