@@ -15,6 +15,7 @@ from anchorstream.model.lowrank import DocumentCooccurrence
 from anchorstream.model.pipeline import AnchorModel
 from anchorstream.model.refine import (
     REFINE_AUTO_MAX_LENGTH,
+    REFINE_WARM_MAX_ITER,
     PairCounts,
     pair_counts,
     pair_em_step,
@@ -210,6 +211,13 @@ def test_a_refit_refines_from_the_previous_refinement_in_few_passes():
     assert warm.refine_loglik_[1] >= cold.refine_loglik_[1] - 1e-3 * abs(cold.refine_loglik_[1])
     error, _, _ = recovery_error(cold.topic_word_, warm.topic_word_)
     assert error < 0.1
+    assert warm.n_iter_["refine"] <= REFINE_WARM_MAX_ITER
+    # refine_warm_max_iter 0: the refit refines from its own anchor model, as a cold fit.
+    again = AnchorModel(10, anchor_min_df=0, refine="joint", refine_warm_max_iter=0).fit(
+        cooc, init=first)
+    assert again.n_iter_["refine"] > REFINE_WARM_MAX_ITER
+    with pytest.raises(InputError, match="refine_warm_max_iter"):
+        AnchorModel(10, refine_warm_max_iter=-1)
 
 
 def test_auto_refines_short_documents_only():

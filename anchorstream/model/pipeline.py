@@ -23,8 +23,8 @@ import numpy as np
 from anchorstream.model.registry import COUNT_ANCHORS, RECTIFY_METHODS, rectify_method_for
 from anchorstream.model.anchors import ANCHOR_CANDIDATES, ANCHOR_MIN_DF, ANCHOR_NOISE
 from anchorstream.model.anchorfree import ANCHORFREE_SLACK, ANCHORFREE_WORDS
-from anchorstream.model.refine import (REFINE_MAX_ITER, REFINE_METHODS, pair_counts,
-                                       refine_method_for)
+from anchorstream.model.refine import (REFINE_MAX_ITER, REFINE_METHODS, REFINE_WARM_MAX_ITER,
+                                       pair_counts, refine_method_for)
 from anchorstream.stats.cooccurrence import Cooccurrence, take_square
 from anchorstream.errors import InputError, NotFittedError
 from anchorstream.model.stages import (
@@ -123,6 +123,9 @@ class ModelSettings:
     # "joint" on short documents (refine.REFINE_AUTO_MAX_LENGTH) and "none" otherwise.
     refine: str = "auto"
     refine_max_iter: int = REFINE_MAX_ITER
+    # A refit whose refinement starts from the previous one runs at most this many passes
+    # (also at most refine_max_iter); 0 refits refine like a cold fit.
+    refine_warm_max_iter: int = REFINE_WARM_MAX_ITER
     # method anchorfree: the LPs' constraint words per topic (the most frequent; 0: every word)
     # and the noise slack C(v, k) >= -anchorfree_slack * sigma_v, sigma_v the first-order
     # sampling noise of word v's row of the factor; see anchorstream.model.anchorfree.
@@ -149,6 +152,10 @@ class ModelSettings:
         for name in ("rectify_max_iter", "recover_max_iter", "projection_dim", "refine_max_iter"):
             if getattr(self, name) < 1:
                 raise InputError(f"{name} must be >= 1, got {getattr(self, name)!r}")
+        if (not isinstance(self.refine_warm_max_iter, (int, np.integer))
+                or self.refine_warm_max_iter < 0):
+            raise InputError("refine_warm_max_iter must be an integer >= 0, got "
+                             f"{self.refine_warm_max_iter!r}")
         if self.rectify_warm_limit is not None and (
                 not isinstance(self.rectify_warm_limit, (int, np.integer))
                 or self.rectify_warm_limit < 0):

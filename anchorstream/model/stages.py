@@ -367,16 +367,18 @@ def refine_stage(pairs, topic_word, A, method, s, stage, *, anchors=None, active
 
     A refit whose ``init`` ran the same refinement starts it from ``init``'s refined topics
     where their anchors (``active[anchors]``, word ids) are anchors again
-    (:func:`~anchorstream.model.refine.warm_start`)."""
-    start = (topic_word, A)
-    if (init is not None and getattr(init, "refine_", "none") == method
+    (:func:`~anchorstream.model.refine.warm_start`), for at most ``refine_warm_max_iter``
+    passes (0: from the recovered topics, as a cold fit)."""
+    start, max_iter = (topic_word, A), s.refine_max_iter
+    if (init is not None and s.refine_warm_max_iter > 0
+            and getattr(init, "refine_", "none") == method
             and init.topic_word_.shape[0] > int(np.max(active, initial=-1))):
         B0, R0, kept = warm_start(topic_word, A, active[anchors], init.topic_word_[active],
                                   init.topic_topic_, init.anchors_)
         log.debug("refinement starts from the previous one on %d of %d topics", kept,
                   topic_word.shape[1])
         if kept:
-            start = (B0, R0)
+            start, max_iter = (B0, R0), min(max_iter, s.refine_warm_max_iter)
     refined = stage("refine", lambda: refine_topics(pairs, *start, method=method,
-                                                    max_iter=s.refine_max_iter))
+                                                    max_iter=max_iter))
     return refined.topic_word, refined.topic_topic, _alpha(refined.topic_topic), refined

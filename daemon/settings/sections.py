@@ -13,7 +13,8 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from anchorstream.model.anchorfree import ANCHORFREE_SLACK, ANCHORFREE_WORDS
 from anchorstream.model.background import BACKGROUND_SPREAD
-from anchorstream.model.refine import REFINE_AUTO_MAX_LENGTH, REFINE_MAX_ITER, REFINE_METHODS
+from anchorstream.model.refine import (REFINE_AUTO_MAX_LENGTH, REFINE_MAX_ITER, REFINE_METHODS,
+                                       REFINE_WARM_MAX_ITER)
 from anchorstream.model.registry import (ANCHOR_METHODS, METHODS, RECTIFY_METHODS, MethodSpec,
                                          method_spec)
 from anchorstream.stats.admission import MIN_SHARE
@@ -268,6 +269,10 @@ class ModelConfig(_Section):
     refine_max_iter: Int(1) = Field(
         REFINE_MAX_ITER, description="most EM passes of refine, SQUAREM-accelerated (it stops "
         "earlier when a pass gains less than 1e-5 of the log-likelihood, relative)")
+    refine_warm_max_iter: Int(0) = Field(
+        REFINE_WARM_MAX_ITER, description="most EM passes of a warm refresh's refine, which "
+        "continues the previous refresh's EM on the topics whose anchors are kept; 0 = refine "
+        "every refresh from its anchor model, as a cold fit")
     anchor_noise: Float(0.0) = Field(
         0.0, description="anchors qr/fast: multiple of each word's estimated sampling noise "
         "taken off its distance to the span when choosing anchors; 0 = plain farthest word")
@@ -352,6 +357,7 @@ class ModelConfig(_Section):
             "recover_method": self.recover_method,
             "refine": self.refine,
             "refine_max_iter": self.refine_max_iter,
+            "refine_warm_max_iter": self.refine_warm_max_iter,
             "random_state": self.random_state,
         }
 
