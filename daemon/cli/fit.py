@@ -146,7 +146,8 @@ def _model_options(p) -> None:
                         "mixture (Yan 2013), auto = joint on short documents (mean < "
                         f"{REFINE_AUTO_MAX_LENGTH:g} tokens); default %(default)s")
     p.add_argument("--refine-iters", type=int, default=ModelSettings.refine_max_iter,
-                   metavar="N", help="most EM iterations of --refine (default %(default)s)")
+                   metavar="N", help="most EM passes of --refine, SQUAREM-accelerated (default "
+                   "%(default)s; it stops earlier once a pass gains < 1e-5 relative)")
     p.add_argument("--supertopics", type=int, default=0, metavar="N",
                    help="also factorize the topic-topic matrix into N supertopics (JSMF §4) "
                         "and store the hierarchy in the snapshot; 0 = off")
