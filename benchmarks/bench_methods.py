@@ -104,9 +104,11 @@ NOTES = {  # guidance drawn from the figures of the committed run; each line get
         "default's error over five draws (1.17-1.37x; 1.60x with K clusters, 1.73x with the "
         "paper's cluster averages), within issue 20's 1.5x; with correlated planted topics (b) "
         "the cut at K did better (0.089 at 50000 documents). Real text (e): below the default on "
-        "short, medium and tech (tech +0.11 with 6 dead topics against +0.23), above it on long "
-        "documents (+0.18, unique@10 0.86, against +0.17, 0.69). Choose it for long documents, "
-        "where documents are kept.",
+        "medium and tech (tech +0.11 with 6 dead topics against +0.23), above it on long "
+        "documents (+0.18, unique@10 0.86, against +0.17, 0.69); on short documents its topics "
+        "are refined by the pair EM as the default's are (npm summaries -0.051 -> +0.066 since "
+        "session 21, the default +0.081). Choose it for long documents, where documents are "
+        "kept.",
     "anchor rp":
         "random projections of the documents (Ding et al.), the sketch updatable in a stream. "
         "Beats RecoverL2 on the paper's separable protocol; with short documents the paper's "
@@ -114,14 +116,17 @@ NOTES = {  # guidance drawn from the figures of the committed run; each line get
         "spread (estimated from the split halves) before the extremes are taken, and its "
         "clusters are chosen as DDP's: 3.9x -> 1.38x the default's error at 60 words per "
         "document (five draws, 1.30-1.44x; with correlated planted topics (b) the cut at K did "
-        "better at 10000 documents, 0.140). Real text (e): behind the default and DDP on short, "
-        "medium and tech, below the default on long documents. Choose it only when a streaming "
-        "document sketch is required.",
+        "better at 10000 documents, 0.140). Real text (e): behind the default and DDP on medium "
+        "and tech, below the default on long documents; on short documents, refined by the pair "
+        "EM since session 21, it went from -0.047 to +0.087 on the npm summaries (the default "
+        "+0.081), at 3.5x the default's CPU. Choose it when a streaming document sketch is "
+        "required.",
     "anchorfree":
         "no anchor assumption: behind the anchor methods when anchors exist (as in (a) and (b)), "
         "and behind the default on every real corpus of (e) (tech +0.165 against +0.226, fewer "
-        "distinct words, 14 dead topics of 100 on short) at 2-5x its CPU. Choose it when topics "
-        "have no anchor words.",
+        "distinct words) at 2-5x its CPU; on short documents the pair EM after it (session 21) "
+        "took the npm summaries from +0.056 with 8 dead topics to +0.072 with none. Choose it "
+        "when topics have no anchor words.",
     "tsvd":
         "thresholded SVD (Bansal et al.): on the paper's own protocol (Dirichlet(0.01), 100-300 "
         "words) its error is at or below the paper's, but Recover-L2 is 1.6-2.7x lower on the "
@@ -129,8 +134,9 @@ NOTES = {  # guidance drawn from the figures of the committed run; each line get
         "60 words) its topics keep other topics' words (no average of those documents gets "
         "below ~0.5). Real text (e): at or above the default's NPMI on tech and long (+0.232 and "
         "+0.179 against +0.226 and +0.167; unique@10 0.57 against 0.64 on tech), far behind on "
-        "short and medium, 4.7x the default's CPU on tech. Choose it for long documents that each "
-        "hold one or two topics.",
+        "medium, 4.7x the default's CPU on tech; on short documents the pair EM after it "
+        "(session 21) took the npm summaries from -0.032 to +0.035, still behind. Choose it for "
+        "long documents that each hold one or two topics.",
 }
 
 

@@ -57,6 +57,14 @@ CANDIDATES: dict[str, list[str]] = {
     "noise1": ["--anchor-noise", "1"],
     "noise2": ["--anchor-noise", "2"],
     "anchorfree": ["--method", "anchorfree"],  # AnchorFree (Huang 2016) with its defaults
+    # The seed methods with and without the pair refinement they get on short documents.
+    "ddp": ["--anchors", "ddp"],
+    "rp": ["--anchors", "rp"],
+    "tsvd": ["--method", "tsvd"],
+    "ddp-none": ["--anchors", "ddp", "--refine", "none"],
+    "rp-none": ["--anchors", "rp", "--refine", "none"],
+    "tsvd-none": ["--method", "tsvd", "--refine", "none"],
+    "anchorfree-none": ["--method", "anchorfree", "--refine", "none"],
     # AnchorFree without the noise slack (C >= 0 exactly, as the paper), with 10 K or 20 K
     # constraint words instead of 6 K, and both (benchmarks/README.md, "AnchorFree").
     "af-exact": ["--method", "anchorfree", "--anchorfree-slack", "0"],

@@ -459,12 +459,14 @@ class Refresher:
             fit = TopicFit(model.topic_word_, model.topic_topic_, model.anchors_,
                            dict(model.timings_), model)
             return model, fit, init, {**model.get_params(), "method": "anchor"}
+        # Every method's topics are refined on short documents as the pipeline's are.
+        refine = {k: kw[k] for k in ("refine", "refine_max_iter") if k in kw}
         if self.method == "anchor":
             fit = fit_novel_words(K, cooc, docs, anchor_method=self.anchor_method,
                                   min_df=float(kw.get("anchor_min_df", 0)), random_state=seed,
-                                  on_stage=on_stage)
+                                  on_stage=on_stage, **refine)
             return None, fit, None, {**common, "anchor_method": self.anchor_method,
-                                     "anchor_min_df": kw.get("anchor_min_df", 0),
+                                     "anchor_min_df": kw.get("anchor_min_df", 0), **refine,
                                      **docs.settings.to_dict()}
         if self.method == "anchorfree":
             # Rectification as configured (every rectify_* setting, defaults included).
@@ -475,8 +477,9 @@ class Refresher:
             if self.warm_start and self._topic_word is not None:
                 init = by_word(self._topic_word, self._model_words, words)
             fit = fit_topics(K, cooc=cooc, method="anchorfree", random_state=seed,
-                             on_stage=on_stage, init=init, **rect)
-            return None, fit, init, {**common, "anchor_method": None, **rect}
+                             on_stage=on_stage, init=init, **rect, **refine)
+            return None, fit, init, {**common, "anchor_method": None, **rect, **refine}
         fit = fit_topics(K, cooc=cooc, documents=docs.documents, method="tsvd",
-                         random_state=seed, on_stage=on_stage)
-        return None, fit, None, {**common, "anchor_method": None, **docs.settings.to_dict()}
+                         random_state=seed, on_stage=on_stage, **refine)
+        return None, fit, None, {**common, "anchor_method": None, **refine,
+                                 **docs.settings.to_dict()}

@@ -16,6 +16,8 @@ from anchorstream.model.correlations import topic_topic
 from anchorstream.errors import InputError
 from anchorstream.model.pipeline import AnchorModel, ModelSettings, StageTimer
 from anchorstream.model.rectify import rectify
+from anchorstream.model.refine import (REFINE_MAX_ITER, pair_counts, refine_method_for,
+                                       refine_topics)
 from anchorstream.model.registry import method_spec
 
 # The other methods' modules are imported where they are used: AnchorFree pulls in
@@ -74,6 +76,11 @@ class TopicFit:
         Seconds per stage.
     model : AnchorModel or None
         The fitted estimator for ``method="anchor"`` with ``qr``/``fast`` (warm-startable).
+    refine : str
+        The pair refinement that ran after the method (``none``, ``joint`` or ``pairs``;
+        ``auto`` resolved by the mean document length).
+    refine_passes : int
+        Its EM passes.
     """
 
     topic_word: np.ndarray
@@ -81,6 +88,8 @@ class TopicFit:
     anchors: np.ndarray
     timings: dict = field(default_factory=dict)
     model: AnchorModel | None = None
+    refine: str = "none"
+    refine_passes: int = 0
 
     @property
     def prevalence(self) -> np.ndarray:
@@ -98,6 +107,34 @@ def _correlations(C: np.ndarray, topic_word: np.ndarray, anchors: np.ndarray) ->
         return topic_topic(C, topic_word, anchors, method="diagonal")
     except InputError:
         return topic_topic(C, topic_word, anchors, method="pinv")
+
+
+def _refined(fit: TopicFit, C: np.ndarray, cooc: Cooccurrence, settings: dict,
+             stage) -> TopicFit:
+    """``fit`` after the pair refinement the settings ask for (``refine``, default ``auto``:
+    ``joint`` on short documents), as the anchor-word pipeline runs it after recovery.
+
+    Every method's topics are a start for the same EM on the raw pairs' likelihood
+    (:func:`~anchorstream.model.refine.refine_topics`); on short documents, where each method's
+    moments are noisiest, it is what makes their topics usable (benchmarks/README.md, "Every
+    method refined on short text"). Negative entries a method may leave (TSVD's pseudo-inverse
+    correlations) are clipped first."""
+    method = refine_method_for(settings.get("refine", "auto"), cooc.num_docs, cooc.num_tokens)
+    if method == "none":
+        return fit
+    B = np.maximum(np.asarray(fit.topic_word, dtype=np.float64), 0.0)
+    mass = B.sum(axis=0)
+    B = np.divide(B, mass, out=np.zeros_like(B), where=mass > 0)
+    R = np.maximum(np.asarray(fit.topic_topic, dtype=np.float64), 0.0)
+    R = (R + R.T) / 2.0
+    if not R.sum() > 0:
+        R = np.eye(B.shape[1])
+    pairs = stage("pairs", lambda: pair_counts(C))
+    refined = stage("refine", lambda: refine_topics(
+        pairs, B, R, method=method,
+        max_iter=int(settings.get("refine_max_iter", REFINE_MAX_ITER))))
+    return TopicFit(refined.topic_word, refined.topic_topic, fit.anchors, fit.timings,
+                    fit.model, method, refined.n_iter)
 
 
 def novel_word_min_df(split, n_topics: int, min_df: float) -> float:
@@ -225,7 +262,8 @@ def fit_topics(
         ).fit(cooc, on_stage=on_stage, overwrite_cooc=overwrite_cooc, warm_state=warm_state,
               rectify_workspace=rectify_workspace)
         return TopicFit(model.topic_word_, model.topic_topic_, model.anchors_,
-                        dict(model.timings_), model)
+                        dict(model.timings_), model, model.refine_,
+                        int(model.n_iter_.get("refine", 0)))
 
     C = cooc.normalized()
     K = n_topics
@@ -255,15 +293,16 @@ def fit_topics(
                 random_state=random_state))
         anchors = np.asarray(res.anchors, dtype=np.int64)
         A = stage("correlations", lambda: _correlations(C, res.topic_word, anchors))
-        return TopicFit(res.topic_word, A, anchors, timings)
+        return _refined(TopicFit(res.topic_word, A, anchors, timings), C, cooc, settings,
+                        stage)
 
     if method == "anchorfree":
-        return _fit_anchorfree(C, K, settings, random_state, init, stage, timings,
-                               cooc.num_tokens)
+        return _refined(_fit_anchorfree(C, K, settings, random_state, init, stage, timings,
+                                        cooc.num_tokens), C, cooc, settings, stage)
 
     from anchorstream.model.tsvd import tsvd
 
     res = stage("tsvd", lambda: tsvd(documents, K, random_state=random_state))
     anchors = _most_probable(res.topic_word)
     A = stage("correlations", lambda: topic_topic(C, res.topic_word, anchors, method="pinv"))
-    return TopicFit(res.topic_word, A, anchors, timings)
+    return _refined(TopicFit(res.topic_word, A, anchors, timings), C, cooc, settings, stage)

@@ -102,16 +102,19 @@ _SPECS = {
                                    "Arora et al. 2013 Alg. 4 (FastAnchorWords)", _PIPELINE),
     ("anchor", "ddp"): MethodSpec("anchor", "ddp", "split", "none",
                                   "Ding et al. 2014 Alg. 1 (data-dependent projections)",
-                                  ("anchor_min_df",)),
+                                  ("anchor_min_df", "refine", "refine_max_iter")),
     ("anchor", "rp"): MethodSpec("anchor", "rp", "split+sketch", "none",
                                  "Ding et al. 2014 Alg. 2 (random projections)",
-                                 ("anchor_min_df", "rp_projections")),
+                                 ("anchor_min_df", "rp_projections", "refine",
+                                  "refine_max_iter")),
     ("anchorfree", "qr"): MethodSpec("anchorfree", "qr", "counts", "topic_word",
                                      "Huang et al. 2016 (AnchorFree)",
                                      ("rectify", "rectify_max_iter", "rectify_tol",
-                                      "rectify_dtype", "rectify_anderson")),
+                                      "rectify_dtype", "rectify_anderson", "refine",
+                                      "refine_max_iter")),
     ("tsvd", "qr"): MethodSpec("tsvd", "qr", "reservoir", "none",
-                               "Bansal et al. 2014 (thresholded SVD)", ("tsvd_documents",)),
+                               "Bansal et al. 2014 (thresholded SVD)",
+                               ("tsvd_documents", "refine", "refine_max_iter")),
 }
 
 

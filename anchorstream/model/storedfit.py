@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from anchorstream.errors import InputError
 from anchorstream.model.methods import fit_topics
+from anchorstream.model.refine import REFINE_MAX_ITER
 from anchorstream.stats.documents import DocumentState
 
 __all__ = ["fit_novel_words"]
@@ -22,6 +23,8 @@ def fit_novel_words(
     min_df: float = 0.0,
     random_state: int = 0,
     on_stage=None,
+    refine: str = "auto",
+    refine_max_iter: int = REFINE_MAX_ITER,
 ):
     """DDP or RP topics from a store's statistics (what ``fit_topics`` does from documents).
 
@@ -38,6 +41,8 @@ def fit_novel_words(
     random_state : int
     on_stage : callable, optional
         As for :meth:`anchorstream.model.pipeline.AnchorModel.fit`.
+    refine, refine_max_iter
+        The pair refinement after the method, as in ``fit_topics``.
 
     Returns
     -------
@@ -60,4 +65,4 @@ def fit_novel_words(
     return fit_topics(int(n_topics), cooc=cooc, method="anchor", anchor_method=anchor_method,
                       random_state=random_state, on_stage=on_stage, split=state.split,
                       sketch=state.sketch if anchor_method == "rp" else None,
-                      anchor_min_df=min_df)
+                      anchor_min_df=min_df, refine=refine, refine_max_iter=refine_max_iter)

@@ -300,6 +300,7 @@ def _write(args, fitted, counts: Counts, cpu_seconds: dict[str, float]) -> Path:
         **(model.get_params() if model is not None else {
             "n_topics": args.topics, "rectify": args.rectify, "anchor_method": args.anchors,
             "anchor_min_df": args.anchor_min_df, "random_state": args.seed,
+            "refine": args.refine, "refine_max_iter": args.refine_iters,
             **({"anchorfree_words": args.anchorfree_words,
                 "anchorfree_slack": args.anchorfree_slack} if args.method == "anchorfree" else {}),
         }),
@@ -312,14 +313,16 @@ def _write(args, fitted, counts: Counts, cpu_seconds: dict[str, float]) -> Path:
 
         hierarchy = build_hierarchy(fitted.topic_topic, args.supertopics,
                                     random_state=args.seed)
-    quality = {} if model is None else {
-        "rectify_iterations": model.n_iter_.get("rectify", 0),
-        "rectify_residual": model.rectify_residual_,
-        "refine": model.refine_,
-        **({} if model.refine_loglik_ is None else {
-            "refine_iterations": model.n_iter_["refine"],
-            "refine_loglik": list(model.refine_loglik_)}),
-    }
+    quality = {"refine": fitted.refine,
+               **({"refine_iterations": fitted.refine_passes} if fitted.refine != "none"
+                  else {})}
+    if model is not None:
+        quality.update({
+            "rectify_iterations": model.n_iter_.get("rectify", 0),
+            "rectify_residual": model.rectify_residual_,
+            **({} if model.refine_loglik_ is None else {
+                "refine_loglik": list(model.refine_loglik_)}),
+        })
     return write_snapshot(
         args.out,
         vocabulary=list(vocabulary),

@@ -261,8 +261,8 @@ class ModelConfig(_Section):
         40, description="anchors qr/fast: at most this many candidates per topic, the most "
         "frequent words (anchor_min_df is raised where more reach it); 0 = no cap")
     refine: Choice(*REFINE_METHODS) = Field(
-        "auto", description="anchors qr/fast: after recovery, EM on the likelihood of the raw "
-        "word pairs from the anchor model; joint = its pair distribution B R Bᵀ (topics and "
+        "auto", description="every method: after it, EM on the likelihood of the raw "
+        "word pairs from its topics; joint = the pair distribution B R Bᵀ (topics and "
         "topic-topic matrix), pairs = the biterm mixture (Yan 2013; diagonal topic-topic "
         "matrix), none = as recovered, auto = joint where documents average fewer than "
         f"{REFINE_AUTO_MAX_LENGTH:g} tokens in the vocabulary, else none")
