@@ -293,3 +293,18 @@ def test_warm_started_lps_reach_the_cold_solves_optimum(monkeypatch):
     assert warm.n_lp > 2 * K * warm.n_iter  # cutting-plane rounds were needed
     assert warm.log_det == pytest.approx(cold.log_det, abs=1e-6)
     np.testing.assert_allclose(warm.topic_word, cold.topic_word, atol=1e-6)
+
+
+def test_the_solver_prints_nothing_to_standard_output():
+    # HiGHS's public class prints its banner from its constructor, once per process, before
+    # logging can be turned off: a fresh process shows whether any reaches stdout.
+    import subprocess
+    import sys
+
+    code = ("from anchorstream.synthetic import planted_model, population_cooccurrence\n"
+            "from anchorstream.model.anchorfree import anchor_free\n"
+            "m = planted_model(60, 3, random_state=0)\n"
+            "anchor_free(population_cooccurrence(m.topic_word, m.topic_topic), 3)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=600, check=True)
+    assert out.stdout == "", out.stdout

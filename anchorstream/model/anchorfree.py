@@ -201,12 +201,18 @@ def _cofactor_direction(Y: np.ndarray, f: int) -> np.ndarray:
 def _highs_class():
     """HiGHS's Python class (``highspy``, a dependency) and its "optimal" status; ``None``
     where it cannot be imported (each LP is then a cold ``scipy.optimize.linprog`` call, ~2×
-    the CPU)."""
+    the CPU).
+
+    The class is the solver's own binding (``highspy._Highs``) where it exists: the public
+    ``highspy.Highs`` wraps it with callbacks that it enables in its constructor, which
+    prints HiGHS's banner ("Running HiGHS ...: Copyright ...") to standard output before any
+    option can turn logging off, into the output of ``anchorstream fit`` and the daemon's log.
+    The methods used here (columns, rows, costs, ``run``, the solution) are the binding's."""
     try:
         import highspy
     except ImportError:
         return None
-    return highspy.Highs, highspy.HighsModelStatus.kOptimal
+    return getattr(highspy, "_Highs", highspy.Highs), highspy.HighsModelStatus.kOptimal
 
 
 # |y| <= 1 in the LPs, so HiGHS's default 1e-7 would leave C ≥ -1e-7 relative.
