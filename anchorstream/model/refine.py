@@ -39,8 +39,8 @@ more likely than the plain steps. About five plain passes' progress per pass nea
 
 EM never decreases ``L``, nor does its acceleration (a property test checks both). The anchor
 model can give an observed pair zero probability (recovery leaves many ``B_ik`` at exactly
-zero, and a pair whose words
-share no topic, or only topics ``R`` keeps apart, then has ``p_ij = 0``): ``L = −∞`` there,
+zero, and a pair whose words share no topic, or only topics ``R`` keeps apart, then has
+``p_ij = 0``): ``L = −∞`` there,
 and EM, being multiplicative, could never give that pair a topic. Only then does the start mix
 a share ``smoothing`` of the pairs' unigram distribution into every topic, which makes every
 observed pair possible; a start whose likelihood is finite (an exact population matrix, for one)
@@ -58,8 +58,8 @@ from anchorstream._kernels.pairs import pairs_em_pass, pairs_upper_from_dense
 from anchorstream.errors import InputError
 
 __all__ = ["REFINE_AUTO_MAX_LENGTH", "REFINE_METHODS", "REFINE_MAX_ITER", "REFINE_SMOOTHING",
-           "REFINE_TOL", "REFINE_WARM_MAX_ITER", "PairCounts", "Refined", "pair_counts", "pair_em_step", "pair_loglik",
-           "refine_method_for", "refine_topics", "warm_start"]
+           "REFINE_TOL", "REFINE_WARM_MAX_ITER", "PairCounts", "Refined", "pair_counts",
+           "pair_em_step", "pair_loglik", "refine_method_for", "refine_topics", "warm_start"]
 
 #: ``model.refine`` / ``fit --refine``: none, the biterm mixture, the JSMF pair model, or auto
 #: (``joint`` on short documents, else ``none``: :func:`refine_method_for`).
@@ -323,7 +323,8 @@ def refine_topics(pairs: PairCounts, topic_word, topic_topic, *, method: str = "
                   max_iter: int = REFINE_MAX_ITER, tol: float = REFINE_TOL,
                   smoothing: float = REFINE_SMOOTHING,
                   accelerate: bool = REFINE_ACCELERATE) -> Refined:
-    """EM on the pair likelihood from the anchor model's ``(B, R)``.
+    """EM on the pair likelihood from a start ``(B, R)``: the anchor model's, another method's, or
+    a previous refinement's (:func:`warm_start`).
 
     Parameters
     ----------

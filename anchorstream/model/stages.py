@@ -370,9 +370,8 @@ def refine_stage(pairs, topic_word, A, method, s, stage, *, anchors=None, active
     (:func:`~anchorstream.model.refine.warm_start`), for at most ``refine_warm_max_iter``
     passes (0: from the recovered topics, as a cold fit)."""
     start, max_iter = (topic_word, A), s.refine_max_iter
-    if (init is not None and s.refine_warm_max_iter > 0
-            and getattr(init, "refine_", "none") == method
-            and init.topic_word_.shape[0] > int(np.max(active, initial=-1))):
+    # check_fit_input has made sure init is on these words and topics.
+    if init is not None and s.refine_warm_max_iter > 0 and init.refine_ == method:
         B0, R0, kept = warm_start(topic_word, A, active[anchors], init.topic_word_[active],
                                   init.topic_topic_, init.anchors_)
         log.debug("refinement starts from the previous one on %d of %d topics", kept,
