@@ -221,7 +221,12 @@ def pair_em_step(pairs: PairCounts, topic_word, topic_topic, method: str = "join
     B, R = _check(pairs, topic_word, topic_topic)
     if method == "pairs":
         R = np.diag(np.diag(R))
-    loglik, M = _estep(pairs, B, R)
+    return _em_update(pairs, B, R, method, _estep(pairs, B, R))
+
+
+def _em_update(pairs: PairCounts, B: np.ndarray, R: np.ndarray, method: str, estep):
+    """:func:`pair_em_step` from the E-step ``estep = _estep(pairs, B, R)`` already run."""
+    loglik, M = estep
     N = B * (M @ R)
     mass = N.sum(axis=0)
     live = mass > 0
@@ -363,18 +368,24 @@ def refine_topics(pairs: PairCounts, topic_word, topic_topic, *, method: str = "
         raise InputError(f"smoothing must be in [0, 1), got {smoothing!r}")
     B, R = _check(pairs, topic_word, topic_topic)
     R = np.diag(R.sum(axis=1)) if method == "pairs" else R / R.sum()
-    if smoothing > 0 and pair_loglik(pairs, B, R) == -np.inf:
+    # The start's E-step tells whether it needs smoothing, and is the first pass's E-step
+    # where it does not (a warm refit runs a few passes: one E-step fewer is ~1/8 of them).
+    start = _estep(pairs, B, R)
+    if smoothing > 0 and start[0] == -np.inf:
         B = (1.0 - smoothing) * B + smoothing * pairs.unigram()[:, None]
         B = B / B.sum(axis=0)
+        start = None
     trace: list[float] = []
     passes = 0
     last = None  # (log-likelihood at the start of the last step or cycle, its passes)
     while passes < max_iter:
         if accelerate and max_iter - passes >= 3:
-            B, R, lls, used = _squarem_cycle(pairs, B, R, method)
+            B, R, lls, used = _squarem_cycle(pairs, B, R, method, start)
         else:
-            B, R, ll = pair_em_step(pairs, B, R, method)
+            estep = start if start is not None else _estep(pairs, B, R)
+            B, R, ll = _em_update(pairs, B, R, method, estep)
             lls, used = [ll], 1
+        start = None
         passes += used
         trace.extend(lls)
         # Successive starts are accepted points: stop when they gain less than tol per pass.
@@ -389,7 +400,8 @@ def refine_topics(pairs: PairCounts, topic_word, topic_topic, *, method: str = "
 _SQUAREM_MAX_STEP = 64.0
 
 
-def _squarem_cycle(pairs: PairCounts, B: np.ndarray, R: np.ndarray, method: str):
+def _squarem_cycle(pairs: PairCounts, B: np.ndarray, R: np.ndarray, method: str,
+                   start=None):
     """One SQUAREM cycle (Varadhan & Roland 2008, scheme S3) of the pair EM from ``θ = (B, R)``.
 
     With ``θ1 = F(θ)`` and ``θ2 = F(θ1)`` (``F`` one EM step), ``r = θ1 − θ`` and
@@ -405,9 +417,10 @@ def _squarem_cycle(pairs: PairCounts, B: np.ndarray, R: np.ndarray, method: str)
 
     Returns ``(B, R, logliks, passes)``: the next point, the log-likelihoods the passes
     computed at the points they started from (``θ``, ``θ1``, and ``θ'`` where it was
-    kept), and the passes run (2 or 3).
+    kept), and the passes run (2 or 3). ``start``: the E-step at ``θ``, where it has run.
     """
-    B1, R1, ll0 = pair_em_step(pairs, B, R, method)
+    B1, R1, ll0 = _em_update(pairs, B, R, method,
+                             start if start is not None else _estep(pairs, B, R))
     B2, R2, ll1 = pair_em_step(pairs, B1, R1, method)
     if not (np.isfinite(ll0) and np.isfinite(ll1)):
         return B2, R2, [ll0, ll1], 2
