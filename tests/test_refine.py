@@ -15,6 +15,7 @@ from anchorstream.model.lowrank import DocumentCooccurrence
 from anchorstream.model.pipeline import AnchorModel
 from anchorstream.model.refine import (
     REFINE_AUTO_MAX_LENGTH,
+    REFINE_SMOOTHING,
     REFINE_WARM_MAX_ITER,
     PairCounts,
     pair_counts,
@@ -22,6 +23,7 @@ from anchorstream.model.refine import (
     pair_loglik,
     refine_method_for,
     refine_topics,
+    smoothed_start,
     warm_start,
 )
 from anchorstream.stats.cooccurrence import Cooccurrence, cooccurrence
@@ -104,13 +106,22 @@ def test_refinement_keeps_planted_topics_from_the_population_matrix(method):
     model = AnchorModel(6, anchor_min_df=0).fit(cooc)
     before, _, _ = recovery_error(truth.topic_word, model.topic_word_)
     assert before < 1e-3
-    fit = refine_topics(pair_counts(cooc.counts), model.topic_word_, model.topic_topic_,
-                        method=method)
+    pairs = pair_counts(cooc.counts)
+    # Every start is smoothed (smoothed_start), which moves each topic by at most
+    # 2 * REFINE_SMOOTHING; from there EM comes back towards the planted topics: all the way
+    # for the biterm mixture, whose factorization is unique, and part of the way for joint,
+    # where other factorizations B A Bᵀ of the same matrix lie near the smoothed start.
+    smoothed, _, _ = recovery_error(truth.topic_word, smoothed_start(pairs, model.topic_word_))
+    assert smoothed > before
+    fit = refine_topics(pairs, model.topic_word_, model.topic_topic_, method=method)
     after, per_topic, _ = recovery_error(truth.topic_word, fit.topic_word)
-    assert per_topic.max() < 1e-3, (before, after, fit.n_iter)
+    assert after < smoothed, (before, smoothed, after, fit.n_iter)
+    assert per_topic.max() < (1e-3 if method == "pairs" else 2 * REFINE_SMOOTHING), (
+        before, smoothed, after, fit.n_iter)
     # The topics keep the anchor model's order, which follows its anchors.
     order = np.argsort([list(model.anchors_).index(a) for a in truth.anchors])
-    np.testing.assert_allclose(fit.topic_topic[np.ix_(order, order)], R, atol=1e-4)
+    atol = 1e-4 if method == "pairs" else 2 * REFINE_SMOOTHING * R.max()
+    np.testing.assert_allclose(fit.topic_topic[np.ix_(order, order)], R, atol=atol)
 
 
 def test_refinement_raises_the_loglik_of_a_sampled_corpus():
