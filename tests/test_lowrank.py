@@ -140,7 +140,11 @@ def test_recovers_planted_topics_from_the_population_matrix():
     # A million "documents" whose co-occurrence is exactly the population matrix.
     n = 1_000_000
     cooc = Cooccurrence(Q * n, Q.sum(axis=1) * n, np.full(200, 1000.0), n, 10 * n)
-    fit = AnchorModel(8, rectify_method="lowrank", anchor_min_df=0, rectify_tol=1e-10).fit(cooc)
+    # The rectifier and the recovery are under test, not the pair refinement that `auto` runs
+    # on 10-token documents: its smoothed start leaves the planted topics ~1.4e-3 away
+    # (tests/test_refine.py bounds that on its own).
+    fit = AnchorModel(8, rectify_method="lowrank", anchor_min_df=0, rectify_tol=1e-10,
+                      refine="none").fit(cooc)
     _, per_topic, _ = recovery_error(model.topic_word, fit.topic_word_)
     assert per_topic.max() < 1e-3
 
