@@ -400,11 +400,13 @@ def smoothed_start(pairs: PairCounts, topic_word, smoothing: float = REFINE_SMOO
     at exactly 0 (72% on the technical corpus). Until session 22 the start was smoothed only
     where some observed pair had probability 0 (likelihood ``−∞``), so one pair in millions
     decided whether the EM ran on every entry or only on the support recovery happened to
-    give. On the technical corpus 1 pair in 4.0M (mass 6e-8) did; with 1% of the documents
-    left out none did, and that EM stopped 0.036 per pair below the smoothed one's
-    log-likelihood, its topics 0.50 (matched ℓ1) from the full corpus's refined topics instead
-    of 0.19. On the recovered support alone (its 62 impossible pairs left out) the PyPI
-    summaries' EM reached held-out NPMI +0.026 with 2 dead topics, smoothed +0.064.
+    give. On the technical corpus 1 pair in 4.0M (mass 6e-8) did; refitted with 1% of the
+    documents left out, a copy whose start had no impossible pair was refined 0.47-0.51
+    (matched ℓ1) away from the full corpus's refinement, against 0.13-0.21 with both smoothed.
+    On the recovered support alone (its 62 impossible pairs left out) the PyPI summaries' EM
+    reached held-out NPMI +0.026 with 2 dead topics, smoothed +0.064
+    (``benchmarks/bench_refine_start.py``; benchmarks/README.md, "Where the refinement
+    starts").
     """
     B = _as_float(topic_word)
     if not smoothing > 0:
