@@ -71,7 +71,7 @@ def refine_from(start: str, pairs, B, R):
     return rf.refine_topics(pairs, B, R, method="joint", smoothing=float(start.split()[1]))
 
 
-def corpus_counts(name: str, keep=None):
+def corpus_counts(name: str):
     corpus = load(name)
     tok = Tokenizer()
     docs = [d for d in (tok(json.loads(line)["text"]) for line in open(corpus.train_path)) if d]

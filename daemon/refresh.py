@@ -456,8 +456,7 @@ class Refresher:
             # cooc is this refresh's own subset; only its vectors are read afterwards.
             model.fit(cooc, init=init, on_stage=on_stage, overwrite_cooc=True,
                       rectify_workspace=workspace, rectify_data_out=data_out)
-            fit = TopicFit(model.topic_word_, model.topic_topic_, model.anchors_,
-                           dict(model.timings_), model)
+            fit = TopicFit.from_model(model)
             return model, fit, init, {**model.get_params(), "method": "anchor"}
         # Every method's topics are refined on short documents as the pipeline's are.
         refine = {k: kw[k] for k in ("refine", "refine_max_iter") if k in kw}

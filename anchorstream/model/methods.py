@@ -91,6 +91,12 @@ class TopicFit:
     refine: str = "none"
     refine_passes: int = 0
 
+    @classmethod
+    def from_model(cls, model: AnchorModel) -> "TopicFit":
+        """A fitted :class:`AnchorModel`'s topics, with its refinement and passes."""
+        return cls(model.topic_word_, model.topic_topic_, model.anchors_, dict(model.timings_),
+                   model, model.refine_, int(model.n_iter_.get("refine", 0)))
+
     @property
     def prevalence(self) -> np.ndarray:
         return self.topic_topic.sum(axis=1)
@@ -261,9 +267,7 @@ def fit_topics(
             n_topics, anchor_method=anchor_method, random_state=random_state, **settings
         ).fit(cooc, on_stage=on_stage, overwrite_cooc=overwrite_cooc, warm_state=warm_state,
               rectify_workspace=rectify_workspace)
-        return TopicFit(model.topic_word_, model.topic_topic_, model.anchors_,
-                        dict(model.timings_), model, model.refine_,
-                        int(model.n_iter_.get("refine", 0)))
+        return TopicFit.from_model(model)
 
     C = cooc.normalized()
     K = n_topics
