@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from anchorstream._kernels.pairs import pairs_em_pass, pairs_upper_from_dense
+from anchorstream._kernels.pairs import pairs_em_pass, pairs_loglik, pairs_upper_from_dense
 from tests.naive_pairs import naive_em_pass, naive_upper_from_dense
 
 
@@ -35,6 +35,8 @@ def test_em_pass_matches_twin(rng, n, K, density):
     want, want_M = naive_em_pass(indptr, indices, data, G, B)
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14)
     np.testing.assert_allclose(M, want_M, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(pairs_loglik(indptr, indices, data, G, B), want, rtol=1e-12,
+                               atol=1e-14)
 
 
 def test_em_pass_zero_probability_pair_is_minus_infinity(rng):
@@ -46,5 +48,5 @@ def test_em_pass_zero_probability_pair_is_minus_infinity(rng):
     M = np.zeros((2, 2))
     got = pairs_em_pass(indptr, indices, data, G, B, M)
     want, want_M = naive_em_pass(indptr, indices, data, G, B)
-    assert got == want == -np.inf
+    assert got == want == pairs_loglik(indptr, indices, data, G, B) == -np.inf
     np.testing.assert_allclose(M, want_M)

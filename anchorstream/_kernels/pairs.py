@@ -75,6 +75,33 @@ def pairs_em_pass(indptr, indices, data, G, B, M):
     return loglik
 
 
+
+@numba.njit(cache=True, fastmath={"reassoc", "contract"})
+def pairs_loglik(indptr, indices, data, G, B):
+    """``Σ_ij C_ij log p_ij`` over ordered pairs, ``p_ij = G_i · B_j``: the log-likelihood
+    :func:`pairs_em_pass` returns, without its scatter into ``M`` (a third of its work: the
+    refinement's last point needs only this).
+
+    Parameters and the ``-inf`` rule as for :func:`pairs_em_pass`.
+    """
+    n_rows = indptr.size - 1
+    K = B.shape[1]
+    loglik = 0.0
+    for i in range(n_rows):
+        Gi = G[i]
+        for t in range(indptr[i], indptr[i + 1]):
+            c = data[t]
+            if c == 0.0:
+                continue
+            Bj = B[indices[t]]
+            p = 0.0
+            for k in range(K):
+                p += Gi[k] * Bj[k]
+            if not p > 0.0:
+                return -math.inf
+            loglik += (c if indices[t] == i else 2.0 * c) * math.log(p)
+    return loglik
+
 @numba.njit(cache=True)
 def pairs_upper_from_dense(dense):
     """The upper triangle (diagonal included) of a square dense matrix as CSR arrays.

@@ -51,7 +51,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
-from anchorstream._kernels.pairs import pairs_em_pass, pairs_upper_from_dense
+from anchorstream._kernels.pairs import pairs_em_pass, pairs_loglik, pairs_upper_from_dense
 from anchorstream.errors import InputError
 
 __all__ = ["REFINE_AUTO_MAX_LENGTH", "REFINE_METHODS", "REFINE_MAX_ITER", "REFINE_SMOOTHING",
@@ -187,7 +187,8 @@ def pair_loglik(pairs: PairCounts, topic_word, topic_topic) -> float:
     """``Σ_ij C_ij log p_ij`` over ordered pairs, ``p = B R Bᵀ`` (``-inf`` where an observed
     pair has probability 0)."""
     B, R = _check(pairs, topic_word, topic_topic)
-    return _estep(pairs, B, R)[0]
+    G = np.ascontiguousarray(B @ R)
+    return float(pairs_loglik(pairs.indptr, pairs.indices, pairs.data, G, B))
 
 
 def refine_method_for(method: str, num_docs: float, num_tokens: float) -> str:
