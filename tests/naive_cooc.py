@@ -9,6 +9,7 @@ the order the kernels use, so results agree to the last bit.
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse as sp
 
 
 def doc_scale(n, cap_pairs=2.0):
@@ -135,3 +136,28 @@ def naive_symmetric_matmul(indptr, indices, data, Z, out):
             out[i] += v * Z[j]
             if j != i:
                 out[j] += v * Z[i]
+
+
+def naive_document_gram_matmul(indptr, indices, data, weights, Z, out):
+    """Twin of ``document_gram_matmul``: each document's ``w_d h_d h_dᵀ`` written out densely."""
+    n_words = Z.shape[0]
+    for d in range(len(indptr) - 1):
+        h = np.zeros(n_words)
+        for t in range(indptr[d], indptr[d + 1]):
+            h[int(indices[t])] += float(data[t])
+        out += weights[d] * np.outer(h, h) @ Z
+
+
+def naive_document_gram_upper(indptr, indices, data, weights, n_words):
+    """Twin of ``document_gram_upper``: each document's ``w_d (h_d h_dᵀ − diag h_d)`` written out
+    densely, the sum's upper triangle as canonical CSR arrays without stored zeros."""
+    total = np.zeros((n_words, n_words))
+    for d in range(len(indptr) - 1):
+        h = np.zeros(n_words)
+        for t in range(indptr[d], indptr[d + 1]):
+            h[int(indices[t])] += float(data[t])
+        total += weights[d] * (np.outer(h, h) - np.diag(h))
+    U = sp.csr_matrix(np.triu(total))
+    U.eliminate_zeros()
+    U.sort_indices()
+    return U.indptr.astype(np.int64), U.indices.astype(np.int32), U.data

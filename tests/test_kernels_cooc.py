@@ -150,3 +150,47 @@ def test_symmetric_matmul_matches_twin_and_the_full_matrix(seed, b):
     np.testing.assert_allclose(out, want, rtol=1e-14, atol=1e-14)
     full = np.triu(dense) + np.triu(dense, 1).T
     np.testing.assert_allclose(out, 1.0 + full @ Z, rtol=1e-13, atol=1e-13)
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("b", [1, 4])
+def test_document_gram_matmul_matches_twin_and_the_sparse_products(seed, b):
+    rng = np.random.default_rng(700 + seed)
+    n_docs, n_words = 9, 6
+    X = _random_csr(rng, n_docs, n_words)
+    weights = rng.random(n_docs) * (rng.random(n_docs) < 0.8)  # some documents weigh 0
+    Z = np.ascontiguousarray(rng.standard_normal((n_words, b)))
+    out = np.ones((n_words, b))  # added into
+    kernels.document_gram_matmul(X.indptr, X.indices, X.data, weights, Z, out)
+    want = np.ones((n_words, b))
+    naive.naive_document_gram_matmul(X.indptr, X.indices, X.data, weights, Z, want)
+    np.testing.assert_allclose(out, want, rtol=1e-13, atol=1e-13)
+    H = X.toarray()
+    np.testing.assert_allclose(out, 1.0 + H.T @ (weights[:, None] * (H @ Z)), rtol=1e-13,
+                               atol=1e-13)
+
+
+@pytest.mark.parametrize("n_docs, n_words", CASES)
+def test_document_gram_upper_matches_twin(rng, n_docs, n_words):
+    X = _random_csr(rng, n_docs, n_words)
+    weights = rng.random(n_docs) * (rng.random(n_docs) < 0.8)  # some documents weigh 0
+    T = sp.csr_matrix(X.T)
+    got = kernels.document_gram_upper(X.indptr, X.indices, X.data, weights, T.indptr,
+                                      T.indices, T.data)
+    want = naive.naive_document_gram_upper(X.indptr, X.indices, X.data, weights, n_words)
+    np.testing.assert_array_equal(got[0], want[0])  # the same entries stored: none is 0
+    np.testing.assert_array_equal(got[1], want[1])
+    assert got[0].dtype == np.int64 and got[1].dtype == np.int32
+    np.testing.assert_allclose(got[2], want[2], rtol=1e-13)
+
+
+def test_document_gram_upper_grows_its_output(rng):
+    # One long document of distinct words: V (V + 1) / 2 pairs from V stored counts, more
+    # than the first guess of 4 nnz(H) holds.
+    n_words = 40
+    X = sp.csr_matrix(np.ones((1, n_words)))
+    T = sp.csr_matrix(X.T)
+    indptr, indices, data = kernels.document_gram_upper(X.indptr, X.indices, X.data,
+                                                        np.ones(1), T.indptr, T.indices, T.data)
+    assert indptr[-1] == n_words * (n_words - 1) // 2  # the diagonal is 0: not stored
+    np.testing.assert_array_equal(data, 1.0)

@@ -240,3 +240,115 @@ def cooc_symmetric_matmul(indptr, indices, data, Z, out):
             if j != i:
                 for c in range(b):
                     out[j, c] += v * Z[i, c]
+
+
+@numba.njit(cache=True)
+def document_gram_matmul(indptr, indices, data, weights, Z, out):
+    """``out += Hᵀ diag(w) H Z`` for the documents' count matrix ``H`` (CSR, one row per
+    document), without forming ``H Z`` or ``Hᵀ``.
+
+    Per document: ``y = h_dᵀ Z`` (a ``b``-vector), then ``w_d h_di y`` is added to row ``i`` of
+    ``out`` for each of its words. Two passes over the document's entries, ``O(nnz(H) b)`` in
+    all, like two sparse products, but with nothing of size ``n_docs × b`` in between (278 MB
+    for 300,000 documents at ``b = 116``) and 3.5x faster than SciPy's two on the PyPI
+    summaries (1.8M entries, ``b = 116``: 0.13 s against 0.46). Serial: every document scatters
+    into the rows of its words.
+
+    Parameters
+    ----------
+    indptr : int ndarray of shape (n_docs + 1,)
+    indices : int ndarray of shape (nnz,)
+    data : float64 ndarray of shape (nnz,)
+    weights : float64 ndarray of shape (n_docs,)
+        ``w_d``; documents of weight 0 are skipped.
+    Z : float64 ndarray of shape (n_words, b), C-contiguous
+    out : float64 ndarray of shape (n_words, b), C-contiguous; added into
+    """
+    b = Z.shape[1]
+    y = np.empty(b)
+    for d in range(indptr.shape[0] - 1):
+        start, stop = indptr[d], indptr[d + 1]
+        w = weights[d]
+        if start == stop or w == 0.0:
+            continue
+        y[:] = 0.0
+        for t in range(start, stop):
+            x = data[t]
+            Zj = Z[indices[t]]
+            for c in range(b):
+                y[c] += x * Zj[c]
+        for t in range(start, stop):
+            x = w * data[t]
+            oj = out[indices[t]]
+            for c in range(b):
+                oj[c] += x * y[c]
+
+
+@numba.njit(cache=True)
+def document_gram_upper(indptr, indices, data, weights, t_indptr, t_docs, t_counts):
+    """The upper triangle (diagonal included) of ``Σ_d w_d (h_d h_dᵀ − diag h_d)`` as CSR
+    arrays, rows with sorted columns and no stored zeros.
+
+    Row ``i`` is gathered from the documents holding word ``i`` (the transpose's row ``i``)
+    and, in each, the words ``j >= i`` (Gustavson's sparse product, one triangle only): half
+    the products of forming ``Hᵀ W H`` whole, and no triangle to cut from it afterwards. The
+    diagonal is ``Σ_d w_d h_di (h_di − 1)``, exactly 0 where no document holds the word twice
+    (the difference of the two sums would leave rounding there).
+
+    Parameters
+    ----------
+    indptr, indices, data : the documents' counts ``H``, CSR (one row per document, each word
+        at most once per row)
+    weights : float64 ndarray of shape (n_docs,)
+        ``w_d``; documents of weight 0 add nothing.
+    t_indptr, t_docs, t_counts : ``Hᵀ``, CSR (one row per word)
+
+    Returns
+    -------
+    out_indptr : int64 ndarray of shape (n_words + 1,)
+    out_indices : int32 ndarray of shape (nnz,)
+    out_data : float64 ndarray of shape (nnz,)
+    """
+    n_words = t_indptr.shape[0] - 1
+    acc = np.zeros(n_words)
+    seen = np.full(n_words, -1, dtype=np.int64)
+    touched = np.empty(n_words, dtype=np.int64)
+    out_indptr = np.zeros(n_words + 1, dtype=np.int64)
+    capacity = max(16, 4 * indices.shape[0])
+    out_indices = np.empty(capacity, dtype=np.int32)
+    out_data = np.empty(capacity, dtype=np.float64)
+    nnz = 0
+    for i in range(n_words):
+        m = 0
+        for s in range(t_indptr[i], t_indptr[i + 1]):
+            d = t_docs[s]
+            w = weights[d]
+            if w == 0.0:
+                continue
+            xi = t_counts[s]
+            for t in range(indptr[d], indptr[d + 1]):
+                j = indices[t]
+                if j < i:
+                    continue
+                v = w * xi * (xi - 1.0) if j == i else w * xi * data[t]
+                if seen[j] != i:
+                    seen[j] = i
+                    acc[j] = 0.0
+                    touched[m] = j
+                    m += 1
+                acc[j] += v
+        row = np.sort(touched[:m])
+        if nnz + m > capacity:
+            capacity = max(2 * capacity, nnz + m)
+            grown_indices = np.empty(capacity, dtype=np.int32)
+            grown_data = np.empty(capacity, dtype=np.float64)
+            grown_indices[:nnz] = out_indices[:nnz]
+            grown_data[:nnz] = out_data[:nnz]
+            out_indices, out_data = grown_indices, grown_data
+        for j in row:
+            if acc[j] != 0.0:
+                out_indices[nnz] = j
+                out_data[nnz] = acc[j]
+                nnz += 1
+        out_indptr[i + 1] = nnz
+    return out_indptr, out_indices[:nnz].copy(), out_data[:nnz].copy()

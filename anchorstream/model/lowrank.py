@@ -38,6 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from anchorstream._kernels.cooc import document_gram_matmul, document_gram_upper
 from anchorstream.stats.cooccurrence import cap_pairs, pair_scale
 from anchorstream.errors import InputError
 from anchorstream.model.anderson import AndersonMixer
@@ -85,11 +86,13 @@ class DocumentCooccurrence:
 
     Document ``d`` with word counts ``h_d`` (``n_d`` tokens) contributes
     ``w_d (h_d h_dᵀ − diag h_d)``, and the sum is divided by its total so that the matrix sums
-    to 1. With ``H̃`` the count matrix with rows scaled by ``√w_d`` and ``δ = Σ_d w_d h_d``,
+    to 1. With ``H`` the count matrix, ``W = diag(w)`` and ``δ = Σ_d w_d h_d``,
 
-        C = (H̃ᵀ H̃ − diag δ) / total,
+        C = (Hᵀ W H − diag δ) / total,
 
-    so ``C Z`` costs two sparse products, ``O(nnz(H) b)`` for ``b`` vectors.
+    so ``C Z`` costs ``O(nnz(H) b)`` for ``b`` vectors: one pass over each document's words
+    for ``h_dᵀ Z`` and one to add ``w_d h_d (h_dᵀ Z)`` back
+    (:func:`~anchorstream._kernels.cooc.document_gram_matmul`).
 
     Parameters
     ----------
@@ -114,6 +117,9 @@ class DocumentCooccurrence:
     def __init__(self, counts, *, length_cap: float | None = 2):
         cap_pairs(length_cap)  # validates
         X = sp.csr_matrix(counts, dtype=np.float64)
+        if not X.has_canonical_format:  # a word at most once per document
+            X = X.copy()
+            X.sum_duplicates()
         if X.ndim != 2:
             raise InputError(f"counts must be (n_docs, n_words), got shape {X.shape}")
         if X.nnz and (not np.all(np.isfinite(X.data)) or X.data.min() < 0):
@@ -129,8 +135,8 @@ class DocumentCooccurrence:
         self.n_words = X.shape[1]
         self.shape = (self.n_words, self.n_words)
         self.total = total
-        self._Ht = sp.csr_matrix(X.multiply(np.sqrt(w)[:, None]))
-        self._HtT = sp.csr_matrix(self._Ht.T)
+        self._X = X
+        self._w = np.ascontiguousarray(w, dtype=np.float64)
         self._delta = np.asarray(X.T @ w).ravel()
         self.doc_freq = np.asarray((X > 0).sum(axis=0)).ravel()
 
@@ -138,8 +144,16 @@ class DocumentCooccurrence:
         Z = np.asarray(Z, dtype=np.float64)
         if self.total <= 0:
             return np.zeros_like(Z)
-        d = self._delta if Z.ndim == 1 else self._delta[:, None]
-        return (self._HtT @ (self._Ht @ Z) - d * Z) / self.total
+        Z2 = np.ascontiguousarray(Z.reshape(self.n_words, -1))
+        out = np.zeros_like(Z2)
+        document_gram_matmul(self._X.indptr, self._X.indices, self._X.data, self._w, Z2, out)
+        out -= self._delta[:, None] * Z2
+        out /= self.total
+        return out.reshape(Z.shape)
+
+    def _gram(self) -> sp.csr_matrix:
+        """``Hᵀ diag(w) H``, sparse (V × V with the pairs' pattern)."""
+        return sp.csr_matrix(self._X.T) @ sp.csr_matrix(self._X.multiply(self._w[:, None]))
 
     def total_weight(self) -> float:
         """The documents' total weight, which the matrix is divided by (as for
@@ -152,18 +166,20 @@ class DocumentCooccurrence:
 
     def normalized(self) -> np.ndarray:
         """The dense matrix (V² memory: for the methods that need one, and small problems)."""
-        C = (self._HtT @ self._Ht).toarray()
+        C = self._gram().toarray()
         C[np.diag_indices_from(C)] -= self._delta
         if self.total > 0:
             C /= self.total
         return C
 
     def upper_counts(self) -> sp.csr_matrix:
-        """The counts' upper triangle, ``H̃ᵀ H̃ − diag δ``, sparse (a rounding-only diagonal: 0)."""
-        P = sp.triu(self._HtT @ self._Ht, format="csr")
-        d = P.diagonal()
-        P.setdiag(np.where(np.abs(d - self._delta) <= 1e-9 * d, 0.0, d - self._delta))
-        return P
+        """The counts' upper triangle, ``Hᵀ W H − diag δ``, sparse (no stored zeros; the
+        diagonal is exactly 0 for a word no document holds twice)."""
+        X = self._X
+        T = sp.csr_matrix(X.T)
+        indptr, indices, data = document_gram_upper(X.indptr, X.indices, X.data, self._w,
+                                                    T.indptr, T.indices, T.data)
+        return sp.csr_matrix((data, indices, indptr), shape=self.shape)
 
     def subset(self, words) -> DocumentCooccurrence:
         """The same matrix restricted to ``words`` (rows and columns), documents' weights and the
@@ -175,8 +191,8 @@ class DocumentCooccurrence:
         out.n_words = int(words.size)
         out.shape = (out.n_words, out.n_words)
         out.total = self.total
-        out._Ht = sp.csr_matrix(self._Ht[:, words])
-        out._HtT = sp.csr_matrix(out._Ht.T)
+        out._X = sp.csr_matrix(self._X[:, words])
+        out._w = self._w
         out._delta = self._delta[words]
         out.doc_freq = self.doc_freq[words]
         return out
