@@ -65,10 +65,12 @@ REFINE_METHODS = ("none", "pairs", "joint", "auto")
 #: The EM models (what ``refine_topics`` accepts).
 _EM_METHODS = ("pairs", "joint")
 #: ``auto`` refines (``joint``) where documents hold fewer tokens than this on average (in the
-#: vocabulary, documents of >= 2 tokens). The quality table (benchmarks/README.md, "Pair
-#: refinement") has joint gaining NPMI at 6.1 and 8.0 tokens, and losing 0.013 at 33.9 (tech);
-#: 15 lies in the unmeasured gap between 8 and 30.
-REFINE_AUTO_MAX_LENGTH = 15.0
+#: vocabulary, documents of >= 2 tokens). From the smoothed start (session 22) the converged
+#: refinement gained held-out NPMI on every corpus measured below 22 tokens (+0.002 to
+#: +0.058; the 20-token ``passages`` corpus +0.042), and moved the three of 34-173 tokens by
+#: -0.003 to +0.010 at 2.5-7x the fit's CPU (benchmarks/README.md, "Where auto refines, from
+#: the smoothed start"); 25 lies in the gap between 21 and 34.
+REFINE_AUTO_MAX_LENGTH = 25.0
 #: Most EM passes over the pairs of a refinement (an accelerated cycle is three). With
 #: SQUAREM and REFINE_TOL the refinement stopped after 60 passes on 300k PyPI summaries, 48
 #: on the npm summaries and 18 on 8-token semi-synthetic documents; the cap bounds the rest.

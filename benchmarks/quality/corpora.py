@@ -21,6 +21,9 @@ of a training one):
 - ``long``: sections of the Python and PostgreSQL manuals (Debian packages
   ``python3.X-doc``, ``postgresql-doc-N``), cut into passages of 100-600 words; held out by
   whole page.
+- ``passages``: ``long``'s passages cut into windows of 36 words (~20 tokens after
+  anchorstream's tokenizer), training and held-out sides as in ``long``: text of the length of
+  posts and support tickets, between ``pypi12`` and the 40-token corpora.
 
 Semi-synthetic (``synth{L}-{N}k`` and ``synth{L}-{N}k-a{alpha}``, e.g. ``synth30-10k``):
 ``N`` thousand training documents of ``L`` words drawn from a known LDA model
@@ -335,10 +338,37 @@ def _build_long(work: Path):
     }
 
 
+#: Words per window of ``passages``.
+PASSAGE_WORDS = 36
+
+
+def _build_passages(work: Path):
+    long = load("long", verbose=False)
+
+    def windows(path: Path) -> list[str]:
+        out = []
+        for text in _read_jsonl(path):
+            words = text.split()
+            out += [" ".join(words[i:i + PASSAGE_WORDS])
+                    for i in range(0, len(words), PASSAGE_WORDS)]
+        return out
+
+    meta = json.loads((long.directory / "meta.json").read_text())["description"]
+    return windows(long.train_path), windows(long.heldout_path), {
+        "source": f"the `long` corpus's passages ({meta['source']}) cut into consecutive "
+                  f"windows of {PASSAGE_WORDS} whitespace-separated words (the last one of "
+                  "a passage shorter)",
+        "license": meta["license"],
+        "split": "the `long` corpus's: windows of its training passages train, of its "
+                 "held-out pages are held out",
+    }
+
+
 _REAL = {
     "short": _Spec(_build_short, 100, 8000),
     "pypi": _Spec(_build_pypi, 100, 8000),
     "pypi12": _Spec(_build_pypi12, 50, 5000),
+    "passages": _Spec(_build_passages, 30, 5000),
     "medium": _Spec(_build_medium, 30, 5000),
     "tech": _Spec(_build_tech, 50, 5000),
     "long": _Spec(_build_long, 30, 5000),
