@@ -75,7 +75,6 @@ def pairs_em_pass(indptr, indices, data, G, B, M):
     return loglik
 
 
-
 @numba.njit(cache=True, fastmath={"reassoc", "contract"})
 def pairs_loglik(indptr, indices, data, G, B):
     """``Σ_ij C_ij log p_ij`` over ordered pairs, ``p_ij = G_i · B_j``: the log-likelihood
@@ -101,6 +100,7 @@ def pairs_loglik(indptr, indices, data, G, B):
                 return -math.inf
             loglik += (c if indices[t] == i else 2.0 * c) * math.log(p)
     return loglik
+
 
 @numba.njit(cache=True)
 def pairs_upper_from_dense(dense):

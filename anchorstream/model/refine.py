@@ -66,10 +66,12 @@ REFINE_METHODS = ("none", "pairs", "joint", "auto")
 _EM_METHODS = ("pairs", "joint")
 #: ``auto`` refines (``joint``) where documents hold fewer tokens than this on average (in the
 #: vocabulary, documents of >= 2 tokens). From the smoothed start (session 22) the converged
-#: refinement gained held-out NPMI on every corpus measured below 22 tokens (+0.002 to
-#: +0.058; the 20-token ``passages`` corpus +0.042), and moved the three of 34-173 tokens by
-#: -0.003 to +0.010 at 2.5-7x the fit's CPU (benchmarks/README.md, "Where auto refines, from
-#: the smoothed start"); 25 lies in the gap between 21 and 34.
+#: refinement gained held-out NPMI on every corpus measured below 22 tokens but ``pypi12``
+#: (9.6 tokens, within 0.001): +0.002 to +0.044 on windows of 12-24 tokens cut from the
+#: longer corpora, +0.042 on the 20-token ``passages``, +0.05 to +0.07 on the npm and PyPI
+#: summaries; it moved the three corpora of 34-173 tokens by -0.003 to +0.010 at 2.5-7x the
+#: fit's CPU (benchmarks/README.md, "Where auto refines, from the smoothed start"). 25 lies
+#: in the gap between 21 and 34.
 REFINE_AUTO_MAX_LENGTH = 25.0
 #: Most EM passes over the pairs of a refinement (an accelerated cycle is three). With
 #: SQUAREM and REFINE_TOL the refinement stopped after 60 passes on 300k PyPI summaries, 48
