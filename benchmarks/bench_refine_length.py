@@ -23,7 +23,6 @@ Run from the repository root, in the benchmark environment (corpora as ``bench_q
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -38,8 +37,7 @@ from anchorstream.model.background import (BACKGROUND_SPREAD, background_level, 
 from anchorstream.model.lowrank import DocumentCooccurrence  # noqa: E402
 from anchorstream.model.pipeline import AnchorModel  # noqa: E402
 from anchorstream.stats.cooccurrence import LENGTH_CAP  # noqa: E402
-from anchorstream.text.tokenize import Tokenizer, count_matrix, select_vocabulary  # noqa: E402
-from benchmarks.quality.corpora import load  # noqa: E402
+from benchmarks.quality.corpora import fit_counts, load, training_documents  # noqa: E402
 from benchmarks.quality.metrics import (HeldoutIndex, npmi, top_word_strings,  # noqa: E402
                                         unique)
 
@@ -56,21 +54,17 @@ def main(argv=None) -> int:
     p.add_argument("--windows", default="12,18,24,0",
                    help="comma-separated window lengths in tokens (0: whole documents)")
     a = p.parse_args(argv)
-    tok = Tokenizer()
     print("| corpus | window | documents | fit length | none: NPMI (most probable) / unique "
           "/ dead / CPU s | joint: NPMI (most probable) / unique / dead / CPU s | joint − none |")
     print("|---|---:|---:|---:|---|---|---:|")
     for name in [c for c in a.corpora.split(",") if c]:
         corpus = load(name, verbose=False)
-        docs = [d for d in (tok(json.loads(line)["text"]) for line in open(corpus.train_path))
-                if d]
+        docs = training_documents(corpus)
         index = HeldoutIndex.for_corpus(corpus)
         K = corpus.n_topics
         for n in [int(x) for x in a.windows.split(",") if x]:
             texts = windows(docs, n)
-            vocab = list(select_vocabulary(texts, min_df=5, max_df=0.5,
-                                           max_size=corpus.vocab_size))
-            X = count_matrix(texts, vocab)
+            vocab, X = fit_counts(texts, corpus.vocab_size)
             lengths = np.asarray(X.sum(axis=1)).ravel()
             fit_length = float(lengths[lengths >= 2].mean())
             cells, scores = [], []

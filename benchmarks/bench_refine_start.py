@@ -27,7 +27,6 @@ Run from the repository root, in the benchmark environment::
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -42,8 +41,7 @@ from anchorstream.model import refine as rf  # noqa: E402
 from anchorstream.model.lowrank import DocumentCooccurrence  # noqa: E402
 from anchorstream.model.pipeline import AnchorModel  # noqa: E402
 from anchorstream.stats.cooccurrence import LENGTH_CAP  # noqa: E402
-from anchorstream.text.tokenize import Tokenizer, count_matrix, select_vocabulary  # noqa: E402
-from benchmarks.quality.corpora import load  # noqa: E402
+from benchmarks.quality.corpora import fit_counts, load, training_documents  # noqa: E402
 from benchmarks.quality.metrics import HeldoutIndex, l1_error, npmi, top_word_strings  # noqa: E402
 
 
@@ -73,10 +71,7 @@ def refine_from(start: str, pairs, B, R):
 
 def corpus_counts(name: str):
     corpus = load(name)
-    tok = Tokenizer()
-    docs = [d for d in (tok(json.loads(line)["text"]) for line in open(corpus.train_path)) if d]
-    vocab = list(select_vocabulary(docs, min_df=5, max_df=0.5, max_size=corpus.vocab_size))
-    X = count_matrix(docs, vocab)
+    vocab, X = fit_counts(training_documents(corpus), corpus.vocab_size)
     return corpus, vocab, X
 
 

@@ -19,7 +19,6 @@ Run from the repository root, in the benchmark environment (corpora as ``bench_q
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -33,8 +32,7 @@ from anchorstream.stats.cooccurrence import LENGTH_CAP, cooccurrence  # noqa: E4
 from anchorstream.model.lowrank import DocumentCooccurrence  # noqa: E402
 from anchorstream.model import anchors  # noqa: E402
 from anchorstream.model.pipeline import AnchorModel  # noqa: E402
-from anchorstream.text.tokenize import Tokenizer, count_matrix, select_vocabulary  # noqa: E402
-from benchmarks.quality.corpora import load  # noqa: E402
+from benchmarks.quality.corpora import fit_counts, load, training_documents  # noqa: E402
 from benchmarks.quality.metrics import HeldoutIndex, npmi, top_word_strings  # noqa: E402
 
 
@@ -58,11 +56,7 @@ def main(argv=None) -> int:
           f"{'NPMI 99%':>9s} {'kept':>6s}  warm / cold stages (s)")
     for name in a.corpora.split(","):
         corpus = load(name)
-        tok = Tokenizer()
-        docs = [d for d in (tok(json.loads(line)["text"]) for line in open(corpus.train_path))
-                if d]
-        vocab = list(select_vocabulary(docs, min_df=5, max_df=0.5, max_size=corpus.vocab_size))
-        X = count_matrix(docs, vocab)
+        vocab, X = fit_counts(training_documents(corpus), corpus.vocab_size)
         cut = int(round(X.shape[0] * (1 - a.new)))
         index = HeldoutIndex.for_corpus(corpus)
         K = corpus.n_topics

@@ -463,6 +463,26 @@ def _build(name: str, directory: Path, synth) -> None:
     tmp.rename(directory)
 
 
+def training_documents(corpus: Corpus) -> list[list[str]]:
+    """``corpus``'s training documents tokenized as ``anchorstream fit`` does (empty ones left
+    out): for the scripts that fit in process."""
+    from anchorstream.text.tokenize import Tokenizer
+
+    tok = Tokenizer()
+    docs = (tok(json.loads(line)["text"]) for line in open(corpus.train_path, encoding="utf-8"))
+    return [d for d in docs if d]
+
+
+def fit_counts(docs: list[list[str]], vocab_size: int):
+    """The vocabulary and document-word counts ``anchorstream fit`` builds from tokenized
+    ``docs`` under its defaults (``--min-df``, ``--max-df``): ``(words, X)``."""
+    from anchorstream.text.tokenize import count_matrix, select_vocabulary
+    from daemon.cli.options import MAX_DF, MIN_DF
+
+    vocab = list(select_vocabulary(docs, min_df=MIN_DF, max_df=MAX_DF, max_size=vocab_size))
+    return vocab, count_matrix(docs, vocab)
+
+
 def _lengths(texts: list[str]) -> dict:
     from anchorstream.text.tokenize import Tokenizer
 
