@@ -194,7 +194,8 @@ def naive_active_set(G, h, start, tol, max_steps=10):
     """Twin of ``_recover_active_set``: the simplex minimizer of ``½yᵀGy − hᵀy`` by an
     active-set search from ``start``'s support (KKT conditions checked), else None."""
     K = len(h)
-    S = start > 0
+    S = start > tol
+    S[np.argmax(start)] = True
     for _ in range(max_steps):
         idx = np.flatnonzero(S)
         m = idx.size

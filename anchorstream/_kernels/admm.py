@@ -77,6 +77,13 @@ def _recover_active_set(G, h, start, tol, max_steps, y):
     """The exact minimizer of ``½ yᵀGy − hᵀy`` on the simplex by an active-set search from
     ``start``'s support: True and the minimizer in ``y``, or False (``y`` is then garbage).
 
+    The support starts as the entries of ``start`` above ``tol`` (and its largest entry): a
+    previous ADMM solution leaves dozens of entries below 1e-8, zero at the solver's
+    precision, and a first solve on all of them cost more than the rest of the search (PyPI summaries after
+    1% new documents, K = 100: 43 entries above 0 on average, 16 above 1e-8; the warm
+    recovery took 0.79 s from the first and 0.08 s from the second, and solved 99.95% of the
+    words against 100%).
+
     On a support ``S`` the optimum solves the KKT system (:func:`_recover_kkt_solve`). It is
     the simplex optimum when ``y_S > 0`` and every multiplier off the support,
     ``ν_j = (G y − h)_j + μ``, is at least ``−tol · G_jj`` (a negative one would move ``y_j``
@@ -90,8 +97,12 @@ def _recover_active_set(G, h, start, tol, max_steps, y):
     """
     K = h.shape[0]
     support = np.empty(K, dtype=np.bool_)
+    top = 0
     for k in range(K):
-        support[k] = start[k] > 0.0
+        support[k] = start[k] > tol
+        if start[k] > start[top]:
+            top = k
+    support[top] = True
     idx = np.empty(K, dtype=np.int64)
     A = np.empty((K + 1, K + 1))
     b = np.empty(K + 1)
