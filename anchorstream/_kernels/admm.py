@@ -79,10 +79,10 @@ def _recover_active_set(G, h, start, tol, max_steps, y):
 
     The support starts as the entries of ``start`` above ``tol`` (and its largest entry): a
     previous ADMM solution leaves dozens of entries below 1e-8, zero at the solver's
-    precision, and a first solve on all of them cost more than the rest of the search (PyPI summaries after
-    1% new documents, K = 100: 43 entries above 0 on average, 16 above 1e-8; the warm
-    recovery took 0.79 s from the first and 0.08 s from the second, and solved 99.95% of the
-    words against 100%).
+    precision, and a first solve on all of them cost more than the rest of the search (PyPI
+    summaries after 1% new documents, K = 100: 43 entries above 0 on average, 16 above 1e-8;
+    the search over every word took 0.79 s from the first support and 0.08 s from the second,
+    and solved 99.95% of the words against 100%).
 
     On a support ``S`` the optimum solves the KKT system (:func:`_recover_kkt_solve`). It is
     the simplex optimum when ``y_S > 0`` and every multiplier off the support,
