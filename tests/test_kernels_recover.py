@@ -143,6 +143,32 @@ def test_active_set_search_matches_twin_and_the_oracle():
     assert found >= 30  # the search usually succeeds from such a start
 
 
+def test_active_set_search_starts_above_the_tolerance():
+    """A warm start is an ADMM solution: its zeros come out as tiny positive entries. The
+    search starts from the entries above ``tol`` (and the largest), so the optimum's own support
+    with such dust around it is solved in one step, by the kernel and its twin alike."""
+    rng = np.random.default_rng(12)
+    K = 8
+    solved = 0
+    for trial in range(30):
+        M = rng.normal(size=(K + 3, K))
+        G = M.T @ M
+        h = rng.normal(size=K)
+        exact = naive.exact_simplex_least_squares(G, h)
+        if (exact > 0).all():
+            continue  # no zero entry to dust
+        start = exact + np.where(exact > 0, 0.0, 1e-12 * rng.random(K))
+        start /= start.sum()
+        y = np.empty(K)
+        ok = ka._recover_active_set(G, h, start, 1e-9, 1, y)
+        twin = naive.naive_active_set(G, h, start, 1e-9, 1)
+        assert ok and twin is not None, trial
+        np.testing.assert_allclose(y, exact, atol=1e-9)
+        np.testing.assert_allclose(twin, exact, atol=1e-9)
+        solved += 1
+    assert solved >= 10
+
+
 def test_admm_dr_warm_start_at_the_optimum_takes_no_iterations():
     C, p, U, G, H, vnorm2, rows = _problem(6)
     V, K = H.shape
