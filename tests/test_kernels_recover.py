@@ -118,6 +118,15 @@ def test_admm_dr_matches_twin(use_init):
     np.testing.assert_array_equal(got[2], want[2])
 
 
+def _simplex_problem(rng, K):
+    """A random positive-definite ``G`` (K × K), ``h``, and the exact simplex minimizer of
+    ``½ yᵀGy − hᵀy``."""
+    M = rng.normal(size=(K + 3, K))
+    G = M.T @ M
+    h = rng.normal(size=K)
+    return G, h, naive.exact_simplex_least_squares(G, h)
+
+
 def test_active_set_search_matches_twin_and_the_oracle():
     """From a nearby start (the optimum of a perturbed problem, its support off by an entry
     or two), the search lands on the exact simplex minimizer, as its twin does; it fails
@@ -126,10 +135,7 @@ def test_active_set_search_matches_twin_and_the_oracle():
     K = 6
     found = 0
     for trial in range(40):
-        M = rng.normal(size=(K + 3, K))
-        G = M.T @ M
-        h = rng.normal(size=K)
-        exact = naive.exact_simplex_least_squares(G, h)
+        G, h, exact = _simplex_problem(rng, K)
         start = naive.exact_simplex_least_squares(G, h + 0.3 * rng.normal(size=K))
         y = np.empty(K)
         for steps in (1, 10):
@@ -151,10 +157,7 @@ def test_active_set_search_starts_above_the_tolerance():
     K = 8
     solved = 0
     for trial in range(30):
-        M = rng.normal(size=(K + 3, K))
-        G = M.T @ M
-        h = rng.normal(size=K)
-        exact = naive.exact_simplex_least_squares(G, h)
+        G, h, exact = _simplex_problem(rng, K)
         if (exact > 0).all():
             continue  # no zero entry to dust
         start = exact + np.where(exact > 0, 0.0, 1e-12 * rng.random(K))
