@@ -364,6 +364,65 @@ def _build_passages(work: Path):
     }
 
 
+def _build_glosses(work: Path):
+    apt = _apt(work)
+    apt.update()
+    package = "wordnet-base"
+    root = apt.download_and_unpack(package, work / "deb" / package) / "usr/share/wordnet"
+    texts = []
+    for pos in ("noun", "verb", "adj", "adv"):
+        with open(root / f"data.{pos}", encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                # Lines of the license header start with two spaces; a synset's gloss is
+                # everything after " | " (a definition, then quoted examples).
+                if not line.startswith("  ") and " | " in line:
+                    texts.append(line.split(" | ", 1)[1].strip())
+    version = apt.version(package)
+    shutil.rmtree(work / "deb", ignore_errors=True)
+    texts, _ = _dedupe(texts)
+    train, held = _split(texts, 20_000)
+    return train, held, {
+        "source": f"the glosses (definition and usage examples) of every synset of WordNet "
+                  f"3.0, Debian package {package} {version} (data.noun/verb/adj/adv), "
+                  f"fetched with apt-get download: short general English, every field of "
+                  f"knowledge",
+        "license": "WordNet 3.0 license (Princeton University; BSD-style, redistributable "
+                   "with the notice); built at run time, not redistributed here",
+        "split": "random, 20,000 held-out, after removing exact duplicates",
+    }
+
+
+def _build_quotes(work: Path):
+    apt = _apt(work)
+    apt.update()
+    texts, parts = [], []
+    for package in ("fortunes", "fortunes-min"):
+        root = apt.download_and_unpack(package, work / "deb" / package) / "usr/share/games/fortunes"
+        n = 0
+        for f in sorted(root.iterdir()):
+            # Each cookie file has a binary index (.dat) and a link (.u8) beside it.
+            if f.suffix or f.is_symlink() or not f.is_file() or f.name == "ascii-art":
+                continue
+            cookies = f.read_text(encoding="utf-8", errors="replace").split("\n%\n")
+            cookies = [" ".join(c.split()) for c in cookies]
+            texts += [c for c in cookies if c]
+            n += len(cookies)
+        parts.append(f"{package} {apt.version(package)} ({n} cookies)")
+    shutil.rmtree(work / "deb", ignore_errors=True)
+    texts, _ = _dedupe(texts)
+    train, held = _split(texts, 3_000)
+    return train, held, {
+        "source": "the fortune cookies of Debian packages " + ", ".join(parts)
+                  + " (every file except ascii-art; the offensive ones are not in them), "
+                  "fetched with apt-get download: quotations, jokes and aphorisms on "
+                  "every subject",
+        "license": "fortune-mod is BSD-licensed; the cookies are quotations collected by its "
+                   "authors and shipped in Debian main; built at run time, not "
+                   "redistributed here",
+        "split": "random, 3,000 held-out, after removing exact duplicates",
+    }
+
+
 _REAL = {
     "short": _Spec(_build_short, 100, 8000),
     "pypi": _Spec(_build_pypi, 100, 8000),
@@ -372,6 +431,8 @@ _REAL = {
     "medium": _Spec(_build_medium, 30, 5000),
     "tech": _Spec(_build_tech, 50, 5000),
     "long": _Spec(_build_long, 30, 5000),
+    "glosses": _Spec(_build_glosses, 100, 8000),
+    "quotes": _Spec(_build_quotes, 30, 5000),
 }
 SYNTH_LENGTHS = (8, 30, 60)
 SYNTH_SIZES = (10_000, 30_000, 100_000)
