@@ -275,3 +275,58 @@ def test_bad_arguments_are_named():
     with pytest.raises(InputError, match="square"):
         pair_counts(np.ones((2, 3)))
     assert isinstance(pairs, PairCounts) and pairs.nnz == 3
+
+
+def _small_sample_fit(seed=0, n_train=150, n_valid=1500, V=60, K=4):
+    """An anchor model fitted on few short documents of a planted model, the pairs of those
+    documents and of documents left out: the setting where the pair EM overfits."""
+    truth = planted_model(V, K, random_state=seed)
+    X, _ = sample_documents(truth, n_train + n_valid, doc_length=8, random_state=seed + 1)
+    train = DocumentCooccurrence(X[:n_train])
+    model = AnchorModel(K, anchor_min_df=0, refine="none").fit(train)
+    return (pair_counts(train), pair_counts(DocumentCooccurrence(X[n_train:])),
+            model.topic_word_, model.topic_topic_)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_validation_returns_the_best_point_of_its_trace(seed):
+    # Early stopping on left-out documents: the result is the point where their likelihood
+    # was best, the same as running that many passes without a validation set, and it stops
+    # before the EM converges on the training pairs.
+    pairs, valid, B, R = _small_sample_fit(seed)
+    fit = refine_topics(pairs, B, R, method="joint", validation=valid, tol=0.0, max_iter=60)
+    passes, lls = zip(*fit.validation)
+    best = int(np.argmax(lls))
+    assert fit.n_iter == passes[best] < 60
+    # It stopped `patience` (2) points after its best, or at max_iter.
+    assert len(lls) - 1 - best == 2
+    again = refine_topics(pairs, B, R, method="joint", tol=0.0, max_iter=fit.n_iter)
+    np.testing.assert_allclose(fit.topic_word, again.topic_word, rtol=1e-10, atol=1e-14)
+    assert fit.loglik[-1] == pytest.approx(again.loglik[-1])
+    # On these 150 documents of 8 words the EM's own optimum is worse on left-out documents.
+    full = refine_topics(pairs, B, R, method="joint", tol=0.0, max_iter=60, validation=valid,
+                         patience=60)
+    assert full.validation[-1][0] == 60 and full.validation[-1][1] < lls[best]
+
+
+def test_validation_on_the_training_pairs_never_stops_early():
+    # EM never lowers the training likelihood, so a validation set equal to the training
+    # pairs improves at every point and the run is the one without validation.
+    pairs, _, B, R = _small_sample_fit(1)
+    for accelerate in (False, True):
+        plain = refine_topics(pairs, B, R, max_iter=12, tol=0.0, accelerate=accelerate)
+        held = refine_topics(pairs, B, R, max_iter=12, tol=0.0, accelerate=accelerate,
+                             validation=pairs)
+        assert held.n_iter == plain.n_iter == 12
+        np.testing.assert_array_equal(held.topic_word, plain.topic_word)
+        lls = [ll for _, ll in held.validation]
+        assert all(b > a for a, b in zip(lls, lls[1:]))
+
+
+def test_validation_arguments_are_checked():
+    pairs = pair_counts(np.eye(3))
+    B, R = np.full((3, 2), 1 / 3), np.full((2, 2), 0.25)
+    with pytest.raises(InputError, match="validation pairs are over 4 words"):
+        refine_topics(pairs, B, R, validation=pair_counts(np.eye(4)))
+    with pytest.raises(InputError, match="patience"):
+        refine_topics(pairs, B, R, validation=pairs, patience=0)
