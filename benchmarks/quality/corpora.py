@@ -24,6 +24,10 @@ of a training one):
 - ``passages``: ``long``'s passages cut into windows of 36 words (~20 tokens after
   anchorstream's tokenizer), training and held-out sides as in ``long``: text of the length of
   posts and support tickets, between ``pypi12`` and the 40-token corpora.
+- ``glosses``: the glosses (definitions and usage examples) of WordNet 3.0 (Debian package
+  ``wordnet-base``), ~7 tokens: short general English from every field, no software.
+- ``quotes``: the fortune cookies of the Debian packages ``fortunes`` and ``fortunes-min``,
+  ~14 tokens, 12,000 training documents: a small corpus of quotations and jokes.
 
 Semi-synthetic (``synth{L}-{N}k`` and ``synth{L}-{N}k-a{alpha}``, e.g. ``synth30-10k``):
 ``N`` thousand training documents of ``L`` words drawn from a known LDA model
