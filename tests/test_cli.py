@@ -1,6 +1,7 @@
 """`anchorstream fit` and `inspect` end to end on files and stores: real files in (or a real
 store written by `anchorstream ingest`), a real snapshot out."""
 
+import itertools
 import json
 import re
 import uuid
@@ -550,3 +551,24 @@ def test_fit_store_corrects_the_counts_of_words_a_streaming_store_admitted_late(
             build_parser().parse_args(["fit", "--store", store, "-k", "2", "--out", "o",
                                        "--admission-min-share", bad])
         assert "expected a share in (0, 1] or 'none'" in capsys.readouterr().err
+
+
+def test_fit_warns_when_the_stopword_list_is_not_the_documents_language(tmp_path, capsys):
+    # German text with the shipped English list: its function words would fill the topics.
+    german = ["der Hund und die Katze sind im Garten", "die Sonne scheint und der Wind weht",
+              "ich habe das Buch nicht gelesen", "wir sind mit dem Zug nach Berlin gefahren"]
+    english = ["the dog and the cat are in the garden", "the sun shines and the wind blows",
+               "i have not read the book", "we went to berlin by train with them"]
+    for name, lines in (("de", german), ("en", english)):
+        path = tmp_path / f"{name}.jsonl"
+        path.write_text("".join(json.dumps({"text": f"{lines[i % 4]} {w}{i % 50}"}) + "\n"
+                                for i, w in zip(range(400), itertools.cycle("abc"))))
+        out = tmp_path / f"snap-{name}"
+        assert main(["fit", "--input", str(path), "-k", "3", "--min-df", "1",
+                     "--out", str(out), "-q"]) == 0
+        err = capsys.readouterr().err
+        share = read_snapshot(out).manifest["source"]["stopword_share"]
+        if name == "de":
+            assert share < 0.08 and "warning: only" in err and "'english' stopword list" in err
+        else:
+            assert share > 0.3 and "stopword list" not in err

@@ -14,7 +14,7 @@ import pytest
 
 from anchorstream.errors import StoreError
 from anchorstream.store import CooccurrenceStore, open_committed
-from anchorstream.text.tokenize import Tokenizer
+from anchorstream.text.tokenize import StopwordCheck, Tokenizer
 from daemon.settings import MessageConfig
 from daemon.ingest.loop import IngestLoop, LoopError
 from daemon.ingest.source import TOPIC_IDS_KEY, kafka_position, offset_key, parse_offset_key
@@ -332,3 +332,27 @@ def test_issue15_an_unexpected_exception_is_one_unprocessable_message(store, cap
     logged = [r for r in caplog.records if r.exc_info]
     assert len(logged) == 2 and "ZeroDivisionError" in caplog.text
     assert loop.checkpoint() and open_committed(store.url).n_docs_added == 5
+
+
+def test_the_first_documents_say_when_the_stopword_list_is_not_their_language(store, caplog):
+    # doc() holds fruit names only, so the English list removes none of their words: after
+    # the check's documents the loop logs one warning (and not again), and counts on.
+    loop = make_loop(store, ScriptedSource(records([doc(i) for i in range(300)])))
+    loop._stopword_check = StopwordCheck(loop.tokenizer, n_docs=150)
+    with caplog.at_level("WARNING", logger="anchorstream.loop"):
+        while loop.step():
+            pass
+    warnings = [r for r in caplog.records if "stopword list" in r.getMessage()]
+    assert len(warnings) == 1 and "only 0.0% of the 600 words" in warnings[0].getMessage()
+    assert loop.documents == 300 and loop._stopword_check is None
+    # English documents: no warning.
+    caplog.clear()
+    english = [json.dumps({"text": f"the {w} and the other {w} are in it"}).encode()
+               for w in WORDS * 20]
+    loop = make_loop(store, ScriptedSource(records(english, partition=1)))
+    loop._stopword_check = StopwordCheck(loop.tokenizer, n_docs=150)
+    with caplog.at_level("WARNING", logger="anchorstream.loop"):
+        while loop.step():
+            pass
+    assert loop._stopword_check is None
+    assert not [r for r in caplog.records if "stopword list" in r.getMessage()]

@@ -19,6 +19,8 @@ from hypothesis import strategies as st
 import anchorstream.text.tokenize as text_mod
 from anchorstream.errors import InputError
 from anchorstream.text.tokenize import (
+    STOPWORD_SHARE_MIN,
+    StopwordCheck,
     Tokenizer,
     available_stopword_lists,
     count_matrix,
@@ -363,3 +365,50 @@ def test_text_to_counts_end_to_end():
     assert vocab == ["js", "node", "http", "json", "parser"]
     X = count_matrix(tokens, vocab)
     assert X.sum() == 12
+
+
+ENGLISH = "The committee said that it would not meet again until the report was ready for us"
+GERMAN = "Der Ausschuss sagte, dass er sich erst wieder treffen werde, wenn der Bericht fertig sei"
+
+
+def test_stopword_check_warns_when_the_list_is_not_the_documents_language():
+    english, german = StopwordCheck(Tokenizer(), n_docs=60), StopwordCheck(Tokenizer(), n_docs=60)
+    for _ in range(60):
+        english.observe(ENGLISH)
+        german.observe(GERMAN)
+    assert english.done and german.done
+    assert english.share > 0.4 and english.warning() is None
+    assert german.share < STOPWORD_SHARE_MIN
+    message = german.warning()
+    assert "'english' stopword list" in message and "--stopwords PATH" in message
+    assert f"{german.share:.1%}" in message and "first 60 documents" in message
+    # Past n_docs nothing more is counted; pre-tokenized documents count the same way.
+    german.observe(ENGLISH)
+    assert german.docs == 60
+    tokens = StopwordCheck(Tokenizer(), n_docs=60)
+    for _ in range(60):
+        tokens.observe(GERMAN.replace(",", "").split())
+    assert tokens.share == german.share
+
+
+def test_stopword_check_needs_enough_words_and_a_shipped_list():
+    few = StopwordCheck(Tokenizer(), n_docs=3)
+    for _ in range(3):
+        few.observe(GERMAN)
+    assert few.done and few.share < STOPWORD_SHARE_MIN and few.warning() is None  # 45 words
+    for tokenizer in (Tokenizer(stopwords=None), Tokenizer(stopwords=["der", "die"])):
+        check = StopwordCheck(tokenizer, n_docs=60)
+        assert not check.active and check.done
+        check.observe(GERMAN)
+        assert check.share is None and check.warning() is None
+    # Case kept in the output: the list still matches regardless of case, as the tokenizer's.
+    cased = StopwordCheck(Tokenizer(lowercase=False), n_docs=60)
+    for _ in range(60):
+        cased.observe(ENGLISH.upper())
+    assert cased.share == pytest.approx(_stopword_share(ENGLISH))
+
+
+def _stopword_share(text):
+    check = StopwordCheck(Tokenizer(), n_docs=1)
+    check.observe(text)
+    return check.share

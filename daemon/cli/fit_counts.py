@@ -22,7 +22,7 @@ from anchorstream.model.registry import method_spec
 from anchorstream.stats.admission import MIN_SHARE, correct_admission
 from anchorstream.stats.cooccurrence import cooccurrence
 from anchorstream.text.decode import DecodeError
-from anchorstream.text.tokenize import count_matrix, select_vocabulary
+from anchorstream.text.tokenize import StopwordCheck, count_matrix, select_vocabulary
 from daemon.cli.options import stopwords_tokenizer
 from daemon.ingest.files import iter_lines
 from daemon.ingest.records import record_tokens
@@ -132,12 +132,16 @@ def read_documents(paths, *, format, text_field, tokenizer, progress=True):
     Returns
     -------
     docs : list of list of str
-    stats : dict with ``lines``, ``documents`` and ``rejected`` (a reason -> count mapping)
+    stats : dict with ``lines``, ``documents``, ``rejected`` (a reason -> count mapping) and,
+        with a shipped stopword list, ``stopword_share``: the share of the first documents'
+        words it removed (:class:`~anchorstream.text.tokenize.StopwordCheck`, which also
+        prints a warning when that share says the list is not the documents' language)
     """
     docs: list[list[str]] = []
     rejected: collections.Counter[str] = collections.Counter()
     lines = 0
     bar = _progress_bar(progress)
+    check = StopwordCheck(tokenizer)
     for path in paths:
         if not Path(path).is_file():
             raise InputError(f"input file {str(path)!r} does not exist")
@@ -145,7 +149,8 @@ def read_documents(paths, *, format, text_field, tokenizer, progress=True):
             lines += 1
             try:
                 # The daemon's and `ingest`'s rule (no size or token limits here).
-                _, tokens = record_tokens(raw, tokenizer, format=format, text_field=text_field)
+                doc, tokens = record_tokens(raw, tokenizer, format=format,
+                                            text_field=text_field)
             except DecodeError as exc:
                 rejected[exc.reason] += 1
                 continue
@@ -153,13 +158,21 @@ def read_documents(paths, *, format, text_field, tokenizer, progress=True):
                 log.error("rejected line %d of %s as unprocessable", lines, path, exc_info=True)
                 rejected["unprocessable"] += 1
                 continue
+            if not check.done:
+                check.observe(doc.content)
             if not tokens:
                 rejected["no_tokens"] += 1
                 continue
             docs.append(tokens)
             bar.update()
     bar.close()
-    return docs, {"lines": lines, "documents": len(docs), "rejected": dict(rejected)}
+    stats = {"lines": lines, "documents": len(docs), "rejected": dict(rejected)}
+    if check.share is not None:
+        stats["stopword_share"] = round(check.share, 4)
+    warning = check.warning()
+    if warning:
+        print(f"warning: {warning}", file=sys.stderr)
+    return docs, stats
 
 
 @dataclass

@@ -65,6 +65,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from anchorstream.text.decode import DecodeError, Document, parse_timestamp
+from anchorstream.text.tokenize import StopwordCheck
 from anchorstream.errors import AnchorstreamError, StoreError
 from daemon.ingest.source import (
     TOPIC_IDS_KEY,
@@ -142,6 +143,9 @@ class IngestLoop:
         self.store = store
         self.source = source
         self.tokenizer = tokenizer
+        # Whether a shipped stopword list fits the stream's language, from its first documents
+        # after each start (a warning in the log if not; None once decided).
+        self._stopword_check: StopwordCheck | None = StopwordCheck(tokenizer)
         self.message = message
         self.metrics = metrics
         self.dead_letter = dead_letter
@@ -343,7 +347,18 @@ class IngestLoop:
                                     timestamp_field=m.timestamp_field, max_bytes=m.max_bytes,
                                     max_tokens=m.max_tokens)
         stamp = parse_timestamp(doc.timestamp, record.timestamp) if self._seconds else 0.0
+        if self._stopword_check is not None:
+            self._check_stopwords(doc.content)
         return tokens, stamp
+
+    def _check_stopwords(self, content) -> None:
+        check = self._stopword_check
+        check.observe(content)
+        if check.done:
+            warning = check.warning()
+            if warning:
+                log.warning("%s", warning)
+            self._stopword_check = None
 
     def _reject(self, record, key: str, reason: str, detail: str) -> None:
         self.rejected[reason] += 1

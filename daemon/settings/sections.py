@@ -229,7 +229,10 @@ class VocabConfig(_Section):
         "inverse); 1 = no correction, the default (it did not bring the topics closer to the "
         "batch fit's: docs/store.md, \"Admission correction\")")
     seed_file: ExistingFile = Field(None, description="words admitted at start, one a line")
-    stopwords: Stopwords = Field("english", description="'english', 'none', or a file path")
+    stopwords: Stopwords = Field("english", description=(
+        "'english', 'none', or a file path (one word per line); the daemon warns when the "
+        "English list removes less than 8% of the first 2000 documents' words (another "
+        "language)"))
 
 
 class ModelConfig(_Section):
