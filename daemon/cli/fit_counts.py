@@ -159,7 +159,7 @@ def read_documents(paths, *, format, text_field, tokenizer, progress=True):
                 rejected["unprocessable"] += 1
                 continue
             if not check.done:
-                check.observe(doc.content)
+                check.observe(doc.content)  # what the tokenizer just took: cannot fail
             if not tokens:
                 rejected["no_tokens"] += 1
                 continue

@@ -353,7 +353,12 @@ class IngestLoop:
 
     def _check_stopwords(self, content) -> None:
         check = self._stopword_check
-        check.observe(content)
+        try:
+            check.observe(content)
+        except Exception:  # noqa: BLE001 - a diagnostic must never cost a document
+            log.debug("stopword check stopped", exc_info=True)
+            self._stopword_check = None
+            return
         if check.done:
             warning = check.warning()
             if warning:
