@@ -570,5 +570,14 @@ def test_fit_warns_when_the_stopword_list_is_not_the_documents_language(tmp_path
         share = read_snapshot(out).manifest["source"]["stopword_share"]
         if name == "de":
             assert share < 0.08 and "warning: only" in err and "'english' stopword list" in err
+            assert "--stopwords german" in err
+            # With the list the warning names, no warning, and the list is recorded.
+            out = tmp_path / "snap-de-german"
+            assert main(["fit", "--input", str(path), "-k", "3", "--min-df", "1",
+                         "--stopwords", "german", "--out", str(out), "-q"]) == 0
+            assert "stopword list" not in capsys.readouterr().err
+            snap = read_snapshot(out)
+            assert snap.manifest["source"]["stopword_share"] > 0.3
+            assert "und" not in snap.vocabulary and "hund" in snap.vocabulary
         else:
             assert share > 0.3 and "stopword list" not in err

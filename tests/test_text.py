@@ -236,13 +236,31 @@ def test_shipped_english_list():
     assert len(entries) == len(set(entries)), "duplicate lines in the shipped list"
 
 
+@pytest.mark.parametrize("name", ["french", "german", "spanish"])
+def test_shipped_lists_of_other_languages(name):
+    # Written for this project like the English one: normalized, tokenizable, one word a line,
+    # no duplicates, and none shorter than the tokenizer keeps.
+    words = load_stopwords(name)
+    assert 150 <= len(words) <= 400
+    assert all(w == w.casefold() and unicodedata.is_normalized("NFKC", w) for w in words)
+    assert all(Tokenizer(stopwords=None)(w) == [w] for w in words)
+    raw = (importlib.resources.files("anchorstream") / "data" / f"stopwords_{name}.txt"
+           ).read_text(encoding="utf-8")
+    entries = [ln for ln in raw.splitlines() if ln and not ln.startswith("#")]
+    assert len(entries) == len(set(entries)) == len(words)
+
+
 def test_available_lists():
-    assert available_stopword_lists() == ["english"]
+    assert available_stopword_lists() == ["english", "french", "german", "spanish"]
+    assert {"und", "der", "nicht"} <= load_stopwords("german")
+    assert {"les", "des", "été", "être"} <= load_stopwords("french")
+    assert {"los", "las", "también"} <= load_stopwords("spanish")
 
 
 def test_unknown_list_names_the_available_ones():
-    with pytest.raises(InputError, match=r"unknown stopword list 'french'.*\['english'\]"):
-        load_stopwords("french")
+    with pytest.raises(InputError,
+                       match=r"unknown stopword list 'klingon'.*\['english', 'french', 'german'"):
+        load_stopwords("klingon")
 
 
 def test_load_from_path(tmp_path):
@@ -380,11 +398,22 @@ def test_stopword_check_warns_when_the_list_is_not_the_documents_language():
     assert english.share > 0.4 and english.warning() is None
     assert german.share < STOPWORD_SHARE_MIN
     message = german.warning()
-    assert "'english' stopword list" in message and "--stopwords PATH" in message
-    assert f"{german.share:.1%}" in message and "first 60 documents" in message
+    assert "'english' stopword list" in message and "first 60 documents" in message
+    assert f"{german.share:.1%}" in message
+    # The shipped list that fits is named, with the share it would remove.
+    shares = german.shares()
+    assert max(shares, key=shares.get) == "german" and shares["german"] > 0.4
+    assert "they look German" in message and "--stopwords german" in message
+    assert f"{shares['german']:.1%}" in message
+    # Where no shipped list fits, the advice is a file of the language's own words.
+    polish = StopwordCheck(Tokenizer(), n_docs=60)
+    for _ in range(60):
+        polish.observe("Komisja powiedziała że nie spotka się ponownie dopóki raport nie będzie")
+    assert max(polish.shares().values()) < STOPWORD_SHARE_MIN
+    assert "--stopwords PATH" in polish.warning() and "look" not in polish.warning()
     # Past n_docs nothing more is counted; pre-tokenized documents count the same way.
     german.observe(ENGLISH)
-    assert german.docs == 60
+    assert german.docs == 60 and german.shares() == shares
     tokens = StopwordCheck(Tokenizer(), n_docs=60)
     for _ in range(60):
         tokens.observe(GERMAN.replace(",", "").split())

@@ -370,8 +370,9 @@ class StopwordCheck:
     removes almost nothing the documents are most likely in another language, and their own
     function words ("und", "der", "die") fill the topics. Fed each document's content (the
     raw text or the pre-tokenized words, as given to the tokenizer) until :attr:`done`, it
-    counts the words that pass the tokenizer's other filters and those its list removes;
-    :meth:`warning` says what to do when that share is below :data:`STOPWORD_SHARE_MIN`.
+    counts the words that pass the tokenizer's other filters; :attr:`share` is the part of
+    them its list removes, and :meth:`warning` says what to do when that share is below
+    :data:`STOPWORD_SHARE_MIN`, naming the shipped list that would remove the most.
     Inactive (never warns) unless the tokenizer's stopwords are a shipped list: a custom list
     or none is the user's own choice.
 
@@ -381,16 +382,18 @@ class StopwordCheck:
     >>> check.observe("The cat sat on the mat"); check.observe("Der Hund und die Katze")
     >>> check.done, round(check.share, 2)
     (True, 0.27)
+    >>> {name: round(share, 2) for name, share in check.shares().items()}["german"]
+    0.27
     """
 
     def __init__(self, tokenizer, n_docs: int = STOPWORD_CHECK_DOCS):
         label = tokenizer._stopwords_label() if isinstance(tokenizer, Tokenizer) else None
         self.label = label if isinstance(label, str) else None
         self.n_docs = int(n_docs)
-        self.docs = self.words = self.removed = 0
+        self.docs = self.words = 0
+        self._counts: Counter[str] = Counter()
         if self.label is not None:
             self._plain = replace(tokenizer, stopwords=None)
-            self._stop = tokenizer.stopwords
             self._fold = not tokenizer.lowercase
 
     @property
@@ -407,15 +410,25 @@ class StopwordCheck:
         if self.done:
             return
         words = self._plain(content)
-        stop = self._stop
-        self.removed += sum((w.casefold() if self._fold else w) in stop for w in words)
+        self._counts.update([w.casefold() for w in words] if self._fold else words)
         self.words += len(words)
         self.docs += 1
+
+    def _share_of(self, stop: frozenset[str]) -> float:
+        return sum(n for w, n in self._counts.items() if w in stop) / self.words
 
     @property
     def share(self) -> float | None:
         """The share of the words seen that the list removes (None before any word)."""
-        return self.removed / self.words if self.active and self.words else None
+        if not (self.active and self.words):
+            return None
+        return self._share_of(_load_shipped(self.label))
+
+    def shares(self) -> dict[str, float]:
+        """The share each shipped list would remove from the words seen."""
+        if not self.words:
+            return {}
+        return {name: self._share_of(_load_shipped(name)) for name in available_stopword_lists()}
 
     def warning(self) -> str | None:
         """A message when the list removes less than :data:`STOPWORD_SHARE_MIN` of at least
@@ -423,11 +436,16 @@ class StopwordCheck:
         share = self.share
         if share is None or self.words < _STOPWORD_CHECK_MIN_WORDS or share >= STOPWORD_SHARE_MIN:
             return None
-        return (f"only {share:.1%} of the {self.words} words of the first {self.docs} "
-                f"documents are in the {self.label!r} stopword list (English text: 20-55%); "
-                "if the documents are in another language, give a stopword list for it (a file "
-                "with one word per line: `--stopwords PATH`, `vocab.stopwords: PATH`), or "
-                "`none`, or its function words will fill the topics")
+        best, best_share = max(self.shares().items(), key=lambda item: item[1])
+        seen = (f"only {share:.1%} of the {self.words} words of the first {self.docs} documents "
+                f"are in the {self.label!r} stopword list (English text: 20-55%)")
+        if best_share >= STOPWORD_SHARE_MIN:
+            return (f"{seen}; they look {best.capitalize()}: the shipped {best!r} list removes "
+                    f"{best_share:.1%} of them (`--stopwords {best}`, `vocab.stopwords: "
+                    f"{best}`); otherwise their own function words fill the topics")
+        return (f"{seen}; if they are in another language, give a stopword list for it (a "
+                "file with one word per line: `--stopwords PATH`, `vocab.stopwords: PATH`) or "
+                "`none`; otherwise its function words fill the topics")
 
 
 def _check_token_list(tokens: object, where: str) -> None:

@@ -339,12 +339,12 @@ def _stopwords(v: Any) -> str:
     if v is None or v == "none":
         return "none"
     if not isinstance(v, str) or not v:
-        raise _Invalid("'english' (a shipped list), 'none', or a path to a file of "
-                       "stopwords (one per line)")
+        raise _Invalid("a shipped list ('english', 'french', 'german', 'spanish'), 'none', or "
+                       "a path to a file of stopwords (one per line)")
     return v
 
 
-#: 'english', 'none' (null too) or a path.
+#: A shipped list's name, 'none' (null too) or a path.
 Stopwords = checked(_stopwords, str)
 
 _LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")

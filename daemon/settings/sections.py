@@ -230,9 +230,9 @@ class VocabConfig(_Section):
         "batch fit's: docs/store.md, \"Admission correction\")")
     seed_file: ExistingFile = Field(None, description="words admitted at start, one a line")
     stopwords: Stopwords = Field("english", description=(
-        "'english', 'none', or a file path (one word per line); the daemon warns when the "
-        "English list removes less than 8% of the first 2000 documents' words (another "
-        "language)"))
+        "a shipped list ('english', 'french', 'german', 'spanish'), 'none', or a file path (one "
+        "word per line); the daemon warns when the list removes less than 8% of the first 2000 "
+        "documents' words (another language), naming the shipped list that fits"))
 
 
 class ModelConfig(_Section):
