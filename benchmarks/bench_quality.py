@@ -149,7 +149,8 @@ def fit_all(args, name: str) -> list[dict]:
         try:
             r = fit_peer(peer, corpus.train_path, work / "out", topics=K,
                          vocab_size=corpus.vocab_size, seed=args.seed,
-                         tomotopy_max_iterations=args.tomotopy_max_iterations)
+                         tomotopy_max_iterations=args.tomotopy_max_iterations,
+                         stopwords=corpus.stopwords)
         except Exception as exc:  # a peer failing must not end the benchmark
             r = {"status": f"failed: {type(exc).__name__}: {exc}", "settings": ""}
         finally:

@@ -28,6 +28,8 @@ of a training one):
   ``wordnet-base``), ~7 tokens: short general English from every field, no software.
 - ``quotes``: the fortune cookies of the Debian packages ``fortunes`` and ``fortunes-min``,
   ~14 tokens, 12,000 training documents: a small corpus of quotations and jokes.
+- ``zitate``: the German fortune cookies of ``fortunes-de``, fitted (and every peer
+  tokenized) with the shipped German stopword list: text in another language.
 
 Semi-synthetic (``synth{L}-{N}k`` and ``synth{L}-{N}k-a{alpha}``, e.g. ``synth30-10k``):
 ``N`` thousand training documents of ``L`` words drawn from a known LDA model
@@ -116,6 +118,9 @@ class Corpus:
         tokenizer: stopwords and one-letter words dropped), ``split``, ``notes``.
     truth : Truth or None
         Known for semi-synthetic corpora.
+    stopwords : str
+        The shipped stopword list of the corpus's language: what ``anchorstream fit`` and
+        every peer's tokenizer drop (``--stopwords``).
     """
 
     name: str
@@ -124,6 +129,7 @@ class Corpus:
     vocab_size: int
     description: dict
     truth: Truth | None = field(default=None, repr=False)
+    stopwords: str = "english"
 
     @property
     def train_path(self) -> Path:
@@ -154,6 +160,7 @@ class _Spec:
     build: Callable[[Path], tuple[list[str], list[str], dict]]
     n_topics: int
     vocab_size: int
+    stopwords: str = "english"
 
 
 def _split(texts: list[str], n_heldout: int, *, groups: list[str] | None = None,
@@ -396,23 +403,34 @@ def _build_glosses(work: Path):
     }
 
 
-def _build_quotes(work: Path):
-    apt = _apt(work)
-    apt.update()
+def _fortune_cookies(apt, work: Path, packages, where: str = "usr/share/games/fortunes"):
+    """Every cookie of the packages' cookie files (``%`` lines separate them; each file has a
+    binary index ``.dat`` and a link ``.u8`` beside it, and ``ascii-art`` is pictures), and a
+    description of what was read."""
     texts, parts = [], []
-    for package in ("fortunes", "fortunes-min"):
-        root = apt.download_and_unpack(package, work / "deb" / package) / "usr/share/games/fortunes"
+    for package in packages:
+        root = apt.download_and_unpack(package, work / "deb" / package) / where
         n = 0
-        for f in sorted(root.iterdir()):
-            # Each cookie file has a binary index (.dat) and a link (.u8) beside it.
-            if f.suffix or f.is_symlink() or not f.is_file() or f.name == "ascii-art":
+        for f in sorted(p for p in root.rglob("*") if p.is_file() and not p.is_symlink()):
+            if f.suffix in (".dat", ".u8") or f.name == "ascii-art":
                 continue
-            cookies = f.read_text(encoding="utf-8", errors="replace").split("\n%\n")
-            cookies = [" ".join(c.split()) for c in cookies]
+            raw = f.read_bytes()
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError:  # some older cookie files are Latin-1
+                text = raw.decode("latin-1")
+            cookies = [" ".join(c.split()) for c in text.split("\n%\n")]
             texts += [c for c in cookies if c]
             n += len(cookies)
         parts.append(f"{package} {apt.version(package)} ({n} cookies)")
     shutil.rmtree(work / "deb", ignore_errors=True)
+    return texts, parts
+
+
+def _build_quotes(work: Path):
+    apt = _apt(work)
+    apt.update()
+    texts, parts = _fortune_cookies(apt, work, ("fortunes", "fortunes-min"))
     texts, _ = _dedupe(texts)
     train, held = _split(texts, 3_000)
     return train, held, {
@@ -427,6 +445,22 @@ def _build_quotes(work: Path):
     }
 
 
+def _build_zitate(work: Path):
+    apt = _apt(work)
+    apt.update()
+    texts, parts = _fortune_cookies(apt, work, ("fortunes-de",))
+    texts, _ = _dedupe(texts)
+    train, held = _split(texts, 4_000)
+    return train, held, {
+        "source": "the German fortune cookies of the Debian package " + ", ".join(parts)
+                  + ", fetched with apt-get download: quotations (Goethe, Lichtenberg, ...), "
+                  "jokes and sayings, fitted with the shipped German stopword list",
+        "license": "GPL-2+ (the Debian copyright of fortunes-de: the collection, Andreas "
+                   "Tille); built at run time, not redistributed here",
+        "split": "random, 4,000 held-out, after removing exact duplicates",
+    }
+
+
 _REAL = {
     "short": _Spec(_build_short, 100, 8000),
     "pypi": _Spec(_build_pypi, 100, 8000),
@@ -437,6 +471,7 @@ _REAL = {
     "long": _Spec(_build_long, 30, 5000),
     "glosses": _Spec(_build_glosses, 100, 8000),
     "quotes": _Spec(_build_quotes, 30, 5000),
+    "zitate": _Spec(_build_zitate, 30, 5000, "german"),
 }
 SYNTH_LENGTHS = (8, 30, 60)
 SYNTH_SIZES = (10_000, 30_000, 100_000)
@@ -491,7 +526,7 @@ def load(name: str, *, rebuild: bool = False, verbose: bool = True) -> Corpus:
         B, vocab, _ = load_truth()
         truth = Truth(vocab, B, synth[2])
     return Corpus(name, directory, meta["n_topics"], meta["vocab_size"], meta["description"],
-                  truth)
+                  truth, meta.get("stopwords", "english"))
 
 
 def _is_current(meta_path: Path) -> bool:
@@ -505,10 +540,11 @@ def _build(name: str, directory: Path, synth) -> None:
     tmp = directory.with_name(f".{name}.building")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
+    stopwords = "english"
     if synth is None:
         spec = _REAL[name]
         train, held, description = spec.build(tmp)
-        n_topics, vocab_size = spec.n_topics, spec.vocab_size
+        n_topics, vocab_size, stopwords = spec.n_topics, spec.vocab_size, spec.stopwords
     else:
         from benchmarks.quality.synthetic import build_synthetic
 
@@ -518,10 +554,10 @@ def _build(name: str, directory: Path, synth) -> None:
         with open(tmp / fname, "w", encoding="utf-8") as fh:
             for t in texts:
                 fh.write(json.dumps({"text": t}, ensure_ascii=False) + "\n")
-    description.update(_lengths(train), n_train=len(train), n_heldout=len(held))
+    description.update(_lengths(train, stopwords), n_train=len(train), n_heldout=len(held))
     digest = hashlib.sha256((tmp / "train.jsonl").read_bytes()).hexdigest()[:16]
     meta = {"format": FORMAT, "name": name, "n_topics": n_topics, "vocab_size": vocab_size,
-            "description": description, "train_sha256_16": digest,
+            "stopwords": stopwords, "description": description, "train_sha256_16": digest,
             "built_at": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
     (tmp / "meta.json").write_text(json.dumps(meta, indent=1, ensure_ascii=False))
     shutil.rmtree(directory, ignore_errors=True)
@@ -529,11 +565,11 @@ def _build(name: str, directory: Path, synth) -> None:
 
 
 def training_documents(corpus: Corpus) -> list[list[str]]:
-    """``corpus``'s training documents tokenized as ``anchorstream fit`` does (empty ones left
-    out): for the scripts that fit in process."""
+    """``corpus``'s training documents tokenized as ``anchorstream fit`` does (its stopword
+    list; empty ones left out): for the scripts that fit in process."""
     from anchorstream.text.tokenize import Tokenizer
 
-    tok = Tokenizer()
+    tok = Tokenizer(stopwords=corpus.stopwords)
     docs = (tok(json.loads(line)["text"]) for line in open(corpus.train_path, encoding="utf-8"))
     return [d for d in docs if d]
 
@@ -548,10 +584,10 @@ def fit_counts(docs: list[list[str]], vocab_size: int):
     return vocab, count_matrix(docs, vocab)
 
 
-def _lengths(texts: list[str]) -> dict:
+def _lengths(texts: list[str], stopwords: str = "english") -> dict:
     from anchorstream.text.tokenize import Tokenizer
 
-    tok = Tokenizer()
+    tok = Tokenizer(stopwords=stopwords)
     sample = texts if len(texts) <= 50_000 else [texts[i] for i in range(0, len(texts),
                                                                         len(texts) // 50_000)]
     return {

@@ -65,12 +65,13 @@ def installed(peer: str) -> bool:
     return importlib.util.find_spec(peer) is not None
 
 
-def bag_of_words(train: Path, vocab_size: int):
+def bag_of_words(train: Path, vocab_size: int, stopwords: str = "english"):
     """``(token lists, vocabulary, X)`` of a JSON-lines file, as ``anchorstream fit`` builds
-    them (documents without tokens dropped before the vocabulary is chosen)."""
+    them with the shipped stopword list ``stopwords`` (documents without tokens dropped before
+    the vocabulary is chosen)."""
     from anchorstream.text.tokenize import Tokenizer, count_matrix, select_vocabulary
 
-    tok = Tokenizer()
+    tok = Tokenizer(stopwords=stopwords)
     with open(train, encoding="utf-8") as fh:
         docs = [d for d in (tok(json.loads(line)["text"]) for line in fh) if d]
     vocabulary = select_vocabulary(docs, min_df=MIN_DF, max_df=MAX_DF, max_size=vocab_size)
@@ -124,7 +125,7 @@ def _fit_tomotopy(docs, vocabulary, X, K, seed, opts):
 
 def child(opts) -> int:
     t0 = time.perf_counter()
-    docs, vocabulary, X = bag_of_words(opts.train, opts.vocab_size)
+    docs, vocabulary, X = bag_of_words(opts.train, opts.vocab_size, opts.stopwords)
     prep = time.perf_counter() - t0
     fit = {"anchortopics": _fit_anchortopics, "gensim": _fit_gensim,
            "tomotopy": _fit_tomotopy}[opts.peer]
@@ -141,7 +142,8 @@ def child(opts) -> int:
 
 def fit_peer(peer: str, train: Path, out: Path, *, topics: int, vocab_size: int,
              seed: int = 0, gensim_passes: int = GENSIM_PASSES,
-             tomotopy_max_iterations: int = TOMOTOPY_MAX_ITERATIONS) -> dict:
+             tomotopy_max_iterations: int = TOMOTOPY_MAX_ITERATIONS,
+             stopwords: str = "english") -> dict:
     """Fit ``peer`` in a fresh process; returns ``status``, ``seconds``, ``cpu_seconds``,
     ``vocabulary``, ``topic_word`` (K, V), ``prevalence`` (K,), ``settings`` and ``info``."""
     from benchmarks.quality.run import REPO, anchorstream_command, children_cpu
@@ -152,7 +154,7 @@ def fit_peer(peer: str, train: Path, out: Path, *, topics: int, vocab_size: int,
     cmd = [sys.executable, "-m", "benchmarks.quality.peers", "--peer", peer, "--train",
            str(train), "--out", str(out), "--topics", str(topics), "--vocab-size",
            str(vocab_size), "--seed", str(seed), "--gensim-passes", str(gensim_passes),
-           "--tomotopy-max-iterations", str(tomotopy_max_iterations)]
+           "--tomotopy-max-iterations", str(tomotopy_max_iterations), "--stopwords", stopwords]
     cpu0, t0 = children_cpu(), time.perf_counter()
     proc = subprocess.run(cmd, env=env, cwd=REPO, capture_output=True, text=True)
     if proc.returncode != 0:
@@ -180,6 +182,7 @@ def main(argv=None) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--gensim-passes", type=int, default=GENSIM_PASSES)
     p.add_argument("--tomotopy-max-iterations", type=int, default=TOMOTOPY_MAX_ITERATIONS)
+    p.add_argument("--stopwords", default="english", help="a shipped stopword list's name")
     return child(p.parse_args(argv))
 
 

@@ -97,9 +97,10 @@ def run(corpus: str, args: Sequence[str] = (), *, topics: int | None = None,
     base, env = anchorstream_command(command)
     scratch = Path(tempfile.mkdtemp(prefix="fit-", dir=cache_root()))
     out = keep or scratch / "snapshot"
+    language = [] if c.stopwords == "english" else ["--stopwords", c.stopwords]
     cmd = base + ["fit", "--input", str(c.train_path), "--text-field", "text",
                   "--topics", str(K), "--vocab-size", str(V), "--seed", str(seed),
-                  "--out", str(out), "--quiet", *args]
+                  "--out", str(out), "--quiet", *language, *args]
     row = {"corpus": corpus, "args": list(args), "n_topics": K, "vocab_size": V,
            "command": " ".join(shlex.quote(x) for x in ["anchorstream"] + cmd[len(base):])
            .replace(str(c.train_path), "train.jsonl").replace(str(out), "OUT")}
