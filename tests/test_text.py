@@ -441,3 +441,24 @@ def _stopword_share(text):
     check = StopwordCheck(Tokenizer(), n_docs=1)
     check.observe(text)
     return check.share
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(["The", "and", "OF", "über", "Hund", "café", "x",
+                                          "data", "42", "Straße", "they're", "was"]),
+                         max_size=12), min_size=1, max_size=20),
+       st.booleans())
+def test_stopword_share_is_what_the_tokenizer_drops(docs, lowercase):
+    # The check's share is exactly the part of the words passing the other filters that the
+    # tokenizer's stopword list removes, for text and pre-tokenized documents alike.
+    tok = Tokenizer(lowercase=lowercase)
+    plain = dataclasses.replace(tok, stopwords=None)
+    for as_text in (True, False):
+        check = StopwordCheck(tok, n_docs=len(docs))
+        for words in docs:
+            check.observe(" ".join(words) if as_text else words)
+        contents = [" ".join(w) if as_text else w for w in docs]
+        total = sum(len(plain(c)) for c in contents)
+        kept = sum(len(tok(c)) for c in contents)
+        assert check.done and check.words == total
+        assert check.share == (None if total == 0 else pytest.approx((total - kept) / total))
