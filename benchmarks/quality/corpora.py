@@ -29,7 +29,8 @@ of a training one):
 - ``quotes``: the fortune cookies of the Debian packages ``fortunes`` and ``fortunes-min``,
   ~14 tokens, 12,000 training documents: a small corpus of quotations and jokes.
 - ``zitate``: the German fortune cookies of ``fortunes-de``, fitted (and every peer
-  tokenized) with the shipped German stopword list: text in another language.
+  tokenized) with the shipped German stopword list: text in another language. ``citas``:
+  the Spanish ones of ``fortunes-es``, with the Spanish list.
 
 Semi-synthetic (``synth{L}-{N}k`` and ``synth{L}-{N}k-a{alpha}``, e.g. ``synth30-10k``):
 ``N`` thousand training documents of ``L`` words drawn from a known LDA model
@@ -405,14 +406,15 @@ def _build_glosses(work: Path):
 
 def _fortune_cookies(apt, work: Path, packages, where: str = "usr/share/games/fortunes"):
     """Every cookie of the packages' cookie files (``%`` lines separate them; each file has a
-    binary index ``.dat`` and a link ``.u8`` beside it, and ``ascii-art`` is pictures), and a
-    description of what was read."""
+    binary index ``.dat`` and a link ``.u8`` beside it, ``ascii-art`` is pictures, and an
+    ``off`` directory would hold the offensive ones), and a description of what was read."""
     texts, parts = [], []
     for package in packages:
         root = apt.download_and_unpack(package, work / "deb" / package) / where
         n = 0
         for f in sorted(p for p in root.rglob("*") if p.is_file() and not p.is_symlink()):
-            if f.suffix in (".dat", ".u8") or f.name == "ascii-art":
+            if (f.suffix in (".dat", ".u8") or f.name == "ascii-art"
+                    or "off" in f.relative_to(root).parts[:-1]):
                 continue
             raw = f.read_bytes()
             try:
@@ -461,6 +463,22 @@ def _build_zitate(work: Path):
     }
 
 
+def _build_citas(work: Path):
+    apt = _apt(work)
+    apt.update()
+    texts, parts = _fortune_cookies(apt, work, ("fortunes-es",))
+    texts, _ = _dedupe(texts)
+    train, held = _split(texts, 3_000)
+    return train, held, {
+        "source": "the Spanish fortune cookies of the Debian package " + ", ".join(parts)
+                  + ", fetched with apt-get download: quotations, sayings and jokes, fitted "
+                  "with the shipped Spanish stopword list",
+        "license": "GPL-2+ (the Debian copyright of fortunes-es, which presumes the quotations "
+                   "public domain); built at run time, not redistributed here",
+        "split": "random, 3,000 held-out, after removing exact duplicates",
+    }
+
+
 _REAL = {
     "short": _Spec(_build_short, 100, 8000),
     "pypi": _Spec(_build_pypi, 100, 8000),
@@ -472,6 +490,7 @@ _REAL = {
     "glosses": _Spec(_build_glosses, 100, 8000),
     "quotes": _Spec(_build_quotes, 30, 5000),
     "zitate": _Spec(_build_zitate, 30, 5000, "german"),
+    "citas": _Spec(_build_citas, 30, 5000, "spanish"),
 }
 SYNTH_LENGTHS = (8, 30, 60)
 SYNTH_SIZES = (10_000, 30_000, 100_000)
