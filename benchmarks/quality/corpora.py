@@ -429,54 +429,48 @@ def _fortune_cookies(apt, work: Path, packages, where: str = "usr/share/games/fo
     return texts, parts
 
 
-def _build_quotes(work: Path):
+def _fortune_corpus(work: Path, packages, n_heldout: int, what: str, license_: str):
+    """A corpus of the packages' fortune cookies: exact repeats dropped, a random split with
+    ``n_heldout`` held out; ``what`` says what the cookies are, after the packages' names."""
     apt = _apt(work)
     apt.update()
-    texts, parts = _fortune_cookies(apt, work, ("fortunes", "fortunes-min"))
+    texts, parts = _fortune_cookies(apt, work, packages)
     texts, _ = _dedupe(texts)
-    train, held = _split(texts, 3_000)
+    train, held = _split(texts, n_heldout)
     return train, held, {
-        "source": "the fortune cookies of Debian packages " + ", ".join(parts)
-                  + " (every file except ascii-art; the offensive ones are not in them), "
-                  "fetched with apt-get download: quotations, jokes and aphorisms on "
-                  "every subject",
-        "license": "fortune-mod is BSD-licensed; the cookies are quotations collected by its "
-                   "authors and shipped in Debian main; built at run time, not "
-                   "redistributed here",
-        "split": "random, 3,000 held-out, after removing exact duplicates",
+        "source": what.format(packages=", ".join(parts)),
+        "license": license_,
+        "split": f"random, {n_heldout:,} held-out, after removing exact duplicates",
     }
+
+
+def _build_quotes(work: Path):
+    return _fortune_corpus(
+        work, ("fortunes", "fortunes-min"), 3_000,
+        "the fortune cookies of Debian packages {packages} (every file except ascii-art; the "
+        "offensive ones are not in them), fetched with apt-get download: quotations, jokes and "
+        "aphorisms on every subject",
+        "fortune-mod is BSD-licensed; the cookies are quotations collected by its authors and "
+        "shipped in Debian main; built at run time, not redistributed here")
 
 
 def _build_zitate(work: Path):
-    apt = _apt(work)
-    apt.update()
-    texts, parts = _fortune_cookies(apt, work, ("fortunes-de",))
-    texts, _ = _dedupe(texts)
-    train, held = _split(texts, 4_000)
-    return train, held, {
-        "source": "the German fortune cookies of the Debian package " + ", ".join(parts)
-                  + ", fetched with apt-get download: quotations (Goethe, Lichtenberg, ...), "
-                  "jokes and sayings, fitted with the shipped German stopword list",
-        "license": "GPL-2+ (the Debian copyright of fortunes-de: the collection, Andreas "
-                   "Tille); built at run time, not redistributed here",
-        "split": "random, 4,000 held-out, after removing exact duplicates",
-    }
+    return _fortune_corpus(
+        work, ("fortunes-de",), 4_000,
+        "the German fortune cookies of the Debian package {packages}, fetched with apt-get "
+        "download: quotations (Goethe, Lichtenberg, ...), jokes and sayings, fitted with the "
+        "shipped German stopword list",
+        "GPL-2+ (the Debian copyright of fortunes-de: the collection, Andreas Tille); built at "
+        "run time, not redistributed here")
 
 
 def _build_citas(work: Path):
-    apt = _apt(work)
-    apt.update()
-    texts, parts = _fortune_cookies(apt, work, ("fortunes-es",))
-    texts, _ = _dedupe(texts)
-    train, held = _split(texts, 3_000)
-    return train, held, {
-        "source": "the Spanish fortune cookies of the Debian package " + ", ".join(parts)
-                  + ", fetched with apt-get download: quotations, sayings and jokes, fitted "
-                  "with the shipped Spanish stopword list",
-        "license": "GPL-2+ (the Debian copyright of fortunes-es, which presumes the quotations "
-                   "public domain); built at run time, not redistributed here",
-        "split": "random, 3,000 held-out, after removing exact duplicates",
-    }
+    return _fortune_corpus(
+        work, ("fortunes-es",), 3_000,
+        "the Spanish fortune cookies of the Debian package {packages}, fetched with apt-get "
+        "download: quotations, sayings and jokes, fitted with the shipped Spanish stopword list",
+        "GPL-2+ (the Debian copyright of fortunes-es, which presumes the quotations public "
+        "domain); built at run time, not redistributed here")
 
 
 _REAL = {
