@@ -408,7 +408,8 @@ def test_stopword_check_warns_when_the_list_is_not_the_documents_language():
     # Where no shipped list fits, the advice is a file of the language's own words.
     polish = StopwordCheck(Tokenizer(), n_docs=60)
     for _ in range(60):
-        polish.observe("Komisja powiedziała że nie spotka się ponownie dopóki raport nie będzie")
+        polish.observe("Komisja powiedziała że nie spotka się ponownie dopóki raport "
+                       "nie będzie gotowy")
     assert max(polish.shares().values()) < STOPWORD_SHARE_MIN
     assert "--stopwords PATH" in polish.warning() and "look" not in polish.warning()
     # Past n_docs nothing more is counted; pre-tokenized documents count the same way.

@@ -367,10 +367,11 @@ def refine_topics(pairs: PairCounts, topic_word, topic_topic, *, method: str = "
         The pairs of documents left out of ``pairs`` (same vocabulary). Early stopping: their
         log-likelihood (floored, :class:`_ValidationScore`) is computed at the start and after
         every step or cycle, the EM stops once it has not improved on its best for
-        ``patience`` of them in a row, and the best point is returned. No fit uses it: that likelihood peaks after 0-4 passes on short
-        text, where held-out NPMI keeps rising to convergence (npm summaries: stopped +0.054,
-        converged +0.081), so it is kept for the benchmark that shows it
-        (benchmarks/README.md, "Stopping the refinement on left-out documents").
+        ``patience`` of them in a row, and the best point is returned. No fit uses it: that
+        likelihood peaks after 0-4 passes on short text, where held-out NPMI keeps rising to
+        convergence (npm summaries: stopped +0.054, converged +0.081), so it is kept for the
+        benchmark that shows it (benchmarks/README.md, "Stopping the refinement on left-out
+        documents").
     patience : int
         Steps or cycles without a new best validation likelihood before stopping.
 
