@@ -54,6 +54,10 @@ anchorstream_rectification_residual                gauge
 anchorstream_rectification_iterations              gauge
 anchorstream_rectification_warm_change             gauge      change since the last cold
                                                               rectification (0 after one)
+anchorstream_stopword_share                        gauge      share of the first 2000 documents'
+                                                              words (since start) the stopword
+                                                              list removed; NaN until then
+                                                              (under 0.08: another language)
 anchorstream_http_requests_total                   counter    route, code
 anchorstream_build_info                            gauge      version
 anchorstream_consumer_lag_messages                 gauge      topic, partition (scrape time)
@@ -243,7 +247,7 @@ class Metrics:
     snapshots_published, vocabulary_admissions, vocabulary_evictions, topic_births,
     topic_deaths, topic_churn,
     topic_match_similarity, rectification_residual, rectification_iterations,
-    rectification_warm_change, http_requests
+    rectification_warm_change, stopword_share, http_requests
         The prometheus_client metric objects (see the module table for names and labels).
     """
 
@@ -321,6 +325,12 @@ class Metrics:
             "Relative change of the co-occurrence since the last cold rectification that the "
             "last warm refresh followed (0 after a cold one); past model.rectify_warm_change "
             "the next refresh rectifies cold.", registry=r)
+        self.stopword_share = Gauge(
+            f"{p}_stopword_share",
+            "Share of the words of the first documents since start that the stopword list "
+            "removed (NaN until 2000 documents were seen, or with a custom list); under 0.08 "
+            "the stream is probably in another language.", registry=r)
+        self.stopword_share.set(float("nan"))
         self.http_requests = Counter(f"{p}_http_requests", "HTTP API requests.",
                                      ["route", "code"], registry=r)
         build = Gauge(f"{p}_build_info", "anchorstream version (value 1).", ["version"],

@@ -8,6 +8,7 @@ chain with a real broker and a real daemon process is in ``tests/test_daemon.py`
 from __future__ import annotations
 
 import json
+import math
 import threading
 
 import pytest
@@ -337,7 +338,11 @@ def test_issue15_an_unexpected_exception_is_one_unprocessable_message(store, cap
 def test_the_first_documents_say_when_the_stopword_list_is_not_their_language(store, caplog):
     # doc() holds fruit names only, so the English list removes none of their words: after
     # the check's documents the loop logs one warning (and not again), and counts on.
-    loop = make_loop(store, ScriptedSource(records([doc(i) for i in range(300)])))
+    metrics = Metrics(process=False)
+    share = "anchorstream_stopword_share"
+    assert math.isnan(metrics.registry.get_sample_value(share))  # not known yet
+    loop = make_loop(store, ScriptedSource(records([doc(i) for i in range(300)])),
+                     metrics=metrics)
     loop._stopword_check = StopwordCheck(loop.tokenizer, n_docs=150)
     with caplog.at_level("WARNING", logger="anchorstream.loop"):
         while loop.step():
@@ -345,14 +350,17 @@ def test_the_first_documents_say_when_the_stopword_list_is_not_their_language(st
     warnings = [r for r in caplog.records if "stopword list" in r.getMessage()]
     assert len(warnings) == 1 and "only 0.0% of the 600 words" in warnings[0].getMessage()
     assert loop.documents == 300 and loop._stopword_check is None
+    assert metrics.registry.get_sample_value(share) == 0.0
     # English documents: no warning.
     caplog.clear()
     english = [json.dumps({"text": f"the {w} and the other {w} are in it"}).encode()
                for w in WORDS * 20]
-    loop = make_loop(store, ScriptedSource(records(english, partition=1)))
+    loop = make_loop(store, ScriptedSource(records(english, partition=1)), metrics=metrics)
     loop._stopword_check = StopwordCheck(loop.tokenizer, n_docs=150)
     with caplog.at_level("WARNING", logger="anchorstream.loop"):
         while loop.step():
             pass
     assert loop._stopword_check is None
+    # 7 of "the W and the other W are in it" are English stopwords.
+    assert metrics.registry.get_sample_value(share) == pytest.approx(7 / 9)
     assert not [r for r in caplog.records if "stopword list" in r.getMessage()]

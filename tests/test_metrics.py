@@ -38,6 +38,7 @@ EXPECTED = {
     "anchorstream_rectification_residual",
     "anchorstream_rectification_iterations",
     "anchorstream_rectification_warm_change",
+    "anchorstream_stopword_share",
     "anchorstream_http_requests",
     "anchorstream_build_info",
     "anchorstream_consumer_lag_messages",

@@ -363,6 +363,8 @@ class IngestLoop:
             warning = check.warning()
             if warning:
                 log.warning("%s", warning)
+            if self.metrics is not None and check.share is not None:
+                self.metrics.stopword_share.set(check.share)
             self._stopword_check = None
 
     def _reject(self, record, key: str, reason: str, detail: str) -> None:
