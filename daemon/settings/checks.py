@@ -23,6 +23,7 @@ from pydantic_core import PydanticCustomError
 
 from anchorstream.errors import AnchorstreamError
 from anchorstream.store.location import SECRET_OPTIONS
+from anchorstream.text.tokenize import available_stopword_lists
 
 #: Value of ``kafka.bootstrap_servers`` that asks the daemon to start the bundled broker.
 EMBEDDED = "embedded"
@@ -335,12 +336,17 @@ def _existing_file(v: Any) -> str | None:
 ExistingFile = checked(_existing_file, str | None)
 
 
+def shipped_stopword_lists() -> str:
+    """The shipped stopword lists' names, quoted: ``'english', 'french', ...``."""
+    return ", ".join(repr(name) for name in available_stopword_lists())
+
+
 def _stopwords(v: Any) -> str:
     if v is None or v == "none":
         return "none"
     if not isinstance(v, str) or not v:
-        raise _Invalid("a shipped list ('english', 'french', 'german', 'spanish'), 'none', or "
-                       "a path to a file of stopwords (one per line)")
+        raise _Invalid(f"a shipped list ({shipped_stopword_lists()}), 'none', or a path to a "
+                       "file of stopwords (one per line)")
     return v
 
 

@@ -21,7 +21,8 @@ from anchorstream.stats.admission import MIN_SHARE
 from daemon.settings import rules
 from daemon.settings.checks import (EMBEDDED, Bool, Bootstrap, Choice, ExistingFile, Float,
                                     FrozenMap, Int, LogLevel, OptionalTopic, Secret, SecretText,
-                                    StorageOptions, Stopwords, Text, Topics)
+                                    StorageOptions, Stopwords, Text, Topics,
+                                    shipped_stopword_lists)
 
 
 class _Section(BaseModel):
@@ -230,7 +231,7 @@ class VocabConfig(_Section):
         "batch fit's: docs/store.md, \"Admission correction\")")
     seed_file: ExistingFile = Field(None, description="words admitted at start, one a line")
     stopwords: Stopwords = Field("english", description=(
-        "a shipped list ('english', 'french', 'german', 'spanish'), 'none', or a file path (one "
+        f"a shipped list ({shipped_stopword_lists()}), 'none', or a file path (one "
         "word per line); the daemon warns when the list removes less than 8% of the first 2000 "
         "documents' words (another language), naming the shipped list that fits"))
 
