@@ -36,22 +36,17 @@ sys.path.insert(0, str(REPO))
 import numpy as np  # noqa: E402
 
 from anchorstream.model import refine as rf  # noqa: E402
-from anchorstream.model.background import (  # noqa: E402
-    BACKGROUND_SPREAD,
-    background_level,
-    ranked_top_words,
-)
 from anchorstream.model.lowrank import DocumentCooccurrence  # noqa: E402
 from anchorstream.model.pipeline import AnchorModel  # noqa: E402
 from anchorstream.stats.cooccurrence import LENGTH_CAP  # noqa: E402
 from benchmarks.quality.corpora import fit_counts, load, training_documents  # noqa: E402
-from benchmarks.quality.metrics import HeldoutIndex, l1_error, npmi, unique  # noqa: E402
+from benchmarks.quality.metrics import (HeldoutIndex, l1_error, npmi,  # noqa: E402
+                                        published_top_words, unique)
 
 
 def scores(corpus, vocab, index, B):
     """``(NPMI, unique@10, ℓ1 or None)`` of topics ``B`` (V, K), published ranking."""
-    top = ranked_top_words(B.T, 10, background_level(B.T, BACKGROUND_SPREAD))
-    words = [[vocab[i] for i in row] for row in top]
+    words = published_top_words(vocab, B.T)
     l1 = None if corpus.truth is None else l1_error(corpus.truth, vocab, B.T)
     return float(np.mean(npmi(words, index))), unique(words), l1
 

@@ -32,14 +32,12 @@ sys.path.insert(0, str(REPO))
 
 import numpy as np  # noqa: E402
 
-from anchorstream.model.background import (BACKGROUND_SPREAD, background_level,  # noqa: E402
-                                           ranked_top_words)
 from anchorstream.model.lowrank import DocumentCooccurrence  # noqa: E402
 from anchorstream.model.pipeline import AnchorModel  # noqa: E402
 from anchorstream.stats.cooccurrence import LENGTH_CAP  # noqa: E402
 from benchmarks.quality.corpora import fit_counts, load, training_documents  # noqa: E402
-from benchmarks.quality.metrics import (HeldoutIndex, npmi, top_word_strings,  # noqa: E402
-                                        unique)
+from benchmarks.quality.metrics import (HeldoutIndex, npmi, published_top_words,  # noqa: E402
+                                        top_word_strings, unique)
 
 
 def windows(docs: list[list[str]], n: int) -> list[list[str]]:
@@ -74,8 +72,7 @@ def main(argv=None) -> int:
                     DocumentCooccurrence(X, length_cap=LENGTH_CAP), warm_state=False)
                 cpu = time.process_time() - t
                 B = m.topic_word_.T
-                top = [[vocab[i] for i in row] for row in
-                       ranked_top_words(B, 10, background_level(B, BACKGROUND_SPREAD))]
+                top = published_top_words(vocab, B)
                 score = float(np.mean(npmi(top, index)))
                 plain = float(np.mean(npmi(top_word_strings(vocab, B), index)))
                 prev = m.prevalence_ / m.prevalence_.sum()

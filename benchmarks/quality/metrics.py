@@ -103,6 +103,19 @@ def top_word_strings(vocabulary: list[str], topic_word: np.ndarray, n: int = TOP
     return [[vocabulary[i] for i in row] for row in idx]
 
 
+def published_top_words(vocabulary: list[str], topic_word: np.ndarray,
+                        n: int = TOP_N) -> list[list[str]]:
+    """Each topic's ``n`` top words as a snapshot publishes them, ranked above the background
+    level at the default spread (:mod:`anchorstream.model.background`): what ``bench_quality``
+    scores, for scripts that fit in process. ``topic_word`` is (K, V), rows are topics."""
+    from anchorstream.model.background import (BACKGROUND_SPREAD, background_level,
+                                               ranked_top_words)
+
+    B = np.asarray(topic_word, dtype=np.float64)
+    top = ranked_top_words(B, n, background_level(B, BACKGROUND_SPREAD))
+    return [[vocabulary[i] for i in row] for row in top]
+
+
 def npmi(top: list[list[str]], index: HeldoutIndex) -> np.ndarray:
     """Held-out NPMI of each topic's top words (strings), shape (K,)."""
     union = sorted({w for row in top for w in row})
