@@ -8,15 +8,18 @@ import numpy as np
 import scipy.sparse as sp
 
 
-def naive_em_pass(indptr, indices, data, G, B):
-    """``(loglik, M)``: ``p = G Bᵀ`` on the full symmetric pattern, ``M = (C / p) B``."""
+def naive_em_pass(indptr, indices, data, G, B, p_min=0.0):
+    """``(loglik, M)``: ``p = G Bᵀ`` on the full symmetric pattern, ``M = (C / p) B``; a pair
+    with ``p <= p_min`` makes ``loglik`` ``-inf`` and adds nothing to ``M``. In float64
+    whatever the input's dtype."""
+    G, B = np.asarray(G, dtype=np.float64), np.asarray(B, dtype=np.float64)
     n = indptr.size - 1
     U = sp.csr_matrix((data, indices, indptr), shape=(n, n))
     full = (U + sp.triu(U, 1).T).tocoo()
     keep = full.data != 0
     rows, cols, c = full.row[keep], full.col[keep], full.data[keep]
     p = np.einsum("ij,ij->i", G[rows], B[cols])
-    bad = ~(p > 0)
+    bad = ~(p > p_min)
     with np.errstate(divide="ignore"):
         loglik = -np.inf if bad.any() else float(np.sum(c * np.log(p)))
     w = np.where(bad, 0.0, c / np.where(bad, 1.0, p))

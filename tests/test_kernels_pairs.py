@@ -50,3 +50,47 @@ def test_em_pass_zero_probability_pair_is_minus_infinity(rng):
     want, want_M = naive_em_pass(indptr, indices, data, G, B)
     assert got == want == pairs_loglik(indptr, indices, data, G, B) == -np.inf
     np.testing.assert_allclose(M, want_M)
+
+
+@pytest.mark.parametrize("n, K, density", [(1, 1, 1.0), (6, 3, 0.5), (11, 8, 0.3),
+                                           (9, 13, 1.0)])
+def test_em_pass_in_float32_matches_twin(rng, n, K, density):
+    # The refinement's dtype: products, p and M in float32, the log-likelihood in float64.
+    dense = symmetric_counts(rng, n, density)
+    indptr, indices, data = pairs_upper_from_dense(dense)
+    B = (rng.random((n, K)) + 0.05).astype(np.float32)
+    R = rng.random((K, K))
+    G = np.ascontiguousarray(B @ (R + R.T), dtype=np.float32)
+    M = np.zeros((n, K), dtype=np.float32)
+    got = pairs_em_pass(indptr, indices, data, G, B, M)
+    want, want_M = naive_em_pass(indptr, indices, data, G, B)
+    assert M.dtype == np.float32
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(M, want_M, rtol=1e-5, atol=1e-9)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_em_pass_p_min_makes_a_small_probability_impossible(rng, dtype):
+    dense = symmetric_counts(rng, 6, 1.0)
+    indptr, indices, data = pairs_upper_from_dense(dense)
+    B = (rng.random((6, 2)) + 0.05).astype(dtype)
+    G = np.ascontiguousarray(B @ np.eye(2), dtype=dtype)
+    p = np.asarray(G, np.float64) @ np.asarray(B, np.float64).T
+    # Halfway between two of the pairs' probabilities, so that rounding decides no pair.
+    ps = np.sort(p[np.triu_indices(6)])
+    p_min = float(ps[10] + ps[11]) / 2
+    M = np.zeros((6, 2), dtype=dtype)
+    got = pairs_em_pass(indptr, indices, data, G, B, M, p_min)
+    want, want_M = naive_em_pass(indptr, indices, data, G, B, p_min)
+    assert got == want == -np.inf
+    np.testing.assert_allclose(M, want_M, rtol=1e-5)
+    assert np.any(M > 0)  # the pairs above p_min still add to M
+
+
+def test_em_pass_with_no_word_or_no_topic():
+    empty = np.zeros((0, 2))
+    assert pairs_em_pass(np.zeros(1, np.int64), np.zeros(0, np.int32), np.zeros(0), empty,
+                         empty, empty.copy()) == 0.0
+    indptr, indices, data = pairs_upper_from_dense(np.ones((2, 2)))
+    none = np.zeros((2, 0))
+    assert pairs_em_pass(indptr, indices, data, none, none, none.copy()) == -np.inf

@@ -13,7 +13,7 @@ import numpy as np
 
 
 @numba.njit(cache=True, fastmath={"reassoc", "contract"})
-def pairs_em_pass(indptr, indices, data, G, B, M):
+def pairs_em_pass(indptr, indices, data, G, B, M, p_min=0.0):
     """One E-step pass over the word pairs: the pair log-likelihood and ``M = W B``.
 
     The pairs are the upper triangle (diagonal included) of a symmetric matrix ``C`` whose
@@ -27,6 +27,12 @@ def pairs_em_pass(indptr, indices, data, G, B, M):
     dot product ``G_i · B_j`` run in SIMD lanes (1.6x faster on 1.9M pairs at K = 100; the
     sums differ from the sequential ones in the last bits only).
 
+    The arithmetic on ``G``, ``B`` and ``M`` is in their dtype: the refinement passes float32
+    with the topics padded to a multiple of 8 columns (``refine._estep``), which fills the
+    SIMD lanes and halves the bytes each random row access moves; ``C``'s entries, ``w``'s
+    division and the log-likelihood stay float64. There ``p_min`` keeps ``w = c / p`` and the
+    sums into ``M`` far from float32's overflow.
+
     Parameters
     ----------
     indptr : int ndarray of shape (n_words + 1,)
@@ -34,19 +40,28 @@ def pairs_em_pass(indptr, indices, data, G, B, M):
         Columns, each at or after its row.
     data : float64 ndarray of shape (nnz,)
         ``C``'s entries; zeros are skipped.
-    G, B : float64 ndarray of shape (n_words, n_topics), C-contiguous
-    M : float64 ndarray of shape (n_words, n_topics), C-contiguous
+    G, B : float32 or float64 ndarray of shape (n_words, n_topics), C-contiguous
+    M : ndarray of shape (n_words, n_topics), C-contiguous, of ``B``'s dtype
         Zeroed by the caller; receives ``W B``.
+    p_min : float
+        A pair with ``C_ij > 0`` and ``p_ij <= p_min`` counts as impossible.
 
     Returns
     -------
     loglik : float
         ``Σ_ij C_ij log p_ij`` over ordered pairs; ``-inf`` when a pair with ``C_ij > 0`` has
-        ``p_ij <= 0`` (that pair then adds nothing to ``M``).
+        ``p_ij <= p_min`` (that pair then adds nothing to ``M``).
     """
     n_rows = indptr.size - 1
     K = B.shape[1]
     loglik = 0.0
+    if n_rows == 0 or K == 0:  # no pair, or no topic to give any pair a probability
+        return -math.inf if np.any(data != 0.0) else 0.0
+    # ``p`` and ``w`` in the arrays' dtype: a float64 one would turn the float32 products
+    # into float64 ones. (``p`` starts from a zero of that dtype and sums all K terms: a sum
+    # started from the first term leaves K - 1 for the SIMD loop, whose remainder is slow.)
+    zero = G[0, 0] - G[0, 0]
+    weight = np.empty(1, dtype=M.dtype)
     for i in range(n_rows):
         Gi, Bi, Mi = G[i], B[i], M[i]
         for t in range(indptr[i], indptr[i + 1]):
@@ -55,19 +70,21 @@ def pairs_em_pass(indptr, indices, data, G, B, M):
                 continue
             j = indices[t]
             Bj = B[j]
-            p = 0.0
+            p = zero
             for k in range(K):
                 p += Gi[k] * Bj[k]
-            if not p > 0.0:
+            if not p > p_min:
                 loglik = -math.inf
                 continue
-            w = c / p
+            weight[0] = c / p
+            w = weight[0]
+            logp = math.log(np.float64(p))
             if j == i:
-                loglik += c * math.log(p)
+                loglik += c * logp
                 for k in range(K):
                     Mi[k] += w * Bi[k]
             else:
-                loglik += 2.0 * c * math.log(p)
+                loglik += 2.0 * c * logp
                 Mj = M[j]
                 for k in range(K):
                     Mi[k] += w * Bj[k]
