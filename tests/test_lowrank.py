@@ -193,6 +193,26 @@ def test_dense_and_sparse_corrections_give_the_same_result(corpus):
     np.testing.assert_allclose(dense.row_sqnorms, sparse.row_sqnorms, rtol=1e-9)
 
 
+def test_a_float32_scan_keeps_its_block_in_float32_and_multiplies_as_float64(rng):
+    # The rectifier's loop scans in float32: its dense block stays float32 (half the bytes,
+    # float32 GEMMs) and its products and sums come back in float64, close to a float64 scan's.
+    V, n = 300, 40
+    Y = rng.standard_normal((V, 6))
+    scanned = np.sort(rng.choice(V, n, replace=False))
+    outside = np.ones(V, dtype=bool)
+    outside[scanned] = False
+    wide = lowrank_corrections.Corrections.scan(Y, scanned, outside, dense=True)
+    narrow = lowrank_corrections.Corrections.scan(Y.astype(np.float32), scanned, outside,
+                                                  dense=True)
+    assert wide.dense and narrow.dense  # about half of a random Y Yᵀ is negative
+    assert wide.block.dtype == np.float64 and narrow.block.dtype == np.float32
+    Z = rng.standard_normal((V, 5))
+    got, want = narrow @ Z, wide @ Z
+    assert got.dtype == np.float64
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5 * np.abs(want).max())
+    np.testing.assert_allclose(narrow.sums, wide.sums, rtol=1e-5)
+
+
 def test_documents_and_dense_input_give_the_same_result(corpus):
     model, X = corpus
     a = rectify_lowrank(DocumentCooccurrence(X), model.n_topics, random_state=0)

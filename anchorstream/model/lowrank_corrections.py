@@ -25,7 +25,8 @@ _SCAN_COLUMNS = 128
 #: V × 110 block at V = 8000, |I| = 2000 costs 0.20 s dense against 0.11 / 0.24 / 0.35 s
 #: sparse at 10 / 20 / 30% (one thread), and building the CSR each iteration adds ~0.3 s;
 #: short documents (K = 100) have 20-35% negative, the medium corpus ~10%. The dense block
-#: takes 8 bytes an entry of ``N`` against 24 bytes a mirrored non-zero.
+#: takes 8 bytes an entry of ``N`` (4 in the loop's float32) against 24 bytes a mirrored
+#: non-zero.
 _DENSE_SHARE = 0.15
 
 
@@ -35,10 +36,13 @@ class Corrections:
     ``i`` is not scanned (a scanned one has its own entry).
 
     Held sparse (CSR, both halves) while at most :data:`_DENSE_SHARE` of ``N`` is non-zero,
-    else as ``N`` itself, dense (float64, ``V × |I|``), whose products are two GEMMs: on the
-    short corpus of the quality benchmark (K = 100) 20-35% of ``N`` is non-zero, and all
-    sparse, the rectification took 34 CPU s against 19 (benchmarks/README.md, "Low-rank
-    rectification as the default").
+    else as ``N`` itself, dense (``V × |I|``), whose products are two GEMMs: on the short
+    corpus of the quality benchmark (K = 100) 20-35% of ``N`` is non-zero, and all sparse, the
+    rectification took 34 CPU s against 19 (benchmarks/README.md, "Low-rank rectification as
+    the default"). A dense block formed by :meth:`scan` keeps the scan's precision: float32 in
+    the rectifier's loop (``_LoopIterate``), whose products then run as float32 GEMMs (the
+    loop's 38 products on that corpus: 7.2 → 4.5 s, the same 15 iterations, the published
+    topics within 4e-4 per topic in ℓ1), float64 for the result.
     """
 
     def __init__(self, i, p, values, scanned, outside):
@@ -62,8 +66,8 @@ class Corrections:
         self.dense, self.block = True, block
         self.position = np.full(V, -1, dtype=np.int64)
         self.position[self.scanned] = np.arange(n)
-        self.sums = block.sum(axis=1)
-        self.sums[self.scanned] += self.outside.astype(np.float64) @ block
+        self.sums = block.sum(axis=1, dtype=np.float64)
+        self.sums[self.scanned] += self.outside.astype(block.dtype) @ block
 
     @classmethod
     def scan(cls, Y: np.ndarray, scanned: np.ndarray, outside: np.ndarray, *,
@@ -74,7 +78,7 @@ class Corrections:
         if not dense:
             return cls(*_negative_entries(Y, scanned), scanned, outside)
         V, n = Y.shape[0], scanned.size
-        block = np.empty((V, n))
+        block = np.empty((V, n), dtype=Y.dtype)
         for s in range(0, n, _SCAN_COLUMNS):
             part = Y @ Y[scanned[s : s + _SCAN_COLUMNS]].T
             np.negative(part, out=part)
@@ -107,8 +111,10 @@ class Corrections:
         """``E @ Z`` for a 2-D ``Z``."""
         if not self.dense:
             return self.csr @ Z
-        out = self.block @ Z[self.scanned]
-        out[self.scanned] += self.block.T @ (Z * self.outside[:, None])
+        block = self.block
+        Zb = Z.astype(block.dtype, copy=False)
+        out = (block @ Zb[self.scanned]).astype(np.float64, copy=False)
+        out[self.scanned] += block.T @ (Zb * self.outside[:, None])
         return out
 
     def rows(self, idx: np.ndarray) -> np.ndarray:
