@@ -186,6 +186,10 @@ def naive_admm_dr(G, H, F, G_pinv, init, use_init, rows, lam, gamma, tol, max_it
             if change < tol:
                 ok = True
                 break
+            if it & (it - 1) == 0:  # iterations 1, 2, 4, ...: the support, solved exactly
+                exact = naive_active_set(G, h, y, tol)
+                if exact is not None:
+                    y, ok = exact, True
         coef[i], n_iter[i], conv[i] = y, it, ok
     return coef, n_iter, conv
 

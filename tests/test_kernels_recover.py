@@ -222,3 +222,23 @@ def test_expgrad_kl_lifts_a_start_that_leaves_a_column_uncovered():
     np.testing.assert_allclose(got[0], want[0], atol=1e-7)
     assert got[2][rows].all() and want[2][rows].all()
     _same_iterations(got[1], want[1])
+
+
+def test_admm_dr_cold_finishes_on_the_exact_minimizer():
+    # At the default's loose tolerance ADMM's iterate is only near the optimum, but its support
+    # is right after a few iterations: the active-set search from it returns the exact
+    # minimizer (and ADMM stops long before its own test would stop it).
+    C, p, U, G, H, vnorm2, rows = _problem(7)
+    V, K = H.shape
+    F = scipy.linalg.inv(G + np.eye(K))
+    got = ka.recover_admm_dr(G, H, F, scipy.linalg.pinvh(G), H, False, rows, 1.9, 1.0, 1e-5,
+                             500)
+    want = naive.naive_admm_dr(G, H, F, scipy.linalg.pinvh(G), H, False, rows, 1.9, 1.0, 1e-5,
+                               500)
+    np.testing.assert_allclose(got[0], want[0], atol=1e-12)
+    np.testing.assert_array_equal(got[1], want[1])
+    assert got[2][rows].all()
+    for i in rows:
+        np.testing.assert_allclose(got[0][i], naive.exact_simplex_least_squares(G, H[i]),
+                                   atol=1e-9)
+    assert got[1][rows].max() <= 16
