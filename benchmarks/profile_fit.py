@@ -5,10 +5,11 @@ Runs ``anchorstream fit`` on quality-benchmark corpora, each time in a fresh pro
 ``bench_quality.py`` does, and prints the CPU seconds (user + system, every thread) of each
 phase: process start (interpreter and imports, argument parsing), reading and tokenizing,
 choosing the vocabulary, counting (document-term matrix and co-occurrence), the model's stages
-(rectify, anchors, recover, correlations; ``between`` is the glue between them), writing the
-snapshot, and how much of all that was numba loading its compiled kernels from the on-disk
-cache. The phases come from the manifest's ``extra.cpu_seconds``; the numba share is measured
-by timing numba's dispatcher in the child process; the total from the operating system.
+(pairs and refine where the fit refines, rectify, anchors, recover, correlations; ``between``
+is the glue between them), writing the snapshot, and how much of all that was numba loading
+its compiled kernels from the on-disk cache. The phases come from the manifest's
+``extra.cpu_seconds``; the numba share is measured by timing numba's dispatcher in the child
+process; the total from the operating system.
 
 Run from the repository root, in the benchmark environment::
 
@@ -32,8 +33,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-PHASES = ("start", "read", "vocabulary", "count", "between", "rectify", "anchors", "recover",
-          "correlations", "write")
+PHASES = ("start", "read", "vocabulary", "count", "between", "pairs", "rectify", "anchors",
+          "recover", "correlations", "refine", "write")
 
 
 def child(argv: list[str]) -> int:
@@ -70,7 +71,7 @@ def run_once(corpus, K: int, V: int, args: list[str]) -> dict:
         cmd = [sys.executable, __file__, "--child", str(work / "numba.json"), "fit",
                "--input", str(corpus.train_path), "--text-field", "text", "--topics", str(K),
                "--vocab-size", str(V), "--seed", "0", "--out", str(work / "snap"), "--quiet",
-               *args]
+               "--stopwords", corpus.stopwords, *args]
         cpu0, t0 = children_cpu(), time.perf_counter()
         subprocess.run(cmd, env=env, cwd=REPO, check=True, capture_output=True)
         wall, cpu = time.perf_counter() - t0, children_cpu() - cpu0

@@ -55,8 +55,9 @@ anchorstream_rectification_iterations              gauge
 anchorstream_rectification_warm_change             gauge      change since the last cold
                                                               rectification (0 after one)
 anchorstream_stopword_share                        gauge      share of the first 2000 documents'
-                                                              words (since start) the stopword
-                                                              list removed; NaN until then
+                                                              words (at most 20,000, since
+                                                              start) the stopword list
+                                                              removed; NaN until then
                                                               (under 0.08: another language)
 anchorstream_http_requests_total                   counter    route, code
 anchorstream_build_info                            gauge      version
@@ -328,7 +329,8 @@ class Metrics:
         self.stopword_share = Gauge(
             f"{p}_stopword_share",
             "Share of the words of the first documents since start that the stopword list "
-            "removed (NaN until 2000 documents were seen, or with a custom list); under 0.08 "
+            "removed (NaN until 2000 documents or 20,000 words were seen, or with a custom "
+            "list); under 0.08 "
             "the stream is probably in another language.", registry=r)
         self.stopword_share.set(float("nan"))
         self.http_requests = Counter(f"{p}_http_requests", "HTTP API requests.",

@@ -438,6 +438,19 @@ def test_stopword_check_needs_enough_words_and_a_shipped_list():
     assert cased.share == pytest.approx(_stopword_share(ENGLISH))
 
 
+def test_stopword_check_stops_after_enough_words():
+    # Long documents: the check is done after n_words words, before n_docs documents.
+    check = StopwordCheck(Tokenizer(), n_docs=100, n_words=40)
+    check.observe(ENGLISH)  # 16 words pass the other filters
+    assert not check.done
+    for _ in range(2):
+        check.observe(ENGLISH)
+    assert check.done and check.docs == 3 and check.words == 48
+    check.observe(ENGLISH)
+    assert check.docs == 3  # nothing more is counted
+    assert check.share == pytest.approx(_stopword_share(ENGLISH))
+
+
 def _stopword_share(text):
     check = StopwordCheck(Tokenizer(), n_docs=1)
     check.observe(text)

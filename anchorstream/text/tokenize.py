@@ -43,6 +43,7 @@ from anchorstream.errors import InputError
 
 __all__ = [
     "STOPWORD_CHECK_DOCS",
+    "STOPWORD_CHECK_WORDS",
     "STOPWORD_SHARE_MIN",
     "StopwordCheck",
     "Tokenizer",
@@ -355,6 +356,9 @@ class Tokenizer:
 
 #: :class:`StopwordCheck` looks at this many documents (the first ones) ...
 STOPWORD_CHECK_DOCS = 2000
+#: ... or fewer, once their words number this many: the share is then known to about 0.3%
+#: (and 2000 documents of a manual's 350 words would tokenize 40% of the long corpus twice).
+STOPWORD_CHECK_WORDS = 20_000
 #: ... and warns where fewer than this share of their words are in the shipped list. English
 #: text: 21-56% of the words on the quality benchmark's nine real corpora (technical summaries
 #: of 9 tokens to manual pages); German quotations with the English list: 3%.
@@ -369,8 +373,9 @@ class StopwordCheck:
     Function words are a fifth to a half of the words of English text, so where the list
     removes almost nothing the documents are most likely in another language, and their own
     function words ("und", "der", "die") fill the topics. Fed each document's content (the
-    raw text or the pre-tokenized words, as given to the tokenizer) until :attr:`done`, it
-    counts the words that pass the tokenizer's other filters; :attr:`share` is the part of
+    raw text or the pre-tokenized words, as given to the tokenizer) until :attr:`done` (after
+    ``n_docs`` documents or ``n_words`` words), it counts the words that pass the tokenizer's
+    other filters; :attr:`share` is the part of
     them its list removes, and :meth:`warning` says what to do when that share is below
     :data:`STOPWORD_SHARE_MIN`, naming the shipped list that would remove the most.
     Inactive (never warns) unless the tokenizer's stopwords are a shipped list: a custom list
@@ -386,10 +391,11 @@ class StopwordCheck:
     0.27
     """
 
-    def __init__(self, tokenizer, n_docs: int = STOPWORD_CHECK_DOCS):
+    def __init__(self, tokenizer, n_docs: int = STOPWORD_CHECK_DOCS,
+                 n_words: int = STOPWORD_CHECK_WORDS):
         label = tokenizer._stopwords_label() if isinstance(tokenizer, Tokenizer) else None
         self.label = label if isinstance(label, str) else None
-        self.n_docs = int(n_docs)
+        self.n_docs, self.n_words = int(n_docs), int(n_words)
         self.docs = self.words = 0
         self._counts: Counter[str] = Counter()
         if self.label is not None:
@@ -402,8 +408,8 @@ class StopwordCheck:
 
     @property
     def done(self) -> bool:
-        """Whether enough documents were seen (always, when inactive)."""
-        return not self.active or self.docs >= self.n_docs
+        """Whether enough documents or words were seen (always, when inactive)."""
+        return not self.active or self.docs >= self.n_docs or self.words >= self.n_words
 
     def observe(self, content) -> None:
         """Count one document's words (its content as the tokenizer takes it)."""

@@ -233,7 +233,8 @@ class VocabConfig(_Section):
     stopwords: Stopwords = Field("english", description=(
         f"a shipped list ({shipped_stopword_lists()}), 'none', or a file path (one "
         "word per line); the daemon warns when the list removes less than 8% of the first 2000 "
-        "documents' words (another language), naming the shipped list that fits"))
+        "documents' words (at most 20,000; another language), naming the shipped list that "
+        "fits"))
 
 
 class ModelConfig(_Section):
