@@ -74,6 +74,25 @@ def test_ascii_fast_path_splits_like_the_unicode_pattern(doc):
     assert text_mod._ASCII_WORD.findall(text) == text_mod._word_pattern().findall(text)
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.characters(blacklist_categories=("Mn", "Mc", "Me", "Cs")),
+               max_size=60))
+def test_markless_fast_path_splits_like_the_full_pattern(doc):
+    # Text without a combining mark takes the plain Unicode pattern; there it must find
+    # exactly the words of the full pattern, whose class only adds the marks.
+    text = doc.lower().replace("_", " ")
+    assert text_mod._marks().isdisjoint(text)
+    assert text_mod._PLAIN_WORD.findall(text) == text_mod._word_pattern().findall(text)
+
+
+def test_text_with_a_combining_mark_keeps_the_mark_inside_its_word():
+    # "हिन्दी" has vowel signs and a virama (Mn, Mc): the plain \w pattern would cut it apart.
+    word = "\u0939\u093f\u0928\u094d\u0926\u0940"
+    assert not text_mod._marks().isdisjoint(word)
+    assert len(text_mod._PLAIN_WORD.findall(word)) > 1
+    assert PLAIN(f"caf\u00e9 {word} na\u00efve") == ["caf\u00e9", word, "na\u00efve"]
+
+
 def test_output_is_nfkc_normalised():
     words = PLAIN("Ｃａｆé ﬃ ½ Ⅻ ǅungla ẞ")
     assert all(unicodedata.is_normalized("NFKC", w) for w in words)
