@@ -57,8 +57,10 @@ __all__ = [
 _STOPWORD_PREFIX = "stopwords_"
 _STOPWORD_SUFFIX = ".txt"
 
-# Apostrophe look-alikes folded onto ASCII "'" (NFKC keeps them distinct).
-_APOSTROPHES = str.maketrans({"\u2019": "'", "\u02bc": "'"})
+# Apostrophe look-alikes folded onto ASCII "'" (NFKC keeps them distinct); by str.replace,
+# since str.translate maps a non-ASCII string character by character through a dict (the
+# long corpus's 2,035 non-ASCII sections: 0.74 s against 0.005).
+_APOSTROPHES = ("\u2019", "\u02bc")
 
 
 @functools.cache
@@ -126,7 +128,9 @@ def _normalize(word: str, lowercase: bool) -> str:
     word = unicodedata.normalize("NFKC", word)
     if lowercase:
         word = unicodedata.normalize("NFKC", word.casefold())
-    return word.translate(_APOSTROPHES)
+    for mark in _APOSTROPHES:
+        word = word.replace(mark, "'")
+    return word
 
 
 def available_stopword_lists() -> list[str]:
