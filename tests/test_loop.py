@@ -15,7 +15,8 @@ import pytest
 
 from anchorstream.errors import StoreError
 from anchorstream.store import CooccurrenceStore, open_committed
-from anchorstream.text.tokenize import StopwordCheck, Tokenizer
+from anchorstream.text.language import StopwordCheck
+from anchorstream.text.tokenize import Tokenizer
 from daemon.settings import MessageConfig
 from daemon.ingest.loop import IngestLoop, LoopError
 from daemon.ingest.source import TOPIC_IDS_KEY, kafka_position, offset_key, parse_offset_key

@@ -22,7 +22,8 @@ from anchorstream.model.registry import method_spec
 from anchorstream.stats.admission import MIN_SHARE, correct_admission
 from anchorstream.stats.cooccurrence import cooccurrence
 from anchorstream.text.decode import DecodeError
-from anchorstream.text.tokenize import StopwordCheck, count_matrix, select_vocabulary
+from anchorstream.text.language import StopwordCheck
+from anchorstream.text.tokenize import count_matrix, select_vocabulary
 from daemon.cli.options import stopwords_tokenizer
 from daemon.ingest.files import iter_lines
 from daemon.ingest.records import record_tokens
@@ -134,7 +135,7 @@ def read_documents(paths, *, format, text_field, tokenizer, progress=True):
     docs : list of list of str
     stats : dict with ``lines``, ``documents``, ``rejected`` (a reason -> count mapping) and,
         with a shipped stopword list, ``stopword_share``: the share of the first documents'
-        words it removed (:class:`~anchorstream.text.tokenize.StopwordCheck`, which also
+        words it removed (:class:`~anchorstream.text.language.StopwordCheck`, which also
         prints a warning when that share says the list is not the documents' language)
     """
     docs: list[list[str]] = []

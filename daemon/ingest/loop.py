@@ -65,7 +65,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from anchorstream.text.decode import DecodeError, Document, parse_timestamp
-from anchorstream.text.tokenize import StopwordCheck
+from anchorstream.text.language import StopwordCheck
 from anchorstream.errors import AnchorstreamError, StoreError
 from daemon.ingest.source import (
     TOPIC_IDS_KEY,
