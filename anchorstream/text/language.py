@@ -36,10 +36,9 @@ class StopwordCheck:
     function words ("und", "der", "die") fill the topics. Fed each document's content (the
     raw text or the pre-tokenized words, as given to the tokenizer) until :attr:`done` (after
     ``n_docs`` documents or ``n_words`` words), it counts the words that pass the tokenizer's
-    other filters; :attr:`share` is the part of
-    them its list removes, and :meth:`warning` says what to do when that share is below
-    :data:`STOPWORD_SHARE_MIN`, naming the shipped list that would remove the most.
-    Inactive (never warns) unless the tokenizer's stopwords are a shipped list: a custom list
+    other filters; :attr:`share` is the part of them its list removes, and :meth:`warning`
+    says what to do when that share is below :data:`STOPWORD_SHARE_MIN`, naming the shipped
+    list that would remove the most. Inactive (never warns) unless the tokenizer's stopwords are a shipped list: a custom list
     or none is the user's own choice.
 
     Examples
