@@ -8,8 +8,25 @@ twice on the whole: warm from the first fit, and cold (the peer, in the same run
 each fit's seconds and CPU seconds (the fit only: the daemon reads its counts from the store),
 the held-out NPMI@10 of both refits and of the first fit (the metric of ``bench_quality.py``;
 the first fit's shows how much NPMI moves between two cold fits 1% apart), how many of the
-first fit's anchors the warm refit kept (its topic ids), and the seconds of each stage of both
-refits, for each rectifier.
+first fit's anchors the warm refit kept (its topic ids), whether the warm refit updated the last
+cold rectification or rectified cold again (it does once the data has moved by more than
+``model.rectify_warm_change`` since; ``change`` is the relative change it updated across, ">max"
+where it rectified cold), and
+the seconds of each stage of both refits, for each rectifier.
+
+``--rounds R`` runs R refreshes in a row, as the daemon does: a cold fit on all but
+``R x --new`` of the documents, then R rounds that each add ``--new`` and refit warm from the
+last round's warm fit, and cold (the peer). One row per round; "before" is the fit the round
+started from.
+
+``--counts`` says what the fits read. ``store`` (the default) is what the daemon's refresh reads
+with the low-rank rectifier: the counts' upper triangle held sparse with the store's marginals
+(:class:`~anchorstream.stats.sparse.SparseCooccurrence`, as
+:func:`~anchorstream.store.open_committed_sparse` builds it), so the word pairs of the
+refinement are read, not recomputed. ``documents`` is what ``fit --input`` reads (the
+documents themselves, :class:`~anchorstream.model.lowrank.DocumentCooccurrence`), whose pairs
+each fit recounts from the documents. The dense rectifier (``--methods ap``) reads the dense
+counts either way.
 
 Run from the repository root, in the benchmark environment (corpora as ``bench_quality.py``)::
 
@@ -32,6 +49,7 @@ from anchorstream.stats.cooccurrence import LENGTH_CAP, cooccurrence  # noqa: E4
 from anchorstream.model.lowrank import DocumentCooccurrence  # noqa: E402
 from anchorstream.model import anchors  # noqa: E402
 from anchorstream.model.pipeline import AnchorModel  # noqa: E402
+from anchorstream.stats.sparse import SparseCooccurrence  # noqa: E402
 from benchmarks.quality.corpora import fit_counts, load, training_documents  # noqa: E402
 from benchmarks.quality.metrics import HeldoutIndex, npmi, top_word_strings  # noqa: E402
 
@@ -42,22 +60,43 @@ def _timed(fn):
     return out, time.perf_counter() - t, time.process_time() - c
 
 
+def store_counts(X) -> SparseCooccurrence:
+    """What a store that ingested the documents ``X`` holds: the counts' upper triangle and
+    marginals over the documents of at least 2 tokens (the store counts no other)."""
+    docs = DocumentCooccurrence(X, length_cap=LENGTH_CAP)
+    counted = X[np.asarray(X.sum(axis=1)).ravel() >= 2]
+    return SparseCooccurrence(docs.upper_counts(), np.asarray(counted.sum(axis=0)).ravel(),
+                              np.asarray((counted > 0).sum(axis=0)).ravel(), docs.num_docs,
+                              docs.num_tokens, LENGTH_CAP)
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--corpora", default="medium,tech")
     p.add_argument("--new", type=float, default=0.01, help="share of documents added")
+    p.add_argument("--rounds", type=int, default=1,
+                   help="refreshes in a row, each after --new more documents and warm from "
+                        "the last (as the daemon runs them)")
     p.add_argument("--methods", default="ap,lowrank")
+    p.add_argument("--counts", choices=("store", "documents"), default="store",
+                   help="what the low-rank fits read: the store's sparse counts, as the "
+                        "daemon's refresh (default), or the documents, as fit --input")
     p.add_argument("--swap-margins", default=None, metavar="M,M",
                    help="compare these warm anchor-swap margins (anchors.WARM_SWAP_MARGIN) "
                         "with the dense rectifier; default: the library's")
     a = p.parse_args(argv)
-    print(f"{'corpus':8s} {'rectifier':9s} {'cold 99% s':>10s} {'warm s':>8s} {'cold s':>8s} "
-          f"{'warm/cold':>9s} {'warm CPU/cold CPU':>17s} {'NPMI warm':>9s} {'NPMI cold':>9s} "
-          f"{'NPMI 99%':>9s} {'kept':>6s}  warm / cold stages (s)")
+    print(f"# counts read by the low-rank fits: {a.counts}")
+    if a.rounds < 1 or not 0 < a.new * a.rounds < 1:
+        p.error("--rounds must be >= 1 and --new * --rounds in (0, 1)")
+    print(f"{'corpus':8s} {'rectifier':9s} {'round':>5s} {'before s':>10s} {'warm s':>8s} "
+          f"{'cold s':>8s} {'warm/cold':>9s} {'warm CPU/cold CPU':>17s} {'NPMI warm':>9s} "
+          f"{'NPMI cold':>9s} {'NPMI before':>9s} {'kept':>6s} {'rectified':>9s} {'change':>6s}"
+          f"  warm / cold stages (s)")
     for name in a.corpora.split(","):
         corpus = load(name)
         vocab, X = fit_counts(training_documents(corpus), corpus.vocab_size)
-        cut = int(round(X.shape[0] * (1 - a.new)))
+        n = X.shape[0]
+        cuts = [int(round(n * (1 - a.new * (a.rounds - r)))) for r in range(a.rounds + 1)]
         index = HeldoutIndex.for_corpus(corpus)
         K = corpus.n_topics
         runs = [(m, None) for m in a.methods.split(",")]
@@ -68,26 +107,38 @@ def main(argv=None) -> int:
                 anchors.WARM_SWAP_MARGIN = margin
             # Counting is not timed: the daemon reads the counts from its store.
             def fit(rows, init=None):
-                # As `fit --input` builds it: the low-rank rectifier never forms V x V.
-                cooc = (DocumentCooccurrence(X[:rows], length_cap=LENGTH_CAP)
-                        if method == "lowrank" else cooccurrence(X[:rows], length_cap=LENGTH_CAP))
+                # The low-rank rectifier never forms V x V: the daemon reads the store's sparse
+                # counts, `fit --input` the documents.
+                if method != "lowrank":
+                    cooc = cooccurrence(X[:rows], length_cap=LENGTH_CAP)
+                elif a.counts == "store":
+                    cooc = store_counts(X[:rows])
+                else:
+                    cooc = DocumentCooccurrence(X[:rows], length_cap=LENGTH_CAP)
                 return _timed(lambda: AnchorModel(K, rectify_method=method).fit(cooc, init=init))
 
-            first, t0, _ = fit(cut)
-            warm, tw, cw = fit(X.shape[0], init=first)
-            cold, tc, cc = fit(X.shape[0])
-            scores = [float(np.mean(npmi(top_word_strings(vocab, m.topic_word_.T), index)))
-                      for m in (warm, cold, first)]
-            kept = len(set(first.anchors_.tolist()) & set(warm.anchors_.tolist()))
-            stages = " / ".join(" ".join(f"{k} {v:.2f}" for k, v in m.timings_.items())
-                                + " (iterations " + " ".join(f"{k} {v}" for k, v in
-                                                             m.n_iter_.items()) + ")"
-                                for m in (warm, cold))
-            label = method if margin is None else f"{method} {margin:g}"
-            print(f"{name:8s} {label:9s} {t0:10.1f} {tw:8.1f} {tc:8.1f} {tw / tc:9.2f} "
-                  f"{cw / cc:17.2f} {scores[0]:+9.4f} {scores[1]:+9.4f} {scores[2]:+9.4f} "
-                  f"{kept:3d}/{K:<3d} "
-                  f"{stages}", flush=True)
+            first, t0, _ = fit(cuts[0])
+            init = first
+            for r, rows in enumerate(cuts[1:], start=1):
+                warm, tw, cw = fit(rows, init=init)
+                cold, tc, cc = fit(rows)
+                scores = [float(np.mean(npmi(top_word_strings(vocab, m.topic_word_.T), index)))
+                          for m in (warm, cold, init)]
+                kept = len(set(init.anchors_.tolist()) & set(warm.anchors_.tolist()))
+                stages = " / ".join(" ".join(f"{k} {v:.2f}" for k, v in m.timings_.items())
+                                    + " (iterations " + " ".join(f"{k} {v}" for k, v in
+                                                                 m.n_iter_.items()) + ")"
+                                    for m in (warm, cold))
+                # A warm refit updates the last cold rectification (0 iterations) unless the
+                # data moved more than model.rectify_warm_change since.
+                rectified = "warm" if warm.n_iter_.get("rectify", 0) == 0 else "cold"
+                change = f"{warm.rectify_change_:6.3f}" if rectified == "warm" else "   >max"
+                label = method if margin is None else f"{method} {margin:g}"
+                print(f"{name:8s} {label:9s} {r:5d} {t0:10.1f} {tw:8.1f} {tc:8.1f} "
+                      f"{tw / tc:9.2f} {cw / cc:17.2f} {scores[0]:+9.4f} {scores[1]:+9.4f} "
+                      f"{scores[2]:+9.4f} {kept:3d}/{K:<3d} {rectified:>9s} "
+                      f"{change}  {stages}", flush=True)
+                init, t0 = warm, tw
     return 0
 
 
