@@ -96,6 +96,10 @@ class ModelSettings:
     # cold again. On 50k npm documents plus rounds of 1%, the warm refits' held-out NPMI stayed
     # within noise of cold refits' up to a summed change of ~0.04 (0.000-0.007 below over
     # 21 rounds) and fell 0.023 below beyond it (benchmarks/README.md, "Refresh cold vs warm").
+    # Those figures are the dense rectifier's with the papers' estimator; the low-rank update
+    # strays by 0.3-0.85 of the change, and with the default document weighting 1% new npm
+    # documents change the counts by ~0.018, the change growing as the square root of the
+    # rounds (benchmarks/README.md, "What the daemon reads, and refreshes in a row").
     # rectify_warm_limit additionally caps the warm refits in a row (None: no cap; 0: every
     # refit rectifies cold).
     rectify_warm_change: float = 0.04
