@@ -125,6 +125,9 @@ class Refresher:
         self._buffers = Buffers()
         # What the counts buffer holds (a DenseRead), when it still holds it.
         self._dense = None
+        # The low-rank refresher's last sparse read (a CommittedState), warm: the next read
+        # catches up from it.
+        self._sparse = None
         self._refresh_lock = threading.Lock()
         self._busy = False
         self.failures = 0
@@ -337,8 +340,13 @@ class Refresher:
         if self.reader is not None:
             return self.reader(version, sparse=self.sparse)
         if self.sparse:
-            return open_committed_sparse(self.store_url, version,
-                                         storage_options=self.storage_options)
+            # Warm, the last read plus the segments committed since (read_version_sparse's
+            # catch-up), kept between refreshes: its counts, 12 bytes a stored pair.
+            since, self._sparse = self._sparse, None
+            st = open_committed_sparse(self.store_url, version,
+                                       storage_options=self.storage_options, previous=since)
+            self._sparse = st if self.warm_start else None
+            return st
         # Until this read succeeds the buffer's contents are unknown.
         since, self._dense = self._dense, None
         st = open_committed(self.store_url, version, out=self._buffers.held("counts"),

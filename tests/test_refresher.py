@@ -216,6 +216,51 @@ def test_warm_refreshes_read_only_what_was_committed_since(setup, monkeypatch):
     assert ref.refresh_once()["warm"] and len(full_reads) == 1
 
 
+def test_warm_lowrank_refreshes_read_only_the_segments_committed_since(tmp_path, monkeypatch):
+    # The low-rank refresher reads sparse; warm, it keeps its last read and catches up from it
+    # (read_version_sparse's catch-up), as the dense one does with its counts buffer.
+    import anchorstream.store.sparseread as sparse_mod
+    from anchorstream.store import open_committed_sparse
+
+    store = CooccurrenceStore.create(tmp_path / "store", capacity=400, admit_threshold=2,
+                                     length_cap=25)
+    ref = Refresher(store.url, Publisher(tmp_path / "snaps", keep=5),
+                    model_kwargs={"n_topics": K, "anchor_min_df": 5, "rectify_method": "lowrank"},
+                    min_new_docs=1, min_df=2)
+    store.add(planted_docs(1500, seed=1))
+    store.checkpoint()
+    full_reads = []
+    full = sparse_mod.sparse_upper
+    monkeypatch.setattr(sparse_mod, "sparse_upper",
+                        lambda *a, **kw: full_reads.append(1) or full(*a, **kw))
+    assert ref.sparse and not ref.refresh_once()["warm"]
+    assert len(full_reads) == 1
+    for seed in (2, 3):
+        store.add(planted_docs(30, seed=seed))
+        store.checkpoint()
+        assert ref.refresh_once()["warm"]
+        # What the refresher holds is exactly a full read of the version...
+        held = ref._sparse.cooccurrence
+        fresh = open_committed_sparse(store.url).cooccurrence
+        assert ref._sparse.version == store.version
+        np.testing.assert_allclose(held.upper.toarray(), fresh.upper.toarray(), rtol=1e-12,
+                                   atol=1e-12 * fresh.upper.max())
+        np.testing.assert_array_equal(held.doc_freq, fresh.doc_freq)
+    # ...though only the test's own reads were full ones.
+    assert len(full_reads) == 3
+    # A compaction rewrites the base: the next warm refresh reads everything.
+    store.add(planted_docs(30, seed=4))
+    store.checkpoint()
+    store.compact()
+    full_reads.clear()
+    assert ref.refresh_once()["warm"] and len(full_reads) == 1
+    # A refresher that does not warm-start keeps nothing between refreshes.
+    cold = Refresher(store.url, Publisher(tmp_path / "cold", keep=5), warm_start=False,
+                     model_kwargs={"n_topics": K, "anchor_min_df": 5, "rectify_method": "lowrank"},
+                     min_new_docs=1, min_df=2)
+    assert cold.refresh_once()["version"] == 1 and cold._sparse is None
+
+
 def test_lowrank_rectification_on_a_length_capped_store_refreshes_warm(tmp_path):
     # The daemon's model.rectify_method: lowrank path on what a store with the product's
     # document weighting holds: published, then warm-started, the planted topics kept.

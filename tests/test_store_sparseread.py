@@ -271,3 +271,39 @@ def test_a_sparse_read_that_catches_up_equals_a_full_read(seed, cuts, compact_af
             assert (previous.cooccurrence.upper != kept).nnz == 0
         _assert_same_read(read, open_committed(url))
         previous = read
+
+
+def test_a_sparse_catch_up_takes_words_admitted_and_evicted_since(monkeypatch):
+    # Words admitted since the previous read (one into a slot freed before it, between two
+    # active ones) and a slot evicted and reused since: what was read moves to the new words'
+    # positions instead of the whole store being read again.
+    import anchorstream.store.sparseread as sparse_mod
+    from anchorstream.store.repository import open_repo
+
+    url = f"memory://sparse-catch-up-slots-{uuid.uuid4().hex}"
+    s = CooccurrenceStore.create(url, capacity=5, admit_threshold=1, chunk_size=2,
+                                 shard_size=4)
+    s.add([["b", "d", "d"], ["b", "d", "f"], ["d", "f"]])
+    s.checkpoint()
+    freed = s.evict("d")
+    s.add([["b", "f", "f"], ["f", "b"]])
+    s.checkpoint()
+    repo, _ = open_repo(url)
+    previous = sparse_mod.read_version_sparse(repo, url, None)
+    assert previous.words == ["b", "f"] and freed < max(previous.slots)
+    full_reads = []
+    full = sparse_mod.sparse_upper
+    monkeypatch.setattr(sparse_mod, "sparse_upper",
+                        lambda *a, **kw: full_reads.append(1) or full(*a, **kw))
+    s.add([["a", "b", "c"], ["c", "f", "a"], ["a", "f"]])
+    s.checkpoint()
+    read = sparse_mod.read_version_sparse(repo, url, None, previous=previous)
+    assert full_reads == [] and len(read.words) == 4
+    assert freed in read.slots.tolist()  # a new word took the slot between b's and f's
+    _assert_same_read(read, open_committed(url))
+    s.evict("f")
+    s.add([["e", "b"], ["e", "c", "b"]])  # e takes f's slot
+    s.checkpoint()
+    again = sparse_mod.read_version_sparse(repo, url, None, previous=read)
+    assert full_reads == [] and "e" in again.words and "f" not in again.words
+    _assert_same_read(again, open_committed(url))

@@ -148,8 +148,8 @@ class CatchUp:
     now : DenseRead
         The later version's record.
     gone : int ndarray
-        Positions (in the active slots, which have not changed) of the slots evicted since:
-        their rows and columns are zeroed.
+        Positions (in the active slots now) of the slots evicted since and active now: their
+        rows and columns are zeroed.
     segments : list
         The segments added since, whose valid entries are added.
     factor : float
@@ -169,19 +169,25 @@ class CatchUp:
 
 
 def plan_catch_up(root, meta, state: StoreState, active: np.ndarray, reset_seq: np.ndarray,
-                  since: DenseRead | None) -> CatchUp | None:
+                  since: DenseRead | None, *, same_slots: bool = True) -> CatchUp | None:
     """How to bring counts read as ``since`` up to the version of ``root`` (``meta``,
     ``state``, ``active``, ``reset_seq``), or None when only a full read can: a compaction,
-    an expired window or a change of active slots since, or an eviction that could void
-    entries read then. The dense read (``open_committed(since=)``) and the sparse one
-    (``read_version_sparse(previous=)``) both follow it."""
+    an expired window or, with ``same_slots``, a change of active slots since, or an eviction
+    that could void entries read then. The dense read (``open_committed(since=)``, whose
+    buffer is laid out by the active slots) and the sparse one
+    (``read_version_sparse(previous=)``, ``same_slots=False``: it moves what it read to the
+    new slots' positions) both follow it.
+
+    A slot active now and not then was admitted since (or evicted and admitted again, which
+    changes its reset sequence): its valid entries all lie in the segments committed since,
+    so counts read then hold none of them."""
     if since is None:
         return None
     forgetting = Forgetting.from_dict(meta["config"]["forgetting"])
     now = dense_read_of(forgetting, state, active, reset_seq)
     fold = Fold.of(meta, state)
     if (now.base != since.base or not since.segments <= now.segments
-            or not np.array_equal(active, since.active)
+            or (same_slots and not np.array_equal(active, since.active))
             or since.reset_seq.shape != reset_seq.shape
             # Folding moves entries of its segments into the base: the earlier read must hold
             # those segments whole (then the move changes nothing it holds).
@@ -195,7 +201,7 @@ def plan_catch_up(root, meta, state: StoreState, active: np.ndarray, reset_seq: 
     factor = forgetting.readout(state.clock, since.clock)  # same for every reference time
     pos = np.full(reset_seq.size, -1, dtype=np.int64)
     pos[active] = np.arange(active.size)
-    gone = pos[evicted]
+    gone = pos[evicted]  # evicted and active again: positions in the new active slots
     new = now.segments - since.segments
     return CatchUp(now, gone[gone >= 0], [seg for seg in state.segments if seg.name in new],
                    factor, pos, EntryReader(root, reset_seq, forgetting, state.clock, fold))

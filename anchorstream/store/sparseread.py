@@ -146,11 +146,15 @@ def catch_up_upper(root, meta, state: StoreState, active: np.ndarray, reset_seq:
     a full read can."""
     if previous is None or previous.dense is None:
         return None
-    plan = plan_catch_up(root, meta, state, active, reset_seq, previous.dense)
+    plan = plan_catch_up(root, meta, state, active, reset_seq, previous.dense,
+                         same_slots=False)
     n = active.size
     upper = previous.cooccurrence.upper
-    if plan is None or upper.shape != (n, n):
+    then = previous.dense.active
+    if plan is None or upper.shape != (then.size, then.size):
         return None
+    if not np.array_equal(active, then):
+        upper = _moved(upper, plan.pos[then], n)
     if plan.factor != 1.0:
         upper = upper * plan.factor
     if plan.gone.size:
@@ -164,6 +168,15 @@ def catch_up_upper(root, meta, state: StoreState, active: np.ndarray, reset_seq:
         ok = (rows >= 0) & (cols >= 0)
         upper = _add(canonical_csr(upper), upper_csr(rows[ok], cols[ok], vals[ok], n))
     return canonical_csr(sp.csr_matrix(upper, copy=upper is previous.cooccurrence.upper))
+
+
+def _moved(upper: sp.csr_matrix, to: np.ndarray, n: int) -> sp.csr_matrix:
+    """``upper`` (over the slots active then) over the ``n`` slots active now: row and column
+    ``i`` go to ``to[i]``, dropped where that is -1 (a slot no longer active). Both slot
+    lists are increasing, so ``to`` is too where kept, and the upper triangle stays upper."""
+    keep = np.flatnonzero(to >= 0)
+    U = upper[keep][:, keep].tocoo()
+    return upper_csr(to[keep][U.row], to[keep][U.col], U.data, n)
 
 
 def _read(root, where: str):
@@ -180,13 +193,16 @@ def _read(root, where: str):
 
 
 def open_committed_sparse(url, version: str | None = None, *,
-                          storage_options: Mapping[str, Any] | None = None) -> CommittedState:
+                          storage_options: Mapping[str, Any] | None = None,
+                          previous: CommittedState | None = None) -> CommittedState:
     """Read one committed version of a store with sparse counts (the latest by default).
 
     As :func:`~anchorstream.store.reading.open_committed`, but the ``cooccurrence`` is a
     :class:`~anchorstream.stats.sparse.SparseCooccurrence` read shard by shard, never a dense
     ``V × V`` array (``dense`` records what it is made of, for
-    :func:`read_version_sparse`'s catch-up).
+    :func:`read_version_sparse`'s catch-up). ``previous``, an earlier read of this store
+    by this function, is brought up to the version by reading only the segments committed
+    since, where the store allows (:func:`read_version_sparse`); it is left as it was.
 
     Raises
     ------
@@ -194,7 +210,7 @@ def open_committed_sparse(url, version: str | None = None, *,
         As :func:`~anchorstream.store.reading.open_committed`.
     """
     repo, _ = open_repo(url, storage_options)
-    return read_version_sparse(repo, os.fspath(url), version)
+    return read_version_sparse(repo, os.fspath(url), version, previous)
 
 
 def read_version_sparse(repo, where: str, version: str | None,
