@@ -31,7 +31,8 @@ IMPLICIT = (DocumentCooccurrence, SparseCooccurrence)
 log = logging.getLogger("anchorstream.model.pipeline")
 
 __all__ = ["IMPLICIT", "Rectified", "active_part", "anchor_min_df", "anchor_stage", "check_fit_input", "correlation_stage",
-           "recover_stage", "rectify_stage", "refine_stage", "warm_eigvecs"]
+           "recover_stage", "rectify_stage", "refine_stage", "warm_coefficients",
+           "warm_columns", "warm_eigvecs"]
 
 
 @dataclass
@@ -316,16 +317,55 @@ def anchor_stage(cooc, rect: Rectified, K, min_df, active, position, init, s, st
     return found if qr else (found, None)
 
 
+def warm_columns(previous, anchors) -> np.ndarray:
+    """For each of this fit's ``anchors``, the column of the previous fit's coefficients that
+    seeds it (-1: none): the column of the same anchor word wherever it was, else the column
+    at the same position if its anchor was replaced (the seeded search swaps an anchor in
+    place), else none. Both are word indices of the same vocabulary.
+
+    >>> warm_columns([5, 7, 9], [5, 8, 9]).tolist()    # 7 replaced by 8 in place
+    [0, 1, 2]
+    >>> warm_columns([5, 7, 9], [9, 5, 4]).tolist()    # 7 dropped, the rest moved: 4 is new
+    [2, 0, -1]
+    """
+    previous = [int(a) for a in previous]
+    anchors = [int(a) for a in anchors]
+    where = {a: j for j, a in enumerate(previous)}
+    kept = set(anchors)
+    return np.array([where[a] if a in where
+                     else k if k < len(previous) and previous[k] not in kept else -1
+                     for k, a in enumerate(anchors)], dtype=np.int64)
+
+
+def warm_coefficients(init, anchors, active, K: int) -> np.ndarray:
+    """``init``'s recovery coefficients on the active words as a start for this fit's
+    ``anchors`` (indices into ``active``), their columns matched by :func:`warm_columns`. A
+    topic with no match starts at 0; a word left with no mass (absent last time, or all of it
+    on such topics) starts uniform.
+
+    The anchors of a refit need not keep their positions: the search drops a seed that is no
+    longer a candidate (the candidates are the most frequent words, ``anchor_candidates``),
+    and every seed after it moves up one. Seeded position by position, the recovery of such
+    a refresh took 0.14-0.22 s against 0.035 s (npm summaries, K = 50, one warm refresh in
+    four; 5-9% of the words started on the support of their new optimum, against 56-65%);
+    matched by anchor, 0.07-0.11 s.
+    """
+    coef = np.asarray(init.coef_, dtype=np.float64)[active]
+    previous = np.asarray(init.anchors_, dtype=np.int64)
+    if previous.size == coef.shape[1]:
+        cols = warm_columns(previous, active[np.asarray(anchors, dtype=np.int64)])
+        coef = np.where(cols >= 0, coef[:, np.maximum(cols, 0)], 0.0)
+    else:
+        coef = coef.copy()
+    empty = coef.sum(axis=1) <= 0
+    coef[empty] = 1.0 / K
+    return coef
+
+
 def recover_stage(rect: Rectified, anchors, products, K, active, init, s, stage):
-    """The recovery, warm-started from ``init``'s coefficients on the active words."""
-    warm_coef = None
-    if init is not None:
-        warm_coef = init.coef_[active]
-        # Words that were absent last time have zero rows: start them uniform.
-        empty = warm_coef.sum(axis=1) <= 0
-        if empty.any():
-            warm_coef = warm_coef.copy()
-            warm_coef[empty] = 1.0 / K
+    """The recovery, warm-started from ``init``'s coefficients on the active words
+    (:func:`warm_coefficients`)."""
+    warm_coef = None if init is None else warm_coefficients(init, anchors, active, K)
     return stage(
         "recover",
         lambda: recover(
