@@ -34,6 +34,14 @@ __all__ = ["RefreshResult", "Refresher", "select_words"]
 
 log = logging.getLogger("anchorstream.refresher")
 
+#: A warm low-rank refresher keeps its last sparse read (to read only the segments committed
+#: since, next time) while it takes at most this many bytes per squared word: 2 V² is a sixth
+#: of the ~12 V² a low-rank refresh peaks at when every pair is stored, the bound the
+#: deployment is sized for (deploy/README.md, "Resources"); kept, that read sits beside the
+#: next one while it is brought up to date. Real text stores far fewer pairs (32% of them on
+#: 51k technical descriptions at V = 5000: 1.9 V²; 0.5% on 300k PyPI summaries at 30k words).
+SPARSE_KEEP = 2.0
+
 
 class RefreshResult(dict):
     """What one successful refresh did (a dict: version, store_version, num_docs, timings...)."""
@@ -345,7 +353,9 @@ class Refresher:
             since, self._sparse = self._sparse, None
             st = open_committed_sparse(self.store_url, version,
                                        storage_options=self.storage_options, previous=since)
-            self._sparse = st if self.warm_start else None
+            U, n = st.cooccurrence.upper, st.cooccurrence.n_words
+            small = U.data.nbytes + U.indices.nbytes + U.indptr.nbytes <= SPARSE_KEEP * n * n
+            self._sparse = st if self.warm_start and small else None
             return st
         # Until this read succeeds the buffer's contents are unknown.
         since, self._dense = self._dense, None

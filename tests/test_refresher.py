@@ -220,6 +220,7 @@ def test_warm_lowrank_refreshes_read_only_the_segments_committed_since(tmp_path,
     # The low-rank refresher reads sparse; warm, it keeps its last read and catches up from it
     # (read_version_sparse's catch-up), as the dense one does with its counts buffer.
     import anchorstream.store.sparseread as sparse_mod
+    import daemon.refresh as refresh_mod
     from anchorstream.store import open_committed_sparse
 
     store = CooccurrenceStore.create(tmp_path / "store", capacity=400, admit_threshold=2,
@@ -229,11 +230,21 @@ def test_warm_lowrank_refreshes_read_only_the_segments_committed_since(tmp_path,
                     min_new_docs=1, min_df=2)
     store.add(planted_docs(1500, seed=1))
     store.checkpoint()
+    # This small store holds most pairs: past refresh.SPARSE_KEEP bytes per squared word the
+    # read is not kept (the deployment's memory bound), and every read is a full one.
+    upper = open_committed_sparse(store.url).cooccurrence.upper
+    n = upper.shape[0]
+    assert upper.data.nbytes + upper.indices.nbytes + upper.indptr.nbytes > 2.0 * n * n
+    assert ref.sparse and not ref.refresh_once()["warm"] and ref._sparse is None
+    # Within the bound (as on real text, which stores far fewer pairs), it is kept.
+    monkeypatch.setattr(refresh_mod, "SPARSE_KEEP", float("inf"))
+    store.add(planted_docs(30, seed=5))
+    store.checkpoint()
     full_reads = []
     full = sparse_mod.sparse_upper
     monkeypatch.setattr(sparse_mod, "sparse_upper",
                         lambda *a, **kw: full_reads.append(1) or full(*a, **kw))
-    assert ref.sparse and not ref.refresh_once()["warm"]
+    assert ref.refresh_once()["warm"] and ref._sparse is not None
     assert len(full_reads) == 1
     for seed in (2, 3):
         store.add(planted_docs(30, seed=seed))

@@ -153,27 +153,39 @@ def catch_up_upper(root, meta, state: StoreState, active: np.ndarray, reset_seq:
     then = previous.dense.active
     if plan is None or upper.shape != (then.size, then.size):
         return None
-    if not np.array_equal(active, then):
-        upper = _moved(upper, plan.pos[then], n)
-    if plan.factor != 1.0:
-        upper = upper * plan.factor
+    # What was read, at the positions of the slots active now: rows and columns of the slots
+    # evicted since are dropped (they start empty). A copy only where something moves.
+    to = plan.pos[then]
     if plan.gone.size:
-        keep = np.ones(n)
-        keep[plan.gone] = 0.0
-        mask = sp.diags(keep, format="csr")
-        upper = mask @ upper @ mask
+        to = np.where(np.isin(to, plan.gone), -1, to)
+    if then.size != n or not np.array_equal(to, np.arange(n)):
+        upper = _moved(upper, to, n)
+    # The segments committed since, summed first (their size is bounded by the store's
+    # compaction settings, not by V²) and merged once: the read holds what it read, that sum
+    # and the result, not a copy of the whole matrix per segment.
+    new = None
     for seg in plan.segments:
         rows, cols, vals = plan.reader.entries(seg)
         rows, cols = plan.pos[rows], plan.pos[cols]
         ok = (rows >= 0) & (cols >= 0)
-        upper = _add(canonical_csr(upper), upper_csr(rows[ok], cols[ok], vals[ok], n))
+        piece = upper_csr(rows[ok], cols[ok], vals[ok], n)
+        new = piece if new is None else _add(new, piece)
+    if new is not None:
+        if plan.factor != 1.0:  # only what was read decays: scaled with it after the merge
+            new.data /= plan.factor
+        upper = _add(canonical_csr(upper), new)
+    if plan.factor != 1.0:
+        if upper is previous.cooccurrence.upper:
+            upper = upper.copy()
+        upper.data *= plan.factor
     return canonical_csr(sp.csr_matrix(upper, copy=upper is previous.cooccurrence.upper))
 
 
 def _moved(upper: sp.csr_matrix, to: np.ndarray, n: int) -> sp.csr_matrix:
     """``upper`` (over the slots active then) over the ``n`` slots active now: row and column
-    ``i`` go to ``to[i]``, dropped where that is -1 (a slot no longer active). Both slot
-    lists are increasing, so ``to`` is too where kept, and the upper triangle stays upper."""
+    ``i`` go to ``to[i]``, dropped where that is -1 (a slot no longer active, or evicted and
+    reused since). Both slot lists are increasing, so ``to`` is too where kept, and the upper
+    triangle stays upper."""
     keep = np.flatnonzero(to >= 0)
     U = upper[keep][:, keep].tocoo()
     return upper_csr(to[keep][U.row], to[keep][U.col], U.data, n)
