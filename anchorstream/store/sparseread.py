@@ -68,16 +68,8 @@ def sparse_upper(root, meta, state: StoreState, active: np.ndarray,
     shards = BaseShards(root, meta, state, active, reset_seq)
     # The live segments first, summed: together they are bounded by the store's compaction
     # settings (store.compact_bytes), not by V², and each band takes its rows of them.
-    segments = None
     reader = EntryReader(root, reset_seq, forgetting, state.clock, shards.fold)
-    for seg in state.live_segments(R):
-        # One segment at a time: its entries' index arrays are the read's largest temporaries.
-        srows, scols, svals = reader.entries(seg)
-        srows, scols = pos[srows], pos[scols]
-        keep = (srows >= 0) & (scols >= 0)  # entries of inactive slots are not read
-        piece = upper_csr(srows[keep], scols[keep], svals[keep], n)
-        del srows, scols, svals, keep
-        segments = piece if segments is None else _add(segments, piece)
+    segments = _segments_upper(reader, state.live_segments(R), pos, n)
     out = _Rows(n)
     for r0 in shards.starts():
         rall = shards.slots(r0)
@@ -99,6 +91,22 @@ def sparse_upper(root, meta, state: StoreState, active: np.ndarray,
         if band is not None:
             out.put(lo, *band)
     return out.csr()
+
+
+def _segments_upper(reader: EntryReader, segments, pos: np.ndarray, n: int):
+    """The valid entries of ``segments`` summed into one upper-triangle CSR over the ``n``
+    active slots (``pos``: each slot's position, -1 for an inactive one, whose entries are not
+    read), or None without segments. One segment at a time: its entries' index arrays are a
+    read's largest temporaries."""
+    out = None
+    for seg in segments:
+        rows, cols, vals = reader.entries(seg)
+        rows, cols = pos[rows], pos[cols]
+        keep = (rows >= 0) & (cols >= 0)
+        piece = upper_csr(rows[keep], cols[keep], vals[keep], n)
+        del rows, cols, vals, keep
+        out = piece if out is None else _add(out, piece)
+    return out
 
 
 class _Rows:
@@ -163,13 +171,7 @@ def catch_up_upper(root, meta, state: StoreState, active: np.ndarray, reset_seq:
     # The segments committed since, summed first (their size is bounded by the store's
     # compaction settings, not by V²) and merged once: the read holds what it read, that sum
     # and the result, not a copy of the whole matrix per segment.
-    new = None
-    for seg in plan.segments:
-        rows, cols, vals = plan.reader.entries(seg)
-        rows, cols = plan.pos[rows], plan.pos[cols]
-        ok = (rows >= 0) & (cols >= 0)
-        piece = upper_csr(rows[ok], cols[ok], vals[ok], n)
-        new = piece if new is None else _add(new, piece)
+    new = _segments_upper(plan.reader, plan.segments, plan.pos, n)
     if new is not None:
         if plan.factor != 1.0:  # only what was read decays: scaled with it after the merge
             new.data /= plan.factor
