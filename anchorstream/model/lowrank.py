@@ -241,8 +241,7 @@ class LowRankCooccurrence:
         self._outside = np.ones(V, dtype=bool)
         self._outside[self.scanned] = False
         if self.corrections is None:
-            self.corrections = Corrections.scan(self.factor, self.scanned, self._outside,
-                                                dense=False)
+            self.corrections = Corrections.scan(self.factor, self.scanned, self._outside)
         self._E = self.corrections
 
     @property
@@ -301,7 +300,7 @@ class LowRankCooccurrence:
         V = Y.shape[0]
         G = Y.T @ Y
         m = Y.sum(axis=0)
-        low = np.einsum("ik,kl,il->i", Y, G, Y) + 2.0 * r * (Y @ m) + r * r * V
+        low = np.einsum("ij,ij->i", Y @ G, Y) + 2.0 * r * (Y @ m) + r * r * V
         corr = self._E.sqnorms()
         return np.maximum(low - corr + 2.0 * r * self._correction_sums(), 0.0)
 
@@ -380,7 +379,7 @@ class _LoopIterate:
     """
 
     def __init__(self, Y: np.ndarray, scanned: np.ndarray, shift: float = 0.0, *,
-                 dense: bool = False):
+                 dense: bool | None = None):
         self.factor = Y
         self.shift = shift
         V = Y.shape[0]
@@ -510,9 +509,10 @@ def rectify_lowrank(
         # whenever r < 0 (it is about -0.035 / V² on short texts), leaving their rows with
         # negative sums; r only evens out the total, which nothing downstream depends on.
         scanned = np.argsort(-np.einsum("ij,ij->i", Y, Y), kind="stable")[:rows]
-        # The corrections' form (dense or sparse) is expected to be the last iteration's.
-        iterate = _LoopIterate(Y, scanned, dense=iterate is not None and
-                               iterate.corrections.dense)
+        # The corrections' form (dense or sparse) is expected to be the last iteration's
+        # (the first one samples it).
+        iterate = _LoopIterate(Y, scanned,
+                               dense=None if iterate is None else iterate.corrections.dense)
         r = (1.0 - iterate.sum()) / (V * V)
         iterate.shift = r
         # The change of the low-rank part, O(V K²): the corrections follow from it.

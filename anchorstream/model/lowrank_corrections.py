@@ -71,19 +71,21 @@ class Corrections:
 
     @classmethod
     def scan(cls, Y: np.ndarray, scanned: np.ndarray, outside: np.ndarray, *,
-             dense: bool) -> Corrections:
+             dense: bool | None = None) -> Corrections:
         """The corrections of ``Y Yᵀ`` (scanned in ``Y``'s precision). ``dense`` says which
         form to expect: dense, ``N`` is formed in place (no entry lists, no scatter); else its
-        entries are gathered a block at a time. Either way the form follows the share found."""
+        entries are gathered a block at a time; None: the form a sample of the scanned
+        columns points to (:func:`_expect_dense`). Either way the form follows the share
+        found, and the corrections are the same."""
+        if dense is None:
+            dense = _expect_dense(Y, scanned)
         if not dense:
             return cls(*_negative_entries(Y, scanned), scanned, outside)
         V, n = Y.shape[0], scanned.size
-        block = np.empty((V, n), dtype=Y.dtype)
-        for s in range(0, n, _SCAN_COLUMNS):
-            part = Y @ Y[scanned[s : s + _SCAN_COLUMNS]].T
-            np.negative(part, out=part)
-            np.maximum(part, 0.0, out=part)
-            block[:, s : s + part.shape[1]] = part
+        # One GEMM (the block is V x |I| either way): 1.5x faster than filling it a block of
+        # columns at a time (V = 5000, |I| = 1500).
+        block = Y @ np.negative(Y[scanned]).T
+        np.maximum(block, 0.0, out=block)
         if np.count_nonzero(block) <= _DENSE_SHARE * V * max(n, 1):
             i, p = np.nonzero(block)
             return cls(i, p, block[i, p], scanned, outside)
@@ -132,10 +134,28 @@ class Corrections:
         """``‖E_i‖²`` of every row."""
         if not self.dense:
             return np.asarray(self.csr.multiply(self.csr).sum(axis=1)).ravel()
-        sq = self.block * self.block
-        out = sq.sum(axis=1)
-        out[self.scanned] += self.outside.astype(np.float64) @ sq
+        block = self.block
+        out = np.einsum("ij,ij->i", block, block, dtype=np.float64)
+        out[self.scanned] += np.einsum("i,ij,ij->j", self.outside.astype(block.dtype), block,
+                                       block, dtype=np.float64)
         return out
+
+
+def _expect_dense(Y: np.ndarray, scanned: np.ndarray) -> bool:
+    """Whether more than :data:`_DENSE_SHARE` of ``N`` is expected non-zero, from an evenly
+    spaced sample of at most :data:`_SCAN_COLUMNS` of its columns (one block of the scan).
+
+    Gathering the entries of a dense ``N`` and scattering them back costs 3-4x forming it in
+    place (V = 5000, |I| = 1500, 27% negative: 0.10 s against 0.03), and a sparse ``N``
+    formed densely takes ``8 V |I|`` bytes for a moment; near the threshold either form costs
+    the same, so the sample's error does not matter there.
+    """
+    n = scanned.size
+    if n == 0:
+        return False
+    sample = scanned[:: -(-n // _SCAN_COLUMNS)]
+    negative = np.count_nonzero(Y @ Y[sample].T < 0.0)
+    return negative > _DENSE_SHARE * Y.shape[0] * sample.size
 
 
 def _negative_entries(Y: np.ndarray, scanned: np.ndarray):
