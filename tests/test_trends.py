@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from anchorstream.errors import InputError
-from anchorstream.model.trends import (MIN_POINTS, HistoryEntry, TrendSettings, compute_trends,
-                                       pooled_noise, trend_score)
+from anchorstream.model.trends import (MAX_SCORE, MIN_POINTS, HistoryEntry, TrendSettings,
+                                       compute_trends, pooled_noise, trend_score)
 
 prevalences = st.lists(st.floats(1e-4, 1.0), min_size=MIN_POINTS, max_size=30)
 
@@ -48,6 +48,41 @@ def test_a_planted_ramp_is_rising(n, growth, start, noise):
     # of a step; scored alone (no pooled noise), as the least favourable case.
     x = [start * math.exp(growth * t + 0.25 * growth * noise[t]) for t in range(n)]
     assert trend_score(x) >= 3.0
+
+
+@settings(max_examples=60)
+@given(st.lists(prevalences, min_size=1, max_size=6), st.floats(0.0, 20.0))
+def test_scores_and_pooled_noise_match_scipy_stats_distributions(series, prior_df):
+    # The scores map t through scipy.special's functions, not scipy.stats' wrappers (100x the
+    # cost): the same numbers as the distributions, computed here the slow way.
+    from scipy import stats
+
+    variances, dfs = [], []
+    for p in series:
+        x = np.log(np.maximum(p, 1e-3))
+        n = x.size
+        slopes = [(x[j] - x[i]) / (j - i) for i in range(n) for j in range(i + 1, n)]
+        slope = float(np.median(slopes))
+        resid = x - slope * np.arange(n)
+        resid -= np.median(resid)
+        variances.append(float(resid @ resid) / (n - 2))
+        dfs.append(n - 2)
+    d = float(np.median(dfs))
+    want = float(np.median(variances)) / (float(stats.chi2.median(d)) / d)
+    got, total = pooled_noise(series)
+    assert got == pytest.approx(want, rel=1e-12) and total == sum(dfs)
+    p = series[0]
+    n = len(p)
+    df = n - 2 + prior_df
+    noise = max(0.05, math.sqrt((variances[0] * (n - 2) + prior_df * got) / df))
+    x = np.log(np.maximum(p, 1e-3))
+    slope = float(np.median([(x[j] - x[i]) / (j - i) for i in range(n)
+                             for j in range(i + 1, n)]))
+    t = slope / (noise * math.sqrt(12.0 / (n * (n * n - 1.0))))
+    z = 0.0 if abs(t) < 1e-12 else math.copysign(
+        min(float(stats.norm.isf(stats.t.sf(abs(t), df))), MAX_SCORE), t)
+    assert trend_score(p, prior_variance=got, prior_df=prior_df) == pytest.approx(
+        z, rel=1e-9, abs=1e-9)
 
 
 @given(st.lists(st.floats(0.05, 0.5), min_size=1, max_size=MIN_POINTS - 1))
