@@ -2,6 +2,9 @@
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
 
 from anchorstream.errors import InputError
 from anchorstream.model.background import (
@@ -39,6 +42,21 @@ def test_a_planted_background_is_found_and_kept_out_of_the_top_words(seed):
     # so a few change places).
     own = ranked_top_words(B[:, :V], 10)
     assert np.mean([np.isin(r, o).mean() for r, o in zip(ranked, own)]) >= 0.95
+
+
+@settings(max_examples=200)
+@given(st.integers(1, 4), st.integers(1, 40), st.integers(0, 45), st.data())
+def test_ranked_top_words_is_the_full_sort_cut(K, V, n, data):
+    # The ranking sorts only the words that can be in the top n: the same words in the same
+    # order as sorting every word by (excess, probability, index), ties included (the values
+    # are drawn from a few levels, so ties are everywhere).
+    grid = st.sampled_from([0.0, 0.0, 0.1, 0.2, 0.2, 0.5])
+    B = data.draw(hnp.arrays(np.float64, (K, V), elements=grid))
+    level = data.draw(st.none() | hnp.arrays(np.float64, (V,), elements=grid))
+    got = ranked_top_words(B, n, level)
+    excess = np.zeros_like(B) if level is None else np.maximum(B - level, 0.0)
+    want = [np.lexsort((np.arange(V), -B[k], -excess[k]))[:min(n, V)] for k in range(K)]
+    np.testing.assert_array_equal(got, np.array(want, dtype=np.int64).reshape(K, min(n, V)))
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
