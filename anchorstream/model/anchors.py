@@ -207,6 +207,13 @@ class _SpanSearch:
         r = r.toarray().ravel() if sp.issparse(r) else np.array(r, dtype=np.float64)
         return r * self.inv[i]
 
+    def rows(self, idx: Sequence[int]) -> np.ndarray:
+        """``row(i)`` for each of ``idx``, fetched at once (shape ``(len(idx), d)``)."""
+        idx = np.asarray(idx, dtype=np.int64)
+        r = self.M[idx]
+        r = r.toarray() if sp.issparse(r) else np.array(r, dtype=np.float64)
+        return r * self.inv[idx, None]
+
     def product(self, Z: np.ndarray) -> np.ndarray:
         self.n_passes += 1
         out = self.M @ Z
@@ -229,10 +236,13 @@ class _SpanSearch:
         """
         start = self.k
         added = []
-        for w in words:
+        # Every row at once: one product for the low-rank matrix's rows instead of one each.
+        fetched = self.rows(list(words)[: self.Q.shape[1] - start]) if len(words) else None
+        for at, w in enumerate(words):
             if self.k == self.Q.shape[1]:
                 break  # the span is full: pinned words and an init of K others, say
-            q = self._residual(self.row(w), self.k)
+            x = fetched[at] if at < fetched.shape[0] else self.row(w)
+            q = self._residual(x, self.k)
             r2 = float(q @ q)
             if r2 <= self.tiny:
                 if strict:
