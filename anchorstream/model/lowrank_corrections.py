@@ -126,8 +126,10 @@ class Corrections:
         out = np.zeros((idx.size, self.outside.size))
         out[:, self.scanned] = self.block[idx]
         q = self.position[idx]
-        for r in np.flatnonzero(q >= 0):  # a scanned word's row also holds its mirrored column
-            out[r, self.outside] += self.block[self.outside, q[r]]
+        mine = np.flatnonzero(q >= 0)  # a scanned word's row also holds its mirrored column
+        if mine.size:
+            others = np.flatnonzero(self.outside)
+            out[np.ix_(mine, others)] += self.block[:, q[mine]][others].T
         return out
 
     def sqnorms(self) -> np.ndarray:
