@@ -241,6 +241,26 @@ def test_an_unhinted_scan_samples_the_form_and_finds_the_same_corrections(rng, n
         np.testing.assert_allclose(got.rows(idx), want.rows(idx), rtol=1e-12, atol=1e-12)
 
 
+def test_a_result_scan_finds_entries_in_float64_and_holds_a_dense_block_in_float32(rng):
+    # The result's corrections: which entries are negative is decided in float64 (the same
+    # entries as a float64 scan), the dense block is stored in float32 and in row parts.
+    V, n = 5000, 40  # more rows than one part of the scan (_SCAN_ROWS)
+    Y = rng.standard_normal((V, 6))
+    scanned = np.sort(rng.choice(V, n, replace=False))
+    outside = np.ones(V, dtype=bool)
+    outside[scanned] = False
+    wide = lowrank_corrections.Corrections.scan(Y, scanned, outside, dense=True)
+    held = lowrank_corrections.Corrections.scan(Y, scanned, outside, dense=True,
+                                                dtype=np.float32)
+    assert held.block.dtype == np.float32 and wide.block.dtype == np.float64
+    np.testing.assert_array_equal(held.block > 0, wide.block > 0)
+    np.testing.assert_allclose(held.block, wide.block, rtol=1e-6)
+    Z = rng.standard_normal((V, 3))
+    want = wide @ Z
+    np.testing.assert_allclose(held @ Z, want, rtol=1e-4, atol=1e-5 * np.abs(want).max())
+    np.testing.assert_allclose(held.sums, wide.sums, rtol=1e-6)
+
+
 def test_documents_and_dense_input_give_the_same_result(corpus):
     model, X = corpus
     a = rectify_lowrank(DocumentCooccurrence(X), model.n_topics, random_state=0)

@@ -20,6 +20,10 @@ __all__ = ["Corrections"]
 #: V × this many float64 values (~50 MB at V = 50,000).
 _SCAN_COLUMNS = 128
 
+#: Rows of ``Y Y_Iᵀ`` formed at once into a dense block (a 2048 × |I| float64 part at most
+#: when the block is held in float32).
+_SCAN_ROWS = 2048
+
 #: The corrections are held dense (``V × |I|``, float64) where more than this share of the
 #: scanned block is negative, sparse otherwise (:class:`Corrections`). A product with a
 #: V × 110 block at V = 8000, |I| = 2000 costs 0.20 s dense against 0.11 / 0.24 / 0.35 s
@@ -39,18 +43,20 @@ class Corrections:
     else as ``N`` itself, dense (``V × |I|``), whose products are two GEMMs: on the short
     corpus of the quality benchmark (K = 100) 20-35% of ``N`` is non-zero, and all sparse, the
     rectification took 34 CPU s against 19 (benchmarks/README.md, "Low-rank rectification as
-    the default"). A dense block formed by :meth:`scan` keeps the scan's precision: float32 in
-    the rectifier's loop (``_LoopIterate``), whose products then run as float32 GEMMs (the
-    loop's 38 products on that corpus: 7.2 → 4.5 s, the same 15 iterations, the published
-    topics within 4e-4 per topic in ℓ1), float64 for the result.
+    the default"). A dense block is held in float32 (``dtype``): in the rectifier's loop
+    (``_LoopIterate``), whose products then run as float32 GEMMs (the loop's 38 products on
+    that corpus: 7.2 → 4.5 s, the same 15 iterations, the published topics within 4e-4 per
+    topic in ℓ1), and in the result, whose entries are found in float64 and then stored
+    (a warm refresh's anchor search 0.10 → 0.07 s, a cold one's 0.33 → 0.21, npm summaries,
+    K = 50: the same anchors, topics within 4e-5; half the bytes).
     """
 
-    def __init__(self, i, p, values, scanned, outside):
+    def __init__(self, i, p, values, scanned, outside, dtype=np.float64):
         V, n = outside.size, scanned.size
         self.scanned, self.outside = scanned, outside
         self.dense = values.size > _DENSE_SHARE * V * max(n, 1)
         if self.dense:
-            block = np.zeros((V, n))
+            block = np.zeros((V, n), dtype=dtype)
             block[i, p] = values
             self._set_block(block)
         else:
@@ -71,24 +77,34 @@ class Corrections:
 
     @classmethod
     def scan(cls, Y: np.ndarray, scanned: np.ndarray, outside: np.ndarray, *,
-             dense: bool | None = None) -> Corrections:
-        """The corrections of ``Y Yᵀ`` (scanned in ``Y``'s precision). ``dense`` says which
-        form to expect: dense, ``N`` is formed in place (no entry lists, no scatter); else its
-        entries are gathered a block at a time; None: the form a sample of the scanned
-        columns points to (:func:`_expect_dense`). Either way the form follows the share
-        found, and the corrections are the same."""
+             dense: bool | None = None, dtype=None) -> Corrections:
+        """The corrections of ``Y Yᵀ``, scanned in ``Y``'s precision; a dense block is held
+        in ``dtype`` (default ``Y``'s), sparse entries in float64. ``dense`` says which form to
+        expect: dense, ``N`` is formed in place (no entry lists, no scatter); else its entries
+        are gathered a block at a time; None: the form a sample of the scanned columns points
+        to (:func:`_expect_dense`). Either way the form follows the share found, and the
+        corrections are the same (to ``dtype``'s precision)."""
+        dtype = np.dtype(Y.dtype if dtype is None else dtype)
         if dense is None:
             dense = _expect_dense(Y, scanned)
         if not dense:
-            return cls(*_negative_entries(Y, scanned), scanned, outside)
+            return cls(*_negative_entries(Y, scanned), scanned, outside, dtype)
         V, n = Y.shape[0], scanned.size
-        # One GEMM (the block is V x |I| either way): 1.5x faster than filling it a block of
-        # columns at a time (V = 5000, |I| = 1500).
-        block = Y @ np.negative(Y[scanned]).T
-        np.maximum(block, 0.0, out=block)
+        # GEMMs of row blocks straight into the block (1.5x faster than filling it a block of
+        # columns at a time, V = 5000, |I| = 1500); converted a row block at a time when the
+        # block is held in another precision.
+        minus = np.negative(Y[scanned]).T
+        block = np.empty((V, n), dtype=dtype)
+        for r in range(0, V, _SCAN_ROWS):
+            part = block[r : r + _SCAN_ROWS]
+            if dtype == Y.dtype:
+                np.matmul(Y[r : r + _SCAN_ROWS], minus, out=part)
+            else:
+                part[...] = Y[r : r + _SCAN_ROWS] @ minus
+            np.maximum(part, 0.0, out=part)
         if np.count_nonzero(block) <= _DENSE_SHARE * V * max(n, 1):
             i, p = np.nonzero(block)
-            return cls(i, p, block[i, p], scanned, outside)
+            return cls(i, p, block[i, p].astype(np.float64), scanned, outside, dtype)
         out = cls.__new__(cls)
         out.scanned, out.outside = scanned, outside
         out._set_block(block)
