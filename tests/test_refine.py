@@ -164,6 +164,20 @@ def test_squarem_reaches_a_higher_loglik_than_plain_em_in_as_many_passes(method)
     np.testing.assert_allclose(fast.topic_topic, fast.topic_topic.T)
 
 
+@pytest.mark.parametrize("method", ["joint", "pairs"])
+def test_a_topic_no_pair_is_given_to_keeps_its_words(method):
+    # Topic 1 lives on words 2 and 3, which are in no pair: its expected count is 0, so its
+    # column keeps its input while topic 0's is normalized.
+    C = np.zeros((4, 4))
+    C[0, 0], C[0, 1], C[1, 0], C[1, 1] = 0.2, 0.3, 0.3, 0.2
+    B = np.array([[0.5, 0.0], [0.5, 0.0], [0.0, 0.4], [0.0, 0.6]])
+    R = np.array([[0.6, 0.0], [0.0, 0.4]])
+    B1, R1, ll = pair_em_step(pair_counts(C), B, R, method)
+    np.testing.assert_array_equal(B1[:, 1], B[:, 1])
+    np.testing.assert_allclose(B1[:, 0].sum(), 1.0)
+    assert np.isfinite(ll) and R1[1, 1] == 0.0
+
+
 def test_extrapolation_stays_positive_where_em_shrinks_an_entry():
     from anchorstream.model.refine import _extrapolate
 

@@ -270,11 +270,8 @@ def _em_update(pairs: PairCounts, B: np.ndarray, R: np.ndarray, method: str, est
     N = B * (M @ R)
     mass = N.sum(axis=0)
     live = mass > 0
-    if live.all():  # (the usual case: N is new, so normalize it in place)
-        B_new = np.divide(N, mass, out=N)
-    else:
-        B_new = B.copy()
-        B_new[:, live] = N[:, live] / mass[live]
+    B_new = np.divide(N, mass, out=N, where=live)  # N is new: normalized in place
+    B_new[:, ~live] = B[:, ~live]
     if method == "joint":
         R_new = R * (B.T @ M)
         R_new = (R_new + R_new.T) / 2.0
