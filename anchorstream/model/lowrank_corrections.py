@@ -24,13 +24,13 @@ _SCAN_COLUMNS = 128
 #: when the block is held in float32).
 _SCAN_ROWS = 2048
 
-#: The corrections are held dense (``V × |I|``, float64) where more than this share of the
-#: scanned block is negative, sparse otherwise (:class:`Corrections`). A product with a
-#: V × 110 block at V = 8000, |I| = 2000 costs 0.20 s dense against 0.11 / 0.24 / 0.35 s
+#: The corrections are held dense (``V × |I|``) where more than this share of the scanned
+#: block is negative, sparse otherwise (:class:`Corrections`). A product with a V × 110
+#: block at V = 8000, |I| = 2000 costs 0.20 s dense (float64) against 0.11 / 0.24 / 0.35 s
 #: sparse at 10 / 20 / 30% (one thread), and building the CSR each iteration adds ~0.3 s;
 #: short documents (K = 100) have 20-35% negative, the medium corpus ~10%. The dense block
-#: takes 8 bytes an entry of ``N`` (4 in the loop's float32) against 24 bytes a mirrored
-#: non-zero.
+#: takes 4 bytes an entry of ``N`` (float32, in the loop and in the result) against 24 bytes
+#: a mirrored non-zero.
 _DENSE_SHARE = 0.15
 
 
