@@ -98,6 +98,8 @@ def _em_rows(indptr, indices, data, G, B, M, p_min, first, step):
     return loglik
 
 
+
+
 #: Most stripes :func:`em_stripes` gives: each but the first holds a float32
 #: ``n_words × n_topics`` copy of ``M`` (21 MB at V = 50,000, K = 100).
 MAX_STRIPES = 8
