@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 import pytest
 
-from anchorstream._kernels.pairs import (pairs_em_pass, pairs_em_pass_striped, pairs_loglik,
-                                        pairs_upper_from_dense)
+from anchorstream._kernels.pairs import pairs_em_pass, pairs_loglik, pairs_upper_from_dense
 from tests.naive_pairs import naive_em_pass, naive_upper_from_dense
 
 
@@ -96,57 +94,3 @@ def test_em_pass_with_no_word_or_no_topic():
     indptr, indices, data = pairs_upper_from_dense(np.ones((2, 2)))
     none = np.zeros((2, 0))
     assert pairs_em_pass(indptr, indices, data, none, none, none.copy()) == -np.inf
-
-
-@pytest.mark.parametrize("dtype", [np.float64, np.float32])
-@pytest.mark.parametrize("n_stripes", [1, 2, 3, 5, 20])
-def test_striped_em_pass_matches_twin(rng, dtype, n_stripes):
-    # Rows dealt to stripes, each scattering into its own M, summed in stripe order: the
-    # serial pass's result to rounding, and that pass itself with one stripe.
-    dense = symmetric_counts(rng, 13, 0.5)
-    indptr, indices, data = pairs_upper_from_dense(dense)
-    B = (rng.random((13, 4)) + 0.05).astype(dtype)
-    R = rng.random((4, 4))
-    G = np.ascontiguousarray(B @ (R + R.T).astype(dtype))  # the model's R is symmetric
-    M = np.zeros_like(B)
-    got = pairs_em_pass_striped(indptr, indices, data, G, B, M, 0.0, n_stripes)
-    want, want_M = naive_em_pass(indptr, indices, data, G.astype(np.float64),
-                                 B.astype(np.float64))
-    rtol = 1e-12 if dtype == np.float64 else 1e-5
-    np.testing.assert_allclose(got, want, rtol=rtol)
-    np.testing.assert_allclose(M, want_M, rtol=rtol, atol=1e-12)
-    if n_stripes == 1:
-        M1 = np.zeros_like(B)
-        assert pairs_em_pass(indptr, indices, data, G, B, M1, 0.0) == got
-        np.testing.assert_array_equal(M1, M)
-
-
-def test_striped_em_pass_bits_follow_the_stripes_not_the_threads(rng):
-    dense = symmetric_counts(rng, 40, 0.4)
-    indptr, indices, data = pairs_upper_from_dense(dense)
-    B = (rng.random((40, 8)) + 0.05).astype(np.float32)
-    R = rng.random((8, 8))
-    G = np.ascontiguousarray(B @ (R + R.T).astype(np.float32))
-    results = []
-    before = numba.get_num_threads()
-    try:
-        for threads in sorted({1, before}):
-            numba.set_num_threads(threads)
-            M = np.zeros_like(B)
-            results.append((pairs_em_pass_striped(indptr, indices, data, G, B, M, 0.0, 3), M))
-    finally:
-        numba.set_num_threads(before)
-    for loglik, M in results[1:]:
-        assert loglik == results[0][0]
-        np.testing.assert_array_equal(M, results[0][1])
-
-
-def test_striped_em_pass_zero_probability_pair_is_minus_infinity():
-    dense = np.array([[1.0, 2.0, 0.0], [2.0, 0.0, 1.0], [0.0, 1.0, 1.0]])
-    indptr, indices, data = pairs_upper_from_dense(dense)
-    B = np.array([[1.0, 0.0], [0.0, 1.0], [0.0, 1.0]])
-    G = np.ascontiguousarray(B @ np.eye(2))
-    M = np.zeros((3, 2))
-    want, want_M = naive_em_pass(indptr, indices, data, G, B)
-    assert pairs_em_pass_striped(indptr, indices, data, G, B, M, 0.0, 2) == want == -np.inf
-    np.testing.assert_allclose(M, want_M)

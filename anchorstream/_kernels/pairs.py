@@ -52,12 +52,6 @@ def pairs_em_pass(indptr, indices, data, G, B, M, p_min=0.0):
         ``Σ_ij C_ij log p_ij`` over ordered pairs; ``-inf`` when a pair with ``C_ij > 0`` has
         ``p_ij <= p_min`` (that pair then adds nothing to ``M``).
     """
-    return _em_rows(indptr, indices, data, G, B, M, p_min, 0, 1)
-
-
-@numba.njit(cache=True, fastmath={"reassoc", "contract"})
-def _em_rows(indptr, indices, data, G, B, M, p_min, first, step):
-    """:func:`pairs_em_pass` over the rows ``first, first + step, ...`` only."""
     n_rows = indptr.size - 1
     K = B.shape[1]
     loglik = 0.0
@@ -68,7 +62,7 @@ def _em_rows(indptr, indices, data, G, B, M, p_min, first, step):
     # started from the first term leaves K - 1 for the SIMD loop, whose remainder is slow.)
     zero = G[0, 0] - G[0, 0]
     weight = np.empty(1, dtype=M.dtype)
-    for i in range(first, n_rows, step):
+    for i in range(n_rows):
         Gi, Bi, Mi = G[i], B[i], M[i]
         for t in range(indptr[i], indptr[i + 1]):
             c = data[t]
@@ -95,52 +89,6 @@ def _em_rows(indptr, indices, data, G, B, M, p_min, first, step):
                 for k in range(K):
                     Mi[k] += w * Bj[k]
                     Mj[k] += w * Bi[k]
-    return loglik
-
-
-
-
-#: Most stripes :func:`em_stripes` gives: each but the first holds a float32
-#: ``n_words × n_topics`` copy of ``M`` (21 MB at V = 50,000, K = 100).
-MAX_STRIPES = 8
-
-
-def em_stripes() -> int:
-    """Stripes for :func:`pairs_em_pass_striped`: numba's thread count, at most
-    :data:`MAX_STRIPES` (outside the kernel, which numba could not cache otherwise)."""
-    return min(numba.get_num_threads(), MAX_STRIPES)
-
-
-@numba.njit(parallel=True, cache=True)
-def pairs_em_pass_striped(indptr, indices, data, G, B, M, p_min, n_stripes):
-    """:func:`pairs_em_pass` on ``n_stripes`` threads: the rows dealt round-robin to the
-    stripes (a row's pairs, and so its work, fall along a frequency-sorted vocabulary), each
-    stripe scattering into its own ``M`` (the first into ``M`` itself, the others into
-    ``(n_stripes − 1) × n_words × n_topics`` buffers), which are then added in stripe order.
-
-    The bits depend on ``n_stripes``, not on the threads that run them; ``n_stripes`` 1 is
-    :func:`pairs_em_pass` itself. Same parameters, plus ``n_stripes`` (:func:`em_stripes`).
-    """
-    if n_stripes <= 1:
-        return _em_rows(indptr, indices, data, G, B, M, p_min, 0, 1)
-    n_words, K = M.shape
-    extra = np.zeros((n_stripes - 1, n_words, K), dtype=M.dtype)
-    logliks = np.zeros(n_stripes)
-    for t in numba.prange(n_stripes):
-        if t == 0:
-            logliks[t] = _em_rows(indptr, indices, data, G, B, M, p_min, 0, n_stripes)
-        else:
-            logliks[t] = _em_rows(indptr, indices, data, G, B, extra[t - 1], p_min, t,
-                                  n_stripes)
-    for i in numba.prange(n_words):
-        Mi = M[i]
-        for s in range(n_stripes - 1):
-            Ei = extra[s, i]
-            for k in range(K):
-                Mi[k] += Ei[k]
-    loglik = 0.0
-    for t in range(n_stripes):
-        loglik += logliks[t]
     return loglik
 
 

@@ -51,8 +51,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
-from anchorstream._kernels.pairs import (em_stripes, pairs_em_pass, pairs_em_pass_striped,
-                                         pairs_loglik, pairs_upper_from_dense)
+from anchorstream._kernels.pairs import pairs_em_pass, pairs_loglik, pairs_upper_from_dense
 from anchorstream.errors import InputError
 
 __all__ = ["REFINE_AUTO_MAX_LENGTH", "REFINE_METHODS", "REFINE_MAX_ITER", "REFINE_PATIENCE",
@@ -198,18 +197,18 @@ def _estep(pairs: PairCounts, B: np.ndarray, R: np.ndarray):
     The pass runs in float32 (the log-likelihood summed in float64): 1.2-1.8x faster than in
     float64, since every pair reads two random rows of ``B`` and writes one of ``M``, and a
     relative error near 1e-7 is far below what the EM resolves (it stops at gains of 1e-5 per
-    pass); on numba's threads, in stripes of rows whose number sets the bits (one thread: the
-    serial pass). Entries below float32's smallest normal are 0. Where an observed pair's
-    float32 probability is at most :data:`_P_MIN_FLOAT32` (on the benchmark's corpora the
-    least is ~1e-11) the pass reruns in float64: ``-inf`` means what :func:`pair_loglik` means.
+    pass). Entries below float32's smallest normal number are flushed to 0 (a subnormal
+    operand is slow and means nothing here). Where some observed pair's float32 probability is
+    at most :data:`_P_MIN_FLOAT32` (none on the benchmark's corpora, where the least is ~1e-11)
+    the pass reruns in float64, so ``-inf`` still means what :func:`pair_loglik` means.
     """
     G = B @ R
     K = B.shape[1]
     width = -(-K // _LANES) * _LANES
     B32, G32 = _padded_float32(B, width), _padded_float32(G, width)
     M32 = np.zeros_like(B32)
-    loglik = pairs_em_pass_striped(pairs.indptr, pairs.indices, pairs.data, G32, B32, M32,
-                                   _P_MIN_FLOAT32, em_stripes())
+    loglik = pairs_em_pass(pairs.indptr, pairs.indices, pairs.data, G32, B32, M32,
+                           _P_MIN_FLOAT32)
     if np.isfinite(loglik):
         return float(loglik), M32[:, :K].astype(np.float64)
     M = np.zeros_like(B)
