@@ -203,12 +203,10 @@ class _SpanSearch:
     # rows and products of X = D⁻¹ M ----------------------------------------------------------
 
     def row(self, i: int) -> np.ndarray:
-        r = self.M[i]
-        r = r.toarray().ravel() if sp.issparse(r) else np.array(r, dtype=np.float64)
-        return r * self.inv[i]
+        return self.rows([i])[0]
 
     def rows(self, idx: Sequence[int]) -> np.ndarray:
-        """``row(i)`` for each of ``idx``, fetched at once (shape ``(len(idx), d)``)."""
+        """The rows ``idx`` of ``X``, fetched at once (shape ``(len(idx), d)``)."""
         idx = np.asarray(idx, dtype=np.int64)
         r = self.M[idx]
         r = r.toarray() if sp.issparse(r) else np.array(r, dtype=np.float64)
