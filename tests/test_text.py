@@ -72,6 +72,61 @@ def test_ascii_fast_path_splits_like_the_unicode_pattern(doc):
     assert text_mod._ASCII_WORD.findall(text) == text_mod._word_pattern().findall(text)
 
 
+#: ASCII text weighted toward what the split by runs must get right: apostrophes next to
+#: letters, possessive s/S, underscores, digits and every kind of separator.
+_ASCII_TRICKY = st.text(
+    alphabet=st.one_of(st.sampled_from("aZsS''_ 0.-\t\n"), st.characters(max_codepoint=127)),
+    max_size=60,
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(_ASCII_TRICKY, st.booleans())
+def test_ascii_split_by_runs_finds_the_words_of_the_pattern(doc, lowercase):
+    # The ASCII path splits on translated separators and gives only runs with an apostrophe
+    # to the pattern; it must find exactly what the pattern finds in the normalised text.
+    text = (doc.lower() if lowercase else doc).replace("_", " ")
+    assert text_mod._ascii_words(doc, lowercase) == text_mod._ASCII_WORD.findall(text)
+
+
+@pytest.mark.parametrize("doc", ["a's's", "'s's", "it's'", "rock'n'roll's", "x''y", "__a_'b"])
+def test_ascii_split_by_runs_on_apostrophe_edge_cases(doc):
+    assert text_mod._ascii_words(doc, True) == text_mod._ASCII_WORD.findall(
+        doc.lower().replace("_", " "))
+
+
+#: Any text, weighted toward typographic punctuation (which the split by runs takes), letters
+#: with and without combining marks, apostrophes of both kinds and possessives.
+_ANY_TRICKY = st.text(
+    alphabet=st.one_of(st.sampled_from("aSs'’“”—…→§\u00e9e\u0301\u093f_ 0½."),
+                       st.characters(blacklist_categories=("Cs",))),
+    max_size=60,
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(_ANY_TRICKY, st.booleans())
+def test_every_path_splits_like_the_full_pattern(doc, lowercase):
+    # Whatever path a document takes (ASCII, non-ASCII whose extra characters all separate,
+    # without marks, with marks), its words are the full pattern's on the normalised text.
+    tok = Tokenizer(stopwords=None, min_length=1, max_length=1000, drop_numbers=False,
+                    lowercase=lowercase)
+    text = text_mod._normalize(doc, lowercase).replace("_", " ")
+    assert tok(doc) == text_mod._word_pattern().findall(text)
+
+
+def test_typographic_punctuation_takes_the_split_by_runs():
+    assert text_mod._separates("\u201c") and text_mod._separates("\u2192")
+    assert not text_mod._separates("\u00e9") and not text_mod._separates("\u0301")
+    assert PLAIN("“Quoted”—it’s → café's") == ["quoted", "it", "café"]
+
+
+def test_text_that_nfkc_folds_onto_ascii_keeps_its_case_when_asked():
+    tok = Tokenizer(stopwords=None, min_length=1, lowercase=False)
+    assert tok("Ｆｕｌｌ_Ｗｉｄｔｈ it’s") == ["Full", "Width", "it"]
+    assert PLAIN("Ｆｕｌｌ_Ｗｉｄｔｈ") == ["full", "width"]
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.text(alphabet=st.characters(blacklist_categories=("Mn", "Mc", "Me", "Cs")),
                max_size=60))

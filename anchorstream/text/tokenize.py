@@ -9,7 +9,8 @@ The tokenizer is one compiled regular expression applied to normalised text:
    word), then NFKC once more because case folding can leave a string non-normalised; this is
    Unicode's ``NFKC_Casefold`` up to a few rare code points. Typographic apostrophes (``’``,
    ``ʼ``) become ``'`` so contractions match the stopword list. ASCII text, the common case, takes
-   a fast path (``str.lower``, which equals ``casefold`` on ASCII).
+   a fast path (lower-casing, which equals ``casefold`` on ASCII, and the split of step 2 by
+   ``bytes.translate`` and ``str.split``, the expression only for runs holding an apostrophe).
 2. **Splitting.** A word is a run of Unicode letters, digits and combining marks (the marks keep
    Devanagari, Thai or Hebrew words whole). Runs may be joined by internal apostrophes
    (``don't``, ``rock'n'roll``, ``l'homme``), except that a possessive ``'s`` is dropped
@@ -114,6 +115,84 @@ _ASCII_WORD = re.compile(r"(\w+(?:'(?![sS]\b)\w+)*)(?:'[sS]\b)?", re.ASCII)
 # 0.32 s). Whether a text holds a mark is one set test (:func:`_marks`); a hypothesis test holds
 # the two patterns equal on text without marks.
 _PLAIN_WORD = re.compile(r"(\w+(?:'(?![sS]\b)\w+)*)(?:'[sS]\b)?")
+
+
+def _ascii_separator_table(lowercase: bool) -> bytes:
+    """A ``bytes.translate`` table that maps every ASCII byte that is not a letter, a digit or
+    ``'`` to a space, and upper-case letters to lower case when ``lowercase``."""
+    keep = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789'"
+    table = bytearray(b" " * 256)
+    for c in keep:
+        table[c] = c
+    if lowercase:
+        for c in b"ABCDEFGHIJKLMNOPQRSTUVWXYZ":
+            table[c] = c + 32
+    return bytes(table)
+
+
+_ASCII_SEPARATORS = {True: _ascii_separator_table(True), False: _ascii_separator_table(False)}
+
+
+def _ascii_words(text: str, lowercase: bool) -> list[str]:
+    """The words :data:`_ASCII_WORD` finds in ASCII ``text`` (lower-cased first when
+    ``lowercase``, underscores separating), ~2.4x faster on prose. Also the words of a text
+    whose every non-ASCII character separates words (:func:`_separates`).
+
+    Every byte that can neither be in a word nor join one (anything but letters, digits and
+    ``'``) becomes a space in one ``bytes.translate``, which also lower-cases, and
+    ``str.split`` cuts the rest; a non-ASCII character arrives as ``?``, a separator too. A
+    run without an apostrophe is then a word as the pattern would find it; the few runs with
+    one go through the pattern, which on a run finds what it finds there in the whole text,
+    since no match or lookahead crosses a separator. Hypothesis tests hold this equal to the
+    patterns.
+    """
+    spaced = (text.encode("ascii", "replace").translate(_ASCII_SEPARATORS[lowercase])
+              .decode("ascii"))
+    apostrophe = spaced.find("'")
+    if apostrophe < 0:
+        return spaced.split()
+    # From apostrophe to apostrophe: the runs before its run split, its run through the
+    # pattern (Python steps per apostrophe, not per run: 2x faster than a loop over runs).
+    words: list[str] = []
+    start = 0
+    while apostrophe >= 0:
+        # The run's first character; not before start, which is 0 or the space ending the
+        # last run.
+        run = spaced.rfind(" ", start, apostrophe) + 1
+        end = spaced.find(" ", apostrophe)
+        if end < 0:
+            end = len(spaced)
+        words += spaced[start:run].split()
+        words += _ASCII_WORD.findall(spaced[run:end])
+        start = end
+        apostrophe = spaced.find("'", end)
+    words += spaced[start:].split()
+    return words
+
+
+_ASCII_CHARS = frozenset(map(chr, range(128)))
+
+
+@functools.lru_cache(maxsize=4096)
+def _separates(char: str) -> bool:
+    """Whether a non-ASCII character separates words: neither ``\\w`` (``str.isalnum``, as
+    ``re`` decides) nor a combining mark."""
+    return not char.isalnum() and char not in _marks()
+
+
+def _unicode_words(text: str) -> list[str]:
+    """The words of normalised, non-ASCII ``text`` (:func:`_word_pattern`).
+
+    Much non-ASCII text is English with typographic punctuation (quotes, dashes, arrows): where
+    every non-ASCII character separates words, the ASCII split finds the same words. Otherwise
+    the pattern runs, without the combining marks where none occurs."""
+    if all(map(_separates, set(text).difference(_ASCII_CHARS))):
+        return _ascii_words(text, False)
+    # Python's \w counts "_" as a word character; here it separates words.
+    text = text.replace("_", " ")
+    if _marks().isdisjoint(text):
+        return _PLAIN_WORD.findall(text)
+    return _word_pattern().findall(text)
 
 
 def _normalize(word: str, lowercase: bool) -> str:
@@ -337,15 +416,10 @@ class Tokenizer:
             If ``doc`` is neither a str nor a sequence of str.
         """
         if isinstance(doc, str):
-            # Python's \w counts "_" as a word character; here it separates words.
-            text = _normalize(doc, self.lowercase).replace("_", " ")
-            if text.isascii():
-                pattern = _ASCII_WORD
-            elif _marks().isdisjoint(text):
-                pattern = _PLAIN_WORD
+            if doc.isascii():
+                words = _ascii_words(doc, self.lowercase)
             else:
-                pattern = _word_pattern()
-            words = pattern.findall(text)
+                words = _unicode_words(_normalize(doc, self.lowercase))
         elif isinstance(doc, (list, tuple)) or (
             isinstance(doc, Sequence) and not isinstance(doc, (bytes, bytearray))
         ):
@@ -368,15 +442,16 @@ class Tokenizer:
 
     def _filter(self, words: list[str]) -> list[str]:
         # One comprehension per setting combination: this is the hot loop of ingestion, and
-        # folding the tests into a single pass is ~2x faster than chained filters.
+        # folding the tests into a single pass is ~2x faster than chained filters. The
+        # stopword test comes first: it drops ~40% of prose's words before the two calls.
         lo, hi = self.min_length, self.max_length
         stop = self.stopwords or frozenset()
         if not self.lowercase and stop:
             words = [w for w in words if w.casefold() not in stop]
             stop = frozenset()
         if self.drop_numbers:
-            return [w for w in words if lo <= len(w) <= hi and w not in stop and not w.isnumeric()]
-        return [w for w in words if lo <= len(w) <= hi and w not in stop]
+            return [w for w in words if w not in stop and lo <= len(w) <= hi and not w.isnumeric()]
+        return [w for w in words if w not in stop and lo <= len(w) <= hi]
 
 
 def _check_token_list(tokens: object, where: str) -> None:
