@@ -115,6 +115,14 @@ def test_every_path_splits_like_the_full_pattern(doc, lowercase):
     assert tok(doc) == text_mod._word_pattern().findall(text)
 
 
+def test_a_separator_is_neither_a_word_character_nor_a_mark_over_all_code_points():
+    separates = text_mod._separates.__wrapped__  # uncached: 200k code points
+    marks = text_mod._marks()
+    for cp in (*range(0x80, 0xD800), *range(0xE000, 0x20000), *range(0xE0000, 0xE1000)):
+        char = chr(cp)
+        assert separates(char) == (not char.isalnum() and char not in marks), hex(cp)
+
+
 def test_typographic_punctuation_takes_the_split_by_runs():
     assert text_mod._separates("\u201c") and text_mod._separates("\u2192")
     assert not text_mod._separates("\u00e9") and not text_mod._separates("\u0301")
