@@ -136,3 +136,17 @@ def naive_negative_entries(block):
     """Twin of ``anchor_negative_entries``: numpy's nonzero and a gather."""
     rows, cols = np.nonzero(block < 0)
     return rows.astype(np.int64), cols.astype(np.int64), -block[rows, cols].astype(np.float64)
+
+
+def naive_corrections_csr(rows, cols, values, scanned, outside):
+    """Twin of ``corrections_csr``: the coordinates, mirrored, in a stable sort by row."""
+    mirror = outside[rows]
+    r = np.concatenate([rows, scanned[cols[mirror]]])
+    c = np.concatenate([scanned[cols], rows[mirror]])
+    v = np.concatenate([values, values[mirror]])
+    # The kernel writes each row's entries in the order of the entries they come from (no
+    # entry puts both its own value and its mirror into one row): a sort by row, then entry.
+    entry = np.concatenate([np.arange(rows.size), np.flatnonzero(mirror)])
+    order = np.lexsort((entry, r))
+    indptr = np.concatenate([[0], np.cumsum(np.bincount(r, minlength=outside.size))])
+    return indptr.astype(np.int64), c[order].astype(np.int64), v[order].astype(np.float64)

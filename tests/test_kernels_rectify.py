@@ -7,11 +7,13 @@ import pytest
 
 from anchorstream._kernels.rectify import (
     anchor_dense_to_csr,
+    corrections_csr,
     anchor_negative_entries,
     anchor_rectify_clip,
     anchor_update_difference,
 )
 from tests.naive_anchor import (
+    naive_corrections_csr,
     naive_dense_to_csr,
     naive_negative_entries,
     naive_rectify_clip,
@@ -89,3 +91,31 @@ def test_negative_entries_match_twin(rng, shape, precision):
         assert a.dtype == b.dtype
         np.testing.assert_array_equal(a, b)
     assert np.all(got[2] > 0)
+
+
+@pytest.mark.parametrize(("V", "n_scanned"), [(1, 1), (6, 2), (30, 7), (30, 30)])
+def test_corrections_csr_matches_twin_and_the_coordinates(rng, V, n_scanned):
+    scanned = rng.permutation(V)[:n_scanned]
+    outside = np.ones(V, dtype=bool)
+    outside[scanned] = False
+    block = rng.standard_normal((V, n_scanned))
+    block[np.arange(min(V, n_scanned)), np.arange(min(V, n_scanned))] = 0.0
+    rows, cols, values = naive_negative_entries(block)
+    got = corrections_csr(rows, cols, values, scanned, outside)
+    want = naive_corrections_csr(rows, cols, values, scanned, outside)
+    for a, b in zip(got, want):
+        assert a.dtype == b.dtype
+        np.testing.assert_array_equal(a, b)
+    # The matrix it stands for: N on the scanned columns, mirrored onto the rows of scanned
+    # words from the words outside.
+    indptr, indices, data = got
+    E = np.zeros((V, V))
+    for r in range(V):
+        for k in range(indptr[r], indptr[r + 1]):
+            assert E[r, indices[k]] == 0.0  # no position twice
+            E[r, indices[k]] = data[k]
+    N = np.maximum(-block, 0.0)
+    want_E = np.zeros((V, V))
+    want_E[:, scanned] = N
+    want_E[np.ix_(scanned, np.flatnonzero(outside))] = N[outside].T
+    np.testing.assert_array_equal(E, want_E)

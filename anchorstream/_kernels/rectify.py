@@ -185,3 +185,58 @@ def anchor_negative_entries(block):
                 values[k] = -np.float64(v)
                 k += 1
     return rows, cols, values
+
+
+@numba.njit(cache=True)
+def corrections_csr(rows, cols, values, scanned, outside):
+    """The low-rank rectifier's sparse corrections ``E`` as CSR arrays, by a counting sort.
+
+    ``E[rows[t], scanned[cols[t]]] = values[t]``, mirrored to ``E[scanned[cols[t]], rows[t]]``
+    where ``outside[rows[t]]`` (a scanned word has its own entry): the entries of
+    :func:`anchor_negative_entries` (``cols`` offset to the scanned list). No two entries share
+    a position, so nothing is summed; within a row the columns come in the entries' order, not
+    sorted (a product does not need them sorted). Two passes, ``O(nnz + V)``, where building
+    the matrix from coordinates sorted each row's columns (0.2 of 1.45 s of the medium corpus's
+    rectification).
+
+    Parameters
+    ----------
+    rows, cols : int64 ndarrays of shape (n,)
+    values : float64 ndarray of shape (n,)
+    scanned : int ndarray of shape (|I|,)
+        The scanned words; ``cols`` index it.
+    outside : bool ndarray of shape (V,)
+        True for the words not scanned.
+
+    Returns
+    -------
+    indptr, indices : int64 ndarrays of shapes (V + 1,) and (nnz,)
+    data : float64 ndarray of shape (nnz,)
+    """
+    V = outside.size
+    indptr = np.zeros(V + 1, dtype=np.int64)
+    for t in range(rows.size):
+        r = rows[t]
+        indptr[r + 1] += 1
+        if outside[r]:
+            indptr[scanned[cols[t]] + 1] += 1
+    for r in range(V):
+        indptr[r + 1] += indptr[r]
+    nnz = indptr[V]
+    indices = np.empty(nnz, dtype=np.int64)
+    data = np.empty(nnz, dtype=np.float64)
+    fill = indptr[:V].copy()
+    for t in range(rows.size):
+        r = rows[t]
+        c = scanned[cols[t]]
+        v = values[t]
+        k = fill[r]
+        indices[k] = c
+        data[k] = v
+        fill[r] = k + 1
+        if outside[r]:
+            k = fill[c]
+            indices[k] = r
+            data[k] = v
+            fill[c] = k + 1
+    return indptr, indices, data

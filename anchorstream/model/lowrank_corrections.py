@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from anchorstream._kernels.rectify import anchor_negative_entries
+from anchorstream._kernels.rectify import anchor_negative_entries, corrections_csr
 
 __all__ = ["Corrections"]
 
@@ -60,11 +60,9 @@ class Corrections:
             block[i, p] = values
             self._set_block(block)
         else:
-            mirror = outside[i]
-            rows = np.concatenate([i, scanned[p[mirror]]])
-            cols = np.concatenate([scanned[p], i[mirror]])
-            self.csr = sp.csr_matrix((np.concatenate([values, values[mirror]]), (rows, cols)),
-                                     shape=(V, V))
+            # Each row's columns in the entries' order, unsorted (corrections_csr).
+            indptr, indices, data = corrections_csr(i, p, values, scanned, outside)
+            self.csr = sp.csr_matrix((data, indices, indptr), shape=(V, V))
             self.sums = np.asarray(self.csr.sum(axis=1)).ravel()  # row sums
 
     def _set_block(self, block: np.ndarray) -> None:
@@ -151,7 +149,9 @@ class Corrections:
     def sqnorms(self) -> np.ndarray:
         """``‖E_i‖²`` of every row."""
         if not self.dense:
-            return np.asarray(self.csr.multiply(self.csr).sum(axis=1)).ravel()
+            csr = self.csr
+            return np.asarray(sp.csr_matrix((csr.data * csr.data, csr.indices, csr.indptr),
+                                            shape=csr.shape).sum(axis=1)).ravel()
         block = self.block
         out = np.einsum("ij,ij->i", block, block, dtype=np.float64)
         out[self.scanned] += np.einsum("i,ij,ij->j", self.outside.astype(block.dtype), block,
