@@ -61,10 +61,6 @@ __all__ = [
 #: Seconds between INFO progress lines of a long rectification.
 _PROGRESS_SECONDS = 10.0
 
-#: The first eigensolve of :func:`rectify_lowrank` (on the counts, from a random start) stops
-#: at this share of the loop's tolerance ``tol`` (never below ``eig_tol``).
-_FIRST_EIG_TOL_SHARE = 0.1
-
 
 def default_rows(n_words: int, n_topics: int) -> int:
     """Words whose rows and columns are scanned for negative entries by default: ``10 K + 1000``
@@ -469,8 +465,7 @@ def rectify_lowrank(
         Eigenvectors of a nearby matrix (a previous rectification): they seed the first
         eigensolve.
     eig_tol : float, optional
-        Tolerance of the eigensolves (default ``tol / 100`` clipped to ``[1e-8, 1e-6]``); the
-        first, on ``C`` itself, stops at ``max(eig_tol, tol / 10)``.
+        Tolerance of the eigensolves (default ``tol / 100`` clipped to ``[1e-8, 1e-6]``).
     random_state : int, Generator or None
 
     Returns
@@ -498,12 +493,7 @@ def rectify_lowrank(
     rows = scan_rows(V, K, rows)
     rng = np.random.default_rng(random_state)
 
-    # The first projection, from a random start, to a tenth of the loop's own tolerance: the
-    # loop moves the factor by more than that before it stops, and solving the counts' operator
-    # to eig_tol took 16 of the tech corpus's 44 products (2.53 -> 2.19 s, the same 12
-    # iterations, the result within 2e-4).
-    first_tol = max(eig_tol, tol * _FIRST_EIG_TOL_SHARE)
-    theta, X, _, info = top_eigh(lambda Z: C @ Z, V, K, init=init_eigvecs, tol=first_tol,
+    theta, X, _, info = top_eigh(lambda Z: C @ Z, V, K, init=init_eigvecs, tol=eig_tol,
                                  random_state=rng)
     n_products = info["n_products"]
     mixer = AndersonMixer(int(anderson))
