@@ -150,3 +150,12 @@ def naive_corrections_csr(rows, cols, values, scanned, outside):
     order = np.lexsort((entry, r))
     indptr = np.concatenate([[0], np.cumsum(np.bincount(r, minlength=outside.size))])
     return indptr.astype(np.int64), c[order].astype(np.int64), v[order].astype(np.float64)
+
+
+def naive_block_sqnorms(block, outside, scanned):
+    """Twin of ``block_sqnorms``: the corrections formed densely, their rows' squares summed."""
+    V = block.shape[0]
+    E = np.zeros((V, V))
+    E[:, scanned] = block
+    E[np.ix_(scanned, np.flatnonzero(outside))] = block[outside].T
+    return np.sum(E * E, axis=1)

@@ -7,12 +7,14 @@ import pytest
 
 from anchorstream._kernels.rectify import (
     anchor_dense_to_csr,
+    block_sqnorms,
     corrections_csr,
     anchor_negative_entries,
     anchor_rectify_clip,
     anchor_update_difference,
 )
 from tests.naive_anchor import (
+    naive_block_sqnorms,
     naive_corrections_csr,
     naive_dense_to_csr,
     naive_negative_entries,
@@ -119,3 +121,15 @@ def test_corrections_csr_matches_twin_and_the_coordinates(rng, V, n_scanned):
     want_E[:, scanned] = N
     want_E[np.ix_(scanned, np.flatnonzero(outside))] = N[outside].T
     np.testing.assert_array_equal(E, want_E)
+
+
+@pytest.mark.parametrize(("V", "n_scanned"), [(1, 1), (6, 2), (30, 7), (30, 30)])
+@pytest.mark.parametrize("precision", [np.float32, np.float64])
+def test_block_sqnorms_match_twin(rng, V, n_scanned, precision):
+    scanned = rng.permutation(V)[:n_scanned]
+    outside = np.ones(V, dtype=bool)
+    outside[scanned] = False
+    block = np.maximum(rng.standard_normal((V, n_scanned)), 0.0).astype(precision)
+    got = block_sqnorms(block, outside, scanned)
+    assert got.dtype == np.float64
+    np.testing.assert_allclose(got, naive_block_sqnorms(block, outside, scanned), rtol=1e-12)

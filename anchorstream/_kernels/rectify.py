@@ -240,3 +240,45 @@ def corrections_csr(rows, cols, values, scanned, outside):
             data[k] = v
             fill[c] = k + 1
     return indptr, indices, data
+
+
+@numba.njit(cache=True, fastmath={"reassoc"})
+def block_sqnorms(block, outside, scanned):
+    """``‖E_i‖²`` of every row of the corrections ``E`` held as their dense block ``N``
+    (:class:`~anchorstream.model.lowrank_corrections.Corrections`), in float64.
+
+    Row ``i`` of ``E`` holds ``N[i]`` on the scanned columns and, for a scanned word
+    ``scanned[p]``, also its mirrored column ``N[outside, p]``. One pass over ``N`` for both
+    sums, where two ``einsum`` calls cast it to float64 twice (18 ms against 2.4 ms at
+    V = 5000, |I| = 1500). ``reassoc`` lets each row's sum run in SIMD lanes (the last bits
+    differ from a sequential sum).
+
+    Parameters
+    ----------
+    block : float32 or float64 ndarray of shape (V, |I|), C-contiguous
+    outside : bool ndarray of shape (V,)
+    scanned : int ndarray of shape (|I|,)
+
+    Returns
+    -------
+    float64 ndarray of shape (V,)
+    """
+    V, n = block.shape
+    rows = np.zeros(V)
+    cols = np.zeros(n)
+    for i in range(V):
+        row = block[i]
+        s = 0.0
+        if outside[i]:
+            for j in range(n):
+                x = np.float64(row[j]) * np.float64(row[j])
+                s += x
+                cols[j] += x
+        else:
+            for j in range(n):
+                x = np.float64(row[j]) * np.float64(row[j])
+                s += x
+        rows[i] = s
+    for j in range(n):
+        rows[scanned[j]] += cols[j]
+    return rows

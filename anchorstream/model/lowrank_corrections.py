@@ -12,7 +12,11 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from anchorstream._kernels.rectify import anchor_negative_entries, corrections_csr
+from anchorstream._kernels.rectify import (
+    anchor_negative_entries,
+    block_sqnorms,
+    corrections_csr,
+)
 
 __all__ = ["Corrections"]
 
@@ -152,11 +156,7 @@ class Corrections:
             csr = self.csr
             return np.asarray(sp.csr_matrix((csr.data * csr.data, csr.indices, csr.indptr),
                                             shape=csr.shape).sum(axis=1)).ravel()
-        block = self.block
-        out = np.einsum("ij,ij->i", block, block, dtype=np.float64)
-        out[self.scanned] += np.einsum("i,ij,ij->j", self.outside.astype(block.dtype), block,
-                                       block, dtype=np.float64)
-        return out
+        return block_sqnorms(self.block, self.outside, self.scanned)
 
 
 def _expect_dense(Y: np.ndarray, scanned: np.ndarray) -> bool:
