@@ -50,6 +50,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
+from anchorstream._kernels.align import overlap_matrix
 from anchorstream.errors import InputError
 
 __all__ = ["Alignment", "Match", "align_topics", "topic_similarity"]
@@ -162,11 +163,8 @@ def topic_similarity(topic_word_a, vocabulary_a: Sequence[str],
     if not pairs:
         return np.zeros((A.shape[1], B.shape[1]))
     ia, ib = (np.fromiter(x, dtype=np.intp, count=len(pairs)) for x in zip(*pairs, strict=True))
-    As, Bs = A[ia], B[ib]                      # (S, Ka), (S, Kb) on the shared words
-    sim = np.empty((A.shape[1], B.shape[1]))
-    # One previous topic at a time keeps the temporary at (S, Kb) instead of (S, Ka, Kb).
-    for k in range(A.shape[1]):
-        sim[k] = np.minimum(As[:, k:k + 1], Bs).sum(axis=0)
+    # Topics as rows on the shared words: (Ka, S) and (Kb, S), contiguous for the kernel.
+    sim = overlap_matrix(np.ascontiguousarray(A[ia].T), np.ascontiguousarray(B[ib].T))
     return np.clip(sim, 0.0, 1.0)
 
 
