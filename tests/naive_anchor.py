@@ -159,3 +159,12 @@ def naive_block_sqnorms(block, outside, scanned):
     E[:, scanned] = block
     E[np.ix_(scanned, np.flatnonzero(outside))] = block[outside].T
     return np.sum(E * E, axis=1)
+
+
+def naive_clip_block(src, dtype, outside):
+    """Twin of ``clip_block``: ``(out, count, row_sums, row_sqs, col_sums, col_sqs)`` by whole-array
+    operations on the clipped block as stored in ``dtype``."""
+    out = np.maximum(src, 0.0).astype(dtype)
+    wide = out.astype(np.float64)
+    return (out, np.count_nonzero(out), wide.sum(axis=1), (wide * wide).sum(axis=1),
+            wide[outside].sum(axis=0), (wide[outside] ** 2).sum(axis=0))

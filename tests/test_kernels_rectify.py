@@ -8,6 +8,7 @@ import pytest
 from anchorstream._kernels.rectify import (
     anchor_dense_to_csr,
     block_sqnorms,
+    clip_block,
     corrections_csr,
     anchor_negative_entries,
     anchor_rectify_clip,
@@ -15,6 +16,7 @@ from anchorstream._kernels.rectify import (
 )
 from tests.naive_anchor import (
     naive_block_sqnorms,
+    naive_clip_block,
     naive_corrections_csr,
     naive_dense_to_csr,
     naive_negative_entries,
@@ -133,3 +135,23 @@ def test_block_sqnorms_match_twin(rng, V, n_scanned, precision):
     got = block_sqnorms(block, outside, scanned)
     assert got.dtype == np.float64
     np.testing.assert_allclose(got, naive_block_sqnorms(block, outside, scanned), rtol=1e-12)
+
+
+@pytest.mark.parametrize(("b", "n"), [(1, 1), (5, 3), (17, 9)])
+@pytest.mark.parametrize(("source", "held"), [(np.float64, np.float64), (np.float64, np.float32),
+                                              (np.float32, np.float32)])
+def test_clip_block_matches_twin(rng, b, n, source, held):
+    src = rng.standard_normal((b, n)).astype(source)
+    src[0, 0] = 1e-50 if source == np.float64 else src[0, 0]  # a positive that float32 loses
+    outside = rng.random(b) < 0.5
+    rows, rows_sq = np.full(b, np.nan), np.full(b, np.nan)
+    cols, cols_sq = np.ones(n), np.ones(n)  # added into, as the scan's accumulators
+    want = naive_clip_block(src, held, outside)
+    out = src if source == held else np.full((b, n), np.nan, dtype=held)
+    count = clip_block(src, out, outside, rows, rows_sq, cols, cols_sq)
+    np.testing.assert_array_equal(out, want[0])
+    assert count == want[1]
+    np.testing.assert_allclose(rows, want[2], rtol=1e-12)
+    np.testing.assert_allclose(rows_sq, want[3], rtol=1e-12)
+    np.testing.assert_allclose(cols, 1.0 + want[4], rtol=1e-12)
+    np.testing.assert_allclose(cols_sq, 1.0 + want[5], rtol=1e-12)

@@ -15,6 +15,7 @@ import scipy.sparse as sp
 from anchorstream._kernels.rectify import (
     anchor_negative_entries,
     block_sqnorms,
+    clip_block,
     corrections_csr,
 )
 
@@ -69,13 +70,19 @@ class Corrections:
             self.csr = sp.csr_matrix((data, indices, indptr), shape=(V, V))
             self.sums = np.asarray(self.csr.sum(axis=1)).ravel()  # row sums
 
-    def _set_block(self, block: np.ndarray) -> None:
+    def _set_block(self, block: np.ndarray, sums: np.ndarray | None = None,
+                   sqnorms: np.ndarray | None = None) -> None:
+        """Hold ``block`` as ``N``, with its rows' sums and squared norms in ``E`` when the
+        caller found them (:meth:`scan`), else the sums computed here."""
         V, n = block.shape
         self.dense, self.block = True, block
         self.position = np.full(V, -1, dtype=np.int64)
         self.position[self.scanned] = np.arange(n)
-        self.sums = block.sum(axis=1, dtype=np.float64)
-        self.sums[self.scanned] += self.outside.astype(block.dtype) @ block
+        if sums is None:
+            sums = block.sum(axis=1, dtype=np.float64)
+            sums[self.scanned] += self.outside.astype(block.dtype) @ block
+        self.sums = sums
+        self._sqnorms = sqnorms
 
     @classmethod
     def scan(cls, Y: np.ndarray, scanned: np.ndarray, outside: np.ndarray, *,
@@ -93,23 +100,31 @@ class Corrections:
             return cls(*_negative_entries(Y, scanned), scanned, outside, dtype)
         V, n = Y.shape[0], scanned.size
         # GEMMs of row blocks straight into the block (1.5x faster than filling it a block of
-        # columns at a time, V = 5000, |I| = 1500); converted a row block at a time when the
-        # block is held in another precision.
+        # columns at a time, V = 5000, |I| = 1500), or into a temporary of Y's precision when
+        # the block is held in another; then one pass clips, converts and sums each row block
+        # (clip_block).
         minus = np.negative(Y[scanned]).T
         block = np.empty((V, n), dtype=dtype)
+        rows, rows_sq = np.empty(V), np.empty(V)
+        cols, cols_sq = np.zeros(n), np.zeros(n)
+        count = 0
         for r in range(0, V, _SCAN_ROWS):
             part = block[r : r + _SCAN_ROWS]
             if dtype == Y.dtype:
-                np.matmul(Y[r : r + _SCAN_ROWS], minus, out=part)
+                src = np.matmul(Y[r : r + _SCAN_ROWS], minus, out=part)
             else:
-                part[...] = Y[r : r + _SCAN_ROWS] @ minus
-            np.maximum(part, 0.0, out=part)
-        if np.count_nonzero(block) <= _DENSE_SHARE * V * max(n, 1):
+                src = Y[r : r + _SCAN_ROWS] @ minus
+            count += clip_block(src, part, outside[r : r + _SCAN_ROWS], rows[r : r + _SCAN_ROWS],
+                                rows_sq[r : r + _SCAN_ROWS], cols, cols_sq)
+        if count <= _DENSE_SHARE * V * max(n, 1):
             i, p = np.nonzero(block)
             return cls(i, p, block[i, p].astype(np.float64), scanned, outside, dtype)
+        # Row i of E also holds, for a scanned word, its mirrored column on the other words.
+        rows[scanned] += cols
+        rows_sq[scanned] += cols_sq
         out = cls.__new__(cls)
         out.scanned, out.outside = scanned, outside
-        out._set_block(block)
+        out._set_block(block, rows, rows_sq)
         return out
 
     @property
@@ -123,6 +138,8 @@ class Corrections:
         """``E ← c E`` in place."""
         if self.dense:
             self.block *= c
+            if self._sqnorms is not None:
+                self._sqnorms *= c * c
         else:
             self.csr.data *= c
         self.sums *= c
@@ -156,6 +173,8 @@ class Corrections:
             csr = self.csr
             return np.asarray(sp.csr_matrix((csr.data * csr.data, csr.indices, csr.indptr),
                                             shape=csr.shape).sum(axis=1)).ravel()
+        if self._sqnorms is not None:  # found by the scan (and scaled with the block)
+            return self._sqnorms.copy()
         return block_sqnorms(self.block, self.outside, self.scanned)
 
 
