@@ -10,8 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from anchorstream.errors import InputError
-from anchorstream.model.trends import (MAX_SCORE, MIN_POINTS, HistoryEntry, TrendSettings,
-                                       compute_trends, pooled_noise, trend_score)
+from anchorstream.model.trends import (MAX_SCORE, MIN_POINTS, PRIOR_DF, HistoryEntry,
+                                       TrendSettings, compute_trends, pooled_noise,
+                                       trend_score)
 
 prevalences = st.lists(st.floats(1e-4, 1.0), min_size=MIN_POINTS, max_size=30)
 
@@ -183,3 +184,20 @@ def test_a_recut_of_an_established_topic_is_not_new():
     # On words of its own, the same series is new.
     own = rows[:3] + [entry(e.version, e.prevalence, {**e.words, 5: fresh}) for e in rows[3:]]
     assert [x.id for x in compute_trends(own).new] == [5]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.dictionaries(st.integers(0, 6), st.floats(1e-4, 1.0), max_size=5),
+                min_size=1, max_size=12))
+def test_every_score_is_the_series_score_against_the_window_pooled_noise(rows):
+    # compute_trends fits each series once for both the pool and the score: the same numbers as
+    # the public functions, series by series.
+    s = TrendSettings(window=6)
+    t = compute_trends(entries(list(enumerate(rows, start=1))), s)
+    window = rows[-s.window:]
+    series = {tid: [r[tid] for r in window if tid in r] for r in window for tid in r}
+    variance, df = pooled_noise(list(series.values()))
+    assert set(t.topics) == set(series)
+    for tid, p in series.items():
+        assert t.topics[tid].score == trend_score(p, prior_variance=variance,
+                                                  prior_df=min(PRIOR_DF, df))

@@ -212,13 +212,14 @@ def pooled_noise(series: Sequence[Sequence[float]], *, prevalence_floor: float =
     movement off as everybody's noise. The degrees of freedom are the sum over the topics.
     ``(0.0, 0.0)`` when no series is long enough.
     """
-    variances, dfs = [], []
-    for values in series:
-        p = _check(values)
-        if p.size >= MIN_POINTS:
-            _, r, n = _fit_line(p, prevalence_floor)
-            variances.append(r / (n - 2))
-            dfs.append(n - 2)
+    return _pool([_fit_line(p, prevalence_floor) for p in map(_check, series)
+                  if p.size >= MIN_POINTS])
+
+
+def _pool(lines: Sequence[tuple[float, float, int]]) -> tuple[float, float]:
+    """:func:`pooled_noise` of the lines ``(slope, rss, points)`` of the series long enough."""
+    variances = [r / (n - 2) for _, r, n in lines]
+    dfs = [n - 2 for _, _, n in lines]
     if not variances:
         return 0.0, 0.0
     d = float(np.median(dfs))
@@ -254,7 +255,14 @@ def trend_score(prevalence: Sequence[float], *, prevalence_floor: float = 1e-3,
     p = _check(prevalence)
     if p.size < MIN_POINTS:
         return 0.0
-    slope, rss, n = _fit_line(p, prevalence_floor)
+    return _score(_fit_line(p, prevalence_floor), noise_floor, prior_variance, prior_df)
+
+
+def _score(line: tuple[float, float, int], noise_floor: float, prior_variance: float,
+           prior_df: float) -> float:
+    """:func:`trend_score` of a series of at least :data:`MIN_POINTS` points from its line
+    ``(slope, rss, points)``."""
+    slope, rss, n = line
     df = n - 2 + max(float(prior_df), 0.0)
     variance = (rss + max(float(prior_df), 0.0) * max(float(prior_variance), 0.0)) / df
     noise = max(float(noise_floor), math.sqrt(variance))
@@ -334,14 +342,15 @@ def compute_trends(history: Sequence[HistoryEntry], settings: TrendSettings | No
     ids = sorted({int(t) for e in window for t in e.prevalence})
     every = {tid: [(int(e.version), str(e.created_at), float(e.prevalence[tid]))
                    for e in window if tid in e.prevalence] for tid in ids}
-    prior_variance, pool_df = pooled_noise([[p for _, _, p in x] for x in every.values()],
-                                           prevalence_floor=s.prevalence_floor)
+    # Each series' line once: it gives both the pooled noise and the topic's own score.
+    lines = {tid: _fit_line(p, s.prevalence_floor) for tid in ids
+             if (p := _check([v for _, _, v in every[tid]])).size >= MIN_POINTS}
+    prior_variance, pool_df = _pool(list(lines.values()))
     topics: dict[int, TopicTrend] = {}
     for tid in ids:
         series = every[tid]
-        score = trend_score([p for _, _, p in series], prevalence_floor=s.prevalence_floor,
-                            noise_floor=s.noise_floor, prior_variance=prior_variance,
-                            prior_df=min(PRIOR_DF, pool_df))
+        score = (_score(lines[tid], s.noise_floor, prior_variance, min(PRIOR_DF, pool_df))
+                 if tid in lines else 0.0)
         born = first_seen[tid]
         born_version = None if born == versions[0] and versions[0] != 1 else born
         alive = tid in alive_ids
