@@ -213,6 +213,9 @@ def test_creates_parent_directories(tmp_path):
     [
         ({"vocabulary": [f"w{i}" for i in range(V - 1)] + ["two\nlines"]}, "line break"),
         ({"vocabulary": [f"w{i}" for i in range(V - 1)] + ["a\u2028b"]}, "line break"),
+        ({"vocabulary": [f"w{i}" for i in range(V - 1)] + ["last\r"]}, "line break"),
+        ({"vocabulary": ["next\x85"] + [f"w{i}" for i in range(V - 1)]}, "line break"),
+        ({"vocabulary": [f"w{i}" for i in range(V - 1)] + [7]}, "non-empty string"),
         ({"vocabulary": [f"w{i}" for i in range(V - 1)] + ["w0"]}, "more than once"),
         ({"vocabulary": [f"w{i}" for i in range(V - 1)] + [""]}, "non-empty"),
         ({"topic_word": np.ones((K, V - 1))}, "shape"),

@@ -329,6 +329,8 @@ def _check_vocabulary(vocabulary) -> list[str]:
     words = list(vocabulary)
     if not words:
         raise InputError("vocabulary is empty")
+    if _plain_words(words):
+        return words
     for i, w in enumerate(words):
         if not isinstance(w, str) or not w:
             raise InputError(f"vocabulary[{i}] = {w!r} is not a non-empty string")
@@ -340,6 +342,19 @@ def _check_vocabulary(vocabulary) -> list[str]:
         dup = next(w for w in words if w in seen or seen.add(w))
         raise InputError(f"vocabulary has the word {dup!r} more than once")
     return words
+
+
+def _plain_words(words: list) -> bool:
+    """Whether every word is a non-empty string without a line break and none repeats, in a
+    few passes over the joined words (a snapshot's 5,000 words one at a time took 5 ms); False
+    sends :func:`_check_vocabulary` word by word, to name the first offender."""
+    try:
+        joined = "".join(words)
+    except TypeError:  # a word that is not a string
+        return False
+    # A line boundary anywhere splits the joined words or, at the very end, is dropped.
+    return (all(words) and joined.splitlines() == [joined]
+            and len(set(words)) == len(words))
 
 
 def _check_ids(topic_ids, K: int) -> list[int]:
