@@ -32,7 +32,8 @@ from anchorstream.store.reading import BaseShards, CommittedState, dense_read_of
 from anchorstream.store.repository import open_repo, pass_through, wrap
 from anchorstream.store.segments import EntryReader
 from anchorstream.store.settings import length_cap
-from anchorstream.zarrio import get, get_words
+from anchorstream.text.vocabulary import decode_words
+from anchorstream.zarrio import get_all
 
 __all__ = ["catch_up_upper", "open_committed_sparse", "read_version_sparse", "sparse_upper"]
 
@@ -197,12 +198,14 @@ def _read(root, where: str):
     """The version's metadata, state, active slots, reset sequence and vectors."""
     meta = check_format(root.attrs, where)
     state = StoreState.from_json(root.attrs["state"])
-    words_all = get_words(root["vocab"], "slot_words")
-    reset_seq = get(root, "reset_seq")
+    utf8, offsets, reset_seq, *vectors = get_all(
+        root, ["vocab/slot_words_utf8", "vocab/slot_words_offsets", "reset_seq", "unigram",
+               "doc_freq", "totals"])
+    words_all = decode_words(utf8, offsets)
     active = np.asarray([s for s, w in enumerate(words_all) if w], dtype=np.int64)
     R = Forgetting.from_dict(meta["config"]["forgetting"]).ring
     live = np.asarray([w >= 0 and state.live(w, R) for w in state.vec_window])
-    vectors = [get(root, name)[live].sum(axis=0) for name in ("unigram", "doc_freq", "totals")]
+    vectors = [v[live].sum(axis=0) for v in vectors]
     return meta, state, words_all, reset_seq, active, vectors
 
 
