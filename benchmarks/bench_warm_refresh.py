@@ -81,11 +81,18 @@ def main(argv=None) -> int:
     p.add_argument("--counts", choices=("store", "documents"), default="store",
                    help="what the low-rank fits read: the store's sparse counts, as the "
                         "daemon's refresh (default), or the documents, as fit --input")
+    p.add_argument("--refine-warm-max-iter", type=int, default=None, metavar="N",
+                   help="most EM passes of a warm refit's refinement "
+                        "(model.refine_warm_max_iter); default: the library's")
     p.add_argument("--swap-margins", default=None, metavar="M,M",
                    help="compare these warm anchor-swap margins (anchors.WARM_SWAP_MARGIN) "
                         "with the dense rectifier; default: the library's")
     a = p.parse_args(argv)
     print(f"# counts read by the low-rank fits: {a.counts}")
+    extra = ({} if a.refine_warm_max_iter is None
+             else {"refine_warm_max_iter": a.refine_warm_max_iter})
+    if extra:
+        print(f"# model.refine_warm_max_iter: {a.refine_warm_max_iter}")
     if a.rounds < 1 or not 0 < a.new * a.rounds < 1:
         p.error("--rounds must be >= 1 and --new * --rounds in (0, 1)")
     print(f"{'corpus':8s} {'rectifier':9s} {'round':>5s} {'before s':>10s} {'warm s':>8s} "
@@ -115,7 +122,8 @@ def main(argv=None) -> int:
                     cooc = store_counts(X[:rows])
                 else:
                     cooc = DocumentCooccurrence(X[:rows], length_cap=LENGTH_CAP)
-                return _timed(lambda: AnchorModel(K, rectify_method=method).fit(cooc, init=init))
+                return _timed(lambda: AnchorModel(K, rectify_method=method, **extra).fit(
+                    cooc, init=init))
 
             first, t0, _ = fit(cuts[0])
             init = first
