@@ -81,12 +81,9 @@ REFINE_MAX_ITER = 100
 #: EM stops when the log-likelihood gains less than this per pass, relative.
 REFINE_TOL = 1e-5
 #: Most passes of a refit's refinement when it starts from the previous one
-#: (:func:`warm_start`): each refresh continues the EM of the last. One accelerated cycle
-#: (session 29): over refreshes in a row after 1% new documents each, it kept held-out NPMI
-#: as close to a cold refit's as two cycles did (mean over the warm rounds, warm − cold:
-#: short −0.0066 against −0.0061, pypi −0.0030 against −0.0005, passages +0.0048 against
-#: +0.0003; npm summaries in the daemon −0.0009 against +0.0024) at 5-8% of a cold refit's
-#: CPU (benchmarks/README.md, "Session 29: a warm refresh within 10%").
+#: (:func:`warm_start`): each refresh continues the EM of the last. One accelerated cycle kept
+#: NPMI as close to a cold refit's as two over refreshes after 1% new documents each, at 5-8% of
+#: a cold refit's CPU (benchmarks/README.md, "Session 29: a warm refresh within 10%").
 REFINE_WARM_MAX_ITER = 3
 #: Share of the pairs' unigram distribution mixed into each topic at every start
 #: (:func:`smoothed_start`).
