@@ -470,3 +470,29 @@ def test_a_warm_start_keeps_an_anchor_that_another_word_beats_by_less_than_the_m
 def test_a_bad_swap_margin_is_refused(margin):
     with pytest.raises(InputError, match="swap_margin"):
         pivoted_qr_anchors(_near_tie(), 3, init=[0, 1, 2], swap_margin=margin)
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2**16), K=st.integers(2, 9), margin=st.sampled_from([0.0, 0.05]))
+def test_the_cleanup_decides_as_one_position_at_a_time(seed, K, margin):
+    # The cleanup tests a block of positions with one solve; a block of one is the loop of
+    # Arora et al. Alg. 4. From a poor init (random words, some replaced) both must end on the
+    # same anchors, with pinned words and noise in play.
+    rng = np.random.default_rng(seed)
+    _, C = _population(60, K, seed % 97)
+    init = rng.choice(60, K, replace=False)
+    kw = dict(pinned=init[:1], init=init[1:], noise=rng.random(60) * 1e-4, swap_margin=margin)
+    found = []
+    for block in (1, 3, anchors_mod._CLEANUP_BLOCK):
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(anchors_mod, "_CLEANUP_BLOCK", block)
+            found.append(pivoted_qr_anchors(C, K, **kw).tolist())
+    assert found[0] == found[1] == found[2]
+
+
+def test_the_cleanup_replaces_several_anchors_of_a_poor_init():
+    # The case the test above is about: random init words, most of them replaced.
+    _, C = _population(60, 6, 5)
+    init = np.random.default_rng(1).choice(60, 6, replace=False)
+    got = pivoted_qr_anchors(C, 6, init=init)
+    assert len(set(got.tolist()) - set(init.tolist())) >= 3

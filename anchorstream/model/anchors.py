@@ -53,6 +53,9 @@ _SWAP_RTOL = 1e-9
 #: margin (squared distance): hysteresis that keeps a refresh's anchors and topic ids through
 #: near ties and saves a pass per kept anchor (benchmarks/README.md, "Warm refresh ...").
 WARM_SWAP_MARGIN = 0.05
+#: Anchor positions the cleanup pass tests at once (:meth:`_SpanSearch.cleanup`): a V × this
+#: block of distances.
+_CLEANUP_BLOCK = 32
 
 
 # --------------------------------------------------------------------------------------------
@@ -294,43 +297,64 @@ class _SpanSearch:
         anchor is replaced. A replacement rotates the basis by a Householder reflection that
         sends ``w`` to the last basis vector, which is then swapped for the new row's residual
         (one product).
+
+        Positions are tested a block at a time (:data:`_CLEANUP_BLOCK`): until one is replaced
+        nothing changes, so the block's directions come from one solve and their distances
+        from one product; after a replacement the test goes on from the next position, as
+        the loop one position at a time did (a warm refresh tests 50 and replaces 0-8; the
+        tests took 13 ms of its cleanup one position at a time, 6 ms so, at V = 5000).
         """
         K = self.k
-        for pos in positions:
+        pending = list(positions)
+        noise = np.asarray(self.noise, dtype=np.float64)
+        noise = noise[:, None] if noise.ndim else noise
+        while pending:
+            block = pending[:_CLEANUP_BLOCK]
             S = np.asarray(self.chosen)
             G = self.Y[S, :K]  # anchor coordinates, one row per anchor
-            e = np.zeros(K)
-            e[pos] = 1.0
+            E = np.zeros((K, len(block)))
+            E[block, np.arange(len(block))] = 1.0
             try:
-                w = np.linalg.solve(G, e)  # column pos of G⁻¹: orthogonal to the other rows
+                W = np.linalg.solve(G, E)  # columns of G⁻¹: orthogonal to the other rows
             except np.linalg.LinAlgError:
-                w = np.linalg.lstsq(G, e, rcond=None)[0]
-            w /= np.linalg.norm(w)
-            Yw = self.Y[:, :K] @ w
-            dist = self.u + Yw * Yw - self.noise
-            score = np.where(self.allowed, dist, -np.inf)
-            others = np.delete(S, pos)
-            score[others] = -np.inf
-            n = int(np.argmax(score))
-            current = int(S[pos])
-            if n == current or not score[n] > score[current] + margin * abs(score[current]):
+                W = np.linalg.lstsq(G, E, rcond=None)[0]
+            W /= np.linalg.norm(W, axis=0)
+            YW = self.Y[:, :K] @ W
+            score = np.where(self.allowed[:, None], self.u[:, None] + YW * YW - noise, -np.inf)
+            current = S[block]
+            mine = score[current, np.arange(len(block))]
+            score[S] = -np.inf  # every anchor but each position's own
+            score[current, np.arange(len(block))] = mine
+            best = np.argmax(score, axis=0)
+            gain = score[best, np.arange(len(block))]
+            with np.errstate(invalid="ignore"):  # an anchor outside `allowed` stays: -inf + inf
+                swap = (best != current) & (gain > mine + margin * np.abs(mine))
+            if not swap.any():
+                pending = pending[len(block):]
                 continue
-            # Householder H with H w = ±e_K: H is symmetric orthogonal, Q H spans the same space
-            # and its last column is ±Q w, the direction to drop.
-            v = w.copy()
-            v[-1] += np.copysign(1.0, w[-1])
-            v /= np.linalg.norm(v)
-            self.Q[:, :K] -= 2.0 * np.outer(self.Q[:, :K] @ v, v)
-            self.Y[:, :K] -= 2.0 * np.outer(self.Y[:, :K] @ v, v)
-            self.u += self.Y[:, K - 1] ** 2
-            q = self._residual(self.row(n), K - 1)
-            q /= np.linalg.norm(q)
-            self.Q[:, K - 1] = q
-            y = self.product(q)
-            self.Y[:, K - 1] = y
-            self.u -= y * y
-            self.chosen[pos] = n
-            self._mark_chosen()
+            j = int(np.argmax(swap))  # the first position replaced
+            self._replace(block[j], int(best[j]), W[:, j])
+            pending = pending[j + 1 :]
+
+    def _replace(self, pos: int, n: int, w: np.ndarray) -> None:
+        """Anchor ``n`` for the one at ``pos``, whose direction in basis coordinates is ``w``."""
+        K = self.k
+        # Householder H with H w = ±e_K: H is symmetric orthogonal, Q H spans the same space
+        # and its last column is ±Q w, the direction to drop.
+        v = w.copy()
+        v[-1] += np.copysign(1.0, w[-1])
+        v /= np.linalg.norm(v)
+        self.Q[:, :K] -= 2.0 * np.outer(self.Q[:, :K] @ v, v)
+        self.Y[:, :K] -= 2.0 * np.outer(self.Y[:, :K] @ v, v)
+        self.u += self.Y[:, K - 1] ** 2
+        q = self._residual(self.row(n), K - 1)
+        q /= np.linalg.norm(q)
+        self.Q[:, K - 1] = q
+        y = self.product(q)
+        self.Y[:, K - 1] = y
+        self.u -= y * y
+        self.chosen[pos] = n
+        self._mark_chosen()
 
 
 def _search(X, scale, allowed, pinned, init, K, *, cleanup: bool, sqnorm=None,
