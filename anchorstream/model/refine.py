@@ -83,7 +83,7 @@ REFINE_TOL = 1e-5
 #: Most passes of a refit's refinement when it starts from the previous one
 #: (:func:`warm_start`): each refresh continues the EM of the last. One accelerated cycle kept
 #: NPMI as close to a cold refit's as two over refreshes after 1% new documents each, at 5-8% of
-#: a cold refit's CPU (benchmarks/README.md, "Session 29: a warm refresh within 10%").
+#: a cold refit's CPU (benchmarks/README.md, "Session 29: a warm refresh at 10%").
 REFINE_WARM_MAX_ITER = 3
 #: Share of the pairs' unigram distribution mixed into each topic at every start
 #: (:func:`smoothed_start`).
