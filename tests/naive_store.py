@@ -352,6 +352,18 @@ def naive_csr_add(a_indptr, a_indices, a_data, b_indptr, b_indices, b_data):
     return _csr_of_rows(rows, n_rows)
 
 
+def naive_csr_move(indptr, indices, data, to, n):
+    """Twin of ``store_csr_move``: every entry's row and column mapped through ``to`` (dropped
+    at -1), gathered as rows of sorted columns."""
+    rows = {i: [] for i in range(n)}
+    for i in range(len(indptr) - 1):
+        for k in range(indptr[i], indptr[i + 1]):
+            r, c = int(to[i]), int(to[indices[k]])
+            if r >= 0 and c >= 0:
+                rows[r].append((c, float(data[k])))
+    return _csr_of_rows({r: sorted(v) for r, v in rows.items()}, n)
+
+
 def _csr_of_rows(rows, n_rows):
     indptr = np.zeros(n_rows + 1, dtype=np.int64)
     indices, data = [], []

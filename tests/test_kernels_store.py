@@ -12,6 +12,7 @@ from anchorstream._kernels.store import (
     store_add_doc_freq,
     store_block_to_csr,
     store_csr_add,
+    store_csr_move,
     store_dense_nonzero,
     store_pair_delta,
     store_scatter_symmetric,
@@ -21,6 +22,7 @@ from tests.naive_store import (
     naive_add_doc_freq,
     naive_block_to_csr,
     naive_csr_add,
+    naive_csr_move,
     naive_pair_delta,
     naive_scatter_symmetric,
     naive_unique_counts,
@@ -225,3 +227,29 @@ def test_csr_add_matches_twin_and_scipy(seed):
     total = sp.csr_matrix((got[2], got[1], got[0]), shape=(6, 8))
     np.testing.assert_allclose(total.toarray(), (a + b).toarray(), rtol=0, atol=1e-15)
     assert np.all(total.data != 0) and total.has_sorted_indices
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_csr_move_matches_twin_and_keeps_rows_sorted_and_upper(seed):
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(500 + seed)
+    m = int(rng.integers(1, 9))
+    A = sp.random(m, m, density=0.5, random_state=rng, format="csr")
+    U = sp.triu(A + A.T, format="csr")
+    U.sum_duplicates()
+    # Slots kept in order, some dropped, spread over a larger (or smaller) new range.
+    kept = rng.random(m) < 0.7
+    n = int(kept.sum()) + int(rng.integers(0, 4))
+    to = np.full(m, -1, dtype=np.int64)
+    to[kept] = np.sort(rng.choice(n, int(kept.sum()), replace=False))
+    got = store_csr_move(U.indptr.astype(np.int64), U.indices.astype(np.int32), U.data, to, n)
+    want = naive_csr_move(U.indptr, U.indices, U.data, to, n)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+    M = sp.csr_matrix((got[2], got[1], got[0]), shape=(n, n))
+    assert M.has_sorted_indices and sp.tril(M, -1).nnz == 0
+    # The same matrix as moving the dense one.
+    D = np.zeros((n, n))
+    D[np.ix_(to[kept], to[kept])] = U.toarray()[np.ix_(kept, kept)]
+    np.testing.assert_array_equal(M.toarray(), D)

@@ -25,7 +25,7 @@ import zarr
 
 from anchorstream.errors import StoreError, StoreFormatError
 from anchorstream.stats.accumulator import Forgetting
-from anchorstream._kernels.store import store_block_to_csr, store_csr_add
+from anchorstream._kernels.store import store_block_to_csr, store_csr_add, store_csr_move
 from anchorstream.stats.sparse import SparseCooccurrence, canonical_csr, upper_csr
 from anchorstream.store.format import BRANCH, StoreState, check_format, read_admission
 from anchorstream.store.reading import BaseShards, CommittedState, dense_read_of, plan_catch_up
@@ -189,9 +189,9 @@ def _moved(upper: sp.csr_matrix, to: np.ndarray, n: int) -> sp.csr_matrix:
     ``i`` go to ``to[i]``, dropped where that is -1 (a slot no longer active, or evicted and
     reused since). Both slot lists are increasing, so ``to`` is too where kept, and the upper
     triangle stays upper."""
-    keep = np.flatnonzero(to >= 0)
-    U = upper[keep][:, keep].tocoo()
-    return upper_csr(to[keep][U.row], to[keep][U.col], U.data, n)
+    return _csr(store_csr_move(upper.indptr.astype(np.int64, copy=False),
+                               upper.indices.astype(np.int32, copy=False), upper.data,
+                               np.asarray(to, dtype=np.int64), n), (n, n))
 
 
 def _read(root, where: str):
