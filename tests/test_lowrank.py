@@ -112,7 +112,9 @@ def test_implicit_matrix_matches_its_dense_form(V, k, shift, n_scanned, seed, de
     # failed for V=19, k=1, shift=0, n_scanned=9, seed=582 by 3.7e-9 against 3.4e-9).
     np.testing.assert_allclose(scaled.toarray(), 2.5 * M.toarray(), rtol=1e-6,
                                atol=np.finfo(np.float32).eps * 2.5 * np.abs(L).max())
-    # Sums and squared norms kept beside the corrections scale with them.
+    # Products, sums and squared norms scale with the corrections (a dense block is scaled
+    # lazily, by a factor its products and rows apply).
+    np.testing.assert_allclose(scaled @ Z, 2.5 * (M @ Z), rtol=1e-6, atol=2.5 * tol["atol"])
     np.testing.assert_allclose(scaled.sum(axis=1), 2.5 * M.sum(axis=1), **tol)
     np.testing.assert_allclose(scaled.row_sqnorms(), 2.5**2 * M.row_sqnorms(), rtol=1e-5,
                                atol=1e-5 * (dense * dense).sum(axis=1).max())

@@ -53,7 +53,8 @@ class Corrections:
     that corpus: 7.2 → 4.5 s, the same 15 iterations, the published topics within 4e-4 per
     topic in ℓ1), and in the result, whose entries are found in float64 and then stored
     (a warm refresh's anchor search 0.10 → 0.07 s, a cold one's 0.33 → 0.21, npm summaries,
-    K = 50: the same anchors, topics within 4e-5; half the bytes).
+    K = 50: the same anchors, topics within 4e-5; half the bytes). A dense ``E`` is
+    ``scale`` times the block as held (:meth:`scale_` leaves the block alone).
     """
 
     def __init__(self, i, p, values, scanned, outside, dtype=np.float64):
@@ -76,6 +77,9 @@ class Corrections:
         caller found them (:meth:`scan`), else the sums computed here."""
         V, n = block.shape
         self.dense, self.block = True, block
+        # E is `scale` times the block as held: scale_ leaves the V x |I| block alone (a
+        # warm refresh's result is normalized once: a 30 MB pass at V = 5000, |I| = 1500).
+        self.scale = 1.0
         self.position = np.full(V, -1, dtype=np.int64)
         self.position[self.scanned] = np.arange(n)
         if sums is None:
@@ -137,7 +141,7 @@ class Corrections:
     def scale_(self, c: float) -> None:
         """``E ← c E`` in place."""
         if self.dense:
-            self.block *= c
+            self.scale *= c
             if self._sqnorms is not None:
                 self._sqnorms *= c * c
         else:
@@ -152,6 +156,8 @@ class Corrections:
         Zb = Z.astype(block.dtype, copy=False)
         out = (block @ Zb[self.scanned]).astype(np.float64, copy=False)
         out[self.scanned] += block.T @ (Zb * self.outside[:, None])
+        if self.scale != 1.0:
+            out *= self.scale
         return out
 
     def rows(self, idx: np.ndarray) -> np.ndarray:
@@ -165,6 +171,8 @@ class Corrections:
         if mine.size:
             others = np.flatnonzero(self.outside)
             out[np.ix_(mine, others)] += self.block[:, q[mine]][others].T
+        if self.scale != 1.0:
+            out *= self.scale
         return out
 
     def sqnorms(self) -> np.ndarray:
@@ -175,7 +183,7 @@ class Corrections:
                                             shape=csr.shape).sum(axis=1)).ravel()
         if self._sqnorms is not None:  # found by the scan (and scaled with the block)
             return self._sqnorms.copy()
-        return block_sqnorms(self.block, self.outside, self.scanned)
+        return block_sqnorms(self.block, self.outside, self.scanned) * self.scale**2
 
 
 def _expect_dense(Y: np.ndarray, scanned: np.ndarray) -> bool:
