@@ -311,6 +311,17 @@ def store_scatter_symmetric(out, row_map, col_map, rows, cols, vals):
 
 
 @numba.njit(cache=True)
+def _csr_arrays(indptr):
+    """Turn the rows' entry counts in ``indptr[1:]`` into offsets, in place, and allocate the
+    CSR's ``indices`` (int32) and ``data`` (float64) at the total: the middle of every
+    count-then-fill builder here."""
+    for r in range(indptr.shape[0] - 1):
+        indptr[r + 1] += indptr[r]
+    nnz = indptr[indptr.shape[0] - 1]
+    return np.empty(nnz, dtype=np.int32), np.empty(nnz, dtype=np.float64)
+
+
+@numba.njit(cache=True)
 def store_block_to_csr(block, rloc, cloc, rpos, cpos, n_rows, row_offset, diagonal):
     """The selected entries of one dense base shard as CSR over a band of rows.
 
@@ -347,11 +358,7 @@ def store_block_to_csr(block, rloc, cloc, rpos, cpos, n_rows, row_offset, diagon
             if block[r, cloc[b]] != 0.0 and not (diagonal and cpos[b] < p + row_offset):
                 n += 1
         indptr[p + 1] = n
-    for i in range(n_rows):
-        indptr[i + 1] += indptr[i]
-    nnz = indptr[n_rows]
-    indices = np.empty(nnz, dtype=np.int32)
-    data = np.empty(nnz, dtype=np.float64)
+    indices, data = _csr_arrays(indptr)
     for a in range(rloc.shape[0]):
         r, p = rloc[a], rpos[a]
         k = indptr[p]
@@ -452,11 +459,7 @@ def store_csr_move(indptr, indices, data, to, n):
             if to[indices[k]] >= 0:
                 m += 1
         out_indptr[t + 1] = m
-    for r in range(n):
-        out_indptr[r + 1] += out_indptr[r]
-    nnz = out_indptr[n]
-    out_indices = np.empty(nnz, dtype=np.int32)
-    out_data = np.empty(nnz, dtype=np.float64)
+    out_indices, out_data = _csr_arrays(out_indptr)
     for i in range(n_rows):
         t = to[i]
         if t < 0:
