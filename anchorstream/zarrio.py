@@ -93,5 +93,5 @@ def get(group: zarr.Group, name: str) -> np.ndarray:
 
 
 def get_words(group: zarr.Group, name: str) -> list[str]:
-    """A word list written by :func:`words_items`."""
-    return decode_words(get(group, f"{name}_utf8"), get(group, f"{name}_offsets"))
+    """A word list written by :func:`words_items` (its two arrays in one trip, :func:`get_all`)."""
+    return decode_words(*get_all(group, [f"{name}_utf8", f"{name}_offsets"]))
