@@ -153,7 +153,27 @@ def test_recovery_error_is_invariant_to_topic_order(truth, rng):
 
 def test_recovery_error_shape_mismatch():
     with pytest.raises(InputError, match="shape"):
-        ev.recovery_error(np.ones((5, 2)), np.ones((5, 3)))
+        ev.recovery_error(np.ones((5, 3)), np.ones((5, 2)))  # a true topic without estimate
+    with pytest.raises(InputError, match="same words"):
+        ev.recovery_error(np.ones((5, 2)), np.ones((4, 2)))
+
+
+def test_recovery_error_with_more_estimates_scores_the_matched_ones(truth, rng):
+    """Extra estimated topics (a fit with K above the truth's) are left out of the mean, and
+    each true topic is matched to its own estimate."""
+    B = truth.topic_word
+    V, K = B.shape
+    extra = rng.dirichlet(np.full(V, 0.1), size=3).T
+    perm = rng.permutation(K + 3)
+    est = np.hstack([B, extra])[:, perm]
+    mean, per_topic, matching = ev.recovery_error(B, est)
+    assert mean == 0.0
+    np.testing.assert_array_equal(perm[matching], np.arange(K))
+    # A duplicate of true topic 0 cannot serve two true topics: topic 1 pays for it.
+    dup = np.hstack([B[:, [0, 0]], B[:, 2:], extra])
+    mean, per_topic, _ = ev.recovery_error(B, dup)
+    assert per_topic[0] == 0.0 and per_topic[1] > 0.0
+    assert mean == pytest.approx(per_topic.mean())
 
 
 def test_heldout_true_model_beats_uniform_and_wrong_models(truth):

@@ -33,8 +33,13 @@ def recovery_error(
 
     Parameters
     ----------
-    topic_word_true, topic_word_est : array_like of shape (n_words, n_topics)
-        Columns are topics; the same shape for both.
+    topic_word_true : array_like of shape (n_words, n_topics)
+        Columns are topics.
+    topic_word_est : array_like of shape (n_words, n_est)
+        Columns are topics, ``n_est >= n_topics``: a fit with more topics than the truth is
+        scored on the ``n_topics`` estimates matched to true ones (the rest are left out), as a
+        user who overestimates K would read it; with fewer, some true topic has no estimate
+        and the mean is not defined.
 
     Returns
     -------
@@ -48,10 +53,11 @@ def recovery_error(
     """
     B_true = as_topic_word(topic_word_true, "topic_word_true")
     B_est = as_topic_word(topic_word_est, "topic_word_est")
-    if B_true.shape != B_est.shape:
+    if B_true.shape[0] != B_est.shape[0] or B_est.shape[1] < B_true.shape[1]:
         raise InputError(
             f"topic_word_true has shape {B_true.shape} but topic_word_est has shape "
-            f"{B_est.shape}; both must be (n_words, n_topics)"
+            f"{B_est.shape}; both must be over the same words, with at least as many "
+            f"estimated topics as true ones"
         )
     # Imported here: scipy.optimize costs ~0.1 s of the start-up of every command otherwise.
     from scipy.optimize import linear_sum_assignment
