@@ -14,7 +14,7 @@ import scipy.sparse as sp
 
 from anchorstream.stats.accumulator import Forgetting
 from anchorstream.stats.windows import is_live
-from anchorstream.stats.wordpatterns import random_directions, split_documents
+from anchorstream.stats.wordpatterns import project_words, split_documents
 
 __all__ = ["Part", "Pending", "Reservoir", "document_delta", "read_segments"]
 
@@ -131,14 +131,8 @@ def document_delta(X, ids, weights, doc_index, evict_pos, settings) -> Part:
         docs[1] = float(weights[keep1].sum())
         rows = np.flatnonzero(keep1)
         touched = np.flatnonzero(np.diff(F.tocsc().indptr))
-        P = settings.n_projections
-        proj = np.zeros((touched.size, P))
-        Ft = F[rows][:, touched]
-        # Chunked so that the block of directions stays small whatever P is.
-        chunk = max(1, 4_000_000 // P)
-        for start in range(0, rows.size, chunk):
-            G = random_directions(ids[rows[start : start + chunk]], P, settings.seed)
-            proj += np.asarray(Ft[start : start + chunk].T @ G)
+        proj = project_words(F[rows][:, touched], ids[rows], settings.n_projections,
+                             settings.seed)
         sketch_cols = (touched, proj)
     vecs = np.vstack(columns)
     slots = np.flatnonzero(np.any(vecs != 0.0, axis=0))

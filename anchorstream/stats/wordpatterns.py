@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from anchorstream._kernels.sketch import project_documents
 from anchorstream.stats.cooccurrence import as_counts_csr, check_count
 from anchorstream.errors import InputError
 from anchorstream.stats.sums import field_sums
@@ -32,6 +33,7 @@ __all__ = [
     "RPSketch",
     "SplitStatistic",
     "merge",
+    "project_words",
     "random_directions",
     "rp_sketch",
     "split_documents",
@@ -130,6 +132,41 @@ def random_directions(doc_ids, n_projections: int, seed: int = 0) -> np.ndarray:
     u2 = _uniform(_mix(keys ^ _mix(counter + np.uint64(1))))
     # Box–Muller; 1 − u1 lies in (0, 1], so the logarithm is finite.
     return np.sqrt(-2.0 * np.log1p(-u1)) * np.cos(2.0 * np.pi * u2)
+
+
+def project_words(F, doc_ids, n_projections: int, seed: int = 0) -> np.ndarray:
+    """``Σ_d F[d, w] g_d`` for every word ``w``: ``Fᵀ G`` with ``G`` the documents'
+    :func:`random_directions`, drawn inside the product (``_kernels/sketch.py``) instead of
+    formed (``n_docs × P`` values; on 50,000 documents with ``P`` = 2500 the draw and the
+    sparse product took 17 of an RP fit's 37 CPU seconds).
+
+    Parameters
+    ----------
+    F : sparse matrix of shape (n_docs, n_words)
+        Per-document weights of the words (frequencies, or weighted frequencies).
+    doc_ids : array_like of int, shape (n_docs,)
+    n_projections : int
+    seed : int
+
+    Returns
+    -------
+    ndarray of shape (n_words, n_projections)
+        Equal to ``F.T @ random_directions(doc_ids, n_projections, seed)`` up to rounding.
+    """
+    F = sp.csr_matrix(F)
+    ids = _check_doc_ids(doc_ids, F.shape[0])
+    seed = _check_seed(seed)
+    if int(n_projections) != n_projections or n_projections < 1:
+        raise InputError(f"n_projections must be a positive integer, got {n_projections!r}")
+    P = int(n_projections)
+    counter = np.arange(P, dtype=np.uint64) * np.uint64(2)
+    out = np.zeros((F.shape[1], P))
+    # The hash's products wrap by design; NumPy would warn where the kernel runs without JIT.
+    with np.errstate(over="ignore"):
+        project_documents(F.indptr, F.indices, np.asarray(F.data, dtype=np.float64),
+                          _doc_keys(seed, ids, _SALT_DIRECTIONS), _mix(counter),
+                          _mix(counter + np.uint64(1)), out)
+    return out
 
 
 def split_documents(X, doc_ids, seed: int = 0) -> tuple[sp.csr_matrix, sp.csr_matrix]:
@@ -394,16 +431,9 @@ def rp_sketch(X, doc_ids, n_projections: int, seed: int = 0) -> RPSketch:
     ids = _check_doc_ids(doc_ids, X.shape[0])
     F, lengths = _frequencies(X)
     keep = np.flatnonzero(lengths >= 1)
-    V = X.shape[1]
-    proj = np.zeros((int(n_projections), V))
-    # Chunked so that the (chunk, P) block of directions stays small whatever P is.
-    chunk = max(1, 4_000_000 // max(1, int(n_projections)))
-    for start in range(0, keep.size, chunk):
-        rows = keep[start : start + chunk]
-        G = random_directions(ids[rows], n_projections, seed)
-        proj += np.asarray(F[rows].T @ G).T
+    proj = project_words(F[keep], ids[keep], n_projections, seed)
     return RPSketch(
-        proj,
+        np.ascontiguousarray(proj.T),
         np.asarray(F[keep].sum(axis=0)).ravel(),
         np.asarray((X[keep] > 0).sum(axis=0), dtype=np.float64).ravel(),
         int(keep.size),
