@@ -119,7 +119,8 @@ NOTES = {  # guidance drawn from the figures of the committed run; each line get
         "better at 10000 documents, 0.140). Real text (e): behind the default and DDP on medium "
         "and tech, below the default on long documents; on short documents, refined by the pair "
         "EM since session 21, it went from -0.047 to +0.087 on the npm summaries (the default "
-        "+0.081), at 3.5x the default's CPU. Choose it when a streaming document sketch is "
+        "+0.081), at 2.5x the default's CPU (6.5x before session 30 drew its sketch's "
+        "directions in place). Choose it when a streaming document sketch is "
         "required.",
     "anchorfree":
         "no anchor assumption: behind the anchor methods when anchors exist (as in (a) and (b)), "
