@@ -168,3 +168,17 @@ def naive_clip_block(src, dtype, outside):
     wide = out.astype(np.float64)
     return (out, np.count_nonzero(out), wide.sum(axis=1), (wide * wide).sum(axis=1),
             wide[outside].sum(axis=0), (wide[outside] ** 2).sum(axis=0))
+
+
+def naive_block_rows(block, scanned, position, outside, idx, scale):
+    """Twin of ``block_rows``: the scanned columns of each row, then the mirrored columns of the
+    scanned words among ``idx`` gathered from the whole block (``Corrections.rows`` until
+    session 30)."""
+    out = np.zeros((idx.size, outside.size))
+    out[:, scanned] = block[idx]
+    q = position[idx]
+    mine = np.flatnonzero(q >= 0)
+    if mine.size:
+        others = np.flatnonzero(outside)
+        out[np.ix_(mine, others)] += block[:, q[mine]][others].T
+    return out * scale

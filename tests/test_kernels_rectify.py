@@ -7,6 +7,7 @@ import pytest
 
 from anchorstream._kernels.rectify import (
     anchor_dense_to_csr,
+    block_rows,
     block_sqnorms,
     clip_block,
     corrections_csr,
@@ -15,6 +16,7 @@ from anchorstream._kernels.rectify import (
     anchor_update_difference,
 )
 from tests.naive_anchor import (
+    naive_block_rows,
     naive_block_sqnorms,
     naive_clip_block,
     naive_corrections_csr,
@@ -155,3 +157,22 @@ def test_clip_block_matches_twin(rng, b, n, source, held):
     np.testing.assert_allclose(rows_sq, want[3], rtol=1e-12)
     np.testing.assert_allclose(cols, 1.0 + want[4], rtol=1e-12)
     np.testing.assert_allclose(cols_sq, 1.0 + want[5], rtol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("V, n, m", [(1, 1, 1), (6, 3, 4), (9, 9, 2), (7, 0, 3), (5, 2, 0)])
+def test_block_rows_matches_twin(rng, dtype, V, n, m):
+    scanned = np.sort(rng.choice(V, n, replace=False)).astype(np.int64)
+    outside = np.ones(V, dtype=bool)
+    outside[scanned] = False
+    position = np.full(V, -1, dtype=np.int64)
+    position[scanned] = np.arange(n)
+    block = (rng.random((V, n)) * (rng.random((V, n)) < 0.6)).astype(dtype)
+    # Asked rows mix scanned and outside words, and may repeat one.
+    idx = rng.integers(0, V, size=m).astype(np.int64)
+    if m and n:
+        idx[0] = scanned[-1]  # at least one row with a mirrored column
+    out = np.zeros((m, V))
+    block_rows(block, scanned, position, outside, idx, 0.5, out)
+    want = naive_block_rows(block.astype(np.float64), scanned, position, outside, idx, 0.5)
+    np.testing.assert_allclose(out, want, rtol=1e-15, atol=0)

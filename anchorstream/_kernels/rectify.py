@@ -331,3 +331,54 @@ def clip_block(src, out, outside, row_sums, row_sqs, col_sums, col_sqs):
                 col_sums[j] += y
                 col_sqs[j] += y * y
     return count
+
+
+@numba.njit(cache=True)
+def block_rows(block, scanned, position, outside, idx, scale, out):
+    """Dense rows ``E[idx]`` of the corrections ``E`` held as their dense block ``N``
+    (:class:`~anchorstream.model.lowrank_corrections.Corrections`), times ``scale``, into the
+    zeroed ``out``.
+
+    Row ``i`` of ``E`` holds ``N[i]`` on the scanned columns and, for a scanned word
+    (``position[i] = p >= 0``), also its mirrored column ``N[w, p]`` on every word ``w``
+    outside the scanned ones. One pass over ``N``'s rows reads each row once for every asked
+    scanned word, where gathering the columns ``N[:, p]`` strides across the whole block
+    (an anchor search's 50 rows: 4.2 ms against 0.4 at V = 5500, |I| = 1500).
+
+    Parameters
+    ----------
+    block : float32 or float64 ndarray of shape (V, |I|), C-contiguous
+    scanned : int ndarray of shape (|I|,)
+    position : int ndarray of shape (V,)
+        ``p`` where ``scanned[p] == i``, else -1.
+    outside : bool ndarray of shape (V,)
+    idx : int ndarray of shape (m,)
+    scale : float
+    out : float64 ndarray of shape (m, V), zeroed
+    """
+    V, n = block.shape
+    m = idx.size
+    mine = 0
+    for r in range(m):
+        row = block[idx[r]]
+        dest = out[r]
+        for p in range(n):
+            dest[scanned[p]] = np.float64(row[p]) * scale
+        if position[idx[r]] >= 0:
+            mine += 1
+    if mine == 0:
+        return
+    rs = np.empty(mine, dtype=np.int64)
+    ps = np.empty(mine, dtype=np.int64)
+    k = 0
+    for r in range(m):
+        if position[idx[r]] >= 0:
+            rs[k] = r
+            ps[k] = position[idx[r]]
+            k += 1
+    for w in range(V):
+        if not outside[w]:
+            continue
+        row = block[w]
+        for k in range(mine):
+            out[rs[k], w] += np.float64(row[ps[k]]) * scale

@@ -14,6 +14,7 @@ import scipy.sparse as sp
 
 from anchorstream._kernels.rectify import (
     anchor_negative_entries,
+    block_rows,
     block_sqnorms,
     clip_block,
     corrections_csr,
@@ -165,14 +166,9 @@ class Corrections:
         if not self.dense:
             return self.csr[idx].toarray()
         out = np.zeros((idx.size, self.outside.size))
-        out[:, self.scanned] = self.block[idx]
-        q = self.position[idx]
-        mine = np.flatnonzero(q >= 0)  # a scanned word's row also holds its mirrored column
-        if mine.size:
-            others = np.flatnonzero(self.outside)
-            out[np.ix_(mine, others)] += self.block[:, q[mine]][others].T
-        if self.scale != 1.0:
-            out *= self.scale
+        # A scanned word's row also holds its mirrored column (block_rows).
+        block_rows(self.block, self.scanned, self.position, self.outside,
+                   np.asarray(idx, dtype=np.int64), float(self.scale), out)
         return out
 
     def sqnorms(self) -> np.ndarray:
