@@ -27,6 +27,25 @@ def naive_em_pass(indptr, indices, data, G, B, p_min=0.0):
     return loglik, np.asarray(W @ B)
 
 
+def naive_em_scatter(indptr, indices, data, G, B, p_min, row0, row1):
+    """``(M, p, impossible)`` of the pairs stored in rows ``row0 <= i < row1``: ``p`` per
+    stored pair (1 where its count is 0 or ``p <= p_min``), ``M`` the scatter of those pairs
+    alone into both of their words' rows, in float64."""
+    G, B = np.asarray(G, dtype=np.float64), np.asarray(B, dtype=np.float64)
+    n = indptr.size - 1
+    t0, t1 = indptr[row0], indptr[row1]
+    rows = np.repeat(np.arange(n), np.diff(indptr))[t0:t1]
+    cols = np.asarray(indices[t0:t1], dtype=np.int64)
+    c = np.asarray(data[t0:t1], dtype=np.float64)
+    p = np.einsum("ij,ij->i", G[rows], B[cols])
+    live = (c != 0) & (p > p_min)
+    impossible = bool(np.any((c != 0) & ~(p > p_min)))
+    w = np.where(live, c / np.where(live, p, 1.0), 0.0)
+    W = sp.coo_matrix((w, (rows, cols)), shape=(n, n)).tocsr()
+    W = W + sp.triu(W, 1).T  # each off-diagonal pair adds to both words' rows
+    return np.asarray(W @ B), np.where(live, p, 1.0), impossible
+
+
 def naive_upper_from_dense(dense):
     """CSR arrays of ``triu(dense)`` by SciPy."""
     U = sp.csr_matrix(np.triu(dense))

@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from anchorstream._kernels.pairs import pairs_em_pass, pairs_loglik, pairs_upper_from_dense
-from tests.naive_pairs import naive_em_pass, naive_upper_from_dense
+from anchorstream._kernels.pairs import (pairs_em_pass, pairs_em_scatter, pairs_loglik,
+                                         pairs_upper_from_dense)
+from tests.naive_pairs import naive_em_pass, naive_em_scatter, naive_upper_from_dense
 
 
 def symmetric_counts(rng, n, density):
@@ -94,3 +95,47 @@ def test_em_pass_with_no_word_or_no_topic():
     indptr, indices, data = pairs_upper_from_dense(np.ones((2, 2)))
     none = np.zeros((2, 0))
     assert pairs_em_pass(indptr, indices, data, none, none, none.copy()) == -np.inf
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n, K, density", [(1, 1, 1.0), (6, 2, 0.5), (11, 4, 0.3), (9, 3, 1.0)])
+def test_em_scatter_matches_twin_on_every_row_range(rng, dtype, n, K, density):
+    dense = symmetric_counts(rng, n, density)
+    dense[0, -1] = dense[-1, 0] = 0.0
+    indptr, indices, data = pairs_upper_from_dense(dense)
+    if data.size:
+        data[0] = 0.0  # a stored zero: p 1, nothing scattered
+    B = (rng.random((n, K)) + 0.05).astype(dtype)
+    R = rng.random((K, K))
+    G = np.ascontiguousarray(B.astype(np.float64) @ (R + R.T)).astype(dtype)
+    tol = dict(rtol=1e-5, atol=1e-6) if dtype == np.float32 else dict(rtol=1e-12, atol=1e-14)
+    for row0, row1 in [(0, n), (0, n // 2), (n // 2, n), (n - 1, n)]:
+        M = np.zeros((n, K), dtype=dtype)
+        pbuf = np.full(data.size + 3, -7.0, dtype=dtype)
+        bad = pairs_em_scatter(indptr, indices, data, G, B, M, 0.0, row0, row1, pbuf)
+        want_M, want_p, want_bad = naive_em_scatter(indptr, indices, data, G, B, 0.0, row0,
+                                                    row1)
+        m = indptr[row1] - indptr[row0]
+        assert bad == want_bad
+        np.testing.assert_allclose(pbuf[:m], want_p, **tol)
+        assert np.all(pbuf[m:] == -7.0)  # nothing written past the range
+        np.testing.assert_allclose(M, want_M, **tol)
+
+
+def test_em_scatter_flags_an_impossible_pair_and_skips_it(rng):
+    dense = symmetric_counts(rng, 5, 1.0)
+    indptr, indices, data = pairs_upper_from_dense(dense)
+    B = rng.random((5, 2)) + 0.1
+    B[3] = 0.0  # word 3's pairs have probability 0
+    G = np.ascontiguousarray(B @ np.full((2, 2), 0.25))
+    M = np.zeros((5, 2))
+    pbuf = np.empty(data.size)
+    assert pairs_em_scatter(indptr, indices, data, G, B, M, 0.0, 0, 5, pbuf)
+    want_M, want_p, want_bad = naive_em_scatter(indptr, indices, data, G, B, 0.0, 0, 5)
+    assert want_bad
+    np.testing.assert_allclose(pbuf, want_p, rtol=1e-12)
+    np.testing.assert_allclose(M, want_M, rtol=1e-12, atol=1e-15)
+    # Without any topic every pair with a count is impossible.
+    assert pairs_em_scatter(indptr, indices, data, np.zeros((5, 0)), np.zeros((5, 0)),
+                            np.zeros((5, 0)), 0.0, 0, 5, pbuf)
+    np.testing.assert_array_equal(pbuf, 1.0)

@@ -19,7 +19,6 @@ from anchorstream.model.refine import (
     REFINE_SMOOTHING,
     REFINE_WARM_MAX_ITER,
     PairCounts,
-    _estep,
     pair_counts,
     pair_em_step,
     pair_loglik,
@@ -350,36 +349,3 @@ def test_validation_arguments_are_checked():
         refine_topics(pairs, B, R, validation=pairs, patience=0)
 
 
-def _float64_estep(pairs, B, R):
-    M = np.zeros_like(B)
-    ll = pairs_em_pass(pairs.indptr, pairs.indices, pairs.data, np.ascontiguousarray(B @ R), B, M)
-    return ll, M
-
-
-@pytest.mark.parametrize("K", [1, 5, 8, 13])
-def test_estep_in_float32_agrees_with_float64(rng, K):
-    # Any K: the float32 pass pads the topics to a multiple of 8 columns and cuts M back.
-    C = rng.random((30, 30)) * (rng.random((30, 30)) < 0.5)
-    pairs = pair_counts(C + C.T)
-    B = rng.random((30, K)) + 0.01
-    B /= B.sum(axis=0)
-    R = rng.random((K, K))
-    R = (R + R.T) / (2 * R.sum())
-    ll, M = _estep(pairs, B, R)
-    want_ll, want_M = _float64_estep(pairs, B, R)
-    assert M.shape == (30, K) and M.dtype == np.float64
-    assert ll == pytest.approx(want_ll, rel=1e-6)
-    np.testing.assert_allclose(M, want_M, rtol=1e-5)
-
-
-def test_estep_falls_back_to_float64_where_float32_cannot_hold_a_probability():
-    # Word 2's weights (1e-20) make its pairs' probabilities ~1e-40: below float32's smallest
-    # normal number, but a positive probability all the same, so the log-likelihood is finite.
-    pairs = pair_counts(np.ones((3, 3)))
-    B = np.array([[0.5, 0.5], [0.5, 0.5], [1e-20, 1e-20]])
-    R = np.full((2, 2), 0.25)
-    ll, M = _estep(pairs, B, R)
-    want_ll, want_M = _float64_estep(pairs, B, R)
-    assert np.isfinite(ll) and ll == want_ll
-    np.testing.assert_array_equal(M, want_M)
-    assert ll == pytest.approx(pair_loglik(pairs, B, R), rel=1e-12)

@@ -23,8 +23,8 @@ statistic). Two models of ``p``:
     so the published ``R`` and prevalences (its row sums) are the ones the topics were fitted
     with.
 
-E-step and M-step (``W = C / p`` on the pairs, ``M = W B``; one kernel pass,
-:func:`anchorstream._kernels.pairs.pairs_em_pass`)::
+E-step and M-step (``W = C / p`` on the pairs, ``M = W B``; one pass over the pairs,
+:func:`anchorstream.model.pairpass.em_pass`)::
 
     N = B ⊙ (M R)                          expected word-topic counts
     B ← N / column sums                    both models
@@ -47,12 +47,14 @@ possible.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 import scipy.sparse as sp
 
-from anchorstream._kernels.pairs import pairs_em_pass, pairs_loglik, pairs_upper_from_dense
+from anchorstream._kernels.pairs import pairs_loglik, pairs_upper_from_dense
 from anchorstream.errors import InputError
+from anchorstream.model.pairpass import em_pass
 
 __all__ = ["REFINE_AUTO_MAX_LENGTH", "REFINE_METHODS", "REFINE_MAX_ITER", "REFINE_PATIENCE",
            "REFINE_SMOOTHING",
@@ -112,6 +114,12 @@ class PairCounts:
     @property
     def nnz(self) -> int:
         return int(self.data.size)
+
+    @cached_property
+    def diagonal(self) -> np.ndarray:
+        """Positions of the diagonal pairs ``(i, i)`` in ``indices`` and ``data``, sorted."""
+        rows = np.repeat(np.arange(self.n_words), np.diff(self.indptr))
+        return np.flatnonzero(self.indices == rows)
 
     def unigram(self) -> np.ndarray:
         """Each word's share of the ordered pairs (the rows of the full matrix, summed)."""
@@ -182,47 +190,6 @@ def _check(pairs: PairCounts, B, R):
     return B, R
 
 
-#: The E-step's pass runs on float32 topics padded to a multiple of this many columns (one
-#: AVX2 register of float32).
-_LANES = 8
-#: ... where a pair whose probability is at most this falls back to the float64 pass: ``w = c / p``
-#: and the sums of ``M`` then stay below 1e30 and 1e36, under float32's 3.4e38.
-_P_MIN_FLOAT32 = 1e-30
-
-
-def _estep(pairs: PairCounts, B: np.ndarray, R: np.ndarray):
-    """``(loglik, M = W B)`` at ``(B, R)``.
-
-    The pass runs in float32 (the log-likelihood summed in float64): 1.2-1.8x faster than in
-    float64, since every pair reads two random rows of ``B`` and writes one of ``M``, and a
-    relative error near 1e-7 is far below what the EM resolves (it stops at gains of 1e-5 per
-    pass). Entries below float32's smallest normal number are flushed to 0 (a subnormal
-    operand is slow and means nothing here). Where some observed pair's float32 probability is
-    at most :data:`_P_MIN_FLOAT32` (none on the benchmark's corpora, where the least is ~1e-11)
-    the pass reruns in float64, so ``-inf`` still means what :func:`pair_loglik` means.
-    """
-    G = B @ R
-    K = B.shape[1]
-    width = -(-K // _LANES) * _LANES
-    B32, G32 = _padded_float32(B, width), _padded_float32(G, width)
-    M32 = np.zeros_like(B32)
-    loglik = pairs_em_pass(pairs.indptr, pairs.indices, pairs.data, G32, B32, M32,
-                           _P_MIN_FLOAT32)
-    if np.isfinite(loglik):
-        return float(loglik), M32[:, :K].astype(np.float64)
-    M = np.zeros_like(B)
-    loglik = pairs_em_pass(pairs.indptr, pairs.indices, pairs.data, np.ascontiguousarray(G), B,
-                           M)
-    return float(loglik), M
-
-
-def _padded_float32(X: np.ndarray, width: int) -> np.ndarray:
-    out = np.zeros((X.shape[0], width), dtype=np.float32)
-    out[:, :X.shape[1]] = X
-    out[out < np.finfo(np.float32).tiny] = 0.0
-    return out
-
-
 def pair_loglik(pairs: PairCounts, topic_word, topic_topic) -> float:
     """``Σ_ij C_ij log p_ij`` over ordered pairs, ``p = B R Bᵀ`` (``-inf`` where an observed
     pair has probability 0)."""
@@ -260,11 +227,11 @@ def pair_em_step(pairs: PairCounts, topic_word, topic_topic, method: str = "join
     B, R = _check(pairs, topic_word, topic_topic)
     if method == "pairs":
         R = np.diag(np.diag(R))
-    return _em_update(pairs, B, R, method, _estep(pairs, B, R))
+    return _em_update(pairs, B, R, method, em_pass(pairs, B, R))
 
 
 def _em_update(pairs: PairCounts, B: np.ndarray, R: np.ndarray, method: str, estep):
-    """:func:`pair_em_step` from the E-step ``estep = _estep(pairs, B, R)`` already run."""
+    """:func:`pair_em_step` from the E-step ``estep = em_pass(pairs, B, R)`` already run."""
     loglik, M = estep
     N = B * (M @ R)
     mass = N.sum(axis=0)
@@ -432,7 +399,7 @@ def refine_topics(pairs: PairCounts, topic_word, topic_topic, *, method: str = "
     B = smoothed_start(pairs, B, smoothing)
     # The start's E-step is the first pass's (a warm refit runs a few passes: one E-step
     # fewer is ~1/8 of them).
-    start = _estep(pairs, B, R)
+    start = em_pass(pairs, B, R)
     trace: list[float] = []
     passes = 0
     last = None  # (log-likelihood at the start of the last step or cycle, its passes)
@@ -446,7 +413,7 @@ def refine_topics(pairs: PairCounts, topic_word, topic_topic, *, method: str = "
         if accelerate and max_iter - passes >= 3:
             B, R, lls, used = _squarem_cycle(pairs, B, R, method, start)
         else:
-            estep = start if start is not None else _estep(pairs, B, R)
+            estep = start if start is not None else em_pass(pairs, B, R)
             B, R, ll = _em_update(pairs, B, R, method, estep)
             lls, used = [ll], 1
         start = None
@@ -556,7 +523,7 @@ def _squarem_cycle(pairs: PairCounts, B: np.ndarray, R: np.ndarray, method: str,
     kept), and the passes run (2 or 3). ``start``: the E-step at ``θ``, where it has run.
     """
     B1, R1, ll0 = _em_update(pairs, B, R, method,
-                             start if start is not None else _estep(pairs, B, R))
+                             start if start is not None else em_pass(pairs, B, R))
     B2, R2, ll1 = pair_em_step(pairs, B1, R1, method)
     if not (np.isfinite(ll0) and np.isfinite(ll1)):
         return B2, R2, [ll0, ll1], 2

@@ -1,0 +1,89 @@
+"""One E-step pass of the pair refinement (:mod:`anchorstream.model.refine`) over the word
+pairs: the log-likelihood at ``(B, R)`` and ``M = W B``, ``W = C / (B R Bᵀ)`` on the pairs.
+
+The pass runs in float32 on topics padded to a multiple of 8 columns, a block of pairs at a
+time: the kernel (``_kernels/pairs.pairs_em_scatter``) adds the block into ``M`` and leaves
+each pair's probability in a buffer, whose logarithms NumPy then takes at once. Where float32
+cannot hold some pair's probability the pass reruns in float64 (``pairs_em_pass``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from anchorstream._kernels.pairs import pairs_em_pass, pairs_em_scatter
+
+__all__ = ["PAIR_BLOCK", "em_pass"]
+
+#: The E-step's pass runs on float32 topics padded to a multiple of this many columns (one
+#: AVX2 register of float32).
+_LANES = 8
+#: ... where a pair whose probability is at most this falls back to the float64 pass: ``w = c / p``
+#: and the sums of ``M`` then stay below 1e30 and 1e36, under float32's 3.4e38.
+_P_MIN_FLOAT32 = 1e-30
+#: Pairs per block of the float32 pass: their probabilities (512 KB) stay in cache until their
+#: logarithms are taken. Taking them so, a pass over the npm summaries' 0.8M pairs fell from
+#: 62 to 56 ms at K = 100, 44 to 38 ms at K = 50 (one thread, session 30).
+PAIR_BLOCK = 1 << 16
+
+
+def em_pass(pairs, B: np.ndarray, R: np.ndarray, *, block: int = PAIR_BLOCK):
+    """``(loglik, M = W B)`` at ``(B, R)`` for :class:`~anchorstream.model.refine.PairCounts`.
+
+    The pass runs in float32 (the log-likelihood summed in float64): 1.2-1.8x faster than in
+    float64, since every pair reads two random rows of ``B`` and writes one of ``M``, and a
+    relative error near 1e-7 is far below what the EM resolves (it stops at gains of 1e-5 per
+    pass). Entries below float32's smallest normal number are flushed to 0 (a subnormal
+    operand is slow and means nothing here). The logarithms are taken a ``block`` of pairs at a
+    time by NumPy, not one by one in the kernel (see :data:`PAIR_BLOCK` for the figures),
+    the log-likelihood the same up to the order of its sum, ``M`` the same. Where some observed pair's
+    float32 probability is at most :data:`_P_MIN_FLOAT32` (none on the benchmark's corpora,
+    where the least is ~1e-11) the pass reruns in float64, so ``-inf`` still means what
+    :func:`~anchorstream.model.refine.pair_loglik` means.
+    """
+    G = B @ R
+    K = B.shape[1]
+    width = -(-K // _LANES) * _LANES
+    B32, G32 = _padded_float32(B, width), _padded_float32(G, width)
+    M32 = np.zeros_like(B32)
+    loglik = _blocked_pass(pairs, G32, B32, M32, int(block))
+    if np.isfinite(loglik):
+        return float(loglik), M32[:, :K].astype(np.float64)
+    M = np.zeros_like(B)
+    loglik = pairs_em_pass(pairs.indptr, pairs.indices, pairs.data, np.ascontiguousarray(G), B,
+                           M)
+    return float(loglik), M
+
+
+def _blocked_pass(pairs, G32, B32, M32, block: int) -> float:
+    """The float32 pass, ``block`` pairs (whole rows) at a time; ``-inf`` where a pair's
+    probability is at most :data:`_P_MIN_FLOAT32`."""
+    indptr, data, diagonal = pairs.indptr, pairs.data, pairs.diagonal
+    n = indptr.size - 1
+    # float64: the kernel's float32 probabilities, their logarithms as exact as the kernel's
+    # own (a float32 logarithm, twice as fast, made converged EM steps' gains noise).
+    pbuf = np.empty(min(max(block, 1), max(int(indptr[-1]), 1)))
+    loglik = 0.0
+    row0 = 0
+    while row0 < n:
+        # Whole rows up to `block` pairs, at least one row (a longer row gets its own buffer).
+        row1 = max(int(np.searchsorted(indptr, indptr[row0] + block, side="right")) - 1,
+                   row0 + 1)
+        t0, t1 = int(indptr[row0]), int(indptr[row1])
+        buf = pbuf[: t1 - t0] if t1 - t0 <= pbuf.size else np.empty(t1 - t0)
+        if pairs_em_scatter(indptr, pairs.indices, data, G32, B32, M32, _P_MIN_FLOAT32, row0,
+                            row1, buf):
+            return -np.inf
+        logs = np.log(buf)
+        # An off-diagonal pair stands for two ordered pairs, a diagonal one for one.
+        d = diagonal[np.searchsorted(diagonal, t0): np.searchsorted(diagonal, t1)]
+        loglik += 2.0 * float(data[t0:t1] @ logs) - float(data[d] @ logs[d - t0])
+        row0 = row1
+    return loglik
+
+
+def _padded_float32(X: np.ndarray, width: int) -> np.ndarray:
+    out = np.zeros((X.shape[0], width), dtype=np.float32)
+    out[:, :X.shape[1]] = X
+    out[out < np.finfo(np.float32).tiny] = 0.0
+    return out

@@ -1,0 +1,67 @@
+"""One E-step pass over the pairs (``anchorstream/model/pairpass.py``): float32 in blocks
+against the float64 kernel pass."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from anchorstream._kernels.pairs import pairs_em_pass
+from anchorstream.model.pairpass import em_pass as _estep
+from anchorstream.model.refine import pair_counts, pair_loglik
+
+
+def _float64_estep(pairs, B, R):
+    M = np.zeros_like(B)
+    ll = pairs_em_pass(pairs.indptr, pairs.indices, pairs.data, np.ascontiguousarray(B @ R), B, M)
+    return ll, M
+
+
+@pytest.mark.parametrize("K", [1, 5, 8, 13])
+def test_estep_in_float32_agrees_with_float64(rng, K):
+    # Any K: the float32 pass pads the topics to a multiple of 8 columns and cuts M back.
+    C = rng.random((30, 30)) * (rng.random((30, 30)) < 0.5)
+    pairs = pair_counts(C + C.T)
+    B = rng.random((30, K)) + 0.01
+    B /= B.sum(axis=0)
+    R = rng.random((K, K))
+    R = (R + R.T) / (2 * R.sum())
+    ll, M = _estep(pairs, B, R)
+    want_ll, want_M = _float64_estep(pairs, B, R)
+    assert M.shape == (30, K) and M.dtype == np.float64
+    assert ll == pytest.approx(want_ll, rel=1e-6)
+    np.testing.assert_allclose(M, want_M, rtol=1e-5)
+
+
+def test_estep_falls_back_to_float64_where_float32_cannot_hold_a_probability():
+    # Word 2's weights (1e-20) make its pairs' probabilities ~1e-40: below float32's smallest
+    # normal number, but a positive probability all the same, so the log-likelihood is finite.
+    pairs = pair_counts(np.ones((3, 3)))
+    B = np.array([[0.5, 0.5], [0.5, 0.5], [1e-20, 1e-20]])
+    R = np.full((2, 2), 0.25)
+    ll, M = _estep(pairs, B, R)
+    want_ll, want_M = _float64_estep(pairs, B, R)
+    assert np.isfinite(ll) and ll == want_ll
+    np.testing.assert_array_equal(M, want_M)
+    assert ll == pytest.approx(pair_loglik(pairs, B, R), rel=1e-12)
+
+
+@pytest.mark.parametrize("block", [1, 7, 40, 1 << 16])
+def test_the_pass_in_blocks_of_pairs_is_the_same_pass(rng, block):
+    """Blocks of whole rows (one row may exceed the block) give the float64 pass's
+    log-likelihood and M, and the same M whatever the block; a stored zero adds nothing."""
+    C = rng.random((25, 25)) * (rng.random((25, 25)) < 0.6)
+    C[3, 3] = 0.0
+    C[4, 4] = 2.0  # diagonal pairs count once, off-diagonal ones twice
+    pairs = pair_counts(C + C.T)
+    B = rng.random((25, 6)) + 0.01
+    B /= B.sum(axis=0)
+    R = rng.random((6, 6))
+    R = (R + R.T) / (2 * R.sum())
+    ll, M = _estep(pairs, B, R, block=block)
+    want_ll, want_M = _float64_estep(pairs, B, R)
+    assert ll == pytest.approx(want_ll, rel=1e-6)
+    np.testing.assert_allclose(M, want_M, rtol=1e-5)
+    one_ll, one_M = _estep(pairs, B, R, block=1 << 20)
+    np.testing.assert_array_equal(M, one_M)
+    assert ll == pytest.approx(one_ll, rel=1e-12)
