@@ -6,15 +6,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from anchorstream._kernels.pairs import pairs_em_pass
 from anchorstream.model.pairpass import em_pass as _estep
 from anchorstream.model.refine import pair_counts, pair_loglik
+from tests.naive_pairs import naive_em_pass
 
 
 def _float64_estep(pairs, B, R):
-    M = np.zeros_like(B)
-    ll = pairs_em_pass(pairs.indptr, pairs.indices, pairs.data, np.ascontiguousarray(B @ R), B, M)
-    return ll, M
+    """The E-step by the NumPy twin, in float64."""
+    return naive_em_pass(pairs.indptr, pairs.indices, pairs.data, np.ascontiguousarray(B @ R), B)
 
 
 @pytest.mark.parametrize("K", [1, 5, 8, 13])
@@ -41,9 +40,25 @@ def test_estep_falls_back_to_float64_where_float32_cannot_hold_a_probability():
     R = np.full((2, 2), 0.25)
     ll, M = _estep(pairs, B, R)
     want_ll, want_M = _float64_estep(pairs, B, R)
-    assert np.isfinite(ll) and ll == want_ll
-    np.testing.assert_array_equal(M, want_M)
+    assert np.isfinite(ll) and ll == pytest.approx(want_ll, rel=1e-12)
+    np.testing.assert_allclose(M, want_M, rtol=1e-12)
     assert ll == pytest.approx(pair_loglik(pairs, B, R), rel=1e-12)
+
+
+def test_an_impossible_pair_gives_minus_infinity_and_the_rest_of_m():
+    """A pair of words that share no topic has probability 0: the float64 pass (to which the
+    float32 one falls back) says -inf, and M still holds every other pair, as EM needs."""
+    C = np.array([[1.0, 2.0, 1.0], [2.0, 1.0, 3.0], [1.0, 3.0, 1.0]])
+    # Word 1 is only in topic 0, word 2 only in topic 1, and no pair of words comes from the
+    # two topics (R diagonal), but words 1 and 2 co-occur.
+    B = np.array([[0.5, 0.5], [0.5, 0.0], [0.0, 0.5]])
+    R = np.array([[0.5, 0.0], [0.0, 0.5]])
+    pairs = pair_counts(C)
+    ll, M = _estep(pairs, B, R, block=2)
+    want_ll, want_M = _float64_estep(pairs, B, R)
+    assert ll == want_ll == -np.inf
+    np.testing.assert_allclose(M, want_M, rtol=1e-12)
+    assert np.any(M > 0)
 
 
 @pytest.mark.parametrize("block", [1, 7, 40, 1 << 16])

@@ -9,7 +9,6 @@ import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from anchorstream._kernels.pairs import pairs_em_pass
 from anchorstream.errors import InputError
 from anchorstream.evaluate import recovery_error
 from anchorstream.model.lowrank import DocumentCooccurrence

@@ -1,7 +1,7 @@
 """numba kernels of the pair-likelihood refinement (``anchorstream/model/refine.py``).
 
-Arrays in, arrays out; the wrappers in ``anchorstream/model/refine.py`` check shapes, dtypes and
-contiguity. Slow twins (vectorized NumPy/SciPy) live in ``tests/naive_pairs.py``.
+Arrays in, arrays out; the wrappers in ``anchorstream/model/refine.py`` and
+``anchorstream/model/pairpass.py`` check shapes, dtypes and contiguity. Slow twins (vectorized NumPy/SciPy) live in ``tests/naive_pairs.py``.
 """
 
 from __future__ import annotations
@@ -13,8 +13,9 @@ import numpy as np
 
 
 @numba.njit(cache=True, fastmath={"reassoc", "contract"})
-def pairs_em_pass(indptr, indices, data, G, B, M, p_min=0.0):
-    """One E-step pass over the word pairs: the pair log-likelihood and ``M = W B``.
+def pairs_em_scatter(indptr, indices, data, G, B, M, p_min, row0, row1, pbuf):
+    """One E-step pass over the word pairs of the rows ``row0 <= i < row1``: ``M += W B``, and
+    each pair's probability left in ``pbuf`` for the caller's logarithms.
 
     The pairs are the upper triangle (diagonal included) of a symmetric matrix ``C`` whose
     ordered entries sum to 1 (an off-diagonal entry stands for the two ordered pairs ``(i, j)``
@@ -28,10 +29,14 @@ def pairs_em_pass(indptr, indices, data, G, B, M, p_min=0.0):
     sums differ from the sequential ones in the last bits only).
 
     The arithmetic on ``G``, ``B`` and ``M`` is in their dtype: the refinement passes float32
-    with the topics padded to a multiple of 8 columns (``refine._estep``), which fills the
-    SIMD lanes and halves the bytes each random row access moves; ``C``'s entries, ``w``'s
-    division and the log-likelihood stay float64. There ``p_min`` keeps ``w = c / p`` and the
-    sums into ``M`` far from float32's overflow.
+    with the topics padded to a multiple of 8 columns (``model/pairpass.py``), which fills the
+    SIMD lanes and halves the bytes each random row access moves; ``C``'s entries and ``w``'s
+    division stay float64. There ``p_min`` keeps ``w = c / p`` and the sums into ``M`` far
+    from float32's overflow.
+
+    The log-likelihood ``Σ_ij C_ij log p_ij`` is the caller's: it takes the logarithms of a
+    whole buffer at once (NumPy), where one scalar ``log`` per pair here was a quarter of the
+    pass (11.5 of 46 ms on the npm summaries' 0.8M pairs at K = 100).
 
     Parameters
     ----------
@@ -42,84 +47,25 @@ def pairs_em_pass(indptr, indices, data, G, B, M, p_min=0.0):
         ``C``'s entries; zeros are skipped.
     G, B : float32 or float64 ndarray of shape (n_words, n_topics), C-contiguous
     M : ndarray of shape (n_words, n_topics), C-contiguous, of ``B``'s dtype
-        Zeroed by the caller; receives ``W B``.
+        Added into.
     p_min : float
-        A pair with ``C_ij > 0`` and ``p_ij <= p_min`` counts as impossible.
-
-    Returns
-    -------
-    loglik : float
-        ``Σ_ij C_ij log p_ij`` over ordered pairs; ``-inf`` when a pair with ``C_ij > 0`` has
-        ``p_ij <= p_min`` (that pair then adds nothing to ``M``).
-    """
-    n_rows = indptr.size - 1
-    K = B.shape[1]
-    loglik = 0.0
-    if n_rows == 0 or K == 0:  # no pair, or no topic to give any pair a probability
-        return -math.inf if np.any(data != 0.0) else 0.0
-    # ``p`` and ``w`` in the arrays' dtype: a float64 one would turn the float32 products
-    # into float64 ones. (``p`` starts from a zero of that dtype and sums all K terms: a sum
-    # started from the first term leaves K - 1 for the SIMD loop, whose remainder is slow.)
-    zero = G[0, 0] - G[0, 0]
-    weight = np.empty(1, dtype=M.dtype)
-    for i in range(n_rows):
-        Gi, Bi, Mi = G[i], B[i], M[i]
-        for t in range(indptr[i], indptr[i + 1]):
-            c = data[t]
-            if c == 0.0:
-                continue
-            j = indices[t]
-            Bj = B[j]
-            p = zero
-            for k in range(K):
-                p += Gi[k] * Bj[k]
-            if not p > p_min:
-                loglik = -math.inf
-                continue
-            weight[0] = c / p
-            w = weight[0]
-            logp = math.log(np.float64(p))
-            if j == i:
-                loglik += c * logp
-                for k in range(K):
-                    Mi[k] += w * Bi[k]
-            else:
-                loglik += 2.0 * c * logp
-                Mj = M[j]
-                for k in range(K):
-                    Mi[k] += w * Bj[k]
-                    Mj[k] += w * Bi[k]
-    return loglik
-
-
-@numba.njit(cache=True, fastmath={"reassoc", "contract"})
-def pairs_em_scatter(indptr, indices, data, G, B, M, p_min, row0, row1, pbuf):
-    """:func:`pairs_em_pass` on the rows ``row0 <= i < row1``, with each pair's probability
-    written to ``pbuf`` instead of its logarithm summed here.
-
-    The caller takes the logarithms of a whole buffer at once (NumPy's SIMD ``log``): one
-    scalar ``log`` per pair was a quarter of the pass (11.5 of 46 ms on the npm summaries'
-    0.8M pairs at K = 100). ``pbuf[t - indptr[row0]]`` receives ``p`` of pair ``t`` in ``G``'s
-    dtype, and 1 where the pair's count is 0 or its ``p <= p_min`` (its logarithm then adds 0;
-    such an impossible pair adds nothing to ``M`` either, and the return value says it was
-    found).
-
-    Parameters
-    ----------
-    indptr, indices, data, G, B, M, p_min
-        As for :func:`pairs_em_pass`.
+        A pair with ``C_ij > 0`` and ``p_ij <= p_min`` is impossible: it adds nothing to ``M``.
     row0, row1 : int
         The rows of this call.
-    pbuf : ndarray of shape (>= indptr[row1] - indptr[row0],), of ``G``'s dtype
+    pbuf : float ndarray of shape (>= indptr[row1] - indptr[row0],)
+        ``pbuf[t - indptr[row0]]`` receives ``p`` of pair ``t``, and 1 where the pair's count
+        is 0 or the pair is impossible (its logarithm then adds 0).
 
     Returns
     -------
     bool
-        Whether some pair with a count had ``p <= p_min``.
+        Whether some pair was impossible (the log-likelihood is then ``-inf``).
     """
     K = B.shape[1]
     base = indptr[row0]
     impossible = False
+    if row1 <= row0:
+        return impossible
     if K == 0:
         for t in range(base, indptr[row1]):
             pbuf[t - base] = 1.0
@@ -160,11 +106,10 @@ def pairs_em_scatter(indptr, indices, data, G, B, M, p_min, row0, row1, pbuf):
 
 @numba.njit(cache=True, fastmath={"reassoc", "contract"})
 def pairs_loglik(indptr, indices, data, G, B):
-    """``Σ_ij C_ij log p_ij`` over ordered pairs, ``p_ij = G_i · B_j``: the log-likelihood
-    :func:`pairs_em_pass` returns, without its scatter into ``M`` (a third of its work: the
-    refinement's last point needs only this).
-
-    Parameters and the ``-inf`` rule as for :func:`pairs_em_pass`.
+    """``Σ_ij C_ij log p_ij`` over ordered pairs, ``p_ij = G_i · B_j``: the log-likelihood of
+    :func:`pairs_em_scatter`'s pass, without its scatter into ``M`` (a third of its work: the
+    refinement's last point needs only this); ``-inf`` where a pair with ``C_ij > 0`` has
+    ``p_ij <= 0``. Arrays as for :func:`pairs_em_scatter`.
     """
     n_rows = indptr.size - 1
     K = B.shape[1]

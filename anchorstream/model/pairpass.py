@@ -4,14 +4,14 @@ pairs: the log-likelihood at ``(B, R)`` and ``M = W B``, ``W = C / (B R Bᵀ)`` 
 The pass runs in float32 on topics padded to a multiple of 8 columns, a block of pairs at a
 time: the kernel (``_kernels/pairs.pairs_em_scatter``) adds the block into ``M`` and leaves
 each pair's probability in a buffer, whose logarithms NumPy then takes at once. Where float32
-cannot hold some pair's probability the pass reruns in float64 (``pairs_em_pass``).
+cannot hold some pair's probability the same pass reruns in float64.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from anchorstream._kernels.pairs import pairs_em_pass, pairs_em_scatter
+from anchorstream._kernels.pairs import pairs_em_scatter
 
 __all__ = ["PAIR_BLOCK", "em_pass"]
 
@@ -34,36 +34,38 @@ def em_pass(pairs, B: np.ndarray, R: np.ndarray, *, block: int = PAIR_BLOCK):
     float64, since every pair reads two random rows of ``B`` and writes one of ``M``, and a
     relative error near 1e-7 is far below what the EM resolves (it stops at gains of 1e-5 per
     pass). Entries below float32's smallest normal number are flushed to 0 (a subnormal
-    operand is slow and means nothing here). The logarithms are taken a ``block`` of pairs at a
-    time by NumPy, not one by one in the kernel (see :data:`PAIR_BLOCK` for the figures),
-    the log-likelihood the same up to the order of its sum, ``M`` the same. Where some observed pair's
-    float32 probability is at most :data:`_P_MIN_FLOAT32` (none on the benchmark's corpora,
-    where the least is ~1e-11) the pass reruns in float64, so ``-inf`` still means what
-    :func:`~anchorstream.model.refine.pair_loglik` means.
+    operand is slow and means nothing here). The logarithms are taken a ``block`` of pairs at
+    a time by NumPy, not one by one in the kernel (:data:`PAIR_BLOCK`). Where some observed
+    pair's float32 probability is at most :data:`_P_MIN_FLOAT32` (none on the benchmark's
+    corpora, where the least is ~1e-11) the pass reruns in float64, so ``-inf`` still means
+    what :func:`~anchorstream.model.refine.pair_loglik` means.
     """
     G = B @ R
     K = B.shape[1]
     width = -(-K // _LANES) * _LANES
     B32, G32 = _padded_float32(B, width), _padded_float32(G, width)
     M32 = np.zeros_like(B32)
-    loglik = _blocked_pass(pairs, G32, B32, M32, int(block))
+    loglik = _blocked_pass(pairs, G32, B32, M32, int(block), _P_MIN_FLOAT32, give_up=True)
     if np.isfinite(loglik):
         return float(loglik), M32[:, :K].astype(np.float64)
     M = np.zeros_like(B)
-    loglik = pairs_em_pass(pairs.indptr, pairs.indices, pairs.data, np.ascontiguousarray(G), B,
-                           M)
+    loglik = _blocked_pass(pairs, np.ascontiguousarray(G), np.ascontiguousarray(B), M,
+                           int(block), 0.0, give_up=False)
     return float(loglik), M
 
 
-def _blocked_pass(pairs, G32, B32, M32, block: int) -> float:
-    """The float32 pass, ``block`` pairs (whole rows) at a time; ``-inf`` where a pair's
-    probability is at most :data:`_P_MIN_FLOAT32`."""
+def _blocked_pass(pairs, G, B, M, block: int, p_min: float, *, give_up: bool) -> float:
+    """The pass into ``M``, ``block`` pairs (whole rows) at a time: the log-likelihood, or
+    ``-inf`` where some pair's probability is at most ``p_min``; with ``give_up`` it returns
+    at the first such block (the float32 pass, which is then rerun), else ``M`` still gets
+    every other pair (the float64 pass's result)."""
     indptr, data, diagonal = pairs.indptr, pairs.data, pairs.diagonal
     n = indptr.size - 1
     # float64: the kernel's float32 probabilities, their logarithms as exact as the kernel's
     # own (a float32 logarithm, twice as fast, made converged EM steps' gains noise).
     pbuf = np.empty(min(max(block, 1), max(int(indptr[-1]), 1)))
     loglik = 0.0
+    impossible = False
     row0 = 0
     while row0 < n:
         # Whole rows up to `block` pairs, at least one row (a longer row gets its own buffer).
@@ -71,15 +73,16 @@ def _blocked_pass(pairs, G32, B32, M32, block: int) -> float:
                    row0 + 1)
         t0, t1 = int(indptr[row0]), int(indptr[row1])
         buf = pbuf[: t1 - t0] if t1 - t0 <= pbuf.size else np.empty(t1 - t0)
-        if pairs_em_scatter(indptr, pairs.indices, data, G32, B32, M32, _P_MIN_FLOAT32, row0,
-                            row1, buf):
-            return -np.inf
+        if pairs_em_scatter(indptr, pairs.indices, data, G, B, M, p_min, row0, row1, buf):
+            if give_up:
+                return -np.inf
+            impossible = True
         logs = np.log(buf)
         # An off-diagonal pair stands for two ordered pairs, a diagonal one for one.
         d = diagonal[np.searchsorted(diagonal, t0): np.searchsorted(diagonal, t1)]
         loglik += 2.0 * float(data[t0:t1] @ logs) - float(data[d] @ logs[d - t0])
         row0 = row1
-    return loglik
+    return -np.inf if impossible else loglik
 
 
 def _padded_float32(X: np.ndarray, width: int) -> np.ndarray:
