@@ -1,7 +1,8 @@
 """numba kernels of the pair-likelihood refinement (``anchorstream/model/refine.py``).
 
 Arrays in, arrays out; the wrappers in ``anchorstream/model/refine.py`` and
-``anchorstream/model/pairpass.py`` check shapes, dtypes and contiguity. Slow twins (vectorized NumPy/SciPy) live in ``tests/naive_pairs.py``.
+``anchorstream/model/pairpass.py`` check shapes, dtypes and contiguity. Slow twins (vectorized
+NumPy/SciPy) live in ``tests/naive_pairs.py``.
 """
 
 from __future__ import annotations

@@ -96,6 +96,12 @@ def _check_seed(seed) -> int:
     return int(seed)
 
 
+def _check_projections(n_projections) -> int:
+    if int(n_projections) != n_projections or n_projections < 1:
+        raise InputError(f"n_projections must be a positive integer, got {n_projections!r}")
+    return int(n_projections)
+
+
 def random_directions(doc_ids, n_projections: int, seed: int = 0) -> np.ndarray:
     """Standard Gaussian direction coordinates of documents, a pure function of their ids.
 
@@ -124,10 +130,8 @@ def random_directions(doc_ids, n_projections: int, seed: int = 0) -> np.ndarray:
     """
     ids = _check_doc_ids(doc_ids, len(np.atleast_1d(doc_ids)))
     seed = _check_seed(seed)
-    if int(n_projections) != n_projections or n_projections < 1:
-        raise InputError(f"n_projections must be a positive integer, got {n_projections!r}")
     keys = _doc_keys(seed, ids, _SALT_DIRECTIONS)[:, None]
-    counter = np.arange(int(n_projections), dtype=np.uint64)[None, :] * np.uint64(2)
+    counter = np.arange(_check_projections(n_projections), dtype=np.uint64)[None, :] * np.uint64(2)
     u1 = _uniform(_mix(keys ^ _mix(counter)))
     u2 = _uniform(_mix(keys ^ _mix(counter + np.uint64(1))))
     # Box–Muller; 1 − u1 lies in (0, 1], so the logarithm is finite.
@@ -156,9 +160,7 @@ def project_words(F, doc_ids, n_projections: int, seed: int = 0) -> np.ndarray:
     F = sp.csr_matrix(F)
     ids = _check_doc_ids(doc_ids, F.shape[0])
     seed = _check_seed(seed)
-    if int(n_projections) != n_projections or n_projections < 1:
-        raise InputError(f"n_projections must be a positive integer, got {n_projections!r}")
-    P = int(n_projections)
+    P = _check_projections(n_projections)
     counter = np.arange(P, dtype=np.uint64) * np.uint64(2)
     out = np.zeros((F.shape[1], P))
     # The hash's products wrap by design; NumPy would warn where the kernel runs without JIT.
@@ -275,8 +277,7 @@ class RPSketch:
     @classmethod
     def zeros(cls, n_words: int, n_projections: int, seed: int = 0) -> RPSketch:
         """The empty sketch (identity of :meth:`merge`)."""
-        if int(n_projections) != n_projections or n_projections < 1:
-            raise InputError(f"n_projections must be a positive integer, got {n_projections!r}")
+        n_projections = _check_projections(n_projections)
         if int(n_words) != n_words or n_words < 0:
             raise InputError(f"n_words must be an int >= 0, got {n_words!r}")
         V, P = int(n_words), int(n_projections)
