@@ -73,6 +73,9 @@ def pairs_em_scatter(indptr, indices, data, G, B, M, p_min, row0, row1, pbuf):
             if data[t] != 0.0:
                 impossible = True
         return impossible
+    # ``p`` and ``w`` in the arrays' dtype: a float64 one would turn the float32 products
+    # into float64 ones. (``p`` starts from a zero of that dtype and sums all K terms: a sum
+    # started from the first term leaves K - 1 for the SIMD loop, whose remainder is slow.)
     zero = G[0, 0] - G[0, 0]
     weight = np.empty(1, dtype=M.dtype)
     for i in range(row0, row1):

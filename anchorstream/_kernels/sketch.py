@@ -13,10 +13,11 @@ import math
 import numba
 import numpy as np
 
-# SplitMix64's finalizer, as ``wordpatterns._mix`` computes it on arrays (the same constants).
-_M1 = np.uint64(0xBF58476D1CE4E5B9)
-_M2 = np.uint64(0x94D049BB133111EB)
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+#: SplitMix64's finalizer constants, here and in ``wordpatterns._mix``, which hashes arrays
+#: with them: the kernel and the public ``random_directions`` must draw the same directions.
+SPLITMIX_M1 = np.uint64(0xBF58476D1CE4E5B9)
+SPLITMIX_M2 = np.uint64(0x94D049BB133111EB)
+SPLITMIX_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _S30, _S27, _S31, _S11 = np.uint64(30), np.uint64(27), np.uint64(31), np.uint64(11)
 _TO_UNIT = 1.0 / 9007199254740992.0  # 2**-53
 
@@ -27,9 +28,9 @@ _BLOCK = 64
 
 @numba.njit(cache=True, inline="always")
 def _mix(x):
-    z = x + _GOLDEN
-    z = (z ^ (z >> _S30)) * _M1
-    z = (z ^ (z >> _S27)) * _M2
+    z = x + SPLITMIX_GOLDEN
+    z = (z ^ (z >> _S30)) * SPLITMIX_M1
+    z = (z ^ (z >> _S27)) * SPLITMIX_M2
     return z ^ (z >> _S31)
 
 

@@ -24,7 +24,8 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from anchorstream._kernels.sketch import project_documents
+from anchorstream._kernels.sketch import (SPLITMIX_GOLDEN, SPLITMIX_M1, SPLITMIX_M2,
+                                          project_documents)
 from anchorstream.stats.cooccurrence import as_counts_csr, check_count
 from anchorstream.errors import InputError
 from anchorstream.stats.sums import field_sums
@@ -45,9 +46,6 @@ __all__ = [
 # Counter-based randomness: a pure function of (seed, document id, counter)
 # --------------------------------------------------------------------------------------------
 
-_M1 = np.uint64(0xBF58476D1CE4E5B9)
-_M2 = np.uint64(0x94D049BB133111EB)
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 # Distinct streams for the directions and the document split, so they are independent.
 _SALT_DIRECTIONS = np.uint64(0x5250)  # "RP"
 _SALT_SPLIT = np.uint64(0x444450)  # "DDP"
@@ -60,9 +58,9 @@ def _mix(x: np.ndarray) -> np.ndarray:
     document: it is vectorized over a whole batch and needs no state, so the value for a given
     document never depends on batching, order or what came before.
     """
-    z = np.asarray(x, dtype=np.uint64) + _GOLDEN
-    z = (z ^ (z >> np.uint64(30))) * _M1
-    z = (z ^ (z >> np.uint64(27))) * _M2
+    z = np.asarray(x, dtype=np.uint64) + SPLITMIX_GOLDEN
+    z = (z ^ (z >> np.uint64(30))) * SPLITMIX_M1
+    z = (z ^ (z >> np.uint64(27))) * SPLITMIX_M2
     return z ^ (z >> np.uint64(31))
 
 
