@@ -5,7 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from anchorstream._kernels.pairs import pairs_em_scatter, pairs_loglik, pairs_upper_from_dense
+from anchorstream._kernels.pairs import (
+    pairs_em_scatter,
+    pairs_probabilities,
+    pairs_upper_from_dense,
+)
 from tests.naive_pairs import naive_em_pass, naive_em_scatter, naive_upper_from_dense
 
 
@@ -22,25 +26,45 @@ def test_upper_from_dense_matches_twin(rng, n, density):
         np.testing.assert_array_equal(got, want)
 
 
+def _loglik(indptr, indices, data, p):
+    """``Σ C log p`` over ordered pairs from the upper triangle's probabilities."""
+    rows = np.repeat(np.arange(indptr.size - 1), np.diff(indptr))
+    return float((data * np.where(rows == indices, 1.0, 2.0)) @ np.log(p))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("n, K, density", [(1, 1, 1.0), (6, 2, 0.5), (11, 4, 0.3),
                                            (8, 3, 1.0)])
-def test_loglik_matches_twin(rng, n, K, density):
+def test_probabilities_match_the_twins_loglik_on_every_row_range(rng, dtype, n, K, density):
     dense = symmetric_counts(rng, n, density)
     indptr, indices, data = pairs_upper_from_dense(dense)
+    if data.size > 1:
+        data[-1] = 0.0  # a stored zero: p 1
     B = rng.random((n, K)) + 0.05
     R = rng.random((K, K))
     G = np.ascontiguousarray(B @ (R + R.T))
     want, _ = naive_em_pass(indptr, indices, data, G, B)
-    np.testing.assert_allclose(pairs_loglik(indptr, indices, data, G, B), want, rtol=1e-12,
-                               atol=1e-14)
+    tol = dict(rtol=1e-5, atol=1e-6) if dtype == np.float32 else dict(rtol=1e-12, atol=1e-14)
+    p = np.full(data.size, np.nan)
+    for row0, row1 in [(0, n // 2), (n // 2, n)]:
+        t0, t1 = indptr[row0], indptr[row1]
+        assert not pairs_probabilities(indptr, indices, data, G.astype(dtype), B.astype(dtype),
+                                       0.0, row0, row1, p[t0:t1])
+    assert not np.isnan(p).any()
+    if data.size > 1:
+        assert p[-1] == 1.0
+    np.testing.assert_allclose(_loglik(indptr, indices, data, p), want, **tol)
 
 
-def test_loglik_of_a_zero_probability_pair_is_minus_infinity():
+def test_probabilities_flag_a_pair_at_or_below_p_min():
     # Word 0 and word 1 share no topic: their pair is impossible under the model.
     indptr, indices, data = pairs_upper_from_dense(np.array([[1.0, 2.0], [2.0, 0.0]]))
     B = np.array([[1.0, 0.0], [0.0, 1.0]])
     G = np.ascontiguousarray(B @ np.eye(2))
-    assert pairs_loglik(indptr, indices, data, G, B) == -np.inf
+    p = np.empty(2)
+    assert pairs_probabilities(indptr, indices, data, G, B, 0.0, 0, 2, p)
+    np.testing.assert_array_equal(p, [1.0, 1.0])  # the impossible pair's log adds 0
+    assert not pairs_probabilities(indptr, indices, data, G, B, 0.0, 0, 0, p)
     assert naive_em_pass(indptr, indices, data, G, B)[0] == -np.inf
 
 

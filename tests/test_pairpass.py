@@ -1,5 +1,6 @@
 """One E-step pass over the pairs (``anchorstream/model/pairpass.py``): float32 in blocks
-against the float64 kernel pass."""
+against the float64 kernel pass; the log-likelihood alone (``loglik_pass``) against the
+E-step's."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import numpy as np
 import pytest
 
 from anchorstream.model.pairpass import em_pass as _estep
+from anchorstream.model.pairpass import loglik_pass
 from anchorstream.model.refine import pair_counts, pair_loglik
 from tests.naive_pairs import naive_em_pass
 
@@ -57,6 +59,7 @@ def test_an_impossible_pair_gives_minus_infinity_and_the_rest_of_m():
     ll, M = _estep(pairs, B, R, block=2)
     want_ll, want_M = _float64_estep(pairs, B, R)
     assert ll == want_ll == -np.inf
+    assert loglik_pass(pairs, B, R, block=2) == pair_loglik(pairs, B, R) == -np.inf
     np.testing.assert_allclose(M, want_M, rtol=1e-12)
     assert np.any(M > 0)
 
@@ -80,3 +83,29 @@ def test_the_pass_in_blocks_of_pairs_is_the_same_pass(rng, block):
     one_ll, one_M = _estep(pairs, B, R, block=1 << 20)
     np.testing.assert_array_equal(M, one_M)
     assert ll == pytest.approx(one_ll, rel=1e-12)
+
+
+@pytest.mark.parametrize("block", [1, 7, 1 << 16])
+@pytest.mark.parametrize("K", [1, 6, 13])
+def test_the_loglik_pass_is_the_estep_loglik(rng, K, block):
+    """The same float32 probabilities as the E-step, in any blocks: the same log-likelihood
+    bit for bit (a refinement's trace compares the two), within float32's error of float64."""
+    C = rng.random((25, 25)) * (rng.random((25, 25)) < 0.6)
+    C[3, 3] = 0.0
+    pairs = pair_counts(C + C.T)
+    B = rng.random((25, K)) + 0.01
+    B /= B.sum(axis=0)
+    R = rng.random((K, K))
+    R = (R + R.T) / (2 * R.sum())
+    ll = loglik_pass(pairs, B, R, block=block)
+    assert ll == _estep(pairs, B, R, block=block)[0]
+    assert loglik_pass(pairs, B, R) == _estep(pairs, B, R)[0] == pair_loglik(pairs, B, R)
+    assert ll == pytest.approx(_float64_estep(pairs, B, R)[0], rel=1e-6)
+
+
+def test_the_loglik_pass_falls_back_to_float64_as_the_estep_does():
+    pairs = pair_counts(np.ones((3, 3)))
+    B = np.array([[0.5, 0.5], [0.5, 0.5], [1e-20, 1e-20]])  # pairs of word 2: p ~ 1e-40
+    R = np.full((2, 2), 0.25)
+    ll = loglik_pass(pairs, B, R)
+    assert np.isfinite(ll) and ll == pytest.approx(_float64_estep(pairs, B, R)[0], rel=1e-12)

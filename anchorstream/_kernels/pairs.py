@@ -7,8 +7,6 @@ NumPy/SciPy) live in ``tests/naive_pairs.py``.
 
 from __future__ import annotations
 
-import math
-
 import numba
 import numpy as np
 
@@ -109,29 +107,39 @@ def pairs_em_scatter(indptr, indices, data, G, B, M, p_min, row0, row1, pbuf):
 
 
 @numba.njit(cache=True, fastmath={"reassoc", "contract"})
-def pairs_loglik(indptr, indices, data, G, B):
-    """``Σ_ij C_ij log p_ij`` over ordered pairs, ``p_ij = G_i · B_j``: the log-likelihood of
-    :func:`pairs_em_scatter`'s pass, without its scatter into ``M`` (a third of its work: the
-    refinement's last point needs only this); ``-inf`` where a pair with ``C_ij > 0`` has
-    ``p_ij <= 0``. Arrays as for :func:`pairs_em_scatter`.
+def pairs_probabilities(indptr, indices, data, G, B, p_min, row0, row1, pbuf):
+    """Each pair's probability ``p_ij = G_i · B_j`` for the rows ``row0 <= i < row1``, into
+    ``pbuf``: :func:`pairs_em_scatter`'s pass without its scatter into ``M`` (a third of its
+    work), for a log-likelihood alone (the refinement's last point). Arguments, ``pbuf``'s
+    contents and the result as for :func:`pairs_em_scatter`.
     """
-    n_rows = indptr.size - 1
     K = B.shape[1]
-    loglik = 0.0
-    for i in range(n_rows):
+    base = indptr[row0]
+    impossible = False
+    if row1 <= row0:
+        return impossible
+    if K == 0:
+        for t in range(base, indptr[row1]):
+            pbuf[t - base] = 1.0
+            if data[t] != 0.0:
+                impossible = True
+        return impossible
+    zero = G[0, 0] - G[0, 0]  # p in the arrays' dtype, as in pairs_em_scatter
+    for i in range(row0, row1):
         Gi = G[i]
         for t in range(indptr[i], indptr[i + 1]):
-            c = data[t]
-            if c == 0.0:
+            pbuf[t - base] = 1.0
+            if data[t] == 0.0:
                 continue
             Bj = B[indices[t]]
-            p = 0.0
+            p = zero
             for k in range(K):
                 p += Gi[k] * Bj[k]
-            if not p > 0.0:
-                return -math.inf
-            loglik += (c if indices[t] == i else 2.0 * c) * math.log(p)
-    return loglik
+            if p > p_min:
+                pbuf[t - base] = p
+            else:
+                impossible = True
+    return impossible
 
 
 @numba.njit(cache=True)

@@ -1,5 +1,6 @@
 """One E-step pass of the pair refinement (:mod:`anchorstream.model.refine`) over the word
-pairs: the log-likelihood at ``(B, R)`` and ``M = W B``, ``W = C / (B R Bᵀ)`` on the pairs.
+pairs: the log-likelihood at ``(B, R)`` and ``M = W B``, ``W = C / (B R Bᵀ)`` on the pairs;
+and the same pass for the log-likelihood alone.
 
 The pass runs in float32 on topics padded to a multiple of 8 columns, a block of pairs at a
 time: the kernel (``_kernels/pairs.pairs_em_scatter``) adds the block into ``M`` and leaves
@@ -11,9 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from anchorstream._kernels.pairs import pairs_em_scatter
+from anchorstream._kernels.pairs import pairs_em_scatter, pairs_probabilities
 
-__all__ = ["PAIR_BLOCK", "em_pass"]
+__all__ = ["PAIR_BLOCK", "em_pass", "loglik_pass"]
 
 #: The E-step's pass runs on float32 topics padded to a multiple of this many columns (one
 #: AVX2 register of float32).
@@ -54,11 +55,28 @@ def em_pass(pairs, B: np.ndarray, R: np.ndarray, *, block: int = PAIR_BLOCK):
     return float(loglik), M
 
 
+def loglik_pass(pairs, B: np.ndarray, R: np.ndarray, *, block: int = PAIR_BLOCK) -> float:
+    """The log-likelihood of :func:`em_pass` at ``(B, R)`` without ``M``: the same float32
+    probabilities (float64 where float32 cannot hold one), so the two agree at the same point.
+    It replaced a float64 pass with a logarithm per pair, taking 0.5-0.65x its time (60,000
+    npm summaries' 0.4M pairs, one thread: 9.0 → 4.8 ms at K = 50, 13.4 → 8.6 at K = 100; the
+    values within 2e-10 of each other)."""
+    G = B @ R
+    K = B.shape[1]
+    width = -(-K // _LANES) * _LANES
+    loglik = _blocked_pass(pairs, _padded_float32(G, width), _padded_float32(B, width), None,
+                           int(block), _P_MIN_FLOAT32, give_up=True)
+    if np.isfinite(loglik):
+        return float(loglik)
+    return float(_blocked_pass(pairs, np.ascontiguousarray(G), np.ascontiguousarray(B), None,
+                               int(block), 0.0, give_up=False))
+
+
 def _blocked_pass(pairs, G, B, M, block: int, p_min: float, *, give_up: bool) -> float:
-    """The pass into ``M``, ``block`` pairs (whole rows) at a time: the log-likelihood, or
-    ``-inf`` where some pair's probability is at most ``p_min``; with ``give_up`` it returns
-    at the first such block (the float32 pass, which is then rerun), else ``M`` still gets
-    every other pair (the float64 pass's result)."""
+    """The pass into ``M`` (None: the log-likelihood alone), ``block`` pairs (whole rows) at a
+    time: the log-likelihood, or ``-inf`` where some pair's probability is at most ``p_min``;
+    with ``give_up`` it returns at the first such block (the float32 pass, which is then
+    rerun), else ``M`` still gets every other pair (the float64 pass's result)."""
     indptr, data, diagonal = pairs.indptr, pairs.data, pairs.diagonal
     n = indptr.size - 1
     # float64: the kernel's float32 probabilities, their logarithms as exact as the kernel's
@@ -73,7 +91,9 @@ def _blocked_pass(pairs, G, B, M, block: int, p_min: float, *, give_up: bool) ->
                    row0 + 1)
         t0, t1 = int(indptr[row0]), int(indptr[row1])
         buf = pbuf[: t1 - t0] if t1 - t0 <= pbuf.size else np.empty(t1 - t0)
-        if pairs_em_scatter(indptr, pairs.indices, data, G, B, M, p_min, row0, row1, buf):
+        if (pairs_probabilities(indptr, pairs.indices, data, G, B, p_min, row0, row1, buf)
+                if M is None else
+                pairs_em_scatter(indptr, pairs.indices, data, G, B, M, p_min, row0, row1, buf)):
             if give_up:
                 return -np.inf
             impossible = True

@@ -52,9 +52,9 @@ from functools import cached_property
 import numpy as np
 import scipy.sparse as sp
 
-from anchorstream._kernels.pairs import pairs_loglik, pairs_upper_from_dense
+from anchorstream._kernels.pairs import pairs_upper_from_dense
 from anchorstream.errors import InputError
-from anchorstream.model.pairpass import em_pass
+from anchorstream.model.pairpass import em_pass, loglik_pass
 
 __all__ = ["REFINE_AUTO_MAX_LENGTH", "REFINE_METHODS", "REFINE_MAX_ITER", "REFINE_PATIENCE",
            "REFINE_SMOOTHING",
@@ -192,10 +192,10 @@ def _check(pairs: PairCounts, B, R):
 
 def pair_loglik(pairs: PairCounts, topic_word, topic_topic) -> float:
     """``Σ_ij C_ij log p_ij`` over ordered pairs, ``p = B R Bᵀ`` (``-inf`` where an observed
-    pair has probability 0)."""
+    pair has probability 0), as the E-step computes it
+    (:func:`~anchorstream.model.pairpass.loglik_pass`)."""
     B, R = _check(pairs, topic_word, topic_topic)
-    G = np.ascontiguousarray(B @ R)
-    return float(pairs_loglik(pairs.indptr, pairs.indices, pairs.data, G, B))
+    return loglik_pass(pairs, B, R)
 
 
 def refine_method_for(method: str, num_docs: float, num_tokens: float) -> str:
