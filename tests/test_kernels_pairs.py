@@ -65,6 +65,10 @@ def test_probabilities_flag_a_pair_at_or_below_p_min():
     assert pairs_probabilities(indptr, indices, data, G, B, 0.0, 0, 2, p)
     np.testing.assert_array_equal(p, [1.0, 1.0])  # the impossible pair's log adds 0
     assert not pairs_probabilities(indptr, indices, data, G, B, 0.0, 0, 0, p)
+    none = np.zeros((2, 0))  # no topics: every observed pair is impossible
+    p[:] = np.nan
+    assert pairs_probabilities(indptr, indices, data, none, none, 0.0, 0, 2, p)
+    np.testing.assert_array_equal(p, [1.0, 1.0])
     assert naive_em_pass(indptr, indices, data, G, B)[0] == -np.inf
 
 

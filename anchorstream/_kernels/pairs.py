@@ -116,15 +116,9 @@ def pairs_probabilities(indptr, indices, data, G, B, p_min, row0, row1, pbuf):
     K = B.shape[1]
     base = indptr[row0]
     impossible = False
-    if row1 <= row0:
-        return impossible
-    if K == 0:
-        for t in range(base, indptr[row1]):
-            pbuf[t - base] = 1.0
-            if data[t] != 0.0:
-                impossible = True
-        return impossible
-    zero = G[0, 0] - G[0, 0]  # p in the arrays' dtype, as in pairs_em_scatter
+    # p in the arrays' dtype, as in pairs_em_scatter; with no topics every observed pair is
+    # impossible (p = 0).
+    zero = np.zeros(1, G.dtype)[0]
     for i in range(row0, row1):
         Gi = G[i]
         for t in range(indptr[i], indptr[i + 1]):
