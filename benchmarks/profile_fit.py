@@ -55,11 +55,17 @@ def child(argv: list[str]) -> int:
 
     Dispatcher._compile_for_args = timed
     numba_import = time.process_time() - started
-    from daemon.cli import main
+    import atexit
 
-    code = main(argv[1:])
-    out.write_text(json.dumps({"numba_load": spent[0], "numba_import": numba_import}))
-    return code
+    from daemon.cli import entry
+
+    # The command ends the process as `anchorstream` does (daemon.cli.entry), running the exit
+    # handlers first: the figures are written by one.
+    atexit.register(lambda: out.write_text(
+        json.dumps({"numba_load": spent[0], "numba_import": numba_import})))
+    sys.argv = ["anchorstream", *argv[1:]]
+    entry()
+    return 0
 
 
 def run_once(corpus, K: int, V: int, args: list[str]) -> dict:

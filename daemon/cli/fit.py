@@ -103,7 +103,8 @@ def register(subparsers) -> None:
                         "(default %(default)s; 'none': rank by probability)")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bars")
     # Icechunk's logging is set up (and Icechunk imported) only for a fit on a store.
-    p.set_defaults(func=run, uses_store=lambda args: args.store is not None)
+    # One fit and its synced snapshot: nothing to tear down (daemon.cli.entry).
+    p.set_defaults(func=run, uses_store=lambda args: args.store is not None, quick_exit=True)
 
 
 def _model_options(p) -> None:

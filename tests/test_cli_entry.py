@@ -1,0 +1,111 @@
+"""The ``anchorstream`` process entry (``daemon.cli.entry``): a ``fit`` ends its process
+without the interpreter's teardown, yet with its output, exit code, exit handlers and
+other threads' work all as a normal exit leaves them. Each test runs a real process."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from anchorstream.snapshot import read_snapshot
+
+WORDS = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa"]
+
+
+@pytest.fixture(scope="module")
+def docs(tmp_path_factory):
+    path = tmp_path_factory.mktemp("entry") / "docs.jsonl"
+    lines = []
+    for d in range(400):
+        half = WORDS[:5] if d % 2 else WORDS[5:]
+        lines.append(json.dumps({"text": " ".join(half[(d + i) % 5] for i in range(8))}))
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _run(script: str, cwd) -> subprocess.CompletedProcess:
+    # A deadline for a stuck process, not a measure of speed.
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(script)], cwd=cwd,
+                          capture_output=True, text=True, timeout=600)
+
+
+def _fit_argv(docs, out) -> list[str]:
+    return ["anchorstream", "fit", "--input", str(docs), "--topics", "2", "--vocab-size", "10",
+            "--min-df", "1", "--out", str(out)]
+
+
+def test_a_fit_ends_its_process_with_its_output_and_exit_handlers(docs, tmp_path):
+    out = tmp_path / "snap"
+    marker = tmp_path / "handler-ran"
+    proc = _run(f"""
+        import atexit, pathlib, sys
+        atexit.register(lambda: pathlib.Path({str(marker)!r}).write_text("yes"))
+        from daemon.cli import entry
+        sys.argv = {_fit_argv(docs, out)!r}
+        print("before the fit", flush=False)  # buffered: the exit must flush it
+        entry()
+        print("never printed")
+        """, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("before the fit")
+    assert "never printed" not in proc.stdout
+    assert f"wrote {out}" in proc.stderr
+    assert marker.read_text() == "yes"
+    assert read_snapshot(out).num_topics == 2
+
+
+def test_a_failed_fit_exits_with_its_code_and_message(docs, tmp_path):
+    out = tmp_path / "snap"
+    out.mkdir()  # snapshots are immutable: an existing path is refused
+    proc = _run(f"""
+        import sys
+        from daemon.cli import entry
+        sys.argv = {_fit_argv(docs, out)!r}
+        entry()
+        """, tmp_path)
+    assert proc.returncode == 1
+    assert "anchorstream fit: error:" in proc.stderr and "already exists" in proc.stderr
+
+
+def test_a_thread_still_running_gets_a_normal_exit(docs, tmp_path):
+    """A non-daemon thread alive when the fit ends is waited for, as by a normal exit (were
+    the process ended at once, the thread would never write; on a machine slow enough for it
+    to finish first, the test still passes)."""
+    out = tmp_path / "snap"
+    done = tmp_path / "thread-done"
+    proc = _run(f"""
+        import pathlib, sys, threading, time
+        from daemon.cli import entry
+        go = threading.Event()
+        def work():
+            go.wait()  # released by the fit's end, below
+            time.sleep(2)  # still running when the fit's process would end
+            pathlib.Path({str(done)!r}).write_text("done")
+        threading.Thread(target=work).start()
+        import daemon.cli.fit as fit
+        run = fit.run
+        def run_then_release(args):
+            code = run(args)
+            go.set()
+            return code
+        fit.run = run_then_release
+        sys.argv = {_fit_argv(docs, out)!r}
+        entry()
+        """, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert done.read_text() == "done"
+
+
+def test_python_dash_m_daemon_is_the_same_command(docs, tmp_path):
+    out = tmp_path / "snap"
+    proc = subprocess.run([sys.executable, "-m", "daemon", *_fit_argv(docs, out)[1:]],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    assert read_snapshot(out).num_topics == 2
+    bad = subprocess.run([sys.executable, "-m", "daemon", "fit", "--topics", "2"],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert bad.returncode == 2 and "--input" in bad.stderr
