@@ -436,10 +436,14 @@ def test_anchor_candidates_raise_the_threshold_on_a_large_corpus():
     X, _ = sample_documents(planted_model(200, 5, random_state=0), 3000, 20, random_state=1)
     df = np.asarray((X > 0).sum(axis=0)).ravel()
     cooc = cooccurrence(X)
-    capped = AnchorModel(5, anchor_min_df=10, anchor_candidates=4).fit(cooc)
-    assert (df >= 10).sum() > 20  # more than 4 x 5 words reach anchor_min_df
-    assert capped.anchor_min_df_ == np.sort(df)[::-1][19] > 10
+    capped = AnchorModel(5, anchor_min_df=10, anchor_candidates=20).fit(cooc)
+    assert (df >= 10).sum() > 100  # more than 20 x 5 words reach anchor_min_df
+    assert capped.anchor_min_df_ == np.sort(df)[::-1][99] > 10
+    assert capped.anchor_min_df_ < 0.05 * 3000  # under the ceiling (test_candidates.py)
     assert np.all(df[capped.anchors_] >= capped.anchor_min_df_)
+    # 4 x 5 candidates would need 576 documents: the threshold stops at 5% of them.
+    assert np.sort(df)[::-1][19] > 150
+    assert AnchorModel(5, anchor_min_df=10, anchor_candidates=4).fit(cooc).anchor_min_df_ == 150
     free = AnchorModel(5, anchor_min_df=10, anchor_candidates=0).fit(cooc)
     assert free.anchor_min_df_ == 10
     with pytest.raises(InputError, match="anchor_candidates"):

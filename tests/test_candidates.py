@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from anchorstream.errors import InputError
 from anchorstream.model.anchors import fast_anchor_words, pivoted_qr_anchors
-from anchorstream.model.candidates import row_noise
+from anchorstream.model.candidates import CAP_MAX_SHARE, anchor_min_df_for, row_noise
 from anchorstream.model.pipeline import AnchorModel
 from anchorstream.stats.cooccurrence import cooccurrence
 from anchorstream.synthetic import planted_model, population_cooccurrence, sample_documents
@@ -83,3 +85,38 @@ def test_the_model_passes_each_rows_noise_to_the_search():
     for bad in (-0.5, float("inf"), True, "1"):
         with pytest.raises(InputError, match="anchor_noise"):
             AnchorModel(5, anchor_noise=bad)
+
+
+@settings(max_examples=200, deadline=None)
+@given(df=st.lists(st.integers(0, 1000), min_size=1, max_size=60), K=st.integers(1, 5),
+       min_df=st.integers(1, 200), per_topic=st.integers(0, 12),
+       num_docs=st.integers(1, 20000))
+def test_the_cap_is_never_above_five_percent_of_the_documents(df, K, min_df, per_topic,
+                                                              num_docs):
+    num_docs = max(num_docs, max(df))  # no word in more documents than there are
+    capped = anchor_min_df_for(df, K, min_df, per_topic, num_docs=num_docs)
+    plain = anchor_min_df_for(df, K, min_df, per_topic)
+    if plain > min_df:  # the cap raised the threshold: at most to 5% of the documents
+        assert capped == max(min(plain, CAP_MAX_SHARE * num_docs), min_df)
+    else:  # the fallback or min_df itself: the ceiling does not apply
+        assert capped == plain
+
+
+def test_a_flat_vocabulary_keeps_its_rarer_anchors_as_candidates():
+    """Ding et al.'s separable model (500 words, K = 5, 100 novel words): every word is in
+    many documents, but the novel ones rank 390-415 by frequency, below the 40 K = 200 most
+    frequent. A word in 5% of the documents stays a candidate, so each topic gets a novel
+    word as its anchor."""
+    rng = np.random.default_rng(0)
+    W, K, n_novel = 500, 5, 100
+    B = rng.dirichlet(np.ones(K), size=W)
+    B[:n_novel] = 0.0
+    B[np.arange(n_novel), np.arange(n_novel) % K] = rng.uniform(0.0, 1.0, n_novel)
+    B /= B.sum(axis=0)
+    theta = rng.dirichlet(np.full(K, 0.1), size=1000)
+    X = np.stack([rng.multinomial(100, B @ t) for t in theta])
+    model = AnchorModel(n_topics=K, anchor_min_df=10).fit(cooccurrence(X))
+    assert model.anchor_min_df_ <= CAP_MAX_SHARE * 1000
+    owner = np.where((B[model.anchors_] > 0).sum(axis=1) == 1, B[model.anchors_].argmax(axis=1),
+                     -1)
+    assert sorted(owner) == list(range(K))  # one novel word of each topic

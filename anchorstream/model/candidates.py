@@ -15,8 +15,8 @@ import numpy as np
 
 from anchorstream.errors import InputError
 
-__all__ = ["ANCHOR_CANDIDATES", "ANCHOR_MIN_DF", "ANCHOR_NOISE", "anchor_min_df_for",
-           "candidate_words", "row_noise"]
+__all__ = ["ANCHOR_CANDIDATES", "ANCHOR_MIN_DF", "ANCHOR_NOISE", "CAP_MAX_SHARE",
+           "anchor_min_df_for", "candidate_words", "row_noise"]
 
 #: Default minimum document frequency of an anchor word. An anchor's row of the co-occurrence
 #: is estimated from the documents it is in, and the convex hull's vertices are where rows
@@ -39,6 +39,16 @@ _CANDIDATES_PER_TOPIC = 2
 #: 0.176 with all 4,764 words of >= 100 documents, 0.150-0.156 with the 23-40 K most frequent
 #: (docs/algorithms.md; benchmarks/README.md, "Anchor candidates").
 ANCHOR_CANDIDATES = 40
+
+#: The cap never raises the threshold above this share of the documents: a word in 5% of them
+#: is no rare word of a long tail, whatever its rank. On Ding et al.'s separable model (500
+#: words, K = 5, flat frequencies) the 40 K = 200 most frequent words left out every novel
+#: word (ranked 390-415, each in 14-16% of the documents), and the default's ℓ1 was 0.41 /
+#: 0.41 / 0.32 at 200 / 500 / 1000 documents against 0.31 / 0.21 / 0.17 with them. On every
+#: corpus of the quality benchmark the capped threshold is below 5% (the most: 493 of
+#: 100,000 documents), so none of them changes (benchmarks/README.md, "Seed methods, session
+#: 31").
+CAP_MAX_SHARE = 0.05
 
 #: Default multiple of each row's estimated sampling noise (:func:`row_noise`) taken off its
 #: squared distance to the span when the search chooses the next anchor (0: the plain
@@ -88,7 +98,7 @@ def candidate_words(doc_freq, min_df: float) -> np.ndarray:
 
 
 def anchor_min_df_for(doc_freq, n_topics: int, min_df: float,
-                      per_topic: int = 0) -> float:
+                      per_topic: int = 0, num_docs: float | None = None) -> float:
     """The document frequency an anchor needs here: ``min_df``; less where a small corpus
     has fewer than ``2 n_topics`` words that frequent; more where ``per_topic > 0`` and more
     than ``per_topic * n_topics`` words are that frequent.
@@ -96,7 +106,8 @@ def anchor_min_df_for(doc_freq, n_topics: int, min_df: float,
     The fallback is the document frequency of the ``2 n_topics``-th most frequent word, so the
     search keeps twice as many candidates as topics from the best-estimated rows (and at least
     1: a word that occurs nowhere is never an anchor). The cap is the document frequency of
-    the ``per_topic * n_topics``-th most frequent word (words tied with it stay candidates).
+    the ``per_topic * n_topics``-th most frequent word (words tied with it stay candidates),
+    but with ``num_docs`` at most :data:`CAP_MAX_SHARE` of the documents.
 
     >>> anchor_min_df_for([500, 300, 120, 90, 40, 8, 0], 1, 100)
     100
@@ -106,6 +117,8 @@ def anchor_min_df_for(doc_freq, n_topics: int, min_df: float,
     300.0
     >>> anchor_min_df_for([500, 300, 120, 90, 40, 8, 0], 1, 100, per_topic=3)
     100
+    >>> anchor_min_df_for([500, 300, 120, 90, 40, 8, 0], 1, 100, per_topic=2, num_docs=4000)
+    200.0
     """
     if per_topic < 0:
         raise InputError(f"per_topic must be >= 0 (0 = no cap), got {per_topic!r}")
@@ -113,7 +126,8 @@ def anchor_min_df_for(doc_freq, n_topics: int, min_df: float,
     reach = np.count_nonzero(df >= min_df)
     cap = max(int(per_topic), _CANDIDATES_PER_TOPIC) * int(n_topics)
     if per_topic and reach > cap:
-        return float(df[cap - 1])
+        ceiling = np.inf if num_docs is None else CAP_MAX_SHARE * float(num_docs)
+        return float(max(min(df[cap - 1], ceiling), min_df))
     need = _CANDIDATES_PER_TOPIC * int(n_topics)
     if df.size == 0 or reach >= need:
         return min_df

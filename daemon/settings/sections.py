@@ -264,7 +264,8 @@ class ModelConfig(_Section):
         "num_topics words are that frequent (a small or young corpus)")
     anchor_candidates: Int(0) = Field(
         40, description="anchors qr/fast: at most this many candidates per topic, the most "
-        "frequent words (anchor_min_df is raised where more reach it); 0 = no cap")
+        "frequent words (anchor_min_df is raised where more reach it, to 5% of the documents "
+        "at most); 0 = no cap")
     refine: Choice(*REFINE_METHODS) = Field(
         "auto", description="every method: after it, EM on the likelihood of the raw "
         "word pairs from its topics; joint = the pair distribution B R Bᵀ (topics and "
