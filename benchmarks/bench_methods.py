@@ -124,15 +124,16 @@ NOTES = {  # guidance drawn from the figures of the committed run; each line get
         "better at 10000 documents, 0.140). Real text (e): behind the default and DDP on medium "
         "and tech, below the default on long documents; on short documents, refined by the pair "
         "EM since session 21, it went from -0.047 to +0.087 on the npm summaries (the default "
-        "+0.081), at 2.5x the default's CPU (6.5x before session 30 drew its sketch's "
+        "+0.081), at 1.7-2.5x the default's CPU (6.5x before session 30 drew its sketch's "
         "directions in place). Choose it when a streaming document sketch is "
         "required.",
     "anchorfree":
         "no anchor assumption: behind the anchor methods when anchors exist (as in (a) and (b)), "
         "and behind the default on every real corpus of (e) (tech +0.165 against +0.226, fewer "
-        "distinct words) at 2-5x its CPU; on short documents the pair EM after it (session 21) "
-        "took the npm summaries from +0.056 with 8 dead topics to +0.072 with none. Choose it "
-        "when topics have no anchor words.",
+        "distinct words) at about 3x its CPU on the longer corpora (more on the npm summaries, "
+        "K = 100); on short documents the pair EM after it (session 21) took the npm summaries "
+        "from +0.056 with 8 dead topics to +0.072 with none. Choose it when topics have no "
+        "anchor words.",
     "tsvd":
         "thresholded SVD (Bansal et al.): on the paper's own protocol (Dirichlet(0.01), 100-300 "
         "words) its error is at or below the paper's, but Recover-L2 is 1.6-2.7x lower on the "
@@ -140,7 +141,7 @@ NOTES = {  # guidance drawn from the figures of the committed run; each line get
         "60 words) its topics keep other topics' words (no average of those documents gets "
         "below ~0.5). Real text (e): at or above the default's NPMI on tech and long (+0.232 and "
         "+0.179 against +0.226 and +0.167; unique@10 0.57 against 0.64 on tech), far behind on "
-        "medium, 4.7x the default's CPU on tech; on short documents the pair EM after it "
+        "medium, 5-7x the default's CPU on tech; on short documents the pair EM after it "
         "(session 21) took the npm summaries from -0.032 to +0.035, still behind. Choose it for "
         "long documents that each hold one or two topics.",
 }
