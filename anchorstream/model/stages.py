@@ -15,6 +15,7 @@ import numpy as np
 from anchorstream._buffers import leading_view
 from anchorstream.errors import AnchorstreamError, InputError
 from anchorstream.model.anchors import anchor_min_df_for, candidate_words, find_anchors, row_noise
+from anchorstream.model.candidates import CAP_MAX_SHARE
 from anchorstream.model.correlations import dirichlet_alpha, topic_topic
 from anchorstream.model.lowrank import DocumentCooccurrence, rectify_lowrank
 from anchorstream.model.lowrank_warm import data_product, probes, rectify_lowrank_update
@@ -261,8 +262,8 @@ def anchor_min_df(cooc, K, active, s) -> float:
                  s.anchor_min_df, min_df, 2 * K, s.anchor_min_df)
     elif min_df > s.anchor_min_df:
         log.info("anchor_min_df %g raised to %g: anchor candidates are the %d x %d most "
-                 "frequent words (and every word in 5%% of the documents)", s.anchor_min_df,
-                 min_df, s.anchor_candidates, K)
+                 "frequent words (and every word in %g%% of the documents)", s.anchor_min_df,
+                 min_df, s.anchor_candidates, K, 100 * CAP_MAX_SHARE)
     return min_df
 
 
