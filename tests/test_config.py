@@ -134,6 +134,7 @@ def test_unknown_keys_name_the_key_and_suggest():
         ("model", "num_topics", 0, "an integer >= 1"),
         ("model", "num_topics", True, "an integer >= 1"),
         ("model", "recover_method", "svd", "'admm', 'l2', 'kl', 'inverse'"),
+        ("model", "recover_weights", "tfidf", "one of 'chi2', 'none'"),
         ("model", "method", "lda", "one of 'anchor', 'anchorfree', 'tsvd'"),
         ("model", "anchor_method", "spa", "one of 'qr', 'fast', 'ddp', 'rp'"),
         ("model", "rp_projections", 0, "an integer >= 1 or null"),

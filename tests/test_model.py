@@ -45,6 +45,14 @@ def test_population_matrix_recovers_planted_topics(truth, anchor_method, recover
     np.testing.assert_allclose(model.prevalence_.sum(), 1.0, atol=1e-9)
 
 
+@pytest.mark.parametrize("weights", ["chi2", "none"])
+def test_either_recovery_weighting_recovers_planted_topics(truth, weights):
+    model = AnchorModel(K, anchor_min_df=0, recover_weights=weights).fit(population(truth))
+    assert model.get_params()["recover_weights"] == weights
+    _, per_topic, _ = recovery_error(truth.topic_word, model.topic_word_)
+    assert per_topic.max() < 1e-3
+
+
 def test_auto_rectifier_is_low_rank_unless_the_recovery_reads_every_entry(truth):
     assert ModelSettings(K).rectify_method == "lowrank"
     assert ModelSettings(K, recover_method="l2").rectify_method == "lowrank"
@@ -169,6 +177,8 @@ def test_bad_settings_and_inputs_are_named():
         AnchorModel(3, rectify_warm_change=-0.1)
     with pytest.raises(InputError, match="recover_method must be one of"):
         AnchorModel(3, recover_method="magic")
+    with pytest.raises(InputError, match="recover_weights must be one of"):
+        AnchorModel(3, recover_weights="tfidf")
     with pytest.raises(InputError, match="rectify_warm_limit must be None or an integer >= 0"):
         AnchorModel(3, rectify_warm_limit=-1)
     with pytest.raises(InputError, match="n_topics"):

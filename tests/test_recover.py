@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 
 import anchorstream.model.recover as recover_module
 from anchorstream.errors import InputError
-from anchorstream.model.recover import METHODS, RecoverResult, bayes_topic_word, recover
+from anchorstream.model.recover import (METHODS, RecoverResult, bayes_topic_word, column_weights,
+                                        recover)
 from anchorstream.synthetic import planted_model, population_cooccurrence, sample_documents
 from tests.naive_recover import exact_simplex_least_squares
 
@@ -126,6 +127,59 @@ def test_l2_methods_solve_the_same_problem_exactly(method):
     for i in np.flatnonzero(p[3:] > 0) + 3:
         exact = exact_simplex_least_squares(G, U @ (C[i] / p[i]))
         np.testing.assert_allclose(res.coef[i], exact, atol=1e-4 if method == "l2" else 1e-7)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10_000), K=st.integers(2, 4))
+def test_chi2_weights_solve_the_weighted_problem_exactly(seed, K):
+    # min_y Σ_j d_j (C̄_ij − (yᵀ C̄_S)_j)² on the simplex, d_j = 1 / p(j) up to scale: the
+    # same exact oracle on the Gram matrices of the columns scaled by sqrt(d).
+    m, C = _empirical(V=24, K=K, n_docs=300, doc_length=15, seed=seed)
+    res = recover(C, m.anchors, method="admm", weights="chi2", tol=1e-12, max_iter=20000)
+    p = C.sum(axis=1)
+    d = np.zeros_like(p)
+    d[p > 0] = 1.0 / p[p > 0]
+    U = C[m.anchors] / p[m.anchors, None]
+    G = (U * d) @ U.T
+    for i in np.flatnonzero(p > 0):
+        if i in m.anchors:
+            continue
+        exact = exact_simplex_least_squares(G, (U * d) @ (C[i] / p[i]))
+        np.testing.assert_allclose(res.coef[i], exact, atol=1e-7)
+
+
+def test_chi2_weights_recover_planted_topics_from_population_matrix():
+    m, Q = _population(V=200, K=10, seed=3)
+    res = recover(Q, m.anchors, method="admm", weights="chi2")
+    np.testing.assert_allclose(res.topic_word, m.topic_word, atol=1e-10)
+    assert res.converged == 1.0
+
+
+def test_chi2_weights_read_a_low_rank_matrix_as_its_dense_array():
+    from anchorstream.model.lowrank import rectify_lowrank
+
+    m, C = _empirical(V=80, K=4, n_docs=1500, doc_length=30, seed=4)
+    low = rectify_lowrank(C, 4, random_state=0).matrix
+    dense = low.toarray()
+    got = recover(low, m.anchors, method="admm", weights="chi2")
+    want = recover(dense, m.anchors, method="admm", weights="chi2")
+    np.testing.assert_allclose(got.coef, want.coef, atol=1e-8)
+    # The weights change the answer on sampled data (else this test could not fail).
+    plain = recover(dense, m.anchors, method="admm")
+    assert np.abs(plain.coef - want.coef).max() > 1e-4
+
+
+@given(st.lists(st.one_of(st.just(0.0), st.floats(1e-9, 1e3)), min_size=1, max_size=30),
+       st.floats(1e-3, 1e3))
+def test_column_weights_are_the_inverse_masses_whatever_their_scale(mass, scale):
+    mass = np.array(mass)
+    d = column_weights(mass)
+    np.testing.assert_allclose(column_weights(mass * scale), d, rtol=1e-10)
+    has = mass > 0
+    assert np.all(d[~has] == 0)
+    if has.any():
+        np.testing.assert_allclose(d[has].mean(), 1.0)
+        np.testing.assert_allclose(d[has] * mass[has], (d[has] * mass[has])[0], rtol=1e-10)
 
 
 def test_kl_meets_its_optimality_conditions():
@@ -276,6 +330,8 @@ def test_bayes_rule():
         (dict(admm_gamma=-1.0), "admm_gamma"),
         (dict(init=np.ones((5, 4))), "shape"),
         (dict(init=-np.ones((80, 4))), "non-negative"),
+        (dict(method="admm", weights="tfidf"), "weights must be one of"),
+        (dict(method="l2", weights="chi2"), "applies to method 'admm' only"),
     ],
 )
 def test_bad_arguments(kwargs, match):

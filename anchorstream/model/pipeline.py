@@ -20,7 +20,8 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from anchorstream.model.registry import COUNT_ANCHORS, RECTIFY_METHODS, rectify_method_for
+from anchorstream.model.registry import (COUNT_ANCHORS, RECOVER_WEIGHTS, RECTIFY_METHODS,
+                                         rectify_method_for)
 from anchorstream.model.anchors import ANCHOR_CANDIDATES, ANCHOR_MIN_DF, ANCHOR_NOISE
 from anchorstream.model.anchorfree import ANCHORFREE_SLACK, ANCHORFREE_WORDS
 from anchorstream.model.refine import (REFINE_MAX_ITER, REFINE_METHODS, REFINE_WARM_MAX_ITER,
@@ -121,6 +122,10 @@ class ModelSettings:
     recover_method: str = "admm"
     recover_max_iter: int = 500
     recover_tol: float | None = None  # None: the method's own default (recover.DEFAULT_TOL)
+    # recover_method "admm": "chi2" weights each column of the loss by 1 / p(w) (the
+    # chi-square metric), "none" is JSMF's unweighted loss; the other methods keep their
+    # papers' losses (benchmarks/README.md, "Recovery in the chi-square metric").
+    recover_weights: str = "chi2"
     correlation_method: str = "diagonal"
     # After recovery: EM on the likelihood of the raw word pairs, from the anchor model
     # (anchorstream.model.refine); "none" publishes the anchor model as recovered, "auto" is
@@ -151,6 +156,7 @@ class ModelSettings:
         choice("rectify_dtype", ("float64", "float32"))
         choice("anchor_method", COUNT_ANCHORS)
         choice("recover_method", RECOVER_METHODS)
+        choice("recover_weights", RECOVER_WEIGHTS)
         choice("correlation_method", CORRELATION_METHODS)
         choice("refine", REFINE_METHODS)
         for name in ("rectify_max_iter", "recover_max_iter", "projection_dim", "refine_max_iter"):

@@ -4,7 +4,8 @@ Under separability every word's row-normalized co-occurrence is a convex combina
 anchor rows (Arora et al. 2013, §3); recovery finds those coefficients word by word and turns
 them into the word-topic matrix, ``B[i, k] ∝ p(z = k | i) p(i)``. Methods: ``"l2"`` and ``"kl"``
 (RecoverL2/RecoverKL, exponentiated gradient), ``"admm"`` (JSMF's Douglas–Rachford splitting on
-the L2 loss; fast, sparsest, recommended) and ``"inverse"`` (the original matrix-inversion
+the L2 loss; fast, sparsest, recommended; ``weights="chi2"`` weights the loss's columns by
+``1 / p(w)``, the chi-square metric between the rows) and ``"inverse"`` (the original matrix-inversion
 Recover, kept as the baseline). All solve the words in parallel (numba kernels in
 :mod:`anchorstream._kernels.recover` and :mod:`anchorstream._kernels.admm`) and take a warm start
 ``init``, which is what makes a streaming refresh cheap. The methods and their choices:
@@ -27,10 +28,14 @@ from anchorstream._kernels.recover import (
 )
 from anchorstream.errors import InputError
 from anchorstream.model.lowrank import LowRankCooccurrence
+from anchorstream.model.registry import RECOVER_WEIGHTS
 
-__all__ = ["METHODS", "RecoverResult", "bayes_topic_word", "recover"]
+__all__ = ["METHODS", "WEIGHTS", "RecoverResult", "bayes_topic_word", "column_weights", "recover"]
 
 METHODS = ("l2", "kl", "admm", "inverse")
+
+#: Column weightings of ADMM's least-squares loss (:func:`column_weights`).
+WEIGHTS = RECOVER_WEIGHTS
 
 # Stopping tolerances per method, each in its own unit (see ``recover``'s ``tol``). At these
 # values the word-topic matrix is within ~1e-4 ℓ1 per topic of the exact optimum of the same
@@ -199,6 +204,7 @@ def recover(
     check_input: bool = True,
     row_sums: np.ndarray | None = None,
     anchor_products: np.ndarray | None = None,
+    weights: str = "none",
 ) -> RecoverResult:
     """Recover ``p(topic | word)`` and the word-topic matrix from a co-occurrence and anchors.
 
@@ -245,7 +251,16 @@ def recover(
     anchor_products : ndarray of shape (n_words, n_topics), optional
         ``C̄ C̄_Sᵀ`` (``C`` row-normalised; column ``k`` for anchor ``k``) when the caller has
         it, as :func:`~anchorstream.model.anchors.pivoted_qr_anchors` does: saves the ``V × V × K``
-        product of ``"l2"`` and ``"admm"`` (the others ignore it). Trusted as given.
+        product of ``"l2"`` and ``"admm"`` (the others ignore it; so does ``weights="chi2"``,
+        whose products are weighted). Trusted as given.
+    weights : {"none", "chi2"}
+        Column weights of ``"admm"``'s least-squares loss, ``Σ_j d_j (C̄_ij − Σ_k y_k
+        C̄_{s_k j})²`` (:func:`column_weights`): ``"none"`` is JSMF's loss (``d_j = 1``),
+        ``"chi2"`` divides each column by the word's probability, ``d_j = 1 / p(j)``, the
+        chi-square distance between rows of correspondence analysis: each entry's deviation
+        measured against its sampling noise, whose variance grows with ``p(j)``, as the KL
+        loss does to second order. It costs one block product with ``C``. The other methods
+        keep their papers' losses and accept only ``"none"``.
 
     Returns
     -------
@@ -268,6 +283,11 @@ def recover(
     """
     if method not in METHODS:
         raise InputError(f"method must be one of {METHODS}, got {method!r}")
+    if weights not in WEIGHTS:
+        raise InputError(f"weights must be one of {WEIGHTS}, got {weights!r}")
+    if weights != "none" and method != "admm":
+        raise InputError(f"weights={weights!r} applies to method 'admm' only; method "
+                         f"{method!r} keeps its paper's loss (use weights='none')")
     C = _check_cooccurrence(C, check_input)
     V = C.shape[0]
     S = _check_anchors(anchors, V)
@@ -290,7 +310,7 @@ def recover(
     coef, n_iter, conv = _solve(
         method, C, pv, S, start, init is not None, rows, tol, max_iter,
         step_size=step_size, admm_lambda=admm_lambda, admm_gamma=admm_gamma,
-        anchor_products=anchor_products,
+        anchor_products=anchor_products, weights=weights,
     )
     return _result(coef, n_iter, conv, S, is_anchor, p, rows)
 
@@ -335,13 +355,37 @@ def _word_mass(C, S: np.ndarray, row_sums) -> tuple[np.ndarray, float, np.ndarra
     return pv, C_total, p
 
 
+def column_weights(word_mass: np.ndarray) -> np.ndarray:
+    """The chi-square column weights ``d_j = 1 / p(j)`` from the words' masses (any positive
+    scale), divided by their mean over the words with mass; 0 for a word without mass (its
+    column is 0 in every row). Scaling the loss leaves its minimizer unchanged.
+
+    >>> column_weights(np.array([0.25, 0.5, 0.5, 0.0])).tolist()
+    [1.5, 0.75, 0.75, 0.0]
+    """
+    mass = np.asarray(word_mass, dtype=np.float64)
+    d = np.zeros_like(mass)
+    np.divide(1.0, mass, out=d, where=mass > 0)
+    has = mass > 0
+    return d / d[has].mean() if has.any() else d
+
+
 def _solve(method, C, pv, S, start, warm, rows, tol, max_iter, *, step_size, admm_lambda,
-           admm_gamma, anchor_products):
+           admm_gamma, anchor_products, weights="none"):
     """Dispatch to the method's kernel: ``(coef, n_iter per word, converged per word)``."""
     V, K = start.shape
     # Row-normalized anchor rows, and H = C̄ C̄_Sᵀ formed as (C C_Sᵀ) scaled by 1/p on both
     # sides: no row-normalized V×V copy of C is ever made.
     U = C[S] / pv[S][:, None]  # (K, V) = C̄_S
+    safe = np.where(pv > 0, pv, 1.0)
+    if weights == "chi2":
+        # G = C̄_S D C̄_Sᵀ and H = C̄ D C̄_Sᵀ: one block product with C (V × K), so the
+        # search's unweighted products cannot be reused.
+        d = column_weights(pv)
+        UD = U * d
+        G = np.ascontiguousarray(UD @ U.T)
+        H = np.ascontiguousarray((C @ np.ascontiguousarray(UD.T)) / safe[:, None])
+        return _solve_admm(G, H, start, warm, rows, tol, max_iter, admm_lambda, admm_gamma)
     G = np.ascontiguousarray(U @ U.T)
     if method == "kl":
         Ut = np.ascontiguousarray(U.T)
@@ -350,7 +394,6 @@ def _solve(method, C, pv, S, start, warm, rows, tol, max_iter, *, step_size, adm
             np.ascontiguousarray(C), pv, Ut, valid, start, rows, float(tol), max_iter,
             float(step_size), _WARM_LIFT,
         )
-    safe = np.where(pv > 0, pv, 1.0)
     if anchor_products is None:
         H = np.ascontiguousarray((C @ U.T) / safe[:, None])
     else:

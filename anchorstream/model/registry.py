@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["ANCHOR_METHODS", "COUNT_ANCHORS", "DOCUMENT_ANCHORS", "METHODS", "RECTIFY_METHODS",
-           "MethodSpec", "method_spec", "rectify_method_for"]
+__all__ = ["ANCHOR_METHODS", "COUNT_ANCHORS", "DOCUMENT_ANCHORS", "METHODS", "RECOVER_WEIGHTS",
+           "RECTIFY_METHODS", "MethodSpec", "method_spec", "rectify_method_for"]
 
 #: Topic methods (``fit --method``, ``model.method``).
 METHODS = ("anchor", "anchorfree", "tsvd")
@@ -32,6 +32,9 @@ DOCUMENT_ANCHORS = ("ddp", "rp")
 ANCHOR_METHODS = COUNT_ANCHORS + DOCUMENT_ANCHORS
 #: Rectifiers of the anchor pipeline (``fit --rectify-method``, ``model.rectify_method``).
 RECTIFY_METHODS = ("auto", "ap", "lowrank")
+#: Column weights of the ADMM recovery's loss (``fit --recover-weights``,
+#: ``model.recover_weights``; ``anchorstream.model.recover.WEIGHTS``).
+RECOVER_WEIGHTS = ("chi2", "none")
 
 
 def rectify_method_for(rectify_method: str, recover_method: str) -> str:
@@ -93,7 +96,7 @@ class MethodSpec:
 
 _PIPELINE = ("rectify", "rectify_method", "rectify_max_iter", "rectify_tol", "rectify_dtype",
              "rectify_anderson", "rectify_rows", "rectify_warm_change", "rectify_warm_limit",
-             "recover_method", "anchor_min_df", "anchor_candidates", "anchor_noise", "refine",
+             "recover_method", "recover_weights", "anchor_min_df", "anchor_candidates", "anchor_noise", "refine",
              "refine_max_iter", "refine_warm_max_iter")
 _SPECS = {
     ("anchor", "qr"): MethodSpec("anchor", "qr", "counts", "rectification",

@@ -382,6 +382,9 @@ def recover_stage(rect: Rectified, anchors, products, K, active, init, s, stage)
             check_input=not s.rectify,
             row_sums=rect.row_sums,
             anchor_products=products,
+            # The chi-square weights belong to ADMM's least-squares loss; the other methods
+            # solve their papers' own.
+            weights=s.recover_weights if s.recover_method == "admm" else "none",
         ),
     )
 

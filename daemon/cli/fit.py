@@ -15,8 +15,8 @@ from anchorstream.text.decode import FORMATS
 from anchorstream.errors import InputError
 from anchorstream.model.background import BACKGROUND_SPREAD
 from anchorstream.model.methods import fit_topics
-from anchorstream.model.registry import (ANCHOR_METHODS, METHODS, RECTIFY_METHODS,
-                                         rectify_method_for)
+from anchorstream.model.registry import (ANCHOR_METHODS, METHODS, RECOVER_WEIGHTS,
+                                         RECTIFY_METHODS, rectify_method_for)
 from anchorstream.model.pipeline import RECOVER_METHODS, ModelSettings
 from anchorstream.model.refine import REFINE_AUTO_MAX_LENGTH, REFINE_METHODS
 from anchorstream.snapshot import write_snapshot
@@ -121,6 +121,10 @@ def _model_options(p) -> None:
     anchorfree_arguments(p, ModelSettings)
     p.add_argument("--recover", choices=RECOVER_METHODS, default="admm",
                    help="recovery: admm (JSMF), l2/kl (exponentiated gradient), inverse (baseline)")
+    p.add_argument("--recover-weights", choices=RECOVER_WEIGHTS,
+                   default=ModelSettings.recover_weights,
+                   help="--recover admm: chi2 = each column of the loss divided by its word's "
+                        "probability (chi-square metric), none = JSMF's unweighted loss")
     p.add_argument("--no-rectify", dest="rectify", action="store_false",
                    help="skip alternating-projection rectification")
     p.add_argument("--rectify-method", choices=RECTIFY_METHODS, default=ModelSettings.rectify_method,
@@ -288,6 +292,7 @@ def _fit(args, counts: Counts, clock: _CpuClock):
         anchorfree_words=args.anchorfree_words,
         anchorfree_slack=args.anchorfree_slack,
         recover_method=args.recover,
+        recover_weights=args.recover_weights,
         refine=args.refine,
         refine_max_iter=args.refine_iters,
     )

@@ -15,8 +15,8 @@ from anchorstream.model.anchorfree import ANCHORFREE_SLACK, ANCHORFREE_WORDS
 from anchorstream.model.background import BACKGROUND_SPREAD
 from anchorstream.model.refine import (REFINE_AUTO_MAX_LENGTH, REFINE_MAX_ITER, REFINE_METHODS,
                                        REFINE_WARM_MAX_ITER)
-from anchorstream.model.registry import (ANCHOR_METHODS, METHODS, RECTIFY_METHODS, MethodSpec,
-                                         method_spec)
+from anchorstream.model.registry import (ANCHOR_METHODS, METHODS, RECOVER_WEIGHTS,
+                                         RECTIFY_METHODS, MethodSpec, method_spec)
 from anchorstream.stats.admission import MIN_SHARE
 from daemon.settings import rules
 from daemon.settings.checks import (EMBEDDED, Bool, Bootstrap, Choice, ExistingFile, Float,
@@ -259,6 +259,11 @@ class ModelConfig(_Section):
         "(Ding 2014) from document statistics kept with the store")
     recover_method: Choice("admm", "l2", "kl", "inverse") = Field(
         "admm", description="recovery (anchors qr and fast)")
+    recover_weights: Choice(*RECOVER_WEIGHTS) = Field(
+        "chi2", description="recover_method admm: chi2 = each column of the least-squares loss "
+        "divided by its word's probability (the chi-square distance between rows, each entry "
+        "against its sampling noise), none = the unweighted loss of JSMF; l2, kl and inverse "
+        "keep their papers' losses")
     anchor_min_df: Int(1) = Field(
         100, description="min document frequency of an anchor word; fewer where fewer than 2 x "
         "num_topics words are that frequent (a small or young corpus)")
@@ -363,6 +368,7 @@ class ModelConfig(_Section):
             "anchorfree_words": self.anchorfree_words,
             "anchorfree_slack": self.anchorfree_slack,
             "recover_method": self.recover_method,
+            "recover_weights": self.recover_weights,
             "refine": self.refine,
             "refine_max_iter": self.refine_max_iter,
             "refine_warm_max_iter": self.refine_warm_max_iter,
