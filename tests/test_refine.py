@@ -74,8 +74,10 @@ def test_em_never_decreases_the_pair_loglik(problem):
     finite = trace[np.isfinite(trace)]
     # Once finite it stays finite, and each step gains (up to rounding).
     assert np.all(np.isfinite(trace[np.argmax(np.isfinite(trace)):])) or finite.size == 0
-    # (The E-step runs in float32: up to its rounding, ~1e-7 of the log-likelihood.)
-    assert np.all(np.diff(finite) >= -1e-6 * np.abs(finite[1:]) - 1e-12)
+    # (The E-step runs in float32: up to its rounding, ~1e-7 of each pair's log-probability.
+    # The pairs' weights sum to 1, so that is ~1e-7 absolute where the log-likelihood is
+    # near 0, e.g. -0.0057 on two words whose pairs are almost all one pair.)
+    assert np.all(np.diff(finite) >= -1e-6 * np.maximum(np.abs(finite[1:]), 1.0) - 1e-12)
     assert np.allclose(fit.topic_word.sum(axis=0), 1.0)
     assert np.isclose(fit.topic_topic.sum(), 1.0) and fit.topic_topic.min() >= 0
     if smoothing > 0:
