@@ -127,6 +127,20 @@ def _simplex_problem(rng, K):
     return G, h, naive.exact_simplex_least_squares(G, h)
 
 
+def test_a_warm_start_on_the_simplex_is_taken_as_it_is_and_any_other_is_projected():
+    rng = np.random.default_rng(7)
+    work, out = np.empty(6), np.empty(6)
+    for _ in range(20):
+        x = rng.dirichlet(np.full(6, 0.3))
+        x[rng.random(6) < 0.3] = 0.0
+        x /= x.sum()
+        ka._recover_simplex_start(x, out, work)
+        np.testing.assert_array_equal(out, x)
+        for y in (x * 1.5, x - 0.05, rng.normal(size=6)):
+            ka._recover_simplex_start(y, out, work)
+            np.testing.assert_allclose(out, naive.naive_project_simplex(y), atol=1e-15)
+
+
 def test_active_set_search_matches_twin_and_the_oracle():
     """From a nearby start (the optimum of a perturbed problem, its support off by an entry
     or two), the search lands on the exact simplex minimizer, as its twin does; it fails

@@ -73,6 +73,25 @@ def _recover_kkt_solve(G, h, idx, m, A, b, y):
 
 
 @njit(cache=True)
+def _recover_simplex_start(x, out, work):
+    """``x`` projected onto the simplex into ``out``, or copied where it is on it already
+    (non-negative, summing to 1 within rounding): a warm start's rows are, and the projection's
+    sort was a quarter of a warm recovery's search (5 of 20 ms, K = 50, V = 5000)."""
+    K = x.shape[0]
+    total = 0.0
+    for k in range(K):
+        if not x[k] >= 0.0:
+            recover_project_simplex(x, out, work)
+            return
+        total += x[k]
+    if abs(total - 1.0) > 1e-12:
+        recover_project_simplex(x, out, work)
+        return
+    for k in range(K):
+        out[k] = x[k]
+
+
+@njit(cache=True)
 def _recover_active_set(G, h, start, tol, max_steps, y):
     """The exact minimizer of ``½ yᵀGy − hᵀy`` on the simplex by an active-set search from
     ``start``'s support: True and the minimizer in ``y``, or False (``y`` is then garbage).
@@ -200,7 +219,7 @@ def recover_admm_dr(G, H, F, G_pinv, init, use_init, rows, lam, gamma, tol, max_
         it = 0
         done = False
         if use_init:
-            recover_project_simplex(init[i], p, work)
+            _recover_simplex_start(init[i], p, work)
             if _recover_active_set(G, h, p, tol, _ACTIVE_SET_STEPS, y):
                 done = True
         if not done:
