@@ -269,7 +269,8 @@ def anchor_min_df(cooc, K, active, s) -> float:
 
 def anchor_stage(cooc, rect: Rectified, K, min_df, active, position, init, s, stage):
     """The anchor words (indices into the active words) and the QR search's products with the
-    anchor rows (or None); ``min_df`` is :func:`anchor_min_df`'s."""
+    anchor rows (None for the other finders, and for the chi-square ADMM, which does not read
+    them); ``min_df`` is :func:`anchor_min_df`'s."""
     V = cooc.n_words
     candidates = candidate_words(cooc.doc_freq[active], min_df)
     if candidates.sum() < K:
@@ -297,8 +298,11 @@ def anchor_stage(cooc, rect: Rectified, K, min_df, active, position, init, s, st
     # Each row's expected squared sampling error, taken off its distance (row_noise).
     noise = (row_noise(cooc.doc_freq[active], cooc.num_docs, cooc.num_tokens, s.anchor_noise)
              if s.anchor_noise > 0 else None)
-    # The QR search's coordinates give the recovery its products with the anchor rows.
+    # The QR search's coordinates give the recovery its products with the anchor rows,
+    # which l2 and the unweighted ADMM read (the chi-square weights need a product of their
+    # own, recover._solve).
     qr = s.anchor_method == "qr"
+    products = qr and not (s.recover_method == "admm" and s.recover_weights != "none")
     found = stage(
         "anchors",
         lambda: find_anchors(
@@ -314,11 +318,11 @@ def anchor_stage(cooc, rect: Rectified, K, min_df, active, position, init, s, st
             row_sums=rect.row_sums,
             row_sqnorms=rect.row_sqnorms,
             noise=noise,
-            **({"return_products": True} if qr else
+            **({"return_products": products} if qr else
                {"projection_dim": s.projection_dim, "random_state": s.random_state}),
         ),
     )
-    return found if qr else (found, None)
+    return found if products else (found, None)
 
 
 def warm_columns(previous, anchors) -> np.ndarray:
