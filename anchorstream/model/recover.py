@@ -5,8 +5,8 @@ anchor rows (Arora et al. 2013, §3); recovery finds those coefficients word by 
 them into the word-topic matrix, ``B[i, k] ∝ p(z = k | i) p(i)``. Methods: ``"l2"`` and ``"kl"``
 (RecoverL2/RecoverKL, exponentiated gradient), ``"admm"`` (JSMF's Douglas–Rachford splitting on
 the L2 loss; fast, sparsest, recommended; ``weights="chi2"`` weights the loss's columns by
-``1 / p(w)``, the chi-square metric between the rows) and ``"inverse"`` (the original matrix-inversion
-Recover, kept as the baseline). All solve the words in parallel (numba kernels in
+``1 / p(w)``, the chi-square metric between the rows) and ``"inverse"`` (the original
+matrix-inversion Recover, kept as the baseline). All solve the words in parallel (numba kernels in
 :mod:`anchorstream._kernels.recover` and :mod:`anchorstream._kernels.admm`) and take a warm start
 ``init``, which is what makes a streaming refresh cheap. The methods and their choices:
 ``docs/algorithms.md`` (Recovery); measured figures: ``benchmarks/README.md``.

@@ -96,8 +96,8 @@ class MethodSpec:
 
 _PIPELINE = ("rectify", "rectify_method", "rectify_max_iter", "rectify_tol", "rectify_dtype",
              "rectify_anderson", "rectify_rows", "rectify_warm_change", "rectify_warm_limit",
-             "recover_method", "recover_weights", "anchor_min_df", "anchor_candidates", "anchor_noise", "refine",
-             "refine_max_iter", "refine_warm_max_iter")
+             "recover_method", "recover_weights", "anchor_min_df", "anchor_candidates",
+             "anchor_noise", "refine", "refine_max_iter", "refine_warm_max_iter")
 _SPECS = {
     ("anchor", "qr"): MethodSpec("anchor", "qr", "counts", "rectification",
                                  "JSMF Alg. 2 (sparse pivoted QR)", _PIPELINE),
