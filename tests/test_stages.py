@@ -6,7 +6,8 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from anchorstream.model.stages import warm_coefficients, warm_columns
+from anchorstream.model.pipeline import ModelSettings
+from anchorstream.model.stages import recover_weights, warm_coefficients, warm_columns
 
 
 @st.composite
@@ -59,3 +60,10 @@ def test_a_dropped_seed_does_not_shift_the_coefficients_of_the_anchors_after_it(
     sub = np.array([3, 5, 14, 20, 25, 29])
     got = warm_coefficients(init, np.array([0, 2, 3, 4]), sub, K)
     np.testing.assert_array_equal(got[1, :3], coef[5, [0, 2, 3]])
+
+
+def test_the_chi_square_weights_reach_only_the_admm_recovery():
+    assert recover_weights(ModelSettings(5)) == "chi2"
+    assert recover_weights(ModelSettings(5, recover_weights="none")) == "none"
+    for method in ("l2", "kl", "inverse"):
+        assert recover_weights(ModelSettings(5, recover_method=method)) == "none"

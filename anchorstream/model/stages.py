@@ -32,7 +32,7 @@ IMPLICIT = (DocumentCooccurrence, SparseCooccurrence)
 log = logging.getLogger("anchorstream.model.pipeline")
 
 __all__ = ["IMPLICIT", "Rectified", "active_part", "anchor_min_df", "anchor_stage", "check_fit_input", "correlation_stage",
-           "recover_stage", "rectify_stage", "refine_stage", "warm_coefficients",
+           "recover_stage", "recover_weights", "rectify_stage", "refine_stage", "warm_coefficients",
            "warm_columns", "warm_eigvecs"]
 
 
@@ -302,7 +302,7 @@ def anchor_stage(cooc, rect: Rectified, K, min_df, active, position, init, s, st
     # which l2 and the unweighted ADMM read (the chi-square weights need a product of their
     # own, recover._solve).
     qr = s.anchor_method == "qr"
-    products = qr and not (s.recover_method == "admm" and s.recover_weights != "none")
+    products = qr and recover_weights(s) == "none"
     found = stage(
         "anchors",
         lambda: find_anchors(
@@ -370,6 +370,12 @@ def warm_coefficients(init, anchors, active, K: int) -> np.ndarray:
     return coef
 
 
+def recover_weights(s) -> str:
+    """The column weights the recovery solves with: ``s.recover_weights`` for ADMM, whose
+    least-squares loss they belong to, ``"none"`` for the other methods (their papers' losses)."""
+    return s.recover_weights if s.recover_method == "admm" else "none"
+
+
 def recover_stage(rect: Rectified, anchors, products, K, active, init, s, stage):
     """The recovery, warm-started from ``init``'s coefficients on the active words
     (:func:`warm_coefficients`)."""
@@ -386,9 +392,7 @@ def recover_stage(rect: Rectified, anchors, products, K, active, init, s, stage)
             check_input=not s.rectify,
             row_sums=rect.row_sums,
             anchor_products=products,
-            # The chi-square weights belong to ADMM's least-squares loss; the other methods
-            # solve their papers' own.
-            weights=s.recover_weights if s.recover_method == "admm" else "none",
+            weights=recover_weights(s),
         ),
     )
 
