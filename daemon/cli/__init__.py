@@ -68,7 +68,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the command ``argv`` names (default ``sys.argv[1:]``) and return its exit code."""
-    return _run(_parse(argv))[0]
+    return _run(*_parse(argv))[0]
 
 
 def entry() -> None:
@@ -80,22 +80,24 @@ def entry() -> None:
     every object and module, the numba kernels' compiled code among them, took 0.25-0.35 CPU s
     of a 3-second fit of the State of the Union paragraphs, about a tenth of it.
     """
-    args = _parse(None)
-    code, quick = _run(args)
+    code, quick = _run(*_parse(None))
     if quick:
         _quick_exit(code)
     sys.exit(code)
 
 
-def _parse(argv: list[str] | None) -> argparse.Namespace:
+def _parse(argv: list[str] | None) -> tuple[argparse.ArgumentParser, argparse.Namespace]:
+    """The parser of ``argv`` (default ``sys.argv[1:]``) and what it parsed; without a command
+    the parser holds every command, which its help lists."""
     argv = sys.argv[1:] if argv is None else list(argv)
-    return build_parser(argv).parse_args(argv)
+    parser = build_parser(argv)
+    return parser, parser.parse_args(argv)
 
 
-def _run(args: argparse.Namespace) -> tuple[int, bool]:
+def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> tuple[int, bool]:
     """``(exit code, whether the process may end without teardown)`` of the parsed command."""
     if not getattr(args, "func", None):
-        build_parser([]).print_help()
+        parser.print_help()
         return 2, False
     logging.basicConfig(
         level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
