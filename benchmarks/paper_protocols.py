@@ -55,16 +55,23 @@ METHODS: dict[str, tuple[dict, float]] = {
     "rp": (dict(anchor_method="rp"), 25),
     "ddp (paper)": (dict(anchor_method="ddp"), 25),
     "rp (paper)": (dict(anchor_method="rp"), 25),
+    "ddp (Algorithm 4)": (dict(anchor_method="ddp"), 25),
+    "rp (Algorithm 4)": (dict(anchor_method="rp"), 25),
     "ddp (K clusters)": (dict(anchor_method="ddp"), 25),
     "rp (K clusters)": (dict(anchor_method="rp"), 25),
 }
 
 #: label -> ``anchorstream.model.methods`` settings changed for that fit: DDP and RP as the paper
 #: describes them (plain cluster averages; RP's detection on the raw projections, the 5 most
-#: extreme words of each cluster as before session 15), to compare with the defaults.
+#: extreme words of each cluster as before session 15; topics by Algorithm 4), to compare with
+#: the defaults; "(Algorithm 4)": the defaults but for the topics (before session 33).
 SETTINGS: dict[str, dict] = {
-    "ddp (paper)": {"DDP_N_EXTREME": None, "NOVEL_CLUSTERS_PER_TOPIC": 1},
-    "rp (paper)": {"RP_NOISE_AWARE": False, "RP_N_EXTREME": 5, "NOVEL_CLUSTERS_PER_TOPIC": 1},
+    "ddp (paper)": {"DDP_N_EXTREME": None, "NOVEL_CLUSTERS_PER_TOPIC": 1,
+                    "NOVEL_WORD_TOPICS": "patterns"},
+    "rp (paper)": {"RP_NOISE_AWARE": False, "RP_N_EXTREME": 5, "NOVEL_CLUSTERS_PER_TOPIC": 1,
+                   "NOVEL_WORD_TOPICS": "patterns"},
+    "ddp (Algorithm 4)": {"NOVEL_WORD_TOPICS": "patterns"},
+    "rp (Algorithm 4)": {"NOVEL_WORD_TOPICS": "patterns"},
     "ddp (K clusters)": {"NOVEL_CLUSTERS_PER_TOPIC": 1},
     "rp (K clusters)": {"NOVEL_CLUSTERS_PER_TOPIC": 1},
 }

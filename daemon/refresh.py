@@ -479,12 +479,15 @@ class Refresher:
         # Every method's topics are refined on short documents as the pipeline's are.
         refine = {k: kw[k] for k in ("refine", "refine_max_iter") if k in kw}
         if self.method == "anchor":
+            # The groups are rectified and recovered as configured (fit_topics).
+            rect = {k: v for k, v in AnchorModel(**{**kw, "anchor_method": "qr"}).get_params()
+                    .items() if k.startswith(("rectify", "recover"))}
             fit = fit_novel_words(K, cooc, docs, anchor_method=self.anchor_method,
                                   min_df=float(kw.get("anchor_min_df", 0)), random_state=seed,
-                                  on_stage=on_stage, **refine)
+                                  on_stage=on_stage, **rect, **refine)
             return None, fit, None, {**common, "anchor_method": self.anchor_method,
-                                     "anchor_min_df": kw.get("anchor_min_df", 0), **refine,
-                                     **docs.settings.to_dict()}
+                                     "anchor_min_df": kw.get("anchor_min_df", 0), **rect,
+                                     **refine, **docs.settings.to_dict()}
         if self.method == "anchorfree":
             # Rectification as configured (every rectify_* setting, defaults included).
             params = AnchorModel(**kw).get_params()

@@ -2,7 +2,7 @@
 
 A real broker and a real ``python -m daemon run`` process (helpers of ``test_daemon.py``). The
 first run finds anchors by random projections, from the split statistic and sketch the store
-keeps for it; the second run switches the same store to TSVD, whose reservoir starts with the
+keeps for it, and recovers their groups with the configured settings; the second run switches the same store to TSVD, whose reservoir starts with the
 documents it consumes. Each publishes a snapshot whose manifest names its method.
 """
 
@@ -27,12 +27,15 @@ def test_daemon_publishes_rp_then_tsvd_snapshots(kafka_broker, tmp_path):
     boot = kafka_broker.bootstrap_servers
     produce(boot, topic, corpus(1200, seed=7))
 
-    config = write_config(tmp_path, boot, topic, model={"anchor_method": "rp"})
+    config = write_config(tmp_path, boot, topic,
+                          model={"anchor_method": "rp", "recover_weights": "none"})
     daemon = DaemonProcess(tmp_path, config, name="rp")
     try:
         snap = wait_for_docs(daemon, 1200)
         settings = manifest(tmp_path, snap)["settings"]
         assert settings["method"] == "anchor" and settings["anchor_method"] == "rp"
+        # The groups were rectified and recovered as configured.
+        assert settings["recover_weights"] == "none" and settings["rectify_method"] == "lowrank"
         stats = snap["source"]["document_stats"]
         assert stats["n_projections"] == 50 * 6 and 1100 < stats["split_docs"] <= 1200
         assert len(snap["topics"]) == 6

@@ -13,8 +13,9 @@ from hypothesis import strategies as st
 import anchorstream.model.recover as recover_module
 from anchorstream.errors import InputError
 from anchorstream.model.recover import (METHODS, RecoverResult, bayes_topic_word, column_weights,
-                                        recover)
-from anchorstream.synthetic import planted_model, population_cooccurrence, sample_documents
+                                        recover, recover_groups)
+from anchorstream.synthetic import (PlantedModel, planted_model, population_cooccurrence,
+                                    sample_documents)
 from tests.naive_recover import exact_simplex_least_squares
 
 
@@ -369,3 +370,108 @@ def test_bad_matrices_and_anchors():
 
 def test_docstring_examples():
     assert doctest.testmod(recover_module, optionflags=doctest.ELLIPSIS).failed == 0
+
+
+# --- recover_groups: a group of novel words in place of each anchor word ---------------------
+
+
+def _grouped_model(V=120, K=5, per_group=4, seed=5, novel_mass=0.01):
+    """A planted model whose topic k has ``per_group`` novel words (k, K + k, 2K + k, ...),
+    each occurring in topic k only with ``novel_mass`` before normalization, and the groups."""
+    m = planted_model(V, K, random_state=seed)
+    B = m.topic_word.copy()
+    groups = [np.arange(per_group) * K + k for k in range(K)]
+    for k, g in enumerate(groups):
+        others = np.delete(np.arange(K), k)
+        B[np.ix_(g, others)] = 0.0
+        B[g, k] = novel_mass
+    B /= B.sum(axis=0)
+    return B, m.topic_topic, groups
+
+
+def _grouped_truth(B, A, groups):
+    """The grouped model as a PlantedModel to draw documents from (first words as anchors)."""
+    return PlantedModel(B, np.array([g[0] for g in groups]), A, np.full(B.shape[1], 0.1))
+
+
+@pytest.mark.parametrize("weights", ["none", "chi2"])
+def test_groups_recover_planted_topics_from_population_matrix(weights):
+    B, A, groups = _grouped_model()
+    Q = population_cooccurrence(B, A)
+    res = recover_groups(Q, groups, weights=weights)
+    np.testing.assert_allclose(res.topic_word, B, atol=1e-8)
+    # Every group word is solved (none is pinned), and lands on its own topic.
+    for k, g in enumerate(groups):
+        np.testing.assert_allclose(res.coef[g, k], 1.0, atol=1e-8)
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10_000), method=st.sampled_from(["admm", "l2"]),
+       weights=st.sampled_from(["none", "chi2"]))
+def test_one_word_groups_are_anchor_words(seed, method, weights):
+    if method != "admm":
+        weights = "none"
+    m, C = _empirical(V=40, K=3, n_docs=400, doc_length=20, seed=seed)
+    tight = dict(tol=1e-12, max_iter=20000)
+    a = recover(C, m.anchors, method=method, weights=weights, **tight)
+    b = recover_groups(C, [[s] for s in m.anchors], method=method, weights=weights, **tight)
+    np.testing.assert_allclose(b.topic_word, a.topic_word, atol=1e-4 if method == "l2" else 1e-8)
+
+
+def test_groups_average_the_sampling_noise_of_their_words():
+    # Each novel word's row estimates its topic's anchor row; their mean is less noisy than
+    # any one of them, so the topics come out closer than from the first word alone.
+    B, A, groups = _grouped_model(V=150, K=5, per_group=6, seed=7, novel_mass=0.002)
+    truth = _grouped_truth(B, A, groups)
+    C = _cooccurrence(sample_documents(truth, 1500, 30, random_state=8)[0], 30)
+    for weights in ("none", "chi2"):
+        one = recover(C, truth.anchors, method="admm", weights=weights)
+        many = recover_groups(C, groups, weights=weights)
+        assert (_l1_per_topic(many.topic_word, B).mean()
+                < 0.7 * _l1_per_topic(one.topic_word, B).mean())
+
+
+def test_groups_read_a_low_rank_matrix_as_its_dense_array():
+    from anchorstream.model.lowrank import rectify_lowrank
+
+    B, A, groups = _grouped_model(V=90, K=4, per_group=3, seed=9)
+    X, _ = sample_documents(_grouped_truth(B, A, groups), 1000, 30, random_state=1)
+    low = rectify_lowrank(_cooccurrence(X, 30), 4, random_state=0).matrix
+    got = recover_groups(low, groups, weights="chi2")
+    want = recover_groups(low.toarray(), groups, weights="chi2")
+    np.testing.assert_allclose(got.coef, want.coef, atol=1e-8)
+
+
+def test_group_words_without_mass_are_left_out_of_the_mean():
+    B, A, groups = _grouped_model(V=60, K=3, per_group=2, seed=1)
+    Q = population_cooccurrence(B, A)
+    massless = np.zeros((61, 61))
+    massless[:60, :60] = Q
+    with_extra = [np.append(g, 60) if k == 0 else g for k, g in enumerate(groups)]
+    res = recover_groups(massless, with_extra)
+    np.testing.assert_allclose(res.topic_word[:60], B, atol=1e-8)
+    assert res.topic_word[60].sum() == 0.0
+
+
+@pytest.mark.parametrize("groups, kwargs, match", [
+    ([], {}, "at least one group"),
+    ([[0], []], {}, "group 1 must be a non-empty"),
+    ([[0], [0.5]], {}, "integer word indices"),
+    ([[0], [999]], {}, r"group 1's words must lie in \[0, 60\)"),
+    ([[0], [1]], {"method": "inverse"}, "method must be one of"),
+    ([[0], [1]], {"method": "l2", "weights": "chi2"}, "applies to method 'admm' only"),
+    ([[0], [1]], {"weights": "sqrt"}, "weights must be one of"),
+    (None, {}, "sequence of arrays"),
+])
+def test_groups_bad_arguments(groups, kwargs, match):
+    B, A, _ = _grouped_model(V=60, K=3, per_group=2, seed=1)
+    with pytest.raises(InputError, match=match):
+        recover_groups(population_cooccurrence(B, A), groups, **kwargs)
+
+
+def test_a_group_without_mass_is_refused():
+    B, A, groups = _grouped_model(V=60, K=3, per_group=2, seed=1)
+    padded = np.zeros((61, 61))
+    padded[:60, :60] = population_cooccurrence(B, A)
+    with pytest.raises(InputError, match="no word of group 2 has mass"):
+        recover_groups(padded, [groups[0], groups[1], [60]])

@@ -30,7 +30,8 @@ from anchorstream.errors import InputError
 from anchorstream.model.lowrank import LowRankCooccurrence
 from anchorstream.model.registry import RECOVER_WEIGHTS
 
-__all__ = ["METHODS", "WEIGHTS", "RecoverResult", "bayes_topic_word", "column_weights", "recover"]
+__all__ = ["METHODS", "WEIGHTS", "RecoverResult", "bayes_topic_word", "column_weights", "recover",
+           "recover_groups"]
 
 METHODS = ("l2", "kl", "admm", "inverse")
 
@@ -281,13 +282,7 @@ def recover(
     >>> bool(np.abs(res.topic_word - m.topic_word).sum(axis=0).max() < 1e-4)
     True
     """
-    if method not in METHODS:
-        raise InputError(f"method must be one of {METHODS}, got {method!r}")
-    if weights not in WEIGHTS:
-        raise InputError(f"weights must be one of {WEIGHTS}, got {weights!r}")
-    if weights != "none" and method != "admm":
-        raise InputError(f"weights={weights!r} applies to method 'admm' only; method "
-                         f"{method!r} keeps its paper's loss (use weights='none')")
+    _check_method(method, weights, METHODS)
     C = _check_cooccurrence(C, check_input)
     V = C.shape[0]
     S = _check_anchors(anchors, V)
@@ -308,11 +303,117 @@ def recover(
     rows = np.flatnonzero(~is_anchor & (p > 0)).astype(np.int64)
     start = np.full((V, K), 1.0 / K) if init is None else init
     coef, n_iter, conv = _solve(
-        method, C, pv, S, start, init is not None, rows, tol, max_iter,
+        method, C, pv, C[S] / pv[S][:, None], start, init is not None, rows, tol, max_iter,
         step_size=step_size, admm_lambda=admm_lambda, admm_gamma=admm_gamma,
         anchor_products=anchor_products, weights=weights,
     )
     return _result(coef, n_iter, conv, S, is_anchor, p, rows)
+
+
+def recover_groups(
+    C,
+    groups,
+    *,
+    method: str = "admm",
+    tol: float | None = None,
+    max_iter: int = DEFAULT_MAX_ITER,
+    step_size: float = _DEFAULT_STEP,
+    admm_lambda: float = _DEFAULT_LAMBDA,
+    admm_gamma: float = _DEFAULT_GAMMA,
+    check_input: bool = True,
+    row_sums: np.ndarray | None = None,
+    weights: str = "none",
+) -> RecoverResult:
+    """:func:`recover` with a group of words in place of each anchor word.
+
+    Topic ``k``'s anchor row is the mean of the row-normalized rows ``C̄_w`` of the words of
+    ``groups[k]``. Ding et al. 2014's novel words are such groups: every word of a group
+    occurs (almost) only in its topic, so each of their rows estimates the same anchor row,
+    and their mean has less sampling noise than any one of them. Every word with mass is then
+    solved as a mix of the K mean rows, the group words included (none is pinned to its topic:
+    a group word is near its group's mean, not on it), and Bayes' rule gives the topics.
+
+    With one word per group this is :func:`recover` up to the solver's tolerance: an anchor's
+    row is its own mean row, so its exact solution is the unit vector that ``recover`` pins.
+
+    Parameters
+    ----------
+    C : ndarray, sparse or low-rank matrix of shape (n_words, n_words)
+        As for :func:`recover`.
+    groups : sequence of n_topics int arrays
+        Word indices per topic; a word may belong to several groups. Words without mass in
+        ``C`` are left out of their groups' means.
+    method : {"l2", "kl", "admm"}
+        As for :func:`recover`; ``"inverse"`` needs single anchor words.
+    tol, max_iter, step_size, admm_lambda, admm_gamma, check_input, row_sums, weights
+        As for :func:`recover`.
+
+    Returns
+    -------
+    RecoverResult
+        No row of ``coef`` is pinned; ``converged`` counts every word with mass.
+
+    Raises
+    ------
+    InputError
+        On a malformed ``C`` or ``groups`` (empty, out of range, or a group none of whose words
+        has mass), or the arguments :func:`recover` refuses.
+    """
+    _check_method(method, weights, tuple(m for m in METHODS if m != "inverse"),
+                  " (inverse needs single anchor words)")
+    C = _check_cooccurrence(C, check_input)
+    V = C.shape[0]
+    groups = _check_groups(groups, V)
+    K = len(groups)
+    tol, max_iter = _check_solver_settings(method, tol, max_iter, step_size, admm_lambda,
+                                           admm_gamma)
+    pv, _, p = _word_mass(C, np.zeros(0, dtype=np.int64), row_sums)
+    U = np.empty((K, V))
+    for k, g in enumerate(groups):
+        g = g[pv[g] > 0]
+        if g.size == 0:
+            raise InputError(f"no word of group {k} has mass in C; each group needs one")
+        U[k] = np.asarray(C[g] / pv[g][:, None]).mean(axis=0)
+    if isinstance(C, LowRankCooccurrence) and method == "kl":
+        raise InputError("recover method 'kl' reads every entry of C; with a low-rank "
+                         "rectified matrix use 'admm' or 'l2'")
+    rows = np.flatnonzero(p > 0).astype(np.int64)
+    coef, n_iter, conv = _solve(
+        method, C, pv, U, np.full((V, K), 1.0 / K), False, rows, tol, max_iter,
+        step_size=step_size, admm_lambda=admm_lambda, admm_gamma=admm_gamma,
+        anchor_products=None, weights=weights,
+    )
+    return _result(coef, n_iter, conv, np.zeros(0, dtype=np.int64), np.zeros(V, dtype=bool), p,
+                   rows)
+
+
+def _check_method(method: str, weights: str, allowed: tuple, why: str = "") -> None:
+    if method not in allowed:
+        raise InputError(f"method must be one of {allowed}{why}, got {method!r}")
+    if weights not in WEIGHTS:
+        raise InputError(f"weights must be one of {WEIGHTS}, got {weights!r}")
+    if weights != "none" and method != "admm":
+        raise InputError(f"weights={weights!r} applies to method 'admm' only; method "
+                         f"{method!r} keeps its paper's loss (use weights='none')")
+
+
+def _check_groups(groups, V: int) -> list[np.ndarray]:
+    try:
+        out = [np.asarray(g).ravel() for g in groups]
+    except TypeError:
+        raise InputError("groups must be a sequence of arrays of word indices") from None
+    if not out:
+        raise InputError("groups must hold at least one group")
+    for k, g in enumerate(out):
+        if g.size == 0 or not np.issubdtype(g.dtype, np.integer):
+            raise InputError(f"group {k} must be a non-empty array of integer word indices, "
+                             f"got {g!r}")
+        if g.min() < 0 or g.max() >= V:
+            raise InputError(f"group {k}'s words must lie in [0, {V}), got min {g.min()} and "
+                             f"max {g.max()}")
+    if len(out) > V:
+        raise InputError(f"more groups ({len(out)}) than words ({V})")
+    return [np.unique(g.astype(np.int64)) for g in out]
 
 
 def _check_solver_settings(method, tol, max_iter, step_size, admm_lambda, admm_gamma):
@@ -370,13 +471,13 @@ def column_weights(word_mass: np.ndarray) -> np.ndarray:
     return d / d[has].mean() if has.any() else d
 
 
-def _solve(method, C, pv, S, start, warm, rows, tol, max_iter, *, step_size, admm_lambda,
+def _solve(method, C, pv, U, start, warm, rows, tol, max_iter, *, step_size, admm_lambda,
            admm_gamma, anchor_products, weights="none"):
-    """Dispatch to the method's kernel: ``(coef, n_iter per word, converged per word)``."""
+    """Dispatch to the method's kernel: ``(coef, n_iter per word, converged per word)``.
+
+    ``U`` (K × V) holds the row-normalized anchor rows ``C̄_S`` (or the groups' mean rows);
+    H = C̄ Uᵀ is formed as (C Uᵀ) scaled by 1/p: no row-normalized V×V copy of C is made."""
     V, K = start.shape
-    # Row-normalized anchor rows, and H = C̄ C̄_Sᵀ formed as (C C_Sᵀ) scaled by 1/p on both
-    # sides: no row-normalized V×V copy of C is ever made.
-    U = C[S] / pv[S][:, None]  # (K, V) = C̄_S
     safe = np.where(pv > 0, pv, 1.0)
     if weights == "chi2":
         # G = C̄_S D C̄_Sᵀ and H = C̄ D C̄_Sᵀ: one block product with C (V × K), so the
@@ -434,10 +535,11 @@ def _solve_admm(G, H, start, warm, rows, tol, max_iter, admm_lambda, admm_gamma)
 
 
 def _result(coef, n_iter, conv, S, is_anchor, p, rows) -> RecoverResult:
-    """Anchor rows set to unit vectors, massless words uniform, then Bayes' rule."""
-    K = S.size
+    """Anchor rows (``S``, possibly none) set to unit vectors, massless words uniform, then
+    Bayes' rule."""
+    K = coef.shape[1]
     coef[S] = 0.0
-    coef[S, np.arange(K)] = 1.0
+    coef[S, np.arange(S.size)] = 1.0
     zero_mass = ~is_anchor & (p <= 0)
     coef[zero_mass] = 1.0 / K
     topic_word = bayes_topic_word(coef, p)

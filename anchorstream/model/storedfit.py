@@ -25,6 +25,7 @@ def fit_novel_words(
     on_stage=None,
     refine: str = "auto",
     refine_max_iter: int = REFINE_MAX_ITER,
+    **settings,
 ):
     """DDP or RP topics from a store's statistics (what ``fit_topics`` does from documents).
 
@@ -43,6 +44,10 @@ def fit_novel_words(
         As for :meth:`anchorstream.model.pipeline.AnchorModel.fit`.
     refine, refine_max_iter
         The pair refinement after the method, as in ``fit_topics``.
+    **settings
+        Further :class:`~anchorstream.model.pipeline.ModelSettings` fields: the rectification
+        and recovery the novel-word groups go through (``rectify_*``, ``recover_*``), as in
+        ``fit_topics``.
 
     Returns
     -------
@@ -65,4 +70,5 @@ def fit_novel_words(
     return fit_topics(int(n_topics), cooc=cooc, method="anchor", anchor_method=anchor_method,
                       random_state=random_state, on_stage=on_stage, split=state.split,
                       sketch=state.sketch if anchor_method == "rp" else None,
-                      anchor_min_df=min_df, refine=refine, refine_max_iter=refine_max_iter)
+                      anchor_min_df=min_df, refine=refine, refine_max_iter=refine_max_iter,
+                      **settings)
