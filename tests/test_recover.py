@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 import anchorstream.model.recover as recover_module
 from anchorstream.errors import InputError
 from anchorstream.model.recover import (METHODS, RecoverResult, bayes_topic_word, column_weights,
-                                        recover, recover_groups)
+                                        recover, recover_groups, select_groups)
 from anchorstream.synthetic import (PlantedModel, planted_model, population_cooccurrence,
                                     sample_documents)
 from tests.naive_recover import exact_simplex_least_squares
@@ -475,3 +475,24 @@ def test_a_group_without_mass_is_refused():
     padded[:60, :60] = population_cooccurrence(B, A)
     with pytest.raises(InputError, match="no word of group 2 has mass"):
         recover_groups(padded, [groups[0], groups[1], [60]])
+
+
+@pytest.mark.parametrize("weights", ["none", "chi2"])
+def test_select_groups_keeps_the_corners_not_their_mixtures(weights):
+    # Groups of shared words have rows that are mixes of the novel groups' rows: inside the
+    # hull, never farther from the span of the corners than a corner left out.
+    B, A, groups = _grouped_model(V=120, K=5, per_group=3, seed=2)
+    Q = population_cooccurrence(B, A)
+    shared = [np.array([40 + 2 * j, 41 + 2 * j]) for j in range(6)]
+    pool = shared[:3] + list(groups) + shared[3:]
+    kept = select_groups(Q, pool, 5, weights=weights)
+    assert sorted(kept.tolist()) == [3, 4, 5, 6, 7]
+    res = recover_groups(Q, [pool[i] for i in kept], weights=weights)
+    np.testing.assert_allclose(res.topic_word, B[:, [k - 3 for k in kept]], atol=1e-8)
+
+
+@pytest.mark.parametrize("n_keep", [0, 4, 1.5, True])
+def test_select_groups_refuses_a_bad_count(n_keep):
+    B, A, groups = _grouped_model(V=60, K=3, per_group=2, seed=1)
+    with pytest.raises(InputError, match="n_keep must be an integer in"):
+        select_groups(population_cooccurrence(B, A), groups, n_keep)

@@ -15,7 +15,7 @@ from anchorstream.stats.cooccurrence import Cooccurrence, cooccurrence, take_squ
 from anchorstream.model.correlations import topic_topic
 from anchorstream.errors import InputError
 from anchorstream.model.pipeline import AnchorModel, ModelSettings, StageTimer
-from anchorstream.model.recover import recover_groups
+from anchorstream.model.recover import recover_groups, select_groups
 from anchorstream.model.rectify import rectify
 from anchorstream.model.refine import (REFINE_MAX_ITER, pair_counts, refine_method_for,
                                        refine_topics)
@@ -166,10 +166,12 @@ def novel_word_min_df(split, n_topics: int, min_df: float) -> float:
     return anchor_min_df_for(np.asarray(split.doc_freq)[seen], n_topics, min_df)
 
 
-def _fit_groups(C, groups, K, settings, random_state, stage, timings) -> TopicFit:
+def _fit_groups(C, candidates, K, settings, random_state, stage, timings) -> TopicFit:
     """DDP's and RP's topics from their novel-word groups: the anchor pipeline's rectification
-    of the normalized co-occurrence ``C`` and its recovery (method and weights as set), with
-    each group's mean row as its topic's anchor row
+    of the normalized co-occurrence ``C``, the ``K`` of the ``candidates`` groups whose mean
+    rows lie farthest apart (:func:`~anchorstream.model.recover.select_groups`, in place of
+    ``distinct_groups``' choice on the document patterns) and the pipeline's recovery (method
+    and weights as set) with each group's mean row as its topic's anchor row
     (:func:`~anchorstream.model.recover.recover_groups`).
 
     Ding et al.'s Algorithm 4 (``ddp_topics(...).topic_word``) regresses each word's document
@@ -186,10 +188,16 @@ def _fit_groups(C, groups, K, settings, random_state, stage, timings) -> TopicFi
     if s.rectify and s.rectify_method != "lowrank" and C_active is C:
         C_active = C.copy()  # the dense rectifier works in its input's memory; C is refined
     rect = rectify_stage(C_active, V, K, active, position, None, s, stage, False, None, None)
-    local = [position[g][position[g] >= 0] for g in groups]
+    local = [g for g in (position[g][position[g] >= 0] for g in candidates) if g.size]
+    weights = recover_weights(s)
+    if len(local) > K:  # the K whose mean rows lie farthest apart
+        kept = stage("select_groups", lambda: select_groups(
+            rect.C, local, K, weights=weights, check_input=not s.rectify,
+            row_sums=rect.row_sums))
+        local = [local[i] for i in kept]
     rec = stage("recover", lambda: recover_groups(
         rect.C, local, method=s.recover_method, tol=s.recover_tol, max_iter=s.recover_max_iter,
-        check_input=not s.rectify, row_sums=rect.row_sums, weights=recover_weights(s)))
+        check_input=not s.rectify, row_sums=rect.row_sums, weights=weights))
     # Each group's first word (in the finder's order) represents its topic.
     anchors = np.array([g[0] for g in local], dtype=np.int64)
     A = stage("correlations", lambda: _correlations(rect.C, rec.topic_word, anchors))
@@ -345,7 +353,7 @@ def fit_topics(
             A = stage("correlations", lambda: _correlations(C, res.topic_word, anchors))
             fit = TopicFit(res.topic_word, A, anchors, timings)
         else:
-            fit = _fit_groups(C, res.groups, K, settings, random_state, stage, timings)
+            fit = _fit_groups(C, res.candidates, K, settings, random_state, stage, timings)
         return _refined(fit, C, cooc, settings, stage)
 
     if method == "anchorfree":

@@ -332,7 +332,8 @@ def extreme_words(
 def novel_groups(split: SplitStatistic, novel, n_topics: int, *, n_clusters: int | None = None,
                  cluster: str = "spectral", threshold: float | None = None,
                  n_extreme: int | None = None, min_df: float = 0.0,
-                 random_state: int | np.random.Generator | None = None) -> tuple[tuple, tuple]:
+                 random_state: int | np.random.Generator | None = None
+                 ) -> tuple[tuple, tuple, tuple]:
     """Algorithm 3 into ``n_clusters`` clusters, re-anchoring, then ``n_topics`` groups.
 
     Parameters
@@ -356,6 +357,9 @@ def novel_groups(split: SplitStatistic, novel, n_topics: int, *, n_clusters: int
     -------
     clusters : tuple of int64 ndarrays
         Algorithm 3's clusters.
+    candidates : tuple of int64 ndarrays
+        Every cluster after re-anchoring (``clusters`` when ``n_extreme`` is None): what the
+        groups were kept from.
     groups : tuple of n_topics int64 ndarrays
         The words of each topic.
     """
@@ -368,11 +372,12 @@ def novel_groups(split: SplitStatistic, novel, n_topics: int, *, n_clusters: int
     clusters = cluster_novel_words(
         split, novel, n_cut, method=cluster, threshold=threshold, random_state=random_state
     )
-    groups = clusters
+    candidates = clusters
     if n_extreme is not None:
         both = (split.mass_first > 0) & (split.mass_second > 0)
-        groups = extreme_words(split, clusters, n_extreme, min_df=min_df, candidates=both)
+        candidates = extreme_words(split, clusters, n_extreme, min_df=min_df, candidates=both)
+    groups = candidates
     if n_cut > K:
-        kept = distinct_groups(split, groups, K, sizes=[c.size for c in clusters])
-        groups = tuple(groups[i] for i in kept)
-    return clusters, groups
+        kept = distinct_groups(split, candidates, K, sizes=[c.size for c in clusters])
+        groups = tuple(candidates[i] for i in kept)
+    return clusters, candidates, groups

@@ -228,6 +228,9 @@ class NovelWordResult:
         Algorithm 3's clusters of ``novel_words`` (``n_clusters`` of them); the same as
         ``groups`` unless they were re-anchored (:func:`extreme_words`) or more were cut than
         kept (:func:`distinct_groups`).
+    candidates : tuple of int64 ndarrays
+        Every cluster after re-anchoring, the groups' pool (``fit_topics`` selects its own
+        ``n_topics`` of them, :func:`~anchorstream.model.recover.select_groups`).
     """
 
     topic_word: np.ndarray
@@ -235,6 +238,7 @@ class NovelWordResult:
     novel_words: np.ndarray
     groups: tuple
     clusters: tuple = ()
+    candidates: tuple = ()
 
     @property
     def anchors(self) -> np.ndarray:
@@ -278,12 +282,12 @@ def ddp_topics(
     (100, 3)
     """
     novel = ddp_novel_words(split, n_topics, n_far=n_far, n_novel=n_novel, min_df=min_df)
-    clusters, groups = novel_groups(
+    clusters, candidates, groups = novel_groups(
         split, novel, n_topics, n_clusters=n_clusters, cluster=cluster, threshold=threshold,
         n_extreme=n_extreme, min_df=min_df, random_state=random_state,
     )
     topic_word, coef = estimate_topics(split, groups)
-    return NovelWordResult(topic_word, coef, novel, groups, clusters)
+    return NovelWordResult(topic_word, coef, novel, groups, clusters, candidates)
 
 
 def rp_topics(
@@ -334,9 +338,9 @@ def rp_topics(
     novel = rp_novel_words(
         sketch, min_df=min_df, candidates=both, split=split if noise_aware else None
     )
-    clusters, groups = novel_groups(
+    clusters, candidates, groups = novel_groups(
         split, novel, n_topics, n_clusters=n_clusters, cluster=cluster, threshold=threshold,
         n_extreme=n_extreme, min_df=min_df, random_state=random_state,
     )
     topic_word, coef = estimate_topics(split, groups)
-    return NovelWordResult(topic_word, coef, novel, groups, clusters)
+    return NovelWordResult(topic_word, coef, novel, groups, clusters, candidates)

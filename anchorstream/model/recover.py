@@ -27,11 +27,12 @@ from anchorstream._kernels.recover import (
     recover_expgrad_l2,
 )
 from anchorstream.errors import InputError
+from anchorstream.model.inverse import recover_inverse
 from anchorstream.model.lowrank import LowRankCooccurrence
 from anchorstream.model.registry import RECOVER_WEIGHTS
 
 __all__ = ["METHODS", "WEIGHTS", "RecoverResult", "bayes_topic_word", "column_weights", "recover",
-           "recover_groups"]
+           "recover_groups", "select_groups"]
 
 METHODS = ("l2", "kl", "admm", "inverse")
 
@@ -46,10 +47,6 @@ WEIGHTS = RECOVER_WEIGHTS
 # 1e-7 (its previous default), where a fifth of the words still stopped at the iteration cap.
 DEFAULT_TOL = {"l2": 1e-6, "kl": 1e-6, "admm": 1e-5, "inverse": 0.0}
 DEFAULT_MAX_ITER = 500
-
-# The inversion baseline refuses anchor blocks worse conditioned than this (solutions would be
-# rounding noise).
-_MAX_CONDITION = 1e12
 
 # Negative entries of C down to this fraction of its largest entry are rounding and are clipped.
 _NEGATIVE_SLACK = 1e-12
@@ -293,7 +290,7 @@ def recover(
                                            admm_gamma)
     pv, C_total, p = _word_mass(C, S, row_sums)
     if method == "inverse":
-        return _recover_inverse(C, C_total, S)
+        return RecoverResult(*recover_inverse(C, C_total, S), n_iter=0, converged=1.0)
     if isinstance(C, LowRankCooccurrence) and method == "kl":
         raise InputError("recover method 'kl' reads every entry of C; with a low-rank "
                          "rectified matrix use 'admm' or 'l2'")
@@ -368,12 +365,7 @@ def recover_groups(
     tol, max_iter = _check_solver_settings(method, tol, max_iter, step_size, admm_lambda,
                                            admm_gamma)
     pv, _, p = _word_mass(C, np.zeros(0, dtype=np.int64), row_sums)
-    U = np.empty((K, V))
-    for k, g in enumerate(groups):
-        g = g[pv[g] > 0]
-        if g.size == 0:
-            raise InputError(f"no word of group {k} has mass in C; each group needs one")
-        U[k] = np.asarray(C[g] / pv[g][:, None]).mean(axis=0)
+    U = _group_rows(C, groups, pv)
     if isinstance(C, LowRankCooccurrence) and method == "kl":
         raise InputError("recover method 'kl' reads every entry of C; with a low-rank "
                          "rectified matrix use 'admm' or 'l2'")
@@ -385,6 +377,43 @@ def recover_groups(
     )
     return _result(coef, n_iter, conv, np.zeros(0, dtype=np.int64), np.zeros(V, dtype=bool), p,
                    rows)
+
+
+def select_groups(C, groups, n_keep: int, *, weights: str = "none", check_input: bool = True,
+                  row_sums: np.ndarray | None = None) -> np.ndarray:
+    """The ``n_keep`` groups of words whose mean rows lie farthest apart, for
+    :func:`recover_groups`: the column-pivoted QR of the groups' mean row-normalized rows
+    (JSMF's anchor search on the groups; LAPACK ``geqp3``), in the metric of ``weights``'s loss.
+    Each kept group is the farthest from the span of those kept before it, so none is a mix
+    of the others, which the recovery would leave without words (a dead topic).
+
+    ``C``, ``groups``, ``weights``, ``check_input`` and ``row_sums`` are as for
+    :func:`recover_groups`. Returns the kept groups' indices, in the order chosen; raises
+    InputError for malformed arguments or ``n_keep`` outside ``[1, len(groups)]``.
+    """
+    if weights not in WEIGHTS:
+        raise InputError(f"weights must be one of {WEIGHTS}, got {weights!r}")
+    C = _check_cooccurrence(C, check_input)
+    groups = _check_groups(groups, C.shape[0])
+    if isinstance(n_keep, bool) or int(n_keep) != n_keep or not 1 <= n_keep <= len(groups):
+        raise InputError(f"n_keep must be an integer in [1, {len(groups)}], got {n_keep!r}")
+    pv, _, _ = _word_mass(C, np.zeros(0, dtype=np.int64), row_sums)
+    U = _group_rows(C, groups, pv)
+    if weights == "chi2":
+        U *= np.sqrt(column_weights(pv))
+    _, pivots = scipy.linalg.qr(U.T, mode="r", pivoting=True)
+    return pivots[: int(n_keep)].astype(np.int64)
+
+
+def _group_rows(C, groups, pv) -> np.ndarray:
+    """Each group's mean row-normalized row over its words with mass."""
+    U = np.empty((len(groups), C.shape[0]))
+    for k, g in enumerate(groups):
+        g = g[pv[g] > 0]
+        if g.size == 0:
+            raise InputError(f"no word of group {k} has mass in C; each group needs one")
+        U[k] = np.asarray(C[g] / pv[g][:, None]).mean(axis=0)
+    return U
 
 
 def _check_method(method: str, weights: str, allowed: tuple, why: str = "") -> None:
@@ -549,51 +578,3 @@ def _result(coef, n_iter, conv, S, is_anchor, p, rows) -> RecoverResult:
         n_iter=int(n_iter.max()) if rows.size else 0,
         converged=float(conv[rows].mean()) if rows.size else 1.0,
     )
-
-
-def _recover_inverse(C: np.ndarray, total: float, S: np.ndarray) -> RecoverResult:
-    """Arora et al. 2012b Recover by matrix inversion (Algorithm 2 of Arora 2013).
-
-    With ``Q = B R Bᵀ`` and the anchor block ``Q_SS = D R D`` (``D = diag(B[s_k, k])``):
-    ``z = Q_SS⁻¹ Q_S 1 = D⁻¹ 1``, then ``Bᵀ = (Q_SS diag z)⁻¹ Q_S`` and
-    ``R = diag(z) Q_SS diag(z)``. On noisy data ``B`` comes out with negative entries; they are
-    clipped to zero and the columns renormalized (the projection the papers describe). The
-    coefficients are ``p(z | w) ∝ B[w, k] p(z = k)`` with ``p(z) = R 1`` (clipped likewise).
-    ``topic_word`` is the inverted ``B`` itself, not re-derived from ``coef``: this is the
-    baseline as published.
-    """
-    K = S.size
-    Q_S = C[S] / total  # only the anchor rows are ever needed
-    Q_SS = Q_S[:, S]
-    # numpy's solve, not scipy's: scipy warns on ill-conditioning, and a warning is not the way
-    # a library should refuse; the condition number is checked here instead.
-    cond = np.linalg.cond(Q_SS)
-    if not cond < _MAX_CONDITION:
-        raise InputError(
-            f"the anchor block C[S, S] is singular (condition number {cond:.3g}); the anchors "
-            "are not independent, so matrix inversion cannot recover topics from them"
-        )
-    z = np.linalg.solve(Q_SS, Q_S.sum(axis=1))
-    Bt = np.linalg.solve(Q_SS * z[None, :], Q_S)
-    if not (np.all(np.isfinite(z)) and np.all(np.isfinite(Bt))):
-        raise InputError("the anchor block C[S, S] is singular; the anchors are not independent")
-    B = np.clip(Bt.T, 0.0, None)
-    mass = B.sum(axis=0)
-    if np.any(mass <= 0):
-        raise InputError(
-            f"matrix inversion left topics {np.flatnonzero(mass <= 0).tolist()} with no "
-            "non-negative mass; use a non-negative recovery method"
-        )
-    B /= mass
-    prior = np.clip((z[:, None] * Q_SS * z[None, :]).sum(axis=1), 0.0, None)
-    if prior.sum() <= 0:
-        prior = np.full(K, 1.0 / K)
-    coef = B * prior[None, :]
-    sums = coef.sum(axis=1)
-    empty = sums <= 0
-    coef[empty] = 1.0 / K
-    sums[empty] = 1.0
-    coef /= sums[:, None]
-    coef[S] = 0.0
-    coef[S, np.arange(K)] = 1.0
-    return RecoverResult(topic_word=B, coef=coef, n_iter=0, converged=1.0)
