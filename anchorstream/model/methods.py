@@ -189,6 +189,9 @@ def _fit_groups(C, candidates, K, settings, random_state, stage, timings) -> Top
         C_active = C.copy()  # the dense rectifier works in its input's memory; C is refined
     rect = rectify_stage(C_active, V, K, active, position, None, s, stage, False, None, None)
     local = [g for g in (position[g][position[g] >= 0] for g in candidates) if g.size]
+    if len(local) < K:
+        raise InputError(f"only {len(local)} groups of novel words occur in documents of >= 2 "
+                         f"tokens, need n_topics={K}")
     weights = recover_weights(s)
     if len(local) > K:  # the K whose mean rows lie farthest apart
         kept = stage("select_groups", lambda: select_groups(
