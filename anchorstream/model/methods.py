@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from anchorstream.stats.cooccurrence import Cooccurrence, cooccurrence, take_square
+from anchorstream.stats.cooccurrence import Cooccurrence, cooccurrence
 from anchorstream.model.correlations import topic_topic
 from anchorstream.errors import InputError
 from anchorstream.model.pipeline import AnchorModel, ModelSettings, StageTimer
@@ -20,7 +20,7 @@ from anchorstream.model.rectify import rectify
 from anchorstream.model.refine import (REFINE_MAX_ITER, pair_counts, refine_method_for,
                                        refine_topics)
 from anchorstream.model.registry import method_spec
-from anchorstream.model.stages import rectify_stage, recover_weights
+from anchorstream.model.stages import active_square, rectify_stage, recover_weights
 
 # The other methods' modules are imported where they are used: AnchorFree pulls in
 # scipy.optimize (HiGHS), ~0.2 s of the start-up of every `anchorstream fit` otherwise.
@@ -181,10 +181,9 @@ def _fit_groups(C, candidates, K, settings, random_state, stage, timings) -> Top
     error (``NOVEL_WORD_TOPICS``; docs/algorithms.md, "Novel words")."""
     s = ModelSettings(n_topics=K, random_state=random_state, **settings)
     V = C.shape[0]
-    active = np.flatnonzero(C.sum(axis=1) > 0)
+    C_active, active = active_square(C)
     position = np.full(V, -1)
     position[active] = np.arange(active.size)
-    C_active = C if active.size == V else take_square(C, active)
     if s.rectify and s.rectify_method != "lowrank" and C_active is C:
         C_active = C.copy()  # the dense rectifier works in its input's memory; C is refined
     rect = rectify_stage(C_active, V, K, active, position, None, s, stage, False, None, None)

@@ -31,8 +31,9 @@ IMPLICIT = (DocumentCooccurrence, SparseCooccurrence)
 # The fit's own logger, as when these stages were part of it.
 log = logging.getLogger("anchorstream.model.pipeline")
 
-__all__ = ["IMPLICIT", "Rectified", "active_part", "anchor_min_df", "anchor_stage", "check_fit_input", "correlation_stage",
-           "recover_stage", "recover_weights", "rectify_stage", "refine_stage", "warm_coefficients",
+__all__ = ["IMPLICIT", "Rectified", "active_part", "active_square", "anchor_min_df",
+           "anchor_stage", "check_fit_input", "correlation_stage", "recover_stage",
+           "recover_weights", "rectify_stage", "refine_stage", "warm_coefficients",
            "warm_columns", "warm_eigvecs"]
 
 
@@ -93,6 +94,11 @@ def active_part(cooc, overwrite: bool):
         C_full /= total  # what normalized() returns, in place
     else:
         C_full = cooc.normalized()
+    return active_square(C_full)
+
+
+def active_square(C_full: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A dense co-occurrence restricted to its words with mass, and their indices."""
     active = np.flatnonzero(C_full.sum(axis=1) > 0)
     # Usually every word is active: no copy of the V x V matrix then.
     return (C_full if active.size == C_full.shape[0] else take_square(C_full, active)), active
