@@ -480,8 +480,7 @@ class Refresher:
         refine = {k: kw[k] for k in ("refine", "refine_max_iter") if k in kw}
         if self.method == "anchor":
             # The groups are rectified and recovered as configured (fit_topics).
-            rect = {k: v for k, v in AnchorModel(**{**kw, "anchor_method": "qr"}).get_params()
-                    .items() if k.startswith(("rectify", "recover"))}
+            rect = _model_settings(kw, ("rectify", "recover"))
             fit = fit_novel_words(K, cooc, docs, anchor_method=self.anchor_method,
                                   min_df=float(kw.get("anchor_min_df", 0)), random_state=seed,
                                   on_stage=on_stage, **rect, **refine)
@@ -490,9 +489,7 @@ class Refresher:
                                      **refine, **docs.settings.to_dict()}
         if self.method == "anchorfree":
             # Rectification as configured (every rectify_* setting, defaults included).
-            params = AnchorModel(**kw).get_params()
-            rect = {k: v for k, v in params.items()
-                    if k.startswith(("rectify", "anchorfree_"))}
+            rect = _model_settings(kw, ("rectify", "anchorfree_"))
             init = None
             if self.warm_start and self._topic_word is not None:
                 init = by_word(self._topic_word, self._model_words, words)
@@ -503,3 +500,10 @@ class Refresher:
                          random_state=seed, on_stage=on_stage, **refine)
         return None, fit, None, {**common, "anchor_method": None, **refine,
                                  **docs.settings.to_dict()}
+
+
+def _model_settings(kw: Mapping[str, Any], prefixes: tuple[str, ...]) -> dict[str, Any]:
+    """The configured model settings whose names start with ``prefixes``, defaults included
+    (``AnchorModel``'s; its anchor finder is set to ``qr``, as DDP's and RP's are not its)."""
+    params = AnchorModel(**{**kw, "anchor_method": "qr"}).get_params()
+    return {k: v for k, v in params.items() if k.startswith(prefixes)}
