@@ -51,6 +51,7 @@ METHODS: dict[str, tuple[dict, float]] = {
     "Recover-KL (Arora 2013)": (dict(anchor_method="fast", recover_method="kl",
                                      rectify=False), 2),
     "tsvd": (dict(method="tsvd"), 25),
+    "tsvd (paper)": (dict(method="tsvd"), 25),
     "ddp": (dict(anchor_method="ddp"), 25),
     "rp": (dict(anchor_method="rp"), 25),
     "ddp (paper)": (dict(anchor_method="ddp"), 25),
@@ -61,11 +62,14 @@ METHODS: dict[str, tuple[dict, float]] = {
     "rp (K clusters)": (dict(anchor_method="rp"), 25),
 }
 
-#: label -> ``anchorstream.model.methods`` settings changed for that fit: DDP and RP as the paper
-#: describes them (plain cluster averages; RP's detection on the raw projections, the 5 most
-#: extreme words of each cluster as before session 15; topics by Algorithm 4), to compare with
-#: the defaults; "(Algorithm 4)": the defaults but for the topics (before session 33).
+#: label -> ``anchorstream.model.methods`` settings changed for that fit: TSVD's topics as the
+#: paper estimates them (averages of the documents richest in each cluster's catchwords); DDP
+#: and RP as the paper describes them (plain cluster averages; RP's detection on the raw
+#: projections, the 5 most extreme words of each cluster as before session 15; topics by
+#: Algorithm 4), to compare with the defaults; "(Algorithm 4)": the defaults but for the topics
+#: (before session 33).
 SETTINGS: dict[str, dict] = {
+    "tsvd (paper)": {"TSVD_TOPICS": "documents"},
     "ddp (paper)": {"DDP_N_EXTREME": None, "NOVEL_CLUSTERS_PER_TOPIC": 1,
                     "NOVEL_WORD_TOPICS": "patterns"},
     "rp (paper)": {"RP_NOISE_AWARE": False, "RP_N_EXTREME": 5, "NOVEL_CLUSTERS_PER_TOPIC": 1,
@@ -121,7 +125,7 @@ def fit_one(label: str, X, B, coocs: dict, seed: int, kl_max_words: int) -> dict
     kw = dict(kw)
     if kw.get("recover_method") == "kl" and X.shape[1] > kl_max_words:
         return {"error": f"skipped (V > {kl_max_words})"}
-    if kw.get("method", "anchor") == "anchor":
+    if kw.get("method", "anchor") in ("anchor", "tsvd"):
         kw.setdefault("method", "anchor")
         kw["anchor_min_df"] = min(100, max(1, X.shape[0] // 100))
     if cap not in coocs:
@@ -182,10 +186,11 @@ def protocols(args) -> dict[str, tuple[str, np.ndarray, list, list[str], str | N
     gibbs = load_truth()[0]
     ding = ding_model(seed=args.seed)
     tsvd_labels = ["default (qr/admm)", "Recover-KL (Arora 2013)", "Recover-L2 (Arora 2013)",
-                   "tsvd"]
+                   "tsvd", "tsvd (paper)"]
     ding_labels = ["default (qr/admm)", "Recover-L2 (Arora 2013)", "ddp", "ddp (paper)", "rp",
                    "rp (paper)"]
-    every = ["default (qr/admm)", "Recover-L2 (Arora 2013)", "tsvd", "ddp", "ddp (paper)", "rp",
+    every = ["default (qr/admm)", "Recover-L2 (Arora 2013)", "tsvd", "tsvd (paper)", "ddp",
+             "ddp (paper)", "rp",
              "rp (paper)"]
     return {
         "tsvd-nyt": ("Bansal et al. 2014, Table 2, NYT-like: Gibbs truth (K = 50, V = 5000), "

@@ -421,6 +421,8 @@ class Refresher:
                 "rectify_warm_change": None if model is None else model.rectify_change_,
                 "iterations": {} if model is None else model.n_iter_,
                 "timings_seconds": dict(timings),
+                # How a method with two estimates of its topics (TSVD, DDP, RP) made them.
+                **({} if fit.estimate is None else {"estimate": fit.estimate}),
                 **extra_hierarchy,
             },
         )
@@ -496,9 +498,12 @@ class Refresher:
             fit = fit_topics(K, cooc=cooc, method="anchorfree", random_state=seed,
                              on_stage=on_stage, init=init, **rect, **refine)
             return None, fit, init, {**common, "anchor_method": None, **rect, **refine}
+        # TSVD's word groups, where it keeps them, are rectified and recovered as configured,
+        # from words in anchor_min_df documents.
+        rect = _model_settings(kw, ("rectify", "recover", "anchor_min_df"))
         fit = fit_topics(K, cooc=cooc, documents=docs.documents, method="tsvd",
-                         random_state=seed, on_stage=on_stage, **refine)
-        return None, fit, None, {**common, "anchor_method": None, **refine,
+                         random_state=seed, on_stage=on_stage, **rect, **refine)
+        return None, fit, None, {**common, "anchor_method": None, **rect, **refine,
                                  **docs.settings.to_dict()}
 
 

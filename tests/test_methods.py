@@ -1,5 +1,6 @@
 """fit_topics (anchorstream/model/methods.py): every method's topics get the pair refinement on
-short documents, as the anchor-word pipeline's do, and none on long ones."""
+short documents, as the anchor-word pipeline's do, and none on long ones; DDP's, RP's and
+TSVD's word groups are recovered like anchors; TSVD keeps the likelier of its two estimates."""
 
 from __future__ import annotations
 
@@ -103,3 +104,50 @@ def test_novel_word_groups_refuse_the_inversion_recovery(long_corpus):
     with pytest.raises(InputError, match="inverse needs single anchor words"):
         fit_topics(6, cooc=cooccurrence(X), documents=X, anchor_method="ddp",
                    recover_method="inverse")
+
+
+@pytest.fixture(scope="module")
+def dominant():
+    from test_tsvd import dominant_corpus
+
+    X, M, _, _ = dominant_corpus(2000, 150, seed=5)
+    return M, X
+
+
+@pytest.mark.parametrize("corpus, expect", [("dominant", "documents"), ("long_corpus", "recover")])
+def test_tsvd_keeps_the_estimate_under_which_the_pairs_are_likelier(corpus, expect, request,
+                                                                     monkeypatch):
+    # TSVD's two estimates of its topics: the paper's averages of the documents richest in each
+    # cluster's catchwords, right where one topic dominates each document and no word is an
+    # anchor (the dominant corpus: catchwords only), and its clusters' words recovered like
+    # anchors, right where documents mix topics (the planted model: Dirichlet(0.1)). The
+    # default keeps the one whose topics give the observed word pairs the higher likelihood.
+    truth, X = request.getfixturevalue(corpus)
+    truth = getattr(truth, "topic_word", truth)
+    K = truth.shape[1]
+    cooc = cooccurrence(X, length_cap=25)
+    errors = {}
+    for mode in ("documents", "recover", "auto"):
+        monkeypatch.setattr(methods, "TSVD_TOPICS", mode)
+        fit = fit_topics(K, cooc=cooc, documents=X, method="tsvd", refine="none")
+        errors[mode] = recovery_error(truth, fit.topic_word)[0]
+        assert fit.estimate == (expect if mode == "auto" else mode)
+        np.testing.assert_allclose(fit.topic_word.sum(axis=0), 1.0)
+    other = "recover" if expect == "documents" else "documents"
+    assert errors["auto"] == errors[expect] < errors[other] - 0.04, errors
+    assert errors[expect] < 0.15, errors
+
+
+def test_tsvd_groups_are_recovered_as_configured(long_corpus, monkeypatch):
+    from anchorstream.errors import InputError
+
+    truth, X = long_corpus
+    monkeypatch.setattr(methods, "TSVD_TOPICS", "recover")
+    fit = fit_topics(6, cooc=cooccurrence(X), documents=X, method="tsvd")
+    assert {"tsvd_clusters", "rectify", "select_groups", "recover"} <= set(fit.timings)
+    plain = fit_topics(6, cooc=cooccurrence(X), documents=X, method="tsvd", rectify=False,
+                       recover_method="l2")
+    assert "rectify" not in plain.timings
+    assert not np.allclose(plain.topic_word, fit.topic_word)
+    with pytest.raises(InputError, match="inverse needs single anchor words"):
+        fit_topics(6, cooc=cooccurrence(X), documents=X, method="tsvd", recover_method="inverse")

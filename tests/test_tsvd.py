@@ -1,14 +1,16 @@
-"""TSVD (Bansal et al. 2014) on dominant-topic documents with catchwords; the k-means it uses."""
+"""TSVD (Bansal et al. 2014) on dominant-topic documents with catchwords."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from anchorstream.errors import InputError
 from anchorstream.evaluate import recovery_error
-from anchorstream.model.tsvd import kmeans, tsvd, word_thresholds
+from anchorstream.model.tsvd import cluster_words, tsvd, tsvd_clusters, word_thresholds
 
 N_WORDS, N_TOPICS, N_CATCH = 200, 4, 10
 
@@ -94,44 +96,6 @@ def test_word_thresholds_follow_the_definition():
     assert np.isinf(word_thresholds(sp.csr_matrix((10, 1)), 0.4, 1.0 / 6.0))[0]
 
 
-def test_kmeans_separated_blobs():
-    rng = np.random.default_rng(0)
-    centers = np.array([[0.0, 0.0], [10.0, 0.0], [0.0, 10.0]])
-    truth = rng.integers(3, size=300)
-    pts = centers[truth] + rng.normal(scale=0.5, size=(300, 2))
-    r = kmeans(pts, 3, random_state=1)
-    # Same partition up to relabelling.
-    pairs = {(int(a), int(b)) for a, b in zip(truth, r.labels)}
-    assert len(pairs) == 3
-    # Sparse input and a starting partition give the same answer.
-    r2 = kmeans(sp.csr_matrix(pts), 3, init=r.labels)
-    np.testing.assert_array_equal(r2.labels, r.labels)
-    assert r2.inertia == pytest.approx(r.inertia)
-
-
-def test_kmeans_seeding_rarely_merges_separated_clusters():
-    # 40 separated blobs, one seeding each: plain k-means++ (one D²-draw per center) put two
-    # centers in one blob, and left two blobs sharing one, in 17 of 20 seeds; the greedy
-    # seeding (best of 2 + ln k draws) recovers all 40 in 19 of 20. TSVD merged topics the
-    # same way.
-    rng = np.random.default_rng(0)
-    centers = rng.normal(scale=10.0, size=(40, 20))
-    truth = rng.integers(40, size=4000)
-    pts = centers[truth] + rng.normal(size=(4000, 20))
-    exact = 0
-    for seed in range(20):
-        r = kmeans(pts, 40, n_init=1, random_state=seed)
-        exact += len({(int(a), int(b)) for a, b in zip(truth, r.labels)}) == 40
-    assert exact >= 15
-
-
-def test_kmeans_keeps_k_clusters_with_duplicates():
-    pts = np.zeros((5, 2))
-    pts[4] = 1.0
-    r = kmeans(pts, 3, random_state=0)
-    assert r.centers.shape == (3, 2)
-
-
 @pytest.mark.parametrize("kwargs, match", [
     ({"n_topics": 0}, "n_topics"),
     ({"n_topics": 2, "w0": 1.5}, "w0"),
@@ -147,13 +111,6 @@ def test_bad_counts():
         tsvd(np.array([[1.0, -1.0]]), 1)
     with pytest.raises(InputError, match="more documents than topics"):
         tsvd(np.array([[1.0, 2.0], [3.0, 0.0]]), 2)
-
-
-def test_kmeans_bad_input():
-    with pytest.raises(InputError, match="n_clusters"):
-        kmeans(np.zeros((2, 2)), 3)
-    with pytest.raises(InputError, match="init"):
-        kmeans(np.zeros((2, 2)), 2, init=np.array([0, 5]))
 
 
 def test_short_documents_keep_every_word_that_occurs():
@@ -178,3 +135,66 @@ def test_word_thresholds_fall_back_to_the_smallest_value():
     G = sp.csr_matrix(np.array([[0.0, 0.1, 0.19, 0.2, 0.21, 0.7, 0.8, 0.0, 0.0, 0.0]]).T)
     assert word_thresholds(G, w0=0.4, eps=1.0 / 6.0, scale=10)[0] == pytest.approx(0.1)
     assert word_thresholds(G, w0=0.4, eps=1.0 / 6.0)[0] == pytest.approx(0.21)
+
+
+def test_tsvd_clusters_are_the_clusters_tsvd_averages(corpus):
+    X = corpus[0]
+    full = tsvd(X, N_TOPICS, random_state=2)
+    alone = tsvd_clusters(X, N_TOPICS, random_state=2)
+    np.testing.assert_array_equal(alone.labels, full.labels)
+    np.testing.assert_array_equal(alone.thresholds, full.thresholds)
+    assert alone.inertia == full.inertia
+
+
+def test_more_clusters_than_topics_split_topics_not_documents_of_two(corpus):
+    # What fit_topics(method="tsvd") groups its words from: 2 K clusters, thresholds for K
+    # topics. Each cluster is one dominant topic's documents, and each cluster's words are
+    # words of that topic (more probable in it than in any other: its catchwords, or shared
+    # words the Dirichlet draw made most frequent there); every topic has a cluster.
+    X, M, dominant, _ = corpus
+    clusters = tsvd_clusters(X, 2 * N_TOPICS, w0=1.0 / N_TOPICS, random_state=0)
+    words = cluster_words(X, clusters.labels, 2 * N_TOPICS, n_words=5)
+    owners = set()
+    for label, group in enumerate(words):
+        members = dominant[clusters.labels == label]
+        owner = np.bincount(members, minlength=N_TOPICS).argmax()
+        assert np.mean(members == owner) > 0.95
+        assert group.size == 5 and np.all(M[group].argmax(axis=1) == owner), (label, group)
+        owners.add(int(owner))
+    assert owners == set(range(N_TOPICS))
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 10_000), n_words=st.integers(1, 6), k=st.integers(1, 4))
+def test_cluster_words_are_the_largest_shares(seed, n_words, k):
+    rng = np.random.default_rng(seed)
+    X = rng.poisson(0.7, size=(25, 12)) * (rng.random((25, 12)) < 0.5)
+    labels = rng.integers(-1, k, size=25)
+    allowed = rng.random(12) < 0.8
+    got = cluster_words(sp.csr_matrix(X), labels, k, n_words, candidates=allowed)
+    total = X.sum(axis=0)
+    assert len(got) == k
+    for c in range(k):
+        inside = X[labels == c].sum(axis=0)
+        share = np.divide(inside, total, out=np.zeros(12), where=total > 0)
+        ok = [w for w in range(12) if allowed[w] and share[w] > 0]
+        expect = sorted(ok, key=lambda w: (-share[w], w))[:n_words]
+        assert got[c].tolist() == expect
+    # Indices select as the mask does.
+    again = cluster_words(X, labels, k, n_words, candidates=np.flatnonzero(allowed))
+    assert [g.tolist() for g in again] == [g.tolist() for g in got]
+
+
+@pytest.mark.parametrize("labels, kwargs, match", [
+    ([0, 1], {}, "labels must be integers of shape"),
+    ([0, 1, 2], {}, r"labels must lie in \[-1, 2\)"),
+    ([0, 1, -2], {}, "labels must lie"),
+    ([0, 1, 1], {"n_words": 0}, "n_words"),
+    ([0.0, 1.0, 1.0], {}, "labels must be integers"),
+])
+def test_cluster_words_bad_input(labels, kwargs, match):
+    X = np.array([[1, 0], [0, 2], [1, 1]])
+    with pytest.raises(InputError, match=match):
+        cluster_words(X, np.asarray(labels), 2, **kwargs)
+    with pytest.raises(InputError, match="n_clusters"):
+        cluster_words(X, [0, 0, 0], 0)

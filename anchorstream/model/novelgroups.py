@@ -166,7 +166,7 @@ def cluster_novel_words(
         remap[keep] = np.arange(K)
         labels = remap[labels]
     else:
-        from anchorstream.model.tsvd import kmeans  # the shared k-means++/Lloyd
+        from anchorstream.model.kmeans import kmeans
 
         off = D[~np.eye(n, dtype=bool)]
         sigma = float(np.median(off[off > 0])) if np.any(off > 0) else 1.0

@@ -98,6 +98,11 @@ _PIPELINE = ("rectify", "rectify_method", "rectify_max_iter", "rectify_tol", "re
              "rectify_anderson", "rectify_rows", "rectify_warm_change", "rectify_warm_limit",
              "recover_method", "recover_weights", "anchor_min_df", "anchor_candidates",
              "anchor_noise", "refine", "refine_max_iter", "refine_warm_max_iter")
+#: What DDP's, RP's and TSVD's word groups go through: the pipeline's rectification and recovery
+#: (``methods._fit_groups``), then the refinement.
+_GROUPS = ("rectify", "rectify_method", "rectify_max_iter", "rectify_tol", "rectify_dtype",
+           "rectify_anderson", "rectify_rows", "recover_method", "recover_weights", "refine",
+           "refine_max_iter")
 _SPECS = {
     ("anchor", "qr"): MethodSpec("anchor", "qr", "counts", "rectification",
                                  "JSMF Alg. 2 (sparse pivoted QR)", _PIPELINE),
@@ -105,11 +110,10 @@ _SPECS = {
                                    "Arora et al. 2013 Alg. 4 (FastAnchorWords)", _PIPELINE),
     ("anchor", "ddp"): MethodSpec("anchor", "ddp", "split", "none",
                                   "Ding et al. 2014 Alg. 1 (data-dependent projections)",
-                                  ("anchor_min_df", "refine", "refine_max_iter")),
+                                  ("anchor_min_df",) + _GROUPS),
     ("anchor", "rp"): MethodSpec("anchor", "rp", "split+sketch", "none",
                                  "Ding et al. 2014 Alg. 2 (random projections)",
-                                 ("anchor_min_df", "rp_projections", "refine",
-                                  "refine_max_iter")),
+                                 ("anchor_min_df", "rp_projections") + _GROUPS),
     ("anchorfree", "qr"): MethodSpec("anchorfree", "qr", "counts", "topic_word",
                                      "Huang et al. 2016 (AnchorFree)",
                                      ("rectify", "rectify_max_iter", "rectify_tol",
@@ -117,7 +121,7 @@ _SPECS = {
                                       "refine_max_iter")),
     ("tsvd", "qr"): MethodSpec("tsvd", "qr", "reservoir", "none",
                                "Bansal et al. 2014 (thresholded SVD)",
-                               ("tsvd_documents", "refine", "refine_max_iter")),
+                               ("tsvd_documents", "anchor_min_df") + _GROUPS),
 }
 
 

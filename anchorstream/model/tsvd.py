@@ -3,9 +3,11 @@
 TSVD assumes every document has one *dominant* topic and every topic a set of *catchwords*. It
 thresholds each word's frequencies at a word-specific level, clusters the documents in the rank-K
 SVD projection (k-means++ then Lloyd), finds each cluster's catchwords and averages the documents
-richest in them (paper §3.3, with the §4 practical parameters). It reads documents, not the
-co-occurrence, so the daemon runs it over a bounded reservoir of recent documents. Also home of
-the shared :func:`kmeans`. The steps and the choices: ``docs/algorithms.md`` (TSVD).
+richest in them (paper §3.3, with the §4 practical parameters): :func:`tsvd`. It reads
+documents, not the co-occurrence, so the daemon runs it over a bounded reservoir of recent
+documents. :func:`tsvd_clusters` (steps 1-4) and :func:`cluster_words` give what
+``fit_topics(method="tsvd")`` recovers its topics from instead of the document averages. The
+steps and the choices: ``docs/algorithms.md`` (TSVD).
 """
 
 from __future__ import annotations
@@ -19,213 +21,10 @@ import scipy.sparse.linalg
 
 from anchorstream.stats.cooccurrence import as_counts_csr
 from anchorstream.errors import InputError
+from anchorstream.model.kmeans import KMeansResult, kmeans
 
-__all__ = ["KMeansResult", "TSVDResult", "kmeans", "tsvd", "word_thresholds"]
-
-
-# --------------------------------------------------------------------------------------------
-# k-means (k-means++ seeding + Lloyd)
-# --------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class KMeansResult:
-    """What :func:`kmeans` returns.
-
-    Attributes
-    ----------
-    labels : ndarray of int64, shape (n_points,)
-    centers : ndarray of shape (n_clusters, n_features)
-    inertia : float
-        Sum of squared distances of the points to their centers.
-    n_iter : int
-        Lloyd iterations of the returned run.
-    """
-
-    labels: np.ndarray
-    centers: np.ndarray
-    inertia: float
-    n_iter: int
-
-
-def _sq_norms(P) -> np.ndarray:
-    if sp.issparse(P):
-        return np.asarray(P.multiply(P).sum(axis=1)).ravel()
-    return np.einsum("ij,ij->i", P, P)
-
-
-def _center_scores(P, centers: np.ndarray) -> np.ndarray:
-    """``‖c_l‖² − 2 p_j·c_l``: the squared distances less each point's own ``‖p_j‖²``, which
-    a nearest-center choice does not need (two fewer passes over the n × k array)."""
-    scores = np.asarray(P @ (-2.0 * centers.T))
-    scores += np.einsum("ij,ij->i", centers, centers)[None, :]
-    return scores
-
-
-def _sq_distances(P, p_norms: np.ndarray, centers: np.ndarray) -> np.ndarray:
-    """``‖p_j − c_l‖²`` for all points and centers, shape (n_points, n_clusters)."""
-    d = _center_scores(P, centers)
-    d += p_norms[:, None]
-    return np.maximum(d, 0.0, out=d)  # rounding can make a zero distance slightly negative
-
-
-def _centers_of(P, labels: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Cluster means (rows) and sizes; an empty cluster gets a zero row."""
-    sizes = np.bincount(labels, minlength=k).astype(np.float64)
-    d = P.shape[1]
-    if sp.issparse(P):
-        # One bincount over the non-zeros, keyed by (cluster, column): a sparse one-hot product
-        # builds a k × d sparse result first and cost 5-10× more per Lloyd step.
-        rows = np.repeat(labels, np.diff(P.indptr))
-        sums = np.bincount(rows * d + P.indices, weights=P.data, minlength=k * d)
-        sums = sums.reshape(k, d)
-    else:
-        n = labels.shape[0]
-        sums = sp.csr_matrix((np.ones(n), (labels, np.arange(n))), shape=(k, n)) @ P
-    centers = sums / np.maximum(sizes, 1.0)[:, None]
-    return centers, sizes
-
-
-def _kmeans_pp(P, p_norms: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
-    """Greedy k-means++ seeding (Arthur & Vassilvitskii 2007, §6): each new center is the best
-    of ``2 + ⌊ln k⌋`` D²-weighted candidates (the one that lowers the potential most).
-
-    Greedy, as in scikit-learn's ``KMeans``, which the authors' TSVD code calls: with one
-    candidate per step (plain k-means++) TSVD merged 4 of 50 topics into shared clusters on the
-    300-word Dirichlet(0.01) protocol of Bansal et al. (ℓ1 0.250); greedy seeding: 0.184.
-    """
-    n = p_norms.shape[0]
-    n_trials = 2 + int(np.log(k))
-
-    def rows(js):
-        r = P[js]
-        return np.asarray(r.todense()) if sp.issparse(P) else np.asarray(r, dtype=float)
-
-    centers = np.empty((k, P.shape[1]))
-    centers[0] = rows([int(rng.integers(n))])[0]
-    closest = _sq_distances(P, p_norms, centers[:1])[:, 0]
-    for c in range(1, k):
-        total = closest.sum()
-        if total <= 0:  # fewer distinct points than clusters: any point will do
-            js = rng.integers(n, size=1)
-        else:
-            js = np.searchsorted(np.cumsum(closest), rng.random(n_trials) * total, side="right")
-            js = np.minimum(js, n - 1)
-        cand = rows(js)
-        d = _sq_distances(P, p_norms, cand)  # (n_points, n_candidates)
-        best = int(np.argmin(np.minimum(closest[:, None], d).sum(axis=0)))
-        centers[c] = cand[best]
-        closest = np.minimum(closest, d[:, best])
-    return centers
-
-
-def _lloyd(P, p_norms, centers, max_iter: int) -> KMeansResult:
-    k = centers.shape[0]
-    labels = None
-    n_iter = 0
-    for n_iter in range(1, max_iter + 1):
-        d = _center_scores(P, centers)  # + ‖p_j‖²: the squared distances
-        new = np.argmin(d, axis=1)
-        if labels is not None and np.array_equal(new, labels):
-            break
-        labels = new
-        centers, sizes = _centers_of(P, labels, k)
-        for c in np.flatnonzero(sizes == 0):
-            # An empty cluster is re-seeded at the point farthest from its center, the usual
-            # deterministic repair: it keeps exactly k clusters without a random draw.
-            dist = d[np.arange(d.shape[0]), labels] + p_norms
-            far = int(np.argmax(dist))
-            labels[far] = c
-            centers, sizes = _centers_of(P, labels, k)
-            d = _center_scores(P, centers)
-    d = _sq_distances(P, p_norms, centers)
-    labels = np.argmin(d, axis=1)
-    inertia = float(d[np.arange(d.shape[0]), labels].sum())
-    return KMeansResult(labels.astype(np.int64), centers, inertia, n_iter)
-
-
-def _check_points(points):
-    if sp.issparse(points):
-        P = points.tocsr().astype(np.float64)
-        ok = np.all(np.isfinite(P.data))
-    else:
-        P = np.asarray(points, dtype=np.float64)
-        ok = np.all(np.isfinite(P))
-    if P.ndim != 2:
-        raise InputError(f"points must be 2-D (n_points, n_features), got shape {P.shape}")
-    if not ok:
-        raise InputError("points contain NaN or infinity")
-    return P
-
-
-def kmeans(
-    points,
-    n_clusters: int,
-    *,
-    init: np.ndarray | None = None,
-    n_init: int = 10,
-    max_iter: int = 100,
-    random_state: int | np.random.Generator | None = None,
-) -> KMeansResult:
-    """k-means: greedy k-means++ seeding then Lloyd's algorithm, best of ``n_init`` runs.
-
-    Written here rather than taken from scipy: ``scipy.cluster.vq.kmeans2`` warns (an error in
-    this project's test configuration) or raises on an empty cluster and cannot start from a
-    partition, which TSVD's "Lloyd from the projected clustering" step needs.
-
-    Parameters
-    ----------
-    points : ndarray or sparse matrix of shape (n_points, n_features)
-    n_clusters : int
-        ``1 <= n_clusters <= n_points``.
-    init : ndarray of shape (n_points,), optional
-        A starting partition (cluster labels in ``[0, n_clusters)``); then one Lloyd run from
-        its means, no seeding.
-    n_init : int
-        Independent k-means++ seedings; the run of lowest inertia is returned.
-    max_iter : int
-        Lloyd iterations per run.
-    random_state : int, Generator or None
-
-    Returns
-    -------
-    KMeansResult
-
-    Raises
-    ------
-    InputError
-        For malformed points, ``n_clusters`` out of range or a malformed ``init``.
-
-    Examples
-    --------
-    >>> pts = np.array([[0.0], [0.1], [5.0], [5.2]])
-    >>> r = kmeans(pts, 2, random_state=0)
-    >>> round(r.inertia, 6), sorted(np.bincount(r.labels).tolist())
-    (0.025, [2, 2])
-    """
-    P = _check_points(points)
-    n = P.shape[0]
-    if int(n_clusters) != n_clusters or not 1 <= n_clusters <= n:
-        raise InputError(f"n_clusters must be an integer in [1, {n}], got {n_clusters!r}")
-    k = int(n_clusters)
-    if n_init < 1 or max_iter < 1:
-        raise InputError(f"n_init and max_iter must be >= 1, got {n_init!r}, {max_iter!r}")
-    p_norms = _sq_norms(P)
-    if init is not None:
-        labels = np.asarray(init)
-        if labels.shape != (n,) or not np.issubdtype(labels.dtype, np.integer):
-            raise InputError(f"init must be integer labels of shape ({n},), got {labels.shape}")
-        if labels.size and (labels.min() < 0 or labels.max() >= k):
-            raise InputError(f"init labels must lie in [0, {k}), got {labels.min()}..{labels.max()}")
-        centers, _ = _centers_of(P, labels.astype(np.int64), k)
-        return _lloyd(P, p_norms, centers, max_iter)
-    rng = np.random.default_rng(random_state)
-    best = None
-    for _ in range(int(n_init)):
-        run = _lloyd(P, p_norms, _kmeans_pp(P, p_norms, k, rng), max_iter)
-        if best is None or run.inertia < best.inertia:
-            best = run
-    return best
+__all__ = ["TSVDClusters", "TSVDResult", "cluster_words", "tsvd", "tsvd_clusters",
+           "word_thresholds"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -254,6 +53,25 @@ class TSVDResult:
 
     topic_word: np.ndarray
     catchwords: tuple
+    labels: np.ndarray
+    thresholds: np.ndarray
+    inertia: float
+
+
+@dataclass(frozen=True)
+class TSVDClusters:
+    """What :func:`tsvd_clusters` returns.
+
+    Attributes
+    ----------
+    labels : ndarray of int64, shape (n_docs,)
+        Every document's cluster, as :attr:`TSVDResult.labels`.
+    thresholds : ndarray of shape (n_words,)
+        As :attr:`TSVDResult.thresholds`.
+    inertia : float
+        Lloyd objective of the chosen clustering.
+    """
+
     labels: np.ndarray
     thresholds: np.ndarray
     inertia: float
@@ -393,13 +211,87 @@ def tsvd(
     (100, 3)
     """
     X = as_counts_csr(X)
-    lengths = np.asarray(X.sum(axis=1)).ravel()
-    docs = np.flatnonzero(lengths > 0)
     K, w0, catchword_fraction, pure_fraction = _check_settings(
         n_topics, w0, eps, gamma, catchword_fraction, pure_fraction
     )
     rng = np.random.default_rng(random_state)
+    F, half_b, labels, thresholds, inertia = _clustered(X, K, w0, eps, n_init, max_iter, split,
+                                                        rng)
+    s = half_b.size
+    # Step 5: catchwords from each cluster's ⌊ε0 w0 s / 2⌋-th highest word frequency.
+    r5 = max(1, int(np.floor(catchword_fraction * s / 2.0)))
+    catchwords = _catchwords(F, labels, K, r5, gamma, min_catchword_freq)
+    # Step 6: average the ⌊ε0 w0 s / 2⌋ documents richest in the topic's catchwords.
+    r6 = max(1, int(np.floor(pure_fraction * s / 2.0)))
+    topic_word = _topic_vectors(F, labels, catchwords, r6)
 
+    doc_labels = np.full(X.shape[0], -1, dtype=np.int64)
+    doc_labels[half_b] = labels
+    return TSVDResult(topic_word, tuple(catchwords), doc_labels, thresholds, inertia)
+
+
+def tsvd_clusters(
+    X,
+    n_clusters: int,
+    *,
+    w0: float | None = None,
+    eps: float = 1.0 / 6.0,
+    n_init: int = 10,
+    max_iter: int = 100,
+    split: bool = False,
+    random_state: int | np.random.Generator | None = None,
+) -> TSVDClusters:
+    """TSVD's steps 1-4 alone: threshold, rank-``n_clusters`` SVD, project-and-cluster.
+
+    What ``fit_topics(method="tsvd")`` builds its topics from (with :func:`cluster_words`),
+    with more clusters than topics: the clusters stand for dominant topics, not for topics.
+
+    Parameters
+    ----------
+    X : sparse matrix or ndarray of shape (n_docs, n_words)
+        Word counts, one row per document.
+    n_clusters : int
+        At least 1 and less than the number of non-empty documents.
+    w0 : float, optional
+        Smallest probability of a topic being dominant, which sets the thresholds; default
+        ``1 / n_clusters``.
+    eps, n_init, max_iter, split, random_state
+        As for :func:`tsvd`.
+
+    Returns
+    -------
+    TSVDClusters
+
+    Raises
+    ------
+    InputError
+        As for :func:`tsvd`.
+
+    Examples
+    --------
+    >>> from anchorstream.synthetic import planted_model, sample_documents
+    >>> truth = planted_model(100, 3, alpha=0.01, random_state=0)
+    >>> X, _ = sample_documents(truth, 600, random_state=0)
+    >>> np.unique(tsvd_clusters(X, 6, w0=1 / 3, random_state=0).labels).tolist()
+    [0, 1, 2, 3, 4, 5]
+    """
+    X = as_counts_csr(X)
+    K, w0, _, _ = _check_settings(n_clusters, w0, eps, 1.0, None, None)
+    rng = np.random.default_rng(random_state)
+    _, half_b, labels, thresholds, inertia = _clustered(X, K, w0, eps, n_init, max_iter, split,
+                                                        rng)
+    doc_labels = np.full(X.shape[0], -1, dtype=np.int64)
+    doc_labels[half_b] = labels
+    return TSVDClusters(doc_labels, thresholds, inertia)
+
+
+def _clustered(X: sp.csr_matrix, K: int, w0: float, eps: float, n_init: int, max_iter: int,
+               split: bool, rng: np.random.Generator):
+    """Steps 1-4: ``(F, half_b, labels, thresholds, inertia)``, the clustering half's word
+    frequencies, its document indices, their clusters (-1: left out), the thresholds and the
+    Lloyd objective."""
+    lengths = np.asarray(X.sum(axis=1)).ravel()
+    docs = np.flatnonzero(lengths > 0)
     F_all = sp.diags(1.0 / np.maximum(lengths, 1.0)) @ X  # word frequencies per document
     F_all = F_all.tocsr()
     half_a, half_b = _halves(docs, split, rng, K)
@@ -426,16 +318,71 @@ def tsvd(
     best = _project_and_cluster(Bk, coords, K, n_init, max_iter, rng)
     labels = np.full(s, -1, dtype=np.int64)
     labels[kept] = best.labels
-    # Step 5: catchwords from each cluster's ⌊ε0 w0 s / 2⌋-th highest word frequency.
-    r5 = max(1, int(np.floor(catchword_fraction * s / 2.0)))
-    catchwords = _catchwords(F, labels, K, r5, gamma, min_catchword_freq)
-    # Step 6: average the ⌊ε0 w0 s / 2⌋ documents richest in the topic's catchwords.
-    r6 = max(1, int(np.floor(pure_fraction * s / 2.0)))
-    topic_word = _topic_vectors(F, labels, catchwords, r6)
+    return F, half_b, labels, thresholds, best.inertia
 
-    doc_labels = np.full(X.shape[0], -1, dtype=np.int64)
-    doc_labels[half_b] = labels
-    return TSVDResult(topic_word, tuple(catchwords), doc_labels, thresholds, best.inertia)
+
+def cluster_words(X, labels, n_clusters: int, n_words: int = 5, *,
+                  candidates=None) -> tuple[np.ndarray, ...]:
+    """Each cluster's ``n_words`` words with the largest share of their occurrences in the
+    cluster's documents: the words that mark it, a relative form of TSVD's catchwords.
+
+    Parameters
+    ----------
+    X : sparse matrix or ndarray of shape (n_docs, n_words)
+        Word counts.
+    labels : array_like of int, shape (n_docs,)
+        Each document's cluster in ``[0, n_clusters)``; -1 leaves a document out (its words
+        still count in the shares' denominators).
+    n_clusters : int
+    n_words : int
+        Words per cluster, the largest share first (ties by word index).
+    candidates : bool mask of shape (n_words,) or int indices, optional
+        The words that may be chosen (say, those in enough documents to be well estimated).
+
+    Returns
+    -------
+    tuple of n_clusters int64 ndarrays
+        Up to ``n_words`` words each: only words that occur in the cluster; empty for a
+        cluster without documents.
+
+    Raises
+    ------
+    InputError
+        For malformed counts or labels, or ``n_words < 1``.
+
+    Examples
+    --------
+    >>> X = np.array([[2, 0, 1], [1, 0, 1], [0, 3, 1]])
+    >>> [g.tolist() for g in cluster_words(X, [0, 0, 1], 2, n_words=2)]
+    [[0, 2], [1, 2]]
+    """
+    X = as_counts_csr(X)
+    labels = np.asarray(labels)
+    if labels.shape != (X.shape[0],) or not np.issubdtype(labels.dtype, np.integer):
+        raise InputError(f"labels must be integers of shape ({X.shape[0]},), got {labels.shape}")
+    if isinstance(n_clusters, bool) or int(n_clusters) != n_clusters or n_clusters < 1:
+        raise InputError(f"n_clusters must be a positive integer, got {n_clusters!r}")
+    if labels.size and (labels.min() < -1 or labels.max() >= n_clusters):
+        raise InputError(f"labels must lie in [-1, {int(n_clusters)}), got "
+                         f"{labels.min()}..{labels.max()}")
+    if isinstance(n_words, bool) or int(n_words) != n_words or n_words < 1:
+        raise InputError(f"n_words must be a positive integer, got {n_words!r}")
+    V = X.shape[1]
+    allowed = np.ones(V, dtype=bool)
+    if candidates is not None:
+        c = np.asarray(candidates)
+        allowed = c.astype(bool) if c.dtype == bool else np.isin(np.arange(V), c)
+    total = np.asarray(X.sum(axis=0)).ravel()
+    inside = labels >= 0
+    member = sp.csr_matrix((np.ones(int(inside.sum())), (labels[inside], np.flatnonzero(inside))),
+                           shape=(int(n_clusters), X.shape[0]))
+    counts = (member @ X).toarray()
+    share = counts / np.maximum(total, 1.0)[None, :]
+    out = []
+    for row in share:
+        ok = np.flatnonzero(allowed & (row > 0))
+        out.append(ok[np.lexsort((ok, -row[ok]))[:int(n_words)]].astype(np.int64))
+    return tuple(out)
 
 
 def _check_settings(n_topics, w0, eps, gamma, catchword_fraction, pure_fraction):

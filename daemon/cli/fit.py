@@ -321,7 +321,8 @@ def _write(args, fitted, counts: Counts, cpu_seconds: dict[str, float]) -> Path:
                                     random_state=args.seed)
     quality = {"refine": fitted.refine,
                **({"refine_iterations": fitted.refine_passes} if fitted.refine != "none"
-                  else {})}
+                  else {}),
+               **({} if fitted.estimate is None else {"estimate": fitted.estimate})}
     if model is not None:
         quality.update({
             "rectify_iterations": model.n_iter_.get("rectify", 0),
