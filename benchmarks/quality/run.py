@@ -89,7 +89,8 @@ def run(corpus: str, args: Sequence[str] = (), *, topics: int | None = None,
         process start to snapshot read back), ``cpu_seconds`` (user + system, all threads),
         the metrics of :func:`benchmarks.quality.metrics.evaluate` (``npmi``, ``unique``,
         ``dead``, ``l1``, ``top_words``, ...), ``stages`` (seconds per stage from the
-        snapshot manifest), ``rectify_iterations``, ``n_topics``, ``vocab_size``, ``command``.
+        snapshot manifest), ``rectify_iterations``, ``estimate`` (``TopicFit.estimate``),
+        ``n_topics``, ``vocab_size``, ``command``.
     """
     c = _corpus(corpus)
     K = topics or c.n_topics
@@ -118,6 +119,8 @@ def run(corpus: str, args: Sequence[str] = (), *, topics: int | None = None,
         extra = manifest.get("extra") or {}
         row["stages"] = extra.get("timings_seconds", {})
         row["rectify_iterations"] = (extra.get("fit") or {}).get("rectify_iterations")
+        # Which of its estimates a method with two kept (TSVD, DDP, RP), if any.
+        row["estimate"] = (extra.get("fit") or {}).get("estimate")
         # Scored on the top words the snapshot publishes (ranked above the background words).
         row.update(evaluate(vocabulary, topic_word, prevalence, heldout_index(corpus), c.truth,
                             top=read_snapshot_top_words(out)))
