@@ -74,6 +74,12 @@ def test_fit_writes_a_valid_snapshot(corpus, tmp_path, capsys, flags, tolerance)
     assert snap.manifest["source"]["rejected"] == {"invalid_json": 1, "wrong_type": 1,
                                                    "missing_field": 1}
     assert error < tolerance, error
+    # A method with two estimates of its topics says which it kept, and the groups' settings.
+    if "tsvd" in flags or "ddp" in flags or "rp" in flags:
+        assert snap.manifest["extra"]["fit"]["estimate"] in ("recover", "documents")
+        assert snap.manifest["settings"]["recover_weights"] == "chi2"
+    else:
+        assert "estimate" not in snap.manifest["extra"]["fit"]
 
 
 def test_supertopics_hierarchy_and_inspect(corpus, tmp_path, capsys):

@@ -309,6 +309,10 @@ def _write(args, fitted, counts: Counts, cpu_seconds: dict[str, float]) -> Path:
             "refine": args.refine, "refine_max_iter": args.refine_iters,
             **({"anchorfree_words": args.anchorfree_words,
                 "anchorfree_slack": args.anchorfree_slack} if args.method == "anchorfree" else {}),
+            # DDP's, RP's and TSVD's word groups are rectified and recovered as the pipeline is.
+            **({"rectify_method": args.rectify_method, "recover_method": args.recover,
+                "recover_weights": args.recover_weights}
+               if args.method == "tsvd" or args.anchors in ("ddp", "rp") else {}),
         }),
         "method": args.method,
         **counts.vocabulary_settings,
