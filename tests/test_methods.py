@@ -151,3 +151,19 @@ def test_tsvd_groups_are_recovered_as_configured(long_corpus, monkeypatch):
     assert not np.allclose(plain.topic_word, fit.topic_word)
     with pytest.raises(InputError, match="inverse needs single anchor words"):
         fit_topics(6, cooc=cooccurrence(X), documents=X, method="tsvd", recover_method="inverse")
+
+
+def test_tsvd_keeps_its_averages_where_the_groups_cannot_be_formed(long_corpus, monkeypatch):
+    from anchorstream.errors import InputError
+
+    _, X = long_corpus
+
+    def too_few(*args):  # as if the corpus held word groups for 3 of the 6 topics
+        return tuple(np.array([w]) for w in range(3))
+
+    monkeypatch.setattr(methods, "_tsvd_groups", too_few)
+    fit = fit_topics(6, cooc=cooccurrence(X), documents=X, method="tsvd")
+    assert fit.estimate == "documents"
+    monkeypatch.setattr(methods, "TSVD_TOPICS", "recover")
+    with pytest.raises(InputError, match="only 3 groups"):
+        fit_topics(6, cooc=cooccurrence(X), documents=X, method="tsvd")

@@ -430,16 +430,21 @@ def _fit_tsvd(C, cooc: Cooccurrence, documents, K: int, settings: dict, random_s
                                                       method="pinv"))
         fits["documents"] = TopicFit(res.topic_word, A, anchors, timings)
     if TSVD_TOPICS in ("recover", "auto"):
-        groups = stage("tsvd_clusters",
-                       lambda: _tsvd_groups(documents, cooc, K, settings, random_state))
-        fits["recover"] = _fit_groups(C, groups, K, settings, random_state, stage, timings)
+        try:
+            groups = stage("tsvd_clusters",
+                           lambda: _tsvd_groups(documents, cooc, K, settings, random_state))
+            fits["recover"] = _fit_groups(C, groups, K, settings, random_state, stage, timings)
+        except InputError:
+            if TSVD_TOPICS == "recover":
+                raise
+            # auto: too few documents or word groups for 2 K clusters; the averages remain.
     pairs = None
     if len(fits) > 1:  # auto: the estimate under which the observed word pairs are likelier
         pairs = stage("pairs", lambda: pair_counts(C))
         scores = stage("choose", lambda: {k: _pair_fit(pairs, f) for k, f in fits.items()})
         chosen = max(scores, key=scores.get)
     else:
-        chosen = TSVD_TOPICS
+        (chosen,) = fits
     return _refined(replace(fits[chosen], estimate=chosen), C, cooc, settings, stage, pairs)
 
 
