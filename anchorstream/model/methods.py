@@ -89,7 +89,8 @@ TSVD_TOPICS = "auto"
 
 #: ``"recover"``'s clusters per topic: at K, two topics sharing a cluster left 3 of 50 topics
 #: without a group (ℓ1 0.27 to 0.30 with any choice of group words); at 2 K the selection
-#: (``recover.select_groups``) keeps K of them, ℓ1 0.156; 3 K gives the same (0.162).
+#: (``recover.select_groups``) keeps K of them, ℓ1 0.156; 3 K was no better (0.162-0.172 with
+#: the other word rules tried).
 TSVD_CLUSTERS_PER_TOPIC = 2
 
 #: ``"recover"``'s words per cluster: 5 / 10 / 20 gave ℓ1 0.156 / 0.163 / 0.214 (the twentieth
