@@ -116,9 +116,6 @@ __all__ = ["CHECKPOINT_STAGES", "PREFIX", "REFRESH_STAGES", "SOURCE_ERROR_KINDS"
 log = logging.getLogger("anchorstream.metrics")
 
 PREFIX = "anchorstream"
-#: Stages of a refresh, timed separately (label values of refresh_duration_seconds).
-REFRESH_STAGES = ("read", "pairs", "rectify", "anchors", "recover", "correlations", "refine",
-                  "align", "publish", "total")
 #: Stages of a store checkpoint (label values of checkpoint_stage_seconds), as
 #: ``CooccurrenceStore.last_checkpoint_seconds`` reports them: accumulators to sparse deltas,
 #: arrays written, Icechunk commit, compaction, garbage collection.
@@ -130,9 +127,12 @@ SOURCE_ERROR_KINDS = ("connect", "poll", "probe", "unsupported_codec", "corrupt_
                       "batch_too_large")
 
 # Checkpoints and refreshes span milliseconds (a few documents) to minutes (V = 20,000).
-#: The refresher's stages, each a label of refresh_failures (and of refresh_duration).
+#: The refresher's stages, each a label of refresh_failures (and of refresh_duration, which
+#: also times the whole refresh as "total"); DDP's, RP's and TSVD's word groups add
+#: select_groups, TSVD's clusters tsvd_clusters and its choice of estimate choose.
 REFRESH_STAGES = ("read", "fit", "pairs", "rectify", "anchors", "recover", "correlations",
-                  "refine", "novel_words", "anchorfree", "tsvd", "align", "publish")
+                  "refine", "novel_words", "anchorfree", "tsvd", "tsvd_clusters",
+                  "select_groups", "choose", "align", "publish")
 _DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300,
                      600, float("inf"))
 _BYTES_BUCKETS = tuple(float(4 ** k * 1024) for k in range(12)) + (float("inf"),)  # 1 KiB..4 GiB
