@@ -18,8 +18,6 @@ from anchorstream.errors import InputError
 __all__ = ["KMeansResult", "kmeans"]
 
 
-
-
 @dataclass(frozen=True)
 class KMeansResult:
     """What :func:`kmeans` returns.

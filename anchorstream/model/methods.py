@@ -18,7 +18,7 @@ from anchorstream.model.pipeline import AnchorModel, ModelSettings, StageTimer
 from anchorstream.model.recover import recover_groups, select_groups
 from anchorstream.model.rectify import rectify
 from anchorstream.model.refine import (REFINE_MAX_ITER, pair_counts, pair_loglik,
-                                       refine_method_for, refine_topics)
+                                       refine_method_for, refine_topics, smoothed_start)
 from anchorstream.model.registry import method_spec
 from anchorstream.model.stages import active_square, rectify_stage, recover_weights
 
@@ -201,13 +201,12 @@ def _start(fit: TopicFit) -> tuple[np.ndarray, np.ndarray]:
     return B, R
 
 
-def _pair_fit(pairs, fit: TopicFit, floor: float = 1e-3) -> float:
-    """Mean log-likelihood of the observed word pairs under ``fit``'s topics, each mixed with
-    ``floor`` of the uniform distribution (a pair a topic model gives no mass would make any
-    start ``-inf``): how TSVD's ``auto`` compares its two estimates."""
+def _pair_fit(pairs, fit: TopicFit) -> float:
+    """Mean log-likelihood of the observed word pairs where the pair refinement would start
+    from ``fit`` (its topics smoothed by ``refine.smoothed_start``, so that no observed pair
+    makes an estimate ``-inf``): how TSVD's ``auto`` compares its two estimates."""
     B, R = _start(fit)
-    B = (1.0 - floor) * B + floor / B.shape[0]
-    return float(pair_loglik(pairs, B, R / R.sum()))
+    return float(pair_loglik(pairs, smoothed_start(pairs, B), R / R.sum()))
 
 
 def novel_word_min_df(split, n_topics: int, min_df: float) -> float:
