@@ -11,6 +11,7 @@ import pytest
 from benchmarks.quality.corpora import Truth, _dedupe, _split, parse_synth, permissive_tokens
 from benchmarks.quality.debian import parse_translations
 from benchmarks.quality.htmldocs import html_sections, passages
+from benchmarks.quality.mail import _matches, message_text, thread_key
 from benchmarks.quality.metrics import HeldoutIndex, dead_topics, evaluate, l1_error, npmi
 from benchmarks.quality.synthetic import sample_texts
 
@@ -49,6 +50,38 @@ def test_passages_pack_paragraphs_and_drop_short_ones():
     out = passages(section, min_tokens=50, max_tokens=100)
     assert [len(p.split()) for p in out] == [80, 120]  # the 40-word tail joins its predecessor
     assert passages("few words", min_tokens=50, max_tokens=100) == []
+
+
+def test_message_text_keeps_what_the_writer_wrote():
+    raw = (
+        "From: a@example.org\nSubject: =?iso-8859-1?q?Caf=E9_menu?=\n"
+        "MIME-Version: 1.0\nContent-Type: multipart/alternative; boundary=XX\n\n"
+        "--XX\nContent-Type: text/plain; charset=utf-8\n"
+        "Content-Transfer-Encoding: base64\n\n"
+        "SGVsbG8gd29ybGQKPiBxdW90ZWQgbGluZQpzZWNvbmQgbGluZQotLQpteSBzaWduYXR1cmUK\n"
+        "--XX\nContent-Type: text/html\n\n<p>html copy</p>\n--XX--\n")
+    # base64 of "Hello world\n> quoted line\nsecond line\n--\nmy signature\n"
+    assert message_text(raw) == ("Café menu", "Hello world second line")
+    html_only = ("Subject: Offer\nContent-Type: text/html; charset=bogus-charset\n\n"
+                 "<html><style>p {x}</style><b>Buy</b> now &amp; save\n"
+                 "__________________\nlist footer</html>")
+    assert message_text(html_only) == ("Offer", "Buy now & save")
+    cp1252 = b"Subject: q\nContent-Type: text/plain; charset=utf-8\n\nit\x92s\n"
+    assert message_text(cp1252.decode("latin-1")) == ("q", "it\x92s")  # 8bit: text as given
+    qp = ("Subject: q\nContent-Type: text/plain; charset=windows-1252\n"
+          "Content-Transfer-Encoding: quoted-printable\n\nit=92s caf=E9 x\ufffdy\n")
+    assert message_text(qp) == ("q", "it\u2019s caf\u00e9 x?y")
+
+
+def test_thread_key_drops_reply_prefixes_and_list_tags():
+    assert thread_key("Re: [ILUG] RE: Fwd: Disk  Quota") == "disk quota"
+    assert thread_key("Aw: [zzz] [2] News") == "news"
+
+
+def test_integrity_string_is_checked():
+    integrity = "sha512-" + __import__("base64").b64encode(
+        __import__("hashlib").sha512(b"abc").digest()).decode()
+    assert _matches(b"abc", integrity) and not _matches(b"abd", integrity)
 
 
 def test_split_is_seeded_and_keeps_groups_together():
