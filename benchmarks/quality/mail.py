@@ -29,6 +29,7 @@ import re
 import tarfile
 import urllib.request
 from email import policy
+from email.header import decode_header
 from email.message import Message
 from pathlib import Path
 
@@ -100,7 +101,7 @@ def _header(value) -> str:
     if value is None:
         return ""
     try:
-        parts = email.header.decode_header(str(value))
+        parts = decode_header(str(value))
     except (ValueError, LookupError):
         return str(value)
     return "".join(_decode(text, charset) if isinstance(text, bytes) else text
