@@ -61,7 +61,9 @@ def fetch(dest: Path, url: str = TARBALL, integrity: str = INTEGRITY) -> Path:
         if not _matches(data, integrity):
             raise ValueError(f"{url}: the download does not match the pinned {integrity[:20]}...")
         dest.parent.mkdir(parents=True, exist_ok=True)
-        dest.write_bytes(data)
+        partial = dest.with_name(dest.name + ".partial")
+        partial.write_bytes(data)
+        partial.replace(dest)  # a reader never sees half a tarball
     return dest
 
 
