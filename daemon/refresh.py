@@ -474,8 +474,10 @@ class Refresher:
                         data_out = buf
                         break
             # cooc is this refresh's own subset; only its vectors are read afterwards.
+            # No refinement log-likelihood: a snapshot does not publish it (a pass saved).
             model.fit(cooc, init=init, on_stage=on_stage, overwrite_cooc=True,
-                      rectify_workspace=workspace, rectify_data_out=data_out)
+                      rectify_workspace=workspace, rectify_data_out=data_out,
+                      refine_loglik=False)
             fit = TopicFit.from_model(model)
             return model, fit, init, {**model.get_params(), "method": "anchor"}
         # Every method's topics are refined on short documents as the pipeline's are.

@@ -194,3 +194,24 @@ def test_bad_shapes_and_values():
         align_topics(B, VOCAB, B)
     with pytest.raises(InputError, match="duplicate"):
         topic_similarity(B, VOCAB[:-1] + ["w0"], B, VOCAB)
+    with pytest.raises(InputError, match="duplicate"):  # the same list on both sides
+        topic_similarity(B, VOCAB[:-1] + ["w0"], B, VOCAB[:-1] + ["w0"])
+    with pytest.raises(InputError, match="duplicate"):
+        topic_similarity(B, VOCAB, B, VOCAB[:-1] + ["w0"])
+
+
+def test_same_vocabulary_as_the_general_path():
+    """Equal vocabularies take the identity for the shared words; a copy with one word renamed
+    (not shared) takes the general path, and both give what the definition says."""
+    B = planted(16)
+    A = planted(17)
+    same = topic_similarity(A, VOCAB, B, list(VOCAB))
+    Bn, An = B / B.sum(axis=0), A / A.sum(axis=0)
+    expect = 1.0 - 0.5 * np.abs(An[:, :, None] - Bn[:, None, :]).sum(axis=0)
+    np.testing.assert_allclose(same, np.clip(expect, 0, 1), atol=1e-12)
+    renamed = list(VOCAB)
+    renamed[0] = "not-a-word"
+    partial = topic_similarity(A, VOCAB, B, renamed)
+    expect = 1.0 - 0.5 * (np.abs(An[1:, :, None] - Bn[1:, None, :]).sum(axis=0)
+                          + An[0][:, None] + Bn[0][None, :])
+    np.testing.assert_allclose(partial, np.clip(expect, 0, 1), atol=1e-12)

@@ -170,6 +170,13 @@ def test_remapped_moves_warm_start_by_word(truth):
     assert moved.rectify_data_.shape == (V + 1, V + 1)
     assert moved.rectify_data_[0, 1] == model.rectify_data_[V - 1, V - 2]
     assert not moved.rectify_data_[V].any() and not moved.rectify_data_[:, V].any()
+    # The same words (another list of them): every array as it was, the data shared.
+    kept = model.remapped(old, list(old))
+    np.testing.assert_array_equal(kept.topic_word_, model.topic_word_)
+    np.testing.assert_array_equal(kept.rectify_factor_, model.rectify_factor_)
+    np.testing.assert_array_equal(kept.anchors_, model.anchors_)
+    assert kept.anchors_ is not model.anchors_
+    assert kept.rectify_data_ is model.rectify_data_
 
 
 def test_bad_settings_and_inputs_are_named():

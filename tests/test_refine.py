@@ -140,6 +140,11 @@ def test_refinement_raises_the_loglik_of_a_sampled_corpus():
     assert fit.loglik[0] == pytest.approx(start, rel=1e-6)
     assert fit.loglik[-1] > start
     assert 1 <= fit.n_iter <= 50
+    # Without the final log-likelihood: the same point, the trace one shorter.
+    bare = refine_topics(pairs, model.topic_word_, model.topic_topic_, method="joint",
+                         smoothing=0.0, final_loglik=False)
+    np.testing.assert_array_equal(bare.topic_word, fit.topic_word)
+    assert bare.loglik == fit.loglik[:-1] and bare.n_iter == fit.n_iter
 
 
 @pytest.mark.parametrize("method", ["pairs", "joint"])
@@ -273,6 +278,10 @@ def test_the_default_refines_by_the_mean_document_length(doc_length, expected):
         # The same fit as asking for joint by name.
         named = AnchorModel(5, anchor_min_df=0, refine="joint").fit(cooc)
         np.testing.assert_allclose(model.topic_word_, named.topic_word_)
+        # The daemon's fit, without the log-likelihood: the same topics.
+        bare = AnchorModel(5, anchor_min_df=0).fit(cooc, refine_loglik=False)
+        assert bare.refine_loglik_ is None
+        np.testing.assert_array_equal(bare.topic_word_, model.topic_word_)
     else:
         assert model.refine_loglik_ is None
 

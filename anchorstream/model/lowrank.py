@@ -211,7 +211,7 @@ class LowRankCooccurrence:
     position in ``I``), ``E[i, j] = N[j, p(i)]`` for ``i`` in ``I`` and ``j`` not. It is held
     once (:class:`~anchorstream.model.lowrank_corrections.Corrections`): sparse where few of
     ``N``'s entries are non-zero (~1% on most real corpora; products, sums and rows then cost
-    ``O(nnz(E))``), else as ``N`` itself, dense (found in float64, held in float32).
+    ``O(nnz(E))``), else as ``N`` itself, dense (found and held in float32).
 
     It quacks enough like the dense co-occurrence for the anchor search, the recovery and the
     topic-topic matrix: ``M @ Z`` (products), ``M[i]`` and ``M[idx]`` (dense rows),
@@ -226,8 +226,8 @@ class LowRankCooccurrence:
     scanned : ndarray of int64, shape (n_scanned,)
         ``I``, distinct word indices.
     corrections : Corrections, optional
-        ``E``; leave it out to have it scanned from ``Y`` in ``Y``'s precision
-        (``O(V K |I|)``; a dense block is held in float32).
+        ``E``; leave it out to have it scanned from ``Y`` (``O(V K |I|)``): sparse entries
+        in ``Y``'s precision, a dense block formed and held in float32.
     """
 
     factor: np.ndarray
@@ -373,8 +373,8 @@ class LowRankResult:
 class _LoopIterate:
     """The iterate ``Y Yᵀ + r 1 1ᵀ + E`` inside :func:`rectify_lowrank`'s loop.
 
-    :class:`LowRankCooccurrence` scans in float64 (the result's corrections, which decide
-    what is negative in the published matrix); the loop only
+    :class:`LowRankCooccurrence` finds sparse corrections in float64 (the result's, which
+    decide what is negative in the published matrix); the loop only
     multiplies and sums through ``E`` (a product costs ``O(V K b + nnz(E) b)``, or two GEMMs
     with a dense ``E``), so here ``E`` is scanned in float32, and held as the last
     iteration's was (``dense``).
@@ -552,8 +552,8 @@ def lowrank_result(Y: np.ndarray, scanned: np.ndarray, eigvecs: np.ndarray, eigv
     outside[scanned] = False
     epsilon = float(norms[outside].max(initial=0.0))
     # The result is Y Yᵀ + E, without the normalization shift (see rectify_lowrank), divided
-    # by its sum; its corrections scanned again in float64 (a dense block then stored in
-    # float32, as the loop's).
+    # by its sum; its corrections scanned again, sparse entries in float64, a dense block in
+    # float32 (as the loop's: it is held so).
     iterate = LowRankCooccurrence(np.array(Y, dtype=np.float64), 0.0, scanned)
     total = iterate.sum()
     matrix = iterate.scale_(1.0 / total)

@@ -255,7 +255,8 @@ class Refined:
 
     topic_word: np.ndarray
     topic_topic: np.ndarray
-    loglik: list = field(default_factory=list)  # at the start of each iteration, then the end
+    #: At the start of each iteration, then the end (unless ``final_loglik=False``).
+    loglik: list = field(default_factory=list)
     n_iter: int = 0
     #: With a validation set: ``(passes, validation log-likelihood)`` at the start and after
     #: every step or cycle; the result is the best of them (``n_iter`` its passes).
@@ -338,7 +339,8 @@ def refine_topics(pairs: PairCounts, topic_word, topic_topic, *, method: str = "
                   smoothing: float = REFINE_SMOOTHING,
                   accelerate: bool = REFINE_ACCELERATE,
                   validation: PairCounts | None = None,
-                  patience: int = REFINE_PATIENCE) -> Refined:
+                  patience: int = REFINE_PATIENCE,
+                  final_loglik: bool = True) -> Refined:
     """EM on the pair likelihood from a start ``(B, R)``: the anchor model's, another method's, or
     a previous refinement's (:func:`warm_start`).
 
@@ -373,6 +375,11 @@ def refine_topics(pairs: PairCounts, topic_word, topic_topic, *, method: str = "
         documents").
     patience : int
         Steps or cycles without a new best validation likelihood before stopping.
+    final_loglik : bool
+        Append the log-likelihood at the returned point to the trace: a pass over the pairs
+        (without the scatter) after the last step, whose E-step was at the point before.
+        False leaves the trace at the starts of the steps, for a caller that reports no
+        log-likelihood (the daemon's refresh).
 
     Returns
     -------
@@ -435,7 +442,8 @@ def refine_topics(pairs: PairCounts, topic_word, topic_topic, *, method: str = "
     if validation is not None and best[3] < passes:
         _, B, R, passes, n_trace = best
         del trace[n_trace:]
-    trace.append(pair_loglik(pairs, B, R))
+    if final_loglik:
+        trace.append(pair_loglik(pairs, B, R))
     return Refined(B, R, trace, passes, held)
 
 

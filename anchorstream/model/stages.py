@@ -421,7 +421,7 @@ def correlation_stage(C, topic_word, anchors, s, stage):
 
 
 def refine_stage(pairs, topic_word, A, method, s, stage, *, anchors=None, active=None,
-                 init=None):
+                 init=None, final_loglik: bool = True):
     """EM (``method``: pairs or joint) on the raw pairs' likelihood from the recovered
     ``(topic_word, A)`` (:func:`~anchorstream.model.refine.refine_topics`):
     ``(topic_word, A, alpha, Refined)``, ``A`` and ``alpha`` those of the refined model.
@@ -429,7 +429,8 @@ def refine_stage(pairs, topic_word, A, method, s, stage, *, anchors=None, active
     A refit whose ``init`` ran the same refinement starts it from ``init``'s refined topics
     where their anchors (``active[anchors]``, word ids) are anchors again
     (:func:`~anchorstream.model.refine.warm_start`), for at most ``refine_warm_max_iter``
-    passes (0: from the recovered topics, as a cold fit)."""
+    passes (0: from the recovered topics, as a cold fit). ``final_loglik``: as for
+    :func:`~anchorstream.model.refine.refine_topics`."""
     start, max_iter = (topic_word, A), s.refine_max_iter
     # check_fit_input has made sure init is on these words and topics.
     if init is not None and s.refine_warm_max_iter > 0 and init.refine_ == method:
@@ -440,5 +441,6 @@ def refine_stage(pairs, topic_word, A, method, s, stage, *, anchors=None, active
         if kept:
             start, max_iter = (B0, R0), min(max_iter, s.refine_warm_max_iter)
     refined = stage("refine", lambda: refine_topics(pairs, *start, method=method,
-                                                    max_iter=max_iter))
+                                                    max_iter=max_iter,
+                                                    final_loglik=final_loglik))
     return refined.topic_word, refined.topic_topic, _alpha(refined.topic_topic), refined
