@@ -434,13 +434,14 @@ class AnchorModel:
             new word order.
         """
         self._check_fitted()
-        # Two refreshes in a row usually share their vocabulary: then every word stays put.
+        # Where no word was admitted or dropped since, every word stays put.
         same_words = list(old_vocabulary) == list(new_vocabulary)
         if same_words:
             src = np.arange(len(new_vocabulary), dtype=np.int64)
         else:
             index = {w: i for i, w in enumerate(old_vocabulary)}
-            src = np.array([index.get(w, -1) for w in new_vocabulary], dtype=np.int64)
+            src = np.fromiter((index.get(w, -1) for w in new_vocabulary), dtype=np.int64,
+                              count=len(new_vocabulary))
         keep = src >= 0
         V = len(new_vocabulary)
 
