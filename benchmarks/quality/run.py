@@ -65,7 +65,7 @@ def heldout_index(name: str) -> HeldoutIndex:
 
 def run(corpus: str, args: Sequence[str] = (), *, topics: int | None = None,
         vocab_size: int | None = None, seed: int = 0, command: str | None = None,
-        keep: Path | None = None) -> dict:
+        keep: Path | None = None, train: Path | None = None) -> dict:
     """Fit ``anchorstream fit`` on ``corpus``'s training file and return its metrics.
 
     Parameters
@@ -81,6 +81,9 @@ def run(corpus: str, args: Sequence[str] = (), *, topics: int | None = None,
         Another command for the CLI (e.g. ``".venv/bin/anchorstream"``).
     keep : Path, optional
         Write the snapshot there (must not exist) instead of a temporary directory.
+    train : Path, optional
+        Fit this JSON-lines file instead of the corpus's training file (a subsample of it,
+        say); the corpus's held-out documents score it all the same.
 
     Returns
     -------
@@ -99,12 +102,13 @@ def run(corpus: str, args: Sequence[str] = (), *, topics: int | None = None,
     scratch = Path(tempfile.mkdtemp(prefix="fit-", dir=cache_root()))
     out = keep or scratch / "snapshot"
     language = [] if c.stopwords == "english" else ["--stopwords", c.stopwords]
-    cmd = base + ["fit", "--input", str(c.train_path), "--text-field", "text",
+    train_path = Path(train) if train is not None else c.train_path
+    cmd = base + ["fit", "--input", str(train_path), "--text-field", "text",
                   "--topics", str(K), "--vocab-size", str(V), "--seed", str(seed),
                   "--out", str(out), "--quiet", *language, *args]
     row = {"corpus": corpus, "args": list(args), "n_topics": K, "vocab_size": V,
            "command": " ".join(shlex.quote(x) for x in ["anchorstream"] + cmd[len(base):])
-           .replace(str(c.train_path), "train.jsonl").replace(str(out), "OUT")}
+           .replace(str(train_path), "train.jsonl").replace(str(out), "OUT")}
     try:
         cpu0, t0 = children_cpu(), time.perf_counter()
         proc = subprocess.run(cmd, env=env, cwd=REPO, capture_output=True, text=True)
