@@ -2,9 +2,9 @@
 """How far a quality figure moves when 1 % of the training documents change: the noise under
 ``bench_quality.py``'s table (issue 16).
 
-Every method's fit is deterministic, so the quality benchmark prints one number per method
-and corpus. But the anchor search chooses among near ties and the peers' solvers have their
-own paths, so a slightly different sample of the same text moves held-out NPMI, and a
+The quality benchmark prints one number per method and corpus (anchorstream's and
+anchortopics' fits are deterministic). But the anchor search chooses among near ties and the
+peers' solvers have their own paths, so a slightly different sample of the same text moves held-out NPMI, and a
 difference between two methods smaller than that movement says nothing about which one is
 better. For each corpus this script fits anchorstream's default and the peers on the whole
 training file and on ``--draws`` random subsamples of it (each keeps ``--share`` of the
@@ -51,19 +51,18 @@ def subsample(train: Path, share: float, seed: int, out: Path) -> Path:
     return out
 
 
-def fit_npmi(method: str, name: str, train: Path, work: Path) -> float:
+def fit_npmi(method: str, corpus, train: Path, work: Path) -> float:
     """Held-out NPMI@10 of ``method`` (``anchorstream`` or a peer) fitted on ``train``."""
     if method == "anchorstream":
-        row = run(name, [], train=train)
+        row = run(corpus.name, [], train=train)
         return row["npmi"] if row["status"] == "ok" else float("nan")
-    corpus = load(name, verbose=False)
     out = Path(tempfile.mkdtemp(prefix=f"{method}-", dir=work)) / "out"
     r = fit_peer(method, train, out, topics=corpus.n_topics, vocab_size=corpus.vocab_size,
                  stopwords=corpus.stopwords)
     if r["status"] != "ok":
         return float("nan")
-    return evaluate(r["vocabulary"], r["topic_word"], r["prevalence"], heldout_index(name),
-                    top=None)["npmi"]
+    return evaluate(r["vocabulary"], r["topic_word"], r["prevalence"],
+                    heldout_index(corpus.name))["npmi"]
 
 
 def spread(x: np.ndarray) -> str:
@@ -95,7 +94,7 @@ def main(argv=None) -> int:
             trains = [corpus.train_path] + [
                 subsample(corpus.train_path, a.share, a.seed + d, work / f"train-{d}.jsonl")
                 for d in range(a.draws)]
-            scores = {m: np.array([fit_npmi(m, name, t, work) for t in trains])
+            scores = {m: np.array([fit_npmi(m, corpus, t, work) for t in trains])
                       for m in methods}
         finally:
             shutil.rmtree(work, ignore_errors=True)

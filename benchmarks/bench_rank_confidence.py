@@ -39,9 +39,9 @@ import numpy as np  # noqa: E402
 from anchorstream.model.background import (BACKGROUND_SPREAD, background_level,  # noqa: E402
                                            ranked_top_words)
 from benchmarks.quality.corpora import load, training_documents  # noqa: E402
-from benchmarks.quality.metrics import (HeldoutIndex, evaluate,  # noqa: E402
-                                        read_snapshot_model, read_snapshot_top_words)
-from benchmarks.quality.run import run  # noqa: E402
+from benchmarks.quality.metrics import (evaluate, read_snapshot_model,  # noqa: E402
+                                        read_snapshot_top_words)
+from benchmarks.quality.run import heldout_index, run  # noqa: E402
 
 CORPORA = ("short,pypi,pypi12,glosses,quotes,zitate,citas,passages,mail,medium,tech,long,"
            "synth8-100k,synth60-100k")
@@ -92,7 +92,7 @@ def main(argv=None) -> int:
             published = read_snapshot_top_words(work / "snapshot")
         finally:
             shutil.rmtree(work, ignore_errors=True)
-        index = HeldoutIndex.for_corpus(corpus)
+        index = heldout_index(name)
         n_tokens = in_vocabulary_tokens(corpus, vocabulary)
         rankings = [published]
         for z in zs:
