@@ -44,7 +44,8 @@ $(VENV)/.compiled: $(VENV)/.installed
 
 # The system tools some tests use (Chromium and its driver via apt, promtool into .venv/bin:
 # see .ci/system-deps; a no-op when present, a message instead of a failure when not root),
-# the whole suite (then its 20 slowest tests), then the numba kernels once more as plain
+# the whole suite in four pytest-xdist workers (then its 20 slowest tests), then the numba
+# kernels once more as plain
 # Python against their slow twins (catches a kernel whose compiled and interpreted behaviour
 # differ). --keep-going: the second step runs even when the first failed, so one failure does
 # not hide another; `make test` fails if either did.
@@ -59,8 +60,12 @@ test: $(VENV)/.compiled
 test-fast: $(VENV)/.compiled
 	@$(MAKE) --no-print-directory --keep-going test-unit test-nojit
 
+# Four workers whatever the core count: the integration tests spend much of their time
+# waiting on brokers, daemons and their children, so on two cores four workers finished the
+# suite in 501 s where one took 975 s and two 620 s (README, "make test"); work stealing
+# keeps one worker from ending with a queue of long tests while the others idle.
 test-suite: $(VENV)/.compiled
-	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) -m pytest --durations=20
+	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) -m pytest -n 4 --dist worksteal --durations=20
 
 test-unit: $(VENV)/.compiled
 	PATH="$(abspath $(VENV))/bin:$$PATH" ANCHORSTREAM_FUZZ_MESSAGES=2000 \
