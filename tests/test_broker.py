@@ -110,7 +110,9 @@ def test_broker_dies_when_the_process_that_started_it_is_killed(tmp_path, reaper
         print(broker.pid, broker.port, flush=True)
         time.sleep(600)
     """)
-    parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    # TMPDIR: the broker's log file, which nothing removes after a SIGKILL, lands in tmp_path.
+    parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True,
+                              env={**os.environ, "TMPDIR": str(tmp_path)})
     reaper.append(parent.pid)
     pid, port = map(int, parent.stdout.readline().split())
     reaper.append(pid)
@@ -168,7 +170,8 @@ class EmbeddedRun:
         (tmp / "config.yaml").write_text(yaml.safe_dump(config))
         self.ready = tmp / "ready.json"
         self.log_path = tmp / "run.log"
-        env = {**os.environ, "PYTHONPATH": str(REPO)}
+        # TMPDIR: the broker's log file, which a SIGKILLed daemon leaves, lands in tmp.
+        env = {**os.environ, "PYTHONPATH": str(REPO), "TMPDIR": str(tmp)}
         with open(self.log_path, "wb") as log:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "daemon", "run", "--config", str(tmp / "config.yaml"),

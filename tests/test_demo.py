@@ -39,7 +39,8 @@ SMALL = ["--topics", "5", "--vocab", "500", "--rectify-iter", "20", "--refresh-d
 def _demo(tmp_path: Path, *args: str):
     """``python -m daemon demo`` (stdout piped, stderr to a file); killed if it outlives the
     test or DEADLINE, and so is its broker once :func:`_broker_pid` found it."""
-    env = {**os.environ, "PYTHONPATH": str(REPO), "NO_COLOR": "1"}
+    # TMPDIR: the broker's log file, which a killed demo leaves, lands in tmp_path.
+    env = {**os.environ, "PYTHONPATH": str(REPO), "NO_COLOR": "1", "TMPDIR": str(tmp_path)}
     with open(tmp_path / "demo.stderr", "wb") as err:
         proc = subprocess.Popen(
             [sys.executable, "-m", "daemon", "demo", *SMALL, *args],
