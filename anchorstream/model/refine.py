@@ -83,10 +83,11 @@ REFINE_MAX_ITER = 100
 #: EM stops when the log-likelihood gains less than this per pass, relative.
 REFINE_TOL = 1e-5
 #: Most passes of a refit's refinement when it starts from the previous one
-#: (:func:`warm_start`): each refresh continues the EM of the last. One accelerated cycle kept
-#: NPMI as close to a cold refit's as two over refreshes after 1% new documents each, at 5-8% of
-#: a cold refit's CPU (benchmarks/README.md, "Session 29: a warm refresh at 10%").
-REFINE_WARM_MAX_ITER = 3
+#: (:func:`warm_start`): each refresh continues the EM of the last. One plain EM step kept
+#: held-out NPMI as close to a cold refit's as one accelerated cycle (3 passes) and that as
+#: close as two, over refreshes after 1% new documents each; the step costs a third of the
+#: cycle (benchmarks/README.md, "Session 38: one EM pass per warm refresh").
+REFINE_WARM_MAX_ITER = 1
 #: Share of the pairs' unigram distribution mixed into each topic at every start
 #: (:func:`smoothed_start`).
 REFINE_SMOOTHING = 1e-3
