@@ -250,6 +250,12 @@ def test_a_refit_refines_from_the_previous_refinement_in_few_passes():
     again = AnchorModel(10, anchor_min_df=0, refine="joint", refine_warm_max_iter=0).fit(
         cooc, init=first)
     assert again.n_iter_["refine"] > REFINE_WARM_MAX_ITER
+    # A refit that rectifies cold (rectify_warm_limit 0: every one) refines cold as well, so no
+    # warm path outlives the cold rectification that ends a chain of warm updates.
+    recold = AnchorModel(10, anchor_min_df=0, refine="joint", rectify_warm_limit=0).fit(
+        cooc, init=first)
+    assert recold.n_iter_["rectify"] > 0 and warm.n_iter_["rectify"] == 0
+    assert recold.n_iter_["refine"] > REFINE_WARM_MAX_ITER
     with pytest.raises(InputError, match="refine_warm_max_iter"):
         AnchorModel(10, refine_warm_max_iter=-1)
 

@@ -378,9 +378,12 @@ class AnchorModel:
         A, alpha = correlation_stage(rect.C, rec.topic_word, anchors, s, stage)
         topic_word, refined = rec.topic_word, None
         if pairs is not None:
+            # A refit that rectified cold refines cold too: no warm path outlives the cold
+            # rectification that ends a chain of warm updates.
+            warm = init if rect.n_iter.get("rectify", 0) == 0 else None
             topic_word, A, alpha, refined = refine_stage(pairs, topic_word, A, refine, s, stage,
                                                          anchors=anchors, active=active,
-                                                         init=init, final_loglik=refine_loglik)
+                                                         init=warm, final_loglik=refine_loglik)
         self._store(V, K, active, anchors, rect, rec, topic_word, A, alpha)
         self.refine_ = refine
         self.refine_loglik_ = (None if refined is None or not refine_loglik

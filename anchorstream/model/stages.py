@@ -429,8 +429,8 @@ def refine_stage(pairs, topic_word, A, method, s, stage, *, anchors=None, active
     A refit whose ``init`` ran the same refinement starts it from ``init``'s refined topics
     where their anchors (``active[anchors]``, word ids) are anchors again
     (:func:`~anchorstream.model.refine.warm_start`), for at most ``refine_warm_max_iter``
-    passes (0: from the recovered topics, as a cold fit). ``final_loglik``: as for
-    :func:`~anchorstream.model.refine.refine_topics`."""
+    passes (0: from the recovered topics, as a cold fit); the fit passes no ``init`` when it
+    rectified cold. ``final_loglik``: as for :func:`~anchorstream.model.refine.refine_topics`."""
     start, max_iter = (topic_word, A), s.refine_max_iter
     # check_fit_input has made sure init is on these words and topics.
     if init is not None and s.refine_warm_max_iter > 0 and init.refine_ == method:
