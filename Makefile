@@ -45,10 +45,9 @@ $(VENV)/.compiled: $(VENV)/.installed
 # The system tools some tests use (Chromium and its driver via apt, promtool into .venv/bin:
 # see .ci/system-deps; a no-op when present, a message instead of a failure when not root),
 # the whole suite in four pytest-xdist workers (then its 20 slowest tests), then the numba
-# kernels once more as plain
-# Python against their slow twins (catches a kernel whose compiled and interpreted behaviour
-# differ). --keep-going: the second step runs even when the first failed, so one failure does
-# not hide another; `make test` fails if either did.
+# kernels once more as plain Python against their slow twins (catches a kernel whose compiled
+# and interpreted behaviour differ). --keep-going: the second step runs even when the first
+# failed, so one failure does not hide another; `make test` fails if either did.
 test: $(VENV)/.compiled
 	.ci/system-deps $(VENV)/bin
 	@$(MAKE) --no-print-directory --keep-going test-suite test-nojit
