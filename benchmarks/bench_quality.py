@@ -83,6 +83,10 @@ CANDIDATES: dict[str, list[str]] = {
     "refine-joint": ["--refine", "joint"],
     "refine-pairs": ["--refine", "pairs"],
     "refine-joint60": ["--refine", "joint", "--refine-iters", "60"],
+    # The refinement's pairs counted in windows of 24 / 12 tokens of each document (auto then
+    # refines every corpus; benchmarks/README.md, "The refinement's pairs in windows").
+    "window24": ["--refine-window", "24"],
+    "window12": ["--refine-window", "12"],
 }
 QUICK_CORPORA = ("medium", "synth8-10k")
 QUICK_TOMOTOPY_ITERATIONS = 100

@@ -20,7 +20,8 @@ from anchorstream.model.rectify import rectify
 from anchorstream.model.refine import (REFINE_MAX_ITER, pair_counts, pair_loglik,
                                        refine_method_for, refine_topics, smoothed_start)
 from anchorstream.model.registry import method_spec
-from anchorstream.model.stages import active_square, rectify_stage, recover_weights
+from anchorstream.model.stages import (IMPLICIT, active_square, check_refine_cooc,
+                                      rectify_stage, recover_weights)
 
 # The other methods' modules are imported where they are used: AnchorFree pulls in
 # scipy.optimize (HiGHS), ~0.2 s of the start-up of every `anchorstream fit` otherwise.
@@ -165,7 +166,7 @@ def _correlations(C: np.ndarray, topic_word: np.ndarray, anchors: np.ndarray) ->
 
 
 def _refined(fit: TopicFit, C: np.ndarray, cooc: Cooccurrence, settings: dict,
-             stage, pairs=None) -> TopicFit:
+             stage, pairs=None, refine_cooc=None) -> TopicFit:
     """``fit`` after the pair refinement the settings ask for (``refine``, default ``auto``:
     ``joint`` on short documents), as the anchor-word pipeline runs it after recovery.
 
@@ -173,7 +174,13 @@ def _refined(fit: TopicFit, C: np.ndarray, cooc: Cooccurrence, settings: dict,
     (:func:`~anchorstream.model.refine.refine_topics`); on short documents, where each method's
     moments are noisiest, it is what makes their topics usable (benchmarks/README.md, "Every
     method refined on short text"). Negative entries a method may leave (TSVD's pseudo-inverse
-    correlations) are clipped first. ``pairs``: ``pair_counts(C)`` if already computed."""
+    correlations) are clipped first. ``pairs``: ``pair_counts(C)`` if already computed.
+    ``refine_cooc``: where the refinement counts its pairs instead (as for
+    :meth:`AnchorModel.fit`)."""
+    if refine_cooc is not None:
+        check_refine_cooc(refine_cooc, cooc.n_words)
+        cooc, pairs = refine_cooc, None
+        C = refine_cooc if isinstance(refine_cooc, IMPLICIT) else refine_cooc.counts
     method = refine_method_for(settings.get("refine", "auto"), cooc.num_docs, cooc.num_tokens)
     if method == "none":
         return fit
@@ -306,6 +313,7 @@ def fit_topics(
     overwrite_cooc: bool = False,
     warm_state: bool = True,
     rectify_workspace: np.ndarray | None = None,
+    refine_cooc=None,
     **settings,
 ) -> TopicFit:
     """Fit topics with any of the supported methods.
@@ -334,6 +342,10 @@ def fit_topics(
         a later warm-started refit of the returned ``model`` would use.
     rectify_workspace : ndarray, optional
         As for :meth:`AnchorModel.fit` (anchors qr/fast only).
+    refine_cooc : Cooccurrence or DocumentCooccurrence, optional
+        Where the pair refinement counts its word pairs, over ``cooc``'s words (the documents
+        cut into windows: :mod:`anchorstream.text.windows`); ``refine="auto"`` then decides
+        by its documents' length. Default: ``cooc``.
     split, sketch : SplitStatistic, RPSketch, optional
         The statistics of ``ddp``/``rp`` (:mod:`anchorstream.model.novelwords`) when they were kept
         elsewhere (a store); then ``documents`` are not needed.
@@ -373,7 +385,7 @@ def fit_topics(
         model = AnchorModel(
             n_topics, anchor_method=anchor_method, random_state=random_state, **settings
         ).fit(cooc, on_stage=on_stage, overwrite_cooc=overwrite_cooc, warm_state=warm_state,
-              rectify_workspace=rectify_workspace)
+              rectify_workspace=rectify_workspace, refine_cooc=refine_cooc)
         return TopicFit.from_model(model)
 
     C = cooc.normalized()
@@ -408,17 +420,19 @@ def fit_topics(
             fit = TopicFit(res.topic_word, A, anchors, timings)
         else:
             fit = _fit_groups(C, res.candidates, K, settings, random_state, stage, timings)
-        return _refined(replace(fit, estimate=NOVEL_WORD_TOPICS), C, cooc, settings, stage)
+        return _refined(replace(fit, estimate=NOVEL_WORD_TOPICS), C, cooc, settings, stage,
+                        refine_cooc=refine_cooc)
 
     if method == "anchorfree":
         return _refined(_fit_anchorfree(C, K, settings, random_state, init, stage, timings,
-                                        cooc.num_tokens), C, cooc, settings, stage)
+                                        cooc.num_tokens), C, cooc, settings, stage,
+                        refine_cooc=refine_cooc)
 
-    return _fit_tsvd(C, cooc, documents, K, settings, random_state, stage, timings)
+    return _fit_tsvd(C, cooc, documents, K, settings, random_state, stage, timings, refine_cooc)
 
 
 def _fit_tsvd(C, cooc: Cooccurrence, documents, K: int, settings: dict, random_state: int,
-              stage, timings: dict) -> TopicFit:
+              stage, timings: dict, refine_cooc=None) -> TopicFit:
     """``fit_topics(method="tsvd")``: the estimate ``TSVD_TOPICS`` names, refined."""
     fits = {}
     if TSVD_TOPICS in ("documents", "auto"):
@@ -445,7 +459,8 @@ def _fit_tsvd(C, cooc: Cooccurrence, documents, K: int, settings: dict, random_s
         chosen = max(scores, key=scores.get)
     else:
         (chosen,) = fits
-    return _refined(replace(fits[chosen], estimate=chosen), C, cooc, settings, stage, pairs)
+    return _refined(replace(fits[chosen], estimate=chosen), C, cooc, settings, stage, pairs,
+                    refine_cooc)
 
 
 def _tsvd_groups(documents, cooc: Cooccurrence, K: int, settings: dict,

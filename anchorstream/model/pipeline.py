@@ -29,10 +29,12 @@ from anchorstream.model.refine import (REFINE_MAX_ITER, REFINE_METHODS, REFINE_W
 from anchorstream.stats.cooccurrence import Cooccurrence, take_square
 from anchorstream.errors import InputError, NotFittedError
 from anchorstream.model.stages import (
+    active_pairs,
     active_part,
     anchor_min_df,
     anchor_stage,
     check_fit_input,
+    check_refine_cooc,
     correlation_stage,
     recover_stage,
     rectify_stage,
@@ -308,6 +310,7 @@ class AnchorModel:
         rectify_workspace: np.ndarray | None = None,
         rectify_data_out: np.ndarray | None = None,
         refine_loglik: bool = True,
+        refine_cooc: Cooccurrence | None = None,
     ) -> AnchorModel:
         """Learn topics from a co-occurrence.
 
@@ -338,6 +341,11 @@ class AnchorModel:
             more pass over the pairs without the scatter, ~15 ms of a daemon's warm refresh
             of 50,000 npm summaries. The daemon, which publishes no such figure, passes False
             (``refine_loglik_`` is then None).
+        refine_cooc : Cooccurrence, optional
+            Where the refinement counts its word pairs instead of ``cooc`` (same words): the
+            documents cut into windows (:mod:`anchorstream.text.windows`). ``refine="auto"``
+            then decides by its documents' length. A
+            :class:`~anchorstream.model.lowrank.DocumentCooccurrence` forms no V x V array.
 
         Returns
         -------
@@ -352,6 +360,8 @@ class AnchorModel:
         s = self.settings
         K = s.n_topics
         V = check_fit_input(cooc, init, K, s.rectify and s.rectify_method == "lowrank")
+        if refine_cooc is not None:
+            check_refine_cooc(refine_cooc, V)
         # Words that never occur in a document of >= 2 tokens have zero rows: no anchor can be
         # one and row normalisation would divide by zero, so the stages run on the others.
         C, active = active_part(cooc, overwrite_cooc)
@@ -365,8 +375,10 @@ class AnchorModel:
         timings: dict[str, float] = {}
         stage = StageTimer(timings, on_stage)
         # The raw pairs, read before rectification takes C's memory.
-        refine = refine_method_for(s.refine, cooc.num_docs, cooc.num_tokens)
-        pairs = None if refine == "none" else stage("pairs", lambda: pair_counts(C))
+        pairs_of = cooc if refine_cooc is None else refine_cooc
+        refine = refine_method_for(s.refine, pairs_of.num_docs, pairs_of.num_tokens)
+        pairs = None if refine == "none" else stage("pairs", lambda: pair_counts(
+            C if refine_cooc is None else active_pairs(refine_cooc, active)))
 
         rect = rectify_stage(C, V, K, active, position, init, s, stage, warm_state,
                              rectify_workspace, rectify_data_out)

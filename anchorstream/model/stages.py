@@ -31,10 +31,10 @@ IMPLICIT = (DocumentCooccurrence, SparseCooccurrence)
 # The fit's own logger, as when these stages were part of it.
 log = logging.getLogger("anchorstream.model.pipeline")
 
-__all__ = ["IMPLICIT", "Rectified", "active_part", "active_square", "anchor_min_df",
-           "anchor_stage", "check_fit_input", "correlation_stage", "recover_stage",
-           "recover_weights", "rectify_stage", "refine_stage", "warm_coefficients",
-           "warm_columns", "warm_eigvecs"]
+__all__ = ["IMPLICIT", "Rectified", "active_pairs", "active_part", "active_square",
+           "anchor_min_df", "anchor_stage", "check_fit_input", "check_refine_cooc",
+           "correlation_stage", "recover_stage", "recover_weights", "rectify_stage",
+           "refine_stage", "warm_coefficients", "warm_columns", "warm_eigvecs"]
 
 
 @dataclass
@@ -95,6 +95,24 @@ def active_part(cooc, overwrite: bool):
     else:
         C_full = cooc.normalized()
     return active_square(C_full)
+
+
+def check_refine_cooc(refine_cooc, n_words: int) -> None:
+    """InputError unless ``refine_cooc`` (``AnchorModel.fit(refine_cooc=...)``) is a
+    co-occurrence over the fit's ``n_words`` words."""
+    if not isinstance(refine_cooc, (*IMPLICIT, Cooccurrence)):
+        raise InputError(f"refine_cooc must be a co-occurrence, got {type(refine_cooc).__name__}")
+    if refine_cooc.n_words != n_words:
+        raise InputError(f"refine_cooc has {refine_cooc.n_words} words, the fit {n_words}")
+
+
+def active_pairs(refine_cooc, active: np.ndarray):
+    """The refinement's own co-occurrence on the fit's active words, in a form
+    :func:`~anchorstream.model.refine.pair_counts` reads (:func:`check_refine_cooc` first)."""
+    if isinstance(refine_cooc, IMPLICIT):
+        return (refine_cooc if active.size == refine_cooc.n_words
+                else refine_cooc.subset(active))
+    return take_square(refine_cooc.counts, active)
 
 
 def active_square(C_full: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -24,6 +24,7 @@ from anchorstream.stats.cooccurrence import cooccurrence
 from anchorstream.text.decode import DecodeError
 from anchorstream.text.language import StopwordCheck
 from anchorstream.text.tokenize import count_matrix, select_vocabulary
+from anchorstream.text.windows import window_documents
 from daemon.cli.options import stopwords_tokenizer
 from daemon.ingest.files import iter_lines
 from daemon.ingest.records import record_tokens
@@ -187,6 +188,9 @@ class Counts:
     source: dict = field(default_factory=dict)
     #: What chose the vocabulary, for the snapshot's settings: only what was used.
     vocabulary_settings: dict = field(default_factory=dict)
+    #: Where the refinement counts its pairs (--refine-window: the documents' windows), or
+    #: None for ``cooc``'s.
+    refine_cooc: Any = None
 
     @property
     def short_documents(self) -> int:
@@ -267,9 +271,13 @@ def counts_from_input(args, opts: dict, t_start: float, clock) -> Counts:
         )
     clock.mark("vocabulary")
     X = count_matrix(docs, vocabulary)
+    window = opts["refine_window"]
+    cap = opts["length_cap"]
+    # The windows' counts, from the token lists before they go: their pairs are only read.
+    refine_cooc = (None if window is None else DocumentCooccurrence(
+        count_matrix(window_documents(docs, window), vocabulary), length_cap=cap))
     del docs  # token lists of the whole corpus: by far the largest Python object here
     counts, iterate = prefault.take(len(vocabulary))
-    cap = opts["length_cap"]
     cooc = (DocumentCooccurrence(X, length_cap=cap) if implicit
             else cooccurrence(X, out=counts, length_cap=cap))
     clock.mark("count")
@@ -287,5 +295,6 @@ def counts_from_input(args, opts: dict, t_start: float, clock) -> Counts:
         "length_cap": opts["length_cap"],
         "tokenizer": (tokenizer.describe() if hasattr(tokenizer, "describe")
                       else repr(tokenizer)),
+        "refine_window": window,
     }
-    return Counts(cooc, vocabulary, X, iterate, source, vocabulary_settings)
+    return Counts(cooc, vocabulary, X, iterate, source, vocabulary_settings, refine_cooc)

@@ -16,11 +16,13 @@ from anchorstream.model.background import check_spread
 from anchorstream.stats.admission import MIN_SHARE
 from anchorstream.stats.cooccurrence import LENGTH_CAP, cap_pairs
 from anchorstream.text.tokenize import Tokenizer, load_stopwords
+from anchorstream.text.windows import check_window
 
 __all__ = ["ADMIT_THRESHOLD", "CAPACITY", "HelpFormatter", "LENGTH_CAP", "MAX_DF", "MIN_DF",
            "STOPWORDS", "STOPWORDS_HELP", "VOCAB_SIZE", "admission_argument", "anchor_arguments",
            "anchorfree_arguments",
-           "length_cap_arg", "length_cap_help", "max_df_arg", "spread_arg", "stopwords_tokenizer"]
+           "length_cap_arg", "length_cap_help", "max_df_arg", "spread_arg", "stopwords_tokenizer",
+           "window_arg"]
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
     """``--help`` with each option's default, said once and only where it informs.
@@ -97,6 +99,17 @@ def spread_arg(text: str) -> float | None:
     except (ValueError, InputError):
         raise argparse.ArgumentTypeError(
             f"expected a fraction of the topics in (0, 1] or 'none', got {text!r}") from None
+
+
+def window_arg(text: str) -> int | None:
+    """``--refine-window``: a whole number of tokens >= 2, or ``none`` (whole documents)."""
+    if text.strip().lower() == "none":
+        return None
+    try:
+        return check_window(int(text))
+    except (ValueError, InputError):
+        raise argparse.ArgumentTypeError(
+            f"expected a whole number of tokens >= 2 or 'none', got {text!r}") from None
 
 
 def share_arg(text: str) -> float:
