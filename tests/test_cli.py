@@ -110,6 +110,12 @@ def test_fit_refines_on_windows_of_the_documents(tmp_path, capsys, flags):
     # The windows' pairs are a planted document's pairs too: as near the truth (0.04-0.07
     # here, unrefined 0.04-0.09).
     assert error < min(whole_error + 0.01, 0.1), (whole_error, error)
+    if not flags:  # no refinement: the windows are not counted, and the topics are the whole's
+        assert main([*base, "--out", str(tmp_path / "none"), "--refine-window", "8",
+                     "--refine", "none"]) == 0
+        none = read_snapshot(tmp_path / "none")
+        assert none.manifest["extra"]["fit"]["refine"] == "none"
+        np.testing.assert_array_equal(none.topic_word, whole.topic_word)
 
 
 def test_refine_window_is_checked_and_needs_documents(tmp_path, capsys):

@@ -273,8 +273,9 @@ def counts_from_input(args, opts: dict, t_start: float, clock) -> Counts:
     X = count_matrix(docs, vocabulary)
     window = opts["refine_window"]
     cap = opts["length_cap"]
-    # The windows' counts, from the token lists before they go: their pairs are only read.
-    refine_cooc = (None if window is None else DocumentCooccurrence(
+    # The windows' counts, from the token lists before they go: their pairs are only read
+    # (and not at all with --refine none).
+    refine_cooc = (None if window is None or args.refine == "none" else DocumentCooccurrence(
         count_matrix(window_documents(docs, window), vocabulary), length_cap=cap))
     del docs  # token lists of the whole corpus: by far the largest Python object here
     counts, iterate = prefault.take(len(vocabulary))
