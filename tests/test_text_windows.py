@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import doctest
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -34,6 +35,10 @@ def test_windows_join_to_the_documents_in_order(docs, size):
         assert sum(mine, []) == d
         assert all(len(w) == size for w in mine[:-1])
         at += n
+
+
+def test_a_numpy_integer_is_a_window():
+    assert check_window(np.int64(12)) == 12 and type(check_window(np.int64(12))) is int
 
 
 def test_a_document_no_longer_than_the_window_is_passed_through():

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 
+import numpy as np
+
 from anchorstream.errors import InputError
 
 __all__ = ["check_window", "window_documents"]
@@ -31,7 +33,7 @@ def check_window(size) -> int:
     InputError
         Otherwise, naming the value.
     """
-    if isinstance(size, bool) or not isinstance(size, int) or size < 2:
+    if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 2:
         raise InputError(f"a window must be an integer number of tokens >= 2, got {size!r}")
     return int(size)
 
