@@ -100,7 +100,7 @@ def test_fit_refines_on_windows_of_the_documents(tmp_path, capsys, flags):
             str(K), "--min-df", "2", "--max-df", "1", "--anchor-min-df", "5", "--quiet", *flags]
     assert main([*base, "--out", str(tmp_path / "whole")]) == 0
     assert main([*base, "--out", str(tmp_path / "win"), "--refine-window", "8"]) == 0
-    capsys.readouterr()
+    assert "warning: --refine-window" not in capsys.readouterr().err
     whole, whole_error = fitted_error(tmp_path / "whole", truth, words)
     win, error = fitted_error(tmp_path / "win", truth, words)
     assert whole.manifest["settings"]["refine_window"] is None
@@ -116,6 +116,12 @@ def test_fit_refines_on_windows_of_the_documents(tmp_path, capsys, flags):
         none = read_snapshot(tmp_path / "none")
         assert none.manifest["extra"]["fit"]["refine"] == "none"
         np.testing.assert_array_equal(none.topic_word, whole.topic_word)
+        # Windows as long as the documents: auto does not refine, and says so.
+        assert main([*base, "--out", str(tmp_path / "long"), "--refine-window", "40"]) == 0
+        err = capsys.readouterr().err
+        assert "warning: --refine-window 40: the windows hold 40.0 words" in err
+        assert "--refine auto does not refine" in err
+        assert read_snapshot(tmp_path / "long").manifest["extra"]["fit"]["refine"] == "none"
 
 
 def test_refine_window_is_checked_and_needs_documents(tmp_path, capsys):

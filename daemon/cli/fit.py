@@ -18,7 +18,8 @@ from anchorstream.model.methods import fit_topics
 from anchorstream.model.registry import (ANCHOR_METHODS, METHODS, RECOVER_WEIGHTS,
                                          RECTIFY_METHODS, rectify_method_for)
 from anchorstream.model.pipeline import RECOVER_METHODS, ModelSettings
-from anchorstream.model.refine import REFINE_AUTO_MAX_LENGTH, REFINE_METHODS
+from anchorstream.model.refine import (REFINE_AUTO_MAX_LENGTH, REFINE_METHODS,
+                                       refine_method_for)
 from anchorstream.snapshot import write_snapshot
 from anchorstream.snapshot.layout import MANIFEST
 from daemon.cli.fit_counts import Counts, counts_from_input, counts_from_store
@@ -249,6 +250,7 @@ def run(args) -> int:
           f"{args.topics} topics ({time.perf_counter() - t_start:.1f} s)"
           + (f"; {short} more had fewer than 2 words of the vocabulary, so no word pair"
              if short else ""), file=sys.stderr)
+    _warn_unrefined_windows(args, counts)
     fitted = _fit(args, counts, clock)
     path = _write(args, fitted, counts, clock.seconds)
     clock.mark("write")
@@ -258,6 +260,19 @@ def run(args) -> int:
         print("CPU seconds: " + ", ".join(f"{k} {v:.2f}" for k, v in clock.seconds.items()),
               file=sys.stderr)
     return 0
+
+
+def _warn_unrefined_windows(args, counts: Counts) -> None:
+    """``--refine-window`` whose windows are too long for ``--refine auto`` to refine: the
+    windows were counted for nothing, which the user should hear before the fit."""
+    windows = counts.refine_cooc
+    if windows is None or refine_method_for(args.refine, windows.num_docs,
+                                            windows.num_tokens) != "none":
+        return
+    mean = windows.num_tokens / max(windows.num_docs, 1)
+    print(f"warning: --refine-window {args.refine_window}: the windows hold {mean:.1f} words "
+          f"of the vocabulary on average, not under {REFINE_AUTO_MAX_LENGTH:g}, so --refine "
+          "auto does not refine; choose a shorter window or --refine joint", file=sys.stderr)
 
 
 def _print_background(path: Path, shown: int = 20) -> None:
