@@ -24,6 +24,10 @@ of a training one):
 - ``passages``: ``long``'s passages cut into windows of 36 words (~20 tokens after
   anchorstream's tokenizer), training and held-out sides as in ``long``: text of the length of
   posts and support tickets, between ``pypi12`` and the 40-token corpora.
+- ``chapters``: ``long``'s training passages joined 8 at a time in the manuals' order (~2,800
+  words, ~1,500 tokens: a page or a chapter), scored on ``long``'s held-out passages: the
+  fewest and longest documents of the table (599). Added in session 40 as text of a length
+  no default was chosen on.
 - ``glosses``: the glosses (definitions and usage examples) of WordNet 3.0 (Debian package
   ``wordnet-base``), ~7 tokens: short general English from every field, no software.
 - ``quotes``: the fortune cookies of the Debian packages ``fortunes`` and ``fortunes-min``,
@@ -379,6 +383,26 @@ def _build_passages(work: Path):
     }
 
 
+#: Consecutive ``long`` training passages joined into one document of ``chapters``.
+CHAPTER_PASSAGES = 8
+
+
+def _build_chapters(work: Path):
+    long = load("long", verbose=False)
+    passages = _read_jsonl(long.train_path)
+    train = ["\n\n".join(passages[i:i + CHAPTER_PASSAGES])
+             for i in range(0, len(passages), CHAPTER_PASSAGES)]
+    meta = json.loads((long.directory / "meta.json").read_text())["description"]
+    return train, _read_jsonl(long.heldout_path), {
+        "source": f"the `long` corpus's training passages ({meta['source']}) joined "
+                  f"{CHAPTER_PASSAGES} at a time in the manuals' order (a page or a chapter "
+                  "of ~2,800 words)",
+        "license": meta["license"],
+        "split": "the `long` corpus's; scored on its held-out passages (sections), not on "
+                 "joined ones, so that NPMI counts co-occurrence in passages as for `long`",
+    }
+
+
 def _build_glosses(work: Path):
     apt = _apt(work)
     apt.update()
@@ -508,6 +532,7 @@ _REAL = {
     "pypi": _Spec(_build_pypi, 100, 8000),
     "pypi12": _Spec(_build_pypi12, 50, 5000),
     "passages": _Spec(_build_passages, 30, 5000),
+    "chapters": _Spec(_build_chapters, 30, 5000),
     "medium": _Spec(_build_medium, 30, 5000),
     "tech": _Spec(_build_tech, 50, 5000),
     "long": _Spec(_build_long, 30, 5000),
