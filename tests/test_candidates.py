@@ -91,12 +91,17 @@ def test_the_model_passes_each_rows_noise_to_the_search():
 @given(df=st.lists(st.integers(0, 1000), min_size=1, max_size=60), K=st.integers(1, 5),
        min_df=st.integers(1, 200), per_topic=st.integers(0, 12),
        num_docs=st.integers(1, 20000))
-def test_the_cap_is_never_above_five_percent_of_the_documents(df, K, min_df, per_topic,
-                                                              num_docs):
+def test_the_threshold_is_never_above_five_percent_of_the_documents(df, K, min_df, per_topic,
+                                                                    num_docs):
     num_docs = max(num_docs, max(df))  # no word in more documents than there are
     capped = anchor_min_df_for(df, K, min_df, per_topic, num_docs=num_docs)
     plain = anchor_min_df_for(df, K, min_df, per_topic)
-    if plain > min_df:  # the cap raised the threshold: at most to 5% of the documents
+    ceiling = max(CAP_MAX_SHARE * num_docs, 1.0)
+    # A word in 5% of the documents is a candidate, whatever raised the threshold.
+    assert capped <= ceiling
+    if min_df > ceiling:  # min_df itself is lowered to the ceiling (a small corpus)
+        assert capped == anchor_min_df_for(df, K, ceiling, per_topic, num_docs=num_docs)
+    elif plain > min_df:  # the cap raised the threshold: at most to 5% of the documents
         assert capped == max(min(plain, CAP_MAX_SHARE * num_docs), min_df)
     else:  # the fallback or min_df itself: the ceiling does not apply
         assert capped == plain
@@ -120,3 +125,23 @@ def test_a_flat_vocabulary_keeps_its_rarer_anchors_as_candidates():
     owner = np.where((B[model.anchors_] > 0).sum(axis=1) == 1, B[model.anchors_].argmax(axis=1),
                      -1)
     assert sorted(owner) == list(range(K))  # one novel word of each topic
+
+
+def test_a_small_corpus_of_long_documents_keeps_anchors_below_the_default_threshold():
+    """600 documents of 300 tokens, each topic's anchor word in 50-67 of them: under the default
+    ``anchor_min_df`` (100) but above 5% of the documents (30). Each row is estimated from
+    thousands of tokens, so the ceiling lets the anchors be candidates and the search finds
+    every one (with the threshold at 100 none of them could be an anchor)."""
+    rng = np.random.default_rng(0)
+    W, K, N, L, mass = 300, 5, 600, 300, 0.002
+    B = rng.dirichlet(np.ones(K), size=W)  # every other word in every topic
+    B[:K] = 0.0
+    B[np.arange(K), np.arange(K)] = mass
+    B[K:] *= (1.0 - mass) / B[K:].sum(axis=0)
+    theta = rng.dirichlet(np.full(K, 0.1), size=N)
+    X = np.stack([rng.multinomial(L, B @ t) for t in theta])
+    df = (X > 0).sum(axis=0)
+    assert np.all((df[:K] > CAP_MAX_SHARE * N) & (df[:K] < 100))  # the case described
+    model = AnchorModel(n_topics=K).fit(cooccurrence(X))
+    assert model.anchor_min_df_ == CAP_MAX_SHARE * N
+    assert sorted(model.anchors_.tolist()) == list(range(K))

@@ -27,7 +27,8 @@ __all__ = ["ANCHOR_CANDIDATES", "ANCHOR_MIN_DF", "ANCHOR_NOISE", "CAP_MAX_SHARE"
 #: .140 / .149 / .152 / .152 / .146, technical .211 / .211 / .211 / .218 / .212, manuals
 #: .143 / .150 / .154 / .155 / .151. An absolute count, not a share of the corpus: what makes
 #: a row reliable is how many documents it is estimated from, whatever the corpus size; a
-#: small corpus falls back to fewer (:func:`anchor_min_df_for`).
+#: small corpus falls back to fewer (:func:`anchor_min_df_for`), and under 2,000 documents
+#: to :data:`CAP_MAX_SHARE` of them.
 ANCHOR_MIN_DF = 100
 
 #: :func:`anchor_min_df_for` keeps at least this many candidates per topic.
@@ -47,7 +48,8 @@ ANCHOR_CANDIDATES = 40
 #: 0.32 at 200 / 500 / 1000 documents, and is 0.29 / 0.21 / 0.14 with this ceiling. On every
 #: corpus of the quality benchmark the capped threshold is below 5% (the most: 493 of
 #: 100,000 documents), so none of them changes (benchmarks/README.md, "Seed methods, session
-#: 31").
+#: 31"). Since session 40 ``min_df`` itself is held to it too: on 599 chapters of ~1,500
+#: tokens (``chapters``) 100 documents were 17% of them, and the anchors common words.
 CAP_MAX_SHARE = 0.05
 
 #: Default multiple of each row's estimated sampling noise (:func:`row_noise`) taken off its
@@ -101,7 +103,8 @@ def anchor_min_df_for(doc_freq, n_topics: int, min_df: float,
                       per_topic: int = 0, num_docs: float | None = None) -> float:
     """The document frequency an anchor needs here: ``min_df``; less where a small corpus
     has fewer than ``2 n_topics`` words that frequent; more where ``per_topic > 0`` and more
-    than ``per_topic * n_topics`` words are that frequent.
+    than ``per_topic * n_topics`` words are that frequent. With ``num_docs``, never more than
+    :data:`CAP_MAX_SHARE` of the documents, whichever raised it.
 
     The fallback is the document frequency of the ``2 n_topics``-th most frequent word, so the
     search keeps twice as many candidates as topics from the best-estimated rows (and at least
@@ -119,9 +122,17 @@ def anchor_min_df_for(doc_freq, n_topics: int, min_df: float,
     100
     >>> anchor_min_df_for([500, 300, 120, 90, 40, 8, 0], 1, 100, per_topic=2, num_docs=4000)
     200.0
+    >>> anchor_min_df_for([500, 300, 120, 90, 40, 8, 0], 1, 100, num_docs=1000)
+    50.0
     """
     if per_topic < 0:
         raise InputError(f"per_topic must be >= 0 (0 = no cap), got {per_topic!r}")
+    if num_docs is not None:
+        # A word in 5% of the documents is a common one at any corpus size: on 599 documents
+        # of ~1,500 tokens (`chapters`) min_df 100 left only words of 17% of them, and held-out
+        # NPMI rose from +0.131 to +0.160 with this ceiling (benchmarks/README.md, "Very long
+        # documents").
+        min_df = min(min_df, max(CAP_MAX_SHARE * float(num_docs), 1.0))
     df = np.sort(np.asarray(doc_freq, dtype=np.float64))[::-1]
     reach = np.count_nonzero(df >= min_df)
     cap = max(int(per_topic), _CANDIDATES_PER_TOPIC) * int(n_topics)
