@@ -142,7 +142,8 @@ def check_enough(cooc, n_words: int, *, n_topics: int, method: str,
     if method != "anchor":
         return  # no anchor words to choose
     min_df = anchor_min_df_for(cooc.doc_freq[cooc.doc_freq > 0], K, int(anchor_min_df),
-                               num_docs=float(cooc.num_docs))
+                               num_docs=float(cooc.num_docs),
+                               num_tokens=float(cooc.num_tokens))
     candidates = int(np.count_nonzero(cooc.doc_freq >= min_df))
     if candidates < K:
         raise Skip(f"{candidates} anchor candidates (document frequency >= {min_df:g}), "

@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 
 from anchorstream.errors import InputError
 from anchorstream.model.anchors import fast_anchor_words, pivoted_qr_anchors
-from anchorstream.model.candidates import CAP_MAX_SHARE, anchor_min_df_for, row_noise
+from anchorstream.model.candidates import (CAP_MAX_SHARE, REFERENCE_LENGTH, anchor_min_df_for,
+                                          row_noise)
 from anchorstream.model.pipeline import AnchorModel
 from anchorstream.stats.cooccurrence import cooccurrence
 from anchorstream.synthetic import planted_model, population_cooccurrence, sample_documents
@@ -87,24 +88,26 @@ def test_the_model_passes_each_rows_noise_to_the_search():
             AnchorModel(5, anchor_noise=bad)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(df=st.lists(st.integers(0, 1000), min_size=1, max_size=60), K=st.integers(1, 5),
        min_df=st.integers(1, 200), per_topic=st.integers(0, 12),
-       num_docs=st.integers(1, 20000))
-def test_the_threshold_is_never_above_five_percent_of_the_documents(df, K, min_df, per_topic,
-                                                                    num_docs):
+       num_docs=st.integers(1, 20000), mean=st.floats(1.0, 3000.0))
+def test_the_threshold_comes_down_to_five_percent_only_for_long_documents(
+        df, K, min_df, per_topic, num_docs, mean):
     num_docs = max(num_docs, max(df))  # no word in more documents than there are
-    capped = anchor_min_df_for(df, K, min_df, per_topic, num_docs=num_docs)
-    plain = anchor_min_df_for(df, K, min_df, per_topic)
+    num_tokens = mean * num_docs
+    got = anchor_min_df_for(df, K, min_df, per_topic, num_docs=num_docs, num_tokens=num_tokens)
+    before = anchor_min_df_for(df, K, min_df, per_topic, num_docs=num_docs)
     ceiling = max(CAP_MAX_SHARE * num_docs, 1.0)
-    # A word in 5% of the documents is a candidate, whatever raised the threshold.
-    assert capped <= ceiling
-    if min_df > ceiling:  # min_df itself is lowered to the ceiling (a small corpus)
-        assert capped == anchor_min_df_for(df, K, ceiling, per_topic, num_docs=num_docs)
-    elif plain > min_df:  # the cap raised the threshold: at most to 5% of the documents
-        assert capped == max(min(plain, CAP_MAX_SHARE * num_docs), min_df)
-    else:  # the fallback or min_df itself: the ceiling does not apply
-        assert capped == plain
+    assert got <= before  # the length only ever lowers it
+    if mean <= REFERENCE_LENGTH:  # short documents: as without the length
+        assert got == before
+    if mean >= 1.0 + min_df * (REFERENCE_LENGTH - 1.0) / ceiling:
+        # Long enough that 5% of the documents estimate a row as well as min_df short ones:
+        # every word in 5% of the documents is a candidate.
+        assert got <= ceiling
+    if per_topic and before > min_df:  # the cap raised it: at most to 5% of the documents
+        assert before == max(min(anchor_min_df_for(df, K, min_df, per_topic), ceiling), min_df)
 
 
 def test_a_flat_vocabulary_keeps_its_rarer_anchors_as_candidates():

@@ -16,7 +16,8 @@ import numpy as np
 from anchorstream.errors import InputError
 
 __all__ = ["ANCHOR_CANDIDATES", "ANCHOR_MIN_DF", "ANCHOR_NOISE", "CAP_MAX_SHARE",
-           "anchor_min_df_for", "candidate_words", "row_noise"]
+           "REFERENCE_LENGTH", "anchor_min_df_for", "candidate_words", "row_noise",
+           "well_estimated_min_df"]
 
 #: Default minimum document frequency of an anchor word. An anchor's row of the co-occurrence
 #: is estimated from the documents it is in, and the convex hull's vertices are where rows
@@ -27,8 +28,8 @@ __all__ = ["ANCHOR_CANDIDATES", "ANCHOR_MIN_DF", "ANCHOR_NOISE", "CAP_MAX_SHARE"
 #: .140 / .149 / .152 / .152 / .146, technical .211 / .211 / .211 / .218 / .212, manuals
 #: .143 / .150 / .154 / .155 / .151. An absolute count, not a share of the corpus: what makes
 #: a row reliable is how many documents it is estimated from, whatever the corpus size; a
-#: small corpus falls back to fewer (:func:`anchor_min_df_for`), and under 2,000 documents
-#: to :data:`CAP_MAX_SHARE` of them.
+#: small corpus falls back to fewer (:func:`anchor_min_df_for`), and a small corpus of long
+#: documents to :data:`CAP_MAX_SHARE` of them (:func:`well_estimated_min_df`).
 ANCHOR_MIN_DF = 100
 
 #: :func:`anchor_min_df_for` keeps at least this many candidates per topic.
@@ -48,9 +49,16 @@ ANCHOR_CANDIDATES = 40
 #: 0.32 at 200 / 500 / 1000 documents, and is 0.29 / 0.21 / 0.14 with this ceiling. On every
 #: corpus of the quality benchmark the capped threshold is below 5% (the most: 493 of
 #: 100,000 documents), so none of them changes (benchmarks/README.md, "Seed methods, session
-#: 31"). Since session 40 ``min_df`` itself is held to it too: on 599 chapters of ~1,500
-#: tokens (``chapters``) 100 documents were 17% of them, and the anchors common words.
+#: 31"). Since session 40 ``min_df`` itself goes down to it where the documents are long
+#: (:func:`well_estimated_min_df`): on 599 chapters of ~1,500 tokens (``chapters``) 100
+#: documents were 17% of them, the anchors common words, and held-out NPMI rose from +0.131
+#: to +0.160 (benchmarks/README.md, "Very long documents").
 CAP_MAX_SHARE = 0.05
+
+#: Tokens per document (in the vocabulary) of the corpus where :data:`ANCHOR_MIN_DF` mattered
+#: most, the npm summaries (6.5): fewer documents of longer text estimate a row as well
+#: (:func:`well_estimated_min_df`).
+REFERENCE_LENGTH = 6.5
 
 #: Default multiple of each row's estimated sampling noise (:func:`row_noise`) taken off its
 #: squared distance to the span when the search chooses the next anchor (0: the plain
@@ -100,11 +108,14 @@ def candidate_words(doc_freq, min_df: float) -> np.ndarray:
 
 
 def anchor_min_df_for(doc_freq, n_topics: int, min_df: float,
-                      per_topic: int = 0, num_docs: float | None = None) -> float:
+                      per_topic: int = 0, num_docs: float | None = None,
+                      num_tokens: float | None = None) -> float:
     """The document frequency an anchor needs here: ``min_df``; less where a small corpus
     has fewer than ``2 n_topics`` words that frequent; more where ``per_topic > 0`` and more
-    than ``per_topic * n_topics`` words are that frequent. With ``num_docs``, never more than
-    :data:`CAP_MAX_SHARE` of the documents, whichever raised it.
+    than ``per_topic * n_topics`` words are that frequent. With ``num_docs`` and
+    ``num_tokens``, ``min_df`` is first lowered towards :data:`CAP_MAX_SHARE` of the
+    documents as far as the rows stay as well estimated as ``min_df`` documents of
+    :data:`REFERENCE_LENGTH` tokens (:func:`well_estimated_min_df`).
 
     The fallback is the document frequency of the ``2 n_topics``-th most frequent word, so the
     search keeps twice as many candidates as topics from the best-estimated rows (and at least
@@ -122,17 +133,14 @@ def anchor_min_df_for(doc_freq, n_topics: int, min_df: float,
     100
     >>> anchor_min_df_for([500, 300, 120, 90, 40, 8, 0], 1, 100, per_topic=2, num_docs=4000)
     200.0
-    >>> anchor_min_df_for([500, 300, 120, 90, 40, 8, 0], 1, 100, num_docs=1000)
+    >>> anchor_min_df_for([500, 300, 120, 90, 40, 8, 0], 1, 100, num_docs=1000,
+    ...                   num_tokens=50_000)
     50.0
     """
     if per_topic < 0:
         raise InputError(f"per_topic must be >= 0 (0 = no cap), got {per_topic!r}")
-    if num_docs is not None:
-        # A word in 5% of the documents is a common one at any corpus size: on 599 documents
-        # of ~1,500 tokens (`chapters`) min_df 100 left only words of 17% of them, and held-out
-        # NPMI rose from +0.131 to +0.160 with this ceiling (benchmarks/README.md, "Very long
-        # documents").
-        min_df = min(min_df, max(CAP_MAX_SHARE * float(num_docs), 1.0))
+    if num_docs is not None and num_tokens is not None:
+        min_df = well_estimated_min_df(min_df, num_docs, num_tokens)
     df = np.sort(np.asarray(doc_freq, dtype=np.float64))[::-1]
     reach = np.count_nonzero(df >= min_df)
     cap = max(int(per_topic), _CANDIDATES_PER_TOPIC) * int(n_topics)
@@ -143,6 +151,33 @@ def anchor_min_df_for(doc_freq, n_topics: int, min_df: float,
     if df.size == 0 or reach >= need:
         return min_df
     return float(max(min(min_df, df[min(need, df.size) - 1]), 1.0))
+
+
+def well_estimated_min_df(min_df: float, num_docs: float, num_tokens: float) -> float:
+    """``min_df``, lowered towards :data:`CAP_MAX_SHARE` of the documents where the documents
+    are long enough that fewer of them estimate a row as well.
+
+    A row's squared sampling error is about ``1 / (df (n̄ − 1))`` (:func:`row_noise`), so
+    ``min_df`` documents of :data:`REFERENCE_LENGTH` tokens are matched by
+    ``min_df (REFERENCE_LENGTH − 1) / (n̄ − 1)`` documents of ``n̄ = num_tokens / num_docs``.
+    The threshold goes down to that, but not below 5% of the documents (a word that common
+    is no rare word of a long tail) nor 1. Short documents keep ``min_df``; so does any
+    corpus where 5% of the documents are more than ``min_df``.
+
+    >>> well_estimated_min_df(100, 599, 599 * 1400)    # chapters of 1,400 tokens: 5%
+    29.950000000000003
+    >>> well_estimated_min_df(100, 599, 599 * 30)      # 30 tokens: 19 documents are enough
+    29.950000000000003
+    >>> well_estimated_min_df(100, 200, 200 * 6)       # a young stream of short documents
+    100
+    >>> well_estimated_min_df(100, 1500, 1500 * 12)    # 12 tokens: 50 would do, 5% is 75
+    75.0
+    """
+    mean = float(num_tokens) / float(num_docs) if num_docs > 0 else 0.0
+    if not mean > REFERENCE_LENGTH:
+        return min_df
+    enough = min_df * (REFERENCE_LENGTH - 1.0) / (mean - 1.0)
+    return min(min_df, max(CAP_MAX_SHARE * float(num_docs), enough, 1.0))
 
 
 def row_noise(doc_freq, num_docs: float, num_tokens: float, scale: float = 1.0) -> np.ndarray:

@@ -277,14 +277,15 @@ def _cold_data(C, V, active, position, init, data_out):
 
 def anchor_min_df(cooc, K, active, s) -> float:
     """``s.anchor_min_df``, lowered (and logged) where fewer than ``2 K`` words reach it,
-    raised where more than ``s.anchor_candidates * K`` words do, and 5% of the documents at
-    most either way."""
+    raised where more than ``s.anchor_candidates * K`` words do, and lowered towards 5% of the
+    documents where they are long (``candidates.well_estimated_min_df``)."""
     min_df = anchor_min_df_for(cooc.doc_freq[active], K, s.anchor_min_df, s.anchor_candidates,
-                               num_docs=cooc.num_docs)
+                               num_docs=cooc.num_docs, num_tokens=cooc.num_tokens)
     if min_df < s.anchor_min_df:
         log.info("anchor_min_df %g lowered to %g: fewer than %d words are in %g documents, "
-                 "or that is more than %g%% of the %g documents", s.anchor_min_df, min_df,
-                 2 * K, s.anchor_min_df, 100 * CAP_MAX_SHARE, float(cooc.num_docs))
+                 "or fewer of these %g-token documents estimate a row as well",
+                 s.anchor_min_df, min_df, 2 * K, s.anchor_min_df,
+                 float(cooc.num_tokens) / max(float(cooc.num_docs), 1.0))
     elif min_df > s.anchor_min_df:
         log.info("anchor_min_df %g raised to %g: anchor candidates are the %d x %d most "
                  "frequent words (and every word in %g%% of the documents)", s.anchor_min_df,

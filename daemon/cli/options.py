@@ -141,8 +141,8 @@ def anchor_arguments(p) -> None:
     """``--anchor-*`` (``fit``): the anchor search's candidates and their noise."""
     p.add_argument("--anchor-min-df", type=int, default=ANCHOR_MIN_DF,
                    help="only words in at least this many documents may be anchors (fewer "
-                        "where fewer than 2 x topics words are that frequent, and at most 5%% "
-                        "of the documents)")
+                        "where fewer than 2 x topics words are that frequent, and down to 5%% "
+                        "of the documents where long documents estimate a row from fewer)")
     p.add_argument("--anchor-candidates", type=int, default=ANCHOR_CANDIDATES, metavar="N",
                    help="anchors qr/fast: at most N x topics candidates, the most frequent "
                         "words (anchor_min_df is raised where more reach it); 0 = no cap")

@@ -266,8 +266,8 @@ class ModelConfig(_Section):
         "keep their papers' losses")
     anchor_min_df: Int(1) = Field(
         100, description="min document frequency of an anchor word; fewer where fewer than 2 x "
-        "num_topics words are that frequent (a small or young corpus), and at most 5% of the "
-        "documents")
+        "num_topics words are that frequent (a small or young corpus), and down to 5% of the "
+        "documents where long documents estimate a row from fewer")
     anchor_candidates: Int(0) = Field(
         40, description="anchors qr/fast: at most this many candidates per topic, the most "
         "frequent words (anchor_min_df is raised where more reach it, to 5% of the documents "
