@@ -133,8 +133,8 @@ def test_a_flat_vocabulary_keeps_its_rarer_anchors_as_candidates():
 def test_a_small_corpus_of_long_documents_keeps_anchors_below_the_default_threshold():
     """600 documents of 300 tokens, each topic's anchor word in 50-67 of them: under the default
     ``anchor_min_df`` (100) but above 5% of the documents (30). Each row is estimated from
-    thousands of tokens, so the ceiling lets the anchors be candidates and the search finds
-    every one (with the threshold at 100 none of them could be an anchor)."""
+    thousands of tokens, so the threshold comes down to 5% of the documents, the anchors are
+    candidates and the search finds every one (at 100 none of them could be an anchor)."""
     rng = np.random.default_rng(0)
     W, K, N, L, mass = 300, 5, 600, 300, 0.002
     B = rng.dirichlet(np.ones(K), size=W)  # every other word in every topic
