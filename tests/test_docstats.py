@@ -22,8 +22,12 @@ import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from anchorstream.model.lowrank import DocumentCooccurrence
 from anchorstream.stats import wordpatterns as wp
 from anchorstream.stats.accumulator import Forgetting
+from anchorstream.stats.cooccurrence import pair_scale
+from anchorstream.text.tokenize import count_matrix
+from anchorstream.text.windows import window_documents
 from anchorstream.stats.documents import DocStatsSettings, reservoir_keys
 from anchorstream.errors import InputError
 from anchorstream.evaluate import recovery_error
@@ -34,7 +38,7 @@ from daemon.refresh import Refresher
 
 ROOT = Path(__file__).resolve().parents[1]
 WORDS = [f"w{i}" for i in range(30)]
-ALL = DocStatsSettings(split=True, n_projections=6, reservoir=40, seed=5)
+ALL = DocStatsSettings(split=True, n_projections=6, reservoir=40, seed=5, pair_window=3)
 
 
 def corpus(rng, n_docs, words=WORDS, max_len=11, zipf=False):
@@ -112,6 +116,13 @@ def test_streaming_with_checkpoints_and_crashes_equals_batch(tmp_path_factory, s
     expected = np.sort(nonempty[np.argsort(keys[nonempty], kind="stable")[:40]])
     np.testing.assert_array_equal(state.positions, expected)
     np.testing.assert_array_equal(state.documents.toarray(), X[expected].toarray())
+    # The windows' pairs: `fit --input --refine-window`'s, over the store's slots.
+    slots = [w if w is not None else f"\0{i}" for i, w in enumerate(s.vocabulary.words)]
+    batch = DocumentCooccurrence(count_matrix(window_documents(docs, ALL.pair_window), slots))
+    got = state.window_pairs
+    np.testing.assert_allclose(got.upper.toarray(), batch.upper_counts().toarray(), rtol=1e-11,
+                               atol=1e-13)
+    assert (got.num_docs, got.num_tokens) == pytest.approx((batch.num_docs, batch.num_tokens))
 
 
 def test_store_without_statistics_keeps_none(tmp_path, rng):
@@ -137,15 +148,24 @@ def naive_statistics(records, evictions, capacity, cfg: DocStatsSettings, T=None
     V, P = capacity, cfg.n_projections
     cross, m1, m2, df2, docs2 = np.zeros((V, V)), np.zeros(V), np.zeros(V), np.zeros(V), 0.0
     proj, mass, df1, docs1 = np.zeros((P, V)), np.zeros(V), np.zeros(V), 0.0
-    times = [t for _, t, _ in records]
+    pairs, windows = np.zeros((V, V)), np.zeros(2)
+    times = [t for _, t, _, _ in records]
     T = max(times) if T is None else T
     current = forgetting.window_of(T)
-    for pos, t, slots in records:
+    for pos, t, slots, where in records:
         if not forgetting.window_of(t) > current - forgetting.ring:
             continue
         w = 2.0 ** (-(T - t) / forgetting.half_life) if forgetting.decays else 1.0
         x = np.bincount(np.asarray(slots, dtype=np.int64), minlength=V).astype(float)
         valid = last <= pos
+        # Each window: its length before the evicted slots go, its pairs without them.
+        cut = np.asarray(where, dtype=np.int64) // max(cfg.pair_window, 1)
+        for u in np.unique(cut):
+            xu = np.bincount(np.asarray(slots, dtype=np.int64)[cut == u], minlength=V) * 1.0
+            scale = w * float(pair_scale(np.array([xu.sum()]), 2)[0])
+            xu = xu * valid
+            pairs += scale * (np.outer(xu, xu) - np.diag(xu))
+            windows += [w, w * (cut == u).sum()] if (cut == u).sum() >= 2 else [0.0, 0.0]
         n = x.sum()
         if n >= 2:
             a, b = wp.split_documents(sp.csr_matrix(x), [pos], seed=cfg.seed)
@@ -164,7 +184,7 @@ def naive_statistics(records, evictions, capacity, cfg: DocStatsSettings, T=None
             df1 += w * ((x > 0) & valid)
             docs1 += w
     return (wp.SplitStatistic(cross, m1, m2, df2, docs2, cfg.seed),
-            wp.RPSketch(proj, mass, df1, docs1, cfg.seed))
+            wp.RPSketch(proj, mass, df1, docs1, cfg.seed), (np.triu(pairs), windows))
 
 
 class Recorder:
@@ -174,16 +194,18 @@ class Recorder:
         self.records, self.evictions, self.position = [], [], store.n_docs_added
         real = store.vocabulary.observe_batch
 
-        def observe(docs, w):
-            indptr, slots, evictions = real(docs, w)
+        def observe(docs, w, positions=False):
+            indptr, slots, evictions, where = real(docs, w, positions=True)
             base = self.position
             for d, slot in evictions:
                 self.evictions.append((base + d, slot))
             for d in range(len(docs)):
                 self.records.append((base + d, float(base + d),
-                                     slots[indptr[d] : indptr[d + 1]].tolist()))
+                                     slots[indptr[d] : indptr[d + 1]].tolist(),
+                                     where[indptr[d] : indptr[d + 1]].tolist()))
             self.position += len(docs)
-            return indptr, slots, evictions
+            return (indptr, slots, evictions, where) if positions else (indptr, slots,
+                                                                        evictions)
 
         store.vocabulary.observe_batch = observe
 
@@ -209,13 +231,17 @@ def test_evicted_slots_decay_and_windows_follow_the_counts_rules(tmp_path, rng, 
     s.checkpoint()
     assert len(rec.evictions) >= 5  # the vocabulary did churn
     state = read_all(s)
-    split, sketch = naive_statistics(rec.records, rec.evictions, 12, ALL,
+    split, sketch, (pairs, windows) = naive_statistics(rec.records, rec.evictions, 12, ALL,
                                      forgetting=forgetting or Forgetting())
     assert_close(state.split, split, rtol=1e-9)
     assert_close(state.sketch, sketch, rtol=1e-9)
     # The reservoir: bounded, of live windows only, without evicted words' entries.
     assert 0 < state.documents.shape[0] <= 40
-    by_pos = {p: sl for p, _, sl in rec.records}
+    np.testing.assert_allclose(state.window_pairs.upper.toarray(), pairs, rtol=1e-9,
+                               atol=1e-12)
+    assert (state.window_pairs.num_docs, state.window_pairs.num_tokens) == pytest.approx(
+        tuple(windows), rel=1e-9)
+    by_pos = {p: sl for p, _, sl, _ in rec.records}
     last = np.zeros(12, dtype=np.int64)
     for p, slot in rec.evictions:
         last[slot] = max(last[slot], p)

@@ -260,3 +260,30 @@ def test_no_dependence_on_string_hashing():
         assert res.returncode == 0, res.stderr
         outs.append(res.stdout)
     assert outs[0] == outs[1]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.lists(st.sampled_from([f"w{i}" for i in range(12)] + ["the"]), max_size=15),
+                max_size=25), st.integers(1, 3))
+def test_observe_batch_says_where_each_counted_token_stood(docs, threshold):
+    """positions=True: the same slots and evictions, and each slot's token is the token at its
+    position (out-of-vocabulary and stop words take places), in order."""
+    def make():
+        return StreamingVocabulary(capacity=6, admit_threshold=threshold, sketch_size=20,
+                                   maintain_every=7, stopwords={"the"})
+
+    a, b = make(), make()
+    indptr, slots, evictions = a.observe_batch(docs, 1.0)
+    ip, sl, ev, where = b.observe_batch(docs, 1.0, positions=True)
+    np.testing.assert_array_equal(ip, indptr)
+    np.testing.assert_array_equal(sl, slots)
+    assert ev == evictions
+    assert where.dtype == np.int32 and where.size == slots.size
+    # One document at a time, each slot holds the word at its position right after the call.
+    c = make()
+    for d, tokens in enumerate(docs):
+        at = where[ip[d]:ip[d + 1]]
+        assert np.all(np.diff(at) > 0)
+        one_ip, one_sl, _, one_at = c.observe_batch([tokens], 1.0, positions=True)
+        np.testing.assert_array_equal(one_at, at)
+        assert [c.words[s] for s in one_sl] == [tokens[p] for p in one_at]

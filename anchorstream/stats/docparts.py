@@ -13,6 +13,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from anchorstream.stats.accumulator import Forgetting
+from anchorstream.stats.windowpairs import window_pair_entries
 from anchorstream.stats.windows import is_live
 from anchorstream.stats.wordpatterns import project_words, split_documents
 
@@ -25,7 +26,9 @@ class Part:
     """The statistics of some documents over store slots (unsummed duplicates allowed).
 
     ``rows, cols, vals``: cross entries; ``slots`` with ``vecs`` (k, n) and ``sketch`` (n, P)
-    or None: per-slot columns; ``docs``: [split documents, sketch documents] (weighted).
+    or None: per-slot columns; ``pairs``: the windows' pairs (rows, cols, vals; upper
+    triangle, :mod:`anchorstream.stats.windowpairs`); ``docs``: [split documents, sketch
+    documents, windows, the windows' tokens] (weighted).
     """
 
     rows: np.ndarray
@@ -34,7 +37,8 @@ class Part:
     slots: np.ndarray
     vecs: np.ndarray
     sketch: np.ndarray | None
-    docs: np.ndarray = field(default_factory=lambda: np.zeros(2))
+    docs: np.ndarray = field(default_factory=lambda: np.zeros(4))
+    pairs: tuple = field(default_factory=lambda: _no_pairs())
 
     @classmethod
     def empty(cls, n_vecs: int, n_projections: int) -> Part:
@@ -54,21 +58,20 @@ class Part:
             np.concatenate([p.vecs for p in parts], axis=1),
             None if sk[0] is None else np.concatenate(sk, axis=0),
             np.sum([p.docs for p in parts], axis=0),
+            tuple(np.concatenate([p.pairs[i] for p in parts]) for i in range(3)),
         )
 
     def scaled(self, factor: float) -> Part:
         if factor == 1.0:
             return self
         return Part(self.rows, self.cols, self.vals * factor, self.slots, self.vecs * factor,
-                     None if self.sketch is None else self.sketch * factor, self.docs * factor)
+                     None if self.sketch is None else self.sketch * factor, self.docs * factor,
+                     (*self.pairs[:2], self.pairs[2] * factor))
 
     def coalesced(self, capacity: int) -> Part:
         """Duplicates summed, entries sorted, explicit zeros dropped from the cross entries."""
-        cross = sp.coo_matrix((self.vals, (self.rows, self.cols)), shape=(capacity, capacity))
-        cross = cross.tocsr()
-        cross.sum_duplicates()
-        cross.eliminate_zeros()
-        cross = cross.tocoo()
+        cross = _summed(self.rows, self.cols, self.vals, capacity)
+        pairs = _summed(*self.pairs, capacity)
         slots, inv = np.unique(self.slots, return_inverse=True)
         vecs = np.zeros((self.vecs.shape[0], slots.size))
         for i in range(self.vecs.shape[0]):
@@ -78,7 +81,20 @@ class Part:
             sketch = np.zeros((slots.size, self.sketch.shape[1]))
             np.add.at(sketch, inv, self.sketch)
         return Part(cross.row.astype(np.int32), cross.col.astype(np.int32), cross.data,
-                     slots.astype(np.int32), vecs, sketch, self.docs.copy())
+                     slots.astype(np.int32), vecs, sketch, self.docs.copy(),
+                     (pairs.row.astype(np.int32), pairs.col.astype(np.int32), pairs.data))
+
+
+def _no_pairs() -> tuple:
+    return np.empty(0, np.int32), np.empty(0, np.int32), np.empty(0)
+
+
+def _summed(rows, cols, vals, capacity: int) -> sp.coo_matrix:
+    """Entries with duplicates summed, sorted, explicit zeros dropped."""
+    m = sp.coo_matrix((vals, (rows, cols)), shape=(capacity, capacity)).tocsr()
+    m.sum_duplicates()
+    m.eliminate_zeros()
+    return m.tocoo()
 
 
 def _void_mask(M: sp.csr_matrix, doc_index: np.ndarray, evict_pos: np.ndarray) -> np.ndarray:
@@ -121,7 +137,7 @@ def document_delta(X, ids, weights, doc_index, evict_pos, settings) -> Part:
     df2 = _scaled_rows(indicator, np.where(keep2, weights, 0.0), void_x)
     columns = [np.asarray(F1.sum(axis=0)).ravel(), np.asarray(F2.T @ weights).ravel(),
                np.asarray(df2.sum(axis=0)).ravel()]
-    docs = [float(weights[keep2].sum()), 0.0]
+    docs = [float(weights[keep2].sum()), 0.0, 0.0, 0.0]
     sketch_cols = None
     if settings.sketch:
         keep1 = lengths >= 1
@@ -147,10 +163,13 @@ def document_delta(X, ids, weights, doc_index, evict_pos, settings) -> Part:
 
 # ---------------------------------------------------------------------------------- buffers
 class Pending:
-    """Documents added since the last checkpoint (their slot counts), for the split and sketch."""
+    """Documents added since the last checkpoint (their slot counts), for the split and sketch,
+    and their windows' slot counts (rows of ``W``, each with its document), for the windows'
+    pairs (:mod:`anchorstream.stats.windowpairs`), with ``length_cap`` the store's."""
 
-    def __init__(self, capacity: int):
+    def __init__(self, capacity: int, length_cap=2):
         self.capacity = capacity
+        self.length_cap = length_cap
         self.clear()
 
     def clear(self) -> None:
@@ -158,11 +177,13 @@ class Pending:
         self.ids: list[np.ndarray] = []
         self.weights: list[np.ndarray] = []
         self.windows: list[np.ndarray] = []
+        self.window_parts: list[sp.csr_matrix] = []
+        self.window_docs: list[np.ndarray] = []
         self.n = 0
         # Entries of slot s in pending documents before index evict_pos[s] are void.
         self.evict_pos = np.zeros(self.capacity, dtype=np.int64)
 
-    def add(self, X, ids, weights, windows, evictions) -> None:
+    def add(self, X, ids, weights, windows, evictions, W=None, window_doc=None) -> None:
         base = self.n
         for d, slot in evictions:
             self.evict_pos[int(slot)] = base + int(d)
@@ -170,6 +191,9 @@ class Pending:
         self.ids.append(np.asarray(ids, dtype=np.int64))
         self.weights.append(np.asarray(weights, dtype=np.float64).copy())
         self.windows.append(np.asarray(windows, dtype=np.int64))
+        if W is not None:
+            self.window_parts.append(W)
+            self.window_docs.append(base + np.asarray(window_doc, dtype=np.int64))
         self.n += X.shape[0]
 
     def evict(self, slot: int) -> None:
@@ -177,8 +201,9 @@ class Pending:
 
     @property
     def nbytes(self) -> int:
-        return sum(X.data.nbytes + X.indices.nbytes + X.indptr.nbytes for X in self.parts) + (
-            28 * self.n)
+        return sum(X.data.nbytes + X.indices.nbytes + X.indptr.nbytes
+                   for X in self.parts + self.window_parts) + 28 * self.n + sum(
+            d.nbytes for d in self.window_docs)
 
     def rescale(self, factor: float) -> None:
         self.weights = [w * factor for w in self.weights]
@@ -189,12 +214,25 @@ class Pending:
             return {}
         X = sp.vstack(self.parts, format="csr")
         ids, w, win = (np.concatenate(a) for a in (self.ids, self.weights, self.windows))
+        if self.window_parts:
+            W = sp.vstack(self.window_parts, format="csr")
+            wdoc = np.concatenate(self.window_docs)
         out = {}
         for window in np.unique(win).tolist():
             if not is_live(window, current_window, ring):
                 continue
             sel = np.flatnonzero(win == window)
-            out[window] = document_delta(X[sel], ids[sel], w[sel], sel, self.evict_pos, settings)
+            part = (document_delta(X[sel], ids[sel], w[sel], sel, self.evict_pos, settings)
+                    if settings.split else Part.empty(0, 0))
+            if self.window_parts:
+                rows = np.flatnonzero(win[wdoc] == window)
+                Wsel = W[rows]
+                void = _void_mask(Wsel, wdoc[rows], self.evict_pos)
+                *entries, docs = window_pair_entries(Wsel, w[wdoc[rows]], self.length_cap, void)
+                part.pairs = tuple(entries)
+                part.docs = np.asarray(part.docs, dtype=np.float64).copy()
+                part.docs[2:] = docs
+            out[window] = part
         return out
 
 
@@ -278,7 +316,7 @@ class Reservoir:
 def read_segments(group, segments, reset_seq, forgetting: Forgetting, T: float,
                    settings) -> Part:
     """Valid entries of ``segments`` in the units of time ``T`` (not coalesced)."""
-    n_vecs = 5 if settings.sketch else 3
+    n_vecs = (5 if settings.sketch else 3) if settings.split else 0
     parts = [Part.empty(n_vecs, settings.n_projections)]
     for seg in segments:
         g = group[f"segments/{seg['name']}"]
@@ -290,7 +328,14 @@ def read_segments(group, segments, reset_seq, forgetting: Forgetting, T: float,
         ok = reset_seq[slots] <= seq
         vecs = np.asarray(g["vecs"][...])[:, ok]
         sketch = np.asarray(g["sketch"][...])[ok] if settings.sketch else None
+        pairs = _no_pairs()
+        if "pair_rows" in g:
+            pr, pc = np.asarray(g["pair_rows"][...]), np.asarray(g["pair_cols"][...])
+            pv = np.asarray(g["pair_vals"][...])
+            pk = (reset_seq[pr] <= seq) & (reset_seq[pc] <= seq)
+            pairs = (pr[pk], pc[pk], pv[pk])
         part = Part(rows[keep], cols[keep], vals[keep], slots[ok], vecs, sketch,
-                     np.array([seg["split_docs"], seg["rp_docs"]], dtype=np.float64))
+                     np.array([seg["split_docs"], seg["rp_docs"], seg.get("pair_docs", 0.0),
+                               seg.get("pair_tokens", 0.0)], dtype=np.float64), pairs)
         parts.append(part.scaled(forgetting.readout(T, seg["t_ref"])))
     return Part.concat(parts)

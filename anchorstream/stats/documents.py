@@ -7,7 +7,9 @@ papers read documents instead (:mod:`anchorstream.model.novelwords`, :mod:`ancho
   ``Σ_d w_d x_d⁽¹⁾ x_d⁽²⁾ᵀ`` (a V × V sum, not symmetric) and the halves' masses;
 * **RP** (Alg. 2) needs, beside that, the *sketch* ``Σ_d w_d g_d x_dᵀ`` (P × V), with the
   document's direction coordinates ``g_d`` a pure function of its stream position;
-* **TSVD** (Bansal et al. 2014) needs documents: a bounded *reservoir* of them.
+* **TSVD** (Bansal et al. 2014) needs documents: a bounded *reservoir* of them;
+* the pair refinement, with ``model.refine_window``, counts the pairs of the documents'
+  *windows* (:mod:`anchorstream.stats.windowpairs`).
 
 ``x_d`` is the word-frequency vector of document ``d`` over its in-vocabulary tokens (the same
 tokens the counts see) and ``w_d`` its decay weight (1 without forgetting). The store keeps
@@ -26,6 +28,7 @@ What is stored where (group ``docstats/`` of the store, in the checkpoint's own 
         vecs              (3 or 5, n): first-half mass, second-half mass, split document
                           frequency (+ sketch mass, sketch document frequency with RP)
         sketch            (n, P): the sketch's columns of those slots, transposed (RP only)
+        pair_rows, pair_cols, pair_vals   the windows' pairs, upper triangle (pair_window)
     docstats/reservoir/   key, pos, seq, window (one per document), indptr, slots, counts
 
 A checkpoint writes one *segment* per live window holding the delta of the documents added
@@ -85,6 +88,7 @@ from anchorstream.stats.accumulator import Forgetting
 from anchorstream.zarrio import put_many, zstd
 from anchorstream.errors import InputError, StoreFormatError
 from anchorstream.stats.docparts import Part, Pending, Reservoir, read_segments
+from anchorstream.stats.windowpairs import WindowPairs, window_counts
 from anchorstream.stats.windows import is_live
 from anchorstream.stats.wordpatterns import (
     RPSketch,
@@ -129,11 +133,14 @@ class DocStatsSettings:
         Documents kept for TSVD; 0 = none.
     seed : int, default 0
         Seed of the splits, the directions and the reservoir keys.
+    pair_window : int, default 0
+        Keep the word pairs of windows of this many consecutive tokens of each document, for
+        the pair refinement (:mod:`anchorstream.stats.windowpairs`); 0 = none, else >= 2.
 
     Examples
     --------
     >>> DocStatsSettings.for_method("anchor", "rp", n_topics=4)
-    DocStatsSettings(split=True, n_projections=200, reservoir=0, seed=0)
+    DocStatsSettings(split=True, n_projections=200, reservoir=0, seed=0, pair_window=0)
     >>> DocStatsSettings.for_method("anchor", "qr", n_topics=4).enabled
     False
     """
@@ -142,17 +149,21 @@ class DocStatsSettings:
     n_projections: int = 0
     reservoir: int = 0
     seed: int = 0
+    pair_window: int = 0
 
     def __post_init__(self) -> None:
         if not isinstance(self.split, bool):
             raise InputError(f"split must be a bool, got {self.split!r}")
-        for name in ("n_projections", "reservoir"):
+        for name in ("n_projections", "reservoir", "pair_window"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
                 raise InputError(f"{name} must be an int >= 0, got {v!r}")
         s = self.seed
         if isinstance(s, bool) or not isinstance(s, (int, np.integer)) or not 0 <= s < 2**62:
             raise InputError(f"seed must be an int in [0, 2**62), got {s!r}")
+        if self.pair_window == 1:
+            raise InputError("pair_window must be 0 (no windows) or a window of >= 2 tokens, "
+                             "got 1 (a window of one token holds no pair)")
         if self.n_projections and not self.split:
             raise InputError(
                 "an RP sketch (n_projections > 0) needs the split statistic too (split=True): "
@@ -162,7 +173,12 @@ class DocStatsSettings:
     @property
     def enabled(self) -> bool:
         """Whether anything is kept."""
-        return self.split or self.reservoir > 0
+        return self.split or self.reservoir > 0 or self.pair_window > 0
+
+    @property
+    def buffers(self) -> bool:
+        """Whether the writer buffers pending documents (the split statistic, the windows)."""
+        return self.split or self.pair_window > 0
 
     @property
     def sketch(self) -> bool:
@@ -172,29 +188,33 @@ class DocStatsSettings:
     def for_method(
         cls, method: str, anchor_method: str = "qr", *, n_topics: int,
         n_projections: int | None = None, reservoir: int = 10_000, seed: int = 0,
+        pair_window: int | None = None,
     ) -> DocStatsSettings:
         """What ``method`` / ``anchor_method`` (as in :func:`anchorstream.model.methods.fit_topics`)
         need: the split statistic for ``ddp``, plus a sketch of ``n_projections`` (default
-        ``50 K``, the paper's choice) for ``rp``, a reservoir for ``tsvd``, nothing otherwise.
+        ``50 K``, the paper's choice) for ``rp``, a reservoir for ``tsvd``, nothing otherwise;
+        and the windows' pairs where ``pair_window`` is given (``store.refine_window``).
         """
         statistics = method_spec(method, anchor_method).statistics
+        window = int(pair_window or 0)
         if statistics == "reservoir":
-            return cls(reservoir=int(reservoir), seed=seed)
+            return cls(reservoir=int(reservoir), seed=seed, pair_window=window)
         if statistics == "split":
-            return cls(split=True, seed=seed)
+            return cls(split=True, seed=seed, pair_window=window)
         if statistics == "split+sketch":
             p = 50 * int(n_topics) if n_projections is None else int(n_projections)
-            return cls(split=True, n_projections=p, seed=seed)
-        return cls(seed=seed)
+            return cls(split=True, n_projections=p, seed=seed, pair_window=window)
+        return cls(seed=seed, pair_window=window)
 
     def to_dict(self) -> dict:
         return {"split": self.split, "n_projections": int(self.n_projections),
-                "reservoir": int(self.reservoir), "seed": int(self.seed)}
+                "reservoir": int(self.reservoir), "seed": int(self.seed),
+                "pair_window": int(self.pair_window)}
 
     @classmethod
     def from_dict(cls, d: Mapping) -> DocStatsSettings:
         return cls(bool(d["split"]), int(d["n_projections"]), int(d["reservoir"]),
-                   int(d["seed"]))
+                   int(d["seed"]), int(d.get("pair_window", 0)))
 
 
 def reservoir_keys(positions, times, forgetting: Forgetting, seed: int) -> np.ndarray:
@@ -246,24 +266,28 @@ class DocumentStatistics:
     reservoir : mapping, optional
         Committed reservoir arrays.
     max_segments : int, default MAX_SEGMENTS
+    length_cap : float or None, default 2
+        The store's document weighting, which the windows' pairs are weighted by.
     """
 
     def __init__(self, settings: DocStatsSettings, capacity: int, forgetting: Forgetting, *,
                  since_docs: int = 0, segments: Sequence[Mapping] = (),
-                 reservoir: Mapping | None = None, max_segments: int = MAX_SEGMENTS):
+                 reservoir: Mapping | None = None, max_segments: int = MAX_SEGMENTS,
+                 length_cap=2):
         self.settings = settings
         self.capacity = int(capacity)
         self.forgetting = forgetting
         self.since_docs = int(since_docs)
         self.max_segments = int(max_segments)
         self._segments = [dict(s) for s in segments]
-        self._pending = Pending(self.capacity) if settings.split else None
+        self._pending = Pending(self.capacity, length_cap) if settings.buffers else None
         self._reservoir = (
             Reservoir(settings.reservoir, self.capacity, reservoir)
             if settings.reservoir else None)
 
     @classmethod
-    def load(cls, group, capacity: int, forgetting: Forgetting) -> DocumentStatistics:
+    def load(cls, group, capacity: int, forgetting: Forgetting,
+             length_cap=2) -> DocumentStatistics:
         """The committed statistics of a store group (read at open)."""
         config = group.attrs.get("config")
         state = group.attrs.get("state")
@@ -279,7 +303,7 @@ class DocumentStatistics:
             reservoir = {name: np.asarray(g[name][...]) for name in
                          ("key", "pos", "seq", "window", "indptr", "slots", "counts")}
         return cls(settings, capacity, forgetting, since_docs=state["since_docs"],
-                   segments=state["segments"], reservoir=reservoir)
+                   segments=state["segments"], reservoir=reservoir, length_cap=length_cap)
 
     @property
     def nbytes(self) -> int:
@@ -288,7 +312,7 @@ class DocumentStatistics:
 
     # ------------------------------------------------------------------ updates
     def add(self, *, positions, times, weights, windows, indptr, slots, evictions,
-            seq: int) -> None:
+            seq: int, token_positions=None) -> None:
         """Add documents given as the slots of their in-vocabulary tokens.
 
         Parameters
@@ -306,17 +330,26 @@ class DocumentStatistics:
             Slot evicted just before document ``doc_index`` (as the vocabulary reports them).
         seq : int
             The checkpoint number these documents will be committed with.
+        token_positions : int ndarray of shape (n_tokens,), optional
+            Where each of ``slots``' tokens stood in its document; needed with
+            ``pair_window`` (the windows are cut by it).
         """
         positions = np.asarray(positions, dtype=np.int64)
         n = positions.size
         if n == 0 and not len(evictions):
             return
-        X = sp.csr_matrix(
-            (np.ones(len(slots)), np.asarray(slots, dtype=np.int32),
+        X = sp.csr_matrix(  # a copy of the slots: summing duplicates sorts them in place
+            (np.ones(len(slots)), np.array(slots, dtype=np.int32),
              np.asarray(indptr, dtype=np.int64)), shape=(n, self.capacity))
         X.sum_duplicates()
         if self._pending is not None:
-            self._pending.add(X, positions, weights, windows, evictions)
+            W = window_doc = None
+            if self.settings.pair_window:
+                if token_positions is None:
+                    raise InputError("the windows' pairs need token_positions")
+                W, window_doc = window_counts(indptr, slots, token_positions,
+                                              self.settings.pair_window, self.capacity)
+            self._pending.add(X, positions, weights, windows, evictions, W, window_doc)
         if self._reservoir is not None:
             keys = reservoir_keys(positions, times, self.forgetting, self.settings.seed)
             self._reservoir.offer(keys, positions, int(seq), np.asarray(windows, np.int64), X)
@@ -380,11 +413,15 @@ class DocumentStatistics:
             g = seg_group.create_group(name)
             items += [(g, "rows", delta.rows), (g, "cols", delta.cols), (g, "vals", delta.vals),
                       (g, "slots", delta.slots), (g, "vecs", delta.vecs)]
+            if self.settings.pair_window:
+                items += [(g, f"pair_{k}", a) for k, a in zip(("rows", "cols", "vals"),
+                                                               delta.pairs)]
             if delta.sketch is not None:
                 _put_chunked(g, "sketch", delta.sketch)
             segments.append({
                 "name": name, "seq": int(seq), "window": int(window), "t_ref": float(t_ref),
                 "split_docs": float(delta.docs[0]), "rp_docs": float(delta.docs[1]),
+                "pair_docs": float(delta.docs[2]), "pair_tokens": float(delta.docs[3]),
                 "nnz": int(delta.vals.size), "n": int(delta.slots.size),
             })
         for s in deleted:
@@ -441,6 +478,9 @@ class DocumentState:
     keys : float64 ndarray of shape (n_reservoir,) or None
         Each reservoir row's sample key (:func:`reservoir_keys`: the smallest are kept), by
         which reservoirs merge (:mod:`anchorstream.store.partdocs`).
+    window_pairs : WindowPairs or None
+        The windows' pairs over the chosen slots (``pair_window``), for the refinement
+        (:func:`~anchorstream.stats.windowpairs.window_cooccurrence`).
     """
 
     settings: DocStatsSettings
@@ -450,6 +490,7 @@ class DocumentState:
     documents: sp.csr_matrix | None = None
     positions: np.ndarray | None = None
     keys: np.ndarray | None = None
+    window_pairs: WindowPairs | None = None
 
     def summary(self) -> dict:
         """JSON facts for a snapshot's ``source``."""
@@ -460,6 +501,8 @@ class DocumentState:
             out["sketch_docs"] = float(self.sketch.num_docs)
         if self.documents is not None:
             out["reservoir_docs"] = int(self.documents.shape[0])
+        if self.window_pairs is not None:
+            out["pair_windows"] = self.window_pairs.num_docs
         return out
 
 
@@ -494,7 +537,7 @@ class StoredDocuments:
         current, ring, T = state["current_window"], forgetting.ring, float(state["clock"])
         live = [s for s in st["segments"] if is_live(s["window"], current, ring)]
         part = None
-        if settings.split:
+        if settings.buffers:
             part = read_segments(group, live, reset_seq, forgetting, T, settings)
         reservoir = None
         if settings.reservoir and "reservoir" in group:
@@ -510,8 +553,12 @@ class StoredDocuments:
         n = slots.size
         pos = np.full(self.capacity, -1, dtype=np.int64)
         pos[slots] = np.arange(n)
-        split = sketch = documents = positions = keys = None
-        if part is not None:
+        split = sketch = documents = positions = keys = pairs = None
+        if part is not None and settings.pair_window:
+            pr, pc, pv = part.pairs
+            ok = (pos[pr] >= 0) & (pos[pc] >= 0)
+            pairs = WindowPairs.from_entries(pos[pr[ok]], pos[pc[ok]], pv[ok], n, part.docs[2:])
+        if part is not None and settings.split:
             ok = (pos[part.rows] >= 0) & (pos[part.cols] >= 0)
             cross = sp.coo_matrix((part.vals[ok], (pos[part.rows[ok]], pos[part.cols[ok]])),
                                   shape=(n, n)).toarray()
@@ -541,4 +588,4 @@ class StoredDocuments:
             positions = rv.pos[keep_docs][nonempty]
             keys = rv.key[keep_docs][nonempty]
         return DocumentState(settings, self.since_docs, split, sketch, documents, positions,
-                             keys)
+                             keys, pairs)

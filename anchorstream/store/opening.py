@@ -34,6 +34,7 @@ from anchorstream.store.settings import (
     choose_docstats,
     warn_other_settings,
 )
+from anchorstream.store.settings import length_cap as stored_length_cap
 from anchorstream.text.vocabulary import MAX_DF_MIN_DOCS
 
 __all__ = ["Opening"]
@@ -203,7 +204,8 @@ pin_seed
             if DOCSTATS_GROUP in root:
                 stored = DocumentStatistics.load(
                     root[DOCSTATS_GROUP], meta["config"]["capacity"],
-                    Forgetting.from_dict(meta["config"]["forgetting"]))
+                    Forgetting.from_dict(meta["config"]["forgetting"]),
+                    stored_length_cap(meta["config"]))
         except (StoreFormatError, StoreError):
             raise
         except BaseException as exc:

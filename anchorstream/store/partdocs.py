@@ -37,6 +37,7 @@ import zarr
 from anchorstream.errors import InputError
 from anchorstream.stats.accumulator import Forgetting
 from anchorstream.stats.documents import DocStatsSettings, DocumentState, StoredDocuments
+from anchorstream.stats.windowpairs import WindowPairs
 from anchorstream.stats.wordpatterns import RPSketch, SplitStatistic
 from anchorstream.store.format import check_format
 from anchorstream.store.partitions import add_by_rows, partition_url
@@ -90,6 +91,8 @@ class _Combined:
         self.docs: list[sp.csr_matrix] = []
         self.positions: list[np.ndarray] = []
         self.keys: list[np.ndarray] = []
+        self.pairs: list = []  # (rows, cols, vals) of each partition's windows' pairs
+        self.windows = np.zeros(2)
 
     def add(self, d: DocumentState, rows: np.ndarray, factor: float) -> None:
         """Add one partition's statistics (its word ``i`` at ``rows[i]``), the sums decayed
@@ -110,6 +113,13 @@ class _Combined:
             t.mass[r] += factor * s.mass[keep]
             t.doc_freq[r] += factor * s.doc_freq[keep]
             t.num_docs += factor * s.num_docs if factor != 1.0 else s.num_docs
+        if d.window_pairs is not None:
+            u = d.window_pairs.upper.tocoo()
+            pr, pc = rows[u.row], rows[u.col]
+            ok = (pr >= 0) & (pc >= 0)
+            self.pairs.append((pr[ok], pc[ok], factor * u.data[ok]))
+            self.windows += factor * np.array([d.window_pairs.num_docs,
+                                               d.window_pairs.num_tokens])
         if d.documents is not None:
             m = d.documents.tocoo()
             cols = rows[m.col]
@@ -133,8 +143,13 @@ class _Combined:
                               [: self.settings.reservoir]]
             chosen.sort()
             documents, positions, keys = docs[chosen], positions[chosen], keys[chosen]
+        pairs = None
+        if self.settings.pair_window:
+            entries = [np.concatenate([p[i] for p in self.pairs]) if self.pairs
+                       else np.empty(0) for i in range(3)]
+            pairs = WindowPairs.from_entries(*entries, self.n, self.windows)
         return DocumentState(self.settings, int(self.since_docs), self.split, self.sketch,
-                             documents, positions, keys)
+                             documents, positions, keys, pairs)
 
 
 def read_partition_documents(root, state, settings: DocStatsSettings, *,
@@ -204,5 +219,6 @@ def documents_over(docs: DocumentState, idx: np.ndarray) -> DocumentState:
         nonempty = np.flatnonzero(np.diff(documents.indptr) > 0)
         documents, positions = documents[nonempty], positions[nonempty]
         keys = None if keys is None else keys[nonempty]
+    pairs = None if docs.window_pairs is None else docs.window_pairs.subset(idx)
     return DocumentState(docs.settings, docs.since_docs, split, sketch, documents, positions,
-                         keys)
+                         keys, pairs)

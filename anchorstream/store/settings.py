@@ -161,5 +161,5 @@ def choose_docstats(stored, requested, meta, n_docs_added: int, where: str):
     cfg = meta["config"]
     fresh = DocumentStatistics(requested, cfg["capacity"],
                                Forgetting.from_dict(cfg["forgetting"]),
-                               since_docs=int(n_docs_added))
+                               since_docs=int(n_docs_added), length_cap=length_cap(cfg))
     return fresh, stored is not None

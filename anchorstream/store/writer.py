@@ -233,19 +233,23 @@ class CooccurrenceStore(Opening, Compacting, Retaining):
             t, win, positions = t[keep], win[keep], positions[keep]
             if not docs:
                 return 0
+        # The windows' pairs are cut by where each token stood in its document.
+        where = self._docstats is not None and self._docstats.settings.pair_window > 0
         if F.decays:
             if F.needs_renormalize(float(t.max()), st.t_ref):
                 self._renormalize(float(t.max()))
             w = np.exp2((t - self._state.t_ref) / F.half_life)
-            indptr, slots, evictions = self.vocabulary.observe_batch(docs, w.tolist())
+            observed = self.vocabulary.observe_batch(docs, w.tolist(), positions=where)
         else:
             w = np.ones(t.size)
-            indptr, slots, evictions = self.vocabulary.observe_batch(docs, 1.0)
+            observed = self.vocabulary.observe_batch(docs, 1.0, positions=where)
+        indptr, slots, evictions = observed[:3]
         self._add_runs(docs, win, w, (indptr, slots, evictions))
         if self._docstats is not None:
             self._docstats.add(positions=positions, times=t, weights=w, windows=win,
                                indptr=indptr, slots=slots, evictions=evictions,
-                               seq=self._state.seq)
+                               seq=self._state.seq,
+                               token_positions=observed[3] if where else None)
             self._docstats.roll(self._state.current_window)
         return int(win.size)
 

@@ -305,23 +305,20 @@ class StreamingVocabulary:
         return slots.tolist(), [s for _, s in evictions]
 
     def observe_batch(
-        self, token_lists: Iterable[Sequence[str]], weights: Sequence[float] | float = 1.0
-    ) -> tuple[np.ndarray, np.ndarray, list[tuple[int, int]]]:
-        """:meth:`observe` over many documents (the fast path).
-
-        Returns
-        -------
-        indptr : int64 ndarray of shape (n_docs + 1,)
-        slots : int32 ndarray of shape (n_tokens,)
-        evictions : list of (doc_index, slot)
-            Slot evicted before document ``doc_index`` was counted.
-        """
+        self, token_lists: Iterable[Sequence[str]], weights: Sequence[float] | float = 1.0,
+        *, positions: bool = False,
+    ) -> tuple:
+        """:meth:`observe` over many documents (the fast path): ``(indptr, slots, evictions)``,
+        int64 ``indptr`` and int32 ``slots`` of the in-vocabulary tokens, ``(doc_index, slot)``
+        evicted before that document; with ``positions`` also each slot's index in its token
+        list (what windows are cut by, :mod:`anchorstream.text.windows`)."""
         # Documents whose words are all in the vocabulary (the common case) only record their
         # slots here; their frequency increments are applied in bulk by a kernel at the end,
         # or earlier if a decision that reads frequencies (an eviction, max_df) comes first.
         # Decisions therefore see exactly what a one-document-at-a-time update would give.
         out: list[int] = []
         indptr = [0]
+        where: list[int] | None = [] if positions else None
         ws: list[float] = []
         counted: list[bool] = []  # True: increments already applied (the slow path)
         evictions: list[tuple[int, int]] = []
@@ -348,13 +345,16 @@ class StreamingVocabulary:
                     counted.append(True)
                 else:
                     counted.append(False)
-                out += sl
+                if where is not None:
+                    where += [i for i, s in enumerate(sl) if s >= 0]
+                out += [s for s in sl if s >= 0] if counted[-1] else sl
                 indptr.append(len(out))
                 ws.append(w)
             self._flush()
         finally:
             self._pending = None
-        return np.asarray(indptr, dtype=np.int64), np.asarray(out, dtype=np.int32), evictions
+        result = np.asarray(indptr, dtype=np.int64), np.asarray(out, dtype=np.int32), evictions
+        return result if where is None else (*result, np.asarray(where, dtype=np.int32))
 
     def _flush(self) -> None:
         """Apply the deferred frequency increments of the current batch."""
@@ -374,7 +374,8 @@ class StreamingVocabulary:
             self._flushed = b
 
     def _observe_slow(self, tokens, sl: list[int], w: float, evicted: list[int]) -> list[int]:
-        """A document with words outside the vocabulary: sketch, admissions, evictions."""
+        """A document with words outside the vocabulary: sketch, admissions, evictions; each
+        token's slot, ``-1`` where it stays outside."""
         get = self._slot.get
         known = {s for s in sl if s >= 0}
         if known:
@@ -396,7 +397,7 @@ class StreamingVocabulary:
             # this document may have been the weakest).
             gone = set(evicted)
             sl = [get(t, -1) if (s < 0 or s in gone) else s for t, s in zip(tokens, sl)]
-        return [s for s in sl if s >= 0]
+        return [s if s >= 0 else -1 for s in sl]  # stop and blocked words' codes too
 
     def _count_unknown(self, t: str, w: float, evicted: list[int]) -> bool:
         """Sketch update for a word outside the vocabulary; True if it was admitted."""

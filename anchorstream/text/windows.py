@@ -9,8 +9,9 @@ pairs' distribution ``B R Bᵀ`` directly, may instead count its pairs inside wi
 windows of 24 tokens, held-out NPMI rose by 0.017-0.019 on manuals and speeches at K = 30 and
 by 0.025-0.067 with e-mail at K = 100, and fell by 0.023 on technical package descriptions,
 which keep one subject from the first word to the last (benchmarks/README.md, "The
-refinement's pairs in windows"). A store keeps its documents' pairs, not their tokens, so
-only a fit from files can count them so.
+refinement's pairs in windows"). A store cuts the same windows as documents arrive
+(:func:`window_rows`, from where each in-vocabulary token stood) and keeps their pairs beside
+the counts (``store.refine_window``, :mod:`anchorstream.stats.windowpairs`).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import numpy as np
 
 from anchorstream.errors import InputError
 
-__all__ = ["check_window", "window_documents"]
+__all__ = ["check_window", "window_documents", "window_rows"]
 
 
 def check_window(size) -> int:
@@ -64,3 +65,34 @@ def window_documents(token_lists: Iterable[Sequence[str]], size: int) -> Iterato
             continue
         for start in range(0, len(tokens), size):
             yield tokens[start:start + size]
+
+
+def window_rows(indptr, token_positions, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """The windows of documents given as their in-vocabulary tokens: ``(window_indptr,
+    window_doc)``.
+
+    Token ``j`` of document ``d`` (``indptr[d] <= j < indptr[d + 1]``, in order) stood at
+    ``token_positions[j]`` of its token list, so it falls in that document's window
+    ``token_positions[j] // size``: the windows of :func:`window_documents`, whose
+    out-of-vocabulary tokens take places too. A window is a run of consecutive tokens, so the
+    result is the ``indptr`` of those runs (windows without an in-vocabulary token are left
+    out) and the document of each.
+
+    Examples
+    --------
+    >>> ip, doc = window_rows([0, 4, 5], [0, 1, 3, 4, 7], 2)
+    >>> ip.tolist(), doc.tolist()
+    ([0, 2, 3, 4, 5], [0, 0, 0, 1])
+    """
+    size = check_window(size)
+    indptr = np.asarray(indptr, dtype=np.int64)
+    pos = np.asarray(token_positions, dtype=np.int64)
+    n_docs = indptr.size - 1
+    if pos.size != indptr[-1]:
+        raise InputError(f"{pos.size} token positions for {int(indptr[-1])} tokens")
+    doc = np.repeat(np.arange(n_docs, dtype=np.int64), np.diff(indptr))
+    window = pos // size
+    starts = np.ones(pos.size, dtype=bool)
+    starts[1:] = (doc[1:] != doc[:-1]) | (window[1:] != window[:-1])
+    first = np.flatnonzero(starts)
+    return np.append(first, pos.size).astype(np.int64), doc[first]
