@@ -16,12 +16,14 @@ from typing import Any
 
 import numpy as np
 
+from anchorstream.errors import InputError
 from anchorstream.model.align import align_topics
 from anchorstream.stats.admission import MIN_SHARE, correct_admission
 from anchorstream.stats.cooccurrence import Cooccurrence
 from anchorstream.model.correlations import hierarchy
 from anchorstream.model.storedfit import fit_novel_words
 from anchorstream.stats.documents import DocumentState
+from anchorstream.stats.windowpairs import window_cooccurrence
 from anchorstream.evaluate import topic_sparsity, topic_specificity
 from anchorstream.model.methods import TopicFit, fit_topics
 from anchorstream.model.pipeline import AnchorModel
@@ -93,8 +95,11 @@ class Refresher:
                  supertopics: int = 0, method: str = "anchor",
                  storage_options: Mapping[str, Any] | None = None,
                  reader: Callable[..., Any] | None = None,
+                 refine_window: int | None = None,
                  clock: Callable[[], float] = time.monotonic):
         self.store_url = str(store_url)
+        # The store keeps its documents' windows' pairs for the refinement (model.refine_window).
+        self.refine_window = refine_window
         self.reader = reader
         self.storage_options = None if storage_options is None else dict(storage_options)
         self.publisher = publisher
@@ -277,9 +282,10 @@ class Refresher:
                 docs = (self.reader.documents(st, idx) if self.reader is not None else
                         read_document_state(self.store_url, st.version, st.slots[idx],
                                             storage_options=self.storage_options))
-                check_documents(docs, n_topics=self.n_topics, method=self.method,
-                                anchor_method=self.anchor_method,
-                                anchor_min_df=self._anchor_min_df)
+                if method_spec(self.method, self.anchor_method).needs_documents:
+                    check_documents(docs, n_topics=self.n_topics, method=self.method,
+                                    anchor_method=self.anchor_method,
+                                    anchor_min_df=self._anchor_min_df)
             observe("read", time.perf_counter() - t0)
 
             stage = "fit"
@@ -445,15 +451,30 @@ class Refresher:
 
     @property
     def needs_documents(self) -> bool:
-        """Whether the configured method reads the store's document statistics."""
-        return method_spec(self.method, self.anchor_method).needs_documents
+        """Whether the configured method, or the refinement's windows, read the store's
+        document statistics."""
+        return (method_spec(self.method, self.anchor_method).needs_documents
+                or bool(self.refine_window))
+
+    def _refine_cooc(self, cooc, docs: DocumentState | None):
+        """The windows' pairs over the fit's words, where the store keeps them, else None
+        (the refinement counts whole documents' pairs, as a store without windows)."""
+        if not self.refine_window or docs is None or docs.window_pairs is None:
+            return None
+        if docs.settings.pair_window != self.refine_window:
+            raise InputError(
+                f"the store keeps windows of {docs.settings.pair_window} tokens, "
+                f"model.refine_window is {self.refine_window}")
+        return window_cooccurrence(docs.window_pairs, cooc)
 
     def _fit(self, cooc: Cooccurrence, words: list[str], docs: DocumentState | None,
              on_stage) -> tuple[AnchorModel | None, TopicFit, Any, dict]:
         """Run the configured method: ``(AnchorModel or None, TopicFit, warm start, settings)``."""
         kw = self.model_kwargs
         K, seed = self.n_topics, int(kw.get("random_state", 0))
-        common = {"method": self.method, "n_topics": K, "random_state": seed}
+        common = {"method": self.method, "n_topics": K, "random_state": seed,
+                  "refine_window": self.refine_window}
+        refine_cooc = self._refine_cooc(cooc, docs)
         if method_spec(self.method, self.anchor_method).anchor_words:
             model = AnchorModel(**kw)
             init = None
@@ -477,9 +498,10 @@ class Refresher:
             # No refinement log-likelihood: a snapshot does not publish it (a pass saved).
             model.fit(cooc, init=init, on_stage=on_stage, overwrite_cooc=True,
                       rectify_workspace=workspace, rectify_data_out=data_out,
-                      refine_loglik=False)
+                      refine_loglik=False, refine_cooc=refine_cooc)
             fit = TopicFit.from_model(model)
-            return model, fit, init, {**model.get_params(), "method": "anchor"}
+            return model, fit, init, {**model.get_params(), "method": "anchor",
+                                      "refine_window": self.refine_window}
         # Every method's topics are refined on short documents as the pipeline's are.
         refine = {k: kw[k] for k in ("refine", "refine_max_iter") if k in kw}
         if self.method == "anchor":
@@ -487,7 +509,7 @@ class Refresher:
             rect = _model_settings(kw, ("rectify", "recover"))
             fit = fit_novel_words(K, cooc, docs, anchor_method=self.anchor_method,
                                   min_df=float(kw.get("anchor_min_df", 0)), random_state=seed,
-                                  on_stage=on_stage, **rect, **refine)
+                                  on_stage=on_stage, refine_cooc=refine_cooc, **rect, **refine)
             return None, fit, None, {**common, "anchor_method": self.anchor_method,
                                      "anchor_min_df": kw.get("anchor_min_df", 0), **rect,
                                      **refine, **docs.settings.to_dict()}
@@ -498,13 +520,15 @@ class Refresher:
             if self.warm_start and self._topic_word is not None:
                 init = by_word(self._topic_word, self._model_words, words)
             fit = fit_topics(K, cooc=cooc, method="anchorfree", random_state=seed,
-                             on_stage=on_stage, init=init, **rect, **refine)
+                             on_stage=on_stage, init=init, refine_cooc=refine_cooc, **rect,
+                             **refine)
             return None, fit, init, {**common, "anchor_method": None, **rect, **refine}
         # TSVD's word groups, where it keeps them, are rectified and recovered as configured,
         # from words in anchor_min_df documents.
         rect = _model_settings(kw, ("rectify", "recover", "anchor_min_df"))
         fit = fit_topics(K, cooc=cooc, documents=docs.documents, method="tsvd",
-                         random_state=seed, on_stage=on_stage, **rect, **refine)
+                         random_state=seed, on_stage=on_stage, refine_cooc=refine_cooc, **rect,
+                         **refine)
         return None, fit, None, {**common, "anchor_method": None, **rect, **refine,
                                  **docs.settings.to_dict()}
 

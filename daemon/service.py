@@ -236,6 +236,7 @@ class Daemon:
             align_min_similarity=cfg.refresh.align_min_similarity,
             supertopics=cfg.model.supertopics, method=cfg.model.method,
             storage_options=cfg.store.storage_kwargs(), reader=reader,
+            refine_window=cfg.model.refine_window,
             settings={"daemon": {"vocab": cfg.to_dict()["vocab"],
                                  "message": cfg.to_dict()["message"]}},
             source_info={"kafka_topics": list(k.topics), "group_id": k.group_id,

@@ -141,8 +141,19 @@ def test_refine_window_is_checked_and_needs_documents(tmp_path, capsys):
     assert main(["fit", "--store", store, "-k", "2", "--out", str(tmp_path / "snap"),
                  "--refine-window", "12"]) == 1
     err = capsys.readouterr().err
-    assert "--refine-window" in err and "a store keeps its documents' word pairs" in err
+    assert "--refine-window 12" in err and "keeps no windows' pairs" in err
+    assert "ingest with --refine-window 12" in err
     assert not (tmp_path / "snap").exists()
+    # A store that keeps windows of another length (from the documents ingested since) says
+    # which.
+    more = tmp_path / "more.txt"
+    more.write_text("gamma beta alpha beta\nalpha alpha gamma\n", encoding="utf-8")
+    assert main(["ingest", str(more), "--store", store, "--format", "text",
+                 "--refine-window", "4", "--stopwords", "none", "-q"]) == 0
+    capsys.readouterr()
+    assert main(["fit", "--store", store, "-k", "2", "--out", str(tmp_path / "snap"),
+                 "--refine-window", "12"]) == 1
+    assert "keeps the pairs of windows of 4 tokens" in capsys.readouterr().err
 
 
 def test_supertopics_hierarchy_and_inspect(corpus, tmp_path, capsys):
@@ -285,15 +296,22 @@ def test_ingest_then_fit_store_equals_fit_input_on_the_same_documents(corpus, tm
 
     path, _, _ = corpus
     n_words = 100  # of the corpus's 150
-    batch = tmp_path / "batch"
+    batch, windowed = tmp_path / "batch", tmp_path / "batch-windows"
     assert main(["fit", "--input", str(path), "-k", str(K), "--vocab-size", str(n_words),
                  "--anchor-min-df", "5", "--out", str(batch), "-q"]) == 0
+    # The refinement's pairs in windows of 6 tokens: the store cuts the same windows.
+    assert main(["fit", "--input", str(path), "-k", str(K), "--vocab-size", str(n_words),
+                 "--anchor-min-df", "5", "--refine-window", "6", "--out", str(windowed),
+                 "-q"]) == 0
+    assert read_snapshot(windowed).manifest["extra"]["fit"]["refine"] == "joint"
+    assert _same_topics(windowed, batch) > 0.01  # the windows do change the topics
     docs = [Tokenizer()(json.loads(line)["text"]) for line in path.read_text().splitlines()
             if line.startswith('{"text": "')]
     for rule in ("first-pass", "stream"):
         store = str(tmp_path / rule)
         assert main(["ingest", str(path), "--store", store, "--capacity", str(n_words),
-                     "--vocabulary", rule, "--checkpoint-every", "700", "-q"]) == 0
+                     "--vocabulary", rule, "--checkpoint-every", "700", "--refine-window", "6",
+                     "-q"]) == 0
         committed = open_committed(store)
         c = committed.cooccurrence
         exact = cooccurrence(count_matrix(docs, committed.words), length_cap=c.length_cap)
@@ -307,6 +325,10 @@ def test_ingest_then_fit_store_equals_fit_input_on_the_same_documents(corpus, tm
         assert main(["fit", "--store", store, "-k", str(K), "--anchor-min-df", "5",
                      "--out", str(out), "-q"]) == 0
         assert _same_topics(out, batch) < 1e-4
+        assert main(["fit", "--store", store, "-k", str(K), "--anchor-min-df", "5",
+                     "--refine-window", "6", "--out", str(tmp_path / "snap-windows"),
+                     "-q"]) == 0
+        assert _same_topics(tmp_path / "snap-windows", windowed) < 1e-4
 
 
 def test_ingest_vocabulary_rule_is_checked(corpus, tmp_path, capsys):

@@ -139,6 +139,7 @@ def test_unknown_keys_name_the_key_and_suggest():
         ("model", "anchor_method", "spa", "one of 'qr', 'fast', 'ddp', 'rp'"),
         ("model", "rp_projections", 0, "an integer >= 1 or null"),
         ("model", "tsvd_documents", 1, "an integer >= 2"),
+        ("model", "refine_window", 1, "an integer >= 2 or null"),
         ("vocab", "max_df_ratio", 1.5, "<= 1"),
         ("vocab", "max_df_ratio", 0, "> 0"),
         ("vocab", "seed_file", "/no/such/file.txt", "existing file"),

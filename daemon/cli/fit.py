@@ -26,7 +26,7 @@ from daemon.cli.fit_counts import Counts, counts_from_input, counts_from_store
 from daemon.cli.options import (LENGTH_CAP, MAX_DF, MIN_DF, STOPWORDS, STOPWORDS_HELP,
                                  VOCAB_SIZE, HelpFormatter, admission_argument, anchor_arguments,
                                  anchorfree_arguments, length_cap_arg, length_cap_help,
-                                 spread_arg, window_arg)
+                                 refine_window_argument, spread_arg)
 
 log = logging.getLogger("anchorstream.fit")
 
@@ -94,13 +94,13 @@ def register(subparsers) -> None:
                                         f"(--input only; a store has its own; default "
                                         f"{d['length_cap']:g})"))
     _model_options(p)
-    p.add_argument("--refine-window", type=window_arg, default=argparse.SUPPRESS,
-                   metavar="TOKENS",
-                   help="count the refinement's word pairs in windows of this many consecutive "
-                        "tokens of each document instead of whole documents (--refine auto "
-                        "then refines when the windows are short); for long documents that "
-                        "move from subject to subject: manuals, speeches, mail (--input only; "
-                        "default none = whole documents)")
+    refine_window_argument(
+        p, help="count the refinement's word pairs in windows of this many consecutive "
+                "tokens of each document instead of whole documents (--refine auto "
+                "then refines when the windows are short); for long documents that "
+                "move from subject to subject: manuals, speeches, mail (with --store: "
+                "the windows the store kept, ingest --refine-window; default none = "
+                "whole documents)")
     admission_argument(p)
     p.add_argument("--seed", type=int, default=0, help="random seed")
     p.add_argument("--top-words", type=int, default=20, help="top words stored per topic")
@@ -186,11 +186,8 @@ def _input_options(args) -> dict:
     InputError
         With ``--store``, naming every ``--input``-only option given.
     """
-    given = [dest for dest in _INPUT_ONLY if hasattr(args, dest)]
-    if args.store is not None and "refine_window" in given:
-        raise InputError("--refine-window cuts each document's tokens into windows, and a "
-                         "store keeps its documents' word pairs, not their tokens: drop "
-                         "--refine-window with --store")
+    # --refine-window applies to both: a store cuts the windows as documents arrive.
+    given = [dest for dest in _INPUT_ONLY if hasattr(args, dest) and dest != "refine_window"]
     if args.store is not None and given:
         flags = ", ".join(_INPUT_ONLY[dest][0] for dest in given)
         raise InputError(

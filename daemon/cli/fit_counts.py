@@ -24,6 +24,7 @@ from anchorstream.stats.cooccurrence import cooccurrence
 from anchorstream.text.decode import DecodeError
 from anchorstream.text.language import StopwordCheck
 from anchorstream.text.tokenize import count_matrix, select_vocabulary
+from anchorstream.stats.windowpairs import window_cooccurrence
 from anchorstream.text.windows import window_documents
 from daemon.cli.options import stopwords_tokenizer
 from daemon.ingest.files import iter_lines
@@ -231,7 +232,32 @@ def counts_from_store(args) -> Counts:
               "length_cap": cooc.length_cap,
               "admission_min_share": share if st.admission is not None else None,
               **({"partitions": st.partitions} if parts is not None else {})}
-    return Counts(cooc, vocabulary, source=source)
+    window = getattr(args, "refine_window", None)
+    refine_cooc = None
+    if window is not None and args.refine != "none":
+        refine_cooc = _stored_windows(args.store, st, cooc, window, partitioned=parts is not None)
+    return Counts(cooc, vocabulary, source=source,
+                  vocabulary_settings={"refine_window": window}, refine_cooc=refine_cooc)
+
+
+def _stored_windows(url, st, cooc, window: int, *, partitioned: bool):
+    """The windows' pairs the store kept as documents arrived, over ``cooc``'s words: what
+    ``--refine-window`` counts from files (:mod:`anchorstream.stats.windowpairs`)."""
+    from anchorstream.store import read_document_state
+
+    if partitioned:
+        raise InputError("--refine-window with a partitioned --store is not supported: fit "
+                         "one partition's store, or let the daemon (model.refine_window) fit "
+                         "the partitions together")
+    docs = read_document_state(url, st.version, st.slots)
+    kept = 0 if docs is None else docs.settings.pair_window
+    if kept != window:
+        raise InputError(
+            f"--refine-window {window}: the store {url!r} keeps "
+            + (f"the pairs of windows of {kept} tokens" if kept else "no windows' pairs")
+            + f"; ingest with --refine-window {window} (or model.refine_window: {window} in "
+            "the daemon) to count them, or drop --refine-window")
+    return window_cooccurrence(docs.window_pairs, cooc)
 
 
 def counts_from_input(args, opts: dict, t_start: float, clock) -> Counts:

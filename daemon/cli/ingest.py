@@ -58,6 +58,7 @@ from daemon.cli.options import (
     length_cap_help,
     max_df_arg,
     stopwords_tokenizer,
+    refine_window_argument,
 )
 from daemon.settings import MessageConfig
 from daemon.ingest.files import FileSource, file_key, iter_lines
@@ -134,6 +135,12 @@ def register(subparsers) -> None:
     new.add_argument("--time-unit", choices=("documents", "seconds"), default="documents")
     new.add_argument("--length-cap", type=length_cap_arg, default=LENGTH_CAP, metavar="TOKENS",
                      help=length_cap_help(", 'none' = every pair (as fit --length-cap)"))
+    refine_window_argument(
+        p, help="keep the word pairs of windows of this many consecutive tokens of each "
+                "document beside the counts, for fit --store --refine-window TOKENS "
+                "(model.refine_window in the daemon); counted from the documents "
+                "ingested from then on; 'none' = stop keeping them (default: as the "
+                "store keeps)")
     new.add_argument("--chunk-size", type=int, default=256, help="matrix chunk edge")
     new.add_argument("--shard-size", type=int, default=None,
                      help="matrix shard edge (default 8 chunks)")
@@ -345,6 +352,7 @@ def run(args) -> int:
         args.store, capacity=args.capacity, admit_threshold=args.admit_threshold, seed=seed,
         max_df=args.max_df, forgetting=forgetting, chunk_size=args.chunk_size,
         shard_size=args.shard_size, length_cap=args.length_cap,
+        document_stats=_document_stats(args),
     )
     stats = ingest_files(
         store, args.files, tokenizer=tokenizer, format=args.format,
@@ -361,3 +369,12 @@ def run(args) -> int:
         file=sys.stderr,
     )
     return 0
+
+
+def _document_stats(args):
+    """What ``--refine-window`` asks the store to keep, or None (as it keeps)."""
+    if not hasattr(args, "refine_window"):
+        return None
+    from anchorstream.stats.documents import DocStatsSettings
+
+    return DocStatsSettings(pair_window=args.refine_window or 0)

@@ -21,7 +21,8 @@ from anchorstream.text.windows import check_window
 __all__ = ["ADMIT_THRESHOLD", "CAPACITY", "HelpFormatter", "LENGTH_CAP", "MAX_DF", "MIN_DF",
            "STOPWORDS", "STOPWORDS_HELP", "VOCAB_SIZE", "admission_argument", "anchor_arguments",
            "anchorfree_arguments",
-           "length_cap_arg", "length_cap_help", "max_df_arg", "spread_arg", "stopwords_tokenizer",
+           "length_cap_arg", "length_cap_help", "max_df_arg", "refine_window_argument", "spread_arg",
+           "stopwords_tokenizer",
            "window_arg"]
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
@@ -99,6 +100,12 @@ def spread_arg(text: str) -> float | None:
     except (ValueError, InputError):
         raise argparse.ArgumentTypeError(
             f"expected a fraction of the topics in (0, 1] or 'none', got {text!r}") from None
+
+
+def refine_window_argument(parser, help: str) -> None:
+    """``--refine-window TOKENS`` (:func:`window_arg`), absent from the namespace unless given."""
+    parser.add_argument("--refine-window", type=window_arg, default=argparse.SUPPRESS,
+                        metavar="TOKENS", help=help)
 
 
 def window_arg(text: str) -> int | None:

@@ -281,6 +281,11 @@ class ModelConfig(_Section):
     refine_max_iter: Int(1) = Field(
         REFINE_MAX_ITER, description="most EM passes of refine, SQUAREM-accelerated (it stops "
         "earlier when a pass gains less than 1e-5 of the log-likelihood, relative)")
+    refine_window: Int(2, optional=True) = Field(
+        None, description="count the refinement's word pairs in windows of this many "
+        "consecutive tokens of each document, kept by the store as documents arrive (fit "
+        "--refine-window); for long documents that move from subject to subject; null = whole "
+        "documents")
     refine_warm_max_iter: Int(0) = Field(
         REFINE_WARM_MAX_ITER, description="most EM passes of a warm refresh's refine, which "
         "continues the previous refresh's EM on the topics whose anchors are kept; 0 = refine "
@@ -347,6 +352,7 @@ class ModelConfig(_Section):
             "n_projections": self.rp_projections,
             "reservoir": self.tsvd_documents,
             "seed": self.random_state,
+            "pair_window": self.refine_window,
         }
 
     def model_kwargs(self) -> dict[str, Any]:
