@@ -13,9 +13,11 @@ corpus (the reference), and ``anchorstream ingest`` into a store of capacity ``V
 ``anchorstream fit --store``, once with each vocabulary rule of ``ingest`` (``--vocabulary
 first-pass``, the default, and ``stream``, the daemon's rule). For each: seconds (wall and
 CPU), the seconds before fitting (reading and counting, or reading the store), the fit's
-stages from its manifest, and the distance of its topics from the reference's: the mean ℓ1
-over topics matched one to one (Hungarian, on ``1 - total variation`` over the shared words),
-how many matched pairs are under 0.5, and the words shared.
+stages from its manifest, the store's size on disk, and the distance of its topics from the
+reference's: the mean ℓ1 over topics matched one to one (Hungarian, on ``1 - total variation``
+over the shared words), how many matched pairs are under 0.5, and the words shared. With
+``--refine-window N`` every command gets it: ``fit --input`` counts the refinement's pairs in
+windows, ``ingest`` keeps the windows' pairs in the store, ``fit --store`` refines on them.
 
 **causes** (in the benchmark's process, :class:`AnchorModel` with the shipped settings): the
 reference fit against fits that differ by one thing each, so each cause is measured alone:
@@ -139,38 +141,46 @@ def snapshot(path: Path):
     return snap.topic_word.T, list(snap.vocabulary), snap.manifest
 
 
+def disk_mib(path: Path) -> float:
+    """MiB of the files under ``path``."""
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) / 2**20
+
+
 def part_store(args, work: Path) -> dict:
     K, V = args.topics, args.vocab
+    # --refine-window: fit --input counts the windows, ingest keeps them, fit --store reads them.
+    window = [] if args.refine_window is None else ["--refine-window", str(args.refine_window)]
     ref_out = work / "fit-input"
     wall, cpu, err = run_command(["fit", "--input", str(args.data), "-k", str(K),
                                   "--vocab-size", str(V), "--seed", "0", "--out", str(ref_out),
-                                  "-q"])
-    rows = [("`fit --input`", wall, cpu, before_fitting(err), None, None, ref_out)]
+                                  "-q", *window])
+    rows = [("`fit --input`", wall, cpu, before_fitting(err), None, None, ref_out, None)]
     for rule in ("first-pass", "stream"):
         store, out = work / f"store-{rule}", work / f"fit-store-{rule}"
         iwall, icpu, _ = run_command(["ingest", str(args.data), "--store", str(store),
                                       "--capacity", str(V), "--vocabulary", rule,
-                                      "--checkpoint-every", "10000", "-q"])
+                                      "--checkpoint-every", "10000", "-q", *window])
         wall, cpu, err = run_command(["fit", "--store", str(store), "-k", str(K),
-                                      "--seed", "0", "--out", str(out), "-q"])
+                                      "--seed", "0", "--out", str(out), "-q", *window])
         rows.append((f"`ingest --vocabulary {rule}` + `fit --store`", wall, cpu,
-                     before_fitting(err), iwall, icpu, out))
+                     before_fitting(err), iwall, icpu, out, disk_mib(store)))
     ref = snapshot(ref_out)
     print(f"\n### store: `fit --store` against `fit --input`, {args.data.name}, K = {K}, "
-          f"V = {V}\n")
+          f"V = {V}" + (f", `--refine-window {args.refine_window}`" if window else "") + "\n")
     print("| fit | seconds | CPU s | before fitting s | rectify s | anchors s | recover s | "
-          "iterations | ingest s (CPU) | matched ℓ1 to `fit --input` | ℓ1 < 0.5 | "
+          "iterations | ingest s (CPU) | store MiB | matched ℓ1 to `fit --input` | ℓ1 < 0.5 | "
           "TV ≥ 0.5 | shared words |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for name, wall, cpu, ready, iwall, icpu, out in rows:
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for name, wall, cpu, ready, iwall, icpu, out, mib in rows:
         tw, words, manifest = snapshot(out)
         t = manifest["extra"]["timings_seconds"]
         iters = manifest["extra"].get("fit", {}).get("rectify_iterations", "")
         c = compare(tw, words, ref[0], ref[1])
         ingest = "" if iwall is None else f"{iwall:.1f} ({icpu:.1f})"
+        size = "" if mib is None else f"{mib:.1f}"
         print(f"| {name} | {wall:.1f} | {cpu:.1f} | {ready:.1f} | {t.get('rectify', 0):.1f} | "
               f"{t.get('anchors', 0):.1f} | {t.get('recover', 0):.1f} | {iters} | {ingest} | "
-              f"{describe(c)} |")
+              f"{size} | {describe(c)} |")
     return {"stores": {rule: work / f"store-{rule}" for rule in ("first-pass", "stream")}}
 
 
@@ -501,6 +511,9 @@ def main(argv=None) -> int:
     p.add_argument("--data", type=Path, default=QUALITY / "tech" / "train.jsonl",
                    help="JSON-lines corpus of the store and causes parts")
     p.add_argument("--topics", "-k", type=int, default=50)
+    p.add_argument("--refine-window", type=int, default=None, metavar="TOKENS",
+                   help="store part: the refinement's pairs in windows (fit --input, ingest "
+                        "and fit --store all get --refine-window TOKENS)")
     p.add_argument("--vocab", type=int, default=5000, help="V: fit's --vocab-size and the "
                                                           "store's --capacity")
     p.add_argument("--refit-data", type=Path, default=QUALITY / "short" / "train.jsonl")

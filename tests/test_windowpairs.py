@@ -15,6 +15,7 @@ import anchorstream.stats.windowpairs as windowpairs_mod
 from anchorstream.model.lowrank import DocumentCooccurrence
 from anchorstream.model.pipeline import AnchorModel
 from anchorstream.stats.admission import MIN_SHARE, correct_admission
+from anchorstream.stats.cooccurrence import cooccurrence
 from anchorstream.stats.documents import DocStatsSettings
 from anchorstream.stats.windowpairs import window_counts, window_pair_entries
 from anchorstream.store import CooccurrenceStore, open_committed
@@ -105,3 +106,43 @@ def test_a_refresh_refines_on_the_stores_windows_as_a_fit_on_files(tmp_path, win
     if window:  # and the windows made a difference
         whole = AnchorModel(**kw).fit(cooc).topic_word_
         assert np.abs(got - whole).max() > 1e-3
+
+
+def test_a_partitioned_refresh_sums_the_partitions_windows(tmp_path):
+    """store.layout: partitioned with model.refine_window: every partition's store keeps its
+    windows (open_store from the configuration), and the refresh sums them by word: the same
+    topics as one fit on all the documents' windows."""
+    from anchorstream.store import partition_url
+    from daemon.scaled import partitioned_reader
+    from daemon.service import open_store
+    from daemon.settings import parse_config
+
+    truth = planted_model(60, 3, random_state=2)
+    X, _ = sample_documents(truth, 600, doc_length=30, random_state=3)
+    rng = np.random.default_rng(4)
+    docs = [list(rng.permutation(d)) for d in as_words(X)]
+    root = tmp_path / "root"
+    cfg = parse_config({"store": {"path": str(root), "layout": "partitioned"},
+                        "vocab": {"capacity": 100, "admit_threshold": 1, "stopwords": "none"},
+                        "model": {"num_topics": 3, "refine_window": 6, "refine": "joint",
+                                  "anchor_min_df": 5}}, env={})
+    for p in range(3):
+        s = open_store(cfg, partition_url(root, "docs", p), partition=f"kafka:docs:{p}")
+        assert s.document_stats.pair_window == 6
+        s.add(docs[p::3])
+        s.checkpoint({f"kafka:docs:{p}": len(docs[p::3])})
+    pub = Publisher(tmp_path / "snaps", keep=2)
+    kw = {"n_topics": 3, "anchor_min_df": 5, "refine": "joint"}
+    ref = Refresher(str(root), pub, model_kwargs=kw, min_new_docs=1, min_df=1,
+                    refine_window=cfg.model.refine_window,
+                    reader=partitioned_reader(cfg, lambda: {("docs", p) for p in range(3)}))
+    assert ref.refresh_once() is not None
+    _, snap = pub.latest()
+    words = list(snap.vocabulary)
+    assert snap.source["document_stats"]["pair_windows"] > 0
+    cooc = cooccurrence(count_matrix(docs, words), length_cap=cfg.store.length_cap)
+    refine_cooc = DocumentCooccurrence(count_matrix(window_documents(docs, 6), words),
+                                       length_cap=cfg.store.length_cap)
+    model = AnchorModel(**kw).fit(cooc, refine_cooc=refine_cooc)
+    np.testing.assert_allclose(np.asarray(snap.topic_word, np.float64).T, model.topic_word_,
+                               rtol=1e-4, atol=1e-6)

@@ -193,7 +193,7 @@ class DocStatsSettings:
         """What ``method`` / ``anchor_method`` (as in :func:`anchorstream.model.methods.fit_topics`)
         need: the split statistic for ``ddp``, plus a sketch of ``n_projections`` (default
         ``50 K``, the paper's choice) for ``rp``, a reservoir for ``tsvd``, nothing otherwise;
-        and the windows' pairs where ``pair_window`` is given (``store.refine_window``).
+        and the windows' pairs where ``pair_window`` is given (``model.refine_window``).
         """
         statistics = method_spec(method, anchor_method).statistics
         window = int(pair_window or 0)
