@@ -28,6 +28,10 @@ documents themselves, :class:`~anchorstream.model.lowrank.DocumentCooccurrence`)
 each fit recounts from the documents. The dense rectifier (``--methods ap``) reads the dense
 counts either way.
 
+``--refine-window N`` refines every fit on the pairs of windows of ``N`` tokens of the
+documents (``model.refine_window``: what the store keeps, held sparse as the refresh reads it),
+warm for ``model.refine_warm_max_iter`` passes.
+
 Run from the repository root, in the benchmark environment (corpora as ``bench_quality.py``)::
 
     benchmarks/.cache/venv/bin/python benchmarks/bench_warm_refresh.py --corpora medium,tech
@@ -50,6 +54,8 @@ from anchorstream.model.lowrank import DocumentCooccurrence  # noqa: E402
 from anchorstream.model import anchors  # noqa: E402
 from anchorstream.model.pipeline import AnchorModel  # noqa: E402
 from anchorstream.stats.sparse import SparseCooccurrence  # noqa: E402
+from anchorstream.text.tokenize import count_matrix  # noqa: E402
+from anchorstream.text.windows import window_documents  # noqa: E402
 from benchmarks.quality.corpora import fit_counts, load, training_documents  # noqa: E402
 from benchmarks.quality.metrics import HeldoutIndex, npmi, top_word_strings  # noqa: E402
 
@@ -87,6 +93,8 @@ def main(argv=None) -> int:
     p.add_argument("--swap-margins", default=None, metavar="M,M",
                    help="compare these warm anchor-swap margins (anchors.WARM_SWAP_MARGIN) "
                         "with the dense rectifier; default: the library's")
+    p.add_argument("--refine-window", type=int, default=None, metavar="TOKENS",
+                   help="refine on the pairs of windows of this many tokens (model.refine_window)")
     a = p.parse_args(argv)
     print(f"# counts read by the low-rank fits: {a.counts}")
     extra = ({} if a.refine_warm_max_iter is None
@@ -101,8 +109,15 @@ def main(argv=None) -> int:
           f"  warm / cold stages (s)")
     for name in a.corpora.split(","):
         corpus = load(name)
-        vocab, X = fit_counts(training_documents(corpus), corpus.vocab_size)
+        docs = training_documents(corpus)
+        vocab, X = fit_counts(docs, corpus.vocab_size)
         n = X.shape[0]
+        windows = window_ends = None
+        if a.refine_window:
+            # The windows' rows, and after how many of them each document's windows end.
+            windows = count_matrix(window_documents(docs, a.refine_window), vocab)
+            per_doc = [-(-len(d) // a.refine_window) for d in docs]
+            window_ends = np.concatenate([[0], np.cumsum(per_doc)])
         cuts = [int(round(n * (1 - a.new * (a.rounds - r)))) for r in range(a.rounds + 1)]
         index = HeldoutIndex.for_corpus(corpus)
         K = corpus.n_topics
@@ -122,8 +137,10 @@ def main(argv=None) -> int:
                     cooc = store_counts(X[:rows])
                 else:
                     cooc = DocumentCooccurrence(X[:rows], length_cap=LENGTH_CAP)
+                refine_cooc = (None if windows is None
+                               else store_counts(windows[:window_ends[rows]]))
                 return _timed(lambda: AnchorModel(K, rectify_method=method, **extra).fit(
-                    cooc, init=init))
+                    cooc, init=init, refine_cooc=refine_cooc))
 
             first, t0, _ = fit(cuts[0])
             init = first
