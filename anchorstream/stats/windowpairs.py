@@ -3,9 +3,10 @@
 ``anchorstream fit --input --refine-window N`` counts the refinement's pairs inside windows of
 ``N`` consecutive tokens of each document (:mod:`anchorstream.text.windows`): a
 :class:`~anchorstream.model.lowrank.DocumentCooccurrence` whose documents are the windows.
-A store does the same as documents arrive (``store.refine_window``): each window ``u`` of a
-document of decay weight ``w_d`` adds ``w_d s(n_u) (x_u x_uᵀ − diag x_u)``, with ``x_u`` its
-in-vocabulary word counts, ``n_u`` their sum and ``s`` the store's document weighting
+A store does the same as documents arrive (``model.refine_window``, ``ingest
+--refine-window``): each window ``u`` of a document of decay weight ``w_d`` adds
+``w_d s(n_u) (x_u x_uᵀ − diag x_u)``, with ``x_u`` its in-vocabulary word counts, ``n_u``
+their sum and ``s`` the store's document weighting
 (:func:`~anchorstream.stats.cooccurrence.pair_scale` with its ``length_cap``), and the
 number and tokens of windows of at least two tokens (what ``--refine auto`` decides by). The
 sums are kept sparse, upper triangle only, in the document statistics' segments

@@ -11,7 +11,7 @@ by 0.025-0.067 with e-mail at K = 100, and fell by 0.023 on technical package de
 which keep one subject from the first word to the last (benchmarks/README.md, "The
 refinement's pairs in windows"). A store cuts the same windows as documents arrive
 (:func:`window_rows`, from where each in-vocabulary token stood) and keeps their pairs beside
-the counts (``store.refine_window``, :mod:`anchorstream.stats.windowpairs`).
+the counts (``model.refine_window``, :mod:`anchorstream.stats.windowpairs`).
 """
 
 from __future__ import annotations
