@@ -163,13 +163,15 @@ def document_delta(X, ids, weights, doc_index, evict_pos, settings) -> Part:
 
 # ---------------------------------------------------------------------------------- buffers
 class Pending:
-    """Documents added since the last checkpoint (their slot counts), for the split and sketch,
-    and their windows' slot counts (rows of ``W``, each with its document), for the windows'
-    pairs (:mod:`anchorstream.stats.windowpairs`), with ``length_cap`` the store's."""
+    """Documents added since the last checkpoint: their slot counts where ``documents`` (for
+    the split and sketch), and their windows' slot counts (rows of ``W``, each with its
+    document) where given, for the windows' pairs (:mod:`anchorstream.stats.windowpairs`),
+    with ``length_cap`` the store's."""
 
-    def __init__(self, capacity: int, length_cap=2):
+    def __init__(self, capacity: int, length_cap=2, documents: bool = True):
         self.capacity = capacity
         self.length_cap = length_cap
+        self.documents = documents
         self.clear()
 
     def clear(self) -> None:
@@ -187,7 +189,8 @@ class Pending:
         base = self.n
         for d, slot in evictions:
             self.evict_pos[int(slot)] = base + int(d)
-        self.parts.append(X)
+        if self.documents:
+            self.parts.append(X)
         self.ids.append(np.asarray(ids, dtype=np.int64))
         self.weights.append(np.asarray(weights, dtype=np.float64).copy())
         self.windows.append(np.asarray(windows, dtype=np.int64))
@@ -212,7 +215,7 @@ class Pending:
         """One :class:`Part` per live window with pending documents."""
         if not self.n:
             return {}
-        X = sp.vstack(self.parts, format="csr")
+        X = sp.vstack(self.parts, format="csr") if settings.split else None
         ids, w, win = (np.concatenate(a) for a in (self.ids, self.weights, self.windows))
         if self.window_parts:
             W = sp.vstack(self.window_parts, format="csr")

@@ -280,7 +280,8 @@ class DocumentStatistics:
         self.since_docs = int(since_docs)
         self.max_segments = int(max_segments)
         self._segments = [dict(s) for s in segments]
-        self._pending = Pending(self.capacity, length_cap) if settings.buffers else None
+        self._pending = (Pending(self.capacity, length_cap, documents=settings.split)
+                         if settings.buffers else None)
         self._reservoir = (
             Reservoir(settings.reservoir, self.capacity, reservoir)
             if settings.reservoir else None)

@@ -375,7 +375,7 @@ class StreamingVocabulary:
 
     def _observe_slow(self, tokens, sl: list[int], w: float, evicted: list[int]) -> list[int]:
         """A document with words outside the vocabulary: sketch, admissions, evictions; each
-        token's slot, ``-1`` where it stays outside."""
+        token's slot, negative where it stays outside."""
         get = self._slot.get
         known = {s for s in sl if s >= 0}
         if known:
@@ -397,7 +397,7 @@ class StreamingVocabulary:
             # this document may have been the weakest).
             gone = set(evicted)
             sl = [get(t, -1) if (s < 0 or s in gone) else s for t, s in zip(tokens, sl)]
-        return [s if s >= 0 else -1 for s in sl]  # stop and blocked words' codes too
+        return sl
 
     def _count_unknown(self, t: str, w: float, evicted: list[int]) -> bool:
         """Sketch update for a word outside the vocabulary; True if it was admitted."""
