@@ -459,7 +459,12 @@ class Refresher:
     def _refine_cooc(self, cooc, docs: DocumentState | None):
         """The windows' pairs over the fit's words, where the store keeps them, else None
         (the refinement counts whole documents' pairs, as a store without windows)."""
-        if not self.refine_window or docs is None or docs.window_pairs is None:
+        if not self.refine_window:
+            return None
+        if docs is None or docs.window_pairs is None:
+            log.warning("model.refine_window is %d but the store keeps no windows' pairs yet "
+                        "(they are counted from the first document after the setting): this "
+                        "refresh refines on whole documents", self.refine_window)
             return None
         if docs.settings.pair_window != self.refine_window:
             raise InputError(
@@ -472,9 +477,11 @@ class Refresher:
         """Run the configured method: ``(AnchorModel or None, TopicFit, warm start, settings)``."""
         kw = self.model_kwargs
         K, seed = self.n_topics, int(kw.get("random_state", 0))
-        common = {"method": self.method, "n_topics": K, "random_state": seed,
-                  "refine_window": self.refine_window}
         refine_cooc = self._refine_cooc(cooc, docs)
+        # What this refresh refined on: the windows, or (None) whole documents.
+        window = None if refine_cooc is None else self.refine_window
+        common = {"method": self.method, "n_topics": K, "random_state": seed,
+                  "refine_window": window}
         if method_spec(self.method, self.anchor_method).anchor_words:
             model = AnchorModel(**kw)
             init = None
@@ -501,7 +508,7 @@ class Refresher:
                       refine_loglik=False, refine_cooc=refine_cooc)
             fit = TopicFit.from_model(model)
             return model, fit, init, {**model.get_params(), "method": "anchor",
-                                      "refine_window": self.refine_window}
+                                      "refine_window": window}
         # Every method's topics are refined on short documents as the pipeline's are.
         refine = {k: kw[k] for k in ("refine", "refine_max_iter") if k in kw}
         if self.method == "anchor":

@@ -108,6 +108,21 @@ def test_a_refresh_refines_on_the_stores_windows_as_a_fit_on_files(tmp_path, win
         assert np.abs(got - whole).max() > 1e-3
 
 
+def test_a_refresh_before_the_store_keeps_windows_says_it_refined_whole_documents(
+        tmp_path, caplog):
+    store = CooccurrenceStore.create(tmp_path / "store", capacity=100, admit_threshold=1)
+    truth = planted_model(60, 3, random_state=2)
+    X, _ = sample_documents(truth, 300, doc_length=30, random_state=3)
+    store.add(as_words(X))
+    store.checkpoint({"n": 300})
+    pub = Publisher(tmp_path / "snaps", keep=2)
+    ref = Refresher(store.url, pub, model_kwargs={"n_topics": 3, "anchor_min_df": 5},
+                    min_new_docs=1, min_df=1, refine_window=6)
+    assert ref.refresh_once() is not None
+    assert pub.latest()[1].settings["refine_window"] is None
+    assert "keeps no windows' pairs yet" in caplog.text
+
+
 def test_a_partitioned_refresh_sums_the_partitions_windows(tmp_path):
     """store.layout: partitioned with model.refine_window: every partition's store keeps its
     windows (open_store from the configuration), and the refresh sums them by word: the same
