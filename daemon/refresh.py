@@ -454,12 +454,17 @@ class Refresher:
         """Whether the configured method, or the refinement's windows, read the store's
         document statistics."""
         return (method_spec(self.method, self.anchor_method).needs_documents
-                or bool(self.refine_window))
+                or self._refines_on_windows)
+
+    @property
+    def _refines_on_windows(self) -> bool:
+        """model.refine_window is set and the refinement may run (not ``refine: none``)."""
+        return bool(self.refine_window) and self.model_kwargs.get("refine", "auto") != "none"
 
     def _refine_cooc(self, cooc, docs: DocumentState | None):
         """The windows' pairs over the fit's words, where the store keeps them, else None
         (the refinement counts whole documents' pairs, as a store without windows)."""
-        if not self.refine_window:
+        if not self._refines_on_windows:
             return None
         if docs is None or docs.window_pairs is None:
             log.warning("model.refine_window is %d but the store keeps no windows' pairs yet "

@@ -121,6 +121,10 @@ def test_a_refresh_before_the_store_keeps_windows_says_it_refined_whole_document
     assert ref.refresh_once() is not None
     assert pub.latest()[1].settings["refine_window"] is None
     assert "keeps no windows' pairs yet" in caplog.text
+    # With refine: none nothing is refined, so the windows are not read at all.
+    quiet = Refresher(store.url, pub, model_kwargs={"n_topics": 3, "refine": "none"},
+                      refine_window=6)
+    assert ref.needs_documents and not quiet.needs_documents
 
 
 def test_a_partitioned_refresh_sums_the_partitions_windows(tmp_path):

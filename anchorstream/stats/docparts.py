@@ -233,7 +233,6 @@ class Pending:
                 void = _void_mask(Wsel, wdoc[rows], self.evict_pos)
                 *entries, docs = window_pair_entries(Wsel, w[wdoc[rows]], self.length_cap, void)
                 part.pairs = tuple(entries)
-                part.docs = np.asarray(part.docs, dtype=np.float64).copy()
                 part.docs[2:] = docs
             out[window] = part
         return out

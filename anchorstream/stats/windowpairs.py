@@ -61,7 +61,6 @@ def window_pair_entries(W: sp.csr_matrix, weights: np.ndarray, length_cap, void:
     used = lengths >= 2
     scale = np.asarray(weights, dtype=np.float64) * pair_scale(lengths, length_cap)
     F = W.copy()
-    F.data = F.data.copy()
     F.data[void] = 0.0
     F.eliminate_zeros()
     upper = sp.triu(sp.csr_matrix(F.T) @ sp.csr_matrix(F.multiply(scale[:, None])), k=1).tocoo()
@@ -109,9 +108,7 @@ def window_cooccurrence(pairs: WindowPairs, cooc) -> SparseCooccurrence:
     if pairs.upper.shape[0] != cooc.n_words:
         raise ValueError(f"window pairs over {pairs.upper.shape[0]} words, the counts over "
                          f"{cooc.n_words}")
-    U = pairs.upper.copy()
-    U.data = np.maximum(U.data, 0.0)  # sums of positive terms, up to rounding
     # Copies: a fit may overwrite ``cooc`` (the daemon's overwrite_cooc).
-    return SparseCooccurrence(U, np.array(cooc.unigram, dtype=np.float64),
+    return SparseCooccurrence(pairs.upper, np.array(cooc.unigram, dtype=np.float64),
                               np.array(cooc.doc_freq, dtype=np.float64), pairs.num_docs,
                               pairs.num_tokens, cooc.length_cap)
