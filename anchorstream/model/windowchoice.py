@@ -8,7 +8,7 @@ in windows"). The fitted topics do. With ``q_w = p(topic | w)`` of the anchor mo
 its refinement, a pair of tokens ``(i, j)`` agrees on a subject by ``q_i · q_j``. Over the
 documents that span two or more windows, the *subject persistence* is
 
-    (mean agreement of pairs in different windows − r) / (mean agreement of pairs in one window − r)
+    (mean agreement of pairs across windows − r) / (mean agreement of pairs in a window − r)
 
 with ``r = ‖q̄‖²`` the agreement of two tokens drawn independently (``q̄`` the tokens' mean
 ``q``). It is 1 where a window's pairs say no more about the subject than the document's
@@ -88,7 +88,8 @@ def subject_persistence(documents, windows, window_doc, topic_word, prevalence) 
     Xw = sp.csr_matrix(windows, dtype=np.float64)
     window_doc = np.asarray(window_doc, dtype=np.int64)
     B = np.asarray(topic_word, dtype=np.float64)
-    if Xw.shape[1] != X.shape[1] or B.shape[0] != X.shape[1] or window_doc.shape != (Xw.shape[0],):
+    if (Xw.shape[1] != X.shape[1] or B.shape[0] != X.shape[1]
+            or window_doc.shape != (Xw.shape[0],)):
         raise InputError(
             f"documents {X.shape}, windows {Xw.shape}, window_doc {window_doc.shape} and "
             f"topic_word {B.shape} do not fit together")
