@@ -156,6 +156,9 @@ def test_fit_refine_window_auto_says_what_it_chose(truth, tmp_path, capsys):
     assert main([*base, "--out", str(tmp_path / "auto"), "--refine-window", "auto"]) == 0
     assert main([*base, "--out", str(tmp_path / "win"), "--refine-window", str(AUTO_WINDOW)]
                 ) == 0
+    err = capsys.readouterr().err
+    assert "--refine-window auto: the refinement counted its pairs in windows of 24 tokens" in err
+    assert "model.refine_window: 24 for such documents" in err
     auto = json.loads((tmp_path / "auto" / "manifest.json").read_text())
     settings_ = auto["settings"]
     assert settings_["refine_window"] == AUTO_WINDOW

@@ -254,6 +254,7 @@ def run(args) -> int:
     fitted = _fit(args, counts, clock)
     path = _write(args, fitted, counts, clock.seconds)
     clock.mark("write")
+    _print_windows(fitted)
     _print_background(path)
     print(f"wrote {path} in {time.perf_counter() - t_start:.1f} s", file=sys.stderr)
     if not args.quiet:
@@ -286,6 +287,23 @@ def _window_settings(counts: Counts, fitted) -> dict:
         return {"refine_window": None}
     return {"refine_window": fitted.windows.window,
             "refine_window_auto": fitted.windows.to_dict()}
+
+
+def _print_windows(fitted) -> None:
+    """What ``--refine-window auto`` chose, and why: the window to configure for a stream of
+    such documents (``model.refine_window``)."""
+    d = fitted.windows
+    if d is None:
+        return
+    if np.isnan(d.persistence):
+        why = "no document spans two windows"
+    else:
+        why = (f"subject persistence {d.persistence:.2f} "
+               f"{'<' if d.window is not None else '>='} {d.threshold:g}")
+    chose = (f"windows of {d.window} tokens" if d.window is not None else "whole documents")
+    print(f"--refine-window auto: the refinement counted its pairs in {chose} ({why}; "
+          f"model.refine_window: {d.window if d.window is not None else 'null'} for such "
+          "documents)", file=sys.stderr)
 
 
 def _print_background(path: Path, shown: int = 20) -> None:
