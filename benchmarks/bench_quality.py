@@ -87,9 +87,6 @@ CANDIDATES: dict[str, list[str]] = {
     # refines every corpus; benchmarks/README.md, "The refinement's pairs in windows").
     "window24": ["--refine-window", "24"],
     "window12": ["--refine-window", "12"],
-    # Windows of 24 where the topics say the documents change subject (benchmarks/README.md,
-    # "Choosing the windows from the documents").
-    "windowauto": ["--refine-window", "auto"],
 }
 QUICK_CORPORA = ("medium", "synth8-10k")
 QUICK_TOMOTOPY_ITERATIONS = 100

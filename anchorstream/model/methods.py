@@ -20,7 +20,6 @@ from anchorstream.model.rectify import rectify
 from anchorstream.model.refine import (REFINE_MAX_ITER, pair_counts, pair_loglik,
                                        refine_method_for, refine_topics, smoothed_start)
 from anchorstream.model.registry import method_spec
-from anchorstream.model.windowchoice import WindowChoice, WindowDecision
 from anchorstream.model.stages import (IMPLICIT, active_square, check_refine_cooc,
                                       rectify_stage, recover_weights)
 
@@ -131,9 +130,6 @@ class TopicFit:
         How a method with more than one way to estimate its topics did (``TSVD_TOPICS``,
         ``NOVEL_WORD_TOPICS``): ``"recover"``, ``"documents"`` or ``"patterns"``; None for the
         others.
-    windows : WindowDecision or None
-        With ``refine_cooc=WindowChoice(...)`` (``refine_window: auto``): whether the
-        refinement counted its pairs in windows, and why.
     """
 
     topic_word: np.ndarray
@@ -144,14 +140,12 @@ class TopicFit:
     refine: str = "none"
     refine_passes: int = 0
     estimate: str | None = None
-    windows: WindowDecision | None = None
 
     @classmethod
     def from_model(cls, model: AnchorModel) -> "TopicFit":
         """A fitted :class:`AnchorModel`'s topics, with its refinement and passes."""
         return cls(model.topic_word_, model.topic_topic_, model.anchors_, dict(model.timings_),
-                   model, model.refine_, int(model.n_iter_.get("refine", 0)),
-                   windows=model.refine_windows_)
+                   model, model.refine_, int(model.n_iter_.get("refine", 0)))
 
     @property
     def prevalence(self) -> np.ndarray:
@@ -183,13 +177,6 @@ def _refined(fit: TopicFit, C: np.ndarray, cooc: Cooccurrence, settings: dict,
     correlations) are clipped first. ``pairs``: ``pair_counts(C)`` if already computed.
     ``refine_cooc``: where the refinement counts its pairs instead (as for
     :meth:`AnchorModel.fit`)."""
-    decision = None
-    if isinstance(refine_cooc, WindowChoice):
-        check_refine_cooc(refine_cooc, cooc.n_words)
-        decision = stage("windows", lambda: refine_cooc.decide(
-            np.maximum(fit.topic_word, 0.0), np.maximum(fit.topic_topic, 0.0).sum(axis=1)))
-        fit = replace(fit, windows=decision)
-        refine_cooc = None if decision.window is None else refine_cooc.cooc
     if refine_cooc is not None:
         check_refine_cooc(refine_cooc, cooc.n_words)
         cooc, pairs = refine_cooc, None
@@ -204,7 +191,7 @@ def _refined(fit: TopicFit, C: np.ndarray, cooc: Cooccurrence, settings: dict,
         pairs, B, R, method=method,
         max_iter=int(settings.get("refine_max_iter", REFINE_MAX_ITER))))
     return TopicFit(refined.topic_word, refined.topic_topic, fit.anchors, fit.timings,
-                    fit.model, method, refined.n_iter, fit.estimate, decision)
+                    fit.model, method, refined.n_iter, fit.estimate)
 
 
 def _start(fit: TopicFit) -> tuple[np.ndarray, np.ndarray]:
@@ -355,12 +342,10 @@ def fit_topics(
         a later warm-started refit of the returned ``model`` would use.
     rectify_workspace : ndarray, optional
         As for :meth:`AnchorModel.fit` (anchors qr/fast only).
-    refine_cooc : Cooccurrence, DocumentCooccurrence or WindowChoice, optional
+    refine_cooc : Cooccurrence or DocumentCooccurrence, optional
         Where the pair refinement counts its word pairs, over ``cooc``'s words (the documents
         cut into windows: :mod:`anchorstream.text.windows`); ``refine="auto"`` then decides
-        by its documents' length. Default: ``cooc``. A
-        :class:`~anchorstream.model.windowchoice.WindowChoice` decides between its windows
-        and ``cooc`` from the method's topics (``TopicFit.windows``).
+        by its documents' length. Default: ``cooc``.
     split, sketch : SplitStatistic, RPSketch, optional
         The statistics of ``ddp``/``rp`` (:mod:`anchorstream.model.novelwords`) when they were kept
         elsewhere (a store); then ``documents`` are not needed.

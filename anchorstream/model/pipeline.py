@@ -28,9 +28,7 @@ from anchorstream.model.refine import (REFINE_MAX_ITER, REFINE_METHODS, REFINE_W
                                        pair_counts, refine_method_for)
 from anchorstream.stats.cooccurrence import Cooccurrence, take_square
 from anchorstream.errors import InputError, NotFittedError
-from anchorstream.model.windowchoice import WindowChoice
 from anchorstream.model.stages import (
-    IMPLICIT,
     active_pairs,
     active_part,
     anchor_min_df,
@@ -267,10 +265,6 @@ class AnchorModel:
     refine_ : str
         The refinement this fit ran, ``none``, ``pairs`` or ``joint`` (``auto`` resolved by
         the mean document length, :func:`~anchorstream.model.refine.refine_method_for`).
-    refine_windows_ : WindowDecision or None
-        Whether the refinement counted its pairs in windows, where :meth:`fit` was given a
-        :class:`~anchorstream.model.windowchoice.WindowChoice` (``refine_window: auto``);
-        None otherwise.
     refine_loglik_ : tuple of float or None
         With ``refine``: the pair log-likelihood (per ordered pair) of the anchor model and of
         the refined one (:func:`~anchorstream.model.refine.refine_topics`); None without, or
@@ -347,13 +341,11 @@ class AnchorModel:
             more pass over the pairs without the scatter, ~15 ms of a daemon's warm refresh
             of 50,000 npm summaries. The daemon, which publishes no such figure, passes False
             (``refine_loglik_`` is then None).
-        refine_cooc : Cooccurrence or WindowChoice, optional
+        refine_cooc : Cooccurrence, optional
             Where the refinement counts its word pairs instead of ``cooc`` (same words): the
             documents cut into windows (:mod:`anchorstream.text.windows`). ``refine="auto"``
             then decides by its documents' length. A
             :class:`~anchorstream.model.lowrank.DocumentCooccurrence` forms no V x V array.
-            A :class:`~anchorstream.model.windowchoice.WindowChoice` decides between the
-            windows and ``cooc`` from the topics found (``refine_windows_``).
 
         Returns
         -------
@@ -382,15 +374,10 @@ class AnchorModel:
         position[active] = np.arange(active.size)
         timings: dict[str, float] = {}
         stage = StageTimer(timings, on_stage)
-        choice = refine_cooc if isinstance(refine_cooc, WindowChoice) else None
-        if choice is not None:
-            refine_cooc = None  # whole documents unless the topics say otherwise
-        # The raw pairs, read before rectification takes C's memory (the low-rank
-        # rectifier's C stays as it is: a choice of windows reads them once it is made).
+        # The raw pairs, read before rectification takes C's memory.
         pairs_of = cooc if refine_cooc is None else refine_cooc
         refine = refine_method_for(s.refine, pairs_of.num_docs, pairs_of.num_tokens)
-        defer = choice is not None and isinstance(C, IMPLICIT)
-        pairs = None if refine == "none" or defer else stage("pairs", lambda: pair_counts(
+        pairs = None if refine == "none" else stage("pairs", lambda: pair_counts(
             C if refine_cooc is None else active_pairs(refine_cooc, active)))
 
         rect = rectify_stage(C, V, K, active, position, init, s, stage, warm_state,
@@ -402,16 +389,6 @@ class AnchorModel:
         rec = recover_stage(rect, anchors, products, K, active, init, s, stage)
         A, alpha = correlation_stage(rect.C, rec.topic_word, anchors, s, stage)
         topic_word, refined = rec.topic_word, None
-        decision = None
-        if choice is not None:
-            decision = stage("windows", lambda: _decide_windows(choice, topic_word, A, active))
-            if decision.window is not None:
-                refine = refine_method_for(s.refine, choice.cooc.num_docs,
-                                           choice.cooc.num_tokens)
-                pairs = None if refine == "none" else stage("pairs", lambda: pair_counts(
-                    active_pairs(choice.cooc, active)))
-            elif defer and refine != "none":
-                pairs = stage("pairs", lambda: pair_counts(C))
         if pairs is not None:
             # A refit that rectified cold refines cold too: no warm path outlives the cold
             # rectification that ends a chain of warm updates.
@@ -421,7 +398,6 @@ class AnchorModel:
                                                          init=warm, final_loglik=refine_loglik)
         self._store(V, K, active, anchors, rect, rec, topic_word, A, alpha)
         self.refine_ = refine
-        self.refine_windows_ = decision
         self.refine_loglik_ = (None if refined is None or not refine_loglik
                                else (refined.loglik[0], refined.loglik[-1]))
         self.n_iter_ = {**rect.n_iter, "recover": int(rec.n_iter),
@@ -520,11 +496,3 @@ class AnchorModel:
             # position lookup in fit() treats any missing anchor as "no anchor warm start"
             clone.anchors_ = np.zeros(0, dtype=np.int64)
         return clone
-
-
-def _decide_windows(choice: WindowChoice, topic_word: np.ndarray, A: np.ndarray,
-                    active: np.ndarray):
-    """``choice`` decided by the recovered topics (rows of the ``active`` words)."""
-    full = np.zeros((choice.n_words, topic_word.shape[1]))
-    full[active] = topic_word
-    return choice.decide(full, A.sum(axis=1))

@@ -22,7 +22,6 @@ from anchorstream.model.lowrank_warm import data_product, probes, rectify_lowran
 from anchorstream.model.recover import recover
 from anchorstream.model.refine import refine_topics, warm_start
 from anchorstream.model.rectify import rectify, rectify_update
-from anchorstream.model.windowchoice import WindowChoice
 from anchorstream.stats.cooccurrence import Cooccurrence, take_square
 from anchorstream.stats.sparse import SparseCooccurrence
 
@@ -100,13 +99,9 @@ def active_part(cooc, overwrite: bool):
 
 def check_refine_cooc(refine_cooc, n_words: int) -> None:
     """InputError unless ``refine_cooc`` (``AnchorModel.fit(refine_cooc=...)``) is a
-    co-occurrence over the fit's ``n_words`` words, or a
-    :class:`~anchorstream.model.windowchoice.WindowChoice` of one."""
-    if isinstance(refine_cooc, WindowChoice):
-        refine_cooc = refine_cooc.cooc
+    co-occurrence over the fit's ``n_words`` words."""
     if not isinstance(refine_cooc, (*IMPLICIT, Cooccurrence)):
-        raise InputError(f"refine_cooc must be a co-occurrence or a WindowChoice, got "
-                         f"{type(refine_cooc).__name__}")
+        raise InputError(f"refine_cooc must be a co-occurrence, got {type(refine_cooc).__name__}")
     if refine_cooc.n_words != n_words:
         raise InputError(f"refine_cooc has {refine_cooc.n_words} words, the fit {n_words}")
 

@@ -9,8 +9,7 @@ pairs' distribution ``B R Bᵀ`` directly, may instead count its pairs inside wi
 windows of 24 tokens, held-out NPMI rose by 0.017-0.019 on manuals and speeches at K = 30 and
 by 0.025-0.067 with e-mail at K = 100, and fell by 0.023 on technical package descriptions,
 which keep one subject from the first word to the last (benchmarks/README.md, "The
-refinement's pairs in windows"); ``--refine-window auto`` tells the two apart by the fitted
-topics (:mod:`anchorstream.model.windowchoice`). A store cuts the same windows as documents arrive
+refinement's pairs in windows"). A store cuts the same windows as documents arrive
 (:func:`window_rows`, from where each in-vocabulary token stood) and keeps their pairs beside
 the counts (``model.refine_window``, :mod:`anchorstream.stats.windowpairs`).
 """

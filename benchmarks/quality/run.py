@@ -125,8 +125,6 @@ def run(corpus: str, args: Sequence[str] = (), *, topics: int | None = None,
         row["rectify_iterations"] = (extra.get("fit") or {}).get("rectify_iterations")
         # Which of its estimates a method with two kept (TSVD, DDP, RP), if any.
         row["estimate"] = (extra.get("fit") or {}).get("estimate")
-        # What --refine-window auto chose, and the subject persistence it chose by.
-        row["refine_window_auto"] = (manifest.get("settings") or {}).get("refine_window_auto")
         # Scored on the top words the snapshot publishes (ranked above the background words).
         row.update(evaluate(vocabulary, topic_word, prevalence, heldout_index(corpus), c.truth,
                             top=read_snapshot_top_words(out)))
@@ -150,12 +148,9 @@ def format_row(row: dict) -> str:
     if row.get("status") != "ok":
         return f"{row['corpus']:<14} {args:<28} {row.get('status')}"
     l1 = "" if row["l1"] != row["l1"] else f"  l1 {row['l1']:.3f}"
-    auto = row.get("refine_window_auto")
-    chose = ("" if not auto else f"  windows {auto['window'] or 'none'} (persistence "
-             f"{auto['persistence'] if auto['persistence'] is not None else 'n/a'})")
     return (f"{row['corpus']:<14} {args:<28} NPMI {row['npmi']:+.4f}  unique "
             f"{row['unique']:.3f}  dead {row['dead']:>3}/{row['n_topics']}{l1}  "
-            f"{row['seconds']:.1f} s ({row['cpu_seconds']:.1f} CPU s){chose}")
+            f"{row['seconds']:.1f} s ({row['cpu_seconds']:.1f} CPU s)")
 
 
 def main(argv=None) -> int:

@@ -18,7 +18,6 @@ from anchorstream.model.methods import fit_topics
 from anchorstream.model.registry import (ANCHOR_METHODS, METHODS, RECOVER_WEIGHTS,
                                          RECTIFY_METHODS, rectify_method_for)
 from anchorstream.model.pipeline import RECOVER_METHODS, ModelSettings
-from anchorstream.model.windowchoice import WindowChoice
 from anchorstream.model.refine import (REFINE_AUTO_MAX_LENGTH, REFINE_METHODS,
                                        refine_method_for)
 from anchorstream.snapshot import write_snapshot
@@ -96,14 +95,12 @@ def register(subparsers) -> None:
                                         f"{d['length_cap']:g})"))
     _model_options(p)
     refine_window_argument(
-        p, auto=True,
-        help="count the refinement's word pairs in windows of this many consecutive "
-             "tokens of each document instead of whole documents (--refine auto "
-             "then refines when the windows are short); for long documents that "
-             "move from subject to subject: manuals, speeches, mail; 'auto' (--input "
-             "only): windows of 24 where the topics say the documents change subject "
-             "(with --store: the windows the store kept, ingest --refine-window; "
-             "default none = whole documents)")
+        p, help="count the refinement's word pairs in windows of this many consecutive "
+                "tokens of each document instead of whole documents (--refine auto "
+                "then refines when the windows are short); for long documents that "
+                "move from subject to subject: manuals, speeches, mail (with --store: "
+                "the windows the store kept, ingest --refine-window; default none = "
+                "whole documents)")
     admission_argument(p)
     p.add_argument("--seed", type=int, default=0, help="random seed")
     p.add_argument("--top-words", type=int, default=20, help="top words stored per topic")
@@ -254,7 +251,6 @@ def run(args) -> int:
     fitted = _fit(args, counts, clock)
     path = _write(args, fitted, counts, clock.seconds)
     clock.mark("write")
-    _print_windows(fitted)
     _print_background(path)
     print(f"wrote {path} in {time.perf_counter() - t_start:.1f} s", file=sys.stderr)
     if not args.quiet:
@@ -267,8 +263,6 @@ def _warn_unrefined_windows(args, counts: Counts) -> None:
     """``--refine-window`` whose windows are too long for ``--refine auto`` to refine: the
     windows were counted for nothing, which the user should hear before the fit."""
     windows = counts.refine_cooc
-    if isinstance(windows, WindowChoice):
-        return  # its windows are short enough to refine
     if windows is None or refine_method_for(args.refine, windows.num_docs,
                                             windows.num_tokens) != "none":
         return
@@ -276,34 +270,6 @@ def _warn_unrefined_windows(args, counts: Counts) -> None:
     print(f"warning: --refine-window {args.refine_window}: the windows hold {mean:.1f} words "
           f"of the vocabulary on average, not under {REFINE_AUTO_MAX_LENGTH:g}, so --refine "
           "auto does not refine; choose a shorter window or --refine joint", file=sys.stderr)
-
-
-def _window_settings(counts: Counts, fitted) -> dict:
-    """A snapshot's ``refine_window`` for ``--refine-window auto``: the window the refinement
-    counted its pairs in (None: whole documents), and ``refine_window_auto`` saying why."""
-    if counts.vocabulary_settings.get("refine_window") != "auto":
-        return {}
-    if fitted.windows is None:  # --refine none: nothing was decided
-        return {"refine_window": None}
-    return {"refine_window": fitted.windows.window,
-            "refine_window_auto": fitted.windows.to_dict()}
-
-
-def _print_windows(fitted) -> None:
-    """What ``--refine-window auto`` chose, and why: the window to configure for a stream of
-    such documents (``model.refine_window``)."""
-    d = fitted.windows
-    if d is None:
-        return
-    if np.isnan(d.persistence):
-        why = "no document spans two windows"
-    else:
-        why = (f"subject persistence {d.persistence:.2f} "
-               f"{'<' if d.window is not None else '>='} {d.threshold:g}")
-    chose = (f"windows of {d.window} tokens" if d.window is not None else "whole documents")
-    print(f"--refine-window auto: the refinement counted its pairs in {chose} ({why}; "
-          f"model.refine_window: {d.window if d.window is not None else 'null'} for such "
-          "documents)", file=sys.stderr)
 
 
 def _print_background(path: Path, shown: int = 20) -> None:
@@ -375,7 +341,6 @@ def _write(args, fitted, counts: Counts, cpu_seconds: dict[str, float]) -> Path:
         }),
         "method": args.method,
         **counts.vocabulary_settings,
-        **_window_settings(counts, fitted),
     }
     hierarchy = None
     if args.supertopics:

@@ -19,7 +19,6 @@ import numpy as np
 from anchorstream.errors import InputError
 from anchorstream.model.lowrank import DocumentCooccurrence
 from anchorstream.model.registry import method_spec
-from anchorstream.model.windowchoice import WindowChoice
 from anchorstream.stats.admission import MIN_SHARE, correct_admission
 from anchorstream.stats.cooccurrence import cooccurrence
 from anchorstream.text.decode import DecodeError
@@ -234,12 +233,6 @@ def counts_from_store(args) -> Counts:
               "admission_min_share": share if st.admission is not None else None,
               **({"partitions": st.partitions} if parts is not None else {})}
     window = getattr(args, "refine_window", None)
-    if window == "auto":
-        raise InputError(
-            "--refine-window auto decides from the documents' windows and a store keeps the "
-            "pairs of windows of one length only: give that length (--refine-window N, as "
-            "ingested with --refine-window N) or none; fit a sample of the documents with "
-            "--input --refine-window auto to choose it")
     refine_cooc = None
     if window is not None and args.refine != "none":
         refine_cooc = _stored_windows(args.store, st, cooc, window, partitioned=parts is not None)
@@ -308,13 +301,8 @@ def counts_from_input(args, opts: dict, t_start: float, clock) -> Counts:
     cap = opts["length_cap"]
     # The windows' counts, from the token lists before they go: their pairs are only read
     # (and not at all with --refine none).
-    if window is None or args.refine == "none":
-        refine_cooc = None
-    elif window == "auto":  # decided by the topics (anchorstream.model.windowchoice)
-        refine_cooc = WindowChoice.from_token_lists(docs, vocabulary, X, length_cap=cap)
-    else:
-        refine_cooc = DocumentCooccurrence(
-            count_matrix(window_documents(docs, window), vocabulary), length_cap=cap)
+    refine_cooc = (None if window is None or args.refine == "none" else DocumentCooccurrence(
+        count_matrix(window_documents(docs, window), vocabulary), length_cap=cap))
     del docs  # token lists of the whole corpus: by far the largest Python object here
     counts, iterate = prefault.take(len(vocabulary))
     cooc = (DocumentCooccurrence(X, length_cap=cap) if implicit

@@ -23,7 +23,7 @@ __all__ = ["ADMIT_THRESHOLD", "CAPACITY", "HelpFormatter", "LENGTH_CAP", "MAX_DF
            "anchorfree_arguments",
            "length_cap_arg", "length_cap_help", "max_df_arg", "refine_window_argument", "spread_arg",
            "stopwords_tokenizer",
-           "window_arg", "window_or_auto_arg"]
+           "window_arg"]
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
     """``--help`` with each option's default, said once and only where it informs.
@@ -102,23 +102,10 @@ def spread_arg(text: str) -> float | None:
             f"expected a fraction of the topics in (0, 1] or 'none', got {text!r}") from None
 
 
-def refine_window_argument(parser, help: str, *, auto: bool = False) -> None:
-    """``--refine-window TOKENS`` (:func:`window_arg`; with ``auto`` also the word ``auto``),
-    absent from the namespace unless given."""
-    parser.add_argument("--refine-window", type=window_or_auto_arg if auto else window_arg,
-                        default=argparse.SUPPRESS, metavar="TOKENS", help=help)
-
-
-def window_or_auto_arg(text: str) -> int | str | None:
-    """``fit --refine-window``: :func:`window_arg`, or ``auto`` (decided from the documents,
-    :mod:`anchorstream.model.windowchoice`)."""
-    if text.strip().lower() == "auto":
-        return "auto"
-    try:
-        return window_arg(text)
-    except argparse.ArgumentTypeError:
-        raise argparse.ArgumentTypeError(
-            f"expected a whole number of tokens >= 2, 'auto' or 'none', got {text!r}") from None
+def refine_window_argument(parser, help: str) -> None:
+    """``--refine-window TOKENS`` (:func:`window_arg`), absent from the namespace unless given."""
+    parser.add_argument("--refine-window", type=window_arg, default=argparse.SUPPRESS,
+                        metavar="TOKENS", help=help)
 
 
 def window_arg(text: str) -> int | None:

@@ -284,8 +284,8 @@ class ModelConfig(_Section):
     refine_window: Int(2, optional=True) = Field(
         None, description="count the refinement's word pairs in windows of this many "
         "consecutive tokens of each document, kept by the store as documents arrive (fit "
-        "--refine-window); for long documents that move from subject to subject (fit --input "
-        "--refine-window auto on a sample of them says whether); null = whole documents")
+        "--refine-window); for long documents that move from subject to subject; null = whole "
+        "documents")
     refine_warm_max_iter: Int(0) = Field(
         REFINE_WARM_MAX_ITER, description="most EM passes of a warm refresh's refine, which "
         "continues the previous refresh's EM on the topics whose anchors are kept; 0 = refine "
