@@ -215,7 +215,7 @@ class Pending:
         """One :class:`Part` per live window with pending documents."""
         if not self.n:
             return {}
-        X = sp.vstack(self.parts, format="csr") if settings.split else None
+        X = sp.vstack(self.parts, format="csr") if self.documents else None
         ids, w, win = (np.concatenate(a) for a in (self.ids, self.weights, self.windows))
         if self.window_parts:
             W = sp.vstack(self.window_parts, format="csr")
@@ -226,7 +226,7 @@ class Pending:
                 continue
             sel = np.flatnonzero(win == window)
             part = (document_delta(X[sel], ids[sel], w[sel], sel, self.evict_pos, settings)
-                    if settings.split else Part.empty(0, 0))
+                    if self.documents else Part.empty(0, 0))
             if self.window_parts:
                 rows = np.flatnonzero(win[wdoc] == window)
                 Wsel = W[rows]
