@@ -21,6 +21,18 @@ def test_permissive_tokens_keep_everything_but_separators():
         "the", "strasse", "a", "b", "it", "s", "2024"]
 
 
+def test_permissive_tokens_cut_chinese_and_japanese_as_the_tokenizer_does():
+    # Single characters stay (nothing is dropped), Han runs become bigrams, kana runs whole.
+    assert permissive_tokens("的 实时策略 ゲームの3D") == [
+        "的", "实时", "时策", "策略", "ゲーム", "の", "3d"]
+
+
+def test_parse_translations_of_another_language():
+    text = ("Package: a\nDescription-md5: 1\nDescription-ja: 戦略ゲーム\n 説明\n\n"
+            "Package: b\nDescription-md5: 2\nDescription-en: strategy game\n")
+    assert parse_translations(text, "ja") == [("a", "戦略ゲーム\n説明")]
+
+
 def test_parse_translations_unwraps_and_dedupes():
     text = (
         "Package: a\nDescription-md5: 1\nDescription-en: tool one\n line one\n .\n line two\n\n"

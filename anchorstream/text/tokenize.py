@@ -16,7 +16,9 @@ The tokenizer is one compiled regular expression applied to normalised text:
    (``don't``, ``rock'n'roll``, ``l'homme``), except that a possessive ``'s`` is dropped
    (``npm's`` → ``npm``). Everything else separates words: hyphens (``real-time`` → ``real``,
    ``time``, so compounds share counts with their parts, as in scikit-learn's and gensim's
-   defaults), underscores, dots, slashes and all punctuation and symbols.
+   defaults), underscores, dots, slashes and all punctuation and symbols. Chinese and Japanese,
+   written without spaces, are cut further: Han characters into overlapping bigrams, kana runs
+   whole (:mod:`anchorstream.text.cjk`).
 3. **Filters.** Words shorter than ``min_length`` or longer than ``max_length`` code points are
    dropped (not truncated); with ``drop_numbers`` a word made only of number characters
    (``str.isnumeric``: ``2024``, ``٣``, ``½``) is dropped, while ``mp3`` or ``es6`` stay;
@@ -41,6 +43,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from anchorstream.errors import InputError
+from anchorstream.text.cjk import has_cjk, split_cjk
 
 __all__ = [
     "Tokenizer",
@@ -191,9 +194,9 @@ def _unicode_words(text: str) -> list[str]:
         return _ascii_words(text, False)
     # Python's \w counts "_" as a word character; here it separates words.
     text = text.replace("_", " ")
-    if _marks().isdisjoint(text):
-        return _PLAIN_WORD.findall(text)
-    return _word_pattern().findall(text)
+    words = (_PLAIN_WORD if _marks().isdisjoint(text) else _word_pattern()).findall(text)
+    # Chinese and Japanese runs are clauses, not words (anchorstream.text.cjk).
+    return split_cjk(words) if has_cjk(text) else words
 
 
 def _normalize(word: str, lowercase: bool) -> str:

@@ -18,6 +18,10 @@ of a training one):
   domain; held out by whole speech.
 - ``tech``: Debian package descriptions (synopsis + long description, ``Description-en`` of
   ``main/i18n/Translation-en``), fetched with apt.
+- ``ja``: the Japanese translations of those descriptions (``Description-ja`` of
+  ``Translation-ja``), fetched with apt: text without spaces between words, which the
+  tokenizer cuts into Han bigrams and kana runs (``anchorstream.text.cjk``). Added in session
+  43 as text in a script no default was chosen on.
 - ``long``: sections of the Python and PostgreSQL manuals (Debian packages
   ``python3.X-doc``, ``postgresql-doc-N``), cut into passages of 100-600 words; held out by
   whole page.
@@ -65,6 +69,8 @@ from pathlib import Path
 
 import numpy as np
 
+from anchorstream.text.cjk import has_cjk, split_cjk
+
 REPO = Path(__file__).resolve().parents[2]
 SHARED_DATA = REPO.parent / "shared" / "data"
 if not SHARED_DATA.is_dir():  # a worktree under /work/wt/<name>: shared/ is two levels up
@@ -79,12 +85,15 @@ _WORD = re.compile(r"[^\W_]+")
 
 
 def permissive_tokens(text: str) -> list[str]:
-    """Lowercased (NFKC + casefold) runs of letters and digits; nothing else is dropped."""
-    if not text.isascii():
-        text = unicodedata.normalize("NFKC", text).casefold()
-    else:
-        text = text.lower()
-    return _WORD.findall(text)
+    """Lowercased (NFKC + casefold) runs of letters and digits; nothing else is dropped.
+    Chinese and Japanese runs, which are clauses, are cut as anchorstream's tokenizer cuts
+    them (Han bigrams, kana runs: ``anchorstream.text.cjk``); without a dictionary there is no
+    other standard cut, and a word of the topics must be a token of the held-out text."""
+    if text.isascii():
+        return _WORD.findall(text.lower())
+    text = unicodedata.normalize("NFKC", text).casefold()
+    words = _WORD.findall(text)
+    return split_cjk(words) if has_cjk(text) else words
 
 
 def cache_root() -> Path:
@@ -316,6 +325,27 @@ def _build_tech(work: Path):
     }
 
 
+def _build_ja(work: Path):
+    from benchmarks.quality.debian import parse_translations
+
+    apt = _apt(work)
+    apt.update()
+    index = apt.list_file("*_main_i18n_Translation-ja*")
+    texts, _ = _dedupe([d for _, d in parse_translations(apt.cat(index), "ja")])
+    train, held = _split(texts, 1_200)
+    return train, held, {
+        "source": f"Debian {apt.source.suite} main/i18n/Translation-ja (Description-ja: the "
+                  f"Debian Description Translation Project's Japanese synopsis + long "
+                  f"description of {len(texts):,} distinct package descriptions), fetched "
+                  f"with apt-get update from {apt.source.uri} (InRelease of "
+                  f"{apt.release_date()})",
+        "license": "translations of the package descriptions by the Debian Description "
+                   "Translation Project, distributed with the Debian archive's metadata; "
+                   "fetched at build time, not redistributed here",
+        "split": "random, 1,200 held-out; packages sharing a description keep one copy",
+    }
+
+
 def _build_long(work: Path):
     from benchmarks.quality.htmldocs import manual_documents
 
@@ -535,6 +565,7 @@ _REAL = {
     "chapters": _Spec(_build_chapters, 30, 5000),
     "medium": _Spec(_build_medium, 30, 5000),
     "tech": _Spec(_build_tech, 50, 5000),
+    "ja": _Spec(_build_ja, 30, 5000),
     "long": _Spec(_build_long, 30, 5000),
     "glosses": _Spec(_build_glosses, 100, 8000),
     "quotes": _Spec(_build_quotes, 30, 5000),

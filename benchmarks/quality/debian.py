@@ -2,8 +2,9 @@
 
 Two things come from Debian's package registry:
 
-- the ``main/i18n/Translation-en`` index (every package's English ``Description-en``), which
-  ``apt-get update`` downloads when ``Acquire::Languages`` includes ``en``;
+- the ``main/i18n/Translation-en`` index (every package's English ``Description-en``) and
+  ``Translation-ja`` (the Japanese translations of the Debian Description Translation
+  Project), which ``apt-get update`` downloads for the languages ``Acquire::Languages`` names;
 - documentation packages (``.deb``), which ``apt-get download`` fetches and ``dpkg-deb -x``
   unpacks.
 
@@ -23,6 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 _SOURCES = (Path("/etc/apt/sources.list.d"), Path("/etc/apt/sources.list"))
+#: The package descriptions' languages ``apt-get update`` fetches (``tech``: en; ``ja``: ja).
+LANGUAGES = ("en", "ja")
 _DEFAULT_KEYRING = Path("/usr/share/keyrings/debian-archive-keyring.gpg")
 
 
@@ -108,7 +111,7 @@ class Apt:
             "-o", f"Dir::Cache={self.root / 'cache'}",
             "-o", "Dir::Etc::SourceParts=/dev/null",
             "-o", f"Dir::Etc::SourceList={self.root / 'sources.list'}",
-            "-o", "Acquire::Languages=en",
+            "-o", f"Acquire::Languages={','.join(LANGUAGES)}",
             "-o", "APT::Sandbox::User=root",  # the private directories are ours, not _apt's
         ]
 
@@ -123,7 +126,8 @@ class Apt:
         return proc.stdout
 
     def update(self) -> None:
-        """``apt-get update`` of the private lists (index files + English translations)."""
+        """``apt-get update`` of the private lists (index files + the :data:`LANGUAGES`'
+        translations)."""
         if self._updated:
             return
         for sub in ("lists/partial", "cache/archives/partial"):
@@ -180,8 +184,9 @@ class Apt:
         return into
 
 
-def parse_translations(text: str) -> list[tuple[str, str]]:
-    """``(package, description)`` pairs of a ``Translation-en`` index, one per distinct text.
+def parse_translations(text: str, language: str = "en") -> list[tuple[str, str]]:
+    """``(package, description)`` pairs of a ``Translation-<language>`` index, one per
+    distinct text.
 
     The description is the synopsis line followed by the long description, unwrapped: the
     leading space of continuation lines removed and `` .`` (an empty paragraph) turned into a
@@ -190,6 +195,7 @@ def parse_translations(text: str) -> list[tuple[str, str]]:
     """
     out: list[tuple[str, str]] = []
     seen: set[str] = set()
+    field = f"Description-{language}:"
     for stanza in text.split("\n\n"):
         pkg = md5 = None
         desc: list[str] = []
@@ -201,7 +207,7 @@ def parse_translations(text: str) -> list[tuple[str, str]]:
             elif line.startswith("Description-md5:"):
                 md5 = line.split(":", 1)[1].strip()
                 in_desc = False
-            elif line.startswith("Description-en:"):
+            elif line.startswith(field):
                 desc = [line.split(":", 1)[1].strip()]
                 in_desc = True
             elif in_desc and line.startswith(" "):
