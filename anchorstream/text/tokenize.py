@@ -190,13 +190,14 @@ def _unicode_words(text: str) -> list[str]:
     Much non-ASCII text is English with typographic punctuation (quotes, dashes, arrows): where
     every non-ASCII character separates words, the ASCII split finds the same words. Otherwise
     the pattern runs, without the combining marks where none occurs."""
-    if all(map(_separates, set(text).difference(_ASCII_CHARS))):
+    extra = set(text).difference(_ASCII_CHARS)
+    if all(map(_separates, extra)):
         return _ascii_words(text, False)
     # Python's \w counts "_" as a word character; here it separates words.
     text = text.replace("_", " ")
     words = (_PLAIN_WORD if _marks().isdisjoint(text) else _word_pattern()).findall(text)
     # Chinese and Japanese runs are clauses, not words (anchorstream.text.cjk).
-    return split_cjk(words) if has_cjk(text) else words
+    return split_cjk(words) if has_cjk("".join(extra)) else words
 
 
 def _normalize(word: str, lowercase: bool) -> str:
