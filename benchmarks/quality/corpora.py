@@ -305,14 +305,19 @@ def _apt(work: Path):
     return Apt(cache_root() / "_apt")
 
 
-def _build_tech(work: Path):
+def _translations(work: Path, language: str):
+    """``(apt, texts)``: the distinct package descriptions of ``main/i18n/Translation-<language>``
+    (``tech``: en, ``ja``: ja), fetched with the private apt."""
     from benchmarks.quality.debian import parse_translations
 
     apt = _apt(work)
-    apt.update()
-    index = apt.list_file("*_main_i18n_Translation-en*")
-    pairs = parse_translations(apt.cat(index))
-    texts, _ = _dedupe([d for _, d in pairs])
+    index = apt.list_file(f"*_main_i18n_Translation-{language}*")
+    texts, _ = _dedupe([d for _, d in parse_translations(apt.cat(index), language)])
+    return apt, texts
+
+
+def _build_tech(work: Path):
+    apt, texts = _translations(work, "en")
     train, held = _split(texts, 10_000)
     return train, held, {
         "source": f"Debian {apt.source.suite} main/i18n/Translation-en (Description-en: "
@@ -326,12 +331,7 @@ def _build_tech(work: Path):
 
 
 def _build_ja(work: Path):
-    from benchmarks.quality.debian import parse_translations
-
-    apt = _apt(work)
-    apt.update()
-    index = apt.list_file("*_main_i18n_Translation-ja*")
-    texts, _ = _dedupe([d for _, d in parse_translations(apt.cat(index), "ja")])
+    apt, texts = _translations(work, "ja")
     train, held = _split(texts, 1_200)
     return train, held, {
         "source": f"Debian {apt.source.suite} main/i18n/Translation-ja (Description-ja: the "
