@@ -431,8 +431,53 @@ def test_fit_reads_records_by_the_ingest_loops_rule_and_never_aborts(tmp_path):
     docs, stats = read_documents([path], format="json", text_field="text", tokenizer=tokenizer,
                                  progress=False)
     assert docs == [["apple", "banana"], ["cherry", "date"]]
-    assert stats == {"lines": 5, "documents": 2, "rejected": {
+    assert stats == {"lines": 5, "documents": 2, "at_max_tokens": 0, "rejected": {
         "invalid_utf8": 1, "unprocessable": 1, "invalid_token": 1}}
+
+
+def test_fit_reads_records_with_the_ingest_loops_limits(tmp_path):
+    # A line over max_bytes is rejected as oversized and a document's tokens past max_tokens
+    # are not counted, as the loop does; the documents that reached the limit are counted.
+    from anchorstream.text.tokenize import Tokenizer
+    from daemon.cli.fit_counts import read_documents
+
+    path = tmp_path / "docs.jsonl"
+    path.write_text('{"text": "aa bb cc dd ee"}\n{"text": "ff gg hh"}\n{"text": "ii jj"}\n'
+                    '{"text": "%s"}\n' % ("xx " * 40))
+    docs, stats = read_documents([path], format="json", text_field="text",
+                                 tokenizer=Tokenizer(stopwords=None), progress=False,
+                                 max_bytes=100, max_tokens=3)
+    assert docs == [["aa", "bb", "cc"], ["ff", "gg", "hh"], ["ii", "jj"]]
+    assert stats["rejected"] == {"oversized": 1}
+    assert stats["at_max_tokens"] == 2
+
+
+def test_fit_input_and_ingest_count_the_same_tokens_of_long_documents(corpus, tmp_path, capsys):
+    # Streaming equals batch for documents over the token limit: `fit --input` cuts them where
+    # `ingest` (and the daemon) do, so a first-pass store holds fit's vocabulary. The corpus's
+    # tokens are in word order, so a cut at 20 of 40 takes documents from the later words.
+    path, _, _ = corpus
+    n_words = 100
+    vocab = {}
+    for limit in ("20", None):
+        out = tmp_path / f"fit-{limit}"
+        extra = ["--max-tokens", limit] if limit else []
+        assert main(["fit", "--input", str(path), "-k", str(K), "--vocab-size", str(n_words),
+                     "--anchor-min-df", "5", "--out", str(out), "-q", *extra]) == 0
+        vocab[limit] = list(read_snapshot(out).vocabulary)
+        source = read_snapshot(out).manifest["source"]
+        assert source["max_tokens"] == (20 if limit else 10_000)
+        assert (source["at_max_tokens"] > 0) == bool(limit)
+        if limit:
+            assert "at --max-tokens 20 (tokens past it not counted)" in capsys.readouterr().err
+    assert vocab["20"] != vocab[None]  # the cut changes what is counted
+    store = str(tmp_path / "store")
+    assert main(["ingest", str(path), "--store", store, "--capacity", str(n_words),
+                 "--max-tokens", "20", "-q"]) == 0
+    assert open_committed(store).words == vocab["20"]
+    assert main(["fit", "--store", store, "-k", str(K), "--max-tokens", "20",
+                 "--out", str(tmp_path / "refused"), "-q"]) == 1
+    assert "--max-tokens only applies to --input" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("command", ["fit", "ingest", "replay", "run", "demo"])

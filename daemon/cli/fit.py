@@ -26,7 +26,8 @@ from daemon.cli.fit_counts import Counts, counts_from_input, counts_from_store
 from daemon.cli.options import (LENGTH_CAP, MAX_DF, MIN_DF, STOPWORDS, STOPWORDS_HELP,
                                  VOCAB_SIZE, HelpFormatter, admission_argument, anchor_arguments,
                                  anchorfree_arguments, length_cap_arg, length_cap_help,
-                                 refine_window_argument, spread_arg)
+                                 positive_int_arg, refine_window_argument, spread_arg)
+from daemon.ingest.records import MAX_BYTES, MAX_TOKENS
 
 log = logging.getLogger("anchorstream.fit")
 
@@ -36,6 +37,8 @@ log = logging.getLogger("anchorstream.fit")
 _INPUT_ONLY = {
     "format": ("--format", "json"),
     "text_field": ("--text-field", "text"),
+    "max_bytes": ("--max-bytes", MAX_BYTES),
+    "max_tokens": ("--max-tokens", MAX_TOKENS),
     "vocab_size": ("--vocab-size", VOCAB_SIZE),
     "min_df": ("--min-df", MIN_DF),
     "max_df": ("--max-df", MAX_DF),
@@ -78,6 +81,12 @@ def register(subparsers) -> None:
                    help=f"input record format (--input only; default {d['format']})")
     p.add_argument("--text-field", default=argparse.SUPPRESS,
                    help=f"JSON field holding the text (--input only; default {d['text_field']})")
+    p.add_argument("--max-bytes", type=positive_int_arg, default=argparse.SUPPRESS,
+                   help=f"longer lines are rejected as oversized, as the daemon and ingest do "
+                        f"(--input only; default {d['max_bytes']}, message.max_bytes)")
+    p.add_argument("--max-tokens", type=positive_int_arg, default=argparse.SUPPRESS,
+                   help=f"tokens counted per document at most, as the daemon and ingest count "
+                        f"(--input only; default {d['max_tokens']}, message.max_tokens)")
     p.add_argument("--vocab-size", type=int, default=argparse.SUPPRESS,
                    help=f"vocabulary size cap V (--input only; default {d['vocab_size']})")
     p.add_argument("--min-df", type=int, default=argparse.SUPPRESS,

@@ -28,7 +28,7 @@ from anchorstream.stats.windowpairs import window_cooccurrence
 from anchorstream.text.windows import window_documents
 from daemon.cli.options import stopwords_tokenizer
 from daemon.ingest.files import iter_lines
-from daemon.ingest.records import record_tokens
+from daemon.ingest.records import MAX_BYTES, MAX_TOKENS, record_tokens
 
 __all__ = ["Counts", "counts_from_input", "counts_from_store", "read_documents"]
 
@@ -129,20 +129,26 @@ def _progress_bar(progress: bool):
     return tqdm(desc="reading", unit=" docs", file=sys.stderr)
 
 
-def read_documents(paths, *, format, text_field, tokenizer, progress=True):
-    """Read and tokenize every record of ``paths``.
+def read_documents(paths, *, format, text_field, tokenizer, progress=True,
+                   max_bytes: int | None = MAX_BYTES, max_tokens: int | None = MAX_TOKENS):
+    """Read and tokenize every record of ``paths`` by the ingest loop's rule, with its limits
+    (a line over ``max_bytes`` is rejected as oversized, a document's tokens past
+    ``max_tokens`` are not counted), so that ``fit --input`` and a store fed the same lines
+    count the same tokens.
 
     Returns
     -------
     docs : list of list of str
-    stats : dict with ``lines``, ``documents``, ``rejected`` (a reason -> count mapping) and,
-        with a shipped stopword list, ``stopword_share``: the share of the first documents'
-        words it removed (:class:`~anchorstream.text.language.StopwordCheck`, which also
-        prints a warning when that share says the list is not the documents' language)
+    stats : dict with ``lines``, ``documents``, ``rejected`` (a reason -> count mapping),
+        ``at_max_tokens`` (documents that reached ``max_tokens``: cut there, or exactly that
+        long) and, with a shipped stopword list, ``stopword_share``: the share of the first
+        documents' words it removed (:class:`~anchorstream.text.language.StopwordCheck`,
+        which also prints a warning when that share says the list is not the documents'
+        language)
     """
     docs: list[list[str]] = []
     rejected: collections.Counter[str] = collections.Counter()
-    lines = 0
+    lines = at_cap = 0
     bar = _progress_bar(progress)
     check = StopwordCheck(tokenizer)
     for path in paths:
@@ -151,9 +157,10 @@ def read_documents(paths, *, format, text_field, tokenizer, progress=True):
         for _, raw in iter_lines(path):
             lines += 1
             try:
-                # The daemon's and `ingest`'s rule (no size or token limits here).
+                # The daemon's and `ingest`'s rule and limits.
                 doc, tokens = record_tokens(raw, tokenizer, format=format,
-                                            text_field=text_field)
+                                            text_field=text_field, max_bytes=max_bytes,
+                                            max_tokens=max_tokens)
             except DecodeError as exc:
                 rejected[exc.reason] += 1
                 continue
@@ -166,10 +173,12 @@ def read_documents(paths, *, format, text_field, tokenizer, progress=True):
             if not tokens:
                 rejected["no_tokens"] += 1
                 continue
+            at_cap += len(tokens) == max_tokens
             docs.append(tokens)
             bar.update()
     bar.close()
-    stats = {"lines": lines, "documents": len(docs), "rejected": dict(rejected)}
+    stats = {"lines": lines, "documents": len(docs), "rejected": dict(rejected),
+             "at_max_tokens": at_cap}
     if check.share is not None:
         stats["stopword_share"] = round(check.share, 4)
     warning = check.warning()
@@ -274,13 +283,17 @@ def counts_from_input(args, opts: dict, t_start: float, clock) -> Counts:
     prefault.start()
     docs, stats = read_documents(
         args.input, format=opts["format"], text_field=opts["text_field"],
-        tokenizer=tokenizer, progress=progress,
+        tokenizer=tokenizer, progress=progress, max_bytes=opts["max_bytes"],
+        max_tokens=opts["max_tokens"],
     )
     clock.mark("read")
     bad = sum(stats["rejected"].values())
+    cut = stats["at_max_tokens"]
     print(
         f"read {stats['lines']} lines: {stats['documents']} documents, {bad} rejected"
         + (f" {stats['rejected']}" if bad else "")
+        + (f", {cut} at --max-tokens {opts['max_tokens']} (tokens past it not counted)"
+           if cut else "")
         + f" ({time.perf_counter() - t_start:.1f} s)",
         file=sys.stderr,
     )
@@ -312,6 +325,8 @@ def counts_from_input(args, opts: dict, t_start: float, clock) -> Counts:
         "input": [str(p) for p in args.input],
         "format": opts["format"],
         "text_field": opts["text_field"],
+        "max_bytes": opts["max_bytes"],
+        "max_tokens": opts["max_tokens"],
         **stats,
     }
     vocabulary_settings = {

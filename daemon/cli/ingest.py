@@ -63,7 +63,7 @@ from daemon.cli.options import (
 from daemon.settings import MessageConfig
 from daemon.ingest.files import FileSource, file_key, iter_lines
 from daemon.ingest.loop import IngestLoop
-from daemon.ingest.records import record_tokens
+from daemon.ingest.records import MAX_BYTES, MAX_TOKENS, record_tokens
 
 if TYPE_CHECKING:
     from anchorstream.store import CooccurrenceStore
@@ -73,9 +73,6 @@ log = logging.getLogger("anchorstream.ingest")
 __all__ = ["VOCABULARY_RULES", "check_files", "file_key", "first_pass_vocabulary", "ingest_files",
            "register", "run"]
 
-#: The daemon's defaults (``message.max_bytes``, ``message.max_tokens``).
-MAX_BYTES = MessageConfig().max_bytes
-MAX_TOKENS = MessageConfig().max_tokens
 #: How a new store's vocabulary is chosen (``--vocabulary``).
 VOCABULARY_RULES = ("first-pass", "stream")
 

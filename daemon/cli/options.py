@@ -21,7 +21,7 @@ from anchorstream.text.windows import check_window
 __all__ = ["ADMIT_THRESHOLD", "CAPACITY", "HelpFormatter", "LENGTH_CAP", "MAX_DF", "MIN_DF",
            "STOPWORDS", "STOPWORDS_HELP", "VOCAB_SIZE", "admission_argument", "anchor_arguments",
            "anchorfree_arguments",
-           "length_cap_arg", "length_cap_help", "max_df_arg", "refine_window_argument", "spread_arg",
+           "length_cap_arg", "length_cap_help", "max_df_arg", "positive_int_arg", "refine_window_argument", "spread_arg",
            "stopwords_tokenizer",
            "window_arg"]
 
@@ -75,6 +75,17 @@ def length_cap_arg(text: str) -> float | None:
     except (ValueError, InputError):
         raise argparse.ArgumentTypeError(
             f"expected a number of tokens >= 2 or 'none', got {text!r}") from None
+    return value
+
+
+def positive_int_arg(text: str) -> int:
+    """An integer >= 1 (``--max-bytes``, ``--max-tokens``)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}")
     return value
 
 

@@ -11,7 +11,13 @@ from collections.abc import Callable
 
 from anchorstream.text.decode import DecodeError, Document, check_tokens, decode
 
-__all__ = ["record_tokens"]
+__all__ = ["MAX_BYTES", "MAX_TOKENS", "record_tokens"]
+
+#: A record's limits by default, for the daemon (``message.max_bytes``, ``message.max_tokens``),
+#: ``anchorstream ingest`` and ``anchorstream fit --input`` alike: a longer record is rejected
+#: as oversized; a document's tokens past the limit are not counted.
+MAX_BYTES = 1024 * 1024
+MAX_TOKENS = 10_000
 
 
 def record_tokens(value: bytes | None, tokenizer: Callable, *, format: str = "json",

@@ -18,6 +18,7 @@ from anchorstream.model.refine import (REFINE_AUTO_MAX_LENGTH, REFINE_MAX_ITER, 
 from anchorstream.model.registry import (ANCHOR_METHODS, METHODS, RECOVER_WEIGHTS,
                                          RECTIFY_METHODS, MethodSpec, method_spec)
 from anchorstream.stats.admission import MIN_SHARE
+from daemon.ingest.records import MAX_BYTES, MAX_TOKENS
 from daemon.settings import rules
 from daemon.settings.checks import (EMBEDDED, Bool, Bootstrap, Choice, ExistingFile, Float,
                                     FrozenMap, Int, LogLevel, OptionalTopic, Secret, SecretText,
@@ -107,8 +108,8 @@ class MessageConfig(_Section):
     id_field: Text(optional=True) = Field(None, description="JSON field with a document id")
     timestamp_field: Text(optional=True) = Field(
         None, description="JSON field with a document timestamp")
-    max_bytes: Int(1) = Field(1024 * 1024, description="larger messages are rejected as oversized")
-    max_tokens: Int(1) = Field(10000, description="max tokens counted per document")
+    max_bytes: Int(1) = Field(MAX_BYTES, description="larger messages are rejected as oversized")
+    max_tokens: Int(1) = Field(MAX_TOKENS, description="max tokens counted per document")
 
 
 class StoreConfig(_Section):
