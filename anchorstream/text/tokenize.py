@@ -19,7 +19,9 @@ The tokenizer is one compiled regular expression applied to normalised text:
    defaults), underscores, dots, slashes and all punctuation and symbols. Chinese and Japanese,
    written without spaces, are cut further: Han characters into overlapping bigrams, kana runs
    whole (:mod:`anchorstream.text.cjk`).
-3. **Filters.** Words shorter than ``min_length`` or longer than ``max_length`` code points are
+3. **Filters.** Elided articles and pronouns that the stopword list names (entries ending in
+   an apostrophe: ``l'``, ``dell'``) are cut from the front of words
+   (:mod:`anchorstream.text.elision`). Words shorter than ``min_length`` or longer than ``max_length`` code points are
    dropped (not truncated); with ``drop_numbers`` a word made only of number characters
    (``str.isnumeric``: ``2024``, ``٣``, ``½``) is dropped, while ``mp3`` or ``es6`` stay;
    stopwords are dropped.
@@ -44,6 +46,7 @@ import scipy.sparse as sp
 
 from anchorstream.errors import InputError
 from anchorstream.text.cjk import has_cjk, split_cjk
+from anchorstream.text.elision import elision_prefixes, split_elisions
 
 __all__ = [
     "Tokenizer",
@@ -57,9 +60,8 @@ __all__ = [
 _STOPWORD_PREFIX = "stopwords_"
 _STOPWORD_SUFFIX = ".txt"
 
-# Apostrophe look-alikes folded onto ASCII "'" (NFKC keeps them distinct); by str.replace,
-# since str.translate maps a non-ASCII string character by character through a dict (the
-# long corpus's 2,035 non-ASCII sections: 0.74 s against 0.005).
+# Apostrophe look-alikes folded onto "'" (NFKC keeps them apart) by str.replace: str.translate
+# goes character by character through a dict (long's 2,035 non-ASCII sections: 0.74 / 0.005 s).
 _APOSTROPHES = ("\u2019", "\u02bc")
 
 
@@ -107,16 +109,13 @@ def _word_pattern() -> re.Pattern[str]:
     return re.compile(rf"({w}+(?:'(?![sS]\b){w}+)*)(?:'[sS]\b)?")
 
 
-# The same pattern for text that is all ASCII, where ``\w`` and ``\b`` mean the same in ASCII
-# and Unicode mode and no combining mark can occur. Python's ``re`` tests a character against
-# a class of ~300 mark ranges by search, so this pattern is ~3x faster on ASCII text
+# The same pattern for ASCII text, where ``\w`` and ``\b`` mean the same in both modes and no
+# mark can occur: ~3x faster, as ``re`` searches a class of ~300 mark ranges per character
 # (``benchmarks/bench_store.py``); a hypothesis test holds the two equal on ASCII strings.
 _ASCII_WORD = re.compile(r"(\w+(?:'(?![sS]\b)\w+)*)(?:'[sS]\b)?", re.ASCII)
-# The same pattern without the marks, for text in which no combining mark occurs (after NFKC,
-# most text in Latin, Greek or Cyrillic script with accents or typographic quotes): there it
-# finds the same words, ~4x faster (the long corpus's 2,035 non-ASCII manual sections: 1.23 →
-# 0.32 s). Whether a text holds a mark is one set test (:func:`_marks`); a hypothesis test holds
-# the two patterns equal on text without marks.
+# Without the marks, for text holding none (after NFKC most Latin, Greek or Cyrillic text with
+# accents or typographic quotes): the same words ~4x faster (long's 2,035 non-ASCII sections:
+# 1.23 → 0.32 s). One set test (:func:`_marks`) tells; a hypothesis test holds them equal.
 _PLAIN_WORD = re.compile(r"(\w+(?:'(?![sS]\b)\w+)*)(?:'[sS]\b)?")
 
 
@@ -334,6 +333,7 @@ class Tokenizer:
     max_length: int = 30
     drop_numbers: bool = True
     lowercase: bool = True
+    _elisions: frozenset[str] = field(init=False, repr=False, compare=False)  # l', dell'...
 
     def __post_init__(self) -> None:
         stop = self.stopwords
@@ -352,6 +352,7 @@ class Tokenizer:
             stop = frozenset(_normalize(w, lowercase=True) for w in items)
         # Frozen dataclass: store the normalised set through object.__setattr__.
         object.__setattr__(self, "stopwords", stop)
+        object.__setattr__(self, "_elisions", elision_prefixes(stop))
         for name in ("min_length", "max_length"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
@@ -451,6 +452,8 @@ class Tokenizer:
         # stopword test comes first: it drops ~40% of prose's words before the two calls.
         lo, hi = self.min_length, self.max_length
         stop = self.stopwords or frozenset()
+        if self._elisions and "'" in "".join(words):  # anchorstream.text.elision
+            words = split_elisions(words, self._elisions)
         if not self.lowercase and stop:
             words = [w for w in words if w.casefold() not in stop]
             stop = frozenset()
