@@ -318,14 +318,16 @@ def test_shipped_english_list():
     assert len(entries) == len(set(entries)), "duplicate lines in the shipped list"
 
 
-@pytest.mark.parametrize("name", ["french", "german", "spanish"])
+@pytest.mark.parametrize("name", ["french", "german", "italian", "spanish"])
 def test_shipped_lists_of_other_languages(name):
     # Written for this project like the English one: normalized, tokenizable, one word a line,
-    # no duplicates, and none shorter than the tokenizer keeps.
+    # no duplicates, and none shorter than the tokenizer keeps; or an elided form (l', dell').
     words = load_stopwords(name)
-    assert 150 <= len(words) <= 400
+    assert 150 <= len(words) <= 450
     assert all(w == w.casefold() and unicodedata.is_normalized("NFKC", w) for w in words)
-    assert all(Tokenizer(stopwords=None)(w) == [w] for w in words)
+    elided = {w for w in words if w.endswith("'")}
+    assert all(Tokenizer(stopwords=None)(w) == [w] for w in words - elided)
+    assert all(Tokenizer(stopwords=None)(w + "x") == [w + "x"] for w in elided)
     raw = (importlib.resources.files("anchorstream") / "data" / f"stopwords_{name}.txt"
            ).read_text(encoding="utf-8")
     entries = [ln for ln in raw.splitlines() if ln and not ln.startswith("#")]
@@ -333,10 +335,11 @@ def test_shipped_lists_of_other_languages(name):
 
 
 def test_available_lists():
-    assert available_stopword_lists() == ["english", "french", "german", "spanish"]
+    assert available_stopword_lists() == ["english", "french", "german", "italian", "spanish"]
     assert {"und", "der", "nicht"} <= load_stopwords("german")
     assert {"les", "des", "été", "être"} <= load_stopwords("french")
     assert {"los", "las", "también"} <= load_stopwords("spanish")
+    assert {"della", "sono", "anche", "dell'"} <= load_stopwords("italian")
 
 
 def test_unknown_list_names_the_available_ones():
