@@ -22,6 +22,9 @@ of a training one):
   ``Translation-ja``), fetched with apt: text without spaces between words, which the
   tokenizer cuts into Han bigrams and kana runs (``anchorstream.text.cjk``). Added in session
   43 as text in a script no default was chosen on.
+- ``it``: the Italian translations (``Description-it`` of ``Translation-it``), fetched with
+  apt: a language with elided articles (``l'applicazione``), fitted (and every peer
+  tokenized) with the shipped Italian stopword list. Added in session 44.
 - ``long``: sections of the Python and PostgreSQL manuals (Debian packages
   ``python3.X-doc``, ``postgresql-doc-N``), cut into passages of 100-600 words; held out by
   whole page.
@@ -307,7 +310,7 @@ def _apt(work: Path):
 
 def _translations(work: Path, language: str):
     """``(apt, texts)``: the distinct package descriptions of ``main/i18n/Translation-<language>``
-    (``tech``: en, ``ja``: ja), fetched with the private apt."""
+    (``tech``: en, ``ja``: ja, ``it``: it), fetched with the private apt."""
     from benchmarks.quality.debian import parse_translations
 
     apt = _apt(work)
@@ -343,6 +346,22 @@ def _build_ja(work: Path):
                    "Translation Project, distributed with the Debian archive's metadata; "
                    "fetched at build time, not redistributed here",
         "split": "random, 1,200 held-out; packages sharing a description keep one copy",
+    }
+
+
+def _build_it(work: Path):
+    apt, texts = _translations(work, "it")
+    train, held = _split(texts, 10_000)
+    return train, held, {
+        "source": f"Debian {apt.source.suite} main/i18n/Translation-it (Description-it: the "
+                  f"Debian Description Translation Project's Italian synopsis + long "
+                  f"description of {len(texts):,} distinct package descriptions), fetched "
+                  f"with apt-get update from {apt.source.uri} (InRelease of "
+                  f"{apt.release_date()})",
+        "license": "translations of the package descriptions by the Debian Description "
+                   "Translation Project, distributed with the Debian archive's metadata; "
+                   "fetched at build time, not redistributed here",
+        "split": "random, 10,000 held-out; packages sharing a description keep one copy",
     }
 
 
@@ -566,6 +585,7 @@ _REAL = {
     "medium": _Spec(_build_medium, 30, 5000),
     "tech": _Spec(_build_tech, 50, 5000),
     "ja": _Spec(_build_ja, 30, 5000),
+    "it": _Spec(_build_it, 50, 5000, "italian"),
     "long": _Spec(_build_long, 30, 5000),
     "glosses": _Spec(_build_glosses, 100, 8000),
     "quotes": _Spec(_build_quotes, 30, 5000),
