@@ -27,6 +27,7 @@ anchorstream_messages_rejected_total               counter    reason
 anchorstream_dead_letter_messages_total            counter    outcome (sent, failed)
 anchorstream_documents_accumulated_total           counter
 anchorstream_tokens_accumulated_total              counter
+anchorstream_documents_at_max_tokens_total         counter
 anchorstream_source_errors_total                   counter    kind (connect, poll, probe: the
                                                               broker did not answer;
                                                               unsupported_codec, corrupt_batch,
@@ -242,7 +243,7 @@ class Metrics:
     ----------
     registry : CollectorRegistry
     messages_consumed, messages_rejected, dead_letters, documents_accumulated,
-    tokens_accumulated, source_errors, checkpoints, checkpoint_failures, partitions_fenced,
+    tokens_accumulated, documents_at_max_tokens, source_errors, checkpoints, checkpoint_failures, partitions_fenced,
     checkpoint_duration,
     checkpoint_stage_duration, checkpoint_size, refreshes, refresh_failures, refresh_duration,
     snapshots_published, vocabulary_admissions, vocabulary_evictions, topic_births,
@@ -271,6 +272,10 @@ class Metrics:
             f"{p}_documents_accumulated", "Documents added to the co-occurrence state.", registry=r)
         self.tokens_accumulated = Counter(
             f"{p}_tokens_accumulated", "Tokens of the documents accumulated.", registry=r)
+        self.documents_at_max_tokens = Counter(
+            f"{p}_documents_at_max_tokens",
+            "Documents accumulated that reached message.max_tokens: their later tokens were "
+            "not counted.", registry=r)
         self.source_errors = Counter(
             f"{p}_source_errors",
             "Errors met while consuming from Kafka: the broker did not answer (connect, poll, "

@@ -474,6 +474,7 @@ def test_fit_input_and_ingest_count_the_same_tokens_of_long_documents(corpus, tm
     store = str(tmp_path / "store")
     assert main(["ingest", str(path), "--store", store, "--capacity", str(n_words),
                  "--max-tokens", "20", "-q"]) == 0
+    assert "at --max-tokens 20, tokens past it not counted" in capsys.readouterr().err
     assert open_committed(store).words == vocab["20"]
     assert main(["fit", "--store", store, "-k", str(K), "--max-tokens", "20",
                  "--out", str(tmp_path / "refused"), "-q"]) == 1

@@ -86,6 +86,21 @@ def make_loop(store, source=None, **kw):
                       message=kw.pop("message", MessageConfig(max_bytes=200)), **kw)
 
 
+def test_documents_past_the_token_limit_are_cut_and_counted(store):
+    # message.max_tokens cuts a document; how many reached the limit is a metric, so a stream
+    # of long documents does not lose their ends silently.
+    values = [json.dumps({"text": " ".join(WORDS[: n])}).encode() for n in (2, 3, 4, 6)]
+    metrics = Metrics(process=False)
+    loop = make_loop(store, ScriptedSource(records(values)), metrics=metrics,
+                     message=MessageConfig(max_bytes=200, max_tokens=3))
+    while loop.step():
+        pass
+    assert loop.documents == 4 and loop.documents_at_max_tokens == 3
+    reg = metrics.registry
+    assert reg.get_sample_value("anchorstream_documents_at_max_tokens_total") == 3
+    assert reg.get_sample_value("anchorstream_tokens_accumulated_total") == 2 + 3 + 3 + 3
+
+
 def test_offset_keys_round_trip():
     assert parse_offset_key(offset_key("a.b-c_d", 12)) == ("a.b-c_d", 12)
     assert parse_offset_key(TOPIC_IDS_KEY) is None

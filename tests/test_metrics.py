@@ -19,6 +19,7 @@ EXPECTED = {
     "anchorstream_dead_letter_messages",
     "anchorstream_documents_accumulated",
     "anchorstream_tokens_accumulated",
+    "anchorstream_documents_at_max_tokens",
     "anchorstream_source_errors",
     "anchorstream_checkpoints",
     "anchorstream_checkpoint_failures",

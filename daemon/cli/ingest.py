@@ -305,6 +305,7 @@ def ingest_files(
         bar.close()
     return {
         "documents": loop.documents,
+        "at_max_tokens": loop.documents_at_max_tokens,
         "rejected": dict(loop.rejected),
         "checkpoints": len(checkpoints),
         "version": store.version,
@@ -359,9 +360,12 @@ def run(args) -> int:
         progress=not args.quiet and sys.stderr.isatty(),
     )
     bad = sum(stats["rejected"].values())
+    cut = stats["at_max_tokens"]
     print(
         f"ingested {stats['documents']} documents ({bad} rejected"
         + (f": {json.dumps(stats['rejected'], sort_keys=True)}" if bad else "")
+        + (f"; {cut} at --max-tokens {args.max_tokens}, tokens past it not counted"
+           if cut else "")
         + f") into {args.store}, version {stats['version']}",
         file=sys.stderr,
     )

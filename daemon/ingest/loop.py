@@ -179,6 +179,8 @@ class IngestLoop:
         self._tracebacks_skipped = 0
         self.rejected: Counter[str] = Counter()
         self.documents = 0
+        #: Documents that reached ``message.max_tokens`` (cut there, or exactly that long).
+        self.documents_at_max_tokens = 0
         self.records = 0
         self._vocab_tally = _tally(store.vocabulary)
         self.vocabulary_size = len(store.vocabulary)
@@ -295,7 +297,7 @@ class IngestLoop:
         stamps: list[float] = []
         keys: list[str] = []
         per_key: Counter[str] = Counter()
-        tokens_total = 0
+        tokens_total = at_cap = 0
         for r in records:
             key, position = self._position(r)
             per_key[key] += 1
@@ -309,6 +311,7 @@ class IngestLoop:
                 self._unprocessable(r, key, exc)
                 continue
             tokens_total += len(tokens)
+            at_cap += len(tokens) == self.message.max_tokens
             docs.append(tokens)
             stamps.append(stamp)
             keys.append(key)
@@ -321,6 +324,7 @@ class IngestLoop:
             # is safe.
             self.add_documents(docs, stamps, keys)
             self.documents += len(docs)
+            self.documents_at_max_tokens += at_cap
             self._observe_vocabulary()
         if self.metrics is not None:
             per_topic: Counter[str] = Counter()
@@ -333,6 +337,8 @@ class IngestLoop:
             if docs:
                 self.metrics.documents_accumulated.inc(len(docs))
                 self.metrics.tokens_accumulated.inc(tokens_total)
+                if at_cap:
+                    self.metrics.documents_at_max_tokens.inc(at_cap)
         return len(docs)
 
     def add_documents(self, docs: Sequence, stamps: Sequence, keys: Sequence[str]) -> None:
