@@ -24,7 +24,8 @@ of a training one):
   43 as text in a script no default was chosen on.
 - ``it``: the Italian translations (``Description-it`` of ``Translation-it``), fetched with
   apt: a language with elided articles (``l'applicazione``), fitted (and every peer
-  tokenized) with the shipped Italian stopword list. Added in session 44.
+  tokenized) with the shipped Italian stopword list. ``fr``: the French ones
+  (``l'interface``, ``qu'il``), with the French list. Added in session 44.
 - ``long``: sections of the Python and PostgreSQL manuals (Debian packages
   ``python3.X-doc``, ``postgresql-doc-N``), cut into passages of 100-600 words; held out by
   whole page.
@@ -310,7 +311,7 @@ def _apt(work: Path):
 
 def _translations(work: Path, language: str):
     """``(apt, texts)``: the distinct package descriptions of ``main/i18n/Translation-<language>``
-    (``tech``: en, ``ja``: ja, ``it``: it), fetched with the private apt."""
+    (``tech``: en, ``ja``: ja, ``it``: it, ``fr``: fr), fetched with the private apt."""
     from benchmarks.quality.debian import parse_translations
 
     apt = _apt(work)
@@ -333,36 +334,27 @@ def _build_tech(work: Path):
     }
 
 
-def _build_ja(work: Path):
-    apt, texts = _translations(work, "ja")
-    train, held = _split(texts, 1_200)
-    return train, held, {
-        "source": f"Debian {apt.source.suite} main/i18n/Translation-ja (Description-ja: the "
-                  f"Debian Description Translation Project's Japanese synopsis + long "
-                  f"description of {len(texts):,} distinct package descriptions), fetched "
-                  f"with apt-get update from {apt.source.uri} (InRelease of "
-                  f"{apt.release_date()})",
-        "license": "translations of the package descriptions by the Debian Description "
-                   "Translation Project, distributed with the Debian archive's metadata; "
-                   "fetched at build time, not redistributed here",
-        "split": "random, 1,200 held-out; packages sharing a description keep one copy",
-    }
+def _translated(language: str, name: str, n_heldout: int):
+    """The builder of a corpus of the Debian Description Translation Project's ``name``
+    translations (``Translation-<language>``): random split, ``n_heldout`` held out."""
 
+    def build(work: Path):
+        apt, texts = _translations(work, language)
+        train, held = _split(texts, n_heldout)
+        return train, held, {
+            "source": f"Debian {apt.source.suite} main/i18n/Translation-{language} "
+                      f"(Description-{language}: the Debian Description Translation Project's "
+                      f"{name} synopsis + long description of {len(texts):,} distinct package "
+                      f"descriptions), fetched with apt-get update from {apt.source.uri} "
+                      f"(InRelease of {apt.release_date()})",
+            "license": "translations of the package descriptions by the Debian Description "
+                       "Translation Project, distributed with the Debian archive's metadata; "
+                       "fetched at build time, not redistributed here",
+            "split": f"random, {n_heldout:,} held-out; packages sharing a description keep "
+                     "one copy",
+        }
 
-def _build_it(work: Path):
-    apt, texts = _translations(work, "it")
-    train, held = _split(texts, 10_000)
-    return train, held, {
-        "source": f"Debian {apt.source.suite} main/i18n/Translation-it (Description-it: the "
-                  f"Debian Description Translation Project's Italian synopsis + long "
-                  f"description of {len(texts):,} distinct package descriptions), fetched "
-                  f"with apt-get update from {apt.source.uri} (InRelease of "
-                  f"{apt.release_date()})",
-        "license": "translations of the package descriptions by the Debian Description "
-                   "Translation Project, distributed with the Debian archive's metadata; "
-                   "fetched at build time, not redistributed here",
-        "split": "random, 10,000 held-out; packages sharing a description keep one copy",
-    }
+    return build
 
 
 def _build_long(work: Path):
@@ -584,8 +576,9 @@ _REAL = {
     "chapters": _Spec(_build_chapters, 30, 5000),
     "medium": _Spec(_build_medium, 30, 5000),
     "tech": _Spec(_build_tech, 50, 5000),
-    "ja": _Spec(_build_ja, 30, 5000),
-    "it": _Spec(_build_it, 50, 5000, "italian"),
+    "ja": _Spec(_translated("ja", "Japanese", 1_200), 30, 5000),
+    "it": _Spec(_translated("it", "Italian", 10_000), 50, 5000, "italian"),
+    "fr": _Spec(_translated("fr", "French", 4_000), 30, 5000, "french"),
     "long": _Spec(_build_long, 30, 5000),
     "glosses": _Spec(_build_glosses, 100, 8000),
     "quotes": _Spec(_build_quotes, 30, 5000),
