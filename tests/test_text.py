@@ -318,7 +318,7 @@ def test_shipped_english_list():
     assert len(entries) == len(set(entries)), "duplicate lines in the shipped list"
 
 
-@pytest.mark.parametrize("name", ["french", "german", "italian", "spanish"])
+@pytest.mark.parametrize("name", ["french", "german", "italian", "portuguese", "spanish"])
 def test_shipped_lists_of_other_languages(name):
     # Written for this project like the English one: normalized, tokenizable, one word a line,
     # no duplicates, and none shorter than the tokenizer keeps; or an elided form (l', dell').
@@ -335,11 +335,13 @@ def test_shipped_lists_of_other_languages(name):
 
 
 def test_available_lists():
-    assert available_stopword_lists() == ["english", "french", "german", "italian", "spanish"]
+    assert available_stopword_lists() == ["english", "french", "german", "italian",
+                                          "portuguese", "spanish"]
     assert {"und", "der", "nicht"} <= load_stopwords("german")
     assert {"les", "des", "été", "être"} <= load_stopwords("french")
     assert {"los", "las", "también"} <= load_stopwords("spanish")
     assert {"della", "sono", "anche", "dell'"} <= load_stopwords("italian")
+    assert {"dos", "pelo", "também", "não"} <= load_stopwords("portuguese")
 
 
 def test_unknown_list_names_the_available_ones():

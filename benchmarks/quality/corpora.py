@@ -25,7 +25,8 @@ of a training one):
 - ``it``: the Italian translations (``Description-it`` of ``Translation-it``), fetched with
   apt: a language with elided articles (``l'applicazione``), fitted (and every peer
   tokenized) with the shipped Italian stopword list. ``fr``: the French ones
-  (``l'interface``, ``qu'il``), with the French list. Added in session 44.
+  (``l'interface``, ``qu'il``), with the French list; ``pt``: the Brazilian Portuguese ones
+  (``Translation-pt_BR``), with the Portuguese list. Added in session 44.
 - ``long``: sections of the Python and PostgreSQL manuals (Debian packages
   ``python3.X-doc``, ``postgresql-doc-N``), cut into passages of 100-600 words; held out by
   whole page.
@@ -311,11 +312,13 @@ def _apt(work: Path):
 
 def _translations(work: Path, language: str):
     """``(apt, texts)``: the distinct package descriptions of ``main/i18n/Translation-<language>``
-    (``tech``: en, ``ja``: ja, ``it``: it, ``fr``: fr), fetched with the private apt."""
+    (``tech``: en, ``ja``: ja, ``it``: it, ``fr``: fr, ``pt``: pt_BR), fetched with the
+    private apt."""
     from benchmarks.quality.debian import parse_translations
 
     apt = _apt(work)
-    index = apt.list_file(f"*_main_i18n_Translation-{language}*")
+    # apt's list file names escape "_" (Translation-pt%5fBR).
+    index = apt.list_file(f"*_main_i18n_Translation-{language.replace('_', '%5f')}*")
     texts, _ = _dedupe([d for _, d in parse_translations(apt.cat(index), language)])
     return apt, texts
 
@@ -579,6 +582,7 @@ _REAL = {
     "ja": _Spec(_translated("ja", "Japanese", 1_200), 30, 5000),
     "it": _Spec(_translated("it", "Italian", 10_000), 50, 5000, "italian"),
     "fr": _Spec(_translated("fr", "French", 4_000), 30, 5000, "french"),
+    "pt": _Spec(_translated("pt_BR", "Brazilian Portuguese", 1_200), 30, 5000, "portuguese"),
     "long": _Spec(_build_long, 30, 5000),
     "glosses": _Spec(_build_glosses, 100, 8000),
     "quotes": _Spec(_build_quotes, 30, 5000),
