@@ -116,7 +116,8 @@ def test_ingest_limits_are_the_daemons(tmp_path, capsys):
     url = str(tmp_path / "store")
     assert main(["ingest", str(path), "--store", url, "--max-bytes", "1000", "--max-tokens",
                  "10", "--admit-threshold", "1", "-q"]) == 0
-    assert 'ingested 2 documents (1 rejected: {"oversized": 1})' in capsys.readouterr().err
+    assert ('ingested 2 documents (1 rejected: {"oversized": 1}; 1 at --max-tokens 10, tokens '
+            'past it not counted)') in capsys.readouterr().err
     st = open_committed(url)
     assert sorted(st.words) == sorted(["apple", "banana"] + [f"w{k:03d}" for k in range(10)])
     assert st.cooccurrence.num_tokens == 12
