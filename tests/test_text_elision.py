@@ -76,3 +76,11 @@ def test_the_tokenizer_cuts_the_lists_elided_forms():
     # English lists no elided form: apostrophes stay as they were.
     assert Tokenizer()("O'Neill's rock'n'roll o'clock") == ["o'neill", "rock'n'roll", "o'clock"]
     assert Tokenizer(stopwords=None)("l'homme") == ["l'homme"]
+
+
+def test_forms_are_cut_whatever_their_case_as_stopwords_are_dropped():
+    assert split_elisions(["L'Homme", "DELL'Un'Altra", "Aujourd'hui"], PREFIXES) == [
+        "Homme", "Altra", "Aujourd'hui"]
+    # A tokenizer that keeps case matches its stopwords case-insensitively; so the forms.
+    cased = Tokenizer(stopwords="french", lowercase=False)
+    assert cased("L'Homme qu'il voit, Aujourd'hui") == ["Homme", "voit", "Aujourd'hui"]

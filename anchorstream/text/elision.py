@@ -12,6 +12,8 @@ ending in an apostrophe (``l'``, ``dell'``, ``qu'``) is an elided form, and a wo
 with one loses it (``l'homme`` → ``homme``; ``qu'il`` → ``il``, which the list then drops). A
 word whose part before its first apostrophe is not listed is left alone (``aujourd'hui``,
 English ``don't``), so a list without such entries, like the English one, changes nothing.
+The forms are matched case-insensitively (``L'Homme`` → ``Homme``), as the stopwords are by a
+tokenizer that keeps case.
 """
 
 from __future__ import annotations
@@ -35,8 +37,8 @@ def elision_prefixes(stopwords: Iterable[str] | None) -> frozenset[str]:
 
 def split_elisions(words: list[str], prefixes: frozenset[str]) -> list[str]:
     """``words`` with a listed elided form cut from the front of each, repeatedly
-    (``dell'un'altra`` → ``altra`` when ``dell'`` and ``un'`` are listed); a word that is
-    nothing but elided forms is kept as it is.
+    (``dell'un'altra`` → ``altra`` when ``dell'`` and ``un'`` are listed), whatever its case
+    (``prefixes`` in lower case); a word that is nothing but elided forms is kept as it is.
 
     >>> split_elisions(["l'homme", "aujourd'hui", "qu'il", "chat"], frozenset({"l'", "qu'"}))
     ['homme', "aujourd'hui", 'il', 'chat']
@@ -47,7 +49,7 @@ def split_elisions(words: list[str], prefixes: frozenset[str]) -> list[str]:
 
 def _cut(word: str, prefixes: frozenset[str]) -> str:
     cut = word.find("'")
-    while cut > 0 and word[: cut + 1] in prefixes and cut + 1 < len(word):
+    while cut > 0 and word[: cut + 1].casefold() in prefixes and cut + 1 < len(word):
         word = word[cut + 1 :]
         cut = word.find("'")
     return word
