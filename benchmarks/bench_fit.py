@@ -10,9 +10,9 @@ One command, one run, one corpus and one seeded split for every peer:
   - anchorstream: ``anchorstream fit`` as a subprocess on the training file (its own reading,
     tokenizing, vocabulary, co-occurrence, rectification, anchors, recovery, snapshot);
   - anchortopics and gensim (they take a bag of words, not text): reading the same file,
-    anchorstream's ``Tokenizer`` and ``select_vocabulary`` with the same settings as
-    ``anchorstream fit`` (so all three see the same vocabulary — checked and printed),
-    ``count_matrix``, then the peer's own fit.
+    anchorstream's ``Tokenizer`` and ``TokenIdDocuments`` (vocabulary and counts) with the
+    same settings as ``anchorstream fit`` (so all three see the same vocabulary — checked and
+    printed), then the peer's own fit.
 
   Metrics: seconds, mean NPMI of each topic's top-10 words on the held-out documents and the
   ratio of distinct words among all top-10 words.
@@ -66,7 +66,8 @@ except ImportError:  # running from a checkout without `pip install -e .`
 from anchorstream.evaluate import npmi_coherence, recovery_error, unique_word_ratio
 from anchorstream.synthetic import PlantedModel, dirichlet_second_moment, planted_model
 from anchorstream.synthetic import sample_documents
-from anchorstream.text.tokenize import Tokenizer, count_matrix, select_vocabulary
+from anchorstream.text.bags import TokenIdDocuments
+from anchorstream.text.tokenize import Tokenizer, count_matrix
 
 if str(REPO) not in sys.path:  # for benchmarks.quality, after this checkout's anchorstream
     sys.path.append(str(REPO))
@@ -114,10 +115,13 @@ def bag_of_words(path: Path, vocab_size: int) -> BagOfWords:
     """
     t0 = time.perf_counter()
     tokenizer = Tokenizer()
-    docs = [tokens for tokens in map(tokenizer, read_texts(path)) if tokens]
-    vocabulary = select_vocabulary(docs, min_df=MIN_DF, max_df=MAX_DF, max_size=vocab_size)
-    X = count_matrix(docs, vocabulary)
-    return BagOfWords(list(vocabulary), X, time.perf_counter() - t0)
+    docs = TokenIdDocuments()
+    for tokens in map(tokenizer, read_texts(path)):
+        if tokens:
+            docs.append(tokens)
+    vocabulary = docs.select_vocabulary(min_df=MIN_DF, max_df=MAX_DF, max_size=vocab_size)
+    X = docs.count_matrix(vocabulary)
+    return BagOfWords(vocabulary, X, time.perf_counter() - t0)
 
 
 # --------------------------------------------------------------------------------------------
@@ -483,7 +487,7 @@ def report(args, results: list[Result], synth: dict | None, info: dict) -> str:
         + (f"; the median of {args.repeat} runs in rotating order, every run in brackets"
            if args.repeat > 1 else "")
         + ". anchortopics and gensim read the file and build their bag of words with "
-        "anchorstream's `Tokenizer` and `select_vocabulary`, so all peers share one tokenizer "
+        "anchorstream's `Tokenizer` and `TokenIdDocuments`, so all peers share one tokenizer "
         "and vocabulary. NPMI: mean over topics of the mean pairwise NPMI of the top-10 words, "
         "document co-occurrence in the held-out documents (pairs never seen together score -1). "
         "Unique: distinct words among all top-10 words / (10·K).",

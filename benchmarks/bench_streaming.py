@@ -209,7 +209,7 @@ def fit_model(cooc, K: int, seed: int = 0, **settings) -> AnchorModel:
 def read_docs(path: Path) -> list[list[str]]:
     docs, _ = read_documents([path], format="json", text_field="text",
                              tokenizer=stopwords_tokenizer("english"), progress=False)
-    return docs
+    return list(docs)
 
 
 def part_causes(args, work: Path) -> None:

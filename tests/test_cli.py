@@ -430,7 +430,7 @@ def test_fit_reads_records_by_the_ingest_loops_rule_and_never_aborts(tmp_path):
 
     docs, stats = read_documents([path], format="json", text_field="text", tokenizer=tokenizer,
                                  progress=False)
-    assert docs == [["apple", "banana"], ["cherry", "date"]]
+    assert list(docs) == [["apple", "banana"], ["cherry", "date"]]
     assert stats == {"lines": 5, "documents": 2, "at_max_tokens": 0, "rejected": {
         "invalid_utf8": 1, "unprocessable": 1, "invalid_token": 1}}
 
@@ -447,7 +447,7 @@ def test_fit_reads_records_with_the_ingest_loops_limits(tmp_path):
     docs, stats = read_documents([path], format="json", text_field="text",
                                  tokenizer=Tokenizer(stopwords=None), progress=False,
                                  max_bytes=100, max_tokens=3)
-    assert docs == [["aa", "bb", "cc"], ["ff", "gg", "hh"], ["ii", "jj"]]
+    assert list(docs) == [["aa", "bb", "cc"], ["ff", "gg", "hh"], ["ii", "jj"]]
     assert stats["rejected"] == {"oversized": 1}
     assert stats["at_max_tokens"] == 2
 

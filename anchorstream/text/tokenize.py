@@ -1,4 +1,7 @@
-"""Text to word counts: tokenizer, stopword lists, vocabulary selection and count matrices.
+"""Text to words: the tokenizer and its stopword lists.
+
+Vocabulary selection and count matrices (:func:`select_vocabulary`, :func:`count_matrix`,
+:func:`vocabulary_by_df`) live in :mod:`anchorstream.text.bags` and are importable from here too.
 
 What a *word* is
 ----------------
@@ -21,8 +24,8 @@ The tokenizer is one compiled regular expression applied to normalised text:
    whole (:mod:`anchorstream.text.cjk`).
 3. **Filters.** Elided articles and pronouns that the stopword list names (entries ending in
    an apostrophe: ``l'``, ``dell'``) are cut from the front of words
-   (:mod:`anchorstream.text.elision`). Words shorter than ``min_length`` or longer than ``max_length`` code points are
-   dropped (not truncated); with ``drop_numbers`` a word made only of number characters
+   (:mod:`anchorstream.text.elision`). Words shorter than ``min_length`` or longer than
+   ``max_length`` code points are dropped (not truncated); with ``drop_numbers`` a word made only of number characters
    (``str.isnumeric``: ``2024``, ``٣``, ``½``) is dropped, while ``mp3`` or ``es6`` stay;
    stopwords are dropped.
 
@@ -37,14 +40,13 @@ import importlib.resources
 import os
 import re
 import unicodedata
-from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-import scipy.sparse as sp
 
 from anchorstream.errors import InputError
+from anchorstream.text.bags import count_matrix, select_vocabulary, vocabulary_by_df
 from anchorstream.text.cjk import has_cjk, split_cjk
 from anchorstream.text.elision import elision_prefixes, split_elisions
 
@@ -460,141 +462,3 @@ class Tokenizer:
         if self.drop_numbers:
             return [w for w in words if w not in stop and lo <= len(w) <= hi and not w.isnumeric()]
         return [w for w in words if w not in stop and lo <= len(w) <= hi]
-
-
-def _check_token_list(tokens: object, where: str) -> None:
-    if isinstance(tokens, str):
-        raise InputError(
-            f"{where} expects token lists (e.g. from Tokenizer), got a str; tokenize first"
-        )
-
-
-def select_vocabulary(
-    token_lists: Iterable[Sequence[str]],
-    *,
-    min_df: int = 5,
-    max_df: float = 0.5,
-    max_size: int | None = 5000,
-) -> list[str]:
-    """Choose a vocabulary by document frequency (batch mode).
-
-    Parameters
-    ----------
-    token_lists : iterable of sequences of str
-        One token list per document (read once, so a generator is fine).
-    min_df : int, default 5
-        Keep words occurring in at least this many documents.
-    max_df : float in (0, 1], default 0.5
-        Drop words occurring in more than this fraction of the documents.
-    max_size : int or None, default 5000
-        Keep at most this many words (the most document-frequent); ``None`` for no cap.
-
-    Returns
-    -------
-    list of str
-        Most document-frequent first, ties broken alphabetically (by code point), so the result
-        is deterministic.
-
-    Raises
-    ------
-    InputError
-        For out-of-range parameters or a str instead of a token list.
-
-    Examples
-    --------
-    >>> docs = [["apple", "pie"], ["apple", "tart"], ["pie", "apple"], ["tart"]]
-    >>> select_vocabulary(docs, min_df=2, max_df=0.7)
-    ['pie', 'tart']
-    """
-    if isinstance(min_df, bool) or not isinstance(min_df, (int, np.integer)) or min_df < 1:
-        raise InputError(f"min_df must be an int >= 1 (a number of documents), got {min_df!r}")
-    if isinstance(max_df, bool) or not isinstance(max_df, (int, float, np.floating)) or not (
-        0.0 < max_df <= 1.0
-    ):
-        raise InputError(f"max_df must be a fraction of documents in (0, 1], got {max_df!r}")
-    if max_size is not None and (
-        isinstance(max_size, bool) or not isinstance(max_size, (int, np.integer)) or max_size < 1
-    ):
-        raise InputError(f"max_size must be an int >= 1 or None, got {max_size!r}")
-    df: Counter[str] = Counter()
-    n_docs = 0
-    for tokens in token_lists:
-        _check_token_list(tokens, "select_vocabulary")
-        df.update(set(tokens))
-        n_docs += 1
-    return vocabulary_by_df(df, n_docs, min_df=min_df, max_df=max_df, max_size=max_size)
-
-
-def vocabulary_by_df(df: Mapping[str, int], n_docs: int, *, min_df: float, max_df: float,
-                     max_size: int | None) -> list[str]:
-    """:func:`select_vocabulary`'s rule over document frequencies counted elsewhere.
-
-    ``df`` maps each word to the number of the ``n_docs`` documents containing it; the words in
-    at least ``min_df`` and at most ``max_df × n_docs`` of them, most document-frequent first
-    (ties alphabetically), at most ``max_size``. ``anchorstream ingest`` uses it to choose a
-    store's vocabulary by ``fit --input``'s rule without holding the token lists.
-
-    >>> vocabulary_by_df({"a": 3, "b": 2, "c": 2, "d": 1}, 4, min_df=2, max_df=0.7, max_size=None)
-    ['b', 'c']
-    """
-    max_count = max_df * n_docs
-    kept = [(-c, w) for w, c in df.items() if min_df <= c <= max_count]
-    kept.sort()
-    if max_size is not None:
-        kept = kept[:max_size]
-    return [w for _, w in kept]
-
-
-def count_matrix(token_lists: Iterable[Sequence[str]], vocabulary: Sequence[str]) -> sp.csr_matrix:
-    """Count vocabulary words per document.
-
-    Parameters
-    ----------
-    token_lists : iterable of sequences of str
-        One token list per document; tokens outside ``vocabulary`` are ignored.
-    vocabulary : sequence of str
-        Distinct words; word ``vocabulary[j]`` is column ``j``.
-
-    Returns
-    -------
-    scipy.sparse.csr_matrix of shape (n_docs, n_words), float64
-        Canonical CSR (sorted indices, no duplicates); a document with no vocabulary word is an
-        empty row.
-
-    Raises
-    ------
-    InputError
-        If the vocabulary has duplicates or a document is a str instead of a token list.
-
-    Examples
-    --------
-    >>> count_matrix([["b", "a", "b"], ["c"]], ["a", "b"]).toarray()
-    array([[1., 2.],
-           [0., 0.]])
-    """
-    if isinstance(vocabulary, str):
-        raise InputError("vocabulary must be a sequence of words, got a str")
-    index = {w: j for j, w in enumerate(vocabulary)}
-    if len(index) != len(vocabulary):
-        dupes = sorted(w for w, c in Counter(vocabulary).items() if c > 1)
-        raise InputError(f"vocabulary has duplicate words: {dupes[:10]}")
-    lookup = index.get
-    cols: list[int] = []
-    indptr = [0]
-    for tokens in token_lists:
-        _check_token_list(tokens, "count_matrix")
-        cols.extend([j for j in map(lookup, tokens) if j is not None])
-        indptr.append(len(cols))
-    n_docs, n_words = len(indptr) - 1, len(index)
-    idx_dtype = np.int32 if max(len(cols), n_words) < 2**31 else np.int64
-    X = sp.csr_matrix(
-        (
-            np.ones(len(cols), dtype=np.float64),
-            np.asarray(cols, dtype=idx_dtype),
-            np.asarray(indptr, dtype=idx_dtype),
-        ),
-        shape=(n_docs, n_words),
-    )
-    # Repeated words arrive as duplicate entries; summing them gives the counts in canonical form.
-    X.sum_duplicates()
-    return X

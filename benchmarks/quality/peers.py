@@ -68,14 +68,18 @@ def installed(peer: str) -> bool:
 def bag_of_words(train: Path, vocab_size: int, stopwords: str = "english"):
     """``(token lists, vocabulary, X)`` of a JSON-lines file, as ``anchorstream fit`` builds
     them with the shipped stopword list ``stopwords`` (documents without tokens dropped before
-    the vocabulary is chosen)."""
-    from anchorstream.text.tokenize import Tokenizer, count_matrix, select_vocabulary
+    the vocabulary is chosen), the vocabulary and counts by the same code (``TokenIdDocuments``)."""
+    from anchorstream.text.bags import TokenIdDocuments
+    from anchorstream.text.tokenize import Tokenizer
 
     tok = Tokenizer(stopwords=stopwords)
+    held = TokenIdDocuments()
     with open(train, encoding="utf-8") as fh:
         docs = [d for d in (tok(json.loads(line)["text"]) for line in fh) if d]
-    vocabulary = select_vocabulary(docs, min_df=MIN_DF, max_df=MAX_DF, max_size=vocab_size)
-    return docs, list(vocabulary), count_matrix(docs, vocabulary)
+    for d in docs:
+        held.append(d)
+    vocabulary = held.select_vocabulary(min_df=MIN_DF, max_df=MAX_DF, max_size=vocab_size)
+    return docs, vocabulary, held.count_matrix(vocabulary)
 
 
 def _fit_anchortopics(docs, vocabulary, X, K, seed, opts):

@@ -21,11 +21,10 @@ from anchorstream.model.lowrank import DocumentCooccurrence
 from anchorstream.model.registry import method_spec
 from anchorstream.stats.admission import MIN_SHARE, correct_admission
 from anchorstream.stats.cooccurrence import cooccurrence
+from anchorstream.stats.windowpairs import window_cooccurrence
+from anchorstream.text.bags import TokenIdDocuments
 from anchorstream.text.decode import DecodeError
 from anchorstream.text.language import StopwordCheck
-from anchorstream.text.tokenize import count_matrix, select_vocabulary
-from anchorstream.stats.windowpairs import window_cooccurrence
-from anchorstream.text.windows import window_documents
 from daemon.cli.options import stopwords_tokenizer
 from daemon.ingest.files import iter_lines
 from daemon.ingest.records import MAX_BYTES, MAX_TOKENS, record_tokens
@@ -138,7 +137,8 @@ def read_documents(paths, *, format, text_field, tokenizer, progress=True,
 
     Returns
     -------
-    docs : list of list of str
+    docs : TokenIdDocuments
+        The documents' tokens as word ids (iterating gives the token lists)
     stats : dict with ``lines``, ``documents``, ``rejected`` (a reason -> count mapping),
         ``at_max_tokens`` (documents that reached ``max_tokens``: cut there, or exactly that
         long) and, with a shipped stopword list, ``stopword_share``: the share of the first
@@ -146,7 +146,7 @@ def read_documents(paths, *, format, text_field, tokenizer, progress=True,
         which also prints a warning when that share says the list is not the documents'
         language)
     """
-    docs: list[list[str]] = []
+    docs = TokenIdDocuments()
     rejected: collections.Counter[str] = collections.Counter()
     lines = at_cap = 0
     bar = _progress_bar(progress)
@@ -299,8 +299,8 @@ def counts_from_input(args, opts: dict, t_start: float, clock) -> Counts:
     )
     if not docs:
         raise InputError("no usable documents in the input" + _no_documents_hint(stats, opts))
-    vocabulary = select_vocabulary(
-        docs, min_df=opts["min_df"], max_df=opts["max_df"], max_size=opts["vocab_size"]
+    vocabulary = docs.select_vocabulary(
+        min_df=opts["min_df"], max_df=opts["max_df"], max_size=opts["vocab_size"]
     )
     if len(vocabulary) <= args.topics:
         raise InputError(
@@ -309,14 +309,14 @@ def counts_from_input(args, opts: dict, t_start: float, clock) -> Counts:
             "lower --min-df or add documents"
         )
     clock.mark("vocabulary")
-    X = count_matrix(docs, vocabulary)
+    X = docs.count_matrix(vocabulary)
     window = opts["refine_window"]
     cap = opts["length_cap"]
-    # The windows' counts, from the token lists before they go: their pairs are only read
-    # (and not at all with --refine none).
+    # The windows' counts, from the tokens before they go: their pairs are only read (and
+    # not at all with --refine none).
     refine_cooc = (None if window is None or args.refine == "none" else DocumentCooccurrence(
-        count_matrix(window_documents(docs, window), vocabulary), length_cap=cap))
-    del docs  # token lists of the whole corpus: by far the largest Python object here
+        docs.window_count_matrix(vocabulary, window), length_cap=cap))
+    del docs  # every token of the corpus: the largest object here
     counts, iterate = prefault.take(len(vocabulary))
     cooc = (DocumentCooccurrence(X, length_cap=cap) if implicit
             else cooccurrence(X, out=counts, length_cap=cap))

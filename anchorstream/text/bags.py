@@ -1,0 +1,287 @@
+"""Bags of words: a vocabulary chosen by document frequency, and documents counted over it.
+
+:func:`select_vocabulary` and :func:`count_matrix` take token lists (what
+:class:`~anchorstream.text.tokenize.Tokenizer` returns); :class:`TokenIdDocuments` holds the
+same documents as word ids while they are read, and gives the same vocabulary and counts (and
+those of the documents' windows, :mod:`anchorstream.text.windows`) without a Python string per
+token: ``anchorstream fit --input`` holds a whole corpus so between reading and counting.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from itertools import count
+
+import numpy as np
+import scipy.sparse as sp
+
+from anchorstream.errors import InputError
+from anchorstream.text.windows import check_window
+
+__all__ = ["TokenIdDocuments", "count_matrix", "select_vocabulary", "vocabulary_by_df"]
+
+
+def _check_token_list(tokens: object, where: str) -> None:
+    if isinstance(tokens, str):
+        raise InputError(
+            f"{where} expects token lists (e.g. from Tokenizer), got a str; tokenize first"
+        )
+
+
+def select_vocabulary(
+    token_lists: Iterable[Sequence[str]],
+    *,
+    min_df: int = 5,
+    max_df: float = 0.5,
+    max_size: int | None = 5000,
+) -> list[str]:
+    """Choose a vocabulary by document frequency (batch mode).
+
+    Parameters
+    ----------
+    token_lists : iterable of sequences of str
+        One token list per document (read once, so a generator is fine).
+    min_df : int, default 5
+        Keep words occurring in at least this many documents.
+    max_df : float in (0, 1], default 0.5
+        Drop words occurring in more than this fraction of the documents.
+    max_size : int or None, default 5000
+        Keep at most this many words (the most document-frequent); ``None`` for no cap.
+
+    Returns
+    -------
+    list of str
+        Most document-frequent first, ties broken alphabetically (by code point), so the result
+        is deterministic.
+
+    Raises
+    ------
+    InputError
+        For out-of-range parameters or a str instead of a token list.
+
+    Examples
+    --------
+    >>> docs = [["apple", "pie"], ["apple", "tart"], ["pie", "apple"], ["tart"]]
+    >>> select_vocabulary(docs, min_df=2, max_df=0.7)
+    ['pie', 'tart']
+    """
+    _check_vocabulary_args(min_df, max_df, max_size)
+    df: Counter[str] = Counter()
+    n_docs = 0
+    for tokens in token_lists:
+        _check_token_list(tokens, "select_vocabulary")
+        df.update(set(tokens))
+        n_docs += 1
+    return vocabulary_by_df(df, n_docs, min_df=min_df, max_df=max_df, max_size=max_size)
+
+
+def _check_vocabulary_args(min_df, max_df, max_size) -> None:
+    if isinstance(min_df, bool) or not isinstance(min_df, (int, np.integer)) or min_df < 1:
+        raise InputError(f"min_df must be an int >= 1 (a number of documents), got {min_df!r}")
+    if isinstance(max_df, bool) or not isinstance(max_df, (int, float, np.floating)) or not (
+        0.0 < max_df <= 1.0
+    ):
+        raise InputError(f"max_df must be a fraction of documents in (0, 1], got {max_df!r}")
+    if max_size is not None and (
+        isinstance(max_size, bool) or not isinstance(max_size, (int, np.integer)) or max_size < 1
+    ):
+        raise InputError(f"max_size must be an int >= 1 or None, got {max_size!r}")
+
+
+def vocabulary_by_df(df: Mapping[str, int], n_docs: int, *, min_df: float, max_df: float,
+                     max_size: int | None) -> list[str]:
+    """:func:`select_vocabulary`'s rule over document frequencies counted elsewhere.
+
+    ``df`` maps each word to the number of the ``n_docs`` documents containing it; the words in
+    at least ``min_df`` and at most ``max_df × n_docs`` of them, most document-frequent first
+    (ties alphabetically), at most ``max_size``. ``anchorstream ingest`` uses it to choose a
+    store's vocabulary by ``fit --input``'s rule without holding the token lists.
+
+    >>> vocabulary_by_df({"a": 3, "b": 2, "c": 2, "d": 1}, 4, min_df=2, max_df=0.7, max_size=None)
+    ['b', 'c']
+    """
+    max_count = max_df * n_docs
+    kept = [(-c, w) for w, c in df.items() if min_df <= c <= max_count]
+    kept.sort()
+    if max_size is not None:
+        kept = kept[:max_size]
+    return [w for _, w in kept]
+
+
+def _vocabulary_index(vocabulary: Sequence[str]) -> dict[str, int]:
+    if isinstance(vocabulary, str):
+        raise InputError("vocabulary must be a sequence of words, got a str")
+    index = {w: j for j, w in enumerate(vocabulary)}
+    if len(index) != len(vocabulary):
+        dupes = sorted(w for w, c in Counter(vocabulary).items() if c > 1)
+        raise InputError(f"vocabulary has duplicate words: {dupes[:10]}")
+    return index
+
+
+def count_matrix(token_lists: Iterable[Sequence[str]], vocabulary: Sequence[str]) -> sp.csr_matrix:
+    """Count vocabulary words per document.
+
+    Parameters
+    ----------
+    token_lists : iterable of sequences of str
+        One token list per document; tokens outside ``vocabulary`` are ignored.
+    vocabulary : sequence of str
+        Distinct words; word ``vocabulary[j]`` is column ``j``.
+
+    Returns
+    -------
+    scipy.sparse.csr_matrix of shape (n_docs, n_words), float64
+        Canonical CSR (sorted indices, no duplicates); a document with no vocabulary word is an
+        empty row.
+
+    Raises
+    ------
+    InputError
+        If the vocabulary has duplicates or a document is a str instead of a token list.
+
+    Examples
+    --------
+    >>> count_matrix([["b", "a", "b"], ["c"]], ["a", "b"]).toarray()
+    array([[1., 2.],
+           [0., 0.]])
+    """
+    index = _vocabulary_index(vocabulary)
+    lookup = index.get
+    cols: list[int] = []
+    indptr = [0]
+    for tokens in token_lists:
+        _check_token_list(tokens, "count_matrix")
+        cols.extend([j for j in map(lookup, tokens) if j is not None])
+        indptr.append(len(cols))
+    n_docs, n_words = len(indptr) - 1, len(index)
+    idx_dtype = np.int32 if max(len(cols), n_words) < 2**31 else np.int64
+    X = sp.csr_matrix(
+        (
+            np.ones(len(cols), dtype=np.float64),
+            np.asarray(cols, dtype=idx_dtype),
+            np.asarray(indptr, dtype=idx_dtype),
+        ),
+        shape=(n_docs, n_words),
+    )
+    # Repeated words arrive as duplicate entries; summing them gives the counts in canonical form.
+    X.sum_duplicates()
+    return X
+
+
+class TokenIdDocuments:
+    """Documents' tokens held as word ids, for a corpus read whole before it is counted.
+
+    A token list of Python strings costs ~66 bytes a token (a string object each, and its
+    pointer); here a token is one 4-byte id into the distinct words seen, in the order first
+    seen. :meth:`select_vocabulary`, :meth:`count_matrix` and :meth:`window_count_matrix`
+    give exactly what :func:`select_vocabulary`, :func:`count_matrix` and
+    ``count_matrix(window_documents(...))`` give on the token lists, from sparse arithmetic on
+    the ids instead of a dictionary lookup per token. Iterating gives the token lists back.
+
+    Examples
+    --------
+    >>> docs = TokenIdDocuments()
+    >>> for tokens in [["apple", "pie"], ["apple", "tart"], ["pie", "apple"], ["tart"]]:
+    ...     docs.append(tokens)
+    >>> vocabulary = docs.select_vocabulary(min_df=2, max_df=0.7)
+    >>> vocabulary, docs.count_matrix(vocabulary).toarray().tolist()
+    (['pie', 'tart'], [[1.0, 0.0], [0.0, 1.0], [1.0, 0.0], [0.0, 1.0]])
+    >>> list(docs)[2], len(docs), docs.n_tokens
+    (['pie', 'apple'], 4, 7)
+    """
+
+    def __init__(self) -> None:
+        self._index: defaultdict[str, int] = defaultdict(count().__next__)
+        self._ids = array("i")
+        self._ends = array("q")
+        # The documents' bags of every word seen, for as long as no document is added: the
+        # vocabulary and the counts are both read from them.
+        self._documents_bags: sp.csr_matrix | None = None
+
+    def append(self, tokens: Sequence[str]) -> None:
+        """Add one document's tokens."""
+        _check_token_list(tokens, "TokenIdDocuments.append")
+        self._documents_bags = None
+        self._ids.extend(map(self._index.__getitem__, tokens))
+        self._ends.append(len(self._ids))
+
+    def __len__(self) -> int:
+        return len(self._ends)
+
+    @property
+    def n_tokens(self) -> int:
+        return len(self._ids)
+
+    def _words(self) -> list[str]:
+        return list(self._index)  # in id order: a dict keeps insertion order
+
+    def _indptr(self) -> np.ndarray:
+        return np.concatenate([[0], np.frombuffer(self._ends, dtype=np.int64)]).astype(np.int64)
+
+    def __iter__(self) -> Iterator[list[str]]:
+        words, ids, start = self._words(), self._ids, 0
+        for end in self._ends:
+            yield [words[i] for i in ids[start:end]]
+            start = end
+
+    def _bags(self, indptr: np.ndarray) -> sp.csr_matrix:
+        """Counts of every word seen, one row per run ``indptr[r]:indptr[r + 1]`` of the
+        tokens, canonical."""
+        ids = np.frombuffer(self._ids, dtype=np.int32)
+        n_words = len(self._index)
+        index = np.int32 if max(ids.size, n_words) < 2**31 else np.int64
+        bags = sp.csr_matrix((np.ones(ids.size), ids.astype(index), indptr.astype(index)),
+                             shape=(indptr.size - 1, n_words))
+        bags.sum_duplicates()  # sorts each row's words and sums repeated ones
+        return bags
+
+    def _document_bags(self) -> sp.csr_matrix:
+        if self._documents_bags is None:
+            self._documents_bags = self._bags(self._indptr())
+        return self._documents_bags
+
+    def document_frequency(self) -> dict[str, int]:
+        """The number of documents each word seen is in."""
+        df = np.bincount(self._document_bags().indices, minlength=len(self._index))
+        return dict(zip(self._words(), df.tolist()))
+
+    def select_vocabulary(self, *, min_df: int = 5, max_df: float = 0.5,
+                          max_size: int | None = 5000) -> list[str]:
+        """:func:`select_vocabulary` of these documents."""
+        _check_vocabulary_args(min_df, max_df, max_size)
+        return vocabulary_by_df(self.document_frequency(), len(self), min_df=min_df,
+                                max_df=max_df, max_size=max_size)
+
+    def _select(self, bags: sp.csr_matrix, vocabulary: Sequence[str]) -> sp.csr_matrix:
+        index = _vocabulary_index(vocabulary)
+        seen = self._index
+        columns = [seen.get(w, -1) for w in index]  # not seen: an empty column
+        known = np.flatnonzero(np.asarray(columns) >= 0)
+        X = sp.csr_matrix((bags.shape[0], len(index)))
+        if known.size:
+            picked = bags[:, np.asarray(columns)[known]]  # the known words, in vocabulary order
+            X = sp.csr_matrix((picked.data, known[picked.indices], picked.indptr),
+                              shape=(bags.shape[0], len(index)))
+        X.sort_indices()
+        return X
+
+    def count_matrix(self, vocabulary: Sequence[str]) -> sp.csr_matrix:
+        """:func:`count_matrix` of these documents over ``vocabulary``."""
+        return self._select(self._document_bags(), vocabulary)
+
+    def window_count_matrix(self, vocabulary: Sequence[str], size: int) -> sp.csr_matrix:
+        """``count_matrix(window_documents(self, size), vocabulary)``: one row per window of
+        ``size`` consecutive tokens of each document (the last one shorter; an empty document
+        has none)."""
+        size = check_window(size)
+        indptr = self._indptr()
+        lengths = np.diff(indptr)
+        per_doc = -(-lengths // size)  # ceil: the windows of each document
+        first = np.concatenate([[0], np.cumsum(per_doc)])
+        doc = np.repeat(np.arange(len(self), dtype=np.int64), lengths)
+        position = np.arange(indptr[-1], dtype=np.int64) - indptr[doc]
+        window = first[doc] + position // size  # in increasing order, as the tokens
+        window_indptr = np.searchsorted(window, np.arange(first[-1] + 1), side="left")
+        return self._select(self._bags(window_indptr), vocabulary)
