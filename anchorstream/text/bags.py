@@ -68,13 +68,8 @@ def select_vocabulary(
     ['pie', 'tart']
     """
     _check_vocabulary_args(min_df, max_df, max_size)
-    df: Counter[str] = Counter()
-    n_docs = 0
-    for tokens in token_lists:
-        _check_token_list(tokens, "select_vocabulary")
-        df.update(set(tokens))
-        n_docs += 1
-    return vocabulary_by_df(df, n_docs, min_df=min_df, max_df=max_df, max_size=max_size)
+    return TokenIdDocuments.of(token_lists, "select_vocabulary").select_vocabulary(
+        min_df=min_df, max_df=max_df, max_size=max_size)
 
 
 def _check_vocabulary_args(min_df, max_df, max_size) -> None:
@@ -147,27 +142,8 @@ def count_matrix(token_lists: Iterable[Sequence[str]], vocabulary: Sequence[str]
     array([[1., 2.],
            [0., 0.]])
     """
-    index = _vocabulary_index(vocabulary)
-    lookup = index.get
-    cols: list[int] = []
-    indptr = [0]
-    for tokens in token_lists:
-        _check_token_list(tokens, "count_matrix")
-        cols.extend([j for j in map(lookup, tokens) if j is not None])
-        indptr.append(len(cols))
-    n_docs, n_words = len(indptr) - 1, len(index)
-    idx_dtype = np.int32 if max(len(cols), n_words) < 2**31 else np.int64
-    X = sp.csr_matrix(
-        (
-            np.ones(len(cols), dtype=np.float64),
-            np.asarray(cols, dtype=idx_dtype),
-            np.asarray(indptr, dtype=idx_dtype),
-        ),
-        shape=(n_docs, n_words),
-    )
-    # Repeated words arrive as duplicate entries; summing them gives the counts in canonical form.
-    X.sum_duplicates()
-    return X
+    _vocabulary_index(vocabulary)  # checked before the documents are read
+    return TokenIdDocuments.of(token_lists, "count_matrix").count_matrix(vocabulary)
 
 
 class TokenIdDocuments:
@@ -175,10 +151,9 @@ class TokenIdDocuments:
 
     A token list of Python strings costs ~66 bytes a token (a string object each, and its
     pointer); here a token is one 4-byte id into the distinct words seen, in the order first
-    seen. :meth:`select_vocabulary`, :meth:`count_matrix` and :meth:`window_count_matrix`
-    give exactly what :func:`select_vocabulary`, :func:`count_matrix` and
-    ``count_matrix(window_documents(...))`` give on the token lists, from sparse arithmetic on
-    the ids instead of a dictionary lookup per token. Iterating gives the token lists back.
+    seen. The vocabulary and the counts come from sparse arithmetic on the ids (the functions
+    :func:`select_vocabulary` and :func:`count_matrix` are this class on token lists; the tests
+    hold both to a dictionary lookup per token). Iterating gives the token lists back.
 
     Examples
     --------
@@ -200,9 +175,17 @@ class TokenIdDocuments:
         # vocabulary and the counts are both read from them.
         self._documents_bags: sp.csr_matrix | None = None
 
-    def append(self, tokens: Sequence[str]) -> None:
+    @classmethod
+    def of(cls, token_lists: Iterable[Sequence[str]], where: str = "TokenIdDocuments.of"):
+        """The documents of ``token_lists`` (read once)."""
+        documents = cls()
+        for tokens in token_lists:
+            documents.append(tokens, where)
+        return documents
+
+    def append(self, tokens: Sequence[str], where: str = "TokenIdDocuments.append") -> None:
         """Add one document's tokens."""
-        _check_token_list(tokens, "TokenIdDocuments.append")
+        _check_token_list(tokens, where)
         self._documents_bags = None
         self._ids.extend(map(self._index.__getitem__, tokens))
         self._ends.append(len(self._ids))
