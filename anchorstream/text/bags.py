@@ -67,7 +67,7 @@ def select_vocabulary(
     >>> select_vocabulary(docs, min_df=2, max_df=0.7)
     ['pie', 'tart']
     """
-    _check_vocabulary_args(min_df, max_df, max_size)
+    _check_vocabulary_args(min_df, max_df, max_size)  # before the documents are read
     return TokenIdDocuments.of(token_lists, "select_vocabulary").select_vocabulary(
         min_df=min_df, max_df=max_df, max_size=max_size)
 
