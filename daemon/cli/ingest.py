@@ -44,7 +44,7 @@ from tqdm import tqdm
 from anchorstream.stats.accumulator import Forgetting
 from anchorstream.text.decode import FORMATS
 from anchorstream.errors import InputError
-from anchorstream.text.tokenize import vocabulary_by_df
+from anchorstream.text.bags import vocabulary_by_df
 from anchorstream.text.vocabulary import MAX_DF_MIN_DOCS, read_seed_vocabulary
 from daemon.cli.options import (
     HelpFormatter,
@@ -183,7 +183,7 @@ def first_pass_vocabulary(paths, *, tokenizer, capacity: int, min_df: float,
     documents and, once there are ``MAX_DF_MIN_DOCS`` documents (when the store, created with
     that default ``max_df_min_docs``, starts applying it), in at most ``max_df`` of them, most
     document-frequent first, at most ``capacity``
-    (:func:`anchorstream.text.tokenize.vocabulary_by_df`, ``fit``'s rule). Only the document
+    (:func:`anchorstream.text.bags.vocabulary_by_df`, ``fit``'s rule). Only the document
     frequencies are held, not the documents.
     """
     df: collections.Counter[str] = collections.Counter()
