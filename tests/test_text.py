@@ -318,7 +318,8 @@ def test_shipped_english_list():
     assert len(entries) == len(set(entries)), "duplicate lines in the shipped list"
 
 
-@pytest.mark.parametrize("name", ["french", "german", "italian", "portuguese", "spanish"])
+@pytest.mark.parametrize("name", ["french", "german", "italian", "portuguese", "russian",
+                                  "spanish"])
 def test_shipped_lists_of_other_languages(name):
     # Written for this project like the English one: normalized, tokenizable, one word a line,
     # no duplicates, and none shorter than the tokenizer keeps; or an elided form (l', dell').
@@ -336,12 +337,13 @@ def test_shipped_lists_of_other_languages(name):
 
 def test_available_lists():
     assert available_stopword_lists() == ["english", "french", "german", "italian",
-                                          "portuguese", "spanish"]
+                                          "portuguese", "russian", "spanish"]
     assert {"und", "der", "nicht"} <= load_stopwords("german")
     assert {"les", "des", "été", "être"} <= load_stopwords("french")
     assert {"los", "las", "también"} <= load_stopwords("spanish")
     assert {"della", "sono", "anche", "dell'"} <= load_stopwords("italian")
     assert {"dos", "pelo", "também", "não"} <= load_stopwords("portuguese")
+    assert {"это", "который", "является", "её", "ее"} <= load_stopwords("russian")
 
 
 def test_unknown_list_names_the_available_ones():

@@ -26,7 +26,8 @@ of a training one):
   apt: a language with elided articles (``l'applicazione``), fitted (and every peer
   tokenized) with the shipped Italian stopword list. ``fr``: the French ones
   (``l'interface``, ``qu'il``), with the French list; ``pt``: the Brazilian Portuguese ones
-  (``Translation-pt_BR``), with the Portuguese list. Added in session 44.
+  (``Translation-pt_BR``), with the Portuguese list. Added in session 44. ``ru``: the Russian
+  ones, with the Russian list (session 45).
 - ``long``: sections of the Python and PostgreSQL manuals (Debian packages
   ``python3.X-doc``, ``postgresql-doc-N``), cut into passages of 100-600 words; held out by
   whole page.
@@ -312,8 +313,8 @@ def _apt(work: Path):
 
 def _translations(work: Path, language: str):
     """``(apt, texts)``: the distinct package descriptions of ``main/i18n/Translation-<language>``
-    (``tech``: en, ``ja``: ja, ``it``: it, ``fr``: fr, ``pt``: pt_BR), fetched with the
-    private apt."""
+    (``tech``: en, ``ja``: ja, ``it``: it, ``fr``: fr, ``pt``: pt_BR, ``ru``: ru), fetched
+    with the private apt."""
     from benchmarks.quality.debian import parse_translations
 
     apt = _apt(work)
@@ -583,6 +584,7 @@ _REAL = {
     "it": _Spec(_translated("it", "Italian", 10_000), 50, 5000, "italian"),
     "fr": _Spec(_translated("fr", "French", 4_000), 30, 5000, "french"),
     "pt": _Spec(_translated("pt_BR", "Brazilian Portuguese", 1_200), 30, 5000, "portuguese"),
+    "ru": _Spec(_translated("ru", "Russian", 800), 30, 5000, "russian"),
     "long": _Spec(_build_long, 30, 5000),
     "glosses": _Spec(_build_glosses, 100, 8000),
     "quotes": _Spec(_build_quotes, 30, 5000),

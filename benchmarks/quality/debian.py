@@ -3,8 +3,8 @@
 Two things come from Debian's package registry:
 
 - the ``main/i18n/Translation-en`` index (every package's English ``Description-en``),
-  ``Translation-ja``, ``-it``, ``-fr`` and ``-pt_BR`` (the Japanese, Italian, French and
-  Brazilian Portuguese translations of the Debian Description Translation Project), which ``apt-get update`` downloads for the
+  ``Translation-ja``, ``-it``, ``-fr``, ``-pt_BR`` and ``-ru`` (the Japanese, Italian, French,
+  Brazilian Portuguese and Russian translations of the Debian Description Translation Project), which ``apt-get update`` downloads for the
   languages ``Acquire::Languages`` names;
 - documentation packages (``.deb``), which ``apt-get download`` fetches and ``dpkg-deb -x``
   unpacks.
@@ -26,8 +26,8 @@ from pathlib import Path
 
 _SOURCES = (Path("/etc/apt/sources.list.d"), Path("/etc/apt/sources.list"))
 #: The package descriptions' languages ``apt-get update`` fetches (``tech``: en; ``ja``: ja;
-#: ``it``: it; ``fr``: fr; ``pt``: pt_BR).
-LANGUAGES = ("en", "ja", "it", "fr", "pt_BR")
+#: ``it``: it; ``fr``: fr; ``pt``: pt_BR; ``ru``: ru).
+LANGUAGES = ("en", "ja", "it", "fr", "pt_BR", "ru")
 _DEFAULT_KEYRING = Path("/usr/share/keyrings/debian-archive-keyring.gpg")
 
 
