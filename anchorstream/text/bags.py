@@ -18,7 +18,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from anchorstream.errors import InputError
-from anchorstream.text.windows import check_window
+from anchorstream.text.windows import window_rows
 
 __all__ = ["TokenIdDocuments", "count_matrix", "select_vocabulary", "vocabulary_by_df"]
 
@@ -258,13 +258,9 @@ class TokenIdDocuments:
         """``count_matrix(window_documents(self, size), vocabulary)``: one row per window of
         ``size`` consecutive tokens of each document (the last one shorter; an empty document
         has none)."""
-        size = check_window(size)
         indptr = self._indptr()
-        lengths = np.diff(indptr)
-        per_doc = -(-lengths // size)  # ceil: the windows of each document
-        first = np.concatenate([[0], np.cumsum(per_doc)])
-        doc = np.repeat(np.arange(len(self), dtype=np.int64), lengths)
+        doc = np.repeat(np.arange(len(self), dtype=np.int64), np.diff(indptr))
         position = np.arange(indptr[-1], dtype=np.int64) - indptr[doc]
-        window = first[doc] + position // size  # in increasing order, as the tokens
-        window_indptr = np.searchsorted(window, np.arange(first[-1] + 1), side="left")
+        # Every token has an id here, so every window holds one: window_rows leaves none out.
+        window_indptr, _ = window_rows(indptr, position, size)
         return self._select(self._bags(window_indptr), vocabulary)
