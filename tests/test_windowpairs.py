@@ -20,7 +20,6 @@ from anchorstream.stats.documents import DocStatsSettings
 from anchorstream.stats.windowpairs import window_counts, window_pair_entries
 from anchorstream.store import CooccurrenceStore, open_committed
 from anchorstream.synthetic import planted_model, sample_documents
-from anchorstream.errors import InputError
 from anchorstream.text.tokenize import count_matrix
 from anchorstream.text.windows import window_documents
 from daemon.publish import Publisher

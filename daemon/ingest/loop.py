@@ -64,7 +64,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from anchorstream.text.decode import DecodeError, Document, parse_timestamp
+from anchorstream.text.decode import DecodeError, parse_timestamp
 from anchorstream.text.language import StopwordCheck
 from anchorstream.errors import AnchorstreamError, StoreError
 from daemon.ingest.source import (
