@@ -124,6 +124,36 @@ def test_fit_refines_on_windows_of_the_documents(tmp_path, capsys, flags):
         assert read_snapshot(tmp_path / "long").manifest["extra"]["fit"]["refine"] == "none"
 
 
+@pytest.mark.parametrize("length, k, flags, noted", [
+    (150, 50, [], True),                           # long documents, many topics
+    (150, 50, ["--refine-window", "24"], False),   # windows asked for already
+    (150, 50, ["--refine", "none"], False),        # no refinement asked for
+    (150, 10, [], False),                          # few topics
+    (40, 50, [], False),                           # documents not long
+])
+def test_fit_suggests_windows_for_long_documents_and_many_topics(tmp_path, capsys, length, k,
+                                                                 flags, noted):
+    truth = planted_model(V, K, anchor_mass=0.08, random_state=9)
+    X, _ = sample_documents(truth, 400, doc_length=length, random_state=9)
+    words = [f"w{i:03d}" for i in range(V)]
+    path = tmp_path / "docs.txt"
+    with open(path, "w") as fh:
+        for d in range(X.shape[0]):
+            row = X.getrow(d)
+            fh.write(" ".join(words[i] for i in np.repeat(row.indices, row.data.astype(int)))
+                     + "\n")
+    out = tmp_path / "snap"
+    assert main(["fit", "--input", str(path), "--format", "text", "--stopwords", "none", "-k",
+                 str(k), "--min-df", "2", "--max-df", "1", "--anchor-min-df", "5", "--quiet",
+                 "--out", str(out), *flags]) == 0
+    err = capsys.readouterr().err
+    assert ("note: 100% of the tokens are in documents of more than 100 tokens" in err) == noted
+    assert ("--refine-window 24) scored" in err) == noted
+    # The snapshot records the share whether or not the note was printed.
+    share = read_snapshot(out).manifest["source"]["long_document_token_share"]
+    assert share == (1.0 if length > 100 else 0.0)
+
+
 def test_refine_window_is_checked_and_needs_documents(tmp_path, capsys):
     docs = tmp_path / "docs.txt"
     docs.write_text("alpha beta gamma\nbeta gamma alpha\ngamma alpha beta\n", encoding="utf-8")
@@ -432,7 +462,8 @@ def test_fit_reads_records_by_the_ingest_loops_rule_and_never_aborts(tmp_path):
                                  progress=False)
     assert list(docs) == [["apple", "banana"], ["cherry", "date"]]
     assert stats == {"lines": 5, "documents": 2, "at_max_tokens": 0, "rejected": {
-        "invalid_utf8": 1, "unprocessable": 1, "invalid_token": 1}}
+        "invalid_utf8": 1, "unprocessable": 1, "invalid_token": 1},
+        "long_document_token_share": 0.0}
 
 
 def test_fit_reads_records_with_the_ingest_loops_limits(tmp_path):

@@ -163,8 +163,8 @@ class TokenIdDocuments:
     >>> vocabulary = docs.select_vocabulary(min_df=2, max_df=0.7)
     >>> vocabulary, docs.count_matrix(vocabulary).toarray().tolist()
     (['pie', 'tart'], [[1.0, 0.0], [0.0, 1.0], [1.0, 0.0], [0.0, 1.0]])
-    >>> list(docs)[2], len(docs), docs.n_tokens
-    (['pie', 'apple'], 4, 7)
+    >>> list(docs)[2], len(docs), docs.n_tokens, docs.lengths().tolist()
+    (['pie', 'apple'], 4, 7, [2, 2, 2, 1])
     """
 
     def __init__(self) -> None:
@@ -196,6 +196,10 @@ class TokenIdDocuments:
     @property
     def n_tokens(self) -> int:
         return len(self._ids)
+
+    def lengths(self) -> np.ndarray:
+        """Each document's number of tokens, in order (int64)."""
+        return np.diff(self._indptr())
 
     def _words(self) -> list[str]:
         return list(self._index)  # in id order: a dict keeps insertion order

@@ -25,6 +25,7 @@ from anchorstream.stats.windowpairs import window_cooccurrence
 from anchorstream.text.bags import TokenIdDocuments
 from anchorstream.text.decode import DecodeError
 from anchorstream.text.language import StopwordCheck
+from anchorstream.text.windows import long_token_share
 from daemon.cli.options import stopwords_tokenizer
 from daemon.ingest.files import iter_lines
 from daemon.ingest.records import MAX_BYTES, MAX_TOKENS, record_tokens
@@ -141,10 +142,11 @@ def read_documents(paths, *, format, text_field, tokenizer, progress=True,
         The documents' tokens as word ids (iterating gives the token lists)
     stats : dict with ``lines``, ``documents``, ``rejected`` (a reason -> count mapping),
         ``at_max_tokens`` (documents that reached ``max_tokens``: cut there, or exactly that
-        long) and, with a shipped stopword list, ``stopword_share``: the share of the first
-        documents' words it removed (:class:`~anchorstream.text.language.StopwordCheck`,
-        which also prints a warning when that share says the list is not the documents'
-        language)
+        long), ``long_document_token_share`` (the share of the tokens in documents of more
+        than :data:`~anchorstream.text.windows.LONG_DOCUMENT_TOKENS` tokens) and, with a
+        shipped stopword list, ``stopword_share``: the share of the first documents' words it
+        removed (:class:`~anchorstream.text.language.StopwordCheck`, which also prints a
+        warning when that share says the list is not the documents' language)
     """
     docs = TokenIdDocuments()
     rejected: collections.Counter[str] = collections.Counter()
@@ -178,7 +180,8 @@ def read_documents(paths, *, format, text_field, tokenizer, progress=True,
             bar.update()
     bar.close()
     stats = {"lines": lines, "documents": len(docs), "rejected": dict(rejected),
-             "at_max_tokens": at_cap}
+             "at_max_tokens": at_cap,
+             "long_document_token_share": round(long_token_share(docs.lengths()), 4)}
     if check.share is not None:
         stats["stopword_share"] = round(check.share, 4)
     warning = check.warning()
