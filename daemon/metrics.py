@@ -28,6 +28,7 @@ anchorstream_dead_letter_messages_total            counter    outcome (sent, fai
 anchorstream_documents_accumulated_total           counter
 anchorstream_tokens_accumulated_total              counter
 anchorstream_documents_at_max_tokens_total         counter
+anchorstream_tokens_in_long_documents_total        counter
 anchorstream_source_errors_total                   counter    kind (connect, poll, probe: the
                                                               broker did not answer;
                                                               unsupported_codec, corrupt_batch,
@@ -110,6 +111,7 @@ from prometheus_client.registry import Collector
 from anchorstream import __version__
 from anchorstream.text.decode import REASONS
 from anchorstream.store.location import parse_store_url
+from anchorstream.text.windows import LONG_DOCUMENT_TOKENS
 from daemon.ingest.loop import UNDECODABLE_BATCH
 
 __all__ = ["CHECKPOINT_STAGES", "PREFIX", "REFRESH_STAGES", "SOURCE_ERROR_KINDS", "Metrics"]
@@ -243,8 +245,8 @@ class Metrics:
     ----------
     registry : CollectorRegistry
     messages_consumed, messages_rejected, dead_letters, documents_accumulated,
-    tokens_accumulated, documents_at_max_tokens, source_errors, checkpoints, checkpoint_failures, partitions_fenced,
-    checkpoint_duration,
+    tokens_accumulated, documents_at_max_tokens, tokens_in_long_documents, source_errors,
+    checkpoints, checkpoint_failures, partitions_fenced, checkpoint_duration,
     checkpoint_stage_duration, checkpoint_size, refreshes, refresh_failures, refresh_duration,
     snapshots_published, vocabulary_admissions, vocabulary_evictions, topic_births,
     topic_deaths, topic_churn,
@@ -276,6 +278,11 @@ class Metrics:
             f"{p}_documents_at_max_tokens",
             "Documents accumulated that reached message.max_tokens: their later tokens were "
             "not counted.", registry=r)
+        self.tokens_in_long_documents = Counter(
+            f"{p}_tokens_in_long_documents",
+            f"Tokens accumulated from documents of more than {LONG_DOCUMENT_TOKENS} tokens: "
+            "over tokens_accumulated, the share that suggests model.refine_window with 50 or "
+            "more topics when above 0.5.", registry=r)
         self.source_errors = Counter(
             f"{p}_source_errors",
             "Errors met while consuming from Kafka: the broker did not answer (connect, poll, "

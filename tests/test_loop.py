@@ -101,6 +101,22 @@ def test_documents_past_the_token_limit_are_cut_and_counted(store):
     assert reg.get_sample_value("anchorstream_tokens_accumulated_total") == 2 + 3 + 3 + 3
 
 
+def test_tokens_of_long_documents_are_counted_apart(store):
+    # Where most tokens are in documents of more than 100 tokens, the refinement in windows
+    # (model.refine_window) scored higher with many topics: the metric lets an operator see it.
+    values = [json.dumps({"text": " ".join(WORDS[i % len(WORDS)] for i in range(n))}).encode()
+              for n in (100, 101, 5, 250)]
+    metrics = Metrics(process=False)
+    loop = make_loop(store, ScriptedSource(records(values)), metrics=metrics,
+                     message=MessageConfig(max_bytes=10_000, max_tokens=200))
+    while loop.step():
+        pass
+    reg = metrics.registry
+    assert reg.get_sample_value("anchorstream_tokens_accumulated_total") == 100 + 101 + 5 + 200
+    # 100 tokens is not long; the 250-token document counts its first max_tokens.
+    assert reg.get_sample_value("anchorstream_tokens_in_long_documents_total") == 101 + 200
+
+
 def test_offset_keys_round_trip():
     assert parse_offset_key(offset_key("a.b-c_d", 12)) == ("a.b-c_d", 12)
     assert parse_offset_key(TOPIC_IDS_KEY) is None

@@ -20,6 +20,7 @@ EXPECTED = {
     "anchorstream_documents_accumulated",
     "anchorstream_tokens_accumulated",
     "anchorstream_documents_at_max_tokens",
+    "anchorstream_tokens_in_long_documents",
     "anchorstream_source_errors",
     "anchorstream_checkpoints",
     "anchorstream_checkpoint_failures",

@@ -66,6 +66,7 @@ from dataclasses import dataclass
 
 from anchorstream.text.decode import DecodeError, parse_timestamp
 from anchorstream.text.language import StopwordCheck
+from anchorstream.text.windows import LONG_DOCUMENT_TOKENS
 from anchorstream.errors import AnchorstreamError, StoreError
 from daemon.ingest.source import (
     TOPIC_IDS_KEY,
@@ -297,7 +298,7 @@ class IngestLoop:
         stamps: list[float] = []
         keys: list[str] = []
         per_key: Counter[str] = Counter()
-        tokens_total = at_cap = 0
+        tokens_total = at_cap = long_tokens = 0
         for r in records:
             key, position = self._position(r)
             per_key[key] += 1
@@ -312,6 +313,8 @@ class IngestLoop:
                 continue
             tokens_total += len(tokens)
             at_cap += len(tokens) == self.message.max_tokens
+            if len(tokens) > LONG_DOCUMENT_TOKENS:
+                long_tokens += len(tokens)
             docs.append(tokens)
             stamps.append(stamp)
             keys.append(key)
@@ -337,6 +340,8 @@ class IngestLoop:
             if docs:
                 self.metrics.documents_accumulated.inc(len(docs))
                 self.metrics.tokens_accumulated.inc(tokens_total)
+                if long_tokens:
+                    self.metrics.tokens_in_long_documents.inc(long_tokens)
                 if at_cap:
                     self.metrics.documents_at_max_tokens.inc(at_cap)
         return len(docs)
