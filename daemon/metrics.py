@@ -111,7 +111,8 @@ from prometheus_client.registry import Collector
 from anchorstream import __version__
 from anchorstream.text.decode import REASONS
 from anchorstream.store.location import parse_store_url
-from anchorstream.text.windows import LONG_DOCUMENT_TOKENS
+from anchorstream.text.windows import (LONG_DOCUMENT_TOKENS, WINDOWS_SUGGESTED_SHARE,
+                                       WINDOWS_SUGGESTED_TOPICS)
 from daemon.ingest.loop import UNDECODABLE_BATCH
 
 __all__ = ["CHECKPOINT_STAGES", "PREFIX", "REFRESH_STAGES", "SOURCE_ERROR_KINDS", "Metrics"]
@@ -281,8 +282,9 @@ class Metrics:
         self.tokens_in_long_documents = Counter(
             f"{p}_tokens_in_long_documents",
             f"Tokens accumulated from documents of more than {LONG_DOCUMENT_TOKENS} tokens: "
-            "over tokens_accumulated, the share that suggests model.refine_window with 50 or "
-            "more topics when above 0.5.", registry=r)
+            "over tokens_accumulated, the share for which model.refine_window is suggested "
+            f"(at least {WINDOWS_SUGGESTED_SHARE}, with {WINDOWS_SUGGESTED_TOPICS} or more "
+            "topics).", registry=r)
         self.source_errors = Counter(
             f"{p}_source_errors",
             "Errors met while consuming from Kafka: the broker did not answer (connect, poll, "

@@ -22,7 +22,8 @@ from anchorstream.model.refine import (REFINE_AUTO_MAX_LENGTH, REFINE_METHODS,
                                        refine_method_for)
 from anchorstream.snapshot import write_snapshot
 from anchorstream.snapshot.layout import MANIFEST
-from anchorstream.text.windows import LONG_DOCUMENT_TOKENS
+from anchorstream.text.windows import (LONG_DOCUMENT_TOKENS, WINDOWS_SUGGESTED_SIZE,
+                                       WINDOWS_SUGGESTED_TOPICS, windows_suggested)
 from daemon.cli.fit_counts import Counts, counts_from_input, counts_from_store
 from daemon.cli.options import (LENGTH_CAP, MAX_DF, MIN_DF, STOPWORDS, STOPWORDS_HELP,
                                  VOCAB_SIZE, HelpFormatter, admission_argument, anchor_arguments,
@@ -283,30 +284,19 @@ def _warn_unrefined_windows(args, counts: Counts) -> None:
           "auto does not refine; choose a shorter window or --refine joint", file=sys.stderr)
 
 
-#: ``fit --input`` suggests ``--refine-window`` (windows of :data:`SUGGESTED_WINDOW` tokens)
-#: where at least :data:`SUGGEST_WINDOWS_SHARE` of the tokens stand in long documents
-#: (:func:`~anchorstream.text.windows.long_token_share`) and the model has at least
-#: :data:`SUGGEST_WINDOWS_TOPICS` topics: on the three such corpora of the quality benchmark
-#: (e-mail, manual sections, book chapters) the windows scored +0.019 to +0.068 held-out NPMI
-#: above the default at K = 50 and 100, and -0.045 to +0.019 at K = 10 and 30
-#: (benchmarks/README.md, "Other numbers of topics"). A suggestion, not a default: a store
-#: must keep the windows' pairs for the daemon to refine on them (``model.refine_window``).
-SUGGEST_WINDOWS_SHARE = 0.5
-SUGGEST_WINDOWS_TOPICS = 50
-SUGGESTED_WINDOW = 24
-
-
 def _suggest_windows(args, counts: Counts) -> None:
-    """A note where the documents are long, the topics many and no windows were asked for."""
+    """A note where the documents are long, the topics many and no windows were asked for
+    (:func:`~anchorstream.text.windows.windows_suggested`)."""
     share = counts.source.get("long_document_token_share")
-    if (share is None or share < SUGGEST_WINDOWS_SHARE or args.topics < SUGGEST_WINDOWS_TOPICS
+    if (share is None or not windows_suggested(share, args.topics)
             or getattr(args, "refine_window", None) is not None or args.refine == "none"):
         return
     print(f"note: {share:.0%} of the tokens are in documents of more than "
-          f"{LONG_DOCUMENT_TOKENS} tokens; with {SUGGEST_WINDOWS_TOPICS} or more topics on such "
-          f"text, refining in windows (--refine-window {SUGGESTED_WINDOW}) scored +0.02 to "
-          "+0.07 higher held-out coherence than these defaults in the project's benchmark, "
-          "at about twice the CPU time", file=sys.stderr)
+          f"{LONG_DOCUMENT_TOKENS} tokens; with {WINDOWS_SUGGESTED_TOPICS} or more topics on "
+          f"such text, refining in windows (--refine-window {WINDOWS_SUGGESTED_SIZE}) scored "
+          "0.03 higher held-out coherence than these defaults on average in the project's "
+          "benchmark (-0.006 to +0.068 over four corpora), at about twice the CPU time",
+          file=sys.stderr)
 
 
 def _print_background(path: Path, shown: int = 20) -> None:
