@@ -129,7 +129,7 @@ def test_fit_refines_on_windows_of_the_documents(tmp_path, capsys, flags):
     (150, 50, ["--refine-window", "24"], False),   # windows asked for already
     (150, 50, ["--refine", "none"], False),        # no refinement asked for
     (150, 10, [], False),                          # few topics
-    (150, 30, [], True),
+    (150, 30, [], True),                           # the rule's least K
     (40, 50, [], False),                           # documents not long
 ])
 def test_fit_suggests_windows_for_long_documents_and_many_topics(tmp_path, capsys, length, k,

@@ -28,9 +28,9 @@ __all__ = ["LONG_DOCUMENT_TOKENS", "WINDOWS_SUGGESTED_SHARE", "WINDOWS_SUGGESTED
 
 #: A document of more tokens than this is *long*: :func:`long_token_share` measures how much
 #: of a corpus such documents hold. On the benchmark's corpora that share is 0.77-1.00 for the
-#: e-mail, the manual sections and the book chapters and at most 0.16 for every other (the
-#: speeches' paragraphs and the technical descriptions 0.09-0.11; benchmarks/README.md,
-#: "Other numbers of topics").
+#: e-mail, the manual sections, the book chapters and the kernel's documentation and at most
+#: 0.16 for every other (the speeches' paragraphs and the technical descriptions 0.09-0.11;
+#: benchmarks/README.md, "Other numbers of topics").
 LONG_DOCUMENT_TOKENS = 100
 #: Where at least this share of the tokens stand in long documents and the model has at least
 #: :data:`WINDOWS_SUGGESTED_TOPICS` topics, refining in windows of
