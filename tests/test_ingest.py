@@ -128,6 +128,32 @@ def test_ingest_limits_are_the_daemons(tmp_path, capsys):
                                                  MessageConfig().max_tokens)
 
 
+@pytest.mark.parametrize("flags, noted", [([], True), (["--refine-window", "24"], False)])
+def test_ingest_suggests_keeping_windows_where_long_documents_hold_most_tokens(tmp_path, capsys,
+                                                                              flags, noted):
+    # Two documents of 150 tokens and two of 5: 300 of 310 tokens in long documents. A store
+    # that keeps the windows' pairs already gets no note.
+    long_doc = " ".join(f"w{k % 40:03d}" for k in range(150))
+    path = tmp_path / "docs.jsonl"
+    path.write_text("".join(json.dumps({"text": t}) + "\n" for t in
+                            [long_doc, "apple banana cherry date fig", long_doc,
+                             "apple banana cherry date fig"]), encoding="utf-8")
+    assert main(["ingest", str(path), "--store", str(tmp_path / "store"), "--admit-threshold",
+                 "1", "-q", *flags]) == 0
+    err = capsys.readouterr().err
+    assert ("note: 97% of the tokens were in documents of more than 100 tokens" in err) == noted
+    assert ("--refine-window 24, counted from the next document on" in err) == noted
+
+
+def test_ingest_says_nothing_of_windows_for_short_documents(tmp_path, capsys):
+    path = tmp_path / "docs.jsonl"
+    path.write_text("".join(json.dumps({"text": f"apple banana cherry{i}"}) + "\n"
+                            for i in range(5)), encoding="utf-8")
+    assert main(["ingest", str(path), "--store", str(tmp_path / "store"), "--admit-threshold",
+                 "1", "-q"]) == 0
+    assert "note:" not in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("fmt", ["json", "tokens", "text"])
 def test_ingest_never_aborts_on_a_line_of_any_format(tmp_path, fmt):
     path = tmp_path / "docs.txt"

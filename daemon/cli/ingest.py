@@ -46,6 +46,8 @@ from anchorstream.text.decode import FORMATS
 from anchorstream.errors import InputError
 from anchorstream.text.bags import vocabulary_by_df
 from anchorstream.text.vocabulary import MAX_DF_MIN_DOCS, read_seed_vocabulary
+from anchorstream.text.windows import (LONG_DOCUMENT_TOKENS, WINDOWS_SUGGESTED_SHARE,
+                                       WINDOWS_SUGGESTED_SIZE, WINDOWS_SUGGESTED_TOPICS)
 from daemon.cli.options import (
     HelpFormatter,
     ADMIT_THRESHOLD,
@@ -306,6 +308,8 @@ def ingest_files(
     return {
         "documents": loop.documents,
         "at_max_tokens": loop.documents_at_max_tokens,
+        "long_document_token_share": (loop.tokens_in_long_documents / loop.tokens
+                                      if loop.tokens else 0.0),
         "rejected": dict(loop.rejected),
         "checkpoints": len(checkpoints),
         "version": store.version,
@@ -369,6 +373,15 @@ def run(args) -> int:
         + f") into {args.store}, version {stats['version']}",
         file=sys.stderr,
     )
+    share = stats["long_document_token_share"]
+    docstats = store.document_stats
+    if share >= WINDOWS_SUGGESTED_SHARE and not (docstats and docstats.pair_window):
+        print(f"note: {share:.0%} of the tokens were in documents of more than "
+              f"{LONG_DOCUMENT_TOKENS} tokens; to fit {WINDOWS_SUGGESTED_TOPICS} or more topics "
+              "on such text, a store that keeps the windows' pairs (--refine-window "
+              f"{WINDOWS_SUGGESTED_SIZE}, counted from the next document on) lets fit --store "
+              "refine in windows, which scored 0.03 higher held-out coherence on average in "
+              "the project's benchmark", file=sys.stderr)
     return 0
 
 

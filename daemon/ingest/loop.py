@@ -182,6 +182,10 @@ class IngestLoop:
         self.documents = 0
         #: Documents that reached ``message.max_tokens`` (cut there, or exactly that long).
         self.documents_at_max_tokens = 0
+        #: Tokens of the documents accumulated, and of those of more than
+        #: :data:`~anchorstream.text.windows.LONG_DOCUMENT_TOKENS` tokens.
+        self.tokens = 0
+        self.tokens_in_long_documents = 0
         self.records = 0
         self._vocab_tally = _tally(store.vocabulary)
         self.vocabulary_size = len(store.vocabulary)
@@ -328,6 +332,8 @@ class IngestLoop:
             self.add_documents(docs, stamps, keys)
             self.documents += len(docs)
             self.documents_at_max_tokens += at_cap
+            self.tokens += tokens_total
+            self.tokens_in_long_documents += long_tokens
             self._observe_vocabulary()
         if self.metrics is not None:
             per_topic: Counter[str] = Counter()
