@@ -18,7 +18,12 @@ rely on — learned the hard way, keep them here:
   reports 6, not 12. The high watermark in fetch responses (``KafkaConsumer.highwater``) is
   right. Lag must use the larger of the two and clamp at 0 (see :mod:`daemon.kafka.source`).
 * A consumer group join takes about half of ``session_timeout_ms`` (3 s at 6000 ms, 1 s at 2000),
-  independent of ``max_poll_interval_ms``.
+  independent of ``max_poll_interval_ms``. The generation stays 0 and every SyncGroup of a group
+  is answered with the group's first assignment: a rejoin because a subscribed topic was created
+  later does not assign its partitions (a real Kafka broker does; the group state is lost, and
+  assigned afresh, when the broker restarts).
+* A metadata request that allows it creates a missing topic, with several partitions (kafka-python
+  3.0.12's consumer always allowed it: :mod:`daemon.kafka.mends`).
 * Record headers round-trip (used for the dead-letter ``reason``); every codec works (gzip,
   snappy, lz4, zstd: kafka-python's codec libraries are dependencies). Record batches are
   stored and served as produced, compressed data unchecked: a corrupt or bomb batch produced

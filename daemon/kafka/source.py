@@ -33,6 +33,7 @@ from daemon.kafka.client import (
     client_settings,
     create_client,
 )
+from daemon.kafka.mends import end_offsets, finish_join, forbid_auto_create
 from daemon.settings import KafkaConfig
 
 __all__ = ["KafkaSource", "SourceError", "SourceRecord"]
@@ -193,6 +194,7 @@ class KafkaSource:
         except (KafkaError, OSError) as exc:
             self._note_error("connect", exc)
             return None
+        forbid_auto_create(consumer, self._settings["allow_auto_create_topics"])
         consumer.subscribe(list(self.config.topics), listener=_Listener(self))
         self._consumer = consumer
         self._backoff.reset()
@@ -356,6 +358,7 @@ class KafkaSource:
                 self._note_error("poll", exc)
                 time.sleep(max(min(self._retry_at, deadline) - time.monotonic(), 0.0))
                 return out
+            finish_join(consumer)
             fresh = self._position_pending(consumer) | self._check_topic_ids(consumer)
             for tp, records in polled.items():
                 if tp in fresh or not records:
@@ -451,12 +454,13 @@ class KafkaSource:
             # of each topic is asked, which every topic has.
             probe = list(assigned) or [TopicPartition(t, 0) for t in self.config.topics]
             try:
-                ends = consumer.end_offsets(probe, timeout_ms=2000)
+                ends = end_offsets(consumer, probe, timeout_ms=2000)
             except KafkaError as exc:
                 self._unreachable("probe", exc)
             else:
-                self._answered()
-                if assigned:
+                if ends is not None:  # None: no subscribed topic exists yet, nothing was asked
+                    self._answered()
+                if assigned and ends is not None:
                     self._end = {(tp.topic, tp.partition): o for tp, o in ends.items()}
         lag = {}
         for tp in assigned:

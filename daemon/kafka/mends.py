@@ -1,0 +1,75 @@
+"""Two defects of kafka-python 3.0.12's consumer, mended from outside.
+
+Both were found by ``tests/test_source.py::test_broker_outage_and_recovery`` failing about once in
+twenty runs on a loaded machine (a consumer that never received a partition again after a broker
+restart); both read private attributes, defensively, as :meth:`KafkaSource._check_topic_ids`
+does, and do nothing where a client lacks them.
+
+* **Topics created by a typo.** ``KafkaConsumer(allow_auto_create_topics=False)`` is not passed on
+  to the client's cluster metadata, whose own default is ``True``: every metadata request asks the
+  broker to create the subscribed topics, and a broker that allows it (Apache Kafka's default,
+  Tansu) creates a misspelled topic with its default number of partitions.
+  :func:`forbid_auto_create` sets the cluster's setting as the consumer's says.
+
+* **A group join left unfinished.** ``join_group_async`` loops ``while need_rejoin()`` and awaits
+  the JoinGroup-SyncGroup task for at most the poll's timeout, leaving it in flight for the next
+  poll. When the rejoin was started by a change of the subscribed topics' partitions (not by
+  ``rejoin_needed``), the group leader's own assignment makes ``need_rejoin()`` false while the
+  SyncGroup is still on the wire; a poll that times out in that window returns, the next one sees
+  nothing to do, and the task's assignment is never applied: no ``on_partitions_assigned``,
+  heartbeats stay disabled, the broker expires the member, and the consumer waits forever with no
+  partitions (kafka-python 2.x checked the pending join as well, PR #1695). :func:`finish_join`
+  notices an orphaned task after a poll and asks for the rejoin, whose loop then awaits the same
+  task and completes the join as usual.
+
+And one that only shows once topics are not created for the consumer: ``end_offsets`` raises
+``KeyError`` for a partition of a topic the broker does not know (a subscription to a topic not
+created yet); :func:`end_offsets` asks only for partitions the consumer's metadata knows.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+__all__ = ["end_offsets", "finish_join", "forbid_auto_create"]
+
+log = logging.getLogger("anchorstream.source")
+
+
+def forbid_auto_create(consumer: Any, allow: bool = False) -> bool:
+    """Make the consumer's metadata requests carry ``allow``; True if the setting was found."""
+    config = getattr(getattr(consumer, "_cluster", None), "config", None)
+    if not isinstance(config, dict) or "allow_auto_create_topics" not in config:
+        return False
+    config["allow_auto_create_topics"] = bool(allow)
+    return True
+
+
+def finish_join(consumer: Any) -> bool:
+    """Ask for the rejoin that completes an orphaned group join; True if there was one.
+
+    Call from the polling thread between polls (the coordinator's join loop runs only inside
+    ``poll``).
+    """
+    coordinator = getattr(consumer, "_coordinator", None)
+    if getattr(coordinator, "_join_task", None) is None:
+        return False
+    need_rejoin = getattr(coordinator, "need_rejoin", None)
+    request_rejoin = getattr(coordinator, "request_rejoin", None)
+    if need_rejoin is None or request_rejoin is None or need_rejoin():
+        return False
+    log.info("completing a consumer-group join that kafka-python left unfinished")
+    request_rejoin()
+    return True
+
+
+def end_offsets(consumer: Any, partitions, timeout_ms: int) -> dict | None:
+    """``consumer.end_offsets`` of the ``partitions`` the consumer's metadata knows; None if it
+    knows none of them (nothing was asked)."""
+    known = getattr(getattr(consumer, "_cluster", None), "partitions_for_topic", None)
+    if known is not None:
+        partitions = [tp for tp in partitions if tp.partition in (known(tp.topic) or ())]
+    if not partitions:
+        return None
+    return consumer.end_offsets(partitions, timeout_ms=timeout_ms)
