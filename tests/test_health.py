@@ -73,6 +73,19 @@ def test_a_stall_needs_lag_and_no_progress_for_stall_seconds():
                           "(health.stall_seconds: 60)")
 
 
+def test_only_a_subscription_with_no_existing_topic_is_not_ready():
+    """One missing topic of two still leaves the other to consume (the log names it)."""
+    clock = Clock()
+    for missing, ok in [(frozenset(), True), (frozenset({"b"}), True),
+                        (frozenset({"a", "b"}), False)]:
+        source = stand_in_source(clock, lag={}, idle=0)
+        source.missing_topics, source.config = missing, SimpleNamespace(topics=["a", "b"])
+        ready = Readiness(source=source, clock=clock)()
+        assert ready[0] is ok, missing
+    assert ready[1] == ("none of kafka.topics exists on Kafka broker k:9092 (a, b): nothing to "
+                        "consume, and the consumer does not create topics")
+
+
 def test_every_reason_is_given_most_urgent_first():
     clock = Clock()
     loop = SimpleNamespace(healthy=lambda: (False, "checkpoints failing: disk full"))
@@ -129,3 +142,33 @@ def test_unreachable_broker_at_start_gives_503_naming_it_and_few_log_lines(tmp_p
     assert len(kafka_lines) <= 8 * (1 + int(elapsed // 60)), "\n".join(kafka_lines)
     source_lines = [line for line in lines if "anchorstream.source" in line]
     assert len(source_lines) == 1, source_lines  # the first failure; the repeats are DEBUG
+
+
+def test_a_misspelled_topic_is_named_and_not_created(kafka_broker, tmp_path):
+    """kafka-python used to have the broker create every subscribed topic: a typo in
+    kafka.topics became an empty topic and a daemon that was "ready" with nothing to read."""
+    from kafka import KafkaAdminClient
+    from kafka_broker import unique_name
+
+    topic = unique_name("typo")
+    config = write_config(tmp_path, kafka_broker.bootstrap_servers, topic)
+    daemon = DaemonProcess(tmp_path, config)
+    try:
+        end = time.monotonic() + DEADLINE
+        while True:
+            status, _, body = http(daemon.url + "/readyz")
+            if "none of kafka.topics exists" in body.get("reason", ""):
+                break
+            assert daemon.proc.poll() is None, daemon.log()
+            assert time.monotonic() < end, f"/readyz never named the missing topic: {body}"
+            time.sleep(0.2)
+        assert status == 503 and topic in body["reason"]
+        assert daemon.terminate() == 0
+    finally:
+        daemon.close()
+    admin = KafkaAdminClient(bootstrap_servers=kafka_broker.bootstrap_servers)
+    try:
+        assert topic not in admin.list_topics()
+    finally:
+        admin.close()
+    assert "kafka.topics names topics the broker does not have" in daemon.log_path.read_text()

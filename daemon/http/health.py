@@ -6,6 +6,9 @@ the state the parts already keep (no I/O, safe from the HTTP threads):
 * **the broker does not answer** — no consumer could be created, or the periodic end-offsets
   probe failed (:attr:`daemon.kafka.source.KafkaSource.unreachable_since`); the reason names the
   brokers, for how long and since when, and the client's error;
+* **no subscribed topic exists** — every topic of ``kafka.topics`` is missing from the broker's
+  metadata (:attr:`daemon.kafka.source.KafkaSource.missing_topics`: a misspelled name, or
+  topics not created yet; the consumer never creates them);
 * **ingestion stalled** — the lag is above 0 and nothing was consumed or skipped for
   ``health.stall_seconds`` (a stuck partition, a blocked loop);
 * **the store is unwritable** — checkpoints fail (:meth:`daemon.ingest.loop.IngestLoop.healthy`), or
@@ -81,6 +84,12 @@ class Readiness:
         if source.last_contact is None:
             return [f"connecting to Kafka broker {source.bootstrap_servers} for "
                     f"{now - source.started:.0f} s"]
+        missing = getattr(source, "missing_topics", frozenset())
+        topics = getattr(getattr(source, "config", None), "topics", ())
+        if missing and set(topics) <= missing:
+            return [f"none of kafka.topics exists on Kafka broker {source.bootstrap_servers} "
+                    f"({', '.join(sorted(missing))}): nothing to consume, and the consumer does "
+                    "not create topics"]
         lag = sum(source.lag().values())
         idle = now - source.last_progress
         if lag > 0 and idle >= self.stall_seconds:

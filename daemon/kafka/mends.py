@@ -1,4 +1,5 @@
-"""Two defects of kafka-python 3.0.12's consumer, mended from outside.
+"""Two defects of kafka-python 3.0.12's consumer, mended from outside, and what its cluster
+metadata knows that the public API does not tell (topic ids, topics that do not exist).
 
 Both were found by ``tests/test_source.py::test_broker_outage_and_recovery`` failing about once in
 twenty runs on a loaded machine (a consumer that never received a partition again after a broker
@@ -32,7 +33,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-__all__ = ["end_offsets", "finish_join", "forbid_auto_create"]
+__all__ = ["end_offsets", "finish_join", "forbid_auto_create", "metadata_topic_id", "unknown_topics"]
 
 log = logging.getLogger("anchorstream.source")
 
@@ -73,3 +74,24 @@ def end_offsets(consumer: Any, partitions, timeout_ms: int) -> dict | None:
     if not partitions:
         return None
     return consumer.end_offsets(partitions, timeout_ms=timeout_ms)
+
+
+def unknown_topics(consumer: Any, topics) -> frozenset[str]:
+    """The ``topics`` the consumer's metadata does not know (the broker has no such topic, or
+    has not been asked yet); empty where the client keeps no metadata this way."""
+    known = getattr(getattr(consumer, "_cluster", None), "partitions_for_topic", None)
+    if known is None:
+        return frozenset()
+    return frozenset(t for t in topics if not known(t))
+
+
+def metadata_topic_id(consumer: Any, topic: str) -> str | None:
+    """The topic's id in the consumer's cluster metadata (text), or None where unknown."""
+    lookup = getattr(getattr(consumer, "_cluster", None), "topic_id", None)
+    if lookup is None:
+        return None
+    try:
+        tid = lookup(topic)
+    except Exception:  # noqa: BLE001 - metadata internals: best effort
+        return None
+    return None if tid is None else str(tid)

@@ -33,7 +33,13 @@ from daemon.kafka.client import (
     client_settings,
     create_client,
 )
-from daemon.kafka.mends import end_offsets, finish_join, forbid_auto_create
+from daemon.kafka.mends import (
+    end_offsets,
+    finish_join,
+    forbid_auto_create,
+    metadata_topic_id,
+    unknown_topics,
+)
 from daemon.settings import KafkaConfig
 
 __all__ = ["KafkaSource", "SourceError", "SourceRecord"]
@@ -76,7 +82,6 @@ def _consumer_settings(config: KafkaConfig, bootstrap_servers) -> dict[str, Any]
         # shutdown during an outage is quick (creation is retried with backoff).
         "bootstrap_timeout_ms": min(config.request_timeout_ms, 10000),
     }
-
 
 
 class _Listener(ConsumerRebalanceListener):
@@ -177,6 +182,8 @@ class KafkaSource:
         #: ``clock()`` and ``time.time()`` of the first failure of the current outage, else None.
         self.unreachable_since: float | None = None
         self.unreachable_since_wall: float | None = None
+        #: Subscribed topics the broker had no metadata for at the last probe.
+        self.missing_topics: frozenset[str] = frozenset()
         self._closed = False
 
     # ----------------------------------------------------------------------------------------
@@ -453,6 +460,7 @@ class KafkaSource:
             # Also the probe of the broker: with nothing assigned (yet, or any more) partition 0
             # of each topic is asked, which every topic has.
             probe = list(assigned) or [TopicPartition(t, 0) for t in self.config.topics]
+            self._note_missing(unknown_topics(consumer, self.config.topics))
             try:
                 ends = end_offsets(consumer, probe, timeout_ms=2000)
             except KafkaError as exc:
@@ -473,6 +481,12 @@ class KafkaSource:
                 continue
             lag[key] = max(max(ends) - position, 0)
         self._lag = lag  # one reference swap: readers in other threads see old or new
+
+    def _note_missing(self, missing: frozenset[str]) -> None:
+        if missing - self.missing_topics:
+            log.warning("kafka.topics names topics the broker does not have: %s; waiting for "
+                        "them (the consumer does not create topics)", ", ".join(sorted(missing)))
+        self.missing_topics = missing
 
     def lag(self) -> dict[tuple[str, int], int]:
         """Messages behind the end of each assigned partition, as of the last poll (>= 0)."""
@@ -495,17 +509,7 @@ class KafkaSource:
         in kafka-python 3.0.
         """
         known = self.topic_ids().get(topic)
-        if known is not None:
-            return known
-        cluster = getattr(self._consumer, "_cluster", None)
-        lookup = getattr(cluster, "topic_id", None)
-        if lookup is None:
-            return None
-        try:
-            tid = lookup(topic)
-        except Exception:  # noqa: BLE001 - metadata internals: best effort
-            return None
-        return None if tid is None else str(tid)
+        return known if known is not None else metadata_topic_id(self._consumer, topic)
 
     @staticmethod
     def position(record: SourceRecord) -> tuple[str, int]:
