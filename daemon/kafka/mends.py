@@ -33,7 +33,9 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-__all__ = ["end_offsets", "finish_join", "forbid_auto_create", "metadata_topic_id", "unknown_topics"]
+__all__ = [
+    "end_offsets", "finish_join", "forbid_auto_create", "metadata_topic_id", "unknown_topics",
+]
 
 log = logging.getLogger("anchorstream.source")
 

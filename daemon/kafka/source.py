@@ -182,8 +182,9 @@ class KafkaSource:
         #: ``clock()`` and ``time.time()`` of the first failure of the current outage, else None.
         self.unreachable_since: float | None = None
         self.unreachable_since_wall: float | None = None
-        #: Subscribed topics the broker had no metadata for at the last probe.
+        #: Subscribed topics the broker had no metadata for at the last two probes.
         self.missing_topics: frozenset[str] = frozenset()
+        self._unknown: frozenset[str] = frozenset()
         self._closed = False
 
     # ----------------------------------------------------------------------------------------
@@ -482,7 +483,9 @@ class KafkaSource:
             lag[key] = max(max(ends) - position, 0)
         self._lag = lag  # one reference swap: readers in other threads see old or new
 
-    def _note_missing(self, missing: frozenset[str]) -> None:
+    def _note_missing(self, unknown: frozenset[str]) -> None:
+        # Unknown at two probes in a row: not a first metadata answer still on its way.
+        missing, self._unknown = unknown & self._unknown, unknown
         if missing - self.missing_topics:
             log.warning("kafka.topics names topics the broker does not have: %s; waiting for "
                         "them (the consumer does not create topics)", ", ".join(sorted(missing)))
