@@ -3,8 +3,8 @@ metadata knows that the public API does not tell (topic ids, topics that do not 
 
 Both were found by ``tests/test_source.py::test_broker_outage_and_recovery`` failing about once in
 twenty runs on a loaded machine (a consumer that never received a partition again after a broker
-restart); both read private attributes, defensively, as :meth:`KafkaSource._check_topic_ids`
-does, and do nothing where a client lacks them.
+restart). Everything here reads private attributes, defensively, and does nothing where a
+client lacks them.
 
 * **Topics created by a typo.** ``KafkaConsumer(allow_auto_create_topics=False)`` is not passed on
   to the client's cluster metadata, whose own default is ``True``: every metadata request asks the
@@ -40,9 +40,14 @@ __all__ = [
 log = logging.getLogger("anchorstream.source")
 
 
+def _cluster(consumer: Any, name: str) -> Any:
+    """Attribute ``name`` of the consumer's cluster metadata, or None."""
+    return getattr(getattr(consumer, "_cluster", None), name, None)
+
+
 def forbid_auto_create(consumer: Any, allow: bool = False) -> bool:
     """Make the consumer's metadata requests carry ``allow``; True if the setting was found."""
-    config = getattr(getattr(consumer, "_cluster", None), "config", None)
+    config = _cluster(consumer, "config")
     if not isinstance(config, dict) or "allow_auto_create_topics" not in config:
         return False
     config["allow_auto_create_topics"] = bool(allow)
@@ -70,7 +75,7 @@ def finish_join(consumer: Any) -> bool:
 def end_offsets(consumer: Any, partitions, timeout_ms: int) -> dict | None:
     """``consumer.end_offsets`` of the ``partitions`` the consumer's metadata knows; None if it
     knows none of them (nothing was asked)."""
-    known = getattr(getattr(consumer, "_cluster", None), "partitions_for_topic", None)
+    known = _cluster(consumer, "partitions_for_topic")
     if known is not None:
         partitions = [tp for tp in partitions if tp.partition in (known(tp.topic) or ())]
     if not partitions:
@@ -81,7 +86,7 @@ def end_offsets(consumer: Any, partitions, timeout_ms: int) -> dict | None:
 def unknown_topics(consumer: Any, topics) -> frozenset[str]:
     """The ``topics`` the consumer's metadata does not know (the broker has no such topic, or
     has not been asked yet); empty where the client keeps no metadata this way."""
-    known = getattr(getattr(consumer, "_cluster", None), "partitions_for_topic", None)
+    known = _cluster(consumer, "partitions_for_topic")
     if known is None:
         return frozenset()
     return frozenset(t for t in topics if not known(t))
@@ -89,7 +94,7 @@ def unknown_topics(consumer: Any, topics) -> frozenset[str]:
 
 def metadata_topic_id(consumer: Any, topic: str) -> str | None:
     """The topic's id in the consumer's cluster metadata (text), or None where unknown."""
-    lookup = getattr(getattr(consumer, "_cluster", None), "topic_id", None)
+    lookup = _cluster(consumer, "topic_id")
     if lookup is None:
         return None
     try:

@@ -414,15 +414,12 @@ class KafkaSource:
         Offsets of a recreated topic start again at 0, so positions from its previous life would
         skip (or wait for) the first messages of the new one. kafka-python keeps the topic ids
         of the metadata responses in its cluster object, which the public consumer API does not
-        expose: read defensively, and do nothing on clients or brokers without topic ids.
+        expose: read defensively (:func:`daemon.kafka.mends.metadata_topic_id`), and do nothing
+        on clients or brokers without topic ids.
         """
-        cluster = getattr(consumer, "_cluster", None)
-        topic_id = getattr(cluster, "topic_id", None)
-        if topic_id is None:
-            return set()
         rewound: set[TopicPartition] = set()
         for topic in self.config.topics:
-            tid = topic_id(topic)
+            tid = metadata_topic_id(consumer, topic)
             if tid is None:
                 continue
             previous = self._topic_ids.get(topic)
