@@ -93,6 +93,18 @@ class DaemonProcess:
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")[-4000:]
 
+    def stacks(self, timeout: float = 10.0) -> str:
+        """Every thread's stack, as the daemon writes it on SIGUSR1 (for failure messages)."""
+        start = self.log_path.stat().st_size
+        self.proc.send_signal(signal.SIGUSR1)
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            if b"most recent call first" in self.log_path.read_bytes()[start:]:
+                time.sleep(0.5)  # the dump is written thread by thread
+                return self.log_path.read_bytes()[start:].decode(errors="replace")
+            time.sleep(0.1)
+        return "(no stack dump within %g s)" % timeout
+
     def kill(self) -> None:
         self.proc.send_signal(signal.SIGKILL)
         self.proc.wait(30)
@@ -133,8 +145,9 @@ def wait_for_docs(daemon: DaemonProcess, num_docs: int, deadline: float = DEADLI
             if body["num_docs"] == num_docs:
                 return body
         assert daemon.proc.poll() is None, "the daemon died:\n" + daemon.log()
-        assert time.monotonic() < end, (
-            f"no snapshot with {num_docs} documents (last: {status}):\n" + daemon.log())
+        if time.monotonic() >= end:
+            raise AssertionError(f"no snapshot with {num_docs} documents (last: {status}):\n"
+                                 + daemon.log() + "\nthe daemon's threads:\n" + daemon.stacks())
 
 
 def metric(daemon: DaemonProcess, name: str, labels: dict | None = None) -> float:

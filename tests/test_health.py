@@ -163,6 +163,10 @@ def test_a_misspelled_topic_is_named_and_not_created(kafka_broker, tmp_path):
             assert time.monotonic() < end, f"/readyz never named the missing topic: {body}"
             time.sleep(0.2)
         assert status == 503 and topic in body["reason"]
+        # kill -USR1 dumps every thread's stack into the log and the daemon goes on.
+        dump = daemon.stacks()
+        assert "most recent call first" in dump and "daemon/cli/run.py" in dump, dump
+        assert daemon.proc.poll() is None
         assert daemon.terminate() == 0
     finally:
         daemon.close()

@@ -20,6 +20,7 @@ killed by the signal's default action.
 
 from __future__ import annotations
 
+import faulthandler
 import logging
 import signal
 import sys
@@ -99,6 +100,8 @@ def run(args) -> int:
         # kafka-python logs every connection and group step at INFO; keep its warnings.
         logging.getLogger("kafka").setLevel(logging.WARNING)
     log.info("configuration: %s", cfg.to_dict())  # secrets are redacted by to_dict()
+    # `kill -USR1 <pid>` writes every thread's stack to stderr: where a stuck daemon is stuck.
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     from daemon.service import check_role
 
     check_role(getattr(args, "role", "all"), cfg)  # before a broker is started for nothing
