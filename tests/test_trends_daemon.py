@@ -59,9 +59,19 @@ def feed(kafka_broker, topic, daemon, docs: list[bytes], total: int) -> int:
     return total
 
 
+def warm_up(kafka_broker, topic, daemon) -> int:
+    """The first 1,500 documents, batch by batch: fed at once, a refresh could come when all
+    but fewer than ``BATCH`` of them were checkpointed, and the rest would never be refreshed
+    (``refresh.min_new_docs``); CI saw snapshots stop at 1,374 and 1,440."""
+    docs, total = corpus(1500, seed=1), 0
+    for i in range(0, len(docs), BATCH):
+        total = feed(kafka_broker, topic, daemon, docs[i:i + BATCH], total)
+    return total
+
+
 def test_a_stationary_stream_has_no_births_and_nothing_new(kafka_broker, tmp_path, cleanup):
     topic, daemon = start(kafka_broker, tmp_path, cleanup, K)
-    total = feed(kafka_broker, topic, daemon, corpus(1500, seed=1), 0)
+    total = warm_up(kafka_broker, topic, daemon)
     # The first model's K topics are births (and, if a refresh came while the first documents
     # were still arriving, a young model's reshuffles: timing, not the stream).
     first = metric(daemon, "anchorstream_topic_births_total")
@@ -80,7 +90,7 @@ def test_a_planted_new_topic_is_reported_new_and_rising(kafka_broker, tmp_path, 
     # One topic more than planted, so that the new theme need not displace an old one; the
     # spare topic's reshuffles may be births, but never "new".
     topic, daemon = start(kafka_broker, tmp_path, cleanup, K + 1)
-    total = feed(kafka_broker, topic, daemon, corpus(1500, seed=1), 0)
+    total = warm_up(kafka_broker, topic, daemon)
     for b in range(3):
         total = feed(kafka_broker, topic, daemon, corpus(BATCH, seed=100 + b), total)
     found, shares = [], (0.1, 0.2, 0.35, 0.5, 0.65, 0.8, 0.9, 0.95, 0.95, 0.95)
