@@ -93,17 +93,21 @@ class DaemonProcess:
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")[-4000:]
 
-    def stacks(self, timeout: float = 10.0) -> str:
-        """Every thread's stack, as the daemon writes it on SIGUSR1 (for failure messages)."""
+    def stacks(self, timeout: float = 60.0) -> str:
+        """Every thread's stack, as the daemon writes it on SIGUSR1 (for failure messages).
+
+        The dump is written thread by thread, the signalled thread last, and every thread of
+        ``python -m daemon`` that runs the daemon's main loop ends in runpy's
+        ``_run_module_as_main``: the dump is complete once that frame is in it."""
         start = self.log_path.stat().st_size
         self.proc.send_signal(signal.SIGUSR1)
         end = time.monotonic() + timeout
         while time.monotonic() < end:
-            if b"most recent call first" in self.log_path.read_bytes()[start:]:
-                time.sleep(0.5)  # the dump is written thread by thread
-                return self.log_path.read_bytes()[start:].decode(errors="replace")
+            dump = self.log_path.read_bytes()[start:]
+            if b"_run_module_as_main" in dump:
+                return dump.decode(errors="replace")
             time.sleep(0.1)
-        return "(no stack dump within %g s)" % timeout
+        return "(no complete stack dump within %g s)" % timeout
 
     def kill(self) -> None:
         self.proc.send_signal(signal.SIGKILL)
