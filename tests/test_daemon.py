@@ -96,8 +96,8 @@ class DaemonProcess:
     def stacks(self, timeout: float = 60.0) -> str:
         """Every thread's stack, as the daemon writes it on SIGUSR1 (for failure messages).
 
-        The dump is written thread by thread, the signalled thread last, and every thread of
-        ``python -m daemon`` that runs the daemon's main loop ends in runpy's
+        The dump is written thread by thread, the main thread (the oldest) last, and under
+        ``python -m daemon`` the main thread's outermost frame is runpy's
         ``_run_module_as_main``: the dump is complete once that frame is in it."""
         start = self.log_path.stat().st_size
         self.proc.send_signal(signal.SIGUSR1)
