@@ -94,20 +94,8 @@ class DaemonProcess:
         return self.log_path.read_text(errors="replace")[-4000:]
 
     def stacks(self, timeout: float = 60.0) -> str:
-        """Every thread's stack, as the daemon writes it on SIGUSR1 (for failure messages).
-
-        The dump is written thread by thread, the main thread (the oldest) last, and under
-        ``python -m daemon`` the main thread's outermost frame is runpy's
-        ``_run_module_as_main``: the dump is complete once that frame is in it."""
-        start = self.log_path.stat().st_size
-        self.proc.send_signal(signal.SIGUSR1)
-        end = time.monotonic() + timeout
-        while time.monotonic() < end:
-            dump = self.log_path.read_bytes()[start:]
-            if b"_run_module_as_main" in dump:
-                return dump.decode(errors="replace")
-            time.sleep(0.1)
-        return "(no complete stack dump within %g s)" % timeout
+        """Every thread's stack, as the daemon writes it on SIGUSR1 (for failure messages)."""
+        return stack_dump(self.proc, self.log_path, timeout)
 
     def kill(self) -> None:
         self.proc.send_signal(signal.SIGKILL)
@@ -120,6 +108,25 @@ class DaemonProcess:
     def close(self) -> None:
         if self.proc.poll() is None:
             self.kill()
+
+
+def stack_dump(proc: subprocess.Popen, log_path: Path, timeout: float = 60.0) -> str:
+    """Every thread's stack, as a daemon process writes it into its log on SIGUSR1.
+
+    The dump is written thread by thread, the main thread (the oldest) last, and under
+    ``python -m daemon`` the main thread's outermost frame is runpy's ``_run_module_as_main``:
+    the dump is complete once that frame is in it."""
+    if proc.poll() is not None:
+        return f"(the process exited with {proc.returncode})"
+    start = log_path.stat().st_size
+    proc.send_signal(signal.SIGUSR1)
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        dump = log_path.read_bytes()[start:]
+        if b"_run_module_as_main" in dump:
+            return dump.decode(errors="replace")
+        time.sleep(0.1)
+    return "(no complete stack dump within %g s)" % timeout
 
 
 def http(url: str, method: str = "GET", body=None, headers=None, timeout: float = 60.0):

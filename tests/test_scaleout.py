@@ -25,7 +25,7 @@ import numpy as np
 import pytest
 import yaml
 from kafka_broker import FAST_GROUP, produce, unique_name
-from test_daemon import corpus, http
+from test_daemon import corpus, http, stack_dump
 
 from anchorstream.store import (
     CooccurrenceStore,
@@ -129,10 +129,25 @@ class Cluster:
         while self.committed() < n:
             for name, proc in self.procs.items():
                 assert proc.poll() is None, f"{name} died:\n{self.log(name)}"
-            assert time.monotonic() < end, (
-                f"only {self.committed()} of {n} documents committed:\n"
-                + "\n".join(self.log(name)[-1500:] for name in self.procs))
+            assert time.monotonic() < end, self.stall_report(n)
             time.sleep(0.2)
+
+    def stall_report(self, n: int) -> str:
+        """What a hang needs explained: the counts by partition, each process's ownership
+        changes and the stack of every thread of every process."""
+        by_partition = {p: committed_docs(self.root, [(self.topic, p)],
+                                          storage_options=self.options)
+                        for p in range(PARTITIONS)}
+        parts = [f"only {sum(by_partition.values())} of {n} documents committed; by partition: "
+                 f"{by_partition}"]
+        moves = ("assigned", "revoked", "another instance", "offset", "Error", "error")
+        for name, proc in self.procs.items():
+            lines = (self.tmp / f"{name}.log").read_text(errors="replace").splitlines()
+            parts.append(f"--- {name}: ownership and errors")
+            parts.extend(line for line in lines if any(m in line for m in moves))
+            parts.append(f"--- {name}: stacks")
+            parts.append(stack_dump(proc, self.tmp / f"{name}.log"))
+        return "\n".join(parts)
 
     def close(self) -> None:
         for name in list(self.procs):
