@@ -86,6 +86,8 @@ CANDIDATES: dict[str, list[str]] = {
     # The refinement's pairs counted in windows of 24 / 12 tokens of each document (auto then
     # refines every corpus; benchmarks/README.md, "The refinement's pairs in windows").
     "window24": ["--refine-window", "24"],
+    # The default before session 48 (whole documents at every length).
+    "whole": ["--refine-window", "none"],
     "window12": ["--refine-window", "12"],
 }
 QUICK_CORPORA = ("medium", "synth8-10k")

@@ -111,8 +111,7 @@ from prometheus_client.registry import Collector
 from anchorstream import __version__
 from anchorstream.text.decode import REASONS
 from anchorstream.store.location import parse_store_url
-from anchorstream.text.windows import (LONG_DOCUMENT_TOKENS, WINDOWS_SUGGESTED_SHARE,
-                                       WINDOWS_SUGGESTED_TOPICS)
+from anchorstream.text.windows import LONG_DOCUMENT_TOKENS
 from daemon.ingest.loop import UNDECODABLE_BATCH
 
 __all__ = ["CHECKPOINT_STAGES", "PREFIX", "REFRESH_STAGES", "SOURCE_ERROR_KINDS", "Metrics"]
@@ -282,9 +281,8 @@ class Metrics:
         self.tokens_in_long_documents = Counter(
             f"{p}_tokens_in_long_documents",
             f"Tokens accumulated from documents of more than {LONG_DOCUMENT_TOKENS} tokens: "
-            "over tokens_accumulated, the share for which model.refine_window is suggested "
-            f"(at least {WINDOWS_SUGGESTED_SHARE}, with {WINDOWS_SUGGESTED_TOPICS} or more "
-            "topics).", registry=r)
+            "over tokens_accumulated, how much of the stream is long documents (where "
+            "model.refine_window auto refines in windows).", registry=r)
         self.source_errors = Counter(
             f"{p}_source_errors",
             "Errors met while consuming from Kafka: the broker did not answer (connect, poll, "

@@ -24,6 +24,8 @@ from anchorstream.model.correlations import hierarchy
 from anchorstream.model.storedfit import fit_novel_words
 from anchorstream.stats.documents import DocumentState
 from anchorstream.stats.windowpairs import window_cooccurrence
+from anchorstream.text.windows import (AUTO, WINDOWS_AUTO_SIZE, WINDOWS_LATE_SHARE,
+                                       check_refine_window, refine_window_for)
 from anchorstream.evaluate import topic_sparsity, topic_specificity
 from anchorstream.model.methods import TopicFit, fit_topics
 from anchorstream.model.pipeline import AnchorModel
@@ -95,11 +97,13 @@ class Refresher:
                  supertopics: int = 0, method: str = "anchor",
                  storage_options: Mapping[str, Any] | None = None,
                  reader: Callable[..., Any] | None = None,
-                 refine_window: int | None = None,
+                 refine_window: int | str | None = None,
                  clock: Callable[[], float] = time.monotonic):
         self.store_url = str(store_url)
-        # The store keeps its documents' windows' pairs for the refinement (model.refine_window).
-        self.refine_window = refine_window
+        # The store keeps its documents' windows' pairs for the refinement (model.refine_window:
+        # a size, or auto to decide by the documents' length at each refresh).
+        self.refine_window = check_refine_window(refine_window)
+        self._window_note: str | None = None  # the last "no windows" warning logged
         self.reader = reader
         self.storage_options = None if storage_options is None else dict(storage_options)
         self.publisher = publisher
@@ -276,16 +280,8 @@ class Refresher:
                                      st.admission.subset(idx), min_share=self.admission_min_share)
             check_enough(cooc, len(words), n_topics=self.n_topics, method=self.method,
                          anchor_min_df=self._anchor_min_df)
-            docs = None
-            if self.needs_documents:
-                # The same store version(s) as the counts, over the same words.
-                docs = (self.reader.documents(st, idx) if self.reader is not None else
-                        read_document_state(self.store_url, st.version, st.slots[idx],
-                                            storage_options=self.storage_options))
-                if method_spec(self.method, self.anchor_method).needs_documents:
-                    check_documents(docs, n_topics=self.n_topics, method=self.method,
-                                    anchor_method=self.anchor_method,
-                                    anchor_min_df=self._anchor_min_df)
+            window = self._window_for(cooc_all)
+            docs = self._documents(st, idx, window)
             observe("read", time.perf_counter() - t0)
 
             stage = "fit"
@@ -297,7 +293,8 @@ class Refresher:
                 else:
                     observe(name, seconds)
 
-            model, fit, init, settings = self._fit(cooc, words, docs, on_stage)
+            model, fit, init, settings = self._fit(cooc, words, docs, on_stage, window,
+                                                   st.n_docs_added)
 
             stage = "align"
             t0 = time.perf_counter()
@@ -451,40 +448,77 @@ class Refresher:
 
     @property
     def needs_documents(self) -> bool:
-        """Whether the configured method, or the refinement's windows, read the store's
-        document statistics."""
-        return (method_spec(self.method, self.anchor_method).needs_documents
-                or self._refines_on_windows)
+        """Whether the configured method reads the store's document statistics (the
+        refinement's windows may too: :meth:`_window_for`)."""
+        return method_spec(self.method, self.anchor_method).needs_documents
 
-    @property
-    def _refines_on_windows(self) -> bool:
-        """model.refine_window is set and the refinement may run (not ``refine: none``)."""
-        return bool(self.refine_window) and self.model_kwargs.get("refine", "auto") != "none"
+    def _documents(self, st, idx, window: int | None) -> DocumentState | None:
+        """The store's document statistics over the words ``idx`` of the same version(s) as
+        the counts, where the method or the refinement's ``window`` reads them."""
+        if not (self.needs_documents or window is not None):
+            return None
+        docs = (self.reader.documents(st, idx) if self.reader is not None else
+                read_document_state(self.store_url, st.version, st.slots[idx],
+                                    storage_options=self.storage_options))
+        if self.needs_documents:
+            check_documents(docs, n_topics=self.n_topics, method=self.method,
+                            anchor_method=self.anchor_method, anchor_min_df=self._anchor_min_df)
+        return docs
 
-    def _refine_cooc(self, cooc, docs: DocumentState | None):
-        """The windows' pairs over the fit's words, where the store keeps them, else None
-        (the refinement counts whole documents' pairs, as a store without windows)."""
-        if not self._refines_on_windows:
+    def _window_for(self, cooc) -> int | None:
+        """The windows this refresh refines in (model.refine_window, ``auto`` by the stored
+        documents' mean length), None for whole documents or no refinement."""
+        if self.model_kwargs.get("refine", "auto") == "none":
             return None
-        if docs is None or docs.window_pairs is None:
-            log.warning("model.refine_window is %d but the store keeps no windows' pairs yet "
-                        "(they are counted from the first document after the setting): this "
-                        "refresh refines on whole documents", self.refine_window)
-            return None
-        if docs.settings.pair_window != self.refine_window:
-            raise InputError(
-                f"the store keeps windows of {docs.settings.pair_window} tokens, "
-                f"model.refine_window is {self.refine_window}")
-        return window_cooccurrence(docs.window_pairs, cooc)
+        return refine_window_for(self.refine_window, cooc.num_docs, cooc.num_tokens,
+                                 self.n_topics)
+
+    def _refine_cooc(self, cooc, docs: DocumentState | None, window: int | None,
+                     n_docs: int):
+        """``(the windows' pairs over the fit's words, their size)`` where the store keeps
+        them, else ``(None, None)``: the refinement counts whole documents' pairs, as a store
+        without windows."""
+        if window is None:
+            return None, None
+        kept = 0 if docs is None or docs.window_pairs is None else docs.settings.pair_window
+        if self.refine_window == AUTO:
+            # auto refines in the windows the store keeps, if they cover its documents.
+            late = kept and docs.since_docs > WINDOWS_LATE_SHARE * n_docs
+            if not kept or late:
+                self._note_no_windows(
+                    "model.refine_window is auto and the documents call for windows, but the "
+                    + ("store keeps no windows' pairs" if not kept else
+                       f"store keeps windows' pairs from document {docs.since_docs} on only")
+                    + ": refreshes refine on whole documents (model.refine_window: "
+                    f"{WINDOWS_AUTO_SIZE} starts them on this store from the next document)")
+                return None, None
+            window = kept
+        elif not kept:
+            self._note_no_windows(
+                f"model.refine_window is {window} but the store keeps no windows' pairs yet "
+                "(they are counted from the first document after the setting): refreshes "
+                "refine on whole documents")
+            return None, None
+        elif kept != window:
+            raise InputError(f"the store keeps windows of {kept} tokens, "
+                             f"model.refine_window is {window}")
+        self._window_note = None
+        return window_cooccurrence(docs.window_pairs, cooc), window
+
+    def _note_no_windows(self, message: str) -> None:
+        """Log (once until it changes) that a refresh that would refine in windows cannot."""
+        if self._window_note != message:
+            self._window_note = message
+            log.warning("%s", message)
 
     def _fit(self, cooc: Cooccurrence, words: list[str], docs: DocumentState | None,
-             on_stage) -> tuple[AnchorModel | None, TopicFit, Any, dict]:
+             on_stage, window: int | None = None, n_docs: int = 0
+             ) -> tuple[AnchorModel | None, TopicFit, Any, dict]:
         """Run the configured method: ``(AnchorModel or None, TopicFit, warm start, settings)``."""
         kw = self.model_kwargs
         K, seed = self.n_topics, int(kw.get("random_state", 0))
-        refine_cooc = self._refine_cooc(cooc, docs)
-        # What this refresh refined on: the windows, or (None) whole documents.
-        window = None if refine_cooc is None else self.refine_window
+        # What this refresh refines on: the windows (of this size), or (None) whole documents.
+        refine_cooc, window = self._refine_cooc(cooc, docs, window, n_docs)
         common = {"method": self.method, "n_topics": K, "random_state": seed,
                   "refine_window": window}
         if method_spec(self.method, self.anchor_method).anchor_words:

@@ -36,6 +36,8 @@ from anchorstream.stats.accumulator import Forgetting
 from anchorstream.stats.documents import DocStatsSettings
 from anchorstream.store import CooccurrenceStore, partition_key
 from anchorstream.store.partdocs import partition_seed
+from anchorstream.store.settings import auto_windows
+from anchorstream.text.windows import AUTO
 from anchorstream.text.tokenize import Tokenizer
 from anchorstream.text.vocabulary import read_seed_vocabulary
 from daemon.http.api import ApiServer
@@ -124,6 +126,10 @@ def open_store(cfg: Config, url=None, *, share: int = 1,
     if partition is not None:
         document_stats = replace(document_stats,
                                  seed=partition_seed(document_stats.seed, partition))
+    if cfg.model.refine_window == AUTO:
+        # A new store keeps the windows' pairs; an existing one what it keeps.
+        document_stats = auto_windows(replace(document_stats, pair_window=0),
+                                      cfg.model.kept_window or 0)
     runtime = s.runtime_kwargs()
     runtime["budget_bytes"] = max(runtime["budget_bytes"] // max(int(share), 1), 1 << 20)
     return CooccurrenceStore.open_or_create(

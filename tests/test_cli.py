@@ -124,16 +124,17 @@ def test_fit_refines_on_windows_of_the_documents(tmp_path, capsys, flags):
         assert read_snapshot(tmp_path / "long").manifest["extra"]["fit"]["refine"] == "none"
 
 
-@pytest.mark.parametrize("length, k, flags, noted", [
-    (150, 50, [], True),                           # long documents, many topics
-    (150, 50, ["--refine-window", "24"], False),   # windows asked for already
-    (150, 50, ["--refine", "none"], False),        # no refinement asked for
-    (150, 10, [], False),                          # few topics
-    (150, 30, [], True),                           # the rule's least K
-    (40, 50, [], False),                           # documents not long
+@pytest.mark.parametrize("length, k, flags, window", [
+    (150, 50, [], 24),                            # long documents, many topics: auto
+    (150, 30, [], 24),                            # the rule's least K
+    (150, 10, [], None),                          # few topics
+    (40, 50, [], None),                           # documents not long
+    (150, 50, ["--refine-window", "none"], None),  # whole documents asked for
+    (150, 50, ["--refine", "none"], None),        # no refinement asked for
+    (150, 50, ["--refine-window", "12"], 12),     # windows asked for
 ])
-def test_fit_suggests_windows_for_long_documents_and_many_topics(tmp_path, capsys, length, k,
-                                                                 flags, noted):
+def test_fit_refines_long_documents_in_windows_by_default(tmp_path, capsys, length, k, flags,
+                                                          window):
     truth = planted_model(V, K, anchor_mass=0.08, random_state=9)
     X, _ = sample_documents(truth, 400, doc_length=length, random_state=9)
     words = [f"w{i:03d}" for i in range(V)]
@@ -148,10 +149,16 @@ def test_fit_suggests_windows_for_long_documents_and_many_topics(tmp_path, capsy
                  str(k), "--min-df", "2", "--max-df", "1", "--anchor-min-df", "5", "--quiet",
                  "--out", str(out), *flags]) == 0
     err = capsys.readouterr().err
-    assert ("note: 100% of the tokens are in documents of more than 100 tokens" in err) == noted
-    assert ("--refine-window 24) scored" in err) == noted
-    # The snapshot records the share whether or not the note was printed.
-    share = read_snapshot(out).manifest["source"]["long_document_token_share"]
+    auto = window is not None and not flags
+    assert ("note: refining in windows of 24 tokens (--refine-window auto: the documents "
+            f"average {length} words" in err) == auto
+    manifest = read_snapshot(out).manifest
+    assert manifest["settings"]["refine_window"] == window
+    # Windows of 24 or 12 are short: auto refines them; whole documents of 40 or 150 not.
+    refine = "none" if "none" in flags or window is None else "joint"
+    assert manifest["extra"]["fit"]["refine"] == refine
+    # The snapshot records the share of tokens in long documents in any case.
+    share = manifest["source"]["long_document_token_share"]
     assert share == (1.0 if length > 100 else 0.0)
 
 
@@ -164,10 +171,11 @@ def test_refine_window_is_checked_and_needs_documents(tmp_path, capsys):
                   "--refine-window", bad])
         assert exit_.value.code == 2
         err = capsys.readouterr().err
-        assert "--refine-window" in err and repr(bad) in err and "'none'" in err
+        assert "--refine-window" in err and repr(bad) in err and "'auto' or 'none'" in err
     store = str(tmp_path / "store")
     assert main(["ingest", str(docs), "--store", store, "--format", "text",
-                 "--admit-threshold", "1", "--stopwords", "none", "-q"]) == 0
+                 "--admit-threshold", "1", "--stopwords", "none", "--refine-window", "none",
+                 "-q"]) == 0
     capsys.readouterr()
     assert main(["fit", "--store", store, "-k", "2", "--out", str(tmp_path / "snap"),
                  "--refine-window", "12"]) == 1
@@ -360,6 +368,42 @@ def test_ingest_then_fit_store_equals_fit_input_on_the_same_documents(corpus, tm
                      "--refine-window", "6", "--out", str(tmp_path / "snap-windows"),
                      "-q"]) == 0
         assert _same_topics(tmp_path / "snap-windows", windowed) < 1e-4
+
+
+def test_auto_windows_from_a_store_are_fit_inputs_on_the_same_documents(tmp_path, capsys):
+    """--refine-window auto, the default everywhere: on long documents and 30 topics `ingest`
+    keeps the windows' pairs of 24 tokens, and `fit --store` decides as `fit --input` does and
+    gives its topics; a store that keeps no windows is fitted on whole documents, said so."""
+    truth = planted_model(200, 30, anchor_mass=0.08, random_state=4)
+    X, _ = sample_documents(truth, 600, doc_length=120, random_state=4)
+    words = [f"w{i:03d}" for i in range(200)]
+    rng = np.random.default_rng(4)
+    path = tmp_path / "docs.txt"
+    with open(path, "w") as fh:
+        for d in range(X.shape[0]):
+            row = X.getrow(d)
+            tokens = np.repeat(row.indices, row.data.astype(np.int64))
+            fh.write(" ".join(words[i] for i in rng.permutation(tokens)) + "\n")
+    common = ["-k", "30", "--anchor-min-df", "5", "-q"]
+    batch = tmp_path / "batch"
+    assert main(["fit", "--input", str(path), "--format", "text", "--stopwords", "none",
+                 *common, "--out", str(batch)]) == 0
+    assert "note: refining in windows of 24 tokens" in capsys.readouterr().err
+    assert read_snapshot(batch).manifest["settings"]["refine_window"] == 24
+    for flags, window in (([], 24), (["--refine-window", "none"], None)):
+        store = str(tmp_path / f"store{window}")
+        assert main(["ingest", str(path), "--store", store, "--format", "text", "--stopwords",
+                     "none", "--capacity", "200", "-q", *flags]) == 0
+        capsys.readouterr()
+        out = tmp_path / f"snap{window}"
+        assert main(["fit", "--store", store, *common, "--out", str(out)]) == 0
+        err = capsys.readouterr().err
+        assert read_snapshot(out).manifest["settings"]["refine_window"] == window
+        if window:
+            assert "note: refining in windows of 24 tokens" in err
+            assert _same_topics(out, batch) < 1e-4
+        else:
+            assert "keeps no windows' pairs: refining whole documents" in err
 
 
 def test_ingest_vocabulary_rule_is_checked(corpus, tmp_path, capsys):

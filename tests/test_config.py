@@ -139,7 +139,8 @@ def test_unknown_keys_name_the_key_and_suggest():
         ("model", "anchor_method", "spa", "one of 'qr', 'fast', 'ddp', 'rp'"),
         ("model", "rp_projections", 0, "an integer >= 1 or null"),
         ("model", "tsvd_documents", 1, "an integer >= 2"),
-        ("model", "refine_window", 1, "an integer >= 2 or null"),
+        ("model", "refine_window", 1, "'auto', an integer >= 2 (tokens) or null"),
+        ("model", "refine_window", "on", "'auto', an integer >= 2 (tokens) or null"),
         ("vocab", "max_df_ratio", 1.5, "<= 1"),
         ("vocab", "max_df_ratio", 0, "> 0"),
         ("vocab", "seed_file", "/no/such/file.txt", "existing file"),
@@ -365,9 +366,15 @@ def test_methods_and_the_document_statistics_they_need():
     assert "got 'ddp' with model.method='tsvd'" in msg and "'qr' or 'fast'" in msg
 
     def settings(**model):
-        m = parse_config({"model": model}).model
+        # What each method needs, without the refinement's windows (below).
+        m = parse_config({"model": {"refine_window": None, **model}}).model
         return m.needs_documents, DocStatsSettings.for_method(
             **m.document_stats_kwargs())
+
+    # refine_window auto keeps the windows auto refines in, unless nothing is refined.
+    assert parse_config({}).model.document_stats_kwargs()["pair_window"] == 24
+    assert parse_config({"model": {"refine": "none"}}).model.kept_window is None
+    assert parse_config({"model": {"refine_window": 12}}).model.kept_window == 12
 
     assert settings() == (False, DocStatsSettings())
     assert settings(method="anchorfree") == (False, DocStatsSettings())

@@ -370,6 +370,48 @@ def test_changing_the_statistics_restarts_them_and_none_drops_them(tmp_path, rng
     assert read_all(s) is None and CooccurrenceStore.open(url).document_stats is None
 
 
+def test_auto_windows_start_with_a_new_store_and_never_restart_an_existing_ones(tmp_path, rng):
+    """model.refine_window: auto (anchorstream.store.settings.auto_windows): a new store keeps
+    the windows' pairs; an existing one keeps what it keeps, unless its statistics restart
+    anyway (another method's), when the windows start with them."""
+    from anchorstream.store.settings import auto_windows
+
+    fresh = CooccurrenceStore.create(tmp_path / "new", capacity=40, admit_threshold=1,
+                                     document_stats=auto_windows(DocStatsSettings()))
+    assert fresh.document_stats == DocStatsSettings(pair_window=24)
+    # open_or_create of a new store, with a DDP's statistics: both.
+    ddp = DocStatsSettings(split=True, seed=3)
+    both = CooccurrenceStore.open_or_create(tmp_path / "ddp", capacity=40, admit_threshold=1,
+                                            document_stats=auto_windows(ddp))
+    assert both.document_stats == DocStatsSettings(split=True, seed=3, pair_window=24)
+    # An existing store without statistics stays without: no windows from document 50 on.
+    url = tmp_path / "old"
+    old = CooccurrenceStore.create(url, capacity=40, admit_threshold=1)
+    old.add(corpus(rng, 50))
+    old.checkpoint()
+    old = CooccurrenceStore.open(url, document_stats=auto_windows(DocStatsSettings()))
+    old.add(corpus(rng, 10))
+    old.checkpoint()
+    assert old.document_stats is None and read_all(old) is None
+    # One keeping DDP's statistics keeps them, and no windows start.
+    old = CooccurrenceStore.open(url, document_stats=ddp)
+    old.add(corpus(rng, 10))
+    old.checkpoint()
+    old = CooccurrenceStore.open(url, document_stats=auto_windows(ddp))
+    old.add(corpus(rng, 10))
+    old.checkpoint()
+    assert read_all(old).settings == ddp and read_all(old).since_docs == 60
+    # Another method's statistics restart anyway: the windows start with them.
+    rp = DocStatsSettings(split=True, n_projections=20, seed=3)
+    old = CooccurrenceStore.open(url, document_stats=auto_windows(rp))
+    old.add(corpus(rng, 10))
+    old.checkpoint()
+    state = read_all(old)
+    assert state.settings == DocStatsSettings(split=True, n_projections=20, seed=3,
+                                              pair_window=24)
+    assert state.since_docs == 80
+
+
 # ------------------------------------------------------------------ refreshes on planted topics
 
 

@@ -15,6 +15,7 @@ import math
 import numpy as np
 import pytest
 
+from anchorstream.stats.documents import DocStatsSettings
 from anchorstream.stats.accumulator import Forgetting
 from anchorstream.store import CooccurrenceStore, open_committed
 from anchorstream.text.tokenize import Tokenizer, load_stopwords
@@ -128,21 +129,31 @@ def test_ingest_limits_are_the_daemons(tmp_path, capsys):
                                                  MessageConfig().max_tokens)
 
 
-@pytest.mark.parametrize("flags, noted", [([], True), (["--refine-window", "24"], False)])
-def test_ingest_suggests_keeping_windows_where_long_documents_hold_most_tokens(tmp_path, capsys,
-                                                                              flags, noted):
-    # Two documents of 150 tokens and two of 5: 300 of 310 tokens in long documents. A store
-    # that keeps the windows' pairs already gets no note.
+def test_ingest_keeps_windows_for_a_new_store_and_leaves_an_existing_one_as_it_keeps(
+        tmp_path, capsys):
+    """--refine-window auto (the default): a new store keeps the pairs of windows of 24 tokens
+    (what fit --store --refine-window auto refines in); an existing store keeps what it
+    keeps; a size or none changes that from the next document on."""
     long_doc = " ".join(f"w{k % 40:03d}" for k in range(150))
-    path = tmp_path / "docs.jsonl"
-    path.write_text("".join(json.dumps({"text": t}) + "\n" for t in
-                            [long_doc, "apple banana cherry date fig", long_doc,
-                             "apple banana cherry date fig"]), encoding="utf-8")
-    assert main(["ingest", str(path), "--store", str(tmp_path / "store"), "--admit-threshold",
-                 "1", "-q", *flags]) == 0
-    err = capsys.readouterr().err
-    assert ("note: 97% of the tokens were in documents of more than 100 tokens" in err) == noted
-    assert ("--refine-window 24, counted from the next document on" in err) == noted
+    files = iter(range(100))
+
+    def ingest(store, *flags):
+        # A new file each time: a file ingested before is not read again.
+        path = tmp_path / f"docs{next(files)}.jsonl"
+        path.write_text("".join(json.dumps({"text": t}) + "\n" for t in
+                                [long_doc, "apple banana cherry date fig", long_doc]),
+                        encoding="utf-8")
+        assert main(["ingest", str(path), "--store", str(tmp_path / store), "--admit-threshold",
+                     "1", "-q", *flags]) == 0
+        return CooccurrenceStore.open(tmp_path / store).document_stats
+
+    assert ingest("new") == DocStatsSettings(pair_window=24)
+    assert ingest("new") == DocStatsSettings(pair_window=24)
+    assert ingest("whole", "--refine-window", "none") is None
+    assert ingest("whole") is None  # not started for the documents from now on only
+    assert ingest("whole", "--refine-window", "12") == DocStatsSettings(pair_window=12)
+    assert ingest("whole", "--refine-window", "auto") == DocStatsSettings(pair_window=12)
+    assert "note:" not in capsys.readouterr().err
 
 
 def test_ingest_says_nothing_of_windows_for_short_documents(tmp_path, capsys):

@@ -123,7 +123,37 @@ def test_a_refresh_before_the_store_keeps_windows_says_it_refined_whole_document
     # With refine: none nothing is refined, so the windows are not read at all.
     quiet = Refresher(store.url, pub, model_kwargs={"n_topics": 3, "refine": "none"},
                       refine_window=6)
-    assert ref.needs_documents and not quiet.needs_documents
+    cooc = open_committed(store.url).cooccurrence
+    assert ref._window_for(cooc) == 6 and quiet._window_for(cooc) is None
+    assert not (ref.needs_documents or quiet.needs_documents)  # the method reads none
+
+
+@pytest.mark.parametrize("length, keeps, topics, window", [
+    (120, True, 30, 24),     # long documents, many topics, a store keeping windows: windows
+    (120, True, 10, None),   # few topics
+    (40, True, 30, None),    # documents not long
+    (120, False, 30, None),  # no windows kept: whole documents, and the log says why
+])
+def test_auto_refines_in_the_stores_windows_where_documents_are_long(tmp_path, caplog, length,
+                                                                     keeps, topics, window):
+    """model.refine_window: auto decides at each refresh by the stored documents' mean length
+    in the vocabulary and the number of topics (anchorstream.text.windows.refine_window_for),
+    as fit --refine-window auto does."""
+    truth = planted_model(150, topics, random_state=5)
+    X, _ = sample_documents(truth, 400, doc_length=length, random_state=6)
+    store = CooccurrenceStore.create(
+        tmp_path / "store", capacity=200, admit_threshold=1,
+        document_stats=DocStatsSettings(pair_window=24) if keeps else None)
+    store.add(as_words(X))
+    store.checkpoint({"n": 400})
+    pub = Publisher(tmp_path / "snaps", keep=2)
+    ref = Refresher(store.url, pub, model_kwargs={"n_topics": topics, "anchor_min_df": 5},
+                    min_new_docs=1, min_df=1, refine_window="auto")
+    assert ref.refresh_once() is not None
+    settings_ = pub.latest()[1].settings
+    assert settings_["refine_window"] == window
+    said = "the documents call for windows, but the store keeps no windows' pairs" in caplog.text
+    assert said == (not keeps)
 
 
 def test_a_partitioned_refresh_sums_the_partitions_windows(tmp_path):

@@ -32,6 +32,7 @@ from anchorstream.store.settings import (
     build_config,
     check_runtime,
     choose_docstats,
+    requested_docstats,
     warn_other_settings,
 )
 from anchorstream.store.settings import length_cap as stored_length_cap
@@ -111,6 +112,7 @@ pin_seed
         }
         meta, vocab, forgetting = build_config(**settings)
         check_runtime(runtime)
+        document_stats = requested_docstats(document_stats, None)
         repo, target = create_repository(
             url, storage_options,
             lambda repo: initialize(repo, meta, vocab, forgetting, document_stats))
@@ -127,11 +129,14 @@ pin_seed
         Parameters
         ----------
         url : str or path-like
-        document_stats : DocStatsSettings, optional
+        document_stats : DocStatsSettings or callable, optional
             The document statistics to keep from now on. None (default) keeps what the store
             keeps. Other settings than the stored ones (``DocStatsSettings()`` for none) drop
             the stored statistics at the next checkpoint and start new ones from the current
-            document on (logged as a warning); a reader sees their ``since_docs``.
+            document on (logged as a warning); a reader sees their ``since_docs``. A function
+            is given the stored settings (``DocStatsSettings()`` for none; ``None`` when the
+            store is created) and returns those to keep
+            (:func:`~anchorstream.stats.documents.auto_windows`).
         storage_options : mapping, optional
             See :meth:`create`.
         **runtime
@@ -180,6 +185,7 @@ pin_seed
         if not initialized and sum(1 for _ in repo.ancestry(branch=BRANCH)) <= 1:
             # Nothing but Icechunk's own first commit: our initialization never happened.
             meta, vocab, forgetting = build_config(**kwargs)
+            document_stats = requested_docstats(document_stats, None)
             try:
                 initialize(repo, meta, vocab, forgetting, document_stats)
             except BaseException as exc:

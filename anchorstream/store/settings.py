@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import replace
 
 import numpy as np
 
@@ -13,6 +14,7 @@ from anchorstream.stats.cooccurrence import cap_pairs
 from anchorstream.stats.documents import DocStatsSettings, DocumentStatistics
 from anchorstream.store.format import FORMAT_VERSION, VOCAB_SETTINGS
 from anchorstream.text.vocabulary import MAX_DF_MIN_DOCS, StreamingVocabulary
+from anchorstream.text.windows import WINDOWS_AUTO_SIZE
 
 __all__ = [
     "RUNTIME_DEFAULTS",
@@ -144,8 +146,50 @@ def build_config(
     return meta, vocab, forgetting
 
 
+def auto_windows(requested: DocStatsSettings, window: int = WINDOWS_AUTO_SIZE
+                 ) -> Callable[[DocStatsSettings | None], DocStatsSettings]:
+    """The ``document_stats`` of a store opened with ``refine_window: auto``: ``requested``
+    with the pairs of windows of ``window`` tokens for a new store; an existing one keeps the
+    windows it keeps (none, or their size) while its other statistics stay as they are.
+
+    The result is a function of the settings the store keeps (``None`` for a new store,
+    ``DocStatsSettings()`` for one keeping none), as :meth:`CooccurrenceStore.open
+    <anchorstream.store.CooccurrenceStore.open>` takes it: starting windows in an existing
+    store would count them from the next document only, and changing any statistic restarts
+    them all (their earlier documents are not kept), so ``auto`` adds windows only where the
+    statistics start anyway.
+
+    >>> choose = auto_windows(DocStatsSettings())
+    >>> choose(None).pair_window, choose(DocStatsSettings()).pair_window
+    (24, 0)
+    >>> choose(DocStatsSettings(pair_window=12)).pair_window
+    12
+    >>> auto_windows(DocStatsSettings(reservoir=10))(DocStatsSettings()).pair_window
+    24
+    """
+    window = int(window)
+
+    def choose(stored: DocStatsSettings | None) -> DocStatsSettings:
+        if stored is not None:
+            kept = replace(requested, pair_window=stored.pair_window)
+            if kept == stored or not (kept.enabled or stored.enabled):
+                return kept
+        return replace(requested, pair_window=window)
+
+    return choose
+
+
+def requested_docstats(document_stats, stored):
+    """The settings ``document_stats`` asks for, given those a store keeps (``stored``:
+    ``None`` for a new store, ``DocStatsSettings()`` for one keeping none): itself, or what a
+    function of them returns (:func:`~anchorstream.stats.documents.auto_windows`)."""
+    return document_stats(stored) if callable(document_stats) else document_stats
+
+
 def choose_docstats(stored, requested, meta, n_docs_added: int, where: str):
     """``(DocumentStatistics or None, drop the committed group?)`` for a writer."""
+    requested = requested_docstats(
+        requested, stored.settings if stored is not None else DocStatsSettings())
     if requested is None or (stored is not None and stored.settings == requested):
         return stored, False
     if not isinstance(requested, DocStatsSettings):

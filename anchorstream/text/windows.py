@@ -12,6 +12,12 @@ which keep one subject from the first word to the last (benchmarks/README.md, "T
 refinement's pairs in windows"). A store cuts the same windows as documents arrive
 (:func:`window_rows`, from where each in-vocabulary token stood) and keeps their pairs beside
 the counts (``model.refine_window``, :mod:`anchorstream.stats.windowpairs`).
+
+``auto`` (the default of ``fit --refine-window``, ``ingest --refine-window`` and
+``model.refine_window``) decides by the documents' mean length and the number of topics
+(:func:`refine_window_for`): windows of 24 tokens where documents average 80 tokens of the
+vocabulary or more and the model has 30 topics or more, whole documents elsewhere. A new store
+keeps the windows' pairs of 24 so that the rule can be applied to it at every fit.
 """
 
 from __future__ import annotations
@@ -22,32 +28,43 @@ import numpy as np
 
 from anchorstream.errors import InputError
 
-__all__ = ["LONG_DOCUMENT_TOKENS", "WINDOWS_SUGGESTED_GAIN", "WINDOWS_SUGGESTED_SHARE",
-           "WINDOWS_SUGGESTED_SIZE", "WINDOWS_SUGGESTED_TOPICS", "check_window", "long_token_share", "window_documents",
-           "window_rows", "windows_suggested"]
+__all__ = ["AUTO", "LONG_DOCUMENT_TOKENS", "WINDOWS_AUTO_MIN_LENGTH", "WINDOWS_AUTO_SIZE",
+           "WINDOWS_AUTO_TOPICS", "WINDOWS_LATE_SHARE", "check_refine_window", "check_window", "long_token_share",
+           "refine_window_for", "window_documents", "window_rows", "windows_suggested"]
 
 #: A document of more tokens than this is *long*: :func:`long_token_share` measures how much
-#: of a corpus such documents hold. On the benchmark's corpora that share is 0.77-1.00 for the
-#: e-mail, the manual sections, the book chapters and the kernel's documentation and at most
-#: 0.16 for every other (the speeches' paragraphs and the technical descriptions 0.09-0.11;
-#: benchmarks/README.md, "Other numbers of topics").
+#: of a corpus such documents hold (reported by ``fit --input`` and ``ingest``, and as the
+#: daemon's ``anchorstream_tokens_in_long_documents_total``). On the benchmark's corpora that
+#: share is 0.77-1.00 for the e-mail, the manual sections, the book chapters and the kernel's
+#: documentation and at most 0.16 for every other (benchmarks/README.md, "Other numbers of
+#: topics").
 LONG_DOCUMENT_TOKENS = 100
-#: Where at least this share of the tokens stand in long documents and the model has at least
-#: :data:`WINDOWS_SUGGESTED_TOPICS` topics, refining in windows of
-#: :data:`WINDOWS_SUGGESTED_SIZE` tokens is suggested (``anchorstream fit``'s note; the
-#: daemon's ``anchorstream_tokens_in_long_documents_total``): on the four such corpora of the
-#: quality benchmark (e-mail, manual sections, book chapters, and the kernel's documentation,
-#: added to check the rule) the windows scored -0.006 to +0.068 held-out NPMI against the
-#: default from K = 30 on, +0.030 on average, and -0.045 to +0.010 at K = 10. A suggestion,
-#: not a default: for the daemon to refine in windows its store must keep their pairs
-#: (``model.refine_window``), which every stream would pay for (10-21 % more ingest CPU and a
-#: few megabytes, measured in session 47), and count the long documents' tokens, which it
-#: does not yet.
-WINDOWS_SUGGESTED_SHARE = 0.5
-WINDOWS_SUGGESTED_TOPICS = 30
-WINDOWS_SUGGESTED_SIZE = 24
-#: The windows' mean gain in held-out NPMI over those cells, as the notes quote it.
-WINDOWS_SUGGESTED_GAIN = 0.03
+#: ``refine_window: auto`` (``fit --refine-window auto``, the default) refines in windows of
+#: :data:`WINDOWS_AUTO_SIZE` tokens where documents average at least this many tokens of the
+#: vocabulary (documents of >= 2, as :func:`~anchorstream.model.refine.refine_method_for`
+#: measures them) and the model has at least :data:`WINDOWS_AUTO_TOPICS` topics. On the four
+#: corpora of long documents of the quality benchmark (e-mail 107, manual sections 173, the
+#: kernel's documentation 214, book chapters 946 tokens of the vocabulary) the windows scored
+#: -0.006 to +0.068 held-out NPMI against whole documents from K = 30 on, +0.030 on average,
+#: and -0.045 to +0.010 at K = 10; every other corpus averages at most 60 (the 60-token
+#: semi-synthetic ones; the speeches' paragraphs 35, the technical descriptions 34, where
+#: windows gained +0.017 and lost -0.023: the length does not tell those two apart, so
+#: neither is refined in windows). 80 lies in the gap between 60 and 107, and the rule
+#: selects the same corpora as the share of tokens in long documents (>= 0.5), which a store
+#: does not keep. Measured in session 48 (benchmarks/README.md, "Windows by default where
+#: documents are long").
+WINDOWS_AUTO_MIN_LENGTH = 80.0
+WINDOWS_AUTO_TOPICS = 30
+#: The windows ``auto`` refines in, and a store keeps the pairs of (24: the benchmark's
+#: choice among 12-32, "The refinement's pairs in windows").
+WINDOWS_AUTO_SIZE = 24
+#: ``auto`` refines in a store's windows only where they count its documents from the start,
+#: or from at most this share of them on (windows started later, by a setting changed on an
+#: existing store, would weigh only the recent documents).
+WINDOWS_LATE_SHARE = 0.01
+#: What ``refine_window`` may be besides a size: ``auto`` (the rule above) or ``None`` (whole
+#: documents).
+AUTO = "auto"
 
 
 def check_window(size) -> int:
@@ -146,11 +163,43 @@ def long_token_share(lengths, long: int = LONG_DOCUMENT_TOKENS) -> float:
     return float(lengths[lengths > long].sum() / total) if total else 0.0
 
 
-def windows_suggested(share: float, n_topics: int) -> bool:
-    """Whether refining in windows is suggested for a corpus whose long documents hold
-    ``share`` of the tokens (:func:`long_token_share`), fitted with ``n_topics`` topics.
+def windows_suggested(num_docs: float, num_tokens: float, n_topics: int) -> bool:
+    """Whether ``auto`` refines in windows: documents (``num_docs`` of >= 2 tokens holding
+    ``num_tokens`` tokens of the vocabulary) average at least :data:`WINDOWS_AUTO_MIN_LENGTH`
+    tokens and the model has at least :data:`WINDOWS_AUTO_TOPICS` topics.
 
-    >>> windows_suggested(0.9, 50), windows_suggested(0.9, 10), windows_suggested(0.1, 50)
-    (True, False, False)
+    >>> windows_suggested(100, 15000, 50), windows_suggested(100, 15000, 10)
+    (True, False)
+    >>> windows_suggested(100, 4000, 50), windows_suggested(0, 0, 50)
+    (False, False)
     """
-    return share >= WINDOWS_SUGGESTED_SHARE and n_topics >= WINDOWS_SUGGESTED_TOPICS
+    return (num_docs > 0 and num_tokens / num_docs >= WINDOWS_AUTO_MIN_LENGTH
+            and n_topics >= WINDOWS_AUTO_TOPICS)
+
+
+def check_refine_window(value) -> int | str | None:
+    """``value`` as a ``refine_window`` setting: ``"auto"``, ``None`` (whole documents) or a
+    window of >= 2 tokens (:func:`check_window`).
+
+    >>> check_refine_window("auto"), check_refine_window(None), check_refine_window(12)
+    ('auto', None, 12)
+    """
+    if value is None or value == AUTO:
+        return value
+    return check_window(value)
+
+
+def refine_window_for(setting, num_docs: float, num_tokens: float, n_topics: int) -> int | None:
+    """The window a fit counts its refinement's pairs in, None for whole documents:
+    ``setting`` itself (a size, or None), or for ``"auto"`` :data:`WINDOWS_AUTO_SIZE` where
+    :func:`windows_suggested`, else None.
+
+    >>> refine_window_for("auto", 100, 15000, 50), refine_window_for("auto", 100, 3000, 50)
+    (24, None)
+    >>> refine_window_for(12, 100, 3000, 50), refine_window_for(None, 100, 15000, 50)
+    (12, None)
+    """
+    setting = check_refine_window(setting)
+    if setting != AUTO:
+        return setting
+    return WINDOWS_AUTO_SIZE if windows_suggested(num_docs, num_tokens, n_topics) else None

@@ -22,9 +22,8 @@ from anchorstream.model.refine import (REFINE_AUTO_MAX_LENGTH, REFINE_METHODS,
                                        refine_method_for)
 from anchorstream.snapshot import write_snapshot
 from anchorstream.snapshot.layout import MANIFEST
-from anchorstream.text.windows import (LONG_DOCUMENT_TOKENS, WINDOWS_SUGGESTED_GAIN,
-                                       WINDOWS_SUGGESTED_SIZE, WINDOWS_SUGGESTED_TOPICS,
-                                       windows_suggested)
+from anchorstream.text.windows import (AUTO, WINDOWS_AUTO_MIN_LENGTH, WINDOWS_AUTO_SIZE,
+                                       WINDOWS_AUTO_TOPICS)
 from daemon.cli.fit_counts import Counts, counts_from_input, counts_from_store
 from daemon.cli.options import (LENGTH_CAP, MAX_DF, MIN_DF, STOPWORDS, STOPWORDS_HELP,
                                  VOCAB_SIZE, HelpFormatter, admission_argument, anchor_arguments,
@@ -47,7 +46,7 @@ _INPUT_ONLY = {
     "max_df": ("--max-df", MAX_DF),
     "stopwords": ("--stopwords", STOPWORDS),
     "length_cap": ("--length-cap", LENGTH_CAP),
-    "refine_window": ("--refine-window", None),
+    "refine_window": ("--refine-window", AUTO),
 }
 
 
@@ -110,9 +109,11 @@ def register(subparsers) -> None:
         p, help="count the refinement's word pairs in windows of this many consecutive "
                 "tokens of each document instead of whole documents (--refine auto "
                 "then refines when the windows are short); for long documents that "
-                "move from subject to subject: manuals, speeches, mail (with --store: "
-                "the windows the store kept, ingest --refine-window; default none = "
-                "whole documents)")
+                "move from subject to subject: manuals, mail; 'none' = whole documents; "
+                f"default auto = windows of {WINDOWS_AUTO_SIZE} where documents average at "
+                f"least {WINDOWS_AUTO_MIN_LENGTH:g} words of the vocabulary and --topics is "
+                f"at least {WINDOWS_AUTO_TOPICS} (with --store: the windows the store kept, "
+                "ingest --refine-window)")
     admission_argument(p)
     p.add_argument("--seed", type=int, default=0, help="random seed")
     p.add_argument("--top-words", type=int, default=20, help="top words stored per topic")
@@ -260,7 +261,6 @@ def run(args) -> int:
           + (f"; {short} more had fewer than 2 words of the vocabulary, so no word pair"
              if short else ""), file=sys.stderr)
     _warn_unrefined_windows(args, counts)
-    _suggest_windows(args, counts)
     fitted = _fit(args, counts, clock)
     path = _write(args, fitted, counts, clock.seconds)
     clock.mark("write")
@@ -276,29 +276,13 @@ def _warn_unrefined_windows(args, counts: Counts) -> None:
     """``--refine-window`` whose windows are too long for ``--refine auto`` to refine: the
     windows were counted for nothing, which the user should hear before the fit."""
     windows = counts.refine_cooc
-    if windows is None or refine_method_for(args.refine, windows.num_docs,
-                                            windows.num_tokens) != "none":
+    if (windows is None or getattr(args, "refine_window", AUTO) == AUTO
+            or refine_method_for(args.refine, windows.num_docs, windows.num_tokens) != "none"):
         return
     mean = windows.num_tokens / max(windows.num_docs, 1)
     print(f"warning: --refine-window {args.refine_window}: the windows hold {mean:.1f} words "
           f"of the vocabulary on average, not under {REFINE_AUTO_MAX_LENGTH:g}, so --refine "
           "auto does not refine; choose a shorter window or --refine joint", file=sys.stderr)
-
-
-def _suggest_windows(args, counts: Counts) -> None:
-    """A note where the documents are long, the topics many and no windows were asked for
-    (:func:`~anchorstream.text.windows.windows_suggested`)."""
-    share = counts.source.get("long_document_token_share")
-    if (share is None or not windows_suggested(share, args.topics)
-            or getattr(args, "refine_window", None) is not None or args.refine == "none"):
-        return
-    print(f"note: {share:.0%} of the tokens are in documents of more than "
-          f"{LONG_DOCUMENT_TOKENS} tokens; with {WINDOWS_SUGGESTED_TOPICS} or more topics on "
-          f"such text, refining in windows (--refine-window {WINDOWS_SUGGESTED_SIZE}) scored "
-          f"{WINDOWS_SUGGESTED_GAIN:.2f} higher held-out coherence than these defaults on "
-          "average in the project's benchmark (-0.006 to +0.068 over four corpora), at about "
-          "twice the CPU time",
-          file=sys.stderr)
 
 
 def _print_background(path: Path, shown: int = 20) -> None:

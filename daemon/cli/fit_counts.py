@@ -25,7 +25,9 @@ from anchorstream.stats.windowpairs import window_cooccurrence
 from anchorstream.text.bags import TokenIdDocuments
 from anchorstream.text.decode import DecodeError
 from anchorstream.text.language import StopwordCheck
-from anchorstream.text.windows import long_token_share
+from anchorstream.text.windows import (AUTO, WINDOWS_AUTO_MIN_LENGTH, WINDOWS_AUTO_SIZE,
+                                       WINDOWS_AUTO_TOPICS, WINDOWS_LATE_SHARE,
+                                       long_token_share, refine_window_for)
 from daemon.cli.options import stopwords_tokenizer
 from daemon.ingest.files import iter_lines
 from daemon.ingest.records import MAX_BYTES, MAX_TOKENS, record_tokens
@@ -244,32 +246,70 @@ def counts_from_store(args) -> Counts:
               "length_cap": cooc.length_cap,
               "admission_min_share": share if st.admission is not None else None,
               **({"partitions": st.partitions} if parts is not None else {})}
-    window = getattr(args, "refine_window", None)
+    setting = getattr(args, "refine_window", AUTO)
+    window = _chosen_window(args, setting, cooc.num_docs, cooc.num_tokens)
     refine_cooc = None
-    if window is not None and args.refine != "none":
-        refine_cooc = _stored_windows(args.store, st, cooc, window, partitioned=parts is not None)
+    if window is not None:
+        refine_cooc, window = _stored_windows(args.store, st, cooc, window,
+                                              partitioned=parts is not None,
+                                              auto=setting == AUTO)
+        _say_windows(setting, window, cooc.num_docs, cooc.num_tokens)
     return Counts(cooc, vocabulary, source=source,
                   vocabulary_settings={"refine_window": window}, refine_cooc=refine_cooc)
 
 
-def _stored_windows(url, st, cooc, window: int, *, partitioned: bool):
-    """The windows' pairs the store kept as documents arrived, over ``cooc``'s words: what
-    ``--refine-window`` counts from files (:mod:`anchorstream.stats.windowpairs`)."""
+def _chosen_window(args, setting, num_docs: float, num_tokens: float) -> int | None:
+    """The windows the refinement counts its pairs in (``--refine-window``; ``auto`` by the
+    documents' mean length), None for whole documents."""
+    if args.refine == "none":
+        return None
+    return refine_window_for(setting, num_docs, num_tokens, args.topics)
+
+
+def _say_windows(setting, window: int | None, num_docs: float, num_tokens: float) -> None:
+    """The note of ``--refine-window auto`` where it refines in windows."""
+    if setting == AUTO and window is not None:
+        print(f"note: refining in windows of {window} tokens (--refine-window auto: the "
+              f"documents average {num_tokens / num_docs:.0f} words of the vocabulary, at "
+              f"least {WINDOWS_AUTO_MIN_LENGTH:g}, and --topics is at least "
+              f"{WINDOWS_AUTO_TOPICS}); --refine-window none refines whole documents",
+              file=sys.stderr)
+
+
+def _stored_windows(url, st, cooc, window: int, *, partitioned: bool, auto: bool = False):
+    """``(the windows' pairs the store kept as documents arrived, over cooc's words; their
+    size)``: what ``--refine-window`` counts from files (:mod:`anchorstream.stats.windowpairs`).
+    With ``auto``, the windows the store keeps, or ``(None, None)`` (whole documents, said in a
+    note) where it cannot give them."""
     from anchorstream.store import read_document_state
 
+    def without(why: str) -> tuple[None, None]:
+        print(f"note: {why}: refining whole documents (a store created by ingest keeps the "
+              f"windows' pairs of {WINDOWS_AUTO_SIZE} tokens unless --refine-window none)",
+              file=sys.stderr)
+        return None, None
+
     if partitioned:
+        if auto:
+            return without("fit --store does not read a partitioned store's windows")
         raise InputError("--refine-window with a partitioned --store is not supported: fit "
                          "one partition's store, or let the daemon (model.refine_window) fit "
                          "the partitions together")
     docs = read_document_state(url, st.version, st.slots)
     kept = 0 if docs is None else docs.settings.pair_window
+    if auto and (not kept or docs.since_docs > WINDOWS_LATE_SHARE * st.n_docs_added):
+        return without(f"the store {url!r} keeps no windows' pairs" if not kept else
+                       f"the store {url!r} keeps windows' pairs from document "
+                       f"{docs.since_docs} on only")
+    if auto:
+        window = kept
     if kept != window:
         raise InputError(
             f"--refine-window {window}: the store {url!r} keeps "
             + (f"the pairs of windows of {kept} tokens" if kept else "no windows' pairs")
             + f"; ingest with --refine-window {window} (or model.refine_window: {window} in "
             "the daemon) to count them, or drop --refine-window")
-    return window_cooccurrence(docs.window_pairs, cooc)
+    return window_cooccurrence(docs.window_pairs, cooc), window
 
 
 def counts_from_input(args, opts: dict, t_start: float, clock) -> Counts:
@@ -313,11 +353,15 @@ def counts_from_input(args, opts: dict, t_start: float, clock) -> Counts:
         )
     clock.mark("vocabulary")
     X = docs.count_matrix(vocabulary)
-    window = opts["refine_window"]
+    lengths = np.asarray(X.sum(axis=1)).ravel()
+    paired = lengths >= 2  # as the counts measure documents
+    n_docs, n_tokens = int(paired.sum()), float(lengths[paired].sum())
+    window = _chosen_window(args, opts["refine_window"], n_docs, n_tokens)
+    _say_windows(opts["refine_window"], window, n_docs, n_tokens)
     cap = opts["length_cap"]
     # The windows' counts, from the tokens before they go: their pairs are only read (and
     # not at all with --refine none).
-    refine_cooc = (None if window is None or args.refine == "none" else DocumentCooccurrence(
+    refine_cooc = (None if window is None else DocumentCooccurrence(
         docs.window_count_matrix(vocabulary, window), length_cap=cap))
     del docs  # every token of the corpus: the largest object here
     counts, iterate = prefault.take(len(vocabulary))

@@ -46,9 +46,7 @@ from anchorstream.text.decode import FORMATS
 from anchorstream.errors import InputError
 from anchorstream.text.bags import vocabulary_by_df
 from anchorstream.text.vocabulary import MAX_DF_MIN_DOCS, read_seed_vocabulary
-from anchorstream.text.windows import (LONG_DOCUMENT_TOKENS, WINDOWS_SUGGESTED_GAIN,
-                                       WINDOWS_SUGGESTED_SHARE, WINDOWS_SUGGESTED_SIZE,
-                                       WINDOWS_SUGGESTED_TOPICS)
+from anchorstream.text.windows import AUTO, WINDOWS_AUTO_SIZE
 from daemon.cli.options import (
     HelpFormatter,
     ADMIT_THRESHOLD,
@@ -137,10 +135,11 @@ def register(subparsers) -> None:
                      help=length_cap_help(", 'none' = every pair (as fit --length-cap)"))
     refine_window_argument(
         p, help="keep the word pairs of windows of this many consecutive tokens of each "
-                "document beside the counts, for fit --store --refine-window TOKENS "
+                "document beside the counts, for fit --store's refinement "
                 "(model.refine_window in the daemon); counted from the documents "
-                "ingested from then on; 'none' = stop keeping them (default: as the "
-                "store keeps)")
+                "ingested from then on; 'none' = stop keeping them; default auto = "
+                f"windows of {WINDOWS_AUTO_SIZE} for a new store (what fit --refine-window "
+                "auto refines in), as an existing store keeps")
     new.add_argument("--chunk-size", type=int, default=256, help="matrix chunk edge")
     new.add_argument("--shard-size", type=int, default=None,
                      help="matrix shard edge (default 8 chunks)")
@@ -374,22 +373,20 @@ def run(args) -> int:
         + f") into {args.store}, version {stats['version']}",
         file=sys.stderr,
     )
-    share = stats["long_document_token_share"]
-    docstats = store.document_stats
-    if share >= WINDOWS_SUGGESTED_SHARE and not (docstats and docstats.pair_window):
-        print(f"note: {share:.0%} of the tokens were in documents of more than "
-              f"{LONG_DOCUMENT_TOKENS} tokens; to fit {WINDOWS_SUGGESTED_TOPICS} or more topics "
-              "on such text, a store that keeps the windows' pairs (--refine-window "
-              f"{WINDOWS_SUGGESTED_SIZE}, counted from the next document on) lets fit --store "
-              f"refine in windows, which scored {WINDOWS_SUGGESTED_GAIN:.2f} higher held-out "
-              "coherence on average in the project's benchmark", file=sys.stderr)
     return 0
 
 
 def _document_stats(args):
-    """What ``--refine-window`` asks the store to keep, or None (as it keeps)."""
-    if not hasattr(args, "refine_window"):
-        return None
+    """What ``--refine-window`` asks the store to keep: given, those windows (none with
+    ``none``); ``auto`` (the default), the windows ``auto`` refines in for a new store and what
+    an existing store keeps (:meth:`CooccurrenceStore.open` takes the function)."""
     from anchorstream.stats.documents import DocStatsSettings
 
-    return DocStatsSettings(pair_window=args.refine_window or 0)
+    setting = getattr(args, "refine_window", AUTO)
+    if setting != AUTO:
+        return DocStatsSettings(pair_window=setting or 0)
+
+    def choose(stored):
+        return DocStatsSettings(pair_window=WINDOWS_AUTO_SIZE) if stored is None else stored
+
+    return choose

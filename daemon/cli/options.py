@@ -16,7 +16,7 @@ from anchorstream.model.background import check_spread
 from anchorstream.stats.admission import MIN_SHARE
 from anchorstream.stats.cooccurrence import LENGTH_CAP, cap_pairs
 from anchorstream.text.tokenize import Tokenizer, load_stopwords
-from anchorstream.text.windows import check_window
+from anchorstream.text.windows import AUTO, check_window
 
 __all__ = ["ADMIT_THRESHOLD", "CAPACITY", "HelpFormatter", "LENGTH_CAP", "MAX_DF", "MIN_DF",
            "STOPWORDS", "STOPWORDS_HELP", "VOCAB_SIZE", "admission_argument", "anchor_arguments",
@@ -114,20 +114,25 @@ def spread_arg(text: str) -> float | None:
 
 
 def refine_window_argument(parser, help: str) -> None:
-    """``--refine-window TOKENS`` (:func:`window_arg`), absent from the namespace unless given."""
+    """``--refine-window TOKENS|auto|none`` (:func:`window_arg`), absent from the namespace
+    unless given."""
     parser.add_argument("--refine-window", type=window_arg, default=argparse.SUPPRESS,
                         metavar="TOKENS", help=help)
 
 
-def window_arg(text: str) -> int | None:
-    """``--refine-window``: a whole number of tokens >= 2, or ``none`` (whole documents)."""
-    if text.strip().lower() == "none":
+def window_arg(text: str) -> int | str | None:
+    """``--refine-window``: a whole number of tokens >= 2, ``auto`` (decided by the documents'
+    length and the number of topics) or ``none`` (whole documents)."""
+    word = text.strip().lower()
+    if word == "none":
         return None
+    if word == AUTO:
+        return AUTO
     try:
         return check_window(int(text))
     except (ValueError, InputError):
         raise argparse.ArgumentTypeError(
-            f"expected a whole number of tokens >= 2 or 'none', got {text!r}") from None
+            f"expected a whole number of tokens >= 2, 'auto' or 'none', got {text!r}") from None
 
 
 def share_arg(text: str) -> float:

@@ -233,6 +233,18 @@ def Float(lo: float | None = None, hi: float | None = None, *, lo_open: bool = F
     return checked(check, float | None if optional else float)
 
 
+def _refine_window(v: Any) -> int | str | None:
+    if v is None or v == "auto":
+        return v
+    if not _is_int(v) or v < 2:
+        raise _Invalid("'auto', an integer >= 2 (tokens) or null")
+    return int(v)
+
+
+#: ``model.refine_window``: ``'auto'``, a window of >= 2 tokens, or null.
+RefineWindow = checked(_refine_window, int | str | None)
+
+
 def _bool(v: Any) -> bool:
     if not isinstance(v, bool):
         raise _Invalid("true or false")

@@ -18,10 +18,13 @@ from anchorstream.model.refine import (REFINE_AUTO_MAX_LENGTH, REFINE_MAX_ITER, 
 from anchorstream.model.registry import (ANCHOR_METHODS, METHODS, RECOVER_WEIGHTS,
                                          RECTIFY_METHODS, MethodSpec, method_spec)
 from anchorstream.stats.admission import MIN_SHARE
+from anchorstream.text.windows import (AUTO, WINDOWS_AUTO_MIN_LENGTH, WINDOWS_AUTO_SIZE,
+                                       WINDOWS_AUTO_TOPICS)
 from daemon.ingest.records import MAX_BYTES, MAX_TOKENS
 from daemon.settings import rules
 from daemon.settings.checks import (EMBEDDED, Bool, Bootstrap, Choice, ExistingFile, Float,
-                                    FrozenMap, Int, LogLevel, OptionalTopic, Secret, SecretText,
+                                    FrozenMap, Int, LogLevel, OptionalTopic, RefineWindow, Secret,
+                                    SecretText,
                                     StorageOptions, Stopwords, Text, Topics,
                                     shipped_stopword_lists)
 
@@ -282,11 +285,14 @@ class ModelConfig(_Section):
     refine_max_iter: Int(1) = Field(
         REFINE_MAX_ITER, description="most EM passes of refine, SQUAREM-accelerated (it stops "
         "earlier when a pass gains less than 1e-5 of the log-likelihood, relative)")
-    refine_window: Int(2, optional=True) = Field(
-        None, description="count the refinement's word pairs in windows of this many "
+    refine_window: RefineWindow = Field(
+        "auto", description="count the refinement's word pairs in windows of this many "
         "consecutive tokens of each document, kept by the store as documents arrive (fit "
         "--refine-window); for long documents that move from subject to subject; null = whole "
-        "documents")
+        f"documents; auto = windows of {WINDOWS_AUTO_SIZE} where documents average at least "
+        f"{WINDOWS_AUTO_MIN_LENGTH:g} tokens in the vocabulary and num_topics is at least "
+        f"{WINDOWS_AUTO_TOPICS}, else whole documents (a new store keeps the windows' pairs; "
+        "an existing one keeps what it keeps)")
     refine_warm_max_iter: Int(0) = Field(
         REFINE_WARM_MAX_ITER, description="most EM passes of a warm refresh's refine, which "
         "continues the previous refresh's EM on the topics whose anchors are kept; 0 = refine "
@@ -340,6 +346,18 @@ class ModelConfig(_Section):
         """The method registry's entry for the configured method."""
         return method_spec(self.method, self.anchor_method)
 
+    @property
+    def kept_window(self) -> int | None:
+        """The windows whose pairs a store keeps: refine_window's size, with ``auto`` the
+        size ``auto`` refines in (none where nothing is refined, ``refine: none``).
+
+        >>> ModelConfig().kept_window, ModelConfig(refine="none").kept_window
+        (24, None)
+        """
+        if self.refine_window != AUTO:
+            return self.refine_window
+        return None if self.refine == "none" else WINDOWS_AUTO_SIZE
+
     def document_stats_kwargs(self) -> dict[str, Any]:
         """Keyword arguments for ``anchorstream.stats.documents.DocStatsSettings.for_method``.
 
@@ -353,7 +371,7 @@ class ModelConfig(_Section):
             "n_projections": self.rp_projections,
             "reservoir": self.tsvd_documents,
             "seed": self.random_state,
-            "pair_window": self.refine_window,
+            "pair_window": self.kept_window,
         }
 
     def model_kwargs(self) -> dict[str, Any]:
