@@ -14,7 +14,7 @@ import icechunk
 import numpy as np
 import pytest
 
-from anchorstream.errors import InputError
+from anchorstream.errors import InputError, StoreError
 from anchorstream.store.location import (
     SCHEMES,
     STORAGE_OPTIONS,
@@ -171,6 +171,78 @@ def test_a_store_on_an_s3_server_equals_one_on_local_disk(s3_server, tmp_path, r
     assert info["fingerprint"] == store_info(local)["fingerprint"]
     assert info["num_docs"] == 300 and info["bytes_on_disk"] > 0
     assert read_committed(url, storage_options=options)[1] == local_state.words
+
+
+S3_OPTIONS = {"allow_http": True, "region": "us-east-1", "force_path_style": True,
+              "access_key_id": "testing", "secret_access_key": "testing"}
+
+
+def test_processes_creating_one_store_on_s3_at_once_all_open_it(s3_server):
+    """Two instances given one partition create its store at the same moment: an object
+    store has no rename, so Icechunk creates in place and the later creation finds the prefix
+    written. It waits for the other's repository and opens it; exactly one creation counts."""
+    import threading
+
+    options = {"endpoint_url": s3_server, **S3_OPTIONS}
+    for _ in range(4):
+        url = f"s3://anchorstream/race/{uuid.uuid4().hex}"
+        barrier = threading.Barrier(3)
+        got, errors = [], []
+
+        def create():
+            barrier.wait()
+            try:
+                got.append(CooccurrenceStore.open_or_create(
+                    url, capacity=20, admit_threshold=1, storage_options=options))
+            except Exception as exc:  # noqa: BLE001 - reported below
+                errors.append(exc)
+
+        threads = [threading.Thread(target=create) for _ in range(3)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+        assert errors == [] and len(got) == 3
+        assert len({s.version for s in got}) == 1  # one store, at its first commit
+        got[0].add([["a", "b"]])
+        got[0].checkpoint({"n": 1})
+        assert open_committed(url, storage_options=options).offsets == {"n": 1}
+
+
+def test_what_an_interrupted_creation_left_on_s3_is_removed_or_named(s3_server, monkeypatch,
+                                                                     caplog):
+    """A creation killed between Icechunk's first snapshot and its branch leaves objects and
+    no repository, and Icechunk creates only in a clean prefix. Once those objects are older
+    than a creation takes (CREATION_WAIT_SECONDS, 1 s here), they are removed and the store
+    created; what cannot be debris (a branch or tag under refs/) is left, and the error says
+    what to do."""
+    import boto3
+
+    from anchorstream.store import repository
+
+    client = boto3.client("s3", endpoint_url=s3_server, region_name="us-east-1",
+                          aws_access_key_id="testing", aws_secret_access_key="testing")
+    monkeypatch.setattr(repository, "CREATION_WAIT_SECONDS", 1.0)
+    options = {"endpoint_url": s3_server, **S3_OPTIONS}
+    killed = f"debris/{uuid.uuid4().hex}"
+    client.put_object(Bucket="anchorstream", Key=f"{killed}/snapshots/1CECHNKREP0F1RSTCMT0",
+                      Body=b"x")
+    store = CooccurrenceStore.open_or_create(f"s3://anchorstream/{killed}", capacity=20,
+                                             admit_threshold=1, storage_options=options)
+    store.add([["a", "b"]])
+    store.checkpoint({"n": 1})
+    assert open_committed(f"s3://anchorstream/{killed}", storage_options=options).offsets == {
+        "n": 1}
+    assert "removed 1 objects that a store creation interrupted" in caplog.text
+
+    odd = f"debris/{uuid.uuid4().hex}"
+    client.put_object(Bucket="anchorstream", Key=f"{odd}/refs/branch.other/ref.json", Body=b"x")
+    with pytest.raises(StoreError, match="holds objects but no repository") as err:
+        CooccurrenceStore.open_or_create(f"s3://anchorstream/{odd}", capacity=20,
+                                         storage_options=options)
+    assert "remove every object" in str(err.value)
+    listed = client.list_objects_v2(Bucket="anchorstream", Prefix=odd)["Contents"]
+    assert [o["Key"] for o in listed] == [f"{odd}/refs/branch.other/ref.json"]
 
 
 # ------------------------------------------------------------------- configuration

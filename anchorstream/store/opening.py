@@ -6,6 +6,7 @@ A mixin of :class:`~anchorstream.store.CooccurrenceStore`, whose constructor tak
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Self
@@ -13,12 +14,15 @@ from typing import Any, Self
 import icechunk
 import zarr
 
-from anchorstream.errors import StoreError, StoreFormatError
+from anchorstream.errors import StoreConflictError, StoreError, StoreFormatError
 from anchorstream.stats.accumulator import Forgetting
 from anchorstream.stats.documents import GROUP as DOCSTATS_GROUP
 from anchorstream.stats.documents import DocStatsSettings, DocumentStatistics
 from anchorstream.store.format import BRANCH, META, check_format, initialize, load_arrays
+from anchorstream.store import repository
+from anchorstream.store.debris import clear_creation_debris
 from anchorstream.store.repository import (
+    await_creation,
     create_repository,
     open_repo,
     pass_through,
@@ -39,6 +43,17 @@ from anchorstream.store.settings import length_cap as stored_length_cap
 from anchorstream.text.vocabulary import MAX_DF_MIN_DOCS
 
 __all__ = ["Opening"]
+
+log = logging.getLogger("anchorstream.store")
+
+
+def _initialized(repo: icechunk.Repository) -> bool:
+    """Whether the repository's branch holds an anchorstream store (its first commit done)."""
+    try:
+        session = repo.readonly_session(branch=BRANCH)
+        return META in zarr.open_group(session.store, mode="r").attrs
+    except Exception:
+        return False
 
 
 
@@ -173,16 +188,13 @@ pin_seed
         if local is not None:
             remove_creation_debris(local)
         if not repo_exists(backend, url):
-            return cls.create(url, document_stats=document_stats,
-                              storage_options=storage_options, **kwargs)
+            created = cls._create_or_join(url, backend, local, document_stats, storage_options,
+                                          kwargs)
+            if created is not None:
+                return created
         runtime = {k: kwargs.pop(k) for k in list(kwargs) if k in RUNTIME_DEFAULTS}
         repo, local = open_repo(url, storage_options)
-        try:
-            session = repo.readonly_session(branch=BRANCH)
-            initialized = META in zarr.open_group(session.store, mode="r").attrs
-        except Exception:
-            initialized = False
-        if not initialized and sum(1 for _ in repo.ancestry(branch=BRANCH)) <= 1:
+        if not _initialized(repo) and sum(1 for _ in repo.ancestry(branch=BRANCH)) <= 1:
             # Nothing but Icechunk's own first commit: our initialization never happened.
             meta, vocab, forgetting = build_config(**kwargs)
             document_stats = requested_docstats(document_stats, None)
@@ -190,10 +202,45 @@ pin_seed
                 initialize(repo, meta, vocab, forgetting, document_stats)
             except BaseException as exc:
                 pass_through(exc)
-                raise wrap(exc, f"cannot initialize store {os.fspath(url)!r}") from exc
+                error = wrap(exc, f"cannot initialize store {os.fspath(url)!r}")
+                # Refused because another process initialized it first: that one counts.
+                if not (isinstance(error, StoreConflictError) and _initialized(repo)):
+                    raise error from exc
         store = cls._load(repo, url, local, runtime, document_stats)
         warn_other_settings(store._meta["config"], kwargs, store.url)
         return store
+
+    @classmethod
+    def _create_or_join(cls, url, backend, local, document_stats, storage_options,
+                        kwargs) -> Self | None:
+        """:meth:`create`; on an object store where another process is creating the same
+        store (two instances given one partition), None once its repository exists (open
+        it); where a killed creation left objects and no repository, those are removed
+        (:func:`~anchorstream.store.debris.clear_creation_debris`) and the creation retried."""
+        for attempt in range(2):
+            try:
+                return cls.create(url, document_stats=document_stats,
+                                  storage_options=storage_options, **kwargs)
+            except StoreError as exc:
+                raced = isinstance(exc, StoreConflictError) or any(
+                    m in str(exc) for m in ("clean prefix", "branch update conflict"))
+                if local is not None or not raced:
+                    raise
+                outcome = await_creation(backend, url, lambda: clear_creation_debris(
+                    url, storage_options, min_age=repository.CREATION_WAIT_SECONDS))
+                if outcome == "exists":
+                    log.info("store %s was created by another process meanwhile: opening it",
+                             url)
+                    return None
+                if outcome == "stuck" or attempt:
+                    raise StoreError(
+                        f"cannot create a store at {os.fspath(url)!r}: its prefix holds "
+                        "objects but no repository, and none appeared meanwhile: what a "
+                        "creation interrupted there (a process killed while creating the "
+                        "store) left, which could not be removed here. Nothing was committed "
+                        f"to it: remove every object under that prefix and start again ({exc})"
+                    ) from exc
+        return None  # not reached: the second attempt returns or raises
 
     @classmethod
     def _load(cls, repo: icechunk.Repository, url, local, runtime,

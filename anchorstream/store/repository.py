@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 import uuid
 from collections.abc import Mapping
 from typing import Any
@@ -14,6 +15,8 @@ from anchorstream.errors import StoreConflictError, StoreError, StoreFormatError
 from anchorstream.store.location import icechunk_storage
 
 __all__ = [
+    "CREATION_WAIT_SECONDS",
+    "await_creation",
     "configure_logging",
     "create_repository",
     "disk_bytes",
@@ -78,6 +81,33 @@ def repo_exists(store: icechunk.Storage, url) -> bool:
     except BaseException as exc:
         pass_through(exc)
         raise wrap(exc, f"cannot reach store {os.fspath(url)!r}") from exc
+
+
+#: How long a creation that found a prefix written and no repository waits for another
+#: process's creation there to finish; objects older than this with no repository are what a
+#: creation interrupted left (:func:`anchorstream.store.debris.clear_creation_debris`).
+CREATION_WAIT_SECONDS = 30.0
+
+
+def await_creation(store: icechunk.Storage, url, clear) -> str:
+    """After a creation found the prefix written: ``"exists"`` once a repository appears,
+    ``"cleared"`` once ``clear()`` removed what an interrupted creation left (create again),
+    ``"stuck"`` if neither happened within twice :data:`CREATION_WAIT_SECONDS`.
+
+    An object store has no rename: Icechunk creates a repository in place, writing its first
+    snapshot, then its branch. A creation that finds the prefix written and no repository is
+    either racing another process's creation (the branch follows within moments) or found
+    what a creation interrupted between the two left, which stays until removed.
+    """
+    end = time.monotonic() + 2.0 * CREATION_WAIT_SECONDS
+    while True:
+        if repo_exists(store, url):
+            return "exists"
+        if clear():
+            return "cleared"
+        if time.monotonic() >= end:
+            return "stuck"
+        time.sleep(1.0)
 
 
 def open_repo(url, storage_options: Mapping[str, Any] | None = None
