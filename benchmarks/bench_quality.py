@@ -83,6 +83,8 @@ CANDIDATES: dict[str, list[str]] = {
     "refine-joint": ["--refine", "joint"],
     "refine-pairs": ["--refine", "pairs"],
     "refine-joint60": ["--refine", "joint", "--refine-iters", "60"],
+    "iters20": ["--refine-iters", "20"],
+    "iters40": ["--refine-iters", "40"],
     # The refinement's pairs counted in windows of 24 / 12 tokens of each document (auto then
     # refines every corpus; benchmarks/README.md, "The refinement's pairs in windows").
     "window24": ["--refine-window", "24"],
