@@ -56,7 +56,6 @@ def _initialized(repo: icechunk.Repository) -> bool:
         return False
 
 
-
 class Opening:
     """The constructors of :class:`~anchorstream.store.CooccurrenceStore` (a mixin)."""
 
@@ -151,7 +150,7 @@ pin_seed
             document on (logged as a warning); a reader sees their ``since_docs``. A function
             is given the stored settings (``DocStatsSettings()`` for none; ``None`` when the
             store is created) and returns those to keep
-            (:func:`~anchorstream.stats.documents.auto_windows`).
+            (:func:`~anchorstream.store.settings.auto_windows`).
         storage_options : mapping, optional
             See :meth:`create`.
         **runtime

@@ -182,7 +182,7 @@ def auto_windows(requested: DocStatsSettings, window: int = WINDOWS_AUTO_SIZE
 def requested_docstats(document_stats, stored):
     """The settings ``document_stats`` asks for, given those a store keeps (``stored``:
     ``None`` for a new store, ``DocStatsSettings()`` for one keeping none): itself, or what a
-    function of them returns (:func:`~anchorstream.stats.documents.auto_windows`)."""
+    function of them returns (:func:`~anchorstream.store.settings.auto_windows`)."""
     return document_stats(stored) if callable(document_stats) else document_stats
 
 
