@@ -605,7 +605,7 @@ def test_run_refuses_a_role_the_store_layout_cannot_serve(tmp_path, capsys, monk
     assert "embedded Kafka broker" not in err and not (tmp_path / "store").exists()
 
 
-def _partitioned(corpus, root, n_parts=3):
+def _partitioned(corpus, root, n_parts=3, document_stats=None):
     """The corpus's documents spread over ``n_parts`` partition stores under ``root`` (each
     with its Kafka offset), and one store fed them all (same vocabulary rule, not binding)."""
     from anchorstream.store import CooccurrenceStore, partition_url
@@ -614,13 +614,50 @@ def _partitioned(corpus, root, n_parts=3):
     docs = [json.loads(line)["text"].split() for line in path.read_text().splitlines()[:3000]]
     for p in range(n_parts):
         s = CooccurrenceStore.create(partition_url(root, "docs", p), capacity=400,
-                                     admit_threshold=1)
+                                     admit_threshold=1, document_stats=document_stats)
         s.add(docs[p::n_parts])
         s.checkpoint({f"kafka:docs:{p}": len(docs[p::n_parts])})
-    single = CooccurrenceStore.create(f"{root}-single", capacity=400, admit_threshold=1)
+    single = CooccurrenceStore.create(f"{root}-single", capacity=400, admit_threshold=1,
+                                      document_stats=document_stats)
     single.add(docs)
     single.checkpoint()
     return docs, f"{root}-single"
+
+
+def test_fit_on_a_partitioned_root_refines_on_the_partitions_windows(corpus, tmp_path, capsys):
+    # The windows' pairs each partition kept, summed by word as the daemon's refresh sums them:
+    # the topics of one store fed every document. A root whose partitions keep none says so.
+    from anchorstream.stats.documents import DocStatsSettings
+    from anchorstream.store import read_document_state, read_partitions
+    from anchorstream.store.partdocs import read_partition_documents
+
+    root = str(tmp_path / "root")
+    _, single = _partitioned(corpus, root, document_stats=DocStatsSettings(pair_window=6))
+    # The summed windows' pairs are the single store's, word by word.
+    summed = read_partitions(root, [("docs", p) for p in range(3)])
+    one = open_committed(single)
+    a = read_partition_documents(root, summed, None).window_pairs
+    b = read_document_state(single, one.version, one.slots).window_pairs
+    def full(upper):
+        u = upper.toarray()
+        return u + u.T - np.diag(np.diag(u))
+
+    order = [summed.words.index(w) for w in one.words]
+    np.testing.assert_allclose(full(a.upper)[np.ix_(order, order)], full(b.upper),
+                               rtol=1e-12, atol=1e-9)
+    assert (a.num_docs, a.num_tokens) == (b.num_docs, b.num_tokens)
+    fit = ["-k", str(K), "--anchor-min-df", "5", "--refine-window", "6", "--quiet"]
+    for store, out in ((root, tmp_path / "parts"), (single, tmp_path / "single")):
+        assert main(["fit", "--store", store, *fit, "--out", str(out)]) == 0
+        assert read_snapshot(out).manifest["settings"]["refine_window"] == 6
+    # The words in another order move the float32 EM's sums in their last bits: 3e-4 here
+    # (1e-5 refining whole documents); the windows against whole documents move them by 1.07.
+    assert _same_topics(tmp_path / "parts", tmp_path / "single") < 1e-3
+    bare = str(tmp_path / "bare")
+    _partitioned(corpus, bare)
+    capsys.readouterr()
+    assert main(["fit", "--store", bare, *fit, "--out", str(tmp_path / "bare-snap")]) == 1
+    assert "keeps no windows' pairs" in capsys.readouterr().err
 
 
 def test_store_info_on_a_partitioned_root_reports_each_partition_and_the_sum(

@@ -152,7 +152,7 @@ class _Combined:
                              documents, positions, keys, pairs)
 
 
-def read_partition_documents(root, state, settings: DocStatsSettings, *,
+def read_partition_documents(root, state, settings: DocStatsSettings | None, *,
                              storage_options: Mapping[str, Any] | None = None
                              ) -> DocumentState | None:
     """The document statistics of every partition at the versions ``state`` pinned, combined
@@ -166,9 +166,10 @@ def read_partition_documents(root, state, settings: DocStatsSettings, *,
         A summed read (:func:`~anchorstream.store.read_partitions` or a
         :class:`~anchorstream.store.partread.PartitionReader`'s): its ``partitions`` name each
         partition's version, its ``words`` the union's order.
-    settings : DocStatsSettings
+    settings : DocStatsSettings or None
         The configured statistics (with the configured seed; each partition's store has its
-        :func:`partition_seed`).
+        :func:`partition_seed`); None: whatever the partitions keep, if they all keep the same
+        (``fit --store`` reading the windows' pairs of a partitioned root).
     storage_options : mapping, optional
         As for :func:`anchorstream.store.open_committed`.
 
@@ -185,17 +186,22 @@ def read_partition_documents(root, state, settings: DocStatsSettings, *,
         If a store cannot be read.
     """
     index = {w: i for i, w in enumerate(state.words)}
-    total = _Combined(settings, len(index))
+    total = None if settings is None else _Combined(settings, len(index))
     for key, entry in sorted(state.partitions.items()):
         if entry.get("version") is None:
             continue
         topic, _, p = key.removeprefix("kafka:").rpartition(":")
         docs, words, factor = _read_one(partition_url(root, topic, int(p)), entry["version"],
                                         storage_options, float(state.clock))
-        if docs is None or replace(docs.settings, seed=settings.seed) != settings:
+        if docs is None:
+            return None
+        if total is None:  # the first partition's settings, the configured seed left at 0
+            settings = replace(docs.settings, seed=0)
+            total = _Combined(settings, len(index))
+        if replace(docs.settings, seed=settings.seed) != settings:
             return None
         total.add(docs, np.asarray([index.get(w, -1) for w in words], dtype=np.int64), factor)
-    return total.state()
+    return None if total is None else total.state()
 
 
 def documents_over(docs: DocumentState, idx: np.ndarray) -> DocumentState:

@@ -282,6 +282,7 @@ def _stored_windows(url, st, cooc, window: int, *, partitioned: bool, auto: bool
     With ``auto``, the windows the store keeps, or ``(None, None)`` (whole documents, said in a
     note) where it cannot give them."""
     from anchorstream.store import read_document_state
+    from anchorstream.store.partdocs import read_partition_documents
 
     def without(why: str) -> tuple[None, None]:
         print(f"note: {why}: refining whole documents (a store created by ingest keeps the "
@@ -289,14 +290,11 @@ def _stored_windows(url, st, cooc, window: int, *, partitioned: bool, auto: bool
               file=sys.stderr)
         return None, None
 
-    if partitioned:
-        if auto:
-            return without("fit --store does not read a partitioned store's windows")
-        raise InputError("--refine-window with a partitioned --store is not supported: fit "
-                         "one partition's store, or let the daemon (model.refine_window) fit "
-                         "the partitions together")
-    docs = read_document_state(url, st.version, st.slots)
-    kept = 0 if docs is None else docs.settings.pair_window
+    # A partitioned root: every partition's windows at the versions summed, as the daemon's
+    # refresh reads them (None where the partitions keep different statistics).
+    docs = (read_partition_documents(url, st, None) if partitioned
+            else read_document_state(url, st.version, st.slots))
+    kept = 0 if docs is None or docs.window_pairs is None else docs.settings.pair_window
     if auto and (not kept or docs.since_docs > WINDOWS_LATE_SHARE * st.n_docs_added):
         return without(f"the store {url!r} keeps no windows' pairs" if not kept else
                        f"the store {url!r} keeps windows' pairs from document "
