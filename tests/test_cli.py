@@ -82,6 +82,18 @@ def test_fit_writes_a_valid_snapshot(corpus, tmp_path, capsys, flags, tolerance)
         assert "estimate" not in snap.manifest["extra"]["fit"]
 
 
+def write_planted(path, X, words, rng=None) -> None:
+    """Documents ``X`` (a document-term matrix) as lines of words, each document's tokens in
+    a random order from ``rng`` (a planted document's words are exchangeable), else grouped."""
+    with open(path, "w") as fh:
+        for d in range(X.shape[0]):
+            row = X.getrow(d)
+            tokens = np.repeat(row.indices, row.data.astype(np.int64))
+            if rng is not None:
+                tokens = rng.permutation(tokens)
+            fh.write(" ".join(words[i] for i in tokens) + "\n")
+
+
 @pytest.mark.parametrize("flags", [[], ["--method", "anchorfree"], ["--method", "tsvd"]])
 def test_fit_refines_on_windows_of_the_documents(tmp_path, capsys, flags):
     # 40-token documents, their words in random order (a planted document's words are
@@ -89,13 +101,8 @@ def test_fit_refines_on_windows_of_the_documents(tmp_path, capsys, flags):
     truth = planted_model(V, K, anchor_mass=0.08, random_state=8)
     X, _ = sample_documents(truth, 3000, doc_length=40, random_state=8)
     words = [f"w{i:03d}" for i in range(V)]
-    rng = np.random.default_rng(8)
     path = tmp_path / "docs.txt"
-    with open(path, "w") as fh:
-        for d in range(X.shape[0]):
-            row = X.getrow(d)
-            tokens = np.repeat(row.indices, row.data.astype(np.int64))
-            fh.write(" ".join(words[i] for i in rng.permutation(tokens)) + "\n")
+    write_planted(path, X, words, np.random.default_rng(8))
     base = ["fit", "--input", str(path), "--format", "text", "--stopwords", "none", "-k",
             str(K), "--min-df", "2", "--max-df", "1", "--anchor-min-df", "5", "--quiet", *flags]
     assert main([*base, "--out", str(tmp_path / "whole")]) == 0
@@ -137,13 +144,8 @@ def test_fit_refines_long_documents_in_windows_by_default(tmp_path, capsys, leng
                                                           window):
     truth = planted_model(V, K, anchor_mass=0.08, random_state=9)
     X, _ = sample_documents(truth, 400, doc_length=length, random_state=9)
-    words = [f"w{i:03d}" for i in range(V)]
     path = tmp_path / "docs.txt"
-    with open(path, "w") as fh:
-        for d in range(X.shape[0]):
-            row = X.getrow(d)
-            fh.write(" ".join(words[i] for i in np.repeat(row.indices, row.data.astype(int)))
-                     + "\n")
+    write_planted(path, X, [f"w{i:03d}" for i in range(V)])
     out = tmp_path / "snap"
     assert main(["fit", "--input", str(path), "--format", "text", "--stopwords", "none", "-k",
                  str(k), "--min-df", "2", "--max-df", "1", "--anchor-min-df", "5", "--quiet",
@@ -376,14 +378,8 @@ def test_auto_windows_from_a_store_are_fit_inputs_on_the_same_documents(tmp_path
     gives its topics; a store that keeps no windows is fitted on whole documents, said so."""
     truth = planted_model(200, 30, anchor_mass=0.08, random_state=4)
     X, _ = sample_documents(truth, 600, doc_length=120, random_state=4)
-    words = [f"w{i:03d}" for i in range(200)]
-    rng = np.random.default_rng(4)
     path = tmp_path / "docs.txt"
-    with open(path, "w") as fh:
-        for d in range(X.shape[0]):
-            row = X.getrow(d)
-            tokens = np.repeat(row.indices, row.data.astype(np.int64))
-            fh.write(" ".join(words[i] for i in rng.permutation(tokens)) + "\n")
+    write_planted(path, X, [f"w{i:03d}" for i in range(200)], np.random.default_rng(4))
     common = ["-k", "30", "--anchor-min-df", "5", "-q"]
     batch = tmp_path / "batch"
     assert main(["fit", "--input", str(path), "--format", "text", "--stopwords", "none",
