@@ -33,18 +33,34 @@ log = logging.getLogger("anchorstream.store")
 _REFS = "refs/"
 
 
+#: Storage kind -> (our option, obstore's config key) for the options passed on as they are.
+_RENAMED = {
+    "s3": (("region", "region"), ("endpoint_url", "endpoint"),
+           ("access_key_id", "access_key_id"), ("secret_access_key", "secret_access_key"),
+           ("session_token", "session_token")),
+    "gcs": (("service_account_file", "service_account"),
+            ("service_account_key", "service_account_key"),
+            ("application_credentials", "application_credentials")),
+    "azure": (("account", "account_name"), ("access_key", "account_key"),
+              ("sas_token", "sas_key"), ("bearer_token", "bearer_token")),
+}
+
+
+def _config(kind: str, options: Mapping[str, Any]) -> dict[str, Any]:
+    """obstore's config for ``options`` of a store of ``kind``: its ``config`` mapping, the
+    renamed options given, and ``anonymous`` as ``skip_signature``."""
+    config = dict(options.get("config") or {})
+    config.update({theirs: options[ours] for ours, theirs in _RENAMED[kind]
+                   if options.get(ours) is not None})
+    if options.get("anonymous"):
+        config["skip_signature"] = True
+    return config
+
+
 def _s3(where, options: Mapping[str, Any]):
     from obstore.store import S3Store
 
-    config: dict[str, Any] = {}
-    for ours, theirs in (("region", "region"), ("endpoint_url", "endpoint"),
-                         ("access_key_id", "access_key_id"),
-                         ("secret_access_key", "secret_access_key"),
-                         ("session_token", "session_token")):
-        if options.get(ours) is not None:
-            config[theirs] = options[ours]
-    if options.get("anonymous"):
-        config["skip_signature"] = True
+    config = _config("s3", options)
     if options.get("force_path_style"):
         config["virtual_hosted_style_request"] = False
     if options.get("requester_pays"):
@@ -56,25 +72,13 @@ def _s3(where, options: Mapping[str, Any]):
 def _gcs(where, options: Mapping[str, Any]):
     from obstore.store import GCSStore
 
-    config = dict(options.get("config") or {})
-    for ours, theirs in (("service_account_file", "service_account"),
-                         ("service_account_key", "service_account_key"),
-                         ("application_credentials", "application_credentials")):
-        if options.get(ours) is not None:
-            config[theirs] = options[ours]
-    if options.get("anonymous"):
-        config["skip_signature"] = True
-    return GCSStore(where.bucket, prefix=where.prefix, **config)
+    return GCSStore(where.bucket, prefix=where.prefix, **_config("gcs", options))
 
 
 def _azure(where, options: Mapping[str, Any]):
     from obstore.store import AzureStore
 
-    config = dict(options.get("config") or {})
-    for ours, theirs in (("account", "account_name"), ("access_key", "account_key"),
-                         ("sas_token", "sas_key"), ("bearer_token", "bearer_token")):
-        if options.get(ours) is not None:
-            config[theirs] = options[ours]
+    config = _config("azure", options)
     if where.account and "account_name" not in config:
         config["account_name"] = where.account
     return AzureStore(where.bucket, prefix=where.prefix, **config)

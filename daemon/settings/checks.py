@@ -21,9 +21,10 @@ import yaml
 from pydantic import PlainValidator, SecretStr
 from pydantic_core import PydanticCustomError
 
-from anchorstream.errors import AnchorstreamError
+from anchorstream.errors import AnchorstreamError, InputError
 from anchorstream.store.location import SECRET_OPTIONS
 from anchorstream.text.tokenize import available_stopword_lists
+from anchorstream.text.windows import check_refine_window
 
 #: Value of ``kafka.bootstrap_servers`` that asks the daemon to start the bundled broker.
 EMBEDDED = "embedded"
@@ -234,11 +235,10 @@ def Float(lo: float | None = None, hi: float | None = None, *, lo_open: bool = F
 
 
 def _refine_window(v: Any) -> int | str | None:
-    if v is None or v == "auto":
-        return v
-    if not _is_int(v) or v < 2:
-        raise _Invalid("'auto', an integer >= 2 (tokens) or null")
-    return int(v)
+    try:
+        return check_refine_window(v)  # the library's rule
+    except InputError:
+        raise _Invalid("'auto', an integer >= 2 (tokens) or null") from None
 
 
 #: ``model.refine_window``: ``'auto'``, a window of >= 2 tokens, or null.
