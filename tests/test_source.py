@@ -353,6 +353,53 @@ def test_a_rejoin_on_new_partitions_completes(kafka_broker, caplog):  # noqa: F8
                 source.poll_batch(timeout=0.01)
 
 
+class _Pending:
+    """What a selector's ``wait_write`` returns: suspends the connecting coroutine once."""
+
+    def __await__(self):
+        yield
+
+
+class _Selector:
+    def wait_write(self, sock, timeout_at=None):
+        return _Pending()
+
+
+@pytest.mark.parametrize("ending", ["timeout", "cancelled"])
+def test_a_connection_that_does_not_complete_closes_its_socket(ending):
+    """kafka-python 3.0.12 left the socket of a timed-out or cancelled connection attempt open
+    until the garbage collector found it (daemon.kafka.mends.close_failed_connects): a real
+    socket, connecting to a real listener on loopback."""
+    import errno
+    import socket
+
+    from kafka.errors import KafkaTimeoutError
+    from kafka.net.inet import KafkaNetSocket
+
+    class StillConnecting(KafkaNetSocket):
+        SCHEMES = ()  # kafka-python registers every subclass by its proxy schemes
+
+        def connect_ex(self, sock, sockaddr):
+            super().connect_ex(sock, sockaddr)
+            return errno.EINPROGRESS  # as on a loaded machine: not connected yet
+
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        addr = (socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP, "",
+                listener.getsockname())
+        opened: list[socket.socket] = []
+        factory = StillConnecting()
+        factory.socket = lambda *a: opened.append(socket.socket(*a)) or opened[-1]
+        if ending == "timeout":
+            attempt = factory.connect(_Selector(), addr, timeout_at=time.monotonic() - 1)
+            with pytest.raises(KafkaTimeoutError):
+                attempt.send(None)
+        else:
+            attempt = factory.connect(_Selector(), addr, timeout_at=time.monotonic() + 60)
+            attempt.send(None)  # suspended in wait_write
+            attempt.close()  # what closing the client does to its pending tasks
+        assert len(opened) == 1 and opened[0].fileno() == -1, "the socket was left open"
+
+
 # --------------------------------------------------------------------------------------------
 # anchorstream replay
 

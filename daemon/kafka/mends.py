@@ -1,5 +1,5 @@
-"""Two defects of kafka-python 3.0.12's consumer, mended from outside, and what its cluster
-metadata knows that the public API does not tell (topic ids, topics that do not exist).
+"""Three defects of kafka-python 3.0.12, mended from outside, and what its cluster metadata
+knows that the public API does not tell (topic ids, topics that do not exist).
 
 Both were found by ``tests/test_source.py::test_broker_outage_and_recovery`` failing about once in
 twenty runs on a loaded machine (a consumer that never received a partition again after a broker
@@ -23,6 +23,15 @@ client lacks them.
   notices an orphaned task after a poll and asks for the rejoin, whose loop then awaits the same
   task and completes the join as usual.
 
+* **A socket left open by a connection that did not complete.**
+  ``KafkaNetSocket.sock_connect`` neither closes its socket when the connection times out or
+  fails nor when its task is cancelled (the client closed while connecting): the socket stays
+  open until the garbage collector finds it. A daemon retrying a loaded or absent broker holds
+  one descriptor per attempt meanwhile, and the test suite, where ``ResourceWarning`` is an
+  error, failed on one (``tests/test_source.py``, in CI on a busy machine).
+  :func:`close_failed_connects` wraps it once, for every client of the process; it is applied
+  where kafka-python is imported (:mod:`daemon.kafka.client`).
+
 And one that only shows once topics are not created for the consumer: ``end_offsets`` raises
 ``KeyError`` for a partition of a topic the broker does not know (a subscription to a topic not
 created yet); :func:`end_offsets` asks only for partitions the consumer's metadata knows.
@@ -34,10 +43,31 @@ import logging
 from typing import Any
 
 __all__ = [
-    "end_offsets", "finish_join", "forbid_auto_create", "metadata_topic_id", "unknown_topics",
+    "close_failed_connects", "end_offsets", "finish_join", "forbid_auto_create",
+    "metadata_topic_id", "unknown_topics",
 ]
 
 log = logging.getLogger("anchorstream.source")
+
+
+def close_failed_connects(socket_class: Any) -> bool:
+    """Make ``socket_class.sock_connect`` close its socket when it does not return it; True if
+    it was wrapped now (False: already wrapped, or no such method)."""
+    connect = getattr(socket_class, "sock_connect", None)
+    if connect is None or getattr(connect, "closes_failed_sockets", False):
+        return False
+
+    async def sock_connect(self, net, sock, *args, **kwargs):
+        try:
+            return await connect(self, net, sock, *args, **kwargs)
+        except BaseException:  # a timeout, a refusal, or GeneratorExit from a cancelled task
+            sock.close()
+            raise
+
+    sock_connect.closes_failed_sockets = True
+    sock_connect.__wrapped__ = connect
+    socket_class.sock_connect = sock_connect
+    return True
 
 
 def _cluster(consumer: Any, name: str) -> Any:
