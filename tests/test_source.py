@@ -400,6 +400,26 @@ def test_a_connection_that_does_not_complete_closes_its_socket(ending):
         assert len(opened) == 1 and opened[0].fileno() == -1, "the socket was left open"
 
 
+def test_a_connection_closed_with_a_request_buffered_closes_its_socket():
+    """A transport closed while bytes wait to be sent defers its close to its write task;
+    kafka-python 3.0.12 never closed the socket when the client's own close cancelled that
+    task first (daemon.kafka.mends.close_when_writes_cancelled)."""
+    import socket
+
+    from kafka.net.transport import KafkaTCPTransport
+
+    ours, broker = socket.socketpair()
+    with broker:
+        transport = KafkaTCPTransport(_Selector(), ours, host="broker")
+        transport._write_buffer.append(b"a LeaveGroup request")
+        transport.close()
+        assert ours.fileno() != -1  # deferred until the buffer is flushed
+        writing = transport._write_to_sock()
+        writing.send(None)  # waits for the socket to be writable
+        writing.close()  # the client's close cancels its pending tasks
+        assert ours.fileno() == -1, "the socket was left open"
+
+
 # --------------------------------------------------------------------------------------------
 # anchorstream replay
 

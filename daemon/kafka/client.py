@@ -2,8 +2,8 @@
 
 Every module that talks to Kafka imports kafka-python's classes from here, so the
 ``DeprecationWarning`` kafka-python 3.0 raises on import is silenced in one place and the mend
-that closes the sockets of failed connection attempts
-(:func:`daemon.kafka.mends.close_failed_connects`) is applied before any client exists.
+that close the sockets kafka-python leaves open (:func:`daemon.kafka.mends.close_failed_connects`,
+:func:`~daemon.kafka.mends.close_when_writes_cancelled`) are applied before any client exists.
 :func:`client_settings` turns a :class:`daemon.settings.KafkaConfig` into client keyword
 arguments (address and security), :func:`create_client` builds a client without leaking the I/O
 thread of a failed attempt, :func:`create_topics` creates topics, and :class:`Backoff` paces
@@ -34,12 +34,14 @@ with warnings.catch_warnings():
     from kafka.errors import KafkaConfigurationError, KafkaError, TopicAlreadyExistsError
     from kafka.net.compat import KafkaNetClient
     from kafka.net.inet import KafkaNetSocket
+    from kafka.net.transport import KafkaTCPTransport
 
 from anchorstream.errors import AnchorstreamError
-from daemon.kafka.mends import close_failed_connects
+from daemon.kafka.mends import close_failed_connects, close_when_writes_cancelled
 from daemon.settings import KafkaConfig
 
 close_failed_connects(KafkaNetSocket)
+close_when_writes_cancelled(KafkaTCPTransport)  # its SSL subclass inherits the wrapper
 
 __all__ = [
     "Backoff",

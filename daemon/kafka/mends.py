@@ -30,7 +30,11 @@ client lacks them.
   one descriptor per attempt meanwhile, and the test suite, where ``ResourceWarning`` is an
   error, failed on one (``tests/test_source.py``, in CI on a busy machine).
   :func:`close_failed_connects` wraps it once, for every client of the process; it is applied
-  where kafka-python is imported (:mod:`daemon.kafka.client`).
+  where kafka-python is imported (:mod:`daemon.kafka.client`). Likewise a connection closed
+  while a request was still buffered (a consumer's LeaveGroup on a loaded machine): the
+  transport defers its close to its write task, and closing the client cancels that task
+  before it flushes, so the socket was never closed; :func:`close_when_writes_cancelled`
+  closes it when the task ends that way.
 
 And one that only shows once topics are not created for the consumer: ``end_offsets`` raises
 ``KeyError`` for a partition of a topic the broker does not know (a subscription to a topic not
@@ -43,7 +47,8 @@ import logging
 from typing import Any
 
 __all__ = [
-    "close_failed_connects", "end_offsets", "finish_join", "forbid_auto_create",
+    "close_failed_connects", "close_when_writes_cancelled", "end_offsets", "finish_join",
+    "forbid_auto_create",
     "metadata_topic_id", "unknown_topics",
 ]
 
@@ -67,6 +72,31 @@ def close_failed_connects(socket_class: Any) -> bool:
     sock_connect.closes_failed_sockets = True
     sock_connect.__wrapped__ = connect
     socket_class.sock_connect = sock_connect
+    return True
+
+
+def close_when_writes_cancelled(transport_class: Any) -> bool:
+    """Make ``transport_class._write_to_sock`` close the socket of a closed transport when the
+    task is cancelled or fails before it flushed; True if it was wrapped now."""
+    write = getattr(transport_class, "_write_to_sock", None)
+    if write is None or getattr(write, "closes_failed_sockets", False):
+        return False
+
+    async def _write_to_sock(self):
+        try:
+            return await write(self)
+        except BaseException:  # GeneratorExit: the client closed while bytes were buffered
+            sock = getattr(self, "_sock", None)
+            if getattr(self, "_closed", False) and sock is not None:
+                # Only the socket: the task is being torn down by the client's own close,
+                # which cancels the rest and closes its selector.
+                self._sock = None
+                sock.close()
+            raise
+
+    _write_to_sock.closes_failed_sockets = True
+    _write_to_sock.__wrapped__ = write
+    transport_class._write_to_sock = _write_to_sock
     return True
 
 
