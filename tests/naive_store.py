@@ -364,6 +364,22 @@ def naive_csr_move(indptr, indices, data, to, n):
     return _csr_of_rows({r: sorted(v) for r, v in rows.items()}, n)
 
 
+def naive_entries_to_upper_csr(rows, cols, vals, seq, reset_seq, skip, pos, n, factor):
+    """Twin of ``store_entries_to_upper_csr``: the valid entries summed into a dict of rows."""
+    out = {i: {} for i in range(n)}
+    for k in range(len(rows)):
+        r, c = int(rows[k]), int(cols[k])
+        if reset_seq[r] > seq or reset_seq[c] > seq or (len(skip) and skip[k]):
+            continue
+        a, b = int(pos[r]), int(pos[c])
+        if a < 0 or b < 0:
+            continue
+        lo, hi = min(a, b), max(a, b)
+        out[lo][hi] = out[lo].get(hi, 0.0) + float(vals[k]) * factor
+    return _csr_of_rows({i: sorted((j, v) for j, v in row.items() if v != 0.0)
+                         for i, row in out.items()}, n)
+
+
 def _csr_of_rows(rows, n_rows):
     indptr = np.zeros(n_rows + 1, dtype=np.int64)
     indices, data = [], []

@@ -14,6 +14,7 @@ from anchorstream._kernels.store import (
     store_csr_add,
     store_csr_move,
     store_dense_nonzero,
+    store_entries_to_upper_csr,
     store_pair_delta,
     store_scatter_symmetric,
     store_unique_counts,
@@ -23,6 +24,7 @@ from tests.naive_store import (
     naive_block_to_csr,
     naive_csr_add,
     naive_csr_move,
+    naive_entries_to_upper_csr,
     naive_pair_delta,
     naive_scatter_symmetric,
     naive_unique_counts,
@@ -253,3 +255,46 @@ def test_csr_move_matches_twin_and_keeps_rows_sorted_and_upper(seed):
     D = np.zeros((n, n))
     D[np.ix_(to[kept], to[kept])] = U.toarray()[np.ix_(kept, kept)]
     np.testing.assert_array_equal(M.toarray(), D)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_entries_to_upper_csr_matches_twin_and_scipy(seed):
+    """A segment's entries (either triangle, in order or not, repeats, zeros, evicted slots,
+    folded entries, slots without a position) to canonical upper CSR over the positions."""
+    import scipy.sparse as sp
+
+    from anchorstream.stats.sparse import upper_csr
+
+    rng = np.random.default_rng(600 + seed)
+    cap, m, seq = 12, int(rng.integers(0, 60)), 5
+    rows = rng.integers(0, cap, m).astype(np.int32)
+    cols = rng.integers(0, cap, m).astype(np.int32)
+    if seed % 2:  # as a writer leaves them: upper, sorted by row and column, distinct
+        pairs = sorted({(min(r, c), max(r, c)) for r, c in zip(rows.tolist(), cols.tolist())})
+        rows = np.asarray([p[0] for p in pairs], np.int32).reshape(-1)
+        cols = np.asarray([p[1] for p in pairs], np.int32).reshape(-1)
+    m = rows.size
+    dtype = [np.float64, np.float32][seed % 4 // 2]
+    vals = np.where(rng.random(m) < 0.1, 0.0, rng.random(m)).astype(dtype)
+    reset = np.where(rng.random(cap) < 0.2, seq + 1, rng.integers(0, seq + 1, cap)).astype(np.int64)
+    skip = (rng.random(m) < 0.2) if seed % 3 == 0 else np.zeros(0, dtype=bool)
+    active = np.flatnonzero(rng.random(cap) < 0.8)
+    pos = np.full(cap, -1, dtype=np.int64)
+    pos[active] = np.arange(active.size)
+    n, factor = active.size, vals.dtype.type([1.0, 0.5][seed % 2])
+    args = (rows, cols, vals, seq, reset, skip, pos, n, factor)
+    got = store_entries_to_upper_csr(*args)
+    want = naive_entries_to_upper_csr(*args)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-6 if vals.dtype == np.float32 else 1e-15)
+    assert got[0].dtype == np.int64 and got[1].dtype == np.int32 and got[2].dtype == np.float64
+    # What the read did before: mask, map, then scipy's conversion.
+    keep = (reset[rows] <= seq) & (reset[cols] <= seq)
+    if skip.size:
+        keep &= ~skip
+    r, c = pos[rows[keep]], pos[cols[keep]]
+    inside = (r >= 0) & (c >= 0)
+    ref = upper_csr(r[inside], c[inside], vals[keep][inside] * factor, n)
+    mine = sp.csr_matrix((got[2], got[1], got[0]), shape=(n, n))
+    assert mine.has_sorted_indices and np.all(mine.data != 0)
+    np.testing.assert_allclose(mine.toarray(), ref.toarray(), rtol=1e-6, atol=0)

@@ -102,16 +102,23 @@ class EntryReader:
     t_ref: float
     fold: Fold | None = None
 
-    def entries(self, seg: Segment):
-        """The valid ``(rows, cols, vals)`` of one delta segment."""
+    def stored(self, seg: Segment):
+        """One delta segment as stored, with what makes its entries valid: ``(rows, cols, vals,
+        folded, factor)``, ``folded`` the mask of entries already in the base (None for none)
+        and ``factor`` the forgetting's readout to ``t_ref``. An entry is valid where neither
+        slot was reset after ``seg.seq`` (:func:`valid_entries`) and it is not folded."""
         g = self.root[f"segments/{seg.name}"]
         rows, cols, vals = get(g, "rows"), get(g, "cols"), get(g, "vals")
-        keep = valid_entries(rows, cols, seg.seq, self.reset)
         folded = None if self.fold is None else self.fold.folded(seg, rows, cols)
+        return rows, cols, vals, folded, self.forgetting.readout(self.t_ref, seg.t_ref)
+
+    def entries(self, seg: Segment):
+        """The valid ``(rows, cols, vals)`` of one delta segment."""
+        rows, cols, vals, folded, factor = self.stored(seg)
+        keep = valid_entries(rows, cols, seg.seq, self.reset)
         if folded is not None:
             keep &= ~folded
         vals = vals[keep]
-        factor = self.forgetting.readout(self.t_ref, seg.t_ref)
         if factor != 1.0:
             vals *= factor
         return rows[keep], cols[keep], vals

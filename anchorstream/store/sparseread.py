@@ -25,8 +25,9 @@ import zarr
 
 from anchorstream.errors import StoreError, StoreFormatError
 from anchorstream.stats.accumulator import Forgetting
-from anchorstream._kernels.store import store_block_to_csr, store_csr_add, store_csr_move
-from anchorstream.stats.sparse import SparseCooccurrence, canonical_csr, upper_csr
+from anchorstream._kernels.store import (store_block_to_csr, store_csr_add, store_csr_move,
+                                         store_entries_to_upper_csr)
+from anchorstream.stats.sparse import SparseCooccurrence, canonical_csr
 from anchorstream.store.format import BRANCH, StoreState, check_format, read_admission
 from anchorstream.store.reading import BaseShards, CommittedState, dense_read_of, plan_catch_up
 from anchorstream.store.repository import open_repo, pass_through, wrap
@@ -100,12 +101,14 @@ def _segments_upper(reader: EntryReader, segments, pos: np.ndarray, n: int):
     read), or None without segments. One segment at a time: its entries' index arrays are a
     read's largest temporaries."""
     out = None
+    no_skip = np.zeros(0, dtype=np.bool_)
     for seg in segments:
-        rows, cols, vals = reader.entries(seg)
-        rows, cols = pos[rows], pos[cols]
-        keep = (rows >= 0) & (cols >= 0)
-        piece = upper_csr(rows[keep], cols[keep], vals[keep], n)
-        del rows, cols, vals, keep
+        rows, cols, vals, folded, factor = reader.stored(seg)
+        # The factor in the values' own type, as EntryReader.entries scales them.
+        piece = _csr(store_entries_to_upper_csr(
+            rows, cols, vals, seg.seq, reader.reset, no_skip if folded is None else folded,
+            pos, n, vals.dtype.type(factor)), (n, n))
+        del rows, cols, vals, folded
         out = piece if out is None else _add(out, piece)
     return out
 
