@@ -111,6 +111,65 @@ def test_storage_constructors_get_the_options():
     assert icechunk_storage("memory://m", memory=registry)[0] is first
 
 
+def _service_account(tmp_path) -> tuple[str, str]:
+    """A service-account key file for Google Cloud Storage (a fresh RSA key; it signs nothing
+    here): its path and its text."""
+    import json
+
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048).private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption()).decode()
+    text = json.dumps({"type": "service_account", "client_email": "a@p.iam.gserviceaccount.com",
+                       "private_key": key, "private_key_id": "1", "project_id": "p",
+                       "token_uri": "https://oauth2.googleapis.com/token"})
+    path = tmp_path / "key.json"
+    path.write_text(text)
+    return str(path), text
+
+
+def test_storage_options_reach_the_object_store_client_that_clears_debris(tmp_path):
+    """The store's options, renamed for obstore (anchorstream.store.debris), for every kind of
+    object store: what lists and removes an interrupted creation's objects must reach the same
+    bucket, prefix and credentials as Icechunk does. Building a client reaches no server."""
+    from anchorstream.store.debris import object_store
+
+    key_file, key_text = _service_account(tmp_path)
+    cases = [
+        ("s3://b/p/q", {"region": "eu-west-1", "endpoint_url": "http://127.0.0.1:9",
+                        "access_key_id": "id", "secret_access_key": "secret",
+                        "force_path_style": True, "allow_http": True},
+         {"bucket": "b", "region": "eu-west-1", "endpoint": "http://127.0.0.1:9",
+          "access_key_id": "id", "secret_access_key": "secret",
+          "virtual_hosted_style_request": "false"}, "p/q"),
+        ("s3://b/p", {"anonymous": True}, {"bucket": "b", "skip_signature": "true"}, "p"),
+        ("gs://bucket/some/prefix", {"service_account_file": key_file},
+         {"bucket": "bucket", "service_account": key_file}, "some/prefix"),
+        ("gcs://bucket/x", {"service_account_key": key_text},
+         {"bucket": "bucket", "service_account_key": key_text}, "x"),
+        ("gs://bucket/x", {"application_credentials": key_file},
+         {"bucket": "bucket", "application_credentials": key_file}, "x"),
+        ("gs://bucket/x", {"anonymous": True}, {"bucket": "bucket", "skip_signature": "true"},
+         "x"),
+        ("az://container/pre/fix", {"account": "acct", "access_key": "a2V5"},
+         {"container_name": "container", "account_name": "acct", "account_key": "a2V5"},
+         "pre/fix"),
+        ("abfs://container@acct.dfs.core.windows.net/pre", {"sas_token": "sv=1&sig=x"},
+         {"container_name": "container", "account_name": "acct", "sas_key": "sv=1&sig=x"},
+         "pre"),
+    ]
+    for url, options, expected, prefix in cases:
+        store = object_store(url, options)
+        assert store is not None, url
+        assert {k: store.config.get(k) for k in expected} == expected, (url, store.config)
+        assert str(store.prefix) == prefix
+    assert object_store(tmp_path / "local", None) is None
+    # Options obstore cannot use: no client, so the caller names the prefix to clear instead.
+    assert object_store("gs://bucket/x", {"service_account_file": str(tmp_path / "no")}) is None
+
+
 def test_local_urls_and_options_reach_the_store(tmp_path):
     url = f"file://{tmp_path}/s"
     s = CooccurrenceStore.create(url, capacity=4, seed=["a"])
