@@ -495,6 +495,8 @@ def store_entries_to_upper_csr(rows, cols, vals, seq, reset_seq, skip, pos, n, f
     m = rows.shape[0]
     use_skip = skip.shape[0] > 0
     indptr = np.zeros(n + 1, dtype=np.int64)
+    # Both passes spell out which entries are read: the test moved into a helper, inlined or
+    # not, made the kernel 5-6x slower (0.6-0.7 s against 0.12 on the e-mail store's 6.9M).
     for k in range(m):
         r, c = rows[k], cols[k]
         if reset_seq[r] > seq or reset_seq[c] > seq or (use_skip and skip[k]):
