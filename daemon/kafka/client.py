@@ -1,7 +1,7 @@
 """Kafka clients: kafka-python imported once (its import-time warning silenced), settings, creation.
 
 Every module that talks to Kafka imports kafka-python's classes from here, so the
-``DeprecationWarning`` kafka-python 3.0 raises on import is silenced in one place and the mend
+``DeprecationWarning`` kafka-python 3.0 raises on import is silenced in one place and the mends
 that close the sockets kafka-python leaves open (:func:`daemon.kafka.mends.close_failed_connects`,
 :func:`~daemon.kafka.mends.close_when_writes_cancelled`) are applied before any client exists.
 :func:`client_settings` turns a :class:`daemon.settings.KafkaConfig` into client keyword

@@ -1,7 +1,7 @@
-"""Three defects of kafka-python 3.0.12, mended from outside, and what its cluster metadata
-knows that the public API does not tell (topic ids, topics that do not exist).
+"""Defects of kafka-python 3.0.12, mended from outside, and what its cluster metadata knows
+that the public API does not tell (topic ids, topics that do not exist).
 
-Both were found by ``tests/test_source.py::test_broker_outage_and_recovery`` failing about once in
+The first two were found by ``tests/test_source.py::test_broker_outage_and_recovery`` failing about once in
 twenty runs on a loaded machine (a consumer that never received a partition again after a broker
 restart). Everything here reads private attributes, defensively, and does nothing where a
 client lacks them.
@@ -48,56 +48,62 @@ from typing import Any
 
 __all__ = [
     "close_failed_connects", "close_when_writes_cancelled", "end_offsets", "finish_join",
-    "forbid_auto_create",
-    "metadata_topic_id", "unknown_topics",
+    "forbid_auto_create", "metadata_topic_id", "unknown_topics",
 ]
 
 log = logging.getLogger("anchorstream.source")
 
 
+def _wrap_once(cls: Any, name: str, wrap) -> bool:
+    """Replace ``cls.name`` by ``wrap(cls.name)`` unless it was already; True if it was now
+    (False also where ``cls`` has no such method)."""
+    method = getattr(cls, name, None)
+    if method is None or getattr(method, "closes_failed_sockets", False):
+        return False
+    wrapped = wrap(method)
+    wrapped.closes_failed_sockets = True
+    wrapped.__wrapped__ = method
+    setattr(cls, name, wrapped)
+    return True
+
+
 def close_failed_connects(socket_class: Any) -> bool:
     """Make ``socket_class.sock_connect`` close its socket when it does not return it; True if
     it was wrapped now (False: already wrapped, or no such method)."""
-    connect = getattr(socket_class, "sock_connect", None)
-    if connect is None or getattr(connect, "closes_failed_sockets", False):
-        return False
 
-    async def sock_connect(self, net, sock, *args, **kwargs):
-        try:
-            return await connect(self, net, sock, *args, **kwargs)
-        except BaseException:  # a timeout, a refusal, or GeneratorExit from a cancelled task
-            sock.close()
-            raise
+    def wrap(connect):
+        async def sock_connect(self, net, sock, *args, **kwargs):
+            try:
+                return await connect(self, net, sock, *args, **kwargs)
+            except BaseException:  # a timeout, a refusal, or GeneratorExit: a cancelled task
+                sock.close()
+                raise
 
-    sock_connect.closes_failed_sockets = True
-    sock_connect.__wrapped__ = connect
-    socket_class.sock_connect = sock_connect
-    return True
+        return sock_connect
+
+    return _wrap_once(socket_class, "sock_connect", wrap)
 
 
 def close_when_writes_cancelled(transport_class: Any) -> bool:
     """Make ``transport_class._write_to_sock`` close the socket of a closed transport when the
     task is cancelled or fails before it flushed; True if it was wrapped now."""
-    write = getattr(transport_class, "_write_to_sock", None)
-    if write is None or getattr(write, "closes_failed_sockets", False):
-        return False
 
-    async def _write_to_sock(self):
-        try:
-            return await write(self)
-        except BaseException:  # GeneratorExit: the client closed while bytes were buffered
-            sock = getattr(self, "_sock", None)
-            if getattr(self, "_closed", False) and sock is not None:
-                # Only the socket: the task is being torn down by the client's own close,
-                # which cancels the rest and closes its selector.
-                self._sock = None
-                sock.close()
-            raise
+    def wrap(write):
+        async def _write_to_sock(self):
+            try:
+                return await write(self)
+            except BaseException:  # GeneratorExit: the client closed while bytes were buffered
+                sock = getattr(self, "_sock", None)
+                if getattr(self, "_closed", False) and sock is not None:
+                    # Only the socket: the task is being torn down by the client's own close,
+                    # which cancels the rest and closes its selector.
+                    self._sock = None
+                    sock.close()
+                raise
 
-    _write_to_sock.closes_failed_sockets = True
-    _write_to_sock.__wrapped__ = write
-    transport_class._write_to_sock = _write_to_sock
-    return True
+        return _write_to_sock
+
+    return _wrap_once(transport_class, "_write_to_sock", wrap)
 
 
 def _cluster(consumer: Any, name: str) -> Any:
