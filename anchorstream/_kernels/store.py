@@ -484,7 +484,9 @@ def store_entries_to_upper_csr(rows, cols, vals, seq, reset_seq, skip, pos, n, f
     (``reset_seq[slot] <= seq``), ``skip`` (empty, or one flag per entry: already in the base)
     does not flag it, and both slots have a position (``pos[slot] >= 0``); it lands at
     ``(min, max)`` of the two positions with value ``vals[k] * factor``. Each row's columns
-    come out sorted and distinct (duplicates summed), zeros left out.
+    come out sorted and distinct (duplicates summed), zeros left out. A CSR's entries moved to
+    other positions are read the same way, with ``reset_seq`` all 0 and no ``skip``
+    (:func:`anchorstream.store.partitions.remap_upper`).
 
     Returns
     -------
