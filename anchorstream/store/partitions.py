@@ -38,11 +38,11 @@ from anchorstream._kernels.store import store_entries_to_upper_csr
 from anchorstream.errors import InputError
 from anchorstream.stats.accumulator import Forgetting
 from anchorstream.stats.cooccurrence import Cooccurrence
-from anchorstream.stats.sparse import SparseCooccurrence, canonical_csr
+from anchorstream.stats.sparse import SparseCooccurrence
 from anchorstream.store.format import BRANCH, META, StoreState, check_format
 from anchorstream.store.reading import read_version
 from anchorstream.store.repository import open_repo, pass_through, repo_exists, storage, wrap
-from anchorstream.store.sparseread import read_version_sparse
+from anchorstream.store.sparseread import csr_add, read_version_sparse
 from anchorstream.zarrio import get, get_words
 
 __all__ = ["PARTITIONS_DIR", "PartitionSum", "PartitionedState", "add_by_rows", "check_summable",
@@ -302,7 +302,7 @@ class PartitionSum:
         c = st.cooccurrence
         if counts and self.sparse:
             upper = c.upper if factor == 1.0 else c.upper * factor
-            self.counts = canonical_csr(self.counts + remap_upper(upper, rows, self.V))
+            self.counts = csr_add(self.counts, remap_upper(upper, rows, self.V))
         elif counts:
             add_by_rows(self.counts, c.counts, rows, scale=factor)
         self.unigram[r] += factor * c.unigram[keep]

@@ -67,7 +67,7 @@ from anchorstream.store.partitions import (
 )
 from anchorstream.store.reading import read_version
 from anchorstream.store.repository import open_repo
-from anchorstream.store.sparseread import read_version_sparse
+from anchorstream.store.sparseread import csr_add, read_version_sparse
 
 __all__ = ["PartitionReader"]
 
@@ -305,8 +305,9 @@ class PartitionReader:
         if self.sparse:
             upper = c.upper if factor == 1.0 else c.upper * factor
             part = remap_upper(upper, rows, self._counts.shape[0])
-            self._counts = canonical_csr(self._counts - part if subtract
-                                         else self._counts + part)
+            if subtract:
+                part.data *= -1.0
+            self._counts = csr_add(self._counts, part)
         else:
             add_by_rows(self._counts, c.counts, rows, subtract=subtract, scale=factor)
 
