@@ -1,7 +1,8 @@
 """numba kernels of the co-occurrence store.
 
-Arrays in, arrays out; the callers in ``anchorstream/stats/accumulator.py`` and
-``anchorstream/store/segments.py`` check dtypes and shapes. Slow loop twins live in
+Arrays in, arrays out; the callers in ``anchorstream/stats/accumulator.py``,
+``anchorstream/stats/sparse.py`` and ``anchorstream/store/`` (``segments.py``, ``sparseread.py``,
+``partitions.py``) check dtypes and shapes. Slow loop twins live in
 ``tests/naive_store.py``. Serial on purpose: the ingest path is budgeted to one core, and a
 serial kernel is also safe in a process that forks.
 """
