@@ -1,8 +1,8 @@
 """numba kernels of the co-occurrence store.
 
 Arrays in, arrays out; the callers in ``anchorstream/stats/accumulator.py``,
-``anchorstream/stats/sparse.py`` and ``anchorstream/store/`` (``segments.py``, ``sparseread.py``,
-``partitions.py``) check dtypes and shapes. Slow loop twins live in
+``anchorstream/stats/sparse.py`` and ``anchorstream/store/`` (``segments.py``, ``sparseread.py``)
+check dtypes and shapes. Slow loop twins live in
 ``tests/naive_store.py``. Serial on purpose: the ingest path is budgeted to one core, and a
 serial kernel is also safe in a process that forks.
 """
@@ -487,7 +487,7 @@ def store_entries_to_upper_csr(rows, cols, vals, seq, reset_seq, skip, pos, n, f
     ``(min, max)`` of the two positions with value ``vals[k] * factor``. Each row's columns
     come out sorted and distinct (duplicates summed), zeros left out. A CSR's entries moved to
     other positions are read the same way, with ``reset_seq`` all 0 and no ``skip``
-    (:func:`anchorstream.store.partitions.remap_upper`).
+    (:func:`anchorstream.stats.sparse.upper_csr`).
 
     Returns
     -------

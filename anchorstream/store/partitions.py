@@ -34,11 +34,10 @@ import numpy as np
 import scipy.sparse as sp
 import zarr
 
-from anchorstream._kernels.store import store_entries_to_upper_csr
 from anchorstream.errors import InputError
 from anchorstream.stats.accumulator import Forgetting
 from anchorstream.stats.cooccurrence import Cooccurrence
-from anchorstream.stats.sparse import SparseCooccurrence
+from anchorstream.stats.sparse import SparseCooccurrence, upper_csr
 from anchorstream.store.format import BRANCH, META, StoreState, check_format
 from anchorstream.store.reading import read_version
 from anchorstream.store.repository import open_repo, pass_through, repo_exists, storage, wrap
@@ -265,12 +264,7 @@ def remap_upper(upper, rows: np.ndarray, n: int):
     """A partition's upper triangle (CSR over its own positions) moved into the union's
     positions ``rows`` (``-1``: a word not kept), ``n × n``: only its entries are touched."""
     coo = upper.tocoo()
-    # The segments' reader (sparseread): entries of no segment, so none is reset or skipped.
-    never = np.zeros(upper.shape[0], dtype=np.int64)
-    indptr, indices, data = store_entries_to_upper_csr(
-        coo.row, coo.col, coo.data, 0, never, np.zeros(0, dtype=np.bool_),
-        np.asarray(rows, dtype=np.int64), n, coo.data.dtype.type(1.0))
-    return sp.csr_matrix((data, indices, indptr), shape=(n, n))
+    return upper_csr(coo.row, coo.col, coo.data, n, positions=rows)
 
 
 class PartitionSum:
