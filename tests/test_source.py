@@ -420,6 +420,28 @@ def test_a_connection_closed_with_a_request_buffered_closes_its_socket():
         assert ours.fileno() == -1, "the socket was left open"
 
 
+def test_a_consumer_close_that_raises_still_closes_the_client(two_partitions):
+    """kafka-python closes its client (connections, wake-up sockets, IO thread) after the group
+    coordinator: a coordinator whose close raises left them all open, and a second close
+    returns at once (daemon.kafka.mends.close_client)."""
+    broker, topic, _ = two_partitions
+    source = KafkaSource(kafka_config(broker.bootstrap_servers, [topic]))
+    consume_all(source, 1)  # connected to the broker and a member of the group
+    consumer = source._consumer
+    coordinator_close = consumer._coordinator.close
+
+    def close_then_raise(*args, **kwargs):
+        coordinator_close(*args, **kwargs)
+        raise RuntimeError("the coordinator failed to close")
+
+    consumer._coordinator.close = close_then_raise
+    source.close()
+    client = consumer._client
+    assert client._manager.closed, "the client's connections were left open"
+    assert client._net._closed, "the client's selector was left open"
+    assert not any(conn.connected for conn in client._manager._conns.values())
+
+
 # --------------------------------------------------------------------------------------------
 # anchorstream replay
 

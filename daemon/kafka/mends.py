@@ -36,6 +36,12 @@ client lacks them.
   before it flushes, so the socket was never closed; :func:`close_when_writes_cancelled`
   closes it when the task ends that way.
 
+* **A close that raises leaves the client open.** ``KafkaConsumer.close`` marks the consumer
+  closed, closes the group coordinator (the LeaveGroup) and only then the client: its
+  connections, its selector's wake-up sockets and its IO thread. A coordinator that raises
+  leaves all of them to the garbage collector, and a second ``close`` returns at once.
+  :func:`close_client` closes the client itself; the source calls it when ``close`` raised.
+
 And one that only shows once topics are not created for the consumer: ``end_offsets`` raises
 ``KeyError`` for a partition of a topic the broker does not know (a subscription to a topic not
 created yet); :func:`end_offsets` asks only for partitions the consumer's metadata knows.
@@ -47,7 +53,7 @@ import logging
 from typing import Any
 
 __all__ = [
-    "close_failed_connects", "close_when_writes_cancelled", "end_offsets", "finish_join",
+    "close_client", "close_failed_connects", "close_when_writes_cancelled", "end_offsets", "finish_join",
     "forbid_auto_create", "metadata_topic_id", "unknown_topics",
 ]
 
@@ -104,6 +110,21 @@ def close_when_writes_cancelled(transport_class: Any) -> bool:
         return _write_to_sock
 
     return _wrap_once(transport_class, "_write_to_sock", wrap)
+
+
+def close_client(consumer: Any) -> bool:
+    """Close the consumer's network client (after its ``close`` raised); True if it had one.
+
+    Closing a client twice is harmless (its connection manager and selector both remember).
+    An error closing it is logged, not raised: closing is best effort."""
+    client = getattr(consumer, "_client", None)
+    if client is None or not callable(getattr(client, "close", None)):
+        return False
+    try:
+        client.close()
+    except Exception:  # noqa: BLE001 - closing is best effort
+        log.debug("error closing the consumer's client", exc_info=True)
+    return True
 
 
 def _cluster(consumer: Any, name: str) -> Any:

@@ -34,6 +34,7 @@ from daemon.kafka.client import (
     create_client,
 )
 from daemon.kafka.mends import (
+    close_client,
     end_offsets,
     finish_join,
     forbid_auto_create,
@@ -589,6 +590,8 @@ class KafkaSource:
                 consumer.close(autocommit=False, timeout_ms=int(timeout * 1000))
             except Exception:  # noqa: BLE001 - closing is best effort
                 log.debug("error closing the consumer", exc_info=True)
+                # kafka-python closes its client last: after a failure it is still open.
+                close_client(consumer)
 
     def __enter__(self) -> KafkaSource:
         return self
