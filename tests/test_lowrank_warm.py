@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 from anchorstream.errors import InputError
 from anchorstream.evaluate import recovery_error
@@ -54,6 +55,38 @@ def test_an_update_after_one_percent_is_near_the_cold_result(corpus):
     a, b, o = up.matrix.toarray(), cold.matrix.toarray(), old.matrix.toarray()
     # Closer to the cold result on the new data than the old result is.
     assert np.linalg.norm(a - b) < 0.5 * np.linalg.norm(o - b)
+
+
+def test_words_new_since_the_cold_fit_count_in_the_change(corpus):
+    """A word admitted after the cold fit has no factor or probe row (the pipeline moves the
+    state with the words and gives a new word zeros). Its own co-occurrences must still count
+    in the estimated change: a theme made only of new words is invisible to the update's
+    first-order step, so only a cold rectification can find it, and the bound must see it."""
+    _, X = corpus
+    new = 20
+    old_words = np.arange(V - new)
+    X = X.tolil()
+    X[:, V - new:] = 0
+    rng = np.random.default_rng(7)
+    theme = rng.dirichlet(np.full(new, 0.5))
+    rows = [np.bincount(rng.choice(new, size=12, p=theme), minlength=new) for _ in range(1500)]
+    block = np.zeros((1500, V))
+    block[:, V - new:] = rows
+    before = DocumentCooccurrence(sp.csr_matrix(X[:18500]))
+    after = DocumentCooccurrence(sp.vstack([sp.csr_matrix(X[:18500]), sp.csr_matrix(block)]))
+    cold = rectify_lowrank(before.subset(old_words), K, random_state=0)
+    factor = np.zeros((V, K))
+    factor[old_words] = cold.factor
+    G = np.zeros((V, probes(V).shape[1]))
+    G[old_words] = probes(V - new)
+    prev = np.zeros((V, K + G.shape[1]))
+    prev[old_words] = data_product(before.subset(old_words), np.hstack([cold.factor,
+                                                                        G[old_words]]))
+    b, n = before @ np.eye(V), after @ np.eye(V)
+    exact = np.linalg.norm(n - b) / np.linalg.norm(b)
+    up = rectify_lowrank_update(after, factor, G, prev, max_change=1.0)
+    assert up is not None and 0.6 * exact < up.residual < 1.6 * exact, (up.residual, exact)
+    assert rectify_lowrank_update(after, factor, G, prev, max_change=0.5 * exact) is None
 
 
 def test_a_change_above_the_bound_is_left_to_a_cold_rectification(corpus):

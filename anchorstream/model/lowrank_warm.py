@@ -37,6 +37,24 @@ def probes(n_words: int, seed: int = 0) -> np.ndarray:
     return np.random.default_rng(seed).standard_normal((n_words, PROBES))
 
 
+def _probe_new_words(G: np.ndarray) -> np.ndarray:
+    """``G`` with fresh standard normal rows for the words that have none (all zero: words
+    new since the cold fit, which the state gives zero rows).
+
+    The old data has no entries for those words, so whatever their probe rows are, the old
+    product is unchanged; but left at zero they hide the new words' own co-occurrences from
+    the estimated change (Hutchinson's estimate needs every word's entries), and a theme made
+    of new words, which the first-order update cannot represent (its factor has no rows for
+    them), would never trip the bound. Drawn from a seed fixed by the shapes: reproducible."""
+    missing = ~np.any(G, axis=1)
+    if not missing.any():
+        return G
+    G = G.copy()
+    rng = np.random.default_rng([G.shape[0], int(missing.sum())])
+    G[missing] = rng.standard_normal((int(missing.sum()), G.shape[1]))
+    return G
+
+
 def data_product(C, basis: np.ndarray) -> np.ndarray:
     """``C @ basis`` as a float64 array: what a later update needs of the data the factor was
     fitted to, with ``basis`` the factor and the probes side by side (``[F, G]``)."""
@@ -68,7 +86,8 @@ def rectify_lowrank_update(
     factor : ndarray of shape (n_words, n_topics)
         ``LowRankResult.factor`` of the cold rectification (zero rows for words new since).
     probe_vectors : ndarray of shape (n_words, m)
-        :func:`probes` of that fit (moved with the words, like ``factor``).
+        :func:`probes` of that fit (moved with the words, like ``factor``); rows of zeros, a
+        word new since, are drawn afresh so that its co-occurrences count in the change.
     previous_product : ndarray of shape (n_words, n_topics + m)
         :func:`data_product` of the data that rectification was fitted to and
         ``[factor, probe_vectors]``.
@@ -104,6 +123,7 @@ def rectify_lowrank_update(
     scale = float(np.linalg.norm(old[:, K:]))
     if scale == 0.0 or not np.any(old[:, :K]):
         return None
+    G = _probe_new_words(G)
     delta = data_product(C, np.hstack([F, G])) - old
     dCF = delta[:, :K]
     change = float(np.linalg.norm(delta[:, K:])) / scale
