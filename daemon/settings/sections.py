@@ -320,11 +320,11 @@ class ModelConfig(_Section):
         5, description="history length of the Anderson acceleration of rectification; 0 = plain "
         "alternating projection (JSMF Algorithm 1)")
     rectify_warm_change: Float(0.0, 1.0) = Field(
-        0.04, description="a warm refresh updates the last cold rectification (first order in "
+        0.06, description="a warm refresh updates the last cold rectification (first order in "
         "the data's change) while the co-occurrence changed less than this since (relative, "
-        "Frobenius, estimated; 1% new documents changed it by 0.013-0.037 on the benchmark "
-        "corpora of 15,000-300,000 documents, by more than 0.04 on those of 8,000-12,000 short "
-        "ones), else it rectifies cold")
+        "Frobenius, estimated; 1% new documents changed it by 0.013-0.045 on the benchmark "
+        "corpora of 4,700-300,000 documents, by up to 0.08 and more on one of 12,000 short "
+        "quotations), else it rectifies cold")
     rectify_warm_limit: Int(0, optional=True) = Field(
         None, description="most warm refreshes in a row before one rectifies cold regardless of "
         "the change; null = no cap, 0 = always cold")
