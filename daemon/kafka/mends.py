@@ -53,8 +53,8 @@ import logging
 from typing import Any
 
 __all__ = [
-    "close_client", "close_failed_connects", "close_when_writes_cancelled", "end_offsets", "finish_join",
-    "forbid_auto_create", "metadata_topic_id", "unknown_topics",
+    "close_client", "close_failed_connects", "close_when_writes_cancelled", "end_offsets",
+    "finish_join", "forbid_auto_create", "metadata_topic_id", "unknown_topics",
 ]
 
 log = logging.getLogger("anchorstream.source")
