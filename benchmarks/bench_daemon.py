@@ -194,6 +194,9 @@ def bench_refresh(args, work: Path) -> None:
     store.checkpoint()
     print(f"(corpus and store built in {time.perf_counter() - t0:.1f} s)")
     kwargs = {"n_topics": K, "anchor_min_df": 10}
+    if args.rectify_warm_change is not None:
+        kwargs["rectify_warm_change"] = args.rectify_warm_change
+        print(f"(model.rectify_warm_change: {args.rectify_warm_change:g})")
     # A long-running daemon refreshes again and again: both refreshers, the warm-started one
     # and its cold peer (warm_start=False, everything else equal), fit the base version and
     # then follow the same rounds of 1 % new documents. By then both reuse their buffers (a
@@ -353,6 +356,9 @@ def main(argv=None) -> int:
                         "rectification that ends it")
     p.add_argument("--refresh-max-rounds", type=int, default=40,
                    help="most rounds of the default cycle")
+    p.add_argument("--rectify-warm-change", type=float, default=None, metavar="X",
+                   help="refresh: model.rectify_warm_change of both refreshers (default: the "
+                        "model's)")
     p.add_argument("--refresh-corpus", default="planted",
                    help="refresh: 'planted' (a planted model, 100-word documents) or a "
                         "JSON-lines file with a 'text' field, e.g. "

@@ -90,9 +90,12 @@ def main(argv=None) -> int:
     p.add_argument("--refine-warm-max-iter", type=int, default=None, metavar="N",
                    help="most EM passes of a warm refit's refinement "
                         "(model.refine_warm_max_iter); default: the library's")
+    p.add_argument("--rectify-warm-change", type=float, default=None, metavar="X",
+                   help="the bound on the data's change a warm refit follows before it "
+                        "rectifies cold (model.rectify_warm_change); default: the library's")
     p.add_argument("--swap-margins", default=None, metavar="M,M",
-                   help="compare these warm anchor-swap margins (anchors.WARM_SWAP_MARGIN) "
-                        "with the dense rectifier; default: the library's")
+                   help="compare these warm anchor-swap margins (anchors.WARM_SWAP_MARGIN); "
+                        "default: the library's")
     p.add_argument("--refine-window", type=int, default=None, metavar="TOKENS",
                    help="refine on the pairs of windows of this many tokens (model.refine_window)")
     a = p.parse_args(argv)
@@ -101,6 +104,9 @@ def main(argv=None) -> int:
              else {"refine_warm_max_iter": a.refine_warm_max_iter})
     if extra:
         print(f"# model.refine_warm_max_iter: {a.refine_warm_max_iter}")
+    if a.rectify_warm_change is not None:
+        extra["rectify_warm_change"] = a.rectify_warm_change
+        print(f"# model.rectify_warm_change: {a.rectify_warm_change:g}")
     if a.rounds < 1 or not 0 < a.new * a.rounds < 1:
         p.error("--rounds must be >= 1 and --new * --rounds in (0, 1)")
     print(f"{'corpus':8s} {'rectifier':9s} {'round':>5s} {'before s':>10s} {'warm s':>8s} "
