@@ -68,7 +68,7 @@ def rectify_lowrank_update(
     previous_product: np.ndarray,
     *,
     rows: int | None = None,
-    max_change: float = 0.04,
+    max_change: float = 0.06,
 ) -> LowRankResult | None:
     """Update a low-rank rectification after a small change of the data (warm refresh).
 
@@ -97,7 +97,8 @@ def rectify_lowrank_update(
     max_change : float
         Largest relative change ``‖ΔC‖_F / ‖C_old‖_F`` an update is trusted with, as for the
         dense update, estimated from the probes' products (``‖ΔC G‖_F / ‖C_old G‖_F``); above
-        it the function returns None and the caller rectifies from scratch.
+        it the function returns None and the caller rectifies from scratch. The default is
+        ``model.rectify_warm_change``'s.
 
     Returns
     -------

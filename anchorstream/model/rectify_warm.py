@@ -37,7 +37,7 @@ def rectify_update(
     factor: np.ndarray,
     shift: float,
     *,
-    max_change: float = 0.05,
+    max_change: float = 0.06,
     dtype=np.float32,
     overwrite_input: bool = False,
     workspace: np.ndarray | None = None,
@@ -81,7 +81,8 @@ def rectify_update(
     max_change : float
         Largest relative change ``‖ΔC‖_F / ‖previous_data‖_F`` a first-order update is
         trusted with (1% new documents changed a real corpus's matrix by ~0.01); above it
-        the function returns None and the caller rectifies from scratch.
+        the function returns None and the caller rectifies from scratch. The default is
+        ``model.rectify_warm_change``'s.
     dtype : {numpy.float32, numpy.float64}
         Working precision of the formed iterate, as in :func:`rectify`.
     overwrite_input : bool
