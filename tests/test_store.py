@@ -749,6 +749,28 @@ def test_interrupted_initialization_is_completed(tmp_path):
     assert not (tmp_path / "t.creating-abc").exists()
 
 
+def test_initializing_a_store_twice_is_refused(tmp_path):
+    """Two instances creating one store on an object store: one finds the repository holding
+    only Icechunk's first commit, and the other initializes it before the first writes. The
+    later initialization must not write the layout again over the other's store (it did, as a
+    second commit: tests/test_store_urls.py's race failed 5 times in 30 under load)."""
+    from anchorstream.errors import StoreConflictError
+    from anchorstream.store.format import initialize
+    from anchorstream.store.settings import build_config
+
+    url = str(tmp_path / "s")
+    s = CooccurrenceStore.create(url, capacity=6, admit_threshold=1)
+    s.add([["a", "b"]])
+    s.checkpoint()
+    repo = icechunk.Repository.open(icechunk.local_filesystem_storage(url))
+    history = [c.id for c in repo.ancestry(branch="main")]
+    meta, vocab, forgetting = build_config(capacity=6, admit_threshold=1)
+    with pytest.raises(StoreConflictError, match="initialized by another process"):
+        initialize(repo, meta, vocab, forgetting)
+    assert [c.id for c in repo.ancestry(branch="main")] == history
+    assert read_committed(url)[1] == ["a", "b"]
+
+
 def test_garbage_collection_bounds_history_and_disk(tmp_path, rng):
     url = str(tmp_path / "s")
     s = CooccurrenceStore.create(url, capacity=20, admit_threshold=1, keep_versions=2,

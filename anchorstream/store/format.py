@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import zarr
 
-from anchorstream.errors import StoreFormatError
+from anchorstream.errors import StoreConflictError, StoreFormatError
 from anchorstream.stats.accumulator import Forgetting
 from anchorstream.stats.admission import Admission
 from anchorstream.stats.documents import DocStatsSettings, DocumentStatistics
@@ -32,6 +32,7 @@ __all__ = [
     "Segment",
     "StoreState",
     "check_format",
+    "holds_store",
     "initialize",
     "load_arrays",
     "read_admission",
@@ -245,12 +246,32 @@ def load_arrays(root: zarr.Group, version: str) -> dict:
     }
 
 
+def holds_store(store) -> bool:
+    """Whether a Zarr store (an Icechunk session's) holds an anchorstream store: a root group
+    with its metadata. False for an empty repository (no root group yet)."""
+    try:
+        return META in zarr.open_group(store, mode="r").attrs
+    except Exception:  # noqa: BLE001 - no root group, or not a group: no store
+        return False
+
+
 def initialize(repo, meta, vocab: StreamingVocabulary, forgetting: Forgetting,
                document_stats: DocStatsSettings | None = None) -> str:
-    """Commit the empty layout of a new store (its first anchorstream commit)."""
+    """Commit the empty layout of a new store (its first anchorstream commit).
+
+    Raises
+    ------
+    StoreConflictError
+        If the branch holds a store already: another process initialized the repository
+        since the caller found it empty (two instances creating one store on an object
+        store). Writing the layout again would replace that store; a commit racing that
+        process's is refused by Icechunk the same way.
+    """
     cfg = meta["config"]
     V, R = cfg["capacity"], forgetting.ring
     session = repo.writable_session(BRANCH)
+    if holds_store(session.store):
+        raise StoreConflictError("the store was initialized by another process meanwhile")
     root = zarr.open_group(session.store, mode="w")
     counts = root.create_group("counts")
     for r in range(R):

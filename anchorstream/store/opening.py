@@ -18,7 +18,7 @@ from anchorstream.errors import StoreConflictError, StoreError, StoreFormatError
 from anchorstream.stats.accumulator import Forgetting
 from anchorstream.stats.documents import GROUP as DOCSTATS_GROUP
 from anchorstream.stats.documents import DocStatsSettings, DocumentStatistics
-from anchorstream.store.format import BRANCH, META, check_format, initialize, load_arrays
+from anchorstream.store.format import BRANCH, check_format, holds_store, initialize, load_arrays
 from anchorstream.store import repository
 from anchorstream.store.debris import clear_creation_debris
 from anchorstream.store.repository import (
@@ -51,9 +51,9 @@ def _initialized(repo: icechunk.Repository) -> bool:
     """Whether the repository's branch holds an anchorstream store (its first commit done)."""
     try:
         session = repo.readonly_session(branch=BRANCH)
-        return META in zarr.open_group(session.store, mode="r").attrs
-    except Exception:
+    except Exception:  # noqa: BLE001 - no branch yet: no store
         return False
+    return holds_store(session.store)
 
 
 class Opening:
