@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import os
 import shlex
 import shutil
 import sys
@@ -273,7 +274,8 @@ def main(argv=None) -> int:
     stamp = dt.datetime.now(dt.timezone.utc)
     out_dir = cache_root() / "results"
     out_dir.mkdir(parents=True, exist_ok=True)
-    results_file = out_dir / f"bench_quality-{stamp:%Y%m%d-%H%M%S}.json"
+    # The process id too: two runs started in the same second wrote one file (session 51).
+    results_file = out_dir / f"bench_quality-{stamp:%Y%m%d-%H%M%S}-{os.getpid()}.json"
     info = {
         "command": "python benchmarks/bench_quality.py" + "".join(
             " " + shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv)),
