@@ -53,3 +53,31 @@ def test_a_bad_window_is_named(bad):
         check_window(bad)
     with pytest.raises(InputError):
         list(window_documents([["a", "b", "c"]], bad))
+
+
+@pytest.mark.parametrize("length, topics, window", [
+    (80, 30, 24),     # long documents from 30 topics on
+    (79.9, 74, None),
+    (300, 29, None),  # few topics: whole documents however long
+    (25, 75, 24),     # documents of 25 tokens or more from 75 topics on
+    (24.9, 200, None),  # shorter ones are refined whole (refine: auto)
+    (40, 74, None),
+    (40, 100, 24),
+])
+def test_auto_refines_in_windows_for_long_documents_or_many_topics(length, topics, window):
+    """refine_window: auto, at the corners of its rule (text.windows.windows_suggested)."""
+    docs = 1000
+    assert windows_mod.refine_window_for("auto", docs, length * docs, topics) == window
+
+
+def test_auto_windows_start_where_whole_documents_stop_being_refined():
+    """With many topics the windows take over from the whole documents' refinement
+    (refine: auto) at its own length, so that no mean length between them goes unrefined."""
+    from anchorstream.model.refine import REFINE_AUTO_MAX_LENGTH, refine_method_for
+
+    assert windows_mod.WINDOWS_AUTO_MANY_MIN_LENGTH == REFINE_AUTO_MAX_LENGTH
+    topics = windows_mod.WINDOWS_AUTO_MANY_TOPICS
+    for length in (5, 24.9, 25, 40, 90):
+        whole = refine_method_for("auto", 100, 100 * length) == "joint"
+        windowed = windows_mod.windows_suggested(100, 100 * length, topics)
+        assert whole != windowed

@@ -15,9 +15,10 @@ the counts (``model.refine_window``, :mod:`anchorstream.stats.windowpairs`).
 
 ``auto`` (the default of ``fit --refine-window``, ``ingest --refine-window`` and
 ``model.refine_window``) decides by the documents' mean length and the number of topics
-(:func:`refine_window_for`): windows of 24 tokens where documents average 80 tokens of the
-vocabulary or more and the model has 30 topics or more, whole documents elsewhere. A new store
-keeps the windows' pairs of 24 so that the rule can be applied to it at every fit.
+(:func:`refine_window_for`, :func:`auto_rule`): windows of 24 tokens where documents average
+80 tokens of the vocabulary or more and the model has 30 topics or more, or 25 tokens or more
+and 75 topics or more; whole documents elsewhere. A new store keeps the windows' pairs of 24
+so that the rule can be applied to it at every fit.
 """
 
 from __future__ import annotations
@@ -28,9 +29,11 @@ import numpy as np
 
 from anchorstream.errors import InputError
 
-__all__ = ["AUTO", "LONG_DOCUMENT_TOKENS", "WINDOWS_AUTO_MIN_LENGTH", "WINDOWS_AUTO_SIZE",
-           "WINDOWS_AUTO_TOPICS", "WINDOWS_LATE_SHARE", "check_refine_window", "check_window", "long_token_share",
-           "refine_window_for", "window_documents", "window_rows", "windows_suggested"]
+__all__ = ["AUTO", "LONG_DOCUMENT_TOKENS", "WINDOWS_AUTO_MANY_MIN_LENGTH",
+           "WINDOWS_AUTO_MANY_TOPICS", "WINDOWS_AUTO_MIN_LENGTH", "WINDOWS_AUTO_SIZE",
+           "WINDOWS_AUTO_TOPICS", "WINDOWS_LATE_SHARE", "auto_rule", "check_refine_window",
+           "check_window", "long_token_share", "refine_window_for", "window_documents",
+           "window_rows", "windows_suggested"]
 
 #: A document of more tokens than this is *long*: :func:`long_token_share` measures how much
 #: of a corpus such documents hold (reported by ``fit --input`` and ``ingest``, and as the
@@ -55,6 +58,20 @@ LONG_DOCUMENT_TOKENS = 100
 #: documents are long").
 WINDOWS_AUTO_MIN_LENGTH = 80.0
 WINDOWS_AUTO_TOPICS = 30
+#: ``auto`` also refines in windows where the model has at least
+#: :data:`WINDOWS_AUTO_MANY_TOPICS` topics and documents average at least
+#: :data:`WINDOWS_AUTO_MANY_MIN_LENGTH` tokens of the vocabulary (shorter ones ``refine: auto``
+#: refines whole: :data:`~anchorstream.model.refine.REFINE_AUTO_MAX_LENGTH`, the same 25). On
+#: the seven corpora of 30-40 tokens (speeches, technical descriptions, and the Italian,
+#: French, Japanese, Portuguese and Russian ones) windows scored -0.033 to +0.018 against whole
+#: documents at K = 50 (five measured, -0.008 on average), -0.027 to +0.086 at K = 60 (-0.006
+#: without the Russian one's +0.086), -0.009 to +0.085 at K = 75 (+0.006 without it, four of
+#: six ahead) and -0.001 to +0.029 at K = 100 (+0.012, five of six ahead; the speeches +0.125
+#: against tomotopy's +0.107, where whole documents trail it at +0.096). 75 is the first K
+#: measured where they gain. Measured in session 51 (benchmarks/README.md, "Windows with many
+#: topics").
+WINDOWS_AUTO_MANY_TOPICS = 75
+WINDOWS_AUTO_MANY_MIN_LENGTH = 25.0
 #: The windows ``auto`` refines in, and a store keeps the pairs of (24: the benchmark's
 #: choice among 12-32, "The refinement's pairs in windows").
 WINDOWS_AUTO_SIZE = 24
@@ -166,15 +183,34 @@ def long_token_share(lengths, long: int = LONG_DOCUMENT_TOKENS) -> float:
 def windows_suggested(num_docs: float, num_tokens: float, n_topics: int) -> bool:
     """Whether ``auto`` refines in windows: documents (``num_docs`` of >= 2 tokens holding
     ``num_tokens`` tokens of the vocabulary) average at least :data:`WINDOWS_AUTO_MIN_LENGTH`
-    tokens and the model has at least :data:`WINDOWS_AUTO_TOPICS` topics.
+    tokens and the model has at least :data:`WINDOWS_AUTO_TOPICS` topics, or at least
+    :data:`WINDOWS_AUTO_MANY_MIN_LENGTH` tokens and :data:`WINDOWS_AUTO_MANY_TOPICS` topics.
 
     >>> windows_suggested(100, 15000, 50), windows_suggested(100, 15000, 10)
     (True, False)
-    >>> windows_suggested(100, 4000, 50), windows_suggested(0, 0, 50)
+    >>> windows_suggested(100, 4000, 50), windows_suggested(100, 4000, 100)
+    (False, True)
+    >>> windows_suggested(100, 2000, 100), windows_suggested(0, 0, 100)
     (False, False)
     """
-    return (num_docs > 0 and num_tokens / num_docs >= WINDOWS_AUTO_MIN_LENGTH
-            and n_topics >= WINDOWS_AUTO_TOPICS)
+    if not num_docs > 0:
+        return False
+    length = num_tokens / num_docs
+    return ((length >= WINDOWS_AUTO_MIN_LENGTH and n_topics >= WINDOWS_AUTO_TOPICS)
+            or (length >= WINDOWS_AUTO_MANY_MIN_LENGTH and n_topics >= WINDOWS_AUTO_MANY_TOPICS))
+
+
+def auto_rule(topics: str = "K") -> str:
+    """What ``auto`` decides, in words, naming the number of topics ``topics`` (the option or
+    setting that gives it): for the help of ``fit``, the settings' descriptions and notes.
+
+    >>> auto_rule("--topics")[:49]
+    'windows of 24 where documents average at least 80'
+    """
+    return (f"windows of {WINDOWS_AUTO_SIZE} where documents average at least "
+            f"{WINDOWS_AUTO_MIN_LENGTH:g} tokens of the vocabulary and {topics} is at least "
+            f"{WINDOWS_AUTO_TOPICS}, or at least {WINDOWS_AUTO_MANY_MIN_LENGTH:g} tokens and "
+            f"{topics} at least {WINDOWS_AUTO_MANY_TOPICS}; whole documents elsewhere")
 
 
 def check_refine_window(value) -> int | str | None:

@@ -22,8 +22,7 @@ from anchorstream.model.refine import (REFINE_AUTO_MAX_LENGTH, REFINE_METHODS,
                                        refine_method_for)
 from anchorstream.snapshot import write_snapshot
 from anchorstream.snapshot.layout import MANIFEST
-from anchorstream.text.windows import (AUTO, WINDOWS_AUTO_MIN_LENGTH, WINDOWS_AUTO_SIZE,
-                                       WINDOWS_AUTO_TOPICS)
+from anchorstream.text.windows import AUTO, auto_rule
 from daemon.cli.fit_counts import Counts, counts_from_input, counts_from_store
 from daemon.cli.options import (LENGTH_CAP, MAX_DF, MIN_DF, STOPWORDS, STOPWORDS_HELP,
                                  VOCAB_SIZE, HelpFormatter, admission_argument, anchor_arguments,
@@ -110,10 +109,8 @@ def register(subparsers) -> None:
                 "tokens of each document instead of whole documents (--refine auto "
                 "then refines when the windows are short); for long documents that "
                 "move from subject to subject: manuals, mail; 'none' = whole documents; "
-                f"default auto = windows of {WINDOWS_AUTO_SIZE} where documents average at "
-                f"least {WINDOWS_AUTO_MIN_LENGTH:g} words of the vocabulary and --topics is "
-                f"at least {WINDOWS_AUTO_TOPICS} (with --store: the windows the store kept, "
-                "ingest --refine-window)")
+                f"default auto = {auto_rule('--topics')} (with --store: the windows the "
+                "store kept, ingest --refine-window)")
     admission_argument(p)
     p.add_argument("--seed", type=int, default=0, help="random seed")
     p.add_argument("--top-words", type=int, default=20, help="top words stored per topic")

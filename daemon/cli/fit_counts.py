@@ -25,8 +25,7 @@ from anchorstream.stats.windowpairs import window_cooccurrence
 from anchorstream.text.bags import TokenIdDocuments
 from anchorstream.text.decode import DecodeError
 from anchorstream.text.language import StopwordCheck
-from anchorstream.text.windows import (AUTO, WINDOWS_AUTO_MIN_LENGTH, WINDOWS_AUTO_SIZE,
-                                       WINDOWS_AUTO_TOPICS, WINDOWS_LATE_SHARE,
+from anchorstream.text.windows import (AUTO, WINDOWS_AUTO_SIZE, WINDOWS_LATE_SHARE, auto_rule,
                                        long_token_share, refine_window_for)
 from daemon.cli.options import stopwords_tokenizer
 from daemon.ingest.files import iter_lines
@@ -270,9 +269,8 @@ def _say_windows(setting, window: int | None, num_docs: float, num_tokens: float
     """The note of ``--refine-window auto`` where it refines in windows."""
     if setting == AUTO and window is not None:
         print(f"note: refining in windows of {window} tokens (--refine-window auto: the "
-              f"documents average {num_tokens / num_docs:.0f} words of the vocabulary, at "
-              f"least {WINDOWS_AUTO_MIN_LENGTH:g}, and --topics is at least "
-              f"{WINDOWS_AUTO_TOPICS}); --refine-window none refines whole documents",
+              f"documents average {num_tokens / num_docs:.0f} words of the vocabulary, and "
+              f"auto = {auto_rule('--topics')}); --refine-window none refines whole documents",
               file=sys.stderr)
 
 

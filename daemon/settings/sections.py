@@ -18,8 +18,7 @@ from anchorstream.model.refine import (REFINE_AUTO_MAX_LENGTH, REFINE_MAX_ITER, 
 from anchorstream.model.registry import (ANCHOR_METHODS, METHODS, RECOVER_WEIGHTS,
                                          RECTIFY_METHODS, MethodSpec, method_spec)
 from anchorstream.stats.admission import MIN_SHARE
-from anchorstream.text.windows import (AUTO, WINDOWS_AUTO_MIN_LENGTH, WINDOWS_AUTO_SIZE,
-                                       WINDOWS_AUTO_TOPICS)
+from anchorstream.text.windows import AUTO, WINDOWS_AUTO_SIZE, auto_rule
 from daemon.ingest.records import MAX_BYTES, MAX_TOKENS
 from daemon.settings import rules
 from daemon.settings.checks import (EMBEDDED, Bool, Bootstrap, Choice, ExistingFile, Float,
@@ -289,9 +288,7 @@ class ModelConfig(_Section):
         "auto", description="count the refinement's word pairs in windows of this many "
         "consecutive tokens of each document, kept by the store as documents arrive (fit "
         "--refine-window); for long documents that move from subject to subject; null = whole "
-        f"documents; auto = windows of {WINDOWS_AUTO_SIZE} where documents average at least "
-        f"{WINDOWS_AUTO_MIN_LENGTH:g} tokens in the vocabulary and num_topics is at least "
-        f"{WINDOWS_AUTO_TOPICS}, else whole documents (a new store keeps the windows' pairs; "
+        f"documents; auto = {auto_rule('num_topics')} (a new store keeps the windows' pairs; "
         "an existing one keeps what it keeps)")
     refine_warm_max_iter: Int(0) = Field(
         REFINE_WARM_MAX_ITER, description="most EM passes of a warm refresh's refine, which "
