@@ -132,6 +132,7 @@ def test_a_refresh_before_the_store_keeps_windows_says_it_refined_whole_document
     (120, True, 30, 24),     # long documents, many topics, a store keeping windows: windows
     (120, True, 10, None),   # few topics
     (40, True, 30, None),    # documents not long
+    (40, True, 75, 24),      # not long, but many topics
     (120, False, 30, None),  # no windows kept: whole documents, and the log says why
 ])
 def test_auto_refines_in_the_stores_windows_where_documents_are_long(tmp_path, caplog, length,
