@@ -23,6 +23,7 @@ import numpy as np
 from anchorstream.errors import InputError
 from anchorstream.model.eigen import orthonormal_complement
 from anchorstream.model.lowrank import LowRankResult, lowrank_result, scan_rows
+from anchorstream.model.rectify_warm import RECTIFY_WARM_CHANGE
 
 __all__ = ["PROBES", "data_product", "probes", "rectify_lowrank_update"]
 
@@ -68,7 +69,7 @@ def rectify_lowrank_update(
     previous_product: np.ndarray,
     *,
     rows: int | None = None,
-    max_change: float = 0.06,
+    max_change: float = RECTIFY_WARM_CHANGE,
 ) -> LowRankResult | None:
     """Update a low-rank rectification after a small change of the data (warm refresh).
 

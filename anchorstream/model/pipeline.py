@@ -26,6 +26,7 @@ from anchorstream.model.anchors import ANCHOR_CANDIDATES, ANCHOR_MIN_DF, ANCHOR_
 from anchorstream.model.anchorfree import ANCHORFREE_SLACK, ANCHORFREE_WORDS
 from anchorstream.model.refine import (REFINE_MAX_ITER, REFINE_METHODS, REFINE_WARM_MAX_ITER,
                                        pair_counts, refine_method_for)
+from anchorstream.model.rectify_warm import RECTIFY_WARM_CHANGE
 from anchorstream.stats.cooccurrence import Cooccurrence, take_square
 from anchorstream.errors import InputError, NotFittedError
 from anchorstream.model.stages import (
@@ -112,7 +113,7 @@ class ModelSettings:
     # benchmarks/README.md, "The warm bound raised to 0.06".
     # rectify_warm_limit additionally caps the warm refits in a row (None: no cap; 0: every
     # refit rectifies cold).
-    rectify_warm_change: float = 0.06
+    rectify_warm_change: float = RECTIFY_WARM_CHANGE
     rectify_warm_limit: int | None = None
     # rectify_method "lowrank": words whose rows and columns are checked for negative entries
     # each iteration (None: anchorstream.model.lowrank.default_rows, 10 K + 1000).

@@ -28,7 +28,14 @@ from anchorstream.model.rectify_core import (
 # The logger of the module that exports it, as before the split (log filters name it).
 log = logging.getLogger("anchorstream.model.rectify")
 
-__all__ = ["rectify_update"]
+__all__ = ["RECTIFY_WARM_CHANGE", "rectify_update"]
+
+#: The largest relative change of the data (Frobenius, since the last cold rectification) a
+#: warm update follows; beyond it the caller rectifies cold. The default of
+#: ``model.rectify_warm_change`` and of the warm update functions (:func:`rectify_update`,
+#: :func:`~anchorstream.model.lowrank_warm.rectify_lowrank_update`); why 0.06:
+#: :class:`~anchorstream.model.pipeline.ModelSettings`.
+RECTIFY_WARM_CHANGE = 0.06
 
 
 def rectify_update(
@@ -37,7 +44,7 @@ def rectify_update(
     factor: np.ndarray,
     shift: float,
     *,
-    max_change: float = 0.06,
+    max_change: float = RECTIFY_WARM_CHANGE,
     dtype=np.float32,
     overwrite_input: bool = False,
     workspace: np.ndarray | None = None,

@@ -15,6 +15,7 @@ from anchorstream.model.anchorfree import ANCHORFREE_SLACK, ANCHORFREE_WORDS
 from anchorstream.model.background import BACKGROUND_SPREAD
 from anchorstream.model.refine import (REFINE_AUTO_MAX_LENGTH, REFINE_MAX_ITER, REFINE_METHODS,
                                        REFINE_WARM_MAX_ITER)
+from anchorstream.model.rectify_warm import RECTIFY_WARM_CHANGE
 from anchorstream.model.registry import (ANCHOR_METHODS, METHODS, RECOVER_WEIGHTS,
                                          RECTIFY_METHODS, MethodSpec, method_spec)
 from anchorstream.stats.admission import MIN_SHARE
@@ -317,8 +318,9 @@ class ModelConfig(_Section):
         5, description="history length of the Anderson acceleration of rectification; 0 = plain "
         "alternating projection (JSMF Algorithm 1)")
     rectify_warm_change: Float(0.0, 1.0) = Field(
-        0.06, description="a warm refresh updates the last cold rectification (first order in "
-        "the data's change) while the co-occurrence changed less than this since (relative, "
+        RECTIFY_WARM_CHANGE, description="a warm refresh updates the last cold rectification "
+        "(first order in the data's change) while the co-occurrence changed less than this "
+        "since (relative, "
         "Frobenius, estimated; 1% new documents changed it by 0.013-0.045 on the benchmark "
         "corpora of 4,700-300,000 documents, by up to 0.08 and more on one of 12,000 short "
         "quotations), else it rectifies cold")
