@@ -38,7 +38,8 @@ sys.path.insert(0, str(REPO))  # `benchmarks.quality` and this checkout's `ancho
 import numpy as np  # noqa: E402
 
 from benchmarks.quality import report  # noqa: E402
-from benchmarks.quality.corpora import NAMES, cache_root, load, parse_synth  # noqa: E402
+from benchmarks.quality.corpora import (  # noqa: E402
+    NAMES, cache_root, load, parse_sample, parse_synth)
 from benchmarks.quality.metrics import evaluate  # noqa: E402
 from benchmarks.quality.peers import PEERS, fit_peer  # noqa: E402
 from benchmarks.quality.run import heldout_index, run, warm_up  # noqa: E402
@@ -102,7 +103,7 @@ def _csv(choices):
     def parse(text: str) -> list[str]:
         items = [x.strip() for x in text.split(",") if x.strip()]
         bad = [x for x in items if choices is not None and x not in choices
-               and parse_synth(x) is None]
+               and parse_synth(x) is None and parse_sample(x) is None]
         if bad:
             raise argparse.ArgumentTypeError(f"unknown {bad}; choose from {', '.join(choices)}")
         return items

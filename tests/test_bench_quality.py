@@ -8,7 +8,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from benchmarks.quality.corpora import Truth, _dedupe, _split, parse_synth, permissive_tokens
+from benchmarks.quality.corpora import (Truth, _dedupe, _split, parse_sample, parse_synth,
+                                        permissive_tokens)
 from benchmarks.quality.debian import parse_translations
 from benchmarks.quality.htmldocs import html_sections, passages
 from benchmarks.quality.mail import _matches, message_text, thread_key
@@ -117,6 +118,13 @@ def test_parse_synth():
     assert parse_synth("synth30-10k") == (30, 10_000, 0.03)
     assert parse_synth("synth8-100k-a0.1") == (8, 100_000, 0.1)
     assert parse_synth("tech") is None
+
+
+def test_parse_sample():
+    assert parse_sample("medium@2000") == ("medium", 2000)
+    assert parse_sample("medium") is None
+    assert parse_sample("nonesuch@2000") is None  # only samples of a real corpus
+    assert parse_sample("medium@0") is None
 
 
 def test_sample_texts_is_seeded_and_follows_the_topics():

@@ -131,19 +131,20 @@ def test_fit_refines_on_windows_of_the_documents(tmp_path, capsys, flags):
         assert read_snapshot(tmp_path / "long").manifest["extra"]["fit"]["refine"] == "none"
 
 
-@pytest.mark.parametrize("length, k, flags, window", [
-    (150, 50, [], 24),                            # long documents, many topics: auto
-    (150, 30, [], 24),                            # the rule's least K
-    (150, 10, [], None),                          # few topics
-    (40, 50, [], None),                           # documents not long
-    (150, 50, ["--refine-window", "none"], None),  # whole documents asked for
-    (150, 50, ["--refine", "none"], None),        # no refinement asked for
-    (150, 50, ["--refine-window", "12"], 12),     # windows asked for
+@pytest.mark.parametrize("length, k, docs, flags, window", [
+    (150, 50, 400, [], 24),                            # long documents, many topics: auto
+    (150, 30, 400, [], 24),                            # the rule's least K
+    (150, 10, 1100, [], None),                         # few topics, 110 documents each
+    (40, 10, 1100, [], None),                          # documents not long
+    (40, 10, 400, [], 24),                             # but only 40 documents per topic
+    (150, 50, 400, ["--refine-window", "none"], None),  # whole documents asked for
+    (150, 50, 400, ["--refine", "none"], None),        # no refinement asked for
+    (150, 50, 400, ["--refine-window", "12"], 12),     # windows asked for
 ])
-def test_fit_refines_long_documents_in_windows_by_default(tmp_path, capsys, length, k, flags,
-                                                          window):
+def test_fit_refines_long_documents_in_windows_by_default(tmp_path, capsys, length, k, docs,
+                                                          flags, window):
     truth = planted_model(V, K, anchor_mass=0.08, random_state=9)
-    X, _ = sample_documents(truth, 400, doc_length=length, random_state=9)
+    X, _ = sample_documents(truth, docs, doc_length=length, random_state=9)
     path = tmp_path / "docs.txt"
     write_planted(path, X, [f"w{i:03d}" for i in range(V)])
     out = tmp_path / "snap"

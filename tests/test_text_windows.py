@@ -65,8 +65,25 @@ def test_a_bad_window_is_named(bad):
     (40, 100, 24),
 ])
 def test_auto_refines_in_windows_for_long_documents_or_many_topics(length, topics, window):
-    """refine_window: auto, at the corners of its rule (text.windows.windows_suggested)."""
-    docs = 1000
+    """refine_window: auto, at the corners of its rule (text.windows.windows_suggested), on
+    a corpus of more documents than the few-documents clause covers."""
+    docs = 10_000
+    assert docs > windows_mod.WINDOWS_AUTO_DOCS_PER_TOPIC * 74
+    assert windows_mod.refine_window_for("auto", docs, length * docs, topics) == window
+
+
+@pytest.mark.parametrize("docs, length, topics, window", [
+    (3000, 40, 30, 24),     # 100 documents per topic: windows
+    (3001, 40, 30, None),   # one more: whole documents
+    (500, 25, 5, 24),       # whatever K
+    (500, 300, 5, 24),      # long documents too, below the long documents' 30 topics
+    (500, 24.9, 30, None),  # shorter ones are refined whole (refine: auto)
+    (12.5, 40, 1, 24),      # a forgetting store's weighted count
+])
+def test_auto_refines_in_windows_where_documents_are_few(docs, length, topics, window):
+    """refine_window: auto windows a corpus of at most WINDOWS_AUTO_DOCS_PER_TOPIC documents
+    per topic from 25 tokens on (session 52: the few thousand documents a user starts with)."""
+    assert windows_mod.WINDOWS_AUTO_DOCS_PER_TOPIC == 100
     assert windows_mod.refine_window_for("auto", docs, length * docs, topics) == window
 
 

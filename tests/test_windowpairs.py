@@ -128,25 +128,27 @@ def test_a_refresh_before_the_store_keeps_windows_says_it_refined_whole_document
     assert not (ref.needs_documents or quiet.needs_documents)  # the method reads none
 
 
-@pytest.mark.parametrize("length, keeps, topics, window", [
-    (120, True, 30, 24),     # long documents, many topics, a store keeping windows: windows
-    (120, True, 10, None),   # few topics
-    (40, True, 30, None),    # documents not long
-    (40, True, 75, 24),      # not long, but many topics
-    (120, False, 30, None),  # no windows kept: whole documents, and the log says why
+@pytest.mark.parametrize("docs, length, keeps, topics, window", [
+    (400, 120, True, 30, 24),     # long documents, many topics, a store keeping windows
+    (1100, 120, True, 10, None),  # few topics, 110 documents each
+    (1100, 40, True, 10, None),   # documents not long
+    (400, 40, True, 10, 24),      # not long, but only 40 documents per topic
+    (1100, 40, True, 75, 24),     # not long, but many topics
+    (400, 120, False, 30, None),  # no windows kept: whole documents, and the log says why
 ])
-def test_auto_refines_in_the_stores_windows_where_documents_are_long(tmp_path, caplog, length,
-                                                                     keeps, topics, window):
+def test_auto_refines_in_the_stores_windows_where_documents_are_long(tmp_path, caplog, docs,
+                                                                     length, keeps, topics,
+                                                                     window):
     """model.refine_window: auto decides at each refresh by the stored documents' mean length
-    in the vocabulary and the number of topics (anchorstream.text.windows.refine_window_for),
-    as fit --refine-window auto does."""
+    in the vocabulary, their number and the number of topics
+    (anchorstream.text.windows.refine_window_for), as fit --refine-window auto does."""
     truth = planted_model(150, topics, random_state=5)
-    X, _ = sample_documents(truth, 400, doc_length=length, random_state=6)
+    X, _ = sample_documents(truth, docs, doc_length=length, random_state=6)
     store = CooccurrenceStore.create(
         tmp_path / "store", capacity=200, admit_threshold=1,
         document_stats=DocStatsSettings(pair_window=24) if keeps else None)
     store.add(as_words(X))
-    store.checkpoint({"n": 400})
+    store.checkpoint({"n": docs})
     pub = Publisher(tmp_path / "snaps", keep=2)
     ref = Refresher(store.url, pub, model_kwargs={"n_topics": topics, "anchor_min_df": 5},
                     min_new_docs=1, min_df=1, refine_window="auto")

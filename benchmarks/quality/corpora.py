@@ -57,6 +57,10 @@ Semi-synthetic (``synth{L}-{N}k`` and ``synth{L}-{N}k-a{alpha}``, e.g. ``synth30
 ``N`` thousand training documents of ``L`` words drawn from a known LDA model
 (:mod:`benchmarks.quality.synthetic`), θ ~ Dirichlet(α = 0.03 unless given).
 
+Smaller samples of a real corpus (``{name}@{N}``, e.g. ``medium@2000``): ``N`` of its
+training documents drawn at random (seeded), scored on the same held-out side, with the same
+K and V: how a method does on the few thousand documents a user starts with.
+
 The cache directory is ``benchmarks/.cache/quality`` of this checkout, or
 ``$ANCHORSTREAM_BENCH_CACHE/quality`` (share one cache between worktrees with it).
 """
@@ -638,6 +642,17 @@ NAMES = tuple(_REAL) + tuple(f"synth{L}-{N // 1000}k" for L in SYNTH_LENGTHS
 _SYNTH = re.compile(r"synth(\d+)-(\d+)k(?:-a([0-9.e-]+))?")
 
 
+_SAMPLE = re.compile(r"(\w+)@(\d+)")
+
+
+def parse_sample(name: str) -> tuple[str, int] | None:
+    """``(corpus, n_train)`` of a smaller sample's name (``medium@2000``), else None."""
+    m = _SAMPLE.fullmatch(name)
+    if not m or m.group(1) not in _REAL or int(m.group(2)) < 1:
+        return None
+    return m.group(1), int(m.group(2))
+
+
 def parse_synth(name: str) -> tuple[int, int, float] | None:
     """``(doc_length, n_train, alpha)`` of a semi-synthetic corpus name, else None."""
     m = _SYNTH.fullmatch(name)
@@ -652,7 +667,7 @@ def load(name: str, *, rebuild: bool = False, verbose: bool = True) -> Corpus:
     Parameters
     ----------
     name : str
-        One of :data:`NAMES`, or any ``synth{L}-{N}k[-a{alpha}]``.
+        One of :data:`NAMES`, any ``synth{L}-{N}k[-a{alpha}]``, or ``{real}@{N}``.
     rebuild : bool
         Build again even if cached.
 
@@ -662,9 +677,9 @@ def load(name: str, *, rebuild: bool = False, verbose: bool = True) -> Corpus:
         For an unknown name.
     """
     synth = parse_synth(name)
-    if name not in _REAL and synth is None:
-        raise ValueError(f"unknown corpus {name!r}; choose from {', '.join(NAMES)} or "
-                         "synth{L}-{N}k[-a{alpha}]")
+    if name not in _REAL and synth is None and parse_sample(name) is None:
+        raise ValueError(f"unknown corpus {name!r}; choose from {', '.join(NAMES)}, "
+                         "synth{L}-{N}k[-a{alpha}] or {real corpus}@{N}")
     directory = cache_root() / name
     meta_path = directory / "meta.json"
     if rebuild or not _is_current(meta_path):
@@ -697,7 +712,12 @@ def _build(name: str, directory: Path, synth) -> None:
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     stopwords = "english"
-    if synth is None:
+    sample = parse_sample(name)
+    if sample is not None:
+        train, held, description = _subsample(*sample)
+        spec = _REAL[sample[0]]
+        n_topics, vocab_size, stopwords = spec.n_topics, spec.vocab_size, spec.stopwords
+    elif synth is None:
         spec = _REAL[name]
         train, held, description = spec.build(tmp)
         n_topics, vocab_size, stopwords = spec.n_topics, spec.vocab_size, spec.stopwords
@@ -718,6 +738,21 @@ def _build(name: str, directory: Path, synth) -> None:
     (tmp / "meta.json").write_text(json.dumps(meta, indent=1, ensure_ascii=False))
     shutil.rmtree(directory, ignore_errors=True)
     tmp.rename(directory)
+
+
+def _subsample(name: str, n_train: int) -> tuple[list[str], list[str], dict]:
+    """``n_train`` of corpus ``name``'s training documents (seeded), its held-out side whole."""
+    base = load(name)
+    train = base.train_texts()
+    if n_train > len(train):
+        raise ValueError(f"{name} has {len(train):,} training documents, fewer than {n_train:,}")
+    keep = np.sort(np.random.default_rng(SEED).choice(len(train), n_train, replace=False))
+    description = {k: v for k, v in base.description.items()
+                   if k not in ("n_train", "n_heldout", "mean_tokens",
+                                "mean_tokens_anchorstream")}
+    description["notes"] = (f"{n_train:,} of {name}'s {len(train):,} training documents "
+                            f"at random (seed {SEED}); {name}'s held-out side")
+    return [train[i] for i in keep], base.heldout_texts, description
 
 
 def training_documents(corpus: Corpus) -> list[list[str]]:
