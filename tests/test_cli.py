@@ -155,6 +155,7 @@ def test_fit_refines_long_documents_in_windows_by_default(tmp_path, capsys, leng
     auto = window is not None and not flags
     assert ("note: refining in windows of 24 tokens (--refine-window auto: the documents "
             f"average {length} words" in err) == auto
+    assert (f"{docs / k:,.0f} documents per topic" in err) == auto
     manifest = read_snapshot(out).manifest
     assert manifest["settings"]["refine_window"] == window
     # Windows of 24 or 12 are short: auto refines them; whole documents of 40 or 150 not.

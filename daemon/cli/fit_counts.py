@@ -252,7 +252,7 @@ def counts_from_store(args) -> Counts:
         refine_cooc, window = _stored_windows(args.store, st, cooc, window,
                                               partitioned=parts is not None,
                                               auto=setting == AUTO)
-        _say_windows(setting, window, cooc.num_docs, cooc.num_tokens)
+        _say_windows(setting, window, cooc.num_docs, cooc.num_tokens, args.topics)
     return Counts(cooc, vocabulary, source=source,
                   vocabulary_settings={"refine_window": window}, refine_cooc=refine_cooc)
 
@@ -265,12 +265,14 @@ def _chosen_window(args, setting, num_docs: float, num_tokens: float) -> int | N
     return refine_window_for(setting, num_docs, num_tokens, args.topics)
 
 
-def _say_windows(setting, window: int | None, num_docs: float, num_tokens: float) -> None:
+def _say_windows(setting, window: int | None, num_docs: float, num_tokens: float,
+                 topics: int) -> None:
     """The note of ``--refine-window auto`` where it refines in windows."""
     if setting == AUTO and window is not None:
         print(f"note: refining in windows of {window} tokens (--refine-window auto: the "
-              f"documents average {num_tokens / num_docs:.0f} words of the vocabulary, and "
-              f"auto = {auto_rule('--topics')}); --refine-window none refines whole documents",
+              f"documents average {num_tokens / num_docs:.0f} words of the vocabulary, "
+              f"{num_docs / topics:,.0f} documents per topic, and auto = "
+              f"{auto_rule('--topics')}); --refine-window none refines whole documents",
               file=sys.stderr)
 
 
@@ -353,7 +355,7 @@ def counts_from_input(args, opts: dict, t_start: float, clock) -> Counts:
     paired = lengths >= 2  # as the counts measure documents
     n_docs, n_tokens = int(paired.sum()), float(lengths[paired].sum())
     window = _chosen_window(args, opts["refine_window"], n_docs, n_tokens)
-    _say_windows(opts["refine_window"], window, n_docs, n_tokens)
+    _say_windows(opts["refine_window"], window, n_docs, n_tokens, args.topics)
     cap = opts["length_cap"]
     # The windows' counts, from the tokens before they go: their pairs are only read (and
     # not at all with --refine none).
