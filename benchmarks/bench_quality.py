@@ -99,13 +99,20 @@ QUICK_TOMOTOPY_ITERATIONS = 100
 TAG = "bench_quality"
 
 
+def _is_corpus(name: str) -> bool:
+    return name in NAMES or parse_synth(name) is not None or parse_sample(name) is not None
+
+
 def _csv(choices):
     def parse(text: str) -> list[str]:
         items = [x.strip() for x in text.split(",") if x.strip()]
-        bad = [x for x in items if choices is not None and x not in choices
-               and parse_synth(x) is None and parse_sample(x) is None]
+        known = _is_corpus if choices is NAMES else choices.__contains__
+        bad = [x for x in items if not known(x)]
         if bad:
-            raise argparse.ArgumentTypeError(f"unknown {bad}; choose from {', '.join(choices)}")
+            also = (", synth{L}-{N}k[-a{alpha}] or {real corpus}@{N}" if choices is NAMES
+                    else "")
+            raise argparse.ArgumentTypeError(
+                f"unknown {bad}; choose from {', '.join(choices)}{also}")
         return items
     return parse
 
