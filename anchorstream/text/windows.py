@@ -77,11 +77,12 @@ WINDOWS_AUTO_MANY_MIN_LENGTH = 25.0
 #: ``auto`` also refines in windows where documents average at least
 #: :data:`WINDOWS_AUTO_MANY_MIN_LENGTH` tokens and there are at most this many documents per
 #: topic (``num_docs <= WINDOWS_AUTO_DOCS_PER_TOPIC * K``), whatever K: the few thousand
-#: documents a user starts with. On 500-5,000 training documents of ten corpora of 30-260
-#: tokens (random samples, and the Russian one whole) at K = 10, 20, 30 and 50, windows
-#: scored -0.010 to +0.076 against the unrefined default at 20-100 documents per topic
-#: (+0.028 on average, 25 of 28 ahead) and -0.041 to +0.024 at 155-200 (-0.015, one of five
-#: ahead). Measured in session 52 (benchmarks/README.md, "Windows on small corpora").
+#: documents a user starts with. On 500-5,000 training documents of eleven corpora of
+#: 30-1,500 tokens (random samples; the Russian one and the book chapters whole) at K = 10,
+#: 20, 30 and 50, windows scored -0.011 to +0.076 against the unrefined default at 20-100
+#: documents per topic (+0.026 on average, 25 of 29 ahead) and -0.041 to +0.024 at 155-200
+#: (-0.015, one of five ahead). Measured in session 52 (benchmarks/README.md, "Windows on
+#: small corpora").
 WINDOWS_AUTO_DOCS_PER_TOPIC = 100.0
 #: The windows ``auto`` refines in, and a store keeps the pairs of (24: the benchmark's
 #: choice among 12-32, "The refinement's pairs in windows").
