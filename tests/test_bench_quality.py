@@ -127,6 +127,36 @@ def test_parse_sample():
     assert parse_sample("medium@0") is None
 
 
+def test_a_sample_follows_its_corpus(tmp_path, monkeypatch):
+    """``medium@N``: N of medium's training documents and its whole held-out side, built
+    again when medium's training documents change."""
+    import json
+
+    from benchmarks.quality import corpora
+
+    monkeypatch.setenv("ANCHORSTREAM_BENCH_CACHE", str(tmp_path))
+    base = tmp_path / "quality" / "medium"
+    base.mkdir(parents=True)
+
+    def write_base(texts):
+        for name, rows in (("train.jsonl", texts), ("heldout.jsonl", ["held out one"])):
+            (base / name).write_text("".join(json.dumps({"text": t}) + "\n" for t in rows))
+        (base / "meta.json").write_text(json.dumps({
+            "format": corpora.FORMAT, "n_topics": 30, "vocab_size": 5000,
+            "description": {"source": "test", "n_train": len(texts)}}))
+
+    write_base([f"document number {i}" for i in range(10)])
+    sample = corpora.load("medium@4", verbose=False)
+    first = sample.train_texts()
+    assert len(first) == 4 and set(first) <= {f"document number {i}" for i in range(10)}
+    assert sample.heldout_texts == ["held out one"] and sample.n_topics == 30
+    assert corpora.load("medium@4", verbose=False).train_texts() == first  # cached
+    write_base([f"another document {i}" for i in range(10)])
+    assert all(t.startswith("another") for t in corpora.load("medium@4").train_texts())
+    with pytest.raises(ValueError, match="fewer than 11"):
+        corpora.load("medium@11", verbose=False)
+
+
 def test_sample_texts_is_seeded_and_follows_the_topics():
     B = np.zeros((6, 3))
     B[0:2, 0] = B[2:4, 1] = B[4:6, 2] = 0.5

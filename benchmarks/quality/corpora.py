@@ -636,9 +636,12 @@ _REAL = {
 SYNTH_LENGTHS = (8, 30, 60)
 SYNTH_SIZES = (10_000, 30_000, 100_000)
 SYNTH_ALPHA = 0.03
-#: The real corpora, then the semi-synthetic grid (length x size).
-NAMES = tuple(_REAL) + tuple(f"synth{L}-{N // 1000}k" for L in SYNTH_LENGTHS
-                             for N in SYNTH_SIZES)
+#: Small samples in every full run: a user's first few thousand documents, where the
+#: defaults were once behind (benchmarks/README.md, "Windows on small corpora").
+SAMPLES = ("medium@2000", "tech@2000", "fr@2000", "quotes@3000")
+#: The real corpora, their small samples, then the semi-synthetic grid (length x size).
+NAMES = tuple(_REAL) + SAMPLES + tuple(f"synth{L}-{N // 1000}k" for L in SYNTH_LENGTHS
+                                       for N in SYNTH_SIZES)
 _SYNTH = re.compile(r"synth(\d+)-(\d+)k(?:-a([0-9.e-]+))?")
 
 
@@ -682,7 +685,9 @@ def load(name: str, *, rebuild: bool = False, verbose: bool = True) -> Corpus:
                          "synth{L}-{N}k[-a{alpha}] or {real corpus}@{N}")
     directory = cache_root() / name
     meta_path = directory / "meta.json"
-    if rebuild or not _is_current(meta_path):
+    sample = parse_sample(name)
+    base = None if sample is None else load(sample[0], verbose=verbose)
+    if rebuild or not _is_current(meta_path, base):
         if verbose:
             print(f"building corpus {name} in {directory} ...", file=sys.stderr, flush=True)
         t0 = time.perf_counter()
@@ -700,11 +705,19 @@ def load(name: str, *, rebuild: bool = False, verbose: bool = True) -> Corpus:
                   truth, meta.get("stopwords", "english"))
 
 
-def _is_current(meta_path: Path) -> bool:
+def _is_current(meta_path: Path, base: Corpus | None = None) -> bool:
+    """Whether the cached corpus is of this :data:`FORMAT` (and a sample, of ``base`` as it
+    is now)."""
     try:
-        return json.loads(meta_path.read_text()).get("format") == FORMAT
+        meta = json.loads(meta_path.read_text())
     except (OSError, ValueError):
         return False
+    return meta.get("format") == FORMAT and (
+        base is None or meta.get("base_sha256_16") == _train_digest(base.directory))
+
+
+def _train_digest(directory: Path) -> str:
+    return hashlib.sha256((directory / "train.jsonl").read_bytes()).hexdigest()[:16]
 
 
 def _build(name: str, directory: Path, synth) -> None:
@@ -731,9 +744,11 @@ def _build(name: str, directory: Path, synth) -> None:
             for t in texts:
                 fh.write(json.dumps({"text": t}, ensure_ascii=False) + "\n")
     description.update(_lengths(train, stopwords), n_train=len(train), n_heldout=len(held))
-    digest = hashlib.sha256((tmp / "train.jsonl").read_bytes()).hexdigest()[:16]
     meta = {"format": FORMAT, "name": name, "n_topics": n_topics, "vocab_size": vocab_size,
-            "stopwords": stopwords, "description": description, "train_sha256_16": digest,
+            "stopwords": stopwords, "description": description,
+            "train_sha256_16": _train_digest(tmp),
+            **({} if sample is None else
+               {"base_sha256_16": _train_digest(cache_root() / sample[0])}),
             "built_at": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
     (tmp / "meta.json").write_text(json.dumps(meta, indent=1, ensure_ascii=False))
     shutil.rmtree(directory, ignore_errors=True)
