@@ -133,7 +133,7 @@ def test_a_refresh_before_the_store_keeps_windows_says_it_refined_whole_document
     (1100, 120, True, 10, None),  # few topics, 110 documents each
     (1100, 40, True, 10, None),   # documents not long
     (400, 40, True, 10, 24),      # not long, but only 40 documents per topic
-    (1100, 40, True, 75, 24),     # not long, but many topics
+    (1100, 40, True, 75, 24),     # many topics (test_text_windows: each clause alone)
     (400, 120, False, 30, None),  # no windows kept: whole documents, and the log says why
 ])
 def test_auto_refines_in_the_stores_windows_where_documents_are_long(tmp_path, caplog, docs,
