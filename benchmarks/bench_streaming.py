@@ -504,6 +504,10 @@ def part_refit(args) -> None:
                         own["B"].topics(**settings)), flush=True)
 
 
+def _window(text: str) -> int | str:
+    return text if text == "none" else int(text)
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--parts", default="store,causes,refit",
@@ -511,9 +515,10 @@ def main(argv=None) -> int:
     p.add_argument("--data", type=Path, default=QUALITY / "tech" / "train.jsonl",
                    help="JSON-lines corpus of the store and causes parts")
     p.add_argument("--topics", "-k", type=int, default=50)
-    p.add_argument("--refine-window", type=int, default=None, metavar="TOKENS",
+    p.add_argument("--refine-window", type=_window, default=None, metavar="TOKENS|none",
                    help="store part: the refinement's pairs in windows (fit --input, ingest "
-                        "and fit --store all get --refine-window TOKENS)")
+                        "and fit --store all get --refine-window TOKENS; none: whole "
+                        "documents; default: their own default, auto)")
     p.add_argument("--vocab", type=int, default=5000, help="V: fit's --vocab-size and the "
                                                           "store's --capacity")
     p.add_argument("--refit-data", type=Path, default=QUALITY / "short" / "train.jsonl")
