@@ -177,9 +177,10 @@ def test_refine_window_is_checked_and_needs_documents(tmp_path, capsys):
         err = capsys.readouterr().err
         assert "--refine-window" in err and repr(bad) in err and "'auto' or 'none'" in err
     store = str(tmp_path / "store")
+    # --max-df none: each of the three words is in every document.
     assert main(["ingest", str(docs), "--store", store, "--format", "text",
                  "--admit-threshold", "1", "--stopwords", "none", "--refine-window", "none",
-                 "-q"]) == 0
+                 "--max-df", "none", "-q"]) == 0
     capsys.readouterr()
     assert main(["fit", "--store", store, "-k", "2", "--out", str(tmp_path / "snap"),
                  "--refine-window", "12"]) == 1
@@ -374,6 +375,48 @@ def test_ingest_then_fit_store_equals_fit_input_on_the_same_documents(corpus, tm
         assert _same_topics(tmp_path / "snap-windows", windowed) < 1e-4
 
 
+@pytest.mark.parametrize("n_docs", [600, 1500])
+def test_a_first_pass_with_free_slots_counts_what_fit_input_counts(corpus, tmp_path, capsys,
+                                                                   n_docs):
+    """Streaming equals batch where the vocabulary leaves slots free (a small corpus): the
+    words fit --input leaves out for being in more than --max-df of the documents are not
+    admitted into the free slots while the files are ingested (blocked from the start, the
+    store's max_df check after them), so neither the store's words nor its documents' lengths
+    hold them; before or after the store's first max_df check (1,000 documents)."""
+    from anchorstream.stats.cooccurrence import cooccurrence
+    from anchorstream.text.tokenize import Tokenizer, count_matrix
+
+    src, _, _ = corpus
+    lines = [line for line in src.read_text().splitlines() if line.startswith('{"text": "')]
+    rng = np.random.default_rng(1)
+    path = tmp_path / "docs.jsonl"
+    # "quokka" in 70 % of the documents: over fit's --max-df 0.5.
+    path.write_text("".join(
+        json.dumps({"text": json.loads(line)["text"] + (" quokka" if rng.random() < 0.7 else
+                                                          "")}) + "\n"
+        for line in lines[:n_docs]))
+    batch = tmp_path / "batch"
+    assert main(["fit", "--input", str(path), "-k", str(K), "--anchor-min-df", "5",
+                 "--out", str(batch), "-q"]) == 0
+    assert "quokka" not in read_snapshot(batch).vocabulary
+    store = str(tmp_path / "store")
+    assert main(["ingest", str(path), "--store", store, "--capacity", "1000", "-q"]) == 0
+    err = capsys.readouterr().err
+    committed = open_committed(store)
+    assert committed.words == list(read_snapshot(batch).vocabulary)
+    assert len(committed.words) < 1000  # slots were free
+    c = committed.cooccurrence
+    docs = [Tokenizer()(json.loads(line)["text"]) for line in path.read_text().splitlines()]
+    exact = cooccurrence(count_matrix(docs, committed.words), length_cap=c.length_cap)
+    assert c.num_tokens == exact.num_tokens
+    np.testing.assert_allclose(c.counts, exact.counts, rtol=1e-12, atol=1e-15)
+    out = tmp_path / "snap"
+    assert main(["fit", "--store", store, "-k", str(K), "--anchor-min-df", "5",
+                 "--out", str(out), "-q"]) == 0
+    assert _same_topics(out, batch) < 1e-4
+    assert "first pass: " in err and "; 1 in more than --max-df of the documents blocked" in err
+
+
 def test_auto_windows_from_a_store_are_fit_inputs_on_the_same_documents(tmp_path, capsys):
     """--refine-window auto, the default everywhere: on long documents and 30 topics `ingest`
     keeps the windows' pairs of 24 tokens, and `fit --store` decides as `fit --input` does and
@@ -434,7 +477,8 @@ def test_fit_on_a_store_refuses_what_it_cannot_honour(tmp_path, capsys):
     docs.write_text("alpha beta gamma\nbeta gamma alpha\ngamma alpha beta\n", encoding="utf-8")
     store = str(tmp_path / "store")
     assert main(["ingest", str(docs), "--store", store, "--format", "text",
-                 "--admit-threshold", "1", "--stopwords", "none", "-q"]) == 0
+                 "--admit-threshold", "1", "--stopwords", "none", "--max-df", "none",
+                 "-q"]) == 0
     capsys.readouterr()
     out = tmp_path / "snap"
     # Options that choose the vocabulary from files are refused by name, before any work.

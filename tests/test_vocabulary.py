@@ -182,6 +182,32 @@ def test_max_df_blocks_and_unblocks():
     assert any(w == "common" for w, _, _ in v.sketch_items()) or "common" in v
 
 
+def test_words_blocked_from_the_start_stay_out_until_the_first_check():
+    """``blocked``: what a first pass found too frequent is neither admitted nor counted
+    while free slots wait, and the max_df check then decides on the frequency counted since."""
+    v = StreamingVocabulary(5, admit_threshold=1, max_df=0.5, max_df_min_docs=4,
+                            maintain_every=4, blocked=["common", "fading"])
+    for _ in range(4):
+        assert v.observe(["common", "x"])[0] == [0]  # only x: common is not counted
+    assert "common" not in v and v.words[1:] == [None] * 4
+    state = v.get_state()
+    assert sorted(state["blocked_words"]) == ["common", "fading"]
+    resumed = StreamingVocabulary(5, admit_threshold=1, max_df=0.5, max_df_min_docs=4,
+                                  maintain_every=4)
+    resumed.set_state(state)
+    # The check before the 5th document: common (in 4 of 4) stays blocked, fading (in 0)
+    # goes back to the sketch and is admitted at its next document.
+    resumed.observe(["y"])
+    assert resumed.slot_of("common") == -1
+    assert len(resumed.observe(["fading"])[0]) == 1 and "fading" in resumed
+
+
+@pytest.mark.parametrize("blocked", [["a"], ["the"], ["", "b"], ["b", "b"], "b"])
+def test_a_blocked_word_is_a_new_word(blocked):
+    with pytest.raises(InputError, match="blocked"):
+        StreamingVocabulary(3, seed=["a"], stopwords=["the"], blocked=blocked)
+
+
 def test_manual_evict_and_lookup():
     v = StreamingVocabulary(3, admit_threshold=1, seed=["a", "b"])
     assert v.lookup(["b", "zz", "a"]) == [1, 0]

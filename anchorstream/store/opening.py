@@ -75,6 +75,7 @@ class Opening:
         stopwords: Iterable[str] = (),
         seed: Sequence[str] = (),
         pin_seed: bool = True,
+        blocked: Iterable[str] = (),
         forgetting: Forgetting | None = None,
         length_cap: float | None = 2,
         document_stats: DocStatsSettings | None = None,
@@ -92,8 +93,9 @@ class Opening:
             Zarr chunk (default 256) and shard (default ``8 × chunk_size``) edge lengths of the
             matrix; ``shard_size`` must be a multiple of ``chunk_size``.
         admit_threshold, sketch_size, max_df, max_df_min_docs, maintain_every, stopwords, seed, \
-pin_seed
-            Vocabulary settings, see :class:`~anchorstream.text.vocabulary.StreamingVocabulary`.
+pin_seed, blocked
+            Vocabulary settings, see :class:`~anchorstream.text.vocabulary.StreamingVocabulary`
+            (``seed`` and ``blocked`` are its initial state, not settings).
         forgetting : Forgetting, optional
             Decay and windows; default none.
         length_cap : float or None, default 2
@@ -121,8 +123,8 @@ pin_seed
             "capacity": capacity, "chunk_size": chunk_size, "shard_size": shard_size,
             "admit_threshold": admit_threshold, "sketch_size": sketch_size, "max_df": max_df,
             "max_df_min_docs": max_df_min_docs, "maintain_every": maintain_every,
-            "stopwords": stopwords, "seed": seed, "pin_seed": pin_seed, "forgetting": forgetting,
-            "length_cap": length_cap,
+            "stopwords": stopwords, "seed": seed, "pin_seed": pin_seed, "blocked": blocked,
+            "forgetting": forgetting, "length_cap": length_cap,
         }
         meta, vocab, forgetting = build_config(**settings)
         check_runtime(runtime)

@@ -109,7 +109,7 @@ def warn_other_settings(config: Mapping, requested: Mapping, where: str) -> None
 def build_config(
     capacity, chunk_size=256, shard_size=None, admit_threshold=5.0, sketch_size=None,
     max_df=None, max_df_min_docs=MAX_DF_MIN_DOCS, maintain_every=1000, stopwords=(), seed=(),
-    pin_seed=True, forgetting=None, length_cap=2,
+    pin_seed=True, forgetting=None, length_cap=2, blocked=(),
 ) -> tuple[dict, StreamingVocabulary, Forgetting]:
     """Validated store metadata, the initial vocabulary and the forgetting settings."""
     cap_pairs(length_cap)  # validates
@@ -128,7 +128,7 @@ def build_config(
     vocab = StreamingVocabulary(
         capacity, admit_threshold=admit_threshold, sketch_size=sketch_size, max_df=max_df,
         max_df_min_docs=max_df_min_docs, maintain_every=maintain_every, stopwords=stopwords,
-        seed=seed, pin_seed=pin_seed,
+        seed=seed, pin_seed=pin_seed, blocked=blocked,
     )
     vcfg = vocab.config()
     del vcfg["capacity"]

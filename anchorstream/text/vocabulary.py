@@ -144,6 +144,9 @@ class StreamingVocabulary:
         Initial words, given slots ``0, 1, ...`` in order (most frequent first is best).
     pin_seed : bool, default True
         Seed words are never evicted automatically.
+    blocked : iterable of str, default ()
+        Words blocked from the start as ``max_df`` blocks them (their frequency tracked from 0):
+        what ``anchorstream ingest``'s first pass found in more than ``max_df`` of its files.
 
     Examples
     --------
@@ -166,6 +169,7 @@ class StreamingVocabulary:
         stopwords: Iterable[str] = (),
         seed: Sequence[str] = (),
         pin_seed: bool = True,
+        blocked: Iterable[str] = (),
     ):
         _check_number("capacity", capacity, 1, integer=True)
         _check_number("admit_threshold", admit_threshold, 0.0, low_open=True)
@@ -176,8 +180,8 @@ class StreamingVocabulary:
             _check_number("max_df", max_df, 0.0, low_open=True)
             if max_df > 1:
                 raise InputError(f"max_df must be a fraction in (0, 1] or None, got {max_df!r}")
-        if isinstance(stopwords, str) or isinstance(seed, str):
-            raise InputError("stopwords and seed must be collections of words, not a str")
+        if any(isinstance(words, str) for words in (stopwords, seed, blocked)):
+            raise InputError("stopwords, seed and blocked must be collections of words, not a str")
         seed = list(seed)
         if not all(isinstance(w, str) and w for w in seed):
             raise InputError("seed words must be non-empty str")
@@ -200,16 +204,18 @@ class StreamingVocabulary:
         self.admitted_total = 0
         self.evicted_total = 0
         self._reset_state()
-        for w in self.stopwords:
-            self._slot[w] = _STOP
         # The empty string marks a free slot in the stored table: never a word.
-        self._slot[""] = _STOP
+        self._slot.update(dict.fromkeys([*self.stopwords, ""], _STOP))
         for s, w in enumerate(seed):
             if w in self.stopwords:
                 raise InputError(f"seed word {w!r} is also a stopword")
             self._assign(w, s, 0.0)
             self._pinned[s] = self.pin_seed
         self._free = list(range(len(seed), self.capacity))
+        for w in blocked:
+            if not (isinstance(w, str) and w) or w in self._slot:
+                raise InputError(f"blocked word {w!r} is empty, repeated, a stopword or seed")
+            self._blocked[w], self._slot[w] = 0.0, _BLOCKED
 
     def _reset_state(self) -> None:
         V = self.capacity
@@ -232,16 +238,10 @@ class StreamingVocabulary:
     # ------------------------------------------------------------------ queries
     def config(self) -> dict:
         """Settings as plain JSON values (what the store records)."""
-        return {
-            "capacity": self.capacity,
-            "admit_threshold": self.admit_threshold,
-            "sketch_size": self.sketch_size,
-            "max_df": self.max_df,
-            "max_df_min_docs": self.max_df_min_docs,
-            "maintain_every": self.maintain_every,
-            "stopwords": sorted(self.stopwords),
-            "pin_seed": self.pin_seed,
-        }
+        return {"capacity": self.capacity, "admit_threshold": self.admit_threshold,
+                "sketch_size": self.sketch_size, "max_df": self.max_df,
+                "max_df_min_docs": self.max_df_min_docs, "maintain_every": self.maintain_every,
+                "stopwords": sorted(self.stopwords), "pin_seed": self.pin_seed}
 
     @property
     def words(self) -> list[str | None]:
@@ -593,8 +593,7 @@ class StreamingVocabulary:
                         if e != 0.0}
         bdf = np.asarray(state["blocked_df"], dtype=np.float64).tolist()
         self._blocked = dict(zip(state["blocked_words"], bdf, strict=True))
-        for w in self._blocked:
-            self._slot[w] = _BLOCKED
+        self._slot.update(dict.fromkeys(self._blocked, _BLOCKED))
         self._floor = float(state["floor"])
         self.total_weight = float(state["total_weight"])
         self.n_docs_seen = int(state["n_docs_seen"])

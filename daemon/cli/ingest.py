@@ -18,8 +18,10 @@ stops it.
 Vocabulary. A store created by this command takes, by default, the vocabulary ``fit --input``
 would choose from the same files (``--vocabulary first-pass``): the files are read once
 before anything is counted, and the ``--capacity`` words in the most documents (at least
-``--admit-threshold`` of them, at most ``--max-df`` of them once there are 1000 documents, the
-store's own rule) become its pinned seed. Every document is then counted over the whole
+``--admit-threshold`` and at most ``--max-df`` of them) become its pinned seed. The words it
+leaves out for ``--max-df`` are blocked from the start, and the store's own ``--max-df`` check
+begins after the files' documents, so that a vocabulary that leaves slots free (a small
+corpus) does not admit them meanwhile. Every document is then counted over the whole
 vocabulary, so the store holds what ``fit --input`` counts. ``--vocabulary stream`` admits
 words as they arrive instead, the daemon's rule: a word admitted late misses its earlier
 documents and a word evicted loses its counts (benchmarks/README.md, "Streaming equals batch",
@@ -37,7 +39,7 @@ import math
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from tqdm import tqdm
 
@@ -71,8 +73,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("anchorstream.ingest")
 
-__all__ = ["VOCABULARY_RULES", "check_files", "file_key", "first_pass_vocabulary", "ingest_files",
-           "register", "run"]
+__all__ = ["VOCABULARY_RULES", "FirstPass", "check_files", "file_key", "first_pass",
+           "first_pass_store_settings", "first_pass_vocabulary", "ingest_files", "register",
+           "run"]
 
 #: How a new store's vocabulary is chosen (``--vocabulary``).
 VOCABULARY_RULES = ("first-pass", "stream")
@@ -123,8 +126,8 @@ def register(subparsers) -> None:
                           "--seed-vocabulary, --half-life or --window")
     new.add_argument("--max-df", type=max_df_arg, default=MAX_DF,
                      help="block words in more than this fraction of documents (checked every "
-                          "1000 documents from the 1000th; the default is fit --max-df's); "
-                          "'none' = off")
+                          "1000 documents from the 1000th, with first-pass from the first "
+                          "after the files; the default is fit --max-df's); 'none' = off")
     new.add_argument("--half-life", type=float, default=None,
                      help="exponential decay half-life, in --time-unit")
     new.add_argument("--window", type=float, default=None,
@@ -175,18 +178,35 @@ def check_files(paths) -> None:
         seen[identity] = str(path)
 
 
-def first_pass_vocabulary(paths, *, tokenizer, capacity: int, min_df: float,
-                          max_df: float | None, format: str = "json", text_field: str = "text",
-                          max_bytes: int = MAX_BYTES, max_tokens: int = MAX_TOKENS) -> list[str]:
-    """The vocabulary ``fit --input`` would choose from ``paths``, by the store's settings.
+def first_pass_vocabulary(paths, **kwargs) -> list[str]:
+    """The vocabulary ``fit --input`` would choose from ``paths``, by the store's settings
+    (:func:`first_pass`'s first list)."""
+    return first_pass(paths, **kwargs)[0]
+
+
+class FirstPass(NamedTuple):
+    """What a first pass over the files found (:func:`first_pass`)."""
+
+    vocabulary: list[str]
+    too_frequent: list[str]
+    n_docs: int
+
+
+def first_pass(paths, *, tokenizer, capacity: int, min_df: float, max_df: float | None,
+               format: str = "json", text_field: str = "text", max_bytes: int = MAX_BYTES,
+               max_tokens: int = MAX_TOKENS) -> FirstPass:
+    """The vocabulary ``fit --input`` would choose from ``paths`` by the store's settings, the
+    words in at least ``min_df`` documents that it leaves out for being in more than
+    ``max_df`` of them, and the number of documents.
 
     Every line is read by the ingest loop's rule (:func:`daemon.ingest.records.record_tokens`,
-    the same limits); a line it rejects counts for nothing. The words in at least ``min_df``
-    documents and, once there are ``MAX_DF_MIN_DOCS`` documents (when the store, created with
-    that default ``max_df_min_docs``, starts applying it), in at most ``max_df`` of them, most
-    document-frequent first, at most ``capacity``
-    (:func:`anchorstream.text.bags.vocabulary_by_df`, ``fit``'s rule). Only the document
-    frequencies are held, not the documents.
+    the same limits); a line it rejects counts for nothing. The vocabulary: the words in at
+    least ``min_df`` and at most ``max_df`` of the documents, most document-frequent first, at
+    most ``capacity`` (:func:`anchorstream.text.bags.vocabulary_by_df`, ``fit``'s rule). Only
+    the document frequencies are held, not the documents. ``ingest`` blocks the too frequent
+    words from the start and lets the store's own ``max_df`` check begin after these
+    documents (:func:`first_pass_store_settings`), so that the store counts what ``fit
+    --input`` counts.
     """
     df: collections.Counter[str] = collections.Counter()
     n_docs = 0
@@ -200,8 +220,24 @@ def first_pass_vocabulary(paths, *, tokenizer, capacity: int, min_df: float,
             if tokens:
                 df.update(set(tokens))
                 n_docs += 1
-    limit = max_df if max_df is not None and n_docs >= MAX_DF_MIN_DOCS else 1.0
-    return vocabulary_by_df(df, n_docs, min_df=min_df, max_df=limit, max_size=capacity)
+    limit = 1.0 if max_df is None else max_df
+    too_frequent = sorted(w for w, c in df.items() if c >= min_df and c > limit * n_docs)
+    return FirstPass(vocabulary_by_df(df, n_docs, min_df=min_df, max_df=limit,
+                                      max_size=capacity), too_frequent, n_docs)
+
+
+def first_pass_store_settings(found: FirstPass) -> dict:
+    """The store settings that make ``ingest`` of the first pass's files count what ``fit
+    --input`` counts: the vocabulary as the seed, the too frequent words blocked, and the
+    store's ``max_df`` check (every ``maintain_every`` documents from ``max_df_min_docs`` on)
+    starting only after the files' documents, which the first pass has checked already.
+    Without the last two, where the vocabulary leaves slots free (a small corpus), the
+    streaming rule admits the too frequent words until its first check, and their tokens count
+    in the documents' lengths (benchmarks/README.md, "Small corpora: the words a first pass
+    leaves free slots for").
+    """
+    return {"seed": found.vocabulary, "blocked": found.too_frequent,
+            "max_df_min_docs": max(MAX_DF_MIN_DOCS, found.n_docs)}
 
 
 def _check_counts(named: dict) -> None:
@@ -343,16 +379,19 @@ def run(args) -> int:
     if rule == "first-pass" and args.seed_vocabulary:
         raise InputError("--vocabulary first-pass chooses the seed from the files: drop "
                          "--seed-vocabulary, or pass --vocabulary stream to keep it")
+    vocabulary = {"seed": seed}
     if rule == "first-pass" and not _store_exists(args.store):
-        seed = first_pass_vocabulary(
+        found = first_pass(
             args.files, tokenizer=tokenizer, capacity=args.capacity,
             min_df=args.admit_threshold, max_df=args.max_df, format=args.format,
             text_field=args.text_field, max_bytes=args.max_bytes, max_tokens=args.max_tokens)
-        print(f"first pass: {len(seed)} words (the vocabulary fit --input would choose)",
-              file=sys.stderr)
+        vocabulary = first_pass_store_settings(found)
+        print(f"first pass: {len(found.vocabulary)} words (the vocabulary fit --input would "
+              "choose)" + (f"; {len(found.too_frequent)} in more than --max-df of the "
+                           "documents blocked" if found.too_frequent else ""), file=sys.stderr)
     store = CooccurrenceStore.open_or_create(
-        args.store, capacity=args.capacity, admit_threshold=args.admit_threshold, seed=seed,
-        max_df=args.max_df, forgetting=forgetting, chunk_size=args.chunk_size,
+        args.store, capacity=args.capacity, admit_threshold=args.admit_threshold,
+        **vocabulary, max_df=args.max_df, forgetting=forgetting, chunk_size=args.chunk_size,
         shard_size=args.shard_size, length_cap=args.length_cap,
         document_stats=_document_stats(args),
     )
