@@ -462,13 +462,13 @@ def test_ingest_vocabulary_rule_is_checked(corpus, tmp_path, capsys):
     # Forgetting implies the streaming rule too: a store that follows the present does not pin
     # the backfill's words (here the first words seen, not the most frequent ones).
     from anchorstream.text.tokenize import Tokenizer
-    from daemon.cli.ingest import first_pass_vocabulary
+    from daemon.cli.ingest import first_pass
 
     forgetting = str(tmp_path / "f")
     assert main(["ingest", str(path), "--store", forgetting, "--capacity", "10",
                  "--half-life", "5000", "--admit-threshold", "1", "-q"]) == 0
-    first = first_pass_vocabulary([path], tokenizer=Tokenizer(), capacity=10, min_df=1,
-                                  max_df=0.5)
+    first = first_pass([path], tokenizer=Tokenizer(), capacity=10, min_df=1,
+                       max_df=0.5).vocabulary
     assert len(first) == 10 and set(open_committed(forgetting).words) != set(first)
 
 

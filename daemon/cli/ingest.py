@@ -74,8 +74,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("anchorstream.ingest")
 
 __all__ = ["VOCABULARY_RULES", "FirstPass", "check_files", "file_key", "first_pass",
-           "first_pass_store_settings", "first_pass_vocabulary", "ingest_files", "register",
-           "run"]
+           "first_pass_store_settings", "ingest_files", "register", "run"]
 
 #: How a new store's vocabulary is chosen (``--vocabulary``).
 VOCABULARY_RULES = ("first-pass", "stream")
@@ -176,12 +175,6 @@ def check_files(paths) -> None:
                 "documents would be counted twice; list each file once"
             )
         seen[identity] = str(path)
-
-
-def first_pass_vocabulary(paths, **kwargs) -> list[str]:
-    """The vocabulary ``fit --input`` would choose from ``paths``, by the store's settings
-    (:func:`first_pass`'s first list)."""
-    return first_pass(paths, **kwargs)[0]
 
 
 class FirstPass(NamedTuple):
