@@ -679,13 +679,12 @@ def load(name: str, *, rebuild: bool = False, verbose: bool = True) -> Corpus:
     ValueError
         For an unknown name.
     """
-    synth = parse_synth(name)
-    if name not in _REAL and synth is None and parse_sample(name) is None:
+    synth, sample = parse_synth(name), parse_sample(name)
+    if name not in _REAL and synth is None and sample is None:
         raise ValueError(f"unknown corpus {name!r}; choose from {', '.join(NAMES)}, "
                          "synth{L}-{N}k[-a{alpha}] or {real corpus}@{N}")
     directory = cache_root() / name
     meta_path = directory / "meta.json"
-    sample = parse_sample(name)
     base = None if sample is None else load(sample[0], verbose=verbose)
     if rebuild or not _is_current(meta_path, base):
         if verbose:
