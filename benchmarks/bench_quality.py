@@ -159,6 +159,11 @@ def fit_all(args, name: str) -> list[dict]:
         row.update(method=f"anchorstream {cand}",
                    settings="`anchorstream fit`" + (f" `{' '.join(CANDIDATES[cand])}`"
                                                     if CANDIDATES[cand] else " defaults"))
+        chosen = row.get("stopwords")
+        told = "--stopwords" in CANDIDATES[cand]
+        if chosen is not None and chosen != corpus.stopwords and not told:
+            print(f"    note: --stopwords auto chose {chosen!r}; the peers get the corpus's "
+                  f"{corpus.stopwords!r}", flush=True)
         rows.append(row)
     for peer in args.peers:
         print(f"  {peer} ...", flush=True)

@@ -845,8 +845,10 @@ def test_fit_store_corrects_the_counts_of_words_a_streaming_store_admitted_late(
         assert "expected a share in (0, 1] or 'none'" in capsys.readouterr().err
 
 
-def test_fit_warns_when_the_stopword_list_is_not_the_documents_language(tmp_path, capsys):
-    # German text with the shipped English list: its function words would fill the topics.
+def test_fit_chooses_the_documents_stopword_list_and_warns_when_given_one_that_misfits(
+        tmp_path, capsys):
+    # German text: --stopwords auto (the default) takes the German list; the English list,
+    # named, would leave its function words to fill the topics, and the fit says so.
     german = ["der Hund und die Katze sind im Garten", "die Sonne scheint und der Wind weht",
               "ich habe das Buch nicht gelesen", "wir sind mit dem Zug nach Berlin gefahren"]
     english = ["the dog and the cat are in the garden", "the sun shines and the wind blows",
@@ -859,17 +861,31 @@ def test_fit_warns_when_the_stopword_list_is_not_the_documents_language(tmp_path
         assert main(["fit", "--input", str(path), "-k", "3", "--min-df", "1",
                      "--out", str(out), "-q"]) == 0
         err = capsys.readouterr().err
-        share = read_snapshot(out).manifest["source"]["stopword_share"]
+        snap = read_snapshot(out)
+        share = snap.manifest["source"]["stopword_share"]
+        chosen = snap.manifest["settings"]
+        assert chosen["stopwords_auto"] is True and "stopword list" not in err
         if name == "de":
-            assert share < 0.08 and "warning: only" in err and "'english' stopword list" in err
-            assert "--stopwords german" in err
-            # With the list the warning names, no warning, and the list is recorded.
-            out = tmp_path / "snap-de-german"
+            assert "--stopwords auto chose 'german'" in err and chosen["stopwords"] == "german"
+            assert share > 0.3 and "und" not in snap.vocabulary and "hund" in snap.vocabulary
+            # ingest chooses as fit does, so the store counts fit --input's words.
+            store = str(tmp_path / "store-de")
+            assert main(["ingest", str(path), "--store", store, "--admit-threshold", "1",
+                         "--max-df", "none", "-q"]) == 0
+            assert "--stopwords auto chose 'german'" in capsys.readouterr().err
+            words = open_committed(store).words
+            assert "und" not in words and "hund" in words
+            # Told the English list, the fit keeps it and warns, naming the list that fits.
+            out = tmp_path / "snap-de-english"
             assert main(["fit", "--input", str(path), "-k", "3", "--min-df", "1",
-                         "--stopwords", "german", "--out", str(out), "-q"]) == 0
-            assert "stopword list" not in capsys.readouterr().err
+                         "--stopwords", "english", "--out", str(out), "-q"]) == 0
+            err = capsys.readouterr().err
+            assert "auto chose" not in err
+            assert "warning: only" in err and "'english' stopword list" in err
+            assert "--stopwords german" in err
             snap = read_snapshot(out)
-            assert snap.manifest["source"]["stopword_share"] > 0.3
-            assert "und" not in snap.vocabulary and "hund" in snap.vocabulary
+            assert snap.manifest["source"]["stopword_share"] < 0.08
+            assert "und" in snap.vocabulary
+            assert "stopwords_auto" not in snap.manifest["settings"]
         else:
-            assert share > 0.3 and "stopword list" not in err
+            assert "auto chose" not in err and chosen["stopwords"] == "english" and share > 0.3

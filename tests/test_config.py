@@ -144,6 +144,7 @@ def test_unknown_keys_name_the_key_and_suggest():
         ("vocab", "max_df_ratio", 1.5, "<= 1"),
         ("vocab", "max_df_ratio", 0, "> 0"),
         ("vocab", "seed_file", "/no/such/file.txt", "existing file"),
+        ("vocab", "stopwords", "auto", "'auto' is for fit --input and ingest"),
         ("vocab", "admission_min_share", 0, "> 0"),
         ("vocab", "admission_min_share", 1.5, "<= 1"),
         ("refresh", "interval_seconds", -1, "> 0"),

@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import anchorstream.text.language as language_mod
-from anchorstream.text.language import STOPWORD_SHARE_MIN, StopwordCheck
+from anchorstream.text.language import (STOPWORD_CHECK_WORDS, STOPWORD_SHARE_MIN,
+                                         StopwordCheck, choose_stopwords)
 from anchorstream.text.tokenize import Tokenizer
 
 
@@ -52,6 +53,33 @@ def test_stopword_check_warns_when_the_list_is_not_the_documents_language():
     for _ in range(60):
         tokens.observe(GERMAN.replace(",", "").split())
     assert tokens.share == german.share
+
+POLISH = "Komisja powiedziała że nie spotka się ponownie dopóki raport nie będzie gotowy"
+
+
+def test_auto_stopwords_keep_english_unless_it_misfits_and_another_list_fits():
+    name, check = choose_stopwords([GERMAN] * 60)
+    assert name == "german" and check.suggestion() == "german" and check.docs == 60
+    assert choose_stopwords([ENGLISH] * 60)[0] == "english"
+    # English text quoting another language is English text.
+    assert choose_stopwords([ENGLISH, GERMAN] * 30)[0] == "english"
+    # No shipped list fits Polish: the English list stays, and the read's check still warns.
+    name, check = choose_stopwords([POLISH] * 60)
+    assert name == "english" and check.suggestion() is None and check.warning()
+    # Fewer than 500 words say nothing; no documents either.
+    assert choose_stopwords([GERMAN] * 10)[0] == "english"
+    assert choose_stopwords([])[0] == "english"
+    # It reads no further than the check needs: here STOPWORD_CHECK_WORDS words.
+    taken = []
+
+    def documents():
+        for i in range(10 * STOPWORD_CHECK_WORDS):
+            taken.append(i)
+            yield GERMAN
+
+    assert choose_stopwords(documents())[0] == "german"
+    per_doc = len(Tokenizer(stopwords=None)(GERMAN))
+    assert len(taken) <= STOPWORD_CHECK_WORDS // per_doc + 2
 
 
 def test_stopword_check_needs_enough_words_and_a_shipped_list():

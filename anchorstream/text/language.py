@@ -9,11 +9,13 @@ and the daemon's ingest loop feed the check and warn, naming the shipped list th
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import replace
 
 from anchorstream.text.tokenize import Tokenizer, available_stopword_lists, load_stopwords
 
-__all__ = ["STOPWORD_CHECK_DOCS", "STOPWORD_CHECK_WORDS", "STOPWORD_SHARE_MIN", "StopwordCheck"]
+__all__ = ["STOPWORD_CHECK_DOCS", "STOPWORD_CHECK_WORDS", "STOPWORD_SHARE_MIN", "StopwordCheck",
+           "choose_stopwords"]
 
 #: :class:`StopwordCheck` looks at this many documents (the first ones) ...
 STOPWORD_CHECK_DOCS = 2000
@@ -96,15 +98,29 @@ class StopwordCheck:
             return {}
         return {name: self._share_of(load_stopwords(name)) for name in available_stopword_lists()}
 
-    def warning(self) -> str | None:
-        """A message when the list removes less than :data:`STOPWORD_SHARE_MIN` of at least
-        500 words, else None."""
+    def misfits(self) -> bool:
+        """Whether the list removes less than :data:`STOPWORD_SHARE_MIN` of at least 500
+        words seen."""
         share = self.share
-        if share is None or self.words < _STOPWORD_CHECK_MIN_WORDS or share >= STOPWORD_SHARE_MIN:
+        return (share is not None and self.words >= _STOPWORD_CHECK_MIN_WORDS
+                and share < STOPWORD_SHARE_MIN)
+
+    def suggestion(self) -> str | None:
+        """The shipped list to use instead, where the list in use :meth:`misfits` and another
+        removes at least :data:`STOPWORD_SHARE_MIN` of the words seen (the one removing the
+        most); else None."""
+        if not self.misfits():
             return None
         best, best_share = max(self.shares().items(), key=lambda item: item[1])
-        seen = (f"only {share:.1%} of the {self.words} words of the first {self.docs} documents "
-                f"are in the {self.label!r} stopword list (English text: 20-55%)")
+        return best if best_share >= STOPWORD_SHARE_MIN else None
+
+    def warning(self) -> str | None:
+        """A message when the list :meth:`misfits`, else None."""
+        if not self.misfits():
+            return None
+        best, best_share = max(self.shares().items(), key=lambda item: item[1])
+        seen = (f"only {self.share:.1%} of the {self.words} words of the first {self.docs} "
+                f"documents are in the {self.label!r} stopword list (English text: 20-55%)")
         if best_share >= STOPWORD_SHARE_MIN:
             return (f"{seen}; they look {best.capitalize()}: the shipped {best!r} list removes "
                     f"{best_share:.1%} of them (`--stopwords {best}`, `vocab.stopwords: "
@@ -112,3 +128,29 @@ class StopwordCheck:
         return (f"{seen}; if they are in another language, give a stopword list for it (a "
                 "file with one word per line: `--stopwords PATH`, `vocab.stopwords: PATH`) or "
                 "`none`; otherwise its function words fill the topics")
+
+
+def choose_stopwords(contents: Iterable, default: str = "english") -> tuple[str, StopwordCheck]:
+    """``--stopwords auto``: the shipped list for documents whose first ``contents`` (raw
+    texts or pre-tokenized words, as a tokenizer takes them) are given.
+
+    ``default`` unless it :meth:`~StopwordCheck.misfits` the documents and another shipped list
+    fits them (:meth:`~StopwordCheck.suggestion`): English text keeps the English list
+    whatever else it holds, and text no shipped list fits (Japanese, say) keeps ``default``
+    and its warning. Reads at most :data:`STOPWORD_CHECK_DOCS` documents or
+    :data:`STOPWORD_CHECK_WORDS` words of ``contents``. Returns the list's name and the check,
+    whose :meth:`~StopwordCheck.shares` say why.
+
+    Examples
+    --------
+    >>> choose_stopwords(["Der Hund und die Katze sind nicht im Haus"] * 100)[0]
+    'german'
+    >>> choose_stopwords(["The cat and the dog are not in the house"] * 100)[0]
+    'english'
+    """
+    check = StopwordCheck(Tokenizer(stopwords=load_stopwords(default)))
+    for content in contents:
+        if check.done:
+            break
+        check.observe(content)
+    return check.suggestion() or default, check

@@ -101,11 +101,12 @@ def run(corpus: str, args: Sequence[str] = (), *, topics: int | None = None,
     base, env = anchorstream_command(command)
     scratch = Path(tempfile.mkdtemp(prefix="fit-", dir=cache_root()))
     out = keep or scratch / "snapshot"
-    language = [] if c.stopwords == "english" else ["--stopwords", c.stopwords]
+    # No --stopwords: the default (auto) must choose the corpus's list; the row says which
+    # it chose (``stopwords``), and the peers are given the corpus's.
     train_path = Path(train) if train is not None else c.train_path
     cmd = base + ["fit", "--input", str(train_path), "--text-field", "text",
                   "--topics", str(K), "--vocab-size", str(V), "--seed", str(seed),
-                  "--out", str(out), "--quiet", *language, *args]
+                  "--out", str(out), "--quiet", *args]
     row = {"corpus": corpus, "args": list(args), "n_topics": K, "vocab_size": V,
            "command": " ".join(shlex.quote(x) for x in ["anchorstream"] + cmd[len(base):])
            .replace(str(train_path), "train.jsonl").replace(str(out), "OUT")}
@@ -129,6 +130,7 @@ def run(corpus: str, args: Sequence[str] = (), *, topics: int | None = None,
         row.update(evaluate(vocabulary, topic_word, prevalence, heldout_index(corpus), c.truth,
                             top=read_snapshot_top_words(out)))
         row["background_words"] = extra.get("background_words")
+        row["stopwords"] = (manifest.get("settings") or {}).get("stopwords")
         row["status"] = "ok"
         return row
     finally:

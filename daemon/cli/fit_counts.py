@@ -27,7 +27,7 @@ from anchorstream.text.decode import DecodeError
 from anchorstream.text.language import StopwordCheck
 from anchorstream.text.windows import (AUTO, WINDOWS_AUTO_SIZE, WINDOWS_LATE_SHARE, auto_rule,
                                        long_token_share, refine_window_for)
-from daemon.cli.options import stopwords_tokenizer
+from daemon.cli.options import resolve_stopwords, stopwords_tokenizer
 from daemon.ingest.files import iter_lines
 from daemon.ingest.records import MAX_BYTES, MAX_TOKENS, record_tokens
 
@@ -312,7 +312,9 @@ def _stored_windows(url, st, cooc, window: int, *, partitioned: bool, auto: bool
 
 def counts_from_input(args, opts: dict, t_start: float, clock) -> Counts:
     progress = not args.quiet and sys.stderr.isatty()
-    tokenizer = stopwords_tokenizer(opts["stopwords"])
+    stopwords = resolve_stopwords(opts["stopwords"], args.input, format=opts["format"],
+                                  text_field=opts["text_field"], max_bytes=opts["max_bytes"])
+    tokenizer = stopwords_tokenizer(stopwords)
     # The low-rank rectifier works from the documents: no V x V array at all. Otherwise
     # every method counts co-occurrences, and only the anchor-word model's float32 dense
     # rectification has an iterate to put in the second buffer.
@@ -378,7 +380,8 @@ def counts_from_input(args, opts: dict, t_start: float, clock) -> Counts:
         "vocab_size": opts["vocab_size"],
         "min_df": opts["min_df"],
         "max_df": opts["max_df"],
-        "stopwords": opts["stopwords"],
+        "stopwords": stopwords,
+        **({"stopwords_auto": True} if opts["stopwords"] == "auto" else {}),
         "length_cap": opts["length_cap"],
         "tokenizer": (tokenizer.describe() if hasattr(tokenizer, "describe")
                       else repr(tokenizer)),

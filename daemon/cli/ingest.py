@@ -60,6 +60,7 @@ from daemon.cli.options import (
     length_cap_arg,
     length_cap_help,
     max_df_arg,
+    resolve_stopwords,
     stopwords_tokenizer,
     refine_window_argument,
 )
@@ -353,7 +354,6 @@ def _store_exists(url) -> bool:
 
 
 def run(args) -> int:
-    tokenizer = stopwords_tokenizer(args.stopwords)
     seed = read_seed_vocabulary(args.seed_vocabulary) if args.seed_vocabulary else ()
     forgetting = Forgetting(
         half_life=args.half_life, window=args.window, n_windows=args.n_windows,
@@ -365,6 +365,9 @@ def run(args) -> int:
     _check_counts({"--checkpoint-every": args.checkpoint_every, "--max-bytes": args.max_bytes,
                    "--max-tokens": args.max_tokens})
     check_files(args.files)
+    tokenizer = stopwords_tokenizer(resolve_stopwords(
+        args.stopwords, args.files, format=args.format, text_field=args.text_field,
+        max_bytes=args.max_bytes))
     # A store that forgets tracks the present: a pinned vocabulary of the whole backfill
     # would never leave it, so forgetting (like a seed list) implies the streaming rule.
     forgets = args.half_life is not None or args.window is not None

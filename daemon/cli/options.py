@@ -9,20 +9,22 @@ live here so that the commands cannot drift apart.
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
 
 from anchorstream.errors import InputError
 from anchorstream.model.anchors import ANCHOR_CANDIDATES, ANCHOR_MIN_DF, ANCHOR_NOISE
 from anchorstream.model.background import check_spread
 from anchorstream.stats.admission import MIN_SHARE
 from anchorstream.stats.cooccurrence import LENGTH_CAP, cap_pairs
-from anchorstream.text.tokenize import Tokenizer, load_stopwords
+from anchorstream.text.tokenize import Tokenizer, available_stopword_lists, load_stopwords
 from anchorstream.text.windows import AUTO, check_window
 
 __all__ = ["ADMIT_THRESHOLD", "CAPACITY", "HelpFormatter", "LENGTH_CAP", "MAX_DF", "MIN_DF",
            "STOPWORDS", "STOPWORDS_HELP", "VOCAB_SIZE", "admission_argument", "anchor_arguments",
            "anchorfree_arguments",
-           "length_cap_arg", "length_cap_help", "max_df_arg", "positive_int_arg", "refine_window_argument", "spread_arg",
-           "stopwords_tokenizer",
+           "length_cap_arg", "length_cap_help", "max_df_arg", "positive_int_arg",
+           "refine_window_argument", "resolve_stopwords", "spread_arg", "stopwords_tokenizer",
            "window_arg"]
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
@@ -40,8 +42,9 @@ class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
         return text + " (default: %(default)s)"
 
 
-#: Stopword list: a shipped list name, a file path, or ``none``.
-STOPWORDS = "english"
+#: Stopword list of ``fit --input`` and ``ingest``: a shipped list name, a file path,
+#: ``none``, or ``auto`` (:func:`resolve_stopwords`).
+STOPWORDS = "auto"
 #: Words in more than this fraction of documents are left out (fit) or blocked (a store).
 MAX_DF = 0.5
 #: ``fit --input``: vocabulary size cap and minimum document frequency.
@@ -51,13 +54,52 @@ MIN_DF = 5
 CAPACITY = 20_000
 ADMIT_THRESHOLD = 5.0
 
-STOPWORDS_HELP = "stopword list: a shipped list name, a file path, or 'none'"
+STOPWORDS_HELP = (f"stopword list: a shipped list name ({', '.join(available_stopword_lists())}), "
+                  "a file path, 'none', or 'auto': english, unless it removes less than 8%% of "
+                  "the first documents' words and another shipped list removes 8%% or more (the "
+                  "one removing most)")
 
 
 def length_cap_help(note: str) -> str:
     """``--length-cap``'s help, with what differs by command in ``note``."""
     return ("document weighting: every word pair counts the same up to a document of this "
             f"many tokens, a longer one as much as that; 2 = every document the same{note}")
+
+
+def resolve_stopwords(name: str, files, *, format: str, text_field: str,
+                      max_bytes: int | None) -> str:
+    """The stopword list ``--stopwords NAME`` names for ``files``: ``NAME`` itself, or for
+    ``auto`` the shipped list the first documents' words choose
+    (:func:`~anchorstream.text.language.choose_stopwords`: ``english`` unless it misfits them
+    and another fits), noted on stderr where that is not ``english``. A line that does not
+    decode is skipped here (the read counts it); a missing file is left to the read's error."""
+    if name != "auto":
+        return name
+    from contextlib import closing
+
+    from anchorstream.text.decode import decode
+    from anchorstream.text.language import choose_stopwords
+    from daemon.ingest.files import iter_lines
+
+    def contents():
+        for path in files:
+            if not Path(path).is_file():
+                continue
+            for _, raw in iter_lines(path):
+                try:
+                    yield decode(raw, format=format, text_field=text_field,
+                                 max_bytes=max_bytes).content
+                except Exception:  # noqa: BLE001 - the read counts and reports bad lines
+                    continue
+
+    with closing(contents()) as first:
+        chosen, check = choose_stopwords(first)
+    if chosen != "english":
+        shares = check.shares()
+        print(f"note: --stopwords auto chose {chosen!r}: it removes {shares[chosen]:.1%} of the "
+              f"{check.words} words of the first {check.docs} documents, the English list "
+              f"{shares['english']:.1%} (--stopwords english keeps it)", file=sys.stderr)
+    return chosen
 
 
 def stopwords_tokenizer(name: str) -> Tokenizer:

@@ -356,9 +356,12 @@ def shipped_stopword_lists() -> str:
 def _stopwords(v: Any) -> str:
     if v is None or v == "none":
         return "none"
-    if not isinstance(v, str) or not v:
+    if not isinstance(v, str) or not v or v == "auto":
         raise _Invalid(f"a shipped list ({shipped_stopword_lists()}), 'none', or a path to a "
-                       "file of stopwords (one per line)")
+                       "file of stopwords (one per line)"
+                       + ("; 'auto' is for fit --input and ingest, which read their files "
+                          "before counting: a stream's language is named here" if v == "auto"
+                          else ""))
     return v
 
 

@@ -236,7 +236,8 @@ class VocabConfig(_Section):
     seed_file: ExistingFile = Field(None, description="words admitted at start, one a line")
     stopwords: Stopwords = Field("english", description=(
         f"a shipped list ({shipped_stopword_lists()}), 'none', or a file path (one "
-        "word per line); the daemon warns when the list removes less than 8% of the first 2000 "
+        "word per line; 'auto' is for fit --input and ingest, which read their files first); "
+        "the daemon warns when the list removes less than 8% of the first 2000 "
         "documents' words (at most 20,000; another language), naming the shipped list that "
         "fits"))
 
