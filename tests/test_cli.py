@@ -11,7 +11,7 @@ import pytest
 
 from anchorstream.evaluate import recovery_error
 from anchorstream.snapshot import read_snapshot
-from anchorstream.store import open_committed
+from anchorstream.store import open_committed, stored_stopwords
 from anchorstream.synthetic import planted_model, sample_documents
 from daemon.cli import build_parser, main
 
@@ -875,6 +875,15 @@ def test_fit_chooses_the_documents_stopword_list_and_warns_when_given_one_that_m
             assert "--stopwords auto chose 'german'" in capsys.readouterr().err
             words = open_committed(store).words
             assert "und" not in words and "hund" in words
+            # The store records the list: more files (English ones, here) keep it.
+            assert "und" in stored_stopwords(store) and "the" not in stored_stopwords(store)
+            more = tmp_path / "more.jsonl"
+            more.write_text("".join(json.dumps({"text": f"{english[i % 4]} und"}) + "\n"
+                                    for i in range(40)))
+            assert main(["ingest", str(more), "--store", store, "-q"]) == 0
+            assert "auto chose" not in capsys.readouterr().err
+            words = open_committed(store).words
+            assert "und" not in words and "the" in words
             # Told the English list, the fit keeps it and warns, naming the list that fits.
             out = tmp_path / "snap-de-english"
             assert main(["fit", "--input", str(path), "-k", "3", "--min-df", "1",

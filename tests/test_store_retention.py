@@ -150,7 +150,7 @@ def test_reopening_with_other_settings_warns(tmp_path, caplog):
 
 def test_a_store_without_recorded_stopwords_is_not_checked(tmp_path, caplog):
     url = str(tmp_path / "s")
-    CooccurrenceStore.create(url, capacity=8)  # as `anchorstream ingest` makes them
+    CooccurrenceStore.create(url, capacity=8)  # as `anchorstream ingest` once made them
     with caplog.at_level(logging.WARNING, logger="anchorstream.store"):
         CooccurrenceStore.open_or_create(url, capacity=8, stopwords=["the"])
     assert caplog.records == []

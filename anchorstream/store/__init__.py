@@ -20,6 +20,7 @@ from anchorstream.store.reading import (
     read_committed,
     read_document_state,
     store_info,
+    stored_stopwords,
 )
 from anchorstream.store.partitions import (
     PartitionedState,
@@ -55,4 +56,5 @@ __all__ = [
     "read_document_state",
     "read_partitions",
     "store_info",
+    "stored_stopwords",
 ]

@@ -182,7 +182,7 @@ pin_seed, blocked
         do not apply when the store exists: the stored ones do, and those that differ from the
         ones given (capacity, chunking, vocabulary settings such as ``stopwords`` and
         ``max_df``, forgetting) are logged as a warning. A store that recorded no stopwords
-        (one made by ``anchorstream ingest``, whose tokenizer drops them) is not checked for
+        (one made by ``anchorstream ingest`` before it recorded its list) is not checked for
         them.
         """
         backend, local = storage(url, storage_options)

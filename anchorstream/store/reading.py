@@ -463,6 +463,15 @@ def store_info(url, version: str | None = None, *,
     }
 
 
+def stored_stopwords(url, *, storage_options: Mapping[str, Any] | None = None) -> frozenset:
+    """The stopwords the store at ``url`` recorded when it was created: never counted, and
+    what a later ``anchorstream ingest --stopwords auto`` tokenizes with (empty where it
+    recorded none)."""
+    repo, _ = open_repo(url, storage_options)
+    root = zarr.open_group(repo.readonly_session(branch=BRANCH).store, mode="r")
+    return frozenset(root.attrs[META]["config"]["vocabulary"].get("stopwords") or ())
+
+
 def merge_committed(urls: Iterable) -> tuple[Any, list[str]]:
     """Sum the committed states of several stores (e.g. one per worker) over their words.
 

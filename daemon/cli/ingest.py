@@ -45,6 +45,7 @@ from tqdm import tqdm
 
 from anchorstream.stats.accumulator import Forgetting
 from anchorstream.text.decode import FORMATS
+from anchorstream.text.tokenize import Tokenizer
 from anchorstream.errors import InputError
 from anchorstream.text.bags import vocabulary_by_df
 from anchorstream.text.vocabulary import MAX_DF_MIN_DOCS, read_seed_vocabulary
@@ -108,7 +109,9 @@ def register(subparsers) -> None:
                    help="tokens counted per document at most (the daemon's message.max_tokens)")
     p.add_argument("--checkpoint-every", type=int, default=10_000,
                    help="lines (documents and rejected lines) between checkpoints")
-    p.add_argument("--stopwords", default=STOPWORDS, help=STOPWORDS_HELP)
+    p.add_argument("--stopwords", default=STOPWORDS,
+                   help=STOPWORDS_HELP + "; the store records its list when it is created, and "
+                   "auto keeps that list for more files")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
     new = p.add_argument_group("store settings (used when the store is created)")
     new.add_argument("--capacity", type=int, default=CAPACITY, help="vocabulary capacity V")
@@ -359,15 +362,22 @@ def run(args) -> int:
         half_life=args.half_life, window=args.window, n_windows=args.n_windows,
         unit=args.time_unit,
     )
-    from anchorstream.store import CooccurrenceStore  # icechunk and zarr: only for this command
+    # icechunk and zarr: only for this command
+    from anchorstream.store import CooccurrenceStore, stored_stopwords
 
     # Before the store is created: bad input leaves nothing behind.
     _check_counts({"--checkpoint-every": args.checkpoint_every, "--max-bytes": args.max_bytes,
                    "--max-tokens": args.max_tokens})
     check_files(args.files)
-    tokenizer = stopwords_tokenizer(resolve_stopwords(
-        args.stopwords, args.files, format=args.format, text_field=args.text_field,
-        max_bytes=args.max_bytes))
+    exists = _store_exists(args.store)
+    recorded = stored_stopwords(args.store) if exists and args.stopwords == "auto" else None
+    if recorded:
+        # More files for a store: its own list, not one chosen again from these files.
+        tokenizer = Tokenizer(stopwords=recorded)
+    else:
+        tokenizer = stopwords_tokenizer(resolve_stopwords(
+            args.stopwords, args.files, format=args.format, text_field=args.text_field,
+            max_bytes=args.max_bytes))
     # A store that forgets tracks the present: a pinned vocabulary of the whole backfill
     # would never leave it, so forgetting (like a seed list) implies the streaming rule.
     forgets = args.half_life is not None or args.window is not None
@@ -376,7 +386,7 @@ def run(args) -> int:
         raise InputError("--vocabulary first-pass chooses the seed from the files: drop "
                          "--seed-vocabulary, or pass --vocabulary stream to keep it")
     vocabulary = {"seed": seed}
-    if rule == "first-pass" and not _store_exists(args.store):
+    if rule == "first-pass" and not exists:
         found = first_pass(
             args.files, tokenizer=tokenizer, capacity=args.capacity,
             min_df=args.admit_threshold, max_df=args.max_df, format=args.format,
@@ -388,6 +398,7 @@ def run(args) -> int:
     store = CooccurrenceStore.open_or_create(
         args.store, capacity=args.capacity, admit_threshold=args.admit_threshold,
         **vocabulary, max_df=args.max_df, forgetting=forgetting, chunk_size=args.chunk_size,
+        stopwords=tokenizer.stopwords or (),  # recorded: a later ingest or daemon keeps them
         shard_size=args.shard_size, length_cap=args.length_cap,
         document_stats=_document_stats(args),
     )
