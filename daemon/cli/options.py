@@ -66,6 +66,10 @@ def length_cap_help(note: str) -> str:
             f"many tokens, a longer one as much as that; 2 = every document the same{note}")
 
 
+#: ``--stopwords auto`` reads at most this many lines, however many of them fail to decode.
+_STOPWORDS_AUTO_MAX_LINES = 20_000
+
+
 def resolve_stopwords(name: str, files, *, format: str, text_field: str,
                       max_bytes: int | None) -> str:
     """The stopword list ``--stopwords NAME`` names for ``files``: ``NAME`` itself, or for
@@ -82,10 +86,14 @@ def resolve_stopwords(name: str, files, *, format: str, text_field: str,
     from daemon.ingest.files import iter_lines
 
     def contents():
+        lines = 0
         for path in files:
             if not Path(path).is_file():
                 continue
             for _, raw in iter_lines(path):
+                lines += 1
+                if lines > _STOPWORDS_AUTO_MAX_LINES:  # bad lines: not the whole file twice
+                    return
                 try:
                     yield decode(raw, format=format, text_field=text_field,
                                  max_bytes=max_bytes).content

@@ -1,0 +1,48 @@
+"""Options the CLI commands share (``daemon/cli/options.py``): ``--stopwords auto``."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import pytest
+
+from daemon.cli import options
+from daemon.cli.options import resolve_stopwords
+
+GERMAN = "der Hund und die Katze sind nicht im Haus und der Garten ist hinter dem Haus"
+ENGLISH = "the dog and the cat are not in the house and the garden is behind the house"
+
+
+def _write(path, lines):
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "wt", encoding="utf-8") as fh:
+        fh.writelines(line + "\n" for line in lines)
+    return path
+
+
+@pytest.mark.parametrize("name", ["docs.jsonl", "docs.jsonl.gz"])
+def test_auto_reads_the_first_documents_of_the_files(tmp_path, capsys, name):
+    german = _write(tmp_path / name, [json.dumps({"text": GERMAN})] * 100)
+    assert resolve_stopwords("auto", [german], format="json", text_field="text",
+                             max_bytes=None) == "german"
+    assert "--stopwords auto chose 'german'" in capsys.readouterr().err
+    english = _write(tmp_path / "en.txt", [ENGLISH] * 100)
+    assert resolve_stopwords("auto", [english], format="text", text_field="text",
+                             max_bytes=None) == "english"
+    assert capsys.readouterr().err == ""
+    # A named list is taken as it is, and nothing is read.
+    assert resolve_stopwords("french", [tmp_path / "missing.jsonl"], format="json",
+                             text_field="text", max_bytes=None) == "french"
+
+
+def test_auto_skips_bad_lines_and_missing_files_but_reads_a_bounded_number(tmp_path,
+                                                                          monkeypatch):
+    good = [json.dumps({"text": GERMAN})] * 100
+    path = _write(tmp_path / "docs.jsonl", ["not json", json.dumps({"other": 1})] * 50 + good)
+    assert resolve_stopwords("auto", [tmp_path / "missing.jsonl", path], format="json",
+                             text_field="text", max_bytes=None) == "german"
+    # Past the bound of lines read, the bad lines decide nothing: English stays.
+    monkeypatch.setattr(options, "_STOPWORDS_AUTO_MAX_LINES", 100)
+    assert resolve_stopwords("auto", [path], format="json", text_field="text",
+                             max_bytes=None) == "english"
