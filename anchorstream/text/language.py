@@ -118,12 +118,12 @@ class StopwordCheck:
         """A message when the list :meth:`misfits`, else None."""
         if not self.misfits():
             return None
-        best, best_share = max(self.shares().items(), key=lambda item: item[1])
         seen = (f"only {self.share:.1%} of the {self.words} words of the first {self.docs} "
                 f"documents are in the {self.label!r} stopword list (English text: 20-55%)")
-        if best_share >= STOPWORD_SHARE_MIN:
+        best = self.suggestion()
+        if best is not None:
             return (f"{seen}; they look {best.capitalize()}: the shipped {best!r} list removes "
-                    f"{best_share:.1%} of them (`--stopwords {best}`, `vocab.stopwords: "
+                    f"{self.shares()[best]:.1%} of them (`--stopwords {best}`, `vocab.stopwords: "
                     f"{best}`); otherwise their own function words fill the topics")
         return (f"{seen}; if they are in another language, give a stopword list for it (a "
                 "file with one word per line: `--stopwords PATH`, `vocab.stopwords: PATH`) or "
