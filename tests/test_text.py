@@ -318,8 +318,8 @@ def test_shipped_english_list():
     assert len(entries) == len(set(entries)), "duplicate lines in the shipped list"
 
 
-@pytest.mark.parametrize("name", ["french", "german", "italian", "portuguese", "russian",
-                                  "spanish"])
+@pytest.mark.parametrize("name", ["danish", "dutch", "french", "german", "italian", "polish",
+                                  "portuguese", "russian", "spanish", "swedish"])
 def test_shipped_lists_of_other_languages(name):
     # Written for this project like the English one: normalized, tokenizable, one word a line,
     # no duplicates, and none shorter than the tokenizer keeps; or an elided form (l', dell').
@@ -336,8 +336,9 @@ def test_shipped_lists_of_other_languages(name):
 
 
 def test_available_lists():
-    assert available_stopword_lists() == ["english", "french", "german", "italian",
-                                          "portuguese", "russian", "spanish"]
+    assert available_stopword_lists() == ["danish", "dutch", "english", "french", "german",
+                                          "italian", "polish", "portuguese", "russian",
+                                          "spanish", "swedish"]
     assert {"und", "der", "nicht"} <= load_stopwords("german")
     assert {"les", "des", "été", "être"} <= load_stopwords("french")
     assert {"los", "las", "también"} <= load_stopwords("spanish")
@@ -348,7 +349,7 @@ def test_available_lists():
 
 def test_unknown_list_names_the_available_ones():
     with pytest.raises(InputError,
-                       match=r"unknown stopword list 'klingon'.*\['english', 'french', 'german'"):
+                       match=r"unknown stopword list 'klingon'.*\['danish', 'dutch', 'english'"):
         load_stopwords("klingon")
 
 
