@@ -85,9 +85,31 @@ def test_topics_that_share_no_word_keep_their_ranking_exactly():
 
 def test_the_level_is_the_value_a_fraction_of_the_topics_reach():
     B = np.array([[0.5, 0.0], [0.3, 0.2], [0.1, 0.0], [0.1, 0.8]])  # 4 topics, 2 words
-    np.testing.assert_array_equal(background_level(B, 0.25), [0.5, 0.8])  # the largest
     np.testing.assert_array_equal(background_level(B, 0.5), [0.3, 0.2])   # the 2nd largest
+    np.testing.assert_array_equal(background_level(B, 0.75), [0.1, 0.0])  # the 3rd
     np.testing.assert_array_equal(background_level(B, 1.0), [0.1, 0.0])   # the smallest
+    # A level reached in one topic is that topic's word, not the background: two at least.
+    np.testing.assert_array_equal(background_level(B, 0.25), [0.3, 0.2])
+
+
+@pytest.mark.parametrize("K", [2, 3])
+def test_a_few_topics_that_share_no_word_report_no_background(K):
+    # With K = 2 or 3 a third of the topics is one topic: the level was each word's largest
+    # probability, so every word of every topic was reported as background.
+    B = np.zeros((K, 8 * K))
+    for k in range(K):
+        B[k, 8 * k:8 * (k + 1)] = np.linspace(1.0, 2.0, 8)
+    B /= B.sum(axis=1, keepdims=True)
+    found = background(B, np.full(K, 1.0 / K), 0.33)
+    assert found.words.size == 0 and not found.level.any()
+    np.testing.assert_array_equal(ranked_top_words(B, 5, found.level), ranked_top_words(B, 5))
+
+
+def test_with_two_topics_the_words_both_use_evenly_are_background():
+    B = np.array([[0.4, 0.1, 0.1, 0.0, 0.0, 0.4], [0.0, 0.0, 0.1, 0.4, 0.1, 0.4]])
+    found = background(B, [0.5, 0.5], 0.33)
+    assert found.words.tolist() == [5, 2]  # by level
+    assert ranked_top_words(B, 2, found.level).tolist() == [[0, 1], [3, 4]]
 
 
 def test_ranking_without_a_level_is_by_probability_ties_by_index():

@@ -8,17 +8,18 @@ many topics, so they fill the top-10 lists of a third of the topics.
 The model used here is the background mixture of Chemudugunta et al. (2006, "special words with
 background") and SAGE (Eisenstein et al., 2011): each topic is a shared background plus what the
 topic adds, ``p(w | k) = g(w) + e_k(w)``. The background level ``g(w)`` is the largest value that
-word ``w`` reaches in at least a fraction ``spread`` of the topics (a robust minimum over topics:
-the plain minimum is zero as soon as one topic lacks the word). A topic's top words are ranked by
-its excess ``max(p(w | k) − g(w), 0)``, ties (words at or below background) by ``p(w | k)``.
+word ``w`` reaches in at least a fraction ``spread`` of the topics, and in two at least (a robust
+minimum over topics: the plain minimum is zero as soon as one topic lacks the word; a value one
+topic reaches is that topic's own). A topic's top words are ranked by its excess
+``max(p(w | k) − g(w), 0)``, ties (words at or below background) by ``p(w | k)``.
 The model itself (``topic_word``, inference, ℓ1 error) is unchanged: only the ranking differs.
 
 A word is reported as a background word when the background explains at least half of its
 corpus probability, ``g(w) ≥ ½ p(w)`` with ``p(w) = Σ_k p(k) p(w | k)``, and ranking by
 probability would put it among the top ``n_top`` words of at least two topics: the repeated top
-words that the ranking above the background keeps out. A word used by fewer than ``spread · K``
-topics has ``g(w) = 0``, so a model whose words each belong to a few topics reports nothing and
-keeps its ranking.
+words that the ranking above the background keeps out. A word used by fewer than
+``max(2, spread · K)`` topics has ``g(w) = 0``, so a model whose words each belong to a few
+topics reports nothing and keeps its ranking.
 
 The default ``spread`` (0.33, a third of the topics) was chosen on the quality benchmark
 (benchmarks/README.md, "Background words").
@@ -40,6 +41,9 @@ __all__ = [
 
 #: Fraction of the topics a word must reach its background level in (see the module docstring).
 BACKGROUND_SPREAD = 0.33
+#: ... and at least this many of them: a level reached in one topic alone is that topic's
+#: word (with K = 2 or 3, a third of the topics is one topic, and every word was reported).
+MIN_TOPICS = 2
 #: A word is reported when the background holds at least this share of its probability ...
 REPORT_SHARE = 0.5
 #: ... and it is among the most probable words of at least this many topics.
@@ -107,7 +111,8 @@ def _as_rows(topic_word) -> np.ndarray:
 
 
 def background_level(topic_word, spread: float) -> np.ndarray:
-    """``g(w)``: the ``ceil(spread · K)``-th largest ``p(w | k)`` over the K topics.
+    """``g(w)``: the ``max(2, ceil(spread · K))``-th largest ``p(w | k)`` over the K topics
+    (the largest where K = 1).
 
     ``topic_word`` is (n_topics, n_words), rows are topics.
     """
@@ -117,7 +122,7 @@ def background_level(topic_word, spread: float) -> np.ndarray:
 def _level(B: np.ndarray, spread: float) -> np.ndarray:
     """:func:`background_level` of a checked ``B`` and ``spread``."""
     K = B.shape[0]
-    rank = min(K, max(1, math.ceil(spread * K - 1e-9)))
+    rank = min(K, max(MIN_TOPICS, math.ceil(spread * K - 1e-9)))
     # The rank-th largest is the (K - rank)-th smallest (0-based).
     return np.partition(B, K - rank, axis=0)[K - rank]
 

@@ -117,7 +117,7 @@ def register(subparsers) -> None:
     p.add_argument("--background-spread", type=spread_arg, default=BACKGROUND_SPREAD,
                    metavar="FRACTION",
                    help="background words: a word's background level is the probability it "
-                        "has in at least this fraction of the topics; top words are ranked by "
+                        "has in at least this fraction of the topics (two at least); top words are ranked by "
                         "what a topic adds above it, and the words it explains are reported "
                         "(default %(default)s; 'none': rank by probability)")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bars")
