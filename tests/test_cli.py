@@ -248,6 +248,29 @@ def test_fit_counts_the_documents_too_short_for_a_word_pair(tmp_path, capsys):
     assert "40 more had fewer than 2 words of the vocabulary, so no word pair" in err
 
 
+def test_fit_names_the_rule_that_left_too_few_words(tmp_path, capsys):
+    # The same few words in every document: --max-df drops them all, and the error says so
+    # (it used to advise lowering --min-df, which they all passed).
+    same = tmp_path / "same.txt"
+    same.write_text("quick brown fox jumps lazy dog\n" * 200)
+    out = tmp_path / "snap"
+    assert main(["fit", "--input", str(same), "--format", "text", "-k", "3",
+                 "--stopwords", "none", "--out", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert "the vocabulary has 0 words, need more than --topics=3" in err
+    assert "6 of those in more than --max-df 0.5" in err and "raise --max-df" in err
+    # Too few documents for --min-df.
+    rng = np.random.default_rng(0)
+    few = tmp_path / "few.txt"
+    few.write_text("".join(" ".join(rng.choice([f"w{i}" for i in range(1000)], 8,
+                                               replace=False)) + "\n" for _ in range(20)))
+    assert main(["fit", "--input", str(few), "--format", "text", "-k", "3",
+                 "--stopwords", "none", "--out", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert "0 are in at least --min-df 5 documents: lower --min-df" in err
+    assert not out.exists()
+
+
 def test_fit_records_the_rectification_settings(corpus, tmp_path):
     path, _, _ = corpus
     out = tmp_path / "snap"

@@ -99,6 +99,21 @@ def _available_bytes() -> int:
         return 0
 
 
+def _small_vocabulary_hint(docs, opts) -> str:
+    """Which of ``--min-df`` and ``--max-df`` left the vocabulary too small, and what to do."""
+    df = np.fromiter(docs.document_frequency().values(), dtype=np.int64)
+    frequent = int(np.count_nonzero(df >= opts["min_df"]))
+    common = int(np.count_nonzero(df[df >= opts["min_df"]] > opts["max_df"] * len(docs)))
+    said = (f"of {df.size} distinct words in {len(docs)} documents, {frequent} are in at least "
+            f"--min-df {opts['min_df']} documents")
+    if common:
+        said += (f" and {common} of those in more than --max-df {opts['max_df']} of them "
+                 "(dropped as too common)")
+    advice = ("raise --max-df (up to 1.0) or add documents that differ" if common > frequent // 2
+              else "lower --min-df or add documents")
+    return f"{said}: {advice}"
+
+
 def _no_documents_hint(stats: dict, opts: dict) -> str:
     """Why no line became a document, when the reason is one a user can fix."""
     rejected = stats["rejected"]
@@ -347,10 +362,8 @@ def counts_from_input(args, opts: dict, t_start: float, clock) -> Counts:
     )
     if len(vocabulary) <= args.topics:
         raise InputError(
-            f"the vocabulary has {len(vocabulary)} words (min_df={opts['min_df']}, "
-            f"max_df={opts['max_df']}), need more than --topics={args.topics}; "
-            "lower --min-df or add documents"
-        )
+            f"the vocabulary has {len(vocabulary)} words, need more than --topics="
+            f"{args.topics}; " + _small_vocabulary_hint(docs, opts))
     clock.mark("vocabulary")
     X = docs.count_matrix(vocabulary)
     lengths = np.asarray(X.sum(axis=1)).ravel()
