@@ -234,6 +234,37 @@ def test_fit_says_why_no_line_became_a_document_and_what_to_pass(tmp_path, capsy
     assert "no line has the field 'text'" in capsys.readouterr().err
 
 
+def test_a_store_a_snapshot_and_a_file_given_for_one_another_are_named(corpus, tmp_path,
+                                                                       capsys):
+    path, _, _ = corpus
+    store, snap = str(tmp_path / "store"), str(tmp_path / "snap")
+    assert main(["ingest", str(path), "--store", store, "-q"]) == 0
+    assert main(["fit", "--store", store, "-k", "3", "--out", snap, "-q"]) == 0
+    capsys.readouterr()
+    cases = [
+        (["fit", "--input", store, "-k", "3", "--out", str(tmp_path / "o")],
+         f"input file {store!r} is a co-occurrence store, not a file of documents"),
+        (["ingest", snap, "--store", str(tmp_path / "s2")],
+         f"input file {snap!r} is a topic-model snapshot, not a file of documents"),
+        (["inspect", store], f"{store} is a co-occurrence store (an Icechunk repository), not "
+                             "a snapshot directory"),
+        (["store-info", snap], "not an Icechunk repository (it holds a topic-model snapshot)"),
+        (["store-info", str(path)], f"{str(path)!r} is a file, not a store directory"),
+        (["fit", "--store", str(path), "-k", "3", "--out", str(tmp_path / "o")],
+         "is a file, not a store directory"),
+        # Refused before the first pass reads the files (which would take long on a backfill).
+        (["ingest", str(path), "--store", snap],
+         f"cannot create a store at {snap!r}: it exists and is not empty (it holds a "
+         "topic-model snapshot)"),
+    ]
+    for args, message in cases:
+        assert main(args) == 1, args
+        err = capsys.readouterr().err
+        assert message in err, (args, err)
+        assert "first pass" not in err and "Traceback" not in err
+    assert not (tmp_path / "o").exists() and not (tmp_path / "s2").exists()
+
+
 def test_fit_counts_the_documents_too_short_for_a_word_pair(tmp_path, capsys):
     rng = np.random.default_rng(0)
     words = [f"w{i}" for i in range(30)]

@@ -49,9 +49,13 @@ def storage(url: str | os.PathLike, storage_options: Mapping[str, Any] | None = 
             ) -> tuple[icechunk.Storage, str | None]:
     """Icechunk storage for a URL, and the local directory when there is one.
 
-    See :mod:`anchorstream.store.location` for the URL forms and ``storage_options``.
+    See :mod:`anchorstream.store.location` for the URL forms and ``storage_options``. A local
+    path that is a file is refused here (StoreError): Icechunk panics on it.
     """
-    return icechunk_storage(url, storage_options, memory=_MEMORY)
+    store, local = icechunk_storage(url, storage_options, memory=_MEMORY)
+    if local is not None and os.path.exists(local) and not os.path.isdir(local):
+        raise StoreError(f"{local!r} is a file, not a store directory")
+    return store, local
 
 
 def wrap(exc: BaseException, what: str) -> StoreError:
@@ -116,13 +120,30 @@ def open_repo(url, storage_options: Mapping[str, Any] | None = None
     store, local = storage(url, storage_options)
     if not repo_exists(store, url):
         if local is not None and os.path.isdir(local) and os.listdir(local):
-            raise StoreFormatError(f"{local!r} exists but is not an Icechunk repository")
+            raise StoreFormatError(f"{local!r} exists but is not an Icechunk repository"
+                                   + _what_it_is(local))
         raise StoreError(f"no store at {os.fspath(url)!r}")
     try:
         return icechunk.Repository.open(store), local
     except BaseException as exc:
         pass_through(exc)
         raise wrap(exc, f"cannot open store {os.fspath(url)!r}") from exc
+
+
+def _what_it_is(local: str) -> str:
+    """`` (it holds a topic-model snapshot)`` where the directory ``local`` does, else ``""``."""
+    return (" (it holds a topic-model snapshot)"
+            if os.path.isfile(os.path.join(local, "manifest.json")) else "")
+
+
+def check_creatable(local: str | None) -> None:
+    """Raise :class:`StoreError` where a store cannot be created at the local path ``local``
+    (something other than an empty directory is there); nothing to check on an object store
+    (``None``). Callers check before long work, :func:`create_repository` again."""
+    if local is not None and os.path.exists(local) and (not os.path.isdir(local)
+                                                        or os.listdir(local)):
+        raise StoreError(f"cannot create a store at {local!r}: it exists and is not empty"
+                         + _what_it_is(local))
 
 
 def remove_creation_debris(local: str) -> None:
@@ -147,8 +168,7 @@ def create_repository(url, storage_options, initialize) -> tuple[icechunk.Reposi
     target = local
     if local is not None:
         remove_creation_debris(local)
-        if os.path.exists(local) and (not os.path.isdir(local) or os.listdir(local)):
-            raise StoreError(f"cannot create a store at {local!r}: it exists and is not empty")
+        check_creatable(local)
         tmp = f"{local}.creating-{uuid.uuid4().hex[:12]}"
         try:
             # Checked here because Icechunk panics (with a Rust backtrace) on an uncreatable

@@ -11,7 +11,6 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -27,7 +26,7 @@ from anchorstream.text.decode import DecodeError
 from anchorstream.text.language import StopwordCheck
 from anchorstream.text.windows import (AUTO, WINDOWS_AUTO_SIZE, WINDOWS_LATE_SHARE, auto_rule,
                                        long_token_share, refine_window_for)
-from daemon.cli.options import resolve_stopwords, stopwords_tokenizer
+from daemon.cli.options import check_input_file, resolve_stopwords, stopwords_tokenizer
 from daemon.ingest.files import iter_lines
 from daemon.ingest.records import MAX_BYTES, MAX_TOKENS, record_tokens
 
@@ -170,8 +169,7 @@ def read_documents(paths, *, format, text_field, tokenizer, progress=True,
     bar = _progress_bar(progress)
     check = StopwordCheck(tokenizer)
     for path in paths:
-        if not Path(path).is_file():
-            raise InputError(f"input file {str(path)!r} does not exist")
+        check_input_file(path)
         for _, raw in iter_lines(path):
             lines += 1
             try:

@@ -58,6 +58,7 @@ from daemon.cli.options import (
     MAX_DF,
     STOPWORDS,
     STOPWORDS_HELP,
+    check_input_file,
     length_cap_arg,
     length_cap_help,
     max_df_arg,
@@ -169,8 +170,7 @@ def check_files(paths) -> None:
     """
     seen: dict[tuple[int, int], str] = {}
     for path in paths:
-        if not Path(path).is_file():
-            raise InputError(f"input file {str(path)!r} does not exist")
+        check_input_file(path)
         st = os.stat(path)
         identity = (st.st_dev, st.st_ino)
         if identity in seen:
@@ -350,10 +350,15 @@ def ingest_files(
 
 
 def _store_exists(url) -> bool:
-    """Whether a store is at ``url`` already (then its vocabulary is the stored one)."""
-    from anchorstream.store.repository import repo_exists, storage
+    """Whether a store is at ``url`` already (then its vocabulary is the stored one); where
+    not, StoreError if one cannot be created there, before the first pass reads the files."""
+    from anchorstream.store.repository import check_creatable, repo_exists, storage
 
-    return repo_exists(storage(url)[0], url)
+    store, local = storage(url)
+    if repo_exists(store, url):
+        return True
+    check_creatable(local)
+    return False
 
 
 def run(args) -> int:

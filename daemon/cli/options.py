@@ -60,6 +60,19 @@ STOPWORDS_HELP = (f"stopword list: a shipped list name ({', '.join(available_sto
                   "one removing most)")
 
 
+def check_input_file(path) -> None:
+    """Refuse an input ``path`` that is not a file, saying what it is instead (InputError)."""
+    p = Path(path)
+    if p.is_file():
+        return
+    if p.is_dir():
+        what = ("a co-occurrence store" if (p / "refs").is_dir() and (p / "snapshots").is_dir()
+                else "a topic-model snapshot" if (p / "manifest.json").is_file()
+                else "a directory")
+        raise InputError(f"input file {str(path)!r} is {what}, not a file of documents")
+    raise InputError(f"input file {str(path)!r} does not exist")
+
+
 def length_cap_help(note: str) -> str:
     """``--length-cap``'s help, with what differs by command in ``note``."""
     return ("document weighting: every word pair counts the same up to a document of this "

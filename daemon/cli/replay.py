@@ -24,7 +24,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from anchorstream.errors import InputError
-from daemon.cli.options import HelpFormatter
+from daemon.cli.options import HelpFormatter, check_input_file
 from daemon.ingest.files import iter_lines
 
 log = logging.getLogger("anchorstream.replay")
@@ -91,8 +91,7 @@ def run(args) -> int:
         raise InputError(f"--rate must be > 0, got {args.rate}")
     if args.limit is not None and args.limit < 0:
         raise InputError(f"--limit must be >= 0, got {args.limit}")
-    if not args.file.is_file():
-        raise InputError(f"input file {str(args.file)!r} does not exist")
+    check_input_file(args.file)
     if args.format == "text" and args.key_field:
         raise InputError("--key-field needs --format json")
 
