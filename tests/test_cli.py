@@ -232,6 +232,11 @@ def test_fit_says_why_no_line_became_a_document_and_what_to_pass(tmp_path, capsy
     jsonl.write_text("".join(json.dumps({"body": "alpha beta"}) + "\n" for _ in range(5)))
     assert main(["fit", "--input", str(jsonl), "-k", "2", "--out", str(tmp_path / "o")]) == 1
     assert "no line has the field 'text'" in capsys.readouterr().err
+    latin1 = tmp_path / "latin1.txt"
+    latin1.write_bytes("caf\xe9 cr\xe8me br\xfbl\xe9e\n".encode("latin-1") * 30)
+    assert main(["fit", "--input", str(latin1), "--format", "text", "-k", "2",
+                 "--out", str(tmp_path / "o")]) == 1
+    assert "30 of the 30 lines are not UTF-8" in capsys.readouterr().err
 
 
 def test_a_store_a_snapshot_and_a_file_given_for_one_another_are_named(corpus, tmp_path,

@@ -254,3 +254,31 @@ def test_file_and_kafka_sources_treat_hostile_records_identically(tmp_path):
     np.testing.assert_allclose(a.cooccurrence.counts, b.cooccurrence.counts, rtol=1e-12)
     assert a.offsets[file_key(path)] == path.stat().st_size
     assert b.offsets[offset_key("docs", 0)] == len(data)
+
+
+def test_a_damaged_gzip_file_is_an_error_naming_it_after_its_good_lines(tmp_path, capsys):
+    import gzip
+
+    from anchorstream.errors import InputError
+    from daemon.ingest.files import iter_lines
+
+    lines = [json.dumps({"text": f"apple banana cherry {i}"}) for i in range(2000)]
+    data = gzip.compress(("\n".join(lines) + "\n").encode())
+    cut = tmp_path / "cut.jsonl.gz"
+    cut.write_bytes(data[: len(data) // 2])
+    read = []
+    with pytest.raises(InputError, match=r"'.*cut\.jsonl\.gz' is damaged: Compressed file "
+                                         r"ended .* \(after byte \d+ of its uncompressed"):
+        for _, line in iter_lines(cut):
+            read.append(line)
+    assert 0 < len(read) < len(lines)
+    assert [json.loads(x) for x in read] == [json.loads(x) for x in lines[:len(read)]]
+    plain = tmp_path / "plain.jsonl.gz"
+    plain.write_text(lines[0] + "\n")
+    # The commands: one line, no traceback.
+    for args in (["fit", "--input", str(cut), "-k", "2", "--out", str(tmp_path / "o")],
+                 ["ingest", str(plain), "--store", str(tmp_path / "s")]):
+        assert main(args) == 1
+        err = capsys.readouterr().err
+        assert "is damaged" in err and "Traceback" not in err, err
+    assert "Not a gzipped file" in err

@@ -124,6 +124,9 @@ def _no_documents_hint(stats: dict, opts: dict) -> str:
     if rejected.get("missing_field", 0) == stats["lines"]:
         return (f": no line has the field {opts['text_field']!r}; name the field that holds "
                 "the text with --text-field")
+    if rejected.get("invalid_utf8", 0) * 2 > stats["lines"]:
+        return (f": {rejected['invalid_utf8']} of the {stats['lines']} lines are not UTF-8, the "
+                "only encoding read; convert the files (e.g. `iconv -f latin1 -t utf-8`)")
     return f": every line was rejected ({rejected})"
 
 

@@ -11,9 +11,12 @@ import gzip
 import io
 import itertools
 import os
+import zlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from anchorstream.errors import InputError
 
 __all__ = ["FileRecord", "FileSource", "file_key", "iter_lines", "open_binary"]
 
@@ -40,16 +43,26 @@ def iter_lines(path: str | Path, start: int = 0) -> Iterator[tuple[int, bytes]]:
     start : int
         Byte offset (in the uncompressed stream) to start from; a value previously yielded
         as ``offset_after_line`` resumes right after that line.
+
+    Raises
+    ------
+    InputError
+        Where a ``.gz`` file is truncated or not gzip, once the lines before are yielded.
     """
-    with open_binary(path) as fh:
-        if start:
-            fh.seek(start)
-        offset = start
-        for line in fh:
-            offset += len(line)
-            stripped = line.rstrip(b"\r\n")
-            if stripped.strip():
-                yield offset, stripped
+    offset = start
+    try:
+        with open_binary(path) as fh:
+            if start:
+                fh.seek(start)
+            for line in fh:
+                offset += len(line)
+                stripped = line.rstrip(b"\r\n")
+                if stripped.strip():
+                    yield offset, stripped
+    except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
+        # A truncated or damaged .gz: the lines before it were read; say where it ends.
+        raise InputError(f"input file {os.fspath(path)!r} is damaged: {exc} (after byte "
+                         f"{offset} of its uncompressed text)") from None
 
 
 @dataclass(frozen=True, slots=True)
