@@ -1,7 +1,8 @@
-"""Options the CLI commands share (``daemon/cli/options.py``): ``--stopwords auto``."""
+"""Options the CLI commands share (``daemon/cli/options.py``): ``--stopwords auto``, integers."""
 
 from __future__ import annotations
 
+import argparse
 import gzip
 import json
 
@@ -46,3 +47,14 @@ def test_auto_skips_bad_lines_and_missing_files_but_reads_a_bounded_number(tmp_p
     monkeypatch.setattr(options, "_STOPWORDS_AUTO_MAX_LINES", 100)
     assert resolve_stopwords("auto", [path], format="json", text_field="text",
                              max_bytes=None) == "english"
+
+
+def test_integer_arguments_name_their_bound():
+    # --seed -1 was a traceback from numpy's SeedSequence.
+    seed_arg, positive_int_arg = options.seed_arg, options.positive_int_arg
+    assert seed_arg("0") == 0 and seed_arg("12") == 12 and positive_int_arg("1") == 1
+    for parse, bad, bound in ((seed_arg, "-1", 0), (seed_arg, "x", 0),
+                              (positive_int_arg, "0", 1), (positive_int_arg, "1.5", 1)):
+        with pytest.raises(argparse.ArgumentTypeError,
+                           match=rf"expected an integer >= {bound}, got '{bad}'"):
+            parse(bad)

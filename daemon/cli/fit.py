@@ -27,7 +27,8 @@ from daemon.cli.fit_counts import Counts, counts_from_input, counts_from_store
 from daemon.cli.options import (LENGTH_CAP, MAX_DF, MIN_DF, STOPWORDS, STOPWORDS_HELP,
                                  VOCAB_SIZE, HelpFormatter, admission_argument, anchor_arguments,
                                  anchorfree_arguments, length_cap_arg, length_cap_help,
-                                 positive_int_arg, refine_window_argument, spread_arg)
+                                 positive_int_arg, refine_window_argument, seed_arg,
+                                 spread_arg)
 from daemon.ingest.records import MAX_BYTES, MAX_TOKENS
 
 log = logging.getLogger("anchorstream.fit")
@@ -112,7 +113,7 @@ def register(subparsers) -> None:
                 f"default auto = {auto_rule('--topics')} (with --store: the windows the "
                 "store kept, ingest --refine-window)")
     admission_argument(p)
-    p.add_argument("--seed", type=int, default=0, help="random seed")
+    p.add_argument("--seed", type=seed_arg, default=0, help="random seed, >= 0")
     p.add_argument("--top-words", type=int, default=20, help="top words stored per topic")
     p.add_argument("--background-spread", type=spread_arg, default=BACKGROUND_SPREAD,
                    metavar="FRACTION",

@@ -143,12 +143,21 @@ def length_cap_arg(text: str) -> float | None:
 
 def positive_int_arg(text: str) -> int:
     """An integer >= 1 (``--max-bytes``, ``--max-tokens``)."""
+    return _int_at_least(text, 1)
+
+
+def seed_arg(text: str) -> int:
+    """``--seed``: an integer >= 0 (numpy's generators take no negative seed)."""
+    return _int_at_least(text, 0)
+
+
+def _int_at_least(text: str, low: int) -> int:
     try:
         value = int(text)
     except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}")
+        value = low - 1
+    if value < low:
+        raise argparse.ArgumentTypeError(f"expected an integer >= {low}, got {text!r}")
     return value
 
 
