@@ -270,6 +270,16 @@ def test_a_store_a_snapshot_and_a_file_given_for_one_another_are_named(corpus, t
     assert not (tmp_path / "o").exists() and not (tmp_path / "s2").exists()
 
 
+def test_fit_refuses_a_file_listed_twice_as_ingest_does(corpus, tmp_path, capsys):
+    path, _, _ = corpus
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(path)
+    assert main(["fit", "--input", str(path), str(link), "-k", "3",
+                 "--out", str(tmp_path / "o")]) == 1
+    assert "are the same file: its documents would be counted twice" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
+
+
 def test_fit_counts_the_documents_too_short_for_a_word_pair(tmp_path, capsys):
     rng = np.random.default_rng(0)
     words = [f"w{i}" for i in range(30)]

@@ -26,7 +26,7 @@ from anchorstream.text.decode import DecodeError
 from anchorstream.text.language import StopwordCheck
 from anchorstream.text.windows import (AUTO, WINDOWS_AUTO_SIZE, WINDOWS_LATE_SHARE, auto_rule,
                                        long_token_share, refine_window_for)
-from daemon.cli.options import check_input_file, resolve_stopwords, stopwords_tokenizer
+from daemon.cli.options import check_input_files, resolve_stopwords, stopwords_tokenizer
 from daemon.ingest.files import iter_lines
 from daemon.ingest.records import MAX_BYTES, MAX_TOKENS, record_tokens
 
@@ -171,8 +171,8 @@ def read_documents(paths, *, format, text_field, tokenizer, progress=True,
     lines = at_cap = 0
     bar = _progress_bar(progress)
     check = StopwordCheck(tokenizer)
+    check_input_files(paths)
     for path in paths:
-        check_input_file(path)
         for _, raw in iter_lines(path):
             lines += 1
             try:
@@ -328,6 +328,7 @@ def _stored_windows(url, st, cooc, window: int, *, partitioned: bool, auto: bool
 
 def counts_from_input(args, opts: dict, t_start: float, clock) -> Counts:
     progress = not args.quiet and sys.stderr.isatty()
+    check_input_files(args.input)
     stopwords = resolve_stopwords(opts["stopwords"], args.input, format=opts["format"],
                                   text_field=opts["text_field"], max_bytes=opts["max_bytes"])
     tokenizer = stopwords_tokenizer(stopwords)

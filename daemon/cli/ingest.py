@@ -58,7 +58,7 @@ from daemon.cli.options import (
     MAX_DF,
     STOPWORDS,
     STOPWORDS_HELP,
-    check_input_file,
+    check_input_files,
     length_cap_arg,
     length_cap_help,
     max_df_arg,
@@ -76,7 +76,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("anchorstream.ingest")
 
-__all__ = ["VOCABULARY_RULES", "FirstPass", "check_files", "file_key", "first_pass",
+__all__ = ["VOCABULARY_RULES", "FirstPass", "file_key", "first_pass",
            "first_pass_store_settings", "ingest_files", "register", "run"]
 
 #: How a new store's vocabulary is chosen (``--vocabulary``).
@@ -151,34 +151,6 @@ def register(subparsers) -> None:
     new.add_argument("--shard-size", type=int, default=None,
                      help="matrix shard edge (default 8 chunks)")
     p.set_defaults(func=run)
-
-
-def check_files(paths) -> None:
-    """Refuse input files that do not exist or that are listed more than once.
-
-    A file listed twice would be read twice in one run, its documents counted twice, while the
-    store keeps one offset per file, so no rerun could tell the passes apart. It is refused
-    rather than skipped with a warning: the list is most likely a mistake (overlapping globs,
-    a link to a file also listed, or a typo for another file) that a warning would leave in
-    the resume command, which is this same command line. Identity is the file itself (device and
-    inode), so other spellings of its path and links to it count as the same file.
-
-    Raises
-    ------
-    InputError
-        Naming the missing file, or both names of the repeated one.
-    """
-    seen: dict[tuple[int, int], str] = {}
-    for path in paths:
-        check_input_file(path)
-        st = os.stat(path)
-        identity = (st.st_dev, st.st_ino)
-        if identity in seen:
-            raise InputError(
-                f"input files {seen[identity]!r} and {str(path)!r} are the same file: its "
-                "documents would be counted twice; list each file once"
-            )
-        seen[identity] = str(path)
 
 
 class FirstPass(NamedTuple):
@@ -292,7 +264,7 @@ def ingest_files(
     _check_counts({"--checkpoint-every": checkpoint_every, "--max-bytes": max_bytes,
                    "--max-tokens": max_tokens, "batch_size": batch_size})
     paths = list(paths)
-    check_files(paths)
+    check_input_files(paths)
     offsets = store.offsets
     starts = {}
     # The progress bar counts bytes of the uncompressed streams, as the offsets do (a resume
@@ -373,7 +345,7 @@ def run(args) -> int:
     # Before the store is created: bad input leaves nothing behind.
     _check_counts({"--checkpoint-every": args.checkpoint_every, "--max-bytes": args.max_bytes,
                    "--max-tokens": args.max_tokens})
-    check_files(args.files)
+    check_input_files(args.files)
     exists = _store_exists(args.store)
     recorded = stored_stopwords(args.store) if exists and args.stopwords == "auto" else None
     if recorded:

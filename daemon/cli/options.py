@@ -9,6 +9,7 @@ live here so that the commands cannot drift apart.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -22,7 +23,7 @@ from anchorstream.text.windows import AUTO, check_window
 
 __all__ = ["ADMIT_THRESHOLD", "CAPACITY", "HelpFormatter", "LENGTH_CAP", "MAX_DF", "MIN_DF",
            "STOPWORDS", "STOPWORDS_HELP", "VOCAB_SIZE", "admission_argument", "anchor_arguments",
-           "anchorfree_arguments",
+           "anchorfree_arguments", "check_input_file", "check_input_files",
            "length_cap_arg", "length_cap_help", "max_df_arg", "positive_int_arg",
            "refine_window_argument", "resolve_stopwords", "spread_arg", "stopwords_tokenizer",
            "window_arg"]
@@ -71,6 +72,34 @@ def check_input_file(path) -> None:
                 else "a directory")
         raise InputError(f"input file {str(path)!r} is {what}, not a file of documents")
     raise InputError(f"input file {str(path)!r} does not exist")
+
+
+def check_input_files(paths) -> None:
+    """Refuse input files that do not exist or that are listed more than once.
+
+    A file listed twice would be read twice in one run, its documents counted twice (and a
+    store keeps one offset per file, so no rerun of ``ingest`` could tell the passes apart). It is refused
+    rather than skipped with a warning: the list is most likely a mistake (overlapping globs,
+    a link to a file also listed, or a typo for another file) that a warning would leave in
+    the resume command, which is this same command line. Identity is the file itself (device and
+    inode), so other spellings of its path and links to it count as the same file.
+
+    Raises
+    ------
+    InputError
+        Naming the missing file, or both names of the repeated one.
+    """
+    seen: dict[tuple[int, int], str] = {}
+    for path in paths:
+        check_input_file(path)
+        st = os.stat(path)
+        identity = (st.st_dev, st.st_ino)
+        if identity in seen:
+            raise InputError(
+                f"input files {seen[identity]!r} and {str(path)!r} are the same file: its "
+                "documents would be counted twice; list each file once"
+            )
+        seen[identity] = str(path)
 
 
 def length_cap_help(note: str) -> str:
