@@ -145,6 +145,8 @@ def test_unknown_keys_name_the_key_and_suggest():
         ("vocab", "max_df_ratio", 0, "> 0"),
         ("vocab", "seed_file", "/no/such/file.txt", "existing file"),
         ("vocab", "stopwords", "auto", "'auto' is for fit --input and ingest"),
+        ("vocab", "stopwords", "klingon", "a shipped list ('danish', "),
+        ("vocab", "stopwords", "/no/such/stopwords.txt", "cannot read stopword file"),
         ("vocab", "admission_min_share", 0, "> 0"),
         ("vocab", "admission_min_share", 1.5, "<= 1"),
         ("refresh", "interval_seconds", -1, "> 0"),

@@ -11,6 +11,7 @@ YAML scalar, the text itself and the variable's name (named in the message).
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -23,7 +24,7 @@ from pydantic_core import PydanticCustomError
 
 from anchorstream.errors import AnchorstreamError, InputError
 from anchorstream.store.location import SECRET_OPTIONS
-from anchorstream.text.tokenize import available_stopword_lists
+from anchorstream.text.tokenize import available_stopword_lists, load_stopwords
 from anchorstream.text.windows import check_refine_window
 
 #: Value of ``kafka.bootstrap_servers`` that asks the daemon to start the bundled broker.
@@ -362,10 +363,21 @@ def _stopwords(v: Any) -> str:
                        + ("; 'auto' is for fit --input and ingest, which read their files "
                           "before counting: a stream's language is named here" if v == "auto"
                           else ""))
+    if v not in available_stopword_lists():
+        # A path: read now, so that a typo of a list's name or a missing file fails here,
+        # naming the key, and not when the daemon builds its tokenizer.
+        try:
+            load_stopwords(v)
+        except InputError as exc:
+            # load_stopwords reads a name with a path separator or ending in .txt as a path.
+            path = "/" in v or os.sep in v or v.endswith(".txt")
+            raise _Invalid(f"a shipped list ({shipped_stopword_lists()}), 'none', or a path to "
+                           "a file of stopwords (one per line)"
+                           + (f"; {exc}" if path else "")) from None
     return v
 
 
-#: A shipped list's name, 'none' (null too) or a path.
+#: A shipped list's name, 'none' (null too) or a readable file's path.
 Stopwords = checked(_stopwords, str)
 
 _LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
