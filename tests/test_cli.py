@@ -280,6 +280,30 @@ def test_fit_refuses_a_file_listed_twice_as_ingest_does(corpus, tmp_path, capsys
     assert not (tmp_path / "o").exists()
 
 
+@pytest.mark.parametrize("args, flag, low", [
+    (["fit", "-k", "0"], "--topics/-k", 1),
+    (["fit", "-k", "2", "--refine-iters", "0"], "--refine-iters", 1),  # refine_max_iter
+    (["fit", "-k", "2", "--top-words", "10"], "--top-words", 20),      # n_top_words
+    (["fit", "-k", "2", "--supertopics", "-1"], "--supertopics", 0),   # n_super
+    (["fit", "-k", "2", "--seed", "-1"], "--seed", 0),
+    (["ingest", "--capacity", "0"], "--capacity", 1),
+    (["ingest", "--chunk-size", "x"], "--chunk-size", 1),
+])
+def test_integer_flags_are_refused_by_their_own_name(tmp_path, capsys, args, flag, low):
+    # The library's errors name its parameters (refine_max_iter for --refine-iters): the
+    # flags are checked first, under the names a user typed.
+    docs = tmp_path / "d.txt"
+    docs.write_text("alpha beta\n")
+    where = (["--input", str(docs), "--out", str(tmp_path / "o")] if args[0] == "fit"
+             else [str(docs), "--store", str(tmp_path / "s")])
+    with pytest.raises(SystemExit) as exit_:
+        main([args[0], *where, *args[1:]])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert f"argument {flag}: expected an integer >= {low}, got " in err, err
+    assert not (tmp_path / "o").exists() and not (tmp_path / "s").exists()
+
+
 def test_fit_counts_the_documents_too_short_for_a_word_pair(tmp_path, capsys):
     rng = np.random.default_rng(0)
     words = [f"w{i}" for i in range(30)]

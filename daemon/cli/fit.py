@@ -27,8 +27,8 @@ from daemon.cli.fit_counts import Counts, counts_from_input, counts_from_store
 from daemon.cli.options import (LENGTH_CAP, MAX_DF, MIN_DF, STOPWORDS, STOPWORDS_HELP,
                                  VOCAB_SIZE, HelpFormatter, admission_argument, anchor_arguments,
                                  anchorfree_arguments, length_cap_arg, length_cap_help,
-                                 positive_int_arg, refine_window_argument, seed_arg,
-                                 spread_arg)
+                                 int_arg, positive_int_arg, refine_window_argument,
+                                 seed_arg, spread_arg)
 from daemon.ingest.records import MAX_BYTES, MAX_TOKENS
 
 log = logging.getLogger("anchorstream.fit")
@@ -75,7 +75,8 @@ def register(subparsers) -> None:
                         "(repeatable; needed on an object store, which cannot be listed; "
                         "a local root's partitions are found)")
     p.add_argument("--out", type=Path, required=True, help="snapshot directory to create")
-    p.add_argument("--topics", "-k", type=int, required=True, help="number of topics K")
+    p.add_argument("--topics", "-k", type=positive_int_arg, required=True,
+                   help="number of topics K")
     # SUPPRESS: an option not given leaves no attribute, which tells "not given" from "given
     # the default" (and keeps the help free of "default: None"); defaults are in _INPUT_ONLY.
     d = {dest: default for dest, (_, default) in _INPUT_ONLY.items()}
@@ -89,9 +90,9 @@ def register(subparsers) -> None:
     p.add_argument("--max-tokens", type=positive_int_arg, default=argparse.SUPPRESS,
                    help=f"tokens counted per document at most, as the daemon and ingest count "
                         f"(--input only; default {d['max_tokens']}, message.max_tokens)")
-    p.add_argument("--vocab-size", type=int, default=argparse.SUPPRESS,
+    p.add_argument("--vocab-size", type=positive_int_arg, default=argparse.SUPPRESS,
                    help=f"vocabulary size cap V (--input only; default {d['vocab_size']})")
-    p.add_argument("--min-df", type=int, default=argparse.SUPPRESS,
+    p.add_argument("--min-df", type=positive_int_arg, default=argparse.SUPPRESS,
                    help=f"minimum document frequency of a word (--input only; default "
                         f"{d['min_df']})")
     p.add_argument("--max-df", type=float, default=argparse.SUPPRESS,
@@ -114,7 +115,7 @@ def register(subparsers) -> None:
                 "store kept, ingest --refine-window)")
     admission_argument(p)
     p.add_argument("--seed", type=seed_arg, default=0, help="random seed, >= 0")
-    p.add_argument("--top-words", type=int, default=20, help="top words stored per topic")
+    p.add_argument("--top-words", type=int_arg(20), default=20, help="top words stored per topic")
     p.add_argument("--background-spread", type=spread_arg, default=BACKGROUND_SPREAD,
                    metavar="FRACTION",
                    help="background words: a word's background level is the probability it "
@@ -151,10 +152,11 @@ def _model_options(p) -> None:
                    help="lowrank = alternating projection on a V x K factor plus corrections, "
                         "never a V x V array (memory O(V K)); ap = dense (JSMF Algorithm 1, "
                         "16 V² bytes); auto = lowrank, or ap with --recover kl")
-    p.add_argument("--rectify-rows", type=int, default=None, metavar="N",
+    p.add_argument("--rectify-rows", type=positive_int_arg, default=None, metavar="N",
                    help="lowrank: words whose rows and columns are checked for negative entries "
                         "each iteration (default 10 K + 1000)")
-    p.add_argument("--rectify-iters", type=int, default=150, help="rectification iteration cap")
+    p.add_argument("--rectify-iters", type=positive_int_arg, default=150,
+                   help="rectification iteration cap")
     p.add_argument("--rectify-dtype", choices=("float64", "float32"), default="float32",
                    help="working precision of rectification: float32 halves its memory and "
                         "is ~1.8x faster, at ~2e-5 relative deviation of the iterate")
@@ -162,7 +164,7 @@ def _model_options(p) -> None:
                    help="stop rectifying when an iteration changes the matrix by less than this "
                         "(relative, default %(default)g); 1e-4 is ~1.5x slower and gives more "
                         "distinct topics (benchmarks/README.md)")
-    p.add_argument("--rectify-anderson", type=int, default=5, metavar="M",
+    p.add_argument("--rectify-anderson", type=seed_arg, default=5, metavar="M",
                    help="history length of the Anderson acceleration of rectification; "
                         "0 = plain alternating projection (JSMF Algorithm 1 as published)")
     p.add_argument("--refine", choices=REFINE_METHODS, default=ModelSettings.refine,
@@ -170,10 +172,11 @@ def _model_options(p) -> None:
                         "model: joint = its pair distribution B R Bᵀ, pairs = the biterm "
                         "mixture (Yan 2013), auto = joint on short documents (mean < "
                         f"{REFINE_AUTO_MAX_LENGTH:g} tokens); default %(default)s")
-    p.add_argument("--refine-iters", type=int, default=ModelSettings.refine_max_iter,
+    p.add_argument("--refine-iters", type=positive_int_arg,
+                   default=ModelSettings.refine_max_iter,
                    metavar="N", help="most EM passes of --refine, SQUAREM-accelerated (default "
                    "%(default)s; it stops earlier once a pass gains < 1e-5 relative)")
-    p.add_argument("--supertopics", type=int, default=0, metavar="N",
+    p.add_argument("--supertopics", type=seed_arg, default=0, metavar="N",
                    help="also factorize the topic-topic matrix into N supertopics (JSMF §4) "
                         "and store the hierarchy in the snapshot; 0 = off")
 

@@ -62,6 +62,7 @@ from daemon.cli.options import (
     length_cap_arg,
     length_cap_help,
     max_df_arg,
+    positive_int_arg,
     resolve_stopwords,
     stopwords_tokenizer,
     refine_window_argument,
@@ -115,7 +116,8 @@ def register(subparsers) -> None:
                    "auto keeps that list for more files")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
     new = p.add_argument_group("store settings (used when the store is created)")
-    new.add_argument("--capacity", type=int, default=CAPACITY, help="vocabulary capacity V")
+    new.add_argument("--capacity", type=positive_int_arg, default=CAPACITY,
+                     help="vocabulary capacity V")
     new.add_argument("--admit-threshold", type=float, default=ADMIT_THRESHOLD,
                      help="document frequency at which a new word is admitted")
     new.add_argument("--seed-vocabulary", type=Path, default=None,
@@ -136,7 +138,7 @@ def register(subparsers) -> None:
                      help="exponential decay half-life, in --time-unit")
     new.add_argument("--window", type=float, default=None,
                      help="tumbling window length, in --time-unit")
-    new.add_argument("--n-windows", type=int, default=1, help="windows summed")
+    new.add_argument("--n-windows", type=positive_int_arg, default=1, help="windows summed")
     new.add_argument("--time-unit", choices=("documents", "seconds"), default="documents")
     new.add_argument("--length-cap", type=length_cap_arg, default=LENGTH_CAP, metavar="TOKENS",
                      help=length_cap_help(", 'none' = every pair (as fit --length-cap)"))
@@ -147,8 +149,9 @@ def register(subparsers) -> None:
                 "ingested from then on; 'none' = stop keeping them; default auto = "
                 f"windows of {WINDOWS_AUTO_SIZE} for a new store (what fit --refine-window "
                 "auto refines in), as an existing store keeps")
-    new.add_argument("--chunk-size", type=int, default=256, help="matrix chunk edge")
-    new.add_argument("--shard-size", type=int, default=None,
+    new.add_argument("--chunk-size", type=positive_int_arg, default=256,
+                     help="matrix chunk edge")
+    new.add_argument("--shard-size", type=positive_int_arg, default=None,
                      help="matrix shard edge (default 8 chunks)")
     p.set_defaults(func=run)
 

@@ -23,7 +23,7 @@ from anchorstream.text.windows import AUTO, check_window
 
 __all__ = ["ADMIT_THRESHOLD", "CAPACITY", "HelpFormatter", "LENGTH_CAP", "MAX_DF", "MIN_DF",
            "STOPWORDS", "STOPWORDS_HELP", "VOCAB_SIZE", "admission_argument", "anchor_arguments",
-           "anchorfree_arguments", "check_input_file", "check_input_files",
+           "anchorfree_arguments", "check_input_file", "check_input_files", "int_arg",
            "length_cap_arg", "length_cap_help", "max_df_arg", "positive_int_arg",
            "refine_window_argument", "resolve_stopwords", "spread_arg", "stopwords_tokenizer",
            "window_arg"]
@@ -78,11 +78,12 @@ def check_input_files(paths) -> None:
     """Refuse input files that do not exist or that are listed more than once.
 
     A file listed twice would be read twice in one run, its documents counted twice (and a
-    store keeps one offset per file, so no rerun of ``ingest`` could tell the passes apart). It is refused
-    rather than skipped with a warning: the list is most likely a mistake (overlapping globs,
-    a link to a file also listed, or a typo for another file) that a warning would leave in
-    the resume command, which is this same command line. Identity is the file itself (device and
-    inode), so other spellings of its path and links to it count as the same file.
+    store keeps one offset per file, so no rerun of ``ingest`` could tell the passes apart).
+    It is refused rather than skipped with a warning: the list is most likely a mistake
+    (overlapping globs, a link to a file also listed, or a typo for another file) that a
+    warning would leave in the resume command, which is this same command line. Identity is
+    the file itself (device and inode), so other spellings of its path and links to it count
+    as the same file. Each path is checked by :func:`check_input_file` first.
 
     Raises
     ------
@@ -170,24 +171,28 @@ def length_cap_arg(text: str) -> float | None:
     return value
 
 
-def positive_int_arg(text: str) -> int:
-    """An integer >= 1 (``--max-bytes``, ``--max-tokens``)."""
-    return _int_at_least(text, 1)
+def int_arg(low: int):
+    """An argparse ``type``: an integer >= ``low``, refused naming the flag (argparse adds it)
+    rather than by the library's parameter name, which may differ (``--refine-iters``,
+    ``refine_max_iter``)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = low - 1
+        if value < low:
+            raise argparse.ArgumentTypeError(f"expected an integer >= {low}, got {text!r}")
+        return value
+
+    parse.__name__ = f"integer >= {low}"
+    return parse
 
 
-def seed_arg(text: str) -> int:
-    """``--seed``: an integer >= 0 (numpy's generators take no negative seed)."""
-    return _int_at_least(text, 0)
-
-
-def _int_at_least(text: str, low: int) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = low - 1
-    if value < low:
-        raise argparse.ArgumentTypeError(f"expected an integer >= {low}, got {text!r}")
-    return value
+#: An integer >= 1 (``--max-bytes``, ``--max-tokens``, counts and sizes).
+positive_int_arg = int_arg(1)
+#: ``--seed``: an integer >= 0 (numpy's generators take no negative seed).
+seed_arg = int_arg(0)
 
 
 def max_df_arg(text: str) -> float | None:
