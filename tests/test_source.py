@@ -493,3 +493,7 @@ def test_replay_rejects_bad_arguments(tmp_path):
         replay(str(tmp_path / "a.txt"), "--topic", "t", "--rate", "0")
     with pytest.raises(InputError, match="--key-field needs"):
         replay(str(tmp_path / "a.txt"), "--topic", "t", "--format", "text", "--key-field", "id")
+    # A name Kafka refuses was kafka-python's ValueError at the first send.
+    with pytest.raises(SystemExit) as exit_:
+        replay(str(tmp_path / "a.txt"), "--topic", "bad topic!")
+    assert exit_.value.code == 2

@@ -15,8 +15,10 @@ Examples::
 
 from __future__ import annotations
 
+import argparse
 import json
 import logging
+import re
 import sys
 import time
 from pathlib import Path
@@ -42,7 +44,7 @@ def register(subparsers) -> None:
         formatter_class=HelpFormatter,
     )
     p.add_argument("file", type=Path, metavar="FILE", help="JSON-lines or text file (.gz allowed)")
-    p.add_argument("--topic", required=True, help="topic to produce to")
+    p.add_argument("--topic", required=True, type=_topic, help="topic to produce to")
     p.add_argument("--bootstrap-servers", default=None, metavar="HOST:PORT",
                    help="broker address(es), comma-separated (default: from --config, else "
                         "127.0.0.1:9092)")
@@ -60,6 +62,15 @@ def register(subparsers) -> None:
                    help="create the topic with this many partitions first (kept if it exists)")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
+
+
+def _topic(text: str) -> str:
+    """``--topic``: a name Kafka allows (kafka-python would raise ValueError at the first send)."""
+    from daemon.settings.checks import TOPIC_RX, TOPIC_TEXT
+
+    if not re.fullmatch(TOPIC_RX, text):
+        raise argparse.ArgumentTypeError(f"expected {TOPIC_TEXT}, got {text!r}")
+    return text
 
 
 def _kafka_config(args):
@@ -99,6 +110,7 @@ def run(args) -> int:
     from daemon.kafka.client import (
         KafkaError,
         KafkaProducer,
+        SourceError,
         client_settings,
         create_client,
         create_topics,
@@ -106,14 +118,19 @@ def run(args) -> int:
     from daemon.kafka.producers import Paced
 
     kafka, servers = _kafka_config(args)
-    if args.create_topic is not None:
-        if args.create_topic < 1:
-            raise InputError(f"--create-topic needs a partition count >= 1, got "
-                             f"{args.create_topic}")
-        create_topics(kafka, {args.topic: args.create_topic}, bootstrap_servers=servers)
+    if args.create_topic is not None and args.create_topic < 1:
+        raise InputError(f"--create-topic needs a partition count >= 1, got {args.create_topic}")
     settings = {**client_settings(kafka, servers), "acks": "all",
                 "compression_type": kafka.compression_type, "linger_ms": 5}
-    producer = create_client(KafkaProducer, settings)
+    where = ", ".join(settings["bootstrap_servers"]) if isinstance(
+        settings["bootstrap_servers"], list) else settings["bootstrap_servers"]
+    try:
+        if args.create_topic is not None:
+            create_topics(kafka, {args.topic: args.create_topic}, bootstrap_servers=servers)
+        producer = create_client(KafkaProducer, settings)
+    except KafkaError as exc:
+        # No broker there (kafka-python gives up after its request timeout): one line.
+        raise SourceError(f"cannot reach the Kafka broker at {where}: {exc}") from None
     sent = failed = 0
     errors: list[str] = []
 

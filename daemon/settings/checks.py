@@ -292,18 +292,19 @@ def Choice(*allowed: Any, optional: bool = False) -> Any:
     return checked(check, str | None if optional else str)
 
 
-_TOPIC_RX = r"[A-Za-z0-9._-]{1,249}"
-_TOPIC_TEXT = "a Kafka topic name (1-249 characters of letters, digits, '.', '_', '-')"
+#: What Kafka allows in a topic's name, and how the errors say it.
+TOPIC_RX = r"[A-Za-z0-9._-]{1,249}"
+TOPIC_TEXT = "a Kafka topic name (1-249 characters of letters, digits, '.', '_', '-')"
 
 #: A Kafka topic name, or null.
-OptionalTopic = checked(_text_check(optional=True, pattern=_TOPIC_RX, what=_TOPIC_TEXT),
+OptionalTopic = checked(_text_check(optional=True, pattern=TOPIC_RX, what=TOPIC_TEXT),
                         str | None)
 
 
 def _topics(v: Any) -> tuple[str, ...]:
     items = [v] if isinstance(v, str) else v
     if (not isinstance(items, list) or not items
-            or not all(isinstance(t, str) and re.fullmatch(_TOPIC_RX, t) for t in items)):
+            or not all(isinstance(t, str) and re.fullmatch(TOPIC_RX, t) for t in items)):
         raise _Invalid("a non-empty list of Kafka topic names (letters, digits, '.', '_', '-')")
     if len(set(items)) != len(items):
         raise _Invalid("a list of distinct topic names")
