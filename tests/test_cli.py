@@ -257,6 +257,11 @@ def test_a_store_a_snapshot_and_a_file_given_for_one_another_are_named(corpus, t
         (["store-info", str(path)], f"{str(path)!r} is a file, not a store directory"),
         (["fit", "--store", str(path), "-k", "3", "--out", str(tmp_path / "o")],
          "is a file, not a store directory"),
+        # Partitions named for a plain store: it was "has 0 active words".
+        (["fit", "--store", store, "--partitions", "docs:2", "-k", "3", "--out",
+          str(tmp_path / "o")], "no partition store under " + repr(store) + " has a commit "
+         "yet (partitions ['docs:0', 'docs:1']); it is one store, not a partitioned root"),
+        (["store-info", store, "--partitions", "docs:1"], "drop --partitions"),
         # Refused before the first pass reads the files (which would take long on a backfill).
         (["ingest", str(path), "--store", snap],
          f"cannot create a store at {snap!r}: it exists and is not empty (it holds a "

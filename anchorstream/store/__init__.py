@@ -30,7 +30,7 @@ from anchorstream.store.partitions import (
     pin_partitions,
     read_partitions,
 )
-from anchorstream.store.partroot import find_partitions, partitioned_info
+from anchorstream.store.partroot import find_partitions, partitioned_info, pin_committed
 from anchorstream.store.repository import configure_logging
 from anchorstream.store.sparseread import open_committed_sparse
 from anchorstream.store.writer import CooccurrenceStore
@@ -51,6 +51,7 @@ __all__ = [
     "partition_key",
     "partition_url",
     "partitioned_info",
+    "pin_committed",
     "pin_partitions",
     "read_committed",
     "read_document_state",

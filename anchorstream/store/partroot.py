@@ -29,7 +29,8 @@ from anchorstream.store.partitions import (
 )
 from anchorstream.store.repository import disk_bytes, open_repo, repo_exists, storage
 
-__all__ = ["find_partitions", "parse_partitions", "partitioned_info", "sparse_fingerprint"]
+__all__ = ["find_partitions", "parse_partitions", "partitioned_info", "pin_committed",
+           "sparse_fingerprint"]
 
 
 def parse_partitions(specs: Iterable[str]) -> list[tuple[str, int]]:
@@ -76,6 +77,22 @@ def find_partitions(root, *, named: Sequence[str] = (),
     return sorted(found) or None
 
 
+def pin_committed(root, partitions: Sequence[tuple[str, int]], *,
+                  storage_options: Mapping[str, Any] | None = None) -> dict[str, str | None]:
+    """:func:`~anchorstream.store.partitions.pin_partitions`, refusing a root none of whose
+    partitions has a commit (InputError): nothing to summarize or fit. Where ``root`` is
+    itself one store, the error says so (the partitions were named for a plain store)."""
+    pins = pin_partitions(root, partitions, storage_options=storage_options)
+    if not any(pins.values()):
+        named = [f"{t}:{p}" for t, p in partitions]
+        store, _ = storage(root, storage_options)
+        hint = ("; it is one store, not a partitioned root: drop --partitions"
+                if repo_exists(store, root) else "")
+        raise InputError(f"no partition store under {os.fspath(root)!r} has a commit yet "
+                         f"(partitions {named}){hint}")
+    return pins
+
+
 def sparse_fingerprint(upper, words: Sequence[str]) -> float:
     """:func:`anchorstream.store.fingerprint` of the symmetric counts whose upper triangle
     (diagonal included) is ``upper``: ``2 gᵀUg − Σ_i U_ii g_i²``."""
@@ -98,10 +115,7 @@ def partitioned_info(root, partitions: Iterable[tuple[str, int]], *,
         "n_docs_added", "n_words", "bytes_on_disk"}}``.
     """
     partitions = sorted(set(partitions))
-    pins = pin_partitions(root, partitions, storage_options=storage_options)
-    if not any(pins.values()):
-        raise InputError(f"no partition store under {os.fspath(root)!r} has a commit yet "
-                         f"(partitions {[f'{t}:{p}' for t, p in partitions]})")
+    pins = pin_committed(root, partitions, storage_options=storage_options)
     st = read_partitions(root, partitions, versions=pins, storage_options=storage_options,
                          sparse=True)
     info = {key: dict(value) for key, value in st.partitions.items()}

@@ -235,6 +235,7 @@ def counts_from_store(args) -> Counts:
         find_partitions,
         open_committed,
         open_committed_sparse,
+        pin_committed,
         read_partitions,
     )
 
@@ -244,7 +245,8 @@ def counts_from_store(args) -> Counts:
     parts = find_partitions(args.store, named=args.partitions)
     if parts is not None:
         # A partitioned root: every partition's head summed by word, as the refresher does.
-        st = read_partitions(args.store, parts, sparse=implicit)
+        st = read_partitions(args.store, parts, versions=pin_committed(args.store, parts),
+                             sparse=implicit)
     else:
         st = (open_committed_sparse if implicit else open_committed)(args.store)
     # The daemon's refresher applies the same correction (daemon/refresh.py).
