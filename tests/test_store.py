@@ -624,6 +624,21 @@ def test_failure_at_the_commit_keeps_the_last_commit(tmp_path, rng, monkeypatch)
     assert_equals_batch(read_committed(url), docs)
 
 
+def test_a_store_error_says_the_first_line_of_icechunks_message(tmp_path, rng):
+    # Icechunk's messages go on with a span trace ("  x snapshot not found: `...`\n  |
+    # context: ..."): the one-line errors of the commands keep the first line.
+    url = str(tmp_path / "s")
+    s = CooccurrenceStore.create(url, capacity=20, admit_threshold=1)
+    s.add(corpus(rng, 5))
+    s.checkpoint({"n": 5})
+    for version, said in (("nonsense", "invalid snapshot id: `nonsense`"),
+                          ("1ANPKVTSD4C4M0NR6P3G", "snapshot not found: `1ANPKVTSD4C4M0NR6P3G`")):
+        with pytest.raises(StoreError) as err:
+            open_committed(url, version)
+        assert str(err.value).endswith(f"IcechunkError: {said}"), str(err.value)
+        assert "\n" not in str(err.value) and "context" not in str(err.value)
+
+
 _FULL_DISK_SCRIPT = """
 import resource, signal, sys
 import numpy as np

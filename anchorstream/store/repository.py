@@ -64,8 +64,17 @@ def wrap(exc: BaseException, what: str) -> StoreError:
     A commit refused because the branch moved (Icechunk's ``ConflictError``), or a writer
     that found it stale, is a :class:`StoreConflictError`."""
     if isinstance(exc, (icechunk.ConflictError, StoreConflictError)):
-        return StoreConflictError(f"{what}: another writer committed first: {exc}")
-    return StoreError(f"{what}: {type(exc).__name__}: {exc}")
+        return StoreConflictError(f"{what}: another writer committed first: {_message(exc)}")
+    return StoreError(f"{what}: {type(exc).__name__}: {_message(exc)}")
+
+
+def _message(exc: BaseException) -> str:
+    """The first line of ``exc``'s message: Icechunk's errors go on with a span trace
+    (``  x snapshot not found: `...`\n  | context: ...``), which the chained exception keeps
+    for a log's traceback."""
+    lines = str(exc).strip().splitlines()
+    first = lines[0].strip() if lines else ""
+    return (first[2:] if first.startswith("x ") else first) or type(exc).__name__
 
 
 def pass_through(exc: BaseException) -> None:
