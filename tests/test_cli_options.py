@@ -58,3 +58,20 @@ def test_integer_arguments_name_their_bound():
         with pytest.raises(argparse.ArgumentTypeError,
                            match=rf"expected an integer >= {bound}, got '{bad}'"):
             parse(bad)
+
+
+def test_json_lines_read_as_text_are_warned_of(tmp_path, capsys):
+    docs = tmp_path / "docs.jsonl"
+    docs.write_text("".join(json.dumps({"id": i, "text": ENGLISH}) + "\n" for i in range(50)))
+    plain = tmp_path / "plain.txt"
+    plain.write_text(f"{ENGLISH}\n" * 50)
+    assert options.warn_json_as_text([docs], format="text", text_field="text")
+    err = capsys.readouterr().err
+    assert "50 of the first 50 lines" in err and "pass --format json" in err
+    # The right format, plain text, another field, or no file: nothing to say.
+    assert not options.warn_json_as_text([docs], format="json", text_field="text")
+    assert not options.warn_json_as_text([plain], format="text", text_field="text")
+    assert not options.warn_json_as_text([docs], format="text", text_field="body")
+    assert not options.warn_json_as_text([tmp_path / "missing"], format="text",
+                                         text_field="text")
+    assert capsys.readouterr().err == ""

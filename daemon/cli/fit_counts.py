@@ -26,7 +26,8 @@ from anchorstream.text.decode import DecodeError
 from anchorstream.text.language import StopwordCheck
 from anchorstream.text.windows import (AUTO, WINDOWS_AUTO_SIZE, WINDOWS_LATE_SHARE, auto_rule,
                                        long_token_share, refine_window_for)
-from daemon.cli.options import check_input_files, resolve_stopwords, stopwords_tokenizer
+from daemon.cli.options import (check_input_files, resolve_stopwords, stopwords_tokenizer,
+                                 warn_json_as_text)
 from daemon.ingest.files import iter_lines
 from daemon.ingest.records import MAX_BYTES, MAX_TOKENS, record_tokens
 
@@ -331,6 +332,7 @@ def _stored_windows(url, st, cooc, window: int, *, partitioned: bool, auto: bool
 def counts_from_input(args, opts: dict, t_start: float, clock) -> Counts:
     progress = not args.quiet and sys.stderr.isatty()
     check_input_files(args.input)
+    warn_json_as_text(args.input, format=opts["format"], text_field=opts["text_field"])
     stopwords = resolve_stopwords(opts["stopwords"], args.input, format=opts["format"],
                                   text_field=opts["text_field"], max_bytes=opts["max_bytes"])
     tokenizer = stopwords_tokenizer(stopwords)

@@ -66,6 +66,7 @@ from daemon.cli.options import (
     resolve_stopwords,
     stopwords_tokenizer,
     refine_window_argument,
+    warn_json_as_text,
 )
 from daemon.settings import MessageConfig
 from daemon.ingest.files import FileSource, file_key, iter_lines
@@ -349,6 +350,7 @@ def run(args) -> int:
     _check_counts({"--checkpoint-every": args.checkpoint_every, "--max-bytes": args.max_bytes,
                    "--max-tokens": args.max_tokens})
     check_input_files(args.files)
+    warn_json_as_text(args.files, format=args.format, text_field=args.text_field)
     exists = _store_exists(args.store)
     recorded = stored_stopwords(args.store) if exists and args.stopwords == "auto" else None
     if recorded:

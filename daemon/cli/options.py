@@ -26,7 +26,7 @@ __all__ = ["ADMIT_THRESHOLD", "CAPACITY", "HelpFormatter", "LENGTH_CAP", "MAX_DF
            "anchorfree_arguments", "check_input_file", "check_input_files", "int_arg",
            "length_cap_arg", "length_cap_help", "max_df_arg", "positive_int_arg",
            "refine_window_argument", "resolve_stopwords", "spread_arg", "stopwords_tokenizer",
-           "window_arg"]
+           "warn_json_as_text", "window_arg"]
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
     """``--help`` with each option's default, said once and only where it informs.
@@ -107,6 +107,39 @@ def length_cap_help(note: str) -> str:
     """``--length-cap``'s help, with what differs by command in ``note``."""
     return ("document weighting: every word pair counts the same up to a document of this "
             f"many tokens, a longer one as much as that; 2 = every document the same{note}")
+
+
+#: :func:`warn_json_as_text` looks at this many lines of the first file.
+_FORMAT_PEEK_LINES = 200
+
+
+def warn_json_as_text(files, *, format: str, text_field: str) -> bool:
+    """With ``--format text``, warn on stderr where the first file's lines are JSON objects
+    holding ``text_field`` (nine in ten of its first lines): each would be read as plain text,
+    keys, ids and all. Returns whether it warned. A missing file is left to the read's error.
+    """
+    import json
+    from itertools import islice
+
+    from daemon.ingest.files import iter_lines
+
+    if format != "text" or not files or not Path(files[0]).is_file():
+        return False
+    lines = objects = 0
+    for _, raw in islice(iter_lines(files[0]), _FORMAT_PEEK_LINES):
+        lines += 1
+        if raw.lstrip()[:1] == b"{":
+            try:
+                value = json.loads(raw)
+            except ValueError:
+                continue
+            objects += isinstance(value, dict) and text_field in value
+    if not lines or objects * 10 < lines * 9:
+        return False
+    print(f"warning: {objects} of the first {lines} lines of {str(files[0])!r} are JSON objects "
+          f"with a {text_field!r} field, which --format text reads as plain text, keys and "
+          f"all; pass --format json to read that field", file=sys.stderr)
+    return True
 
 
 #: ``--stopwords auto`` reads at most this many lines, however many of them fail to decode.
