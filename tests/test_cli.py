@@ -293,14 +293,15 @@ def test_fit_refuses_a_file_listed_twice_as_ingest_does(corpus, tmp_path, capsys
     (["fit", "-k", "2", "--seed", "-1"], "--seed", 0),
     (["ingest", "--capacity", "0"], "--capacity", 1),
     (["ingest", "--chunk-size", "x"], "--chunk-size", 1),
+    (["run", "--embedded-partitions", "0"], "--embedded-partitions", 1),  # was taken as 1
 ])
 def test_integer_flags_are_refused_by_their_own_name(tmp_path, capsys, args, flag, low):
     # The library's errors name its parameters (refine_max_iter for --refine-iters): the
     # flags are checked first, under the names a user typed.
     docs = tmp_path / "d.txt"
     docs.write_text("alpha beta\n")
-    where = (["--input", str(docs), "--out", str(tmp_path / "o")] if args[0] == "fit"
-             else [str(docs), "--store", str(tmp_path / "s")])
+    where = {"fit": ["--input", str(docs), "--out", str(tmp_path / "o")],
+             "ingest": [str(docs), "--store", str(tmp_path / "s")], "run": []}[args[0]]
     with pytest.raises(SystemExit) as exit_:
         main([args[0], *where, *args[1:]])
     assert exit_.value.code == 2

@@ -27,7 +27,7 @@ import sys
 import threading
 from pathlib import Path
 
-from daemon.cli.options import HelpFormatter
+from daemon.cli.options import HelpFormatter, positive_int_arg
 from daemon.settings import load_config
 
 log = logging.getLogger("anchorstream.run")
@@ -50,7 +50,7 @@ def register(subparsers) -> None:
     p.add_argument("--ready-file", type=Path, default=None, metavar="PATH",
                    help="write a JSON file with the pid, HTTP URL and ports once serving "
                         "(useful with http.port: 0)")
-    p.add_argument("--embedded-partitions", type=int, default=1, metavar="N",
+    p.add_argument("--embedded-partitions", type=positive_int_arg, default=1, metavar="N",
                    help="partitions of each consumed topic created in the embedded broker")
     p.add_argument("--role", choices=("all", "ingest", "refresh"), default="all",
                    help="all: one process does everything; with store.layout partitioned, "
@@ -120,7 +120,7 @@ def run(args) -> int:
             if signals.received_any():
                 return 0
             bootstrap = broker.bootstrap_servers
-            topics = {t: max(int(args.embedded_partitions), 1) for t in cfg.kafka.topics}
+            topics = {t: args.embedded_partitions for t in cfg.kafka.topics}
             for extra in (cfg.kafka.dead_letter_topic, cfg.kafka.model_updates_topic):
                 if extra:
                     topics[extra] = 1
