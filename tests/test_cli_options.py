@@ -51,7 +51,7 @@ def test_auto_skips_bad_lines_and_missing_files_but_reads_a_bounded_number(tmp_p
 
 def test_integer_arguments_name_their_bound():
     # --seed -1 was a traceback from numpy's SeedSequence.
-    seed_arg, positive_int_arg = options.seed_arg, options.positive_int_arg
+    seed_arg, positive_int_arg = options.nonnegative_int_arg, options.positive_int_arg
     assert seed_arg("0") == 0 and seed_arg("12") == 12 and positive_int_arg("1") == 1
     for parse, bad, bound in ((seed_arg, "-1", 0), (seed_arg, "x", 0),
                               (positive_int_arg, "0", 1), (positive_int_arg, "1.5", 1)):

@@ -66,7 +66,8 @@ def read_snapshot(path: str | os.PathLike, *, verify: bool = True) -> Snapshot:
         raise SnapshotNotFoundError(f"snapshot directory {root} does not exist")
     if not root.is_dir():
         raise SnapshotNotFoundError(f"{root} is a file, not a snapshot directory")
-    if not (root / MANIFEST).exists() and (root / "refs").is_dir() and (root / "snapshots").is_dir():
+    if (not (root / MANIFEST).exists() and (root / "refs").is_dir()
+            and (root / "snapshots").is_dir()):
         raise SnapshotNotFoundError(f"{root} is a co-occurrence store (an Icechunk repository), "
                                     "not a snapshot directory")
     manifest = _read_json(root, MANIFEST)

@@ -27,8 +27,8 @@ from daemon.cli.fit_counts import Counts, counts_from_input, counts_from_store
 from daemon.cli.options import (LENGTH_CAP, MAX_DF, MIN_DF, STOPWORDS, STOPWORDS_HELP,
                                  VOCAB_SIZE, HelpFormatter, admission_argument, anchor_arguments,
                                  anchorfree_arguments, length_cap_arg, length_cap_help,
-                                 int_arg, positive_int_arg, refine_window_argument,
-                                 seed_arg, spread_arg)
+                                 int_arg, nonnegative_int_arg, positive_int_arg,
+                                 refine_window_argument, spread_arg)
 from daemon.ingest.records import MAX_BYTES, MAX_TOKENS
 
 log = logging.getLogger("anchorstream.fit")
@@ -114,13 +114,14 @@ def register(subparsers) -> None:
                 f"default auto = {auto_rule('--topics')} (with --store: the windows the "
                 "store kept, ingest --refine-window)")
     admission_argument(p)
-    p.add_argument("--seed", type=seed_arg, default=0, help="random seed, >= 0")
+    p.add_argument("--seed", type=nonnegative_int_arg, default=0, help="random seed, >= 0")
     p.add_argument("--top-words", type=int_arg(20), default=20, help="top words stored per topic")
     p.add_argument("--background-spread", type=spread_arg, default=BACKGROUND_SPREAD,
                    metavar="FRACTION",
                    help="background words: a word's background level is the probability it "
-                        "has in at least this fraction of the topics (two at least); top words are ranked by "
-                        "what a topic adds above it, and the words it explains are reported "
+                        "has in at least this fraction of the topics (two at least); top words "
+                        "are ranked by what a topic adds above it, and the words it explains "
+                        "are reported "
                         "(default %(default)s; 'none': rank by probability)")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bars")
     # Icechunk's logging is set up (and Icechunk imported) only for a fit on a store.
@@ -164,7 +165,7 @@ def _model_options(p) -> None:
                    help="stop rectifying when an iteration changes the matrix by less than this "
                         "(relative, default %(default)g); 1e-4 is ~1.5x slower and gives more "
                         "distinct topics (benchmarks/README.md)")
-    p.add_argument("--rectify-anderson", type=seed_arg, default=5, metavar="M",
+    p.add_argument("--rectify-anderson", type=nonnegative_int_arg, default=5, metavar="M",
                    help="history length of the Anderson acceleration of rectification; "
                         "0 = plain alternating projection (JSMF Algorithm 1 as published)")
     p.add_argument("--refine", choices=REFINE_METHODS, default=ModelSettings.refine,
@@ -176,7 +177,7 @@ def _model_options(p) -> None:
                    default=ModelSettings.refine_max_iter,
                    metavar="N", help="most EM passes of --refine, SQUAREM-accelerated (default "
                    "%(default)s; it stops earlier once a pass gains < 1e-5 relative)")
-    p.add_argument("--supertopics", type=seed_arg, default=0, metavar="N",
+    p.add_argument("--supertopics", type=nonnegative_int_arg, default=0, metavar="N",
                    help="also factorize the topic-topic matrix into N supertopics (JSMF §4) "
                         "and store the hierarchy in the snapshot; 0 = off")
 

@@ -24,7 +24,8 @@ from anchorstream.text.windows import AUTO, check_window
 __all__ = ["ADMIT_THRESHOLD", "CAPACITY", "HelpFormatter", "LENGTH_CAP", "MAX_DF", "MIN_DF",
            "STOPWORDS", "STOPWORDS_HELP", "VOCAB_SIZE", "admission_argument", "anchor_arguments",
            "anchorfree_arguments", "check_input_file", "check_input_files", "int_arg",
-           "length_cap_arg", "length_cap_help", "max_df_arg", "positive_int_arg",
+           "length_cap_arg", "length_cap_help", "max_df_arg", "nonnegative_int_arg",
+           "positive_int_arg",
            "refine_window_argument", "resolve_stopwords", "spread_arg", "stopwords_tokenizer",
            "warn_json_as_text", "window_arg"]
 
@@ -224,8 +225,8 @@ def int_arg(low: int):
 
 #: An integer >= 1 (``--max-bytes``, ``--max-tokens``, counts and sizes).
 positive_int_arg = int_arg(1)
-#: ``--seed``: an integer >= 0 (numpy's generators take no negative seed).
-seed_arg = int_arg(0)
+#: An integer >= 0 (``--seed``: numpy's generators take no negative seed; 0 = off elsewhere).
+nonnegative_int_arg = int_arg(0)
 
 
 def max_df_arg(text: str) -> float | None:
