@@ -396,3 +396,52 @@ def test_the_first_documents_say_when_the_stopword_list_is_not_their_language(st
     # 7 of "the W and the other W are in it" are English stopwords.
     assert metrics.registry.get_sample_value(share) == pytest.approx(7 / 9)
     assert not [r for r in caplog.records if "stopword list" in r.getMessage()]
+
+
+class Clock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+
+def test_rejections_are_reported_in_the_log_with_what_to_check(store, caplog):
+    # A text_field the messages lack rejects every one: the daemon published nothing and
+    # said nothing at the default level. The first rejection is reported at once, then at
+    # most once a minute, with what to check while nothing has been accepted.
+    clock = Clock()
+    lacking = [json.dumps({"body": "apple banana"}).encode()] * 20
+    loop = IngestLoop(store, ScriptedSource(records(lacking), batch=5), tokenizer=Tokenizer(),
+                      message=MessageConfig(), clock=clock)
+    caplog.set_level("WARNING", logger="anchorstream.loop")
+    loop.step()
+    reports = [r.getMessage() for r in caplog.records if "rejected" in r.getMessage()]
+    assert len(reports) == 1, reports
+    assert reports[0].startswith("rejected 5 record(s) since the last report (missing_field 5)")
+    assert "none has the field 'text' (message.text_field)" in reports[0]
+    loop.step()
+    loop.step()  # 10 more within the minute: counted, not logged
+    clock.now = 61.0
+    loop.step()
+    reports = [r.getMessage() for r in caplog.records if "rejected" in r.getMessage()]
+    assert len(reports) == 2 and reports[1].startswith("rejected 15 record(s)")
+    assert loop.rejected["missing_field"] == 20
+
+
+def test_a_bad_record_among_good_ones_is_reported_without_the_advice(store, caplog):
+    values = [doc(i) for i in range(6)] + [b"{not json"]
+    loop = IngestLoop(store, ScriptedSource(records(values), batch=7), tokenizer=Tokenizer(),
+                      message=MessageConfig(), clock=Clock())
+    caplog.set_level("WARNING", logger="anchorstream.loop")
+    loop.step()
+    reports = [r.getMessage() for r in caplog.records if "rejected" in r.getMessage()]
+    assert len(reports) == 1 and "(invalid_json 1)" in reports[0]
+    assert "no record accepted" not in reports[0]
+    # The advice for JSON refused where the messages are plain text.
+    plain = IngestLoop(CooccurrenceStore.create(store.url + "-2", capacity=64,
+                                                admit_threshold=1),
+                       ScriptedSource(records([b"apple banana"] * 3)), tokenizer=Tokenizer(),
+                       message=MessageConfig(), clock=Clock())
+    plain.step()
+    assert "plain text needs message.format: text" in caplog.records[-1].getMessage()

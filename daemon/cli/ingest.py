@@ -303,6 +303,7 @@ def ingest_files(
     # speed), and a poll never crosses one; a failed commit stops the command at once (the
     # daemon retries, but a rerun of this command is the retry here).
     loop = IngestLoop(store, source, tokenizer=tokenizer, message=message, name="ingest",
+                      report_rejections=False,
                       checkpoint_every_docs=checkpoint_every,
                       checkpoint_every_seconds=math.inf,
                       max_poll_records=min(batch_size, checkpoint_every),

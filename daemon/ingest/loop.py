@@ -76,6 +76,7 @@ from daemon.ingest.source import (
     parse_offset_key,
 )
 from daemon.ingest.records import record_tokens
+from daemon.ingest.rejections import RejectionReport
 from daemon.settings import MessageConfig
 
 __all__ = ["Committed", "IngestLoop", "LoopError", "UNDECODABLE_BATCH", "record_tokens"]
@@ -140,7 +141,7 @@ class IngestLoop:
                  poll_timeout: float = 0.5,
                  on_checkpoint: Callable[[Committed], None] | None = None,
                  max_checkpoint_failures: int = 10, clock: Callable[[], float] = time.monotonic,
-                 name: str = "daemon"):
+                 name: str = "daemon", report_rejections: bool = True):
         self.store = store
         self.source = source
         self.tokenizer = tokenizer
@@ -178,6 +179,8 @@ class IngestLoop:
                                     clock())
         self._next_traceback = float("-inf")
         self._tracebacks_skipped = 0
+        # Rejections in the log at WARNING, rate-limited (``ingest`` prints its own summary).
+        self._rejections = RejectionReport(message, clock) if report_rejections else None
         self.rejected: Counter[str] = Counter()
         self.documents = 0
         #: Documents that reached ``message.max_tokens`` (cut there, or exactly that long).
@@ -287,6 +290,8 @@ class IngestLoop:
                                          timeout=self.poll_timeout)
         if records:
             self.process(records)
+        if self._rejections is not None:
+            self._rejections.report_if_due(accepted=self.documents)
         if self._due():
             self.checkpoint()
         return len(records)
@@ -389,6 +394,8 @@ class IngestLoop:
         if self.metrics is not None:
             self.metrics.observe_rejected(reason)
         log.debug("rejected %s before %d: %s (%s)", key, self._positions[key], reason, detail)
+        if self._rejections is not None:
+            self._rejections.add(reason, detail)
         if self.dead_letter is not None:
             self.dead_letter.send(record, reason, detail)
 
