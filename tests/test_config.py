@@ -425,3 +425,17 @@ def test_the_partitioned_layout_takes_document_methods_and_refuses_forgetting_in
                                               r"partitioned; allowed: null, because .* "
                                               r"store\.half_life_seconds is allowed"):
             parse_config({"store": {"layout": "partitioned", **extra}}, env={})
+
+
+@pytest.mark.parametrize("store, snapshots", [("same", "same"), ("st", "st/snaps"),
+                                               ("sn/store", "sn"), ("a/../same", "same")])
+def test_the_store_and_the_snapshots_keep_apart(tmp_path, store, snapshots):
+    msg = error_of({"store": {"path": str(tmp_path / store)},
+                    "snapshots": {"path": str(tmp_path / snapshots)}})
+    assert msg.startswith(f"snapshots.path: got {str(tmp_path / snapshots)!r} with store.path")
+    assert "neither the same nor one inside the other" in msg
+    # Apart, or a store on an object store: fine.
+    parse_config({"store": {"path": str(tmp_path / "store")},
+                  "snapshots": {"path": str(tmp_path / "store-snapshots")}}, env={})
+    parse_config({"store": {"path": "memory://x"}, "snapshots": {"path": str(tmp_path)}},
+                 env={})

@@ -9,6 +9,7 @@ the report of bad values (:func:`daemon.settings.loading.report`).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -16,7 +17,7 @@ from pydantic_core import PydanticCustomError
 
 from anchorstream.errors import InputError
 from anchorstream.model.registry import DOCUMENT_ANCHORS
-from anchorstream.store.location import check_storage_options
+from anchorstream.store.location import check_storage_options, parse_store_url
 
 Rule = Callable[[Any], "str | None"]
 
@@ -242,5 +243,26 @@ def partitions_sum_plain_counts(c) -> str | None:
     return None
 
 
+def store_and_snapshots_apart(c) -> str | None:
+    """A local store and the snapshot directory must not be one directory, nor one inside the
+    other: the store is created only in an empty directory, and the publisher's version
+    directories and retention would work among the store's files (or the reverse)."""
+    try:
+        url = parse_store_url(c.store.path)
+    except InputError:
+        return None  # the store section's own check names it
+    if url.scheme != "local":
+        return None
+    store = os.path.realpath(url.path)
+    snaps = os.path.realpath(os.path.abspath(c.snapshots.path))
+    inside = os.path.commonpath([store, snaps]) in (store, snaps)
+    if inside:
+        return (f"snapshots.path: got {c.snapshots.path!r} with store.path "
+                f"{c.store.path!r}; allowed: a directory apart from the store's, neither the "
+                "same nor one inside the other (the store's files and the published versions "
+                "would mix)")
+    return None
+
+
 CONFIG = (batch_holds_a_message, fewer_topics_than_words, metrics_port_differs,
-          partitions_sum_plain_counts)
+          partitions_sum_plain_counts, store_and_snapshots_apart)

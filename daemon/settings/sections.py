@@ -419,7 +419,8 @@ class RefreshConfig(_Section):
 class SnapshotsConfig(_Section):
     """``snapshots``: where published models go and how many stay."""
 
-    path: Text() = Field("snapshots", description="snapshot directory")
+    path: Text() = Field("snapshots", description="snapshot directory, apart from store.path "
+                         "(neither inside the other)")
     keep: Int(1) = Field(20, description="newest snapshots kept")
     keep_seconds: Float(0, lo_open=True, optional=True) = Field(
         None, description="also drop snapshots older than this; null = no limit")
