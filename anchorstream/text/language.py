@@ -118,8 +118,10 @@ class StopwordCheck:
         """A message when the list :meth:`misfits`, else None."""
         if not self.misfits():
             return None
+        usual = ("English text: 20-55%" if self.label == "english"
+                 else "English text with the English list: 20-55%")
         seen = (f"only {self.share:.1%} of the {self.words} words of the first {self.docs} "
-                f"documents are in the {self.label!r} stopword list (English text: 20-55%)")
+                f"documents are in the {self.label!r} stopword list ({usual})")
         best = self.suggestion()
         if best is not None:
             return (f"{seen}; they look {best.capitalize()}: the shipped {best!r} list removes "
