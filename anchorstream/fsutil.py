@@ -1,4 +1,5 @@
-"""File-system helpers shared by the snapshot writer, the publisher and the topic history."""
+"""File-system helpers shared by the snapshot writer, the publisher and the topic history,
+and the commands' errors that say what a directory given in the wrong place is."""
 
 from __future__ import annotations
 
@@ -6,7 +7,23 @@ import os
 import uuid
 from pathlib import Path
 
-__all__ = ["fsync_dir", "write_atomically"]
+__all__ = ["STORE", "SNAPSHOT", "fsync_dir", "kind_of_directory", "write_atomically"]
+
+#: What :func:`kind_of_directory` tells apart.
+STORE = "a co-occurrence store"
+SNAPSHOT = "a topic-model snapshot"
+
+
+def kind_of_directory(path: str | os.PathLike | Path) -> str | None:
+    """:data:`STORE` for a local Icechunk repository (its ``refs/`` and ``snapshots/``),
+    :data:`SNAPSHOT` for a snapshot directory (its ``manifest.json``), else None: for errors
+    that name what a path given in the wrong place is."""
+    p = Path(path)
+    if (p / "refs").is_dir() and (p / "snapshots").is_dir():
+        return STORE
+    if (p / "manifest.json").is_file():
+        return SNAPSHOT
+    return None
 
 
 def fsync_dir(path: str | os.PathLike | Path, *, missing_ok: bool = False) -> None:

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from anchorstream.errors import InputError, SnapshotError, SnapshotNotFoundError
+from anchorstream.fsutil import STORE, kind_of_directory
 from anchorstream.model.background import background_level, ranked_top_words
 from anchorstream.snapshot.layout import (
     DATA_FILES,
@@ -66,8 +67,7 @@ def read_snapshot(path: str | os.PathLike, *, verify: bool = True) -> Snapshot:
         raise SnapshotNotFoundError(f"snapshot directory {root} does not exist")
     if not root.is_dir():
         raise SnapshotNotFoundError(f"{root} is a file, not a snapshot directory")
-    if (not (root / MANIFEST).exists() and (root / "refs").is_dir()
-            and (root / "snapshots").is_dir()):
+    if kind_of_directory(root) == STORE:
         raise SnapshotNotFoundError(f"{root} is a co-occurrence store (an Icechunk repository), "
                                     "not a snapshot directory")
     manifest = _read_json(root, MANIFEST)

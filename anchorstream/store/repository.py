@@ -12,6 +12,7 @@ from typing import Any
 import icechunk
 
 from anchorstream.errors import StoreConflictError, StoreError, StoreFormatError
+from anchorstream.fsutil import SNAPSHOT, kind_of_directory
 from anchorstream.store.location import icechunk_storage
 
 __all__ = [
@@ -141,8 +142,7 @@ def open_repo(url, storage_options: Mapping[str, Any] | None = None
 
 def _what_it_is(local: str) -> str:
     """`` (it holds a topic-model snapshot)`` where the directory ``local`` does, else ``""``."""
-    return (" (it holds a topic-model snapshot)"
-            if os.path.isfile(os.path.join(local, "manifest.json")) else "")
+    return f" (it holds {SNAPSHOT})" if kind_of_directory(local) == SNAPSHOT else ""
 
 
 def check_creatable(local: str | None) -> None:

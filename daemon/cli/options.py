@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from anchorstream.errors import InputError
+from anchorstream.fsutil import kind_of_directory
 from anchorstream.model.anchors import ANCHOR_CANDIDATES, ANCHOR_MIN_DF, ANCHOR_NOISE
 from anchorstream.model.background import check_spread
 from anchorstream.stats.admission import MIN_SHARE
@@ -68,9 +69,7 @@ def check_input_file(path) -> None:
     if p.is_file():
         return
     if p.is_dir():
-        what = ("a co-occurrence store" if (p / "refs").is_dir() and (p / "snapshots").is_dir()
-                else "a topic-model snapshot" if (p / "manifest.json").is_file()
-                else "a directory")
+        what = kind_of_directory(p) or "a directory"
         raise InputError(f"input file {str(path)!r} is {what}, not a file of documents")
     raise InputError(f"input file {str(path)!r} does not exist")
 
