@@ -133,6 +133,9 @@ class IngestLoop:
     clock : callable, default time.monotonic
     name : str, default "daemon"
         Key of this loop's entry in each checkpoint's metadata (``{name: {"rejected": ...}}``).
+    report_rejections : bool, default True
+        Log rejected records at WARNING, at most once a minute
+        (:class:`daemon.ingest.rejections.RejectionReport`); ``ingest`` prints its own summary.
     """
 
     def __init__(self, store, source=None, *, tokenizer: Callable, message: MessageConfig,
