@@ -294,8 +294,10 @@ def test_fit_refuses_a_file_listed_twice_as_ingest_does(corpus, tmp_path, capsys
     (["ingest", "--capacity", "0"], "--capacity", 1),
     (["ingest", "--chunk-size", "x"], "--chunk-size", 1),
     (["run", "--embedded-partitions", "0"], "--embedded-partitions", 1),  # was taken as 1
+    (["ingest", "--admit-threshold", "0"], "--admit-threshold", None),  # admit_threshold
+    (["ingest", "--half-life", "-1"], "--half-life", None),
 ])
-def test_integer_flags_are_refused_by_their_own_name(tmp_path, capsys, args, flag, low):
+def test_numeric_flags_are_refused_by_their_own_name(tmp_path, capsys, args, flag, low):
     # The library's errors name its parameters (refine_max_iter for --refine-iters): the
     # flags are checked first, under the names a user typed.
     docs = tmp_path / "d.txt"
@@ -306,7 +308,8 @@ def test_integer_flags_are_refused_by_their_own_name(tmp_path, capsys, args, fla
         main([args[0], *where, *args[1:]])
     assert exit_.value.code == 2
     err = capsys.readouterr().err
-    assert f"argument {flag}: expected an integer >= {low}, got " in err, err
+    bound = "a number > 0" if low is None else f"an integer >= {low}"
+    assert f"argument {flag}: expected {bound}, got " in err, err
     assert not (tmp_path / "o").exists() and not (tmp_path / "s").exists()
 
 

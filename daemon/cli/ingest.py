@@ -62,6 +62,7 @@ from daemon.cli.options import (
     length_cap_arg,
     length_cap_help,
     max_df_arg,
+    positive_float_arg,
     positive_int_arg,
     resolve_stopwords,
     stopwords_tokenizer,
@@ -119,7 +120,7 @@ def register(subparsers) -> None:
     new = p.add_argument_group("store settings (used when the store is created)")
     new.add_argument("--capacity", type=positive_int_arg, default=CAPACITY,
                      help="vocabulary capacity V")
-    new.add_argument("--admit-threshold", type=float, default=ADMIT_THRESHOLD,
+    new.add_argument("--admit-threshold", type=positive_float_arg, default=ADMIT_THRESHOLD,
                      help="document frequency at which a new word is admitted")
     new.add_argument("--seed-vocabulary", type=Path, default=None,
                      help="file of initial words, one per line, most frequent first")
@@ -135,9 +136,9 @@ def register(subparsers) -> None:
                      help="block words in more than this fraction of documents (checked every "
                           "1000 documents from the 1000th, with first-pass from the first "
                           "after the files; the default is fit --max-df's); 'none' = off")
-    new.add_argument("--half-life", type=float, default=None,
+    new.add_argument("--half-life", type=positive_float_arg, default=None,
                      help="exponential decay half-life, in --time-unit")
-    new.add_argument("--window", type=float, default=None,
+    new.add_argument("--window", type=positive_float_arg, default=None,
                      help="tumbling window length, in --time-unit")
     new.add_argument("--n-windows", type=positive_int_arg, default=1, help="windows summed")
     new.add_argument("--time-unit", choices=("documents", "seconds"), default="documents")

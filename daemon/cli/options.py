@@ -9,6 +9,7 @@ live here so that the commands cannot drift apart.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 from pathlib import Path
@@ -26,7 +27,7 @@ __all__ = ["ADMIT_THRESHOLD", "CAPACITY", "HelpFormatter", "LENGTH_CAP", "MAX_DF
            "STOPWORDS", "STOPWORDS_HELP", "VOCAB_SIZE", "admission_argument", "anchor_arguments",
            "anchorfree_arguments", "check_input_file", "check_input_files", "int_arg",
            "length_cap_arg", "length_cap_help", "max_df_arg", "nonnegative_int_arg",
-           "positive_int_arg",
+           "positive_float_arg", "positive_int_arg",
            "refine_window_argument", "resolve_stopwords", "spread_arg", "stopwords_tokenizer",
            "warn_json_as_text", "window_arg"]
 
@@ -220,6 +221,17 @@ def int_arg(low: int):
 
     parse.__name__ = f"integer >= {low}"
     return parse
+
+
+def positive_float_arg(text: str) -> float:
+    """A finite number > 0 (``ingest --admit-threshold``, ``--half-life``, ``--window``)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text!r}")
+    return value
 
 
 #: An integer >= 1 (``--max-bytes``, ``--max-tokens``, counts and sizes).
