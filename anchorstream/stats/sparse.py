@@ -114,13 +114,17 @@ class SparseCooccurrence:
                 "SparseCooccurrence needs counts of shape (n_words, n_words) and unigram, "
                 f"doc_freq of shape (n_words,); got {U.shape}, {self.unigram.shape}, "
                 f"{self.doc_freq.shape}")
+        stored = float(U.data.sum())
         if U.nnz:
-            if not np.isfinite(U.data.sum()) or U.data.min() < 0:
+            if not np.isfinite(stored) or U.data.min() < 0:
                 raise InputError("counts must be finite and non-negative")
             if _below_diagonal(U):
                 raise InputError("SparseCooccurrence takes the upper triangle of the counts "
                                  "(column >= row); an entry lies below the diagonal")
         self.upper = U
+        # What the counts sum to, kept: total_weight() divides every product by it, and the
+        # sum is a pass over every stored pair (11 ms at 6.9M pairs, 18 products a fit).
+        self._counts_sum = 2.0 * stored - float(U.diagonal().sum())
         self.length_cap = length_cap
         self.mass = mass
         self.num_docs = check_count("num_docs", num_docs)
@@ -161,8 +165,7 @@ class SparseCooccurrence:
             return float(self.mass)
         if self.length_cap == 2:
             return float(self.num_docs)
-        U = self.upper
-        return float(2.0 * U.data.sum() - U.diagonal().sum())
+        return self._counts_sum
 
     def _counts_matmul(self, Z: np.ndarray) -> np.ndarray:
         # One pass over U for U Z + Uᵀ Z − diag(U) Z: a CSR copy of Uᵀ would double the
