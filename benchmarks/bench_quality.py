@@ -39,7 +39,7 @@ import numpy as np  # noqa: E402
 
 from benchmarks.quality import report  # noqa: E402
 from benchmarks.quality.corpora import (  # noqa: E402
-    NAMES, cache_root, load, parse_sample, parse_synth)
+    NAMES, cache_root, load, parse_repeated, parse_sample, parse_synth)
 from benchmarks.quality.metrics import evaluate  # noqa: E402
 from benchmarks.quality.peers import PEERS, fit_peer  # noqa: E402
 from benchmarks.quality.run import heldout_index, run, warm_up  # noqa: E402
@@ -51,6 +51,7 @@ CANDIDATES: dict[str, list[str]] = {
     "lowrank": ["--rectify-method", "lowrank"],  # the default since session 18
     "ap": ["--rectify-method", "ap"],  # dense alternating projection (the default before)
     "estimator": ["--length-cap", "2"],  # every document the same: the papers' (old) default
+    "copies": ["--duplicate-memory", "0"],  # every repeated document counted (before session 55)
     "mdf10": ["--anchor-min-df", "10"],  # the old anchor threshold
     "nocap": ["--anchor-candidates", "0"],  # every word in anchor_min_df documents (before 40 K)
     "cap30": ["--anchor-candidates", "30"],
@@ -100,7 +101,8 @@ TAG = "bench_quality"
 
 
 def _is_corpus(name: str) -> bool:
-    return name in NAMES or parse_synth(name) is not None or parse_sample(name) is not None
+    return (name in NAMES or parse_synth(name) is not None or parse_sample(name) is not None
+            or parse_repeated(name) is not None)
 
 
 def _csv(choices):

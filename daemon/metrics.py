@@ -26,6 +26,7 @@ anchorstream_messages_consumed_total               counter    topic
 anchorstream_messages_rejected_total               counter    reason
 anchorstream_dead_letter_messages_total            counter    outcome (sent, failed)
 anchorstream_documents_accumulated_total           counter
+anchorstream_documents_duplicate_total             counter
 anchorstream_tokens_accumulated_total              counter
 anchorstream_documents_at_max_tokens_total         counter
 anchorstream_tokens_in_long_documents_total        counter
@@ -245,7 +246,7 @@ class Metrics:
     ----------
     registry : CollectorRegistry
     messages_consumed, messages_rejected, dead_letters, documents_accumulated,
-    tokens_accumulated, documents_at_max_tokens, tokens_in_long_documents, source_errors,
+    documents_duplicate, tokens_accumulated, documents_at_max_tokens, tokens_in_long_documents, source_errors,
     checkpoints, checkpoint_failures, partitions_fenced, checkpoint_duration,
     checkpoint_stage_duration, checkpoint_size, refreshes, refresh_failures, refresh_duration,
     snapshots_published, vocabulary_admissions, vocabulary_evictions, topic_births,
@@ -272,6 +273,10 @@ class Metrics:
             ["outcome"], registry=r)
         self.documents_accumulated = Counter(
             f"{p}_documents_accumulated", "Documents added to the co-occurrence state.", registry=r)
+        self.documents_duplicate = Counter(
+            f"{p}_documents_duplicate",
+            "Documents skipped as repeats: their tokens were those of one of the last "
+            "store.duplicate_memory distinct documents.", registry=r)
         self.tokens_accumulated = Counter(
             f"{p}_tokens_accumulated", "Tokens of the documents accumulated.", registry=r)
         self.documents_at_max_tokens = Counter(
@@ -290,23 +295,7 @@ class Metrics:
             registry=r)
         for kind in SOURCE_ERROR_KINDS:
             self.source_errors.labels(kind)
-        self.checkpoints = Counter(f"{p}_checkpoints", "Store checkpoints committed.", registry=r)
-        self.checkpoint_failures = Counter(f"{p}_checkpoint_failures",
-                                           "Store checkpoints that failed.", registry=r)
-        self.partitions_fenced = Counter(
-            f"{p}_partitions_fenced", "Partition checkpoints refused because another ingest "
-            "instance committed to the partition first (store.layout partitioned).",
-            registry=r)
-        self.checkpoint_duration = Histogram(
-            f"{p}_checkpoint_duration_seconds", "Time to commit a checkpoint.",
-            buckets=_DURATION_BUCKETS, registry=r)
-        self.checkpoint_stage_duration = Histogram(
-            f"{p}_checkpoint_stage_seconds",
-            "Time per checkpoint stage (compact and gc only when they ran).", ["stage"],
-            buckets=_DURATION_BUCKETS, registry=r)
-        self.checkpoint_size = Histogram(
-            f"{p}_checkpoint_size_bytes", "Bytes written by a checkpoint.",
-            buckets=_BYTES_BUCKETS, registry=r)
+        self._checkpoint_metrics(r, p)
         self.refreshes = Counter(f"{p}_refreshes", "Successful model refreshes.", registry=r)
         self.refresh_failures = Counter(
             f"{p}_refresh_failures", "Refreshes that failed, by the stage that failed.", ["stage"],
@@ -354,6 +343,27 @@ class Metrics:
         r.register(_ScrapeCollector(self))
         if process:
             ProcessCollector(namespace=p, registry=r)
+
+
+    def _checkpoint_metrics(self, r: CollectorRegistry, p: str) -> None:
+        """The store's commits: counts, failures, fences, durations and sizes."""
+        self.checkpoints = Counter(f"{p}_checkpoints", "Store checkpoints committed.", registry=r)
+        self.checkpoint_failures = Counter(f"{p}_checkpoint_failures",
+                                           "Store checkpoints that failed.", registry=r)
+        self.partitions_fenced = Counter(
+            f"{p}_partitions_fenced", "Partition checkpoints refused because another ingest "
+            "instance committed to the partition first (store.layout partitioned).",
+            registry=r)
+        self.checkpoint_duration = Histogram(
+            f"{p}_checkpoint_duration_seconds", "Time to commit a checkpoint.",
+            buckets=_DURATION_BUCKETS, registry=r)
+        self.checkpoint_stage_duration = Histogram(
+            f"{p}_checkpoint_stage_seconds",
+            "Time per checkpoint stage (compact and gc only when they ran).", ["stage"],
+            buckets=_DURATION_BUCKETS, registry=r)
+        self.checkpoint_size = Histogram(
+            f"{p}_checkpoint_size_bytes", "Bytes written by a checkpoint.",
+            buckets=_BYTES_BUCKETS, registry=r)
 
     # ----------------------------------------------------------------------------------------
     # scrape-time sources

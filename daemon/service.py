@@ -117,6 +117,7 @@ def open_store(cfg: Config, url=None, *, share: int = 1,
         "max_df": v.block_df_ratio,
         "forgetting": Forgetting(**forgetting_kw) if forgetting_kw else None,
         "length_cap": s.length_cap,
+        "duplicate_memory": s.duplicate_memory,
     }
     if s.chunk_size is not None:
         create["chunk_size"] = s.chunk_size

@@ -333,8 +333,15 @@ def test_fit_names_the_rule_that_left_too_few_words(tmp_path, capsys):
     same = tmp_path / "same.txt"
     same.write_text("quick brown fox jumps lazy dog\n" * 200)
     out = tmp_path / "snap"
+    # By default the copies are one document, and the error says why there is one.
     assert main(["fit", "--input", str(same), "--format", "text", "-k", "3",
                  "--stopwords", "none", "--out", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert "199 repeated documents skipped" in err
+    assert "199 documents repeated others and were skipped, leaving 1" in err
+    assert "--duplicate-memory 0" in err
+    assert main(["fit", "--input", str(same), "--format", "text", "-k", "3",
+                 "--stopwords", "none", "--duplicate-memory", "0", "--out", str(out)]) == 1
     err = capsys.readouterr().err
     assert "the vocabulary has 0 words, need more than --topics=3" in err
     assert "6 of those in more than --max-df 0.5" in err and "raise --max-df" in err
@@ -475,6 +482,49 @@ def test_ingest_then_fit_store_equals_fit_input_on_the_same_documents(corpus, tm
                      "--refine-window", "6", "--out", str(tmp_path / "snap-windows"),
                      "-q"]) == 0
         assert _same_topics(tmp_path / "snap-windows", windowed) < 1e-4
+
+
+def test_fit_input_and_a_store_skip_the_same_repeated_documents(corpus, tmp_path, capsys):
+    # A template posted many times: fit --input, and ingest (its first pass, then the store's
+    # own filter across checkpoints) then fit --store, count each text once, so the store
+    # holds the batch estimator over the distinct documents and both fits agree.
+    from anchorstream.stats.cooccurrence import cooccurrence
+    from anchorstream.text.duplicates import DEFAULT_MEMORY, DuplicateFilter
+    from anchorstream.text.tokenize import Tokenizer, count_matrix
+
+    src, _, _ = corpus
+    lines = [line for line in src.read_text().splitlines() if line.startswith('{"text": "')]
+    rng = np.random.default_rng(3)
+    for i in rng.integers(0, 300, size=6):  # six documents, 60 copies each, anywhere
+        for at in rng.integers(int(i) + 1, len(lines), size=60):
+            lines.insert(int(at), lines[i])
+    path = tmp_path / "repeats.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    tok = Tokenizer()
+    docs = [tok(json.loads(line)["text"]) for line in lines]
+    keep = DuplicateFilter(DEFAULT_MEMORY).keep(docs)
+    distinct = [d for d, k in zip(docs, keep) if k]
+    assert len(docs) - len(distinct) >= 300
+    batch = tmp_path / "batch"
+    assert main(["fit", "--input", str(path), "-k", str(K), "--anchor-min-df", "5",
+                 "--out", str(batch), "-q"]) == 0
+    source = read_snapshot(batch).manifest["source"]
+    assert source["documents"] == len(distinct)
+    assert source["duplicates"] == len(docs) - len(distinct)
+    capsys.readouterr()
+    store = str(tmp_path / "store")
+    assert main(["ingest", str(path), "--store", store, "--checkpoint-every", "500",
+                 "-q"]) == 0
+    assert f"{len(docs) - len(distinct)} repeated documents skipped" in capsys.readouterr().err
+    committed = open_committed(store)
+    c = committed.cooccurrence
+    exact = cooccurrence(count_matrix(distinct, committed.words), length_cap=c.length_cap)
+    assert committed.words == list(read_snapshot(batch).vocabulary)
+    np.testing.assert_allclose(c.counts, exact.counts, rtol=1e-12, atol=1e-15)
+    out = tmp_path / "snap"
+    assert main(["fit", "--store", store, "-k", str(K), "--anchor-min-df", "5",
+                 "--out", str(out), "-q"]) == 0
+    assert _same_topics(out, batch) < 1e-4
 
 
 @pytest.mark.parametrize("n_docs", [600, 1500])
@@ -650,8 +700,8 @@ def test_fit_reads_records_by_the_ingest_loops_rule_and_never_aborts(tmp_path):
     docs, stats = read_documents([path], format="json", text_field="text", tokenizer=tokenizer,
                                  progress=False)
     assert list(docs) == [["apple", "banana"], ["cherry", "date"]]
-    assert stats == {"lines": 5, "documents": 2, "at_max_tokens": 0, "rejected": {
-        "invalid_utf8": 1, "unprocessable": 1, "invalid_token": 1},
+    assert stats == {"lines": 5, "documents": 2, "duplicates": 0, "at_max_tokens": 0,
+                     "rejected": {"invalid_utf8": 1, "unprocessable": 1, "invalid_token": 1},
         "long_document_token_share": 0.0}
 
 

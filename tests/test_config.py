@@ -60,6 +60,11 @@ def test_defaults_and_frozen():
     assert cfg.kafka.allow_plaintext_sasl is False
     with pytest.raises(ValidationError, match="frozen"):
         cfg.model.num_topics = 3
+    # Written out in the numba-free settings, the library's defaults.
+    from anchorstream.stats.cooccurrence import LENGTH_CAP
+    from anchorstream.text.duplicates import DEFAULT_MEMORY
+
+    assert cfg.store.duplicate_memory == DEFAULT_MEMORY and cfg.store.length_cap == LENGTH_CAP
 
 
 def test_file_values_are_normalized(tmp_path):

@@ -117,6 +117,26 @@ def test_tokens_of_long_documents_are_counted_apart(store):
     assert reg.get_sample_value("anchorstream_tokens_in_long_documents_total") == 101 + 200
 
 
+def test_repeated_messages_are_skipped_and_counted_apart(tmp_path):
+    # A bot posting one message all day: the store counts it once (store.duplicate_memory),
+    # the loop's documents and tokens leave the copies out, and a metric counts them.
+    store = CooccurrenceStore.create(tmp_path / "store", capacity=64, admit_threshold=1,
+                                     duplicate_memory=100)
+    spam = json.dumps({"text": "buy cheap watches now"}).encode()
+    values = [doc(i) for i in range(10)] + [spam] * 30 + [doc(3)]
+    metrics = Metrics(process=False)
+    loop = make_loop(store, ScriptedSource(records(values), batch=7), metrics=metrics)
+    while loop.step():
+        pass
+    loop.flush()
+    repeats = 29 + 1  # the spam's copies, and doc(3) again
+    assert loop.duplicates == repeats and loop.documents == len(values) - repeats
+    reg = metrics.registry
+    assert reg.get_sample_value("anchorstream_documents_duplicate_total") == repeats
+    assert reg.get_sample_value("anchorstream_documents_accumulated_total") == loop.documents
+    assert open_committed(tmp_path / "store").n_docs_added == loop.documents
+
+
 def test_offset_keys_round_trip():
     assert parse_offset_key(offset_key("a.b-c_d", 12)) == ("a.b-c_d", 12)
     assert parse_offset_key(TOPIC_IDS_KEY) is None

@@ -221,10 +221,26 @@ def read_admission(root: zarr.Group, meta: Mapping, state: StoreState,
                                                                           state.t_ref))
 
 
+#: The array of a store's duplicate filter (its ring of document keys), and its chunk length.
+DUPLICATES = "duplicates"
+_DUPLICATES_CHUNK = 1 << 16
+
+
+def create_duplicates(root: zarr.Group, memory: int) -> None:
+    """The empty ring of a new store's duplicate filter (no chunk is written until a
+    checkpoint fills one); none where the store counts every copy."""
+    if memory > 0:
+        root.create_array(DUPLICATES, shape=(memory,), dtype="u8",
+                          chunks=(min(memory, _DUPLICATES_CHUNK),), fill_value=0,
+                          compressors=None)  # hashes: nothing to compress
+
+
 def load_arrays(root: zarr.Group, version: str) -> dict:
-    """The vectors, ``reset_seq`` and vocabulary state a writer starts from."""
+    """The vectors, ``reset_seq``, vocabulary state and duplicate filter's ring (None
+    where the store has none) a writer starts from."""
     vg = root["vocab"]
     return {
+        "duplicates": get(root, DUPLICATES) if DUPLICATES in root else None,
         "unigram": get(root, "unigram"),
         "doc_freq": get(root, "doc_freq"),
         "totals": get(root, "totals"),
@@ -280,6 +296,7 @@ def initialize(repo, meta, vocab: StreamingVocabulary, forgetting: Forgetting,
             shards=(cfg["shard_size"],) * 2, compressors=zstd(), fill_value=0.0,
         )
     root.create_group("segments")
+    create_duplicates(root, int(cfg.get("duplicate_memory", 0)))
     put_many(
         [
             (root, "unigram", np.zeros((R, V))),

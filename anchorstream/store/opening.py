@@ -78,6 +78,7 @@ class Opening:
         blocked: Iterable[str] = (),
         forgetting: Forgetting | None = None,
         length_cap: float | None = 2,
+        duplicate_memory: int = 0,
         document_stats: DocStatsSettings | None = None,
         storage_options: Mapping[str, Any] | None = None,
         **runtime,
@@ -103,6 +104,12 @@ pin_seed, blocked
             (:func:`~anchorstream.stats.cooccurrence.pair_scale`): every pair the same up to a
             document of this many tokens, a longer document as much as that; 2 weighs every
             document the same, None every pair. Fixed for the store's life.
+        duplicate_memory : int, default 0
+            A document whose tokens repeat one of the last this many distinct documents is
+            skipped (:class:`~anchorstream.text.duplicates.DuplicateFilter`; its memory is
+            committed with the counts); 0 counts every copy. Fixed for the store's life. The
+            daemon and ``anchorstream ingest`` create stores with
+            :data:`~anchorstream.text.duplicates.DEFAULT_MEMORY`.
         document_stats : DocStatsSettings, optional
             Document statistics to keep (DDP, RP, TSVD); see :meth:`open`.
         storage_options : mapping, optional
@@ -125,6 +132,7 @@ pin_seed, blocked
             "max_df_min_docs": max_df_min_docs, "maintain_every": maintain_every,
             "stopwords": stopwords, "seed": seed, "pin_seed": pin_seed, "blocked": blocked,
             "forgetting": forgetting, "length_cap": length_cap,
+            "duplicate_memory": duplicate_memory,
         }
         meta, vocab, forgetting = build_config(**settings)
         check_runtime(runtime)
@@ -252,7 +260,8 @@ pin_seed, blocked
             root = zarr.open_group(session.store, mode="r")
             meta = check_format(root.attrs, where)
             attrs = {"state": root.attrs["state"], "offsets": root.attrs["offsets"],
-                     "maintenance": root.attrs.get("maintenance")}
+                     "maintenance": root.attrs.get("maintenance"),
+                     "duplicates": root.attrs.get("duplicates")}
             arrays = load_arrays(root, session.snapshot_id)
             stored = None
             if DOCSTATS_GROUP in root:

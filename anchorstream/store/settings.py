@@ -13,6 +13,7 @@ from anchorstream.stats.accumulator import Forgetting
 from anchorstream.stats.cooccurrence import cap_pairs
 from anchorstream.stats.documents import DocStatsSettings, DocumentStatistics
 from anchorstream.store.format import FORMAT_VERSION, VOCAB_SETTINGS
+from anchorstream.text.duplicates import DuplicateFilter
 from anchorstream.text.vocabulary import MAX_DF_MIN_DOCS, StreamingVocabulary
 from anchorstream.text.windows import WINDOWS_AUTO_SIZE
 
@@ -21,6 +22,7 @@ __all__ = [
     "build_config",
     "check_runtime",
     "choose_docstats",
+    "duplicate_memory",
     "length_cap",
     "vocabulary_of",
     "warn_other_settings",
@@ -59,6 +61,13 @@ def length_cap(config: Mapping) -> float | None:
     return config.get("length_cap", 2)
 
 
+def duplicate_memory(config: Mapping) -> int:
+    """How many distinct documents a store remembers to skip repeats of
+    (:class:`~anchorstream.text.duplicates.DuplicateFilter`); stores made before it was a
+    setting count every copy (0)."""
+    return int(config.get("duplicate_memory", 0))
+
+
 def vocabulary_of(config: Mapping) -> StreamingVocabulary:
     """An empty vocabulary with a stored configuration's settings."""
     vcfg = config["vocabulary"]
@@ -77,7 +86,7 @@ def warn_other_settings(config: Mapping, requested: Mapping, where: str) -> None
     stored = {"capacity": config["capacity"], "chunk_size": config["chunk_size"],
               "shard_size": config["shard_size"], **vocab,
               "forgetting": Forgetting.from_dict(config["forgetting"]).to_dict(),
-              "length_cap": length_cap(config)}
+              "length_cap": length_cap(config), "duplicate_memory": duplicate_memory(config)}
     diffs = []
     for key, value in requested.items():
         if key not in stored or value is None and key in ("shard_size", "sketch_size"):
@@ -109,10 +118,11 @@ def warn_other_settings(config: Mapping, requested: Mapping, where: str) -> None
 def build_config(
     capacity, chunk_size=256, shard_size=None, admit_threshold=5.0, sketch_size=None,
     max_df=None, max_df_min_docs=MAX_DF_MIN_DOCS, maintain_every=1000, stopwords=(), seed=(),
-    pin_seed=True, forgetting=None, length_cap=2, blocked=(),
+    pin_seed=True, forgetting=None, length_cap=2, blocked=(), duplicate_memory=0,
 ) -> tuple[dict, StreamingVocabulary, Forgetting]:
     """Validated store metadata, the initial vocabulary and the forgetting settings."""
     cap_pairs(length_cap)  # validates
+    DuplicateFilter(0 if duplicate_memory is None else duplicate_memory)  # validates
     if shard_size is None:
         shard_size = 8 * chunk_size if isinstance(chunk_size, int) else chunk_size
     for name, value in (("chunk_size", chunk_size), ("shard_size", shard_size)):
@@ -141,6 +151,7 @@ def build_config(
             "vocabulary": vcfg,
             "forgetting": forgetting.to_dict(),
             "length_cap": None if length_cap is None else float(length_cap),
+            "duplicate_memory": int(duplicate_memory),
         },
     }
     return meta, vocab, forgetting

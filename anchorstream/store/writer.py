@@ -20,13 +20,15 @@ from anchorstream.stats.documents import GROUP as DOCSTATS_GROUP
 from anchorstream.stats.documents import MAX_SEGMENTS as MAX_DOCSTATS_SEGMENTS
 from anchorstream.stats.documents import DocStatsSettings, DocumentStatistics
 from anchorstream.store.compaction import Compacting
-from anchorstream.store.format import BRANCH, Segment, StoreState, vocab_items
+from anchorstream.store.format import BRANCH, DUPLICATES, Segment, StoreState, vocab_items
 from anchorstream.store.reading import CommittedState, read_version
 from anchorstream.store.opening import Opening
 from anchorstream.store.repository import disk_bytes, pass_through, wrap
 from anchorstream.store.retention import Retaining
 from anchorstream.store.segments import BandEntries
-from anchorstream.store.settings import RUNTIME_DEFAULTS, length_cap, vocabulary_of
+from anchorstream.store.settings import (RUNTIME_DEFAULTS, duplicate_memory, length_cap,
+                                         vocabulary_of)
+from anchorstream.text.duplicates import DuplicateFilter
 from anchorstream.zarrio import put_many
 
 __all__ = ["CooccurrenceStore"]
@@ -102,6 +104,18 @@ class CooccurrenceStore(Opening, Compacting, Retaining):
         self.shard_size = int(cfg["shard_size"])
         self.forgetting = Forgetting.from_dict(cfg["forgetting"])
         self.length_cap = length_cap(cfg)
+        # Repeated documents: the filter's ring and cursor as committed (a store made before
+        # the setting has neither and counts every copy).
+        seen = dict(root_attrs.get("duplicates") or {})
+        memory = duplicate_memory(cfg)
+        self.duplicates = DuplicateFilter(
+            memory, arrays.get("duplicates") if memory else None,
+            int(seen.get("cursor", 0)) if memory else 0)
+        self._duplicates_committed = self.duplicates.cursor
+        #: Documents skipped as repeats over the store's life (committed with the counts).
+        self.n_duplicates = int(seen.get("skipped", 0))
+        #: Which documents of the last :meth:`add` were skipped as repeats (bool mask).
+        self.last_repeats = np.zeros(0, dtype=bool)
         self.vocabulary = vocabulary_of(cfg)
         self.vocabulary.set_state(arrays["vocab"])
         self._state = StoreState.from_json(root_attrs["state"])
@@ -192,7 +206,8 @@ class CooccurrenceStore(Opening, Compacting, Retaining):
         -------
         int
             Number of documents counted; with time windows, documents older than the oldest
-            kept window are skipped (see ``n_skipped_late``).
+            kept window are skipped (see ``n_skipped_late``), and repeats of a remembered
+            document always (see :attr:`duplicates` and ``n_duplicates``).
 
         Raises
         ------
@@ -203,6 +218,9 @@ class CooccurrenceStore(Opening, Compacting, Retaining):
         for d in docs:
             if isinstance(d, str):
                 raise InputError("documents must be token lists, got a str; tokenize first")
+        self.last_repeats = np.zeros(len(docs), dtype=bool)
+        if self.duplicates.enabled and docs:
+            docs, timestamps = self._skip_repeats(docs, timestamps)
         n = len(docs)
         if n == 0:
             return 0
@@ -252,6 +270,22 @@ class CooccurrenceStore(Opening, Compacting, Retaining):
                                token_positions=observed[3] if where else None)
             self._docstats.roll(self._state.current_window)
         return int(win.size)
+
+    def _skip_repeats(self, docs: list, timestamps):
+        """``docs`` (and their timestamps) without the repeats :attr:`duplicates` finds: a
+        repeat is not a document of the store (it takes no position in the stream)."""
+        keep = self.duplicates.keep(docs)
+        if keep.all():
+            return docs, timestamps
+        self.last_repeats = ~keep
+        self.n_duplicates += int((~keep).sum())
+        docs = [d for d, k in zip(docs, keep) if k]
+        if timestamps is not None:
+            stamps = np.asarray(timestamps)
+            # A malformed list is left whole for add's own check to name.
+            if stamps.shape == keep.shape:
+                timestamps = stamps[keep]
+        return docs, timestamps
 
     def _add_runs(self, docs, win, w, observed) -> None:
         """Give the accumulators the documents ``observed`` by the vocabulary (``(indptr,
@@ -404,6 +438,7 @@ class CooccurrenceStore(Opening, Compacting, Retaining):
                     root, seq=seq, t_ref=st.t_ref, current_window=st.current_window,
                     reset_seq=self._reset_seq)
             self._write_common(root, items, state=st, offsets=new_offsets, vectors=vectors)
+            self._write_duplicates(root)
             meta = {"kind": "checkpoint", "seq": seq, "offsets": new_offsets}
             meta.update(metadata or {})
             t_write = time.perf_counter()
@@ -460,9 +495,21 @@ class CooccurrenceStore(Opening, Compacting, Retaining):
         root.attrs.update({"state": state.to_json(), "offsets": offsets,
                            "maintenance": self._maintenance})
 
+    def _write_duplicates(self, root) -> None:
+        """The duplicate filter's keys remembered since the last commit (the chunks of its
+        ring they fall in), its cursor and the repeats skipped."""
+        f = self.duplicates
+        if not f.enabled:
+            return
+        span = f.changed_since(self._duplicates_committed)
+        if span is not None:
+            root[DUPLICATES][span[0]:span[1]] = f.ring[span[0]:span[1]]
+        root.attrs["duplicates"] = {"cursor": f.cursor, "skipped": self.n_duplicates}
+
     def _adopt_commit(self, version: str, state: StoreState, offsets, vectors,
                       prepared) -> None:
         """The checkpoint ``version`` committed: it is what memory now starts from."""
+        self._duplicates_committed = self.duplicates.cursor
         self._state = state
         self._offsets = offsets
         self._unigram, self._doc_freq, self._totals = vectors

@@ -61,6 +61,13 @@ Smaller samples of a real corpus (``{name}@{N}``, e.g. ``medium@2000``): ``N`` o
 training documents drawn at random (seeded), scored on the same held-out side, with the same
 K and V: how a method does on the few thousand documents a user starts with.
 
+A real corpus with repeated documents (``{name}+dup``, e.g. ``medium+dup``): its training
+documents plus copies of 2 % of them, each repeated a Zipf(1.8)-distributed number of times
+(at most 300), shuffled in (seeded); the same held-out side, K and V. Real streams repeat
+themselves (the npm summaries hold 177,251 lines of 162,319 distinct texts, one 423 times),
+and the corpora above are de-duplicated: these measure what the copies do to a method
+(benchmarks/README.md, "Repeated documents").
+
 The cache directory is ``benchmarks/.cache/quality`` of this checkout, or
 ``$ANCHORSTREAM_BENCH_CACHE/quality`` (share one cache between worktrees with it).
 """
@@ -646,6 +653,16 @@ _SYNTH = re.compile(r"synth(\d+)-(\d+)k(?:-a([0-9.e-]+))?")
 
 
 _SAMPLE = re.compile(r"(\w+)@(\d+)")
+_REPEATED = re.compile(r"(\w+)\+dup")
+#: ``{name}+dup``: the share of training documents copied, the Zipf exponent of each one's
+#: number of copies, and its cap.
+REPEAT_SHARE, REPEAT_ZIPF, REPEAT_MAX = 0.02, 1.8, 300
+
+
+def parse_repeated(name: str) -> str | None:
+    """The real corpus of a name with repeated documents (``medium+dup``), else None."""
+    m = _REPEATED.fullmatch(name)
+    return m.group(1) if m and m.group(1) in _REAL else None
 
 
 def parse_sample(name: str) -> tuple[str, int] | None:
@@ -679,13 +696,14 @@ def load(name: str, *, rebuild: bool = False, verbose: bool = True) -> Corpus:
     ValueError
         For an unknown name.
     """
-    synth, sample = parse_synth(name), parse_sample(name)
-    if name not in _REAL and synth is None and sample is None:
+    synth, sample, repeated = parse_synth(name), parse_sample(name), parse_repeated(name)
+    if name not in _REAL and synth is None and sample is None and repeated is None:
         raise ValueError(f"unknown corpus {name!r}; choose from {', '.join(NAMES)}, "
-                         "synth{L}-{N}k[-a{alpha}] or {real corpus}@{N}")
+                         "synth{L}-{N}k[-a{alpha}], {real corpus}@{N} or {real corpus}+dup")
     directory = cache_root() / name
     meta_path = directory / "meta.json"
-    base = None if sample is None else load(sample[0], verbose=verbose)
+    base_name = sample[0] if sample is not None else repeated
+    base = None if base_name is None else load(base_name, verbose=verbose)
     if rebuild or not _is_current(meta_path, base):
         if verbose:
             print(f"building corpus {name} in {directory} ...", file=sys.stderr, flush=True)
@@ -724,10 +742,12 @@ def _build(name: str, directory: Path, synth) -> None:
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     stopwords = "english"
-    sample = parse_sample(name)
-    if sample is not None:
-        train, held, description = _subsample(*sample)
-        spec = _REAL[sample[0]]
+    sample, repeated = parse_sample(name), parse_repeated(name)
+    base_name = sample[0] if sample is not None else repeated
+    if base_name is not None:
+        train, held, description = (_subsample(*sample) if sample is not None
+                                    else _with_repeats(repeated))
+        spec = _REAL[base_name]
         n_topics, vocab_size, stopwords = spec.n_topics, spec.vocab_size, spec.stopwords
     elif synth is None:
         spec = _REAL[name]
@@ -746,8 +766,8 @@ def _build(name: str, directory: Path, synth) -> None:
     meta = {"format": FORMAT, "name": name, "n_topics": n_topics, "vocab_size": vocab_size,
             "stopwords": stopwords, "description": description,
             "train_sha256_16": _train_digest(tmp),
-            **({} if sample is None else
-               {"base_sha256_16": _train_digest(cache_root() / sample[0])}),
+            **({} if base_name is None else
+               {"base_sha256_16": _train_digest(cache_root() / base_name)}),
             "built_at": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
     (tmp / "meta.json").write_text(json.dumps(meta, indent=1, ensure_ascii=False))
     shutil.rmtree(directory, ignore_errors=True)
@@ -767,6 +787,27 @@ def _subsample(name: str, n_train: int) -> tuple[list[str], list[str], dict]:
     description["notes"] = (f"{n_train:,} of {name}'s {len(train):,} training documents "
                             f"at random (seed {SEED}); {name}'s held-out side")
     return [train[i] for i in keep], base.heldout_texts, description
+
+
+def _with_repeats(name: str) -> tuple[list[str], list[str], dict]:
+    """Corpus ``name``'s training documents and copies of :data:`REPEAT_SHARE` of them
+    (Zipf(:data:`REPEAT_ZIPF`) copies each, at most :data:`REPEAT_MAX`), shuffled (seeded);
+    its held-out side whole."""
+    base = load(name)
+    train = base.train_texts()
+    rng = np.random.default_rng(SEED)
+    picked = rng.choice(len(train), size=max(1, int(REPEAT_SHARE * len(train))), replace=False)
+    copies = np.minimum(rng.zipf(REPEAT_ZIPF, size=picked.size), REPEAT_MAX)
+    out = train + [train[i] for i, c in zip(picked, copies) for _ in range(int(c) - 1)]
+    order = rng.permutation(len(out))
+    description = {k: v for k, v in base.description.items()
+                   if k not in ("n_train", "n_heldout", "mean_tokens",
+                                "mean_tokens_anchorstream")}
+    description["notes"] = (
+        f"{name}'s {len(train):,} training documents and {len(out) - len(train):,} copies of "
+        f"{picked.size:,} of them (Zipf({REPEAT_ZIPF}) copies each, at most {REPEAT_MAX}; "
+        f"seed {SEED}), shuffled; {name}'s held-out side")
+    return [out[i] for i in order], base.heldout_texts, description
 
 
 def training_documents(corpus: Corpus) -> list[list[str]]:

@@ -24,9 +24,10 @@ from anchorstream.snapshot import write_snapshot
 from anchorstream.snapshot.layout import MANIFEST
 from anchorstream.text.windows import AUTO, auto_rule
 from daemon.cli.fit_counts import Counts, counts_from_input, counts_from_store
-from daemon.cli.options import (LENGTH_CAP, MAX_DF, MIN_DF, STOPWORDS, STOPWORDS_HELP,
-                                 VOCAB_SIZE, HelpFormatter, admission_argument, anchor_arguments,
-                                 anchorfree_arguments, length_cap_arg, length_cap_help,
+from daemon.cli.options import (DUPLICATE_MEMORY, LENGTH_CAP, MAX_DF, MIN_DF, STOPWORDS,
+                                 STOPWORDS_HELP, VOCAB_SIZE, HelpFormatter, admission_argument,
+                                 anchor_arguments, anchorfree_arguments, duplicate_memory_help,
+                                 length_cap_arg, length_cap_help,
                                  int_arg, nonnegative_int_arg, positive_int_arg,
                                  refine_window_argument, spread_arg)
 from daemon.ingest.records import MAX_BYTES, MAX_TOKENS
@@ -47,6 +48,7 @@ _INPUT_ONLY = {
     "stopwords": ("--stopwords", STOPWORDS),
     "length_cap": ("--length-cap", LENGTH_CAP),
     "refine_window": ("--refine-window", AUTO),
+    "duplicate_memory": ("--duplicate-memory", DUPLICATE_MEMORY),
 }
 
 
@@ -105,6 +107,11 @@ def register(subparsers) -> None:
                    help=length_cap_help(f" (the papers' estimator), 'none' = every pair "
                                         f"(--input only; a store has its own; default "
                                         f"{d['length_cap']:g})"))
+    p.add_argument("--duplicate-memory", type=nonnegative_int_arg, default=argparse.SUPPRESS,
+                   metavar="N",
+                   help=duplicate_memory_help(f" (--input only: a store skipped its repeats "
+                                              f"as it counted; default "
+                                              f"{d['duplicate_memory']})"))
     _model_options(p)
     refine_window_argument(
         p, help="count the refinement's word pairs in windows of this many consecutive "

@@ -23,11 +23,12 @@ from anchorstream.stats.cooccurrence import cooccurrence
 from anchorstream.stats.windowpairs import window_cooccurrence
 from anchorstream.text.bags import TokenIdDocuments
 from anchorstream.text.decode import DecodeError
+from anchorstream.text.duplicates import DuplicateFilter
 from anchorstream.text.language import StopwordCheck
 from anchorstream.text.windows import (AUTO, WINDOWS_AUTO_SIZE, WINDOWS_LATE_SHARE, auto_rule,
                                        long_token_share, refine_window_for)
-from daemon.cli.options import (check_input_files, resolve_stopwords, stopwords_tokenizer,
-                                 warn_json_as_text)
+from daemon.cli.options import (DUPLICATE_MEMORY, check_input_files, resolve_stopwords,
+                                 stopwords_tokenizer, warn_json_as_text)
 from daemon.ingest.files import iter_lines
 from daemon.ingest.records import MAX_BYTES, MAX_TOKENS, record_tokens
 
@@ -99,8 +100,12 @@ def _available_bytes() -> int:
         return 0
 
 
-def _small_vocabulary_hint(docs, opts) -> str:
-    """Which of ``--min-df`` and ``--max-df`` left the vocabulary too small, and what to do."""
+def _small_vocabulary_hint(docs, opts, repeats: int = 0) -> str:
+    """Which of ``--min-df`` and ``--max-df`` left the vocabulary too small, and what to do
+    (or that most documents were repeats, skipped)."""
+    if repeats > len(docs):
+        return (f"{repeats} documents repeated others and were skipped, leaving "
+                f"{len(docs)}; to count every copy, pass --duplicate-memory 0")
     df = np.fromiter(docs.document_frequency().values(), dtype=np.int64)
     frequent = int(np.count_nonzero(df >= opts["min_df"]))
     common = int(np.count_nonzero(df[df >= opts["min_df"]] > opts["max_df"] * len(docs)))
@@ -149,17 +154,21 @@ def _progress_bar(progress: bool):
 
 
 def read_documents(paths, *, format, text_field, tokenizer, progress=True,
-                   max_bytes: int | None = MAX_BYTES, max_tokens: int | None = MAX_TOKENS):
+                   max_bytes: int | None = MAX_BYTES, max_tokens: int | None = MAX_TOKENS,
+                   duplicate_memory: int = DUPLICATE_MEMORY):
     """Read and tokenize every record of ``paths`` by the ingest loop's rule, with its limits
     (a line over ``max_bytes`` is rejected as oversized, a document's tokens past
-    ``max_tokens`` are not counted), so that ``fit --input`` and a store fed the same lines
-    count the same tokens.
+    ``max_tokens`` are not counted) and the store's rule for repeated documents (one whose
+    tokens repeat one of the last ``duplicate_memory`` distinct documents is skipped:
+    :class:`~anchorstream.text.duplicates.DuplicateFilter`), so that ``fit --input`` and a
+    store fed the same lines count the same documents and tokens.
 
     Returns
     -------
     docs : TokenIdDocuments
         The documents' tokens as word ids (iterating gives the token lists)
     stats : dict with ``lines``, ``documents``, ``rejected`` (a reason -> count mapping),
+        ``duplicates`` (documents skipped as repeats),
         ``at_max_tokens`` (documents that reached ``max_tokens``: cut there, or exactly that
         long), ``long_document_token_share`` (the share of the tokens in documents of more
         than :data:`~anchorstream.text.windows.LONG_DOCUMENT_TOKENS` tokens) and, with a
@@ -169,7 +178,8 @@ def read_documents(paths, *, format, text_field, tokenizer, progress=True,
     """
     docs = TokenIdDocuments()
     rejected: collections.Counter[str] = collections.Counter()
-    lines = at_cap = 0
+    lines = at_cap = repeats = 0
+    seen = DuplicateFilter(duplicate_memory)
     bar = _progress_bar(progress)
     check = StopwordCheck(tokenizer)
     check_input_files(paths)
@@ -193,12 +203,15 @@ def read_documents(paths, *, format, text_field, tokenizer, progress=True,
             if not tokens:
                 rejected["no_tokens"] += 1
                 continue
+            if not seen.is_new(tokens):
+                repeats += 1
+                continue
             at_cap += len(tokens) == max_tokens
             docs.append(tokens)
             bar.update()
     bar.close()
     stats = {"lines": lines, "documents": len(docs), "rejected": dict(rejected),
-             "at_max_tokens": at_cap,
+             "duplicates": repeats, "at_max_tokens": at_cap,
              "long_document_token_share": round(long_token_share(docs.lengths()), 4)}
     if check.share is not None:
         stats["stopword_share"] = round(check.share, 4)
@@ -348,14 +361,16 @@ def counts_from_input(args, opts: dict, t_start: float, clock) -> Counts:
     docs, stats = read_documents(
         args.input, format=opts["format"], text_field=opts["text_field"],
         tokenizer=tokenizer, progress=progress, max_bytes=opts["max_bytes"],
-        max_tokens=opts["max_tokens"],
+        max_tokens=opts["max_tokens"], duplicate_memory=opts["duplicate_memory"],
     )
     clock.mark("read")
     bad = sum(stats["rejected"].values())
     cut = stats["at_max_tokens"]
+    repeats = stats["duplicates"]
     print(
         f"read {stats['lines']} lines: {stats['documents']} documents, {bad} rejected"
         + (f" {stats['rejected']}" if bad else "")
+        + (f", {repeats} repeated documents skipped (--duplicate-memory)" if repeats else "")
         + (f", {cut} at --max-tokens {opts['max_tokens']} (tokens past it not counted)"
            if cut else "")
         + f" ({time.perf_counter() - t_start:.1f} s)",
@@ -369,7 +384,7 @@ def counts_from_input(args, opts: dict, t_start: float, clock) -> Counts:
     if len(vocabulary) <= args.topics:
         raise InputError(
             f"the vocabulary has {len(vocabulary)} words, need more than --topics="
-            f"{args.topics}; " + _small_vocabulary_hint(docs, opts))
+            f"{args.topics}; " + _small_vocabulary_hint(docs, opts, stats["duplicates"]))
     clock.mark("vocabulary")
     X = docs.count_matrix(vocabulary)
     lengths = np.asarray(X.sum(axis=1)).ravel()
@@ -393,6 +408,7 @@ def counts_from_input(args, opts: dict, t_start: float, clock) -> Counts:
         "text_field": opts["text_field"],
         "max_bytes": opts["max_bytes"],
         "max_tokens": opts["max_tokens"],
+        "duplicate_memory": opts["duplicate_memory"],
         **stats,
     }
     vocabulary_settings = {

@@ -45,6 +45,7 @@ from tqdm import tqdm
 
 from anchorstream.stats.accumulator import Forgetting
 from anchorstream.text.decode import FORMATS
+from anchorstream.text.duplicates import DuplicateFilter
 from anchorstream.text.tokenize import Tokenizer
 from anchorstream.errors import InputError
 from anchorstream.text.bags import vocabulary_by_df
@@ -54,14 +55,17 @@ from daemon.cli.options import (
     HelpFormatter,
     ADMIT_THRESHOLD,
     CAPACITY,
+    DUPLICATE_MEMORY,
     LENGTH_CAP,
     MAX_DF,
     STOPWORDS,
     STOPWORDS_HELP,
     check_input_files,
+    duplicate_memory_help,
     length_cap_arg,
     length_cap_help,
     max_df_arg,
+    nonnegative_int_arg,
     positive_float_arg,
     positive_int_arg,
     resolve_stopwords,
@@ -144,6 +148,10 @@ def register(subparsers) -> None:
     new.add_argument("--time-unit", choices=("documents", "seconds"), default="documents")
     new.add_argument("--length-cap", type=length_cap_arg, default=LENGTH_CAP, metavar="TOKENS",
                      help=length_cap_help(", 'none' = every pair (as fit --length-cap)"))
+    new.add_argument("--duplicate-memory", type=nonnegative_int_arg, default=DUPLICATE_MEMORY,
+                     metavar="N",
+                     help=duplicate_memory_help(" (as fit --duplicate-memory; the store keeps "
+                                                "its memory with the counts)"))
     refine_window_argument(
         p, help="keep the word pairs of windows of this many consecutive tokens of each "
                 "document beside the counts, for fit --store's refinement "
@@ -168,13 +176,16 @@ class FirstPass(NamedTuple):
 
 def first_pass(paths, *, tokenizer, capacity: int, min_df: float, max_df: float | None,
                format: str = "json", text_field: str = "text", max_bytes: int = MAX_BYTES,
-               max_tokens: int = MAX_TOKENS) -> FirstPass:
+               max_tokens: int = MAX_TOKENS,
+               duplicate_memory: int = DUPLICATE_MEMORY) -> FirstPass:
     """The vocabulary ``fit --input`` would choose from ``paths`` by the store's settings, the
     words in at least ``min_df`` documents that it leaves out for being in more than
     ``max_df`` of them, and the number of documents.
 
     Every line is read by the ingest loop's rule (:func:`daemon.ingest.records.record_tokens`,
-    the same limits); a line it rejects counts for nothing. The vocabulary: the words in at
+    the same limits); a line it rejects counts for nothing, and so does a repeat of a
+    document (:class:`~anchorstream.text.duplicates.DuplicateFilter` with the new store's
+    ``duplicate_memory``, which will skip the same ones). The vocabulary: the words in at
     least ``min_df`` and at most ``max_df`` of the documents, most document-frequent first, at
     most ``capacity`` (:func:`anchorstream.text.bags.vocabulary_by_df`, ``fit``'s rule). Only
     the document frequencies are held, not the documents. ``ingest`` blocks the too frequent
@@ -184,6 +195,7 @@ def first_pass(paths, *, tokenizer, capacity: int, min_df: float, max_df: float 
     """
     df: collections.Counter[str] = collections.Counter()
     n_docs = 0
+    seen = DuplicateFilter(duplicate_memory)
     for path in paths:
         for _, raw in iter_lines(path):
             try:
@@ -191,7 +203,7 @@ def first_pass(paths, *, tokenizer, capacity: int, min_df: float, max_df: float 
                                           max_bytes=max_bytes, max_tokens=max_tokens)
             except Exception:  # noqa: BLE001 - the loop rejects it (malformed, unprocessable)
                 continue
-            if tokens:
+            if tokens and seen.is_new(tokens):
                 df.update(set(tokens))
                 n_docs += 1
     limit = 1.0 if max_df is None else max_df
@@ -254,8 +266,8 @@ def ingest_files(
     Returns
     -------
     dict
-        ``documents`` (added this run), ``rejected`` (reason → count), ``checkpoints``,
-        ``version`` (last commit).
+        ``documents`` (added this run), ``duplicates`` (repeats the store skipped),
+        ``rejected`` (reason → count), ``checkpoints``, ``version`` (last commit).
 
     Raises
     ------
@@ -318,6 +330,7 @@ def ingest_files(
         bar.close()
     return {
         "documents": loop.documents,
+        "duplicates": loop.duplicates,
         "at_max_tokens": loop.documents_at_max_tokens,
         "long_document_token_share": (loop.tokens_in_long_documents / loop.tokens
                                       if loop.tokens else 0.0),
@@ -374,7 +387,8 @@ def run(args) -> int:
         found = first_pass(
             args.files, tokenizer=tokenizer, capacity=args.capacity,
             min_df=args.admit_threshold, max_df=args.max_df, format=args.format,
-            text_field=args.text_field, max_bytes=args.max_bytes, max_tokens=args.max_tokens)
+            text_field=args.text_field, max_bytes=args.max_bytes, max_tokens=args.max_tokens,
+            duplicate_memory=args.duplicate_memory)
         vocabulary = first_pass_store_settings(found)
         print(f"first pass: {len(found.vocabulary)} words (the vocabulary fit --input would "
               "choose)" + (f"; {len(found.too_frequent)} in more than --max-df of the "
@@ -384,7 +398,7 @@ def run(args) -> int:
         **vocabulary, max_df=args.max_df, forgetting=forgetting, chunk_size=args.chunk_size,
         stopwords=tokenizer.stopwords or (),  # recorded: a later ingest or daemon keeps them
         shard_size=args.shard_size, length_cap=args.length_cap,
-        document_stats=_document_stats(args),
+        duplicate_memory=args.duplicate_memory, document_stats=_document_stats(args),
     )
     stats = ingest_files(
         store, args.files, tokenizer=tokenizer, format=args.format,
@@ -395,9 +409,11 @@ def run(args) -> int:
     )
     bad = sum(stats["rejected"].values())
     cut = stats["at_max_tokens"]
+    repeats = stats["duplicates"]
     print(
         f"ingested {stats['documents']} documents ({bad} rejected"
         + (f": {json.dumps(stats['rejected'], sort_keys=True)}" if bad else "")
+        + (f"; {repeats} repeated documents skipped" if repeats else "")
         + (f"; {cut} at --max-tokens {args.max_tokens}, tokens past it not counted"
            if cut else "")
         + f") into {args.store}, version {stats['version']}",

@@ -20,13 +20,14 @@ from anchorstream.model.anchors import ANCHOR_CANDIDATES, ANCHOR_MIN_DF, ANCHOR_
 from anchorstream.model.background import check_spread
 from anchorstream.stats.admission import MIN_SHARE
 from anchorstream.stats.cooccurrence import LENGTH_CAP, cap_pairs
+from anchorstream.text.duplicates import DEFAULT_MEMORY
 from anchorstream.text.tokenize import Tokenizer, available_stopword_lists, load_stopwords
 from anchorstream.text.windows import AUTO, check_window
 
-__all__ = ["ADMIT_THRESHOLD", "CAPACITY", "HelpFormatter", "LENGTH_CAP", "MAX_DF", "MIN_DF",
-           "STOPWORDS", "STOPWORDS_HELP", "VOCAB_SIZE", "admission_argument", "anchor_arguments",
-           "anchorfree_arguments", "check_input_file", "check_input_files", "int_arg",
-           "length_cap_arg", "length_cap_help", "max_df_arg", "nonnegative_int_arg",
+__all__ = ["ADMIT_THRESHOLD", "CAPACITY", "DUPLICATE_MEMORY", "HelpFormatter", "LENGTH_CAP",
+           "MAX_DF", "MIN_DF", "STOPWORDS", "STOPWORDS_HELP", "VOCAB_SIZE", "admission_argument",
+           "anchor_arguments", "anchorfree_arguments", "check_input_file", "check_input_files",
+           "duplicate_memory_help", "int_arg", "length_cap_arg", "length_cap_help", "max_df_arg", "nonnegative_int_arg",
            "positive_float_arg", "positive_int_arg",
            "refine_window_argument", "resolve_stopwords", "spread_arg", "stopwords_tokenizer",
            "warn_json_as_text", "window_arg"]
@@ -54,6 +55,9 @@ MAX_DF = 0.5
 #: ``fit --input``: vocabulary size cap and minimum document frequency.
 VOCAB_SIZE = 5000
 MIN_DF = 5
+#: Repeated documents: one whose tokens repeat one of the last this many distinct documents
+#: is skipped (fit --input, ingest, the daemon's store.duplicate_memory).
+DUPLICATE_MEMORY = DEFAULT_MEMORY
 #: A store's vocabulary slots and the document frequency that admits a new word.
 CAPACITY = 20_000
 ADMIT_THRESHOLD = 5.0
@@ -102,6 +106,13 @@ def check_input_files(paths) -> None:
                 "documents would be counted twice; list each file once"
             )
         seen[identity] = str(path)
+
+
+def duplicate_memory_help(note: str) -> str:
+    """``--duplicate-memory``'s help, with what differs by command in ``note``."""
+    return ("skip a document whose tokens repeat one of the last N distinct documents (a "
+            "template, a repost: each copy would count its word pairs again and make a topic "
+            f"of one message); 0 counts every copy{note}")
 
 
 def length_cap_help(note: str) -> str:

@@ -64,6 +64,8 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from anchorstream.text.decode import DecodeError, parse_timestamp
 from anchorstream.text.language import StopwordCheck
 from anchorstream.text.windows import LONG_DOCUMENT_TOKENS
@@ -186,6 +188,8 @@ class IngestLoop:
         self._rejections = RejectionReport(message, clock) if report_rejections else None
         self.rejected: Counter[str] = Counter()
         self.documents = 0
+        #: Documents the store skipped as repeats of ones it remembers (not in ``documents``).
+        self.duplicates = 0
         #: Documents that reached ``message.max_tokens`` (cut there, or exactly that long).
         self.documents_at_max_tokens = 0
         #: Tokens of the documents accumulated, and of those of more than
@@ -310,7 +314,6 @@ class IngestLoop:
         stamps: list[float] = []
         keys: list[str] = []
         per_key: Counter[str] = Counter()
-        tokens_total = at_cap = long_tokens = 0
         for r in records:
             key, position = self._position(r)
             per_key[key] += 1
@@ -323,22 +326,28 @@ class IngestLoop:
             except Exception as exc:  # noqa: BLE001 - one record must never stop the loop
                 self._unprocessable(r, key, exc)
                 continue
-            tokens_total += len(tokens)
-            at_cap += len(tokens) == self.message.max_tokens
-            if len(tokens) > LONG_DOCUMENT_TOKENS:
-                long_tokens += len(tokens)
             docs.append(tokens)
             stamps.append(stamp)
             keys.append(key)
         self.records += len(records)
         self._since_docs += len(records)
         self._dirty_offsets = True
+        tokens_total = at_cap = long_tokens = repeats = 0
         if docs:
             # Past the checks above this cannot fail for a record's sake; if it raises, the
             # store's memory may be half-updated, and only a restart from the last checkpoint
             # is safe.
-            self.add_documents(docs, stamps, keys)
+            skipped = self.add_documents(docs, stamps, keys)
+            repeats = int(skipped.sum())
+            if repeats:
+                docs = [d for d, s in zip(docs, skipped) if not s]
+            for tokens in docs:
+                tokens_total += len(tokens)
+                at_cap += len(tokens) == self.message.max_tokens
+                if len(tokens) > LONG_DOCUMENT_TOKENS:
+                    long_tokens += len(tokens)
             self.documents += len(docs)
+            self.duplicates += repeats
             self.documents_at_max_tokens += at_cap
             self.tokens += tokens_total
             self.tokens_in_long_documents += long_tokens
@@ -351,6 +360,8 @@ class IngestLoop:
                     per_topic[tp[0]] += n
             for topic, n in per_topic.items():
                 self.metrics.messages_consumed.labels(topic).inc(n)
+            if repeats:
+                self.metrics.documents_duplicate.inc(repeats)
             if docs:
                 self.metrics.documents_accumulated.inc(len(docs))
                 self.metrics.tokens_accumulated.inc(tokens_total)
@@ -360,9 +371,12 @@ class IngestLoop:
                     self.metrics.documents_at_max_tokens.inc(at_cap)
         return len(docs)
 
-    def add_documents(self, docs: Sequence, stamps: Sequence, keys: Sequence[str]) -> None:
-        """Give the store the documents of one batch (``keys``: each one's offsets key)."""
+    def add_documents(self, docs: Sequence, stamps: Sequence, keys: Sequence[str]
+                      ) -> np.ndarray:
+        """Give the store the documents of one batch (``keys``: each one's offsets key);
+        which of them it skipped as repeats of remembered documents (a bool mask)."""
         self.store.add(docs, stamps if self._seconds else None)
+        return self.store.last_repeats
 
     def _document(self, record) -> tuple[list[str], float]:
         """``(tokens, seconds)`` of one record, or :class:`DecodeError` with the reason."""

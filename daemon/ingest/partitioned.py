@@ -36,6 +36,8 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
+
 from anchorstream.errors import StoreConflictError
 from anchorstream.stats.accumulator import Forgetting
 from anchorstream.store import CooccurrenceStore, partition_url
@@ -148,10 +150,14 @@ class PartitionStores:
     def disk_bytes(self) -> int:
         return sum(s.disk_bytes() for s in list(self.stores.values()))
 
-    def add_routed(self, key: str, docs: list, timestamps=None) -> int:
-        """Add documents of partition ``key`` (none if it is not held any more)."""
+    def add_routed(self, key: str, docs: list, timestamps=None) -> np.ndarray:
+        """Add documents of partition ``key`` (none if it is not held any more); which of
+        them its store skipped as repeats (:attr:`CooccurrenceStore.last_repeats`)."""
         store = self.stores.get(key)
-        return 0 if store is None else store.add(docs, timestamps)
+        if store is None:
+            return np.zeros(len(docs), dtype=bool)
+        store.add(docs, timestamps)
+        return store.last_repeats
 
     def checkpoint(self, offsets, *, metadata=None) -> str:
         """Checkpoint every held partition with its own offset (and the topics' ids).
@@ -258,11 +264,14 @@ class PartitionedIngestLoop(IngestLoop):
         self.release_revoked()
         return super().step()
 
-    def add_documents(self, docs: Sequence, stamps: Sequence, keys: Sequence[str]) -> None:
-        """Route each document to its partition's store."""
+    def add_documents(self, docs: Sequence, stamps: Sequence, keys: Sequence[str]) -> np.ndarray:
+        """Route each document to its partition's store; which were skipped as repeats (each
+        partition's store remembers its own documents)."""
         by_key: dict[str, list[int]] = {}
         for i, key in enumerate(keys):
             by_key.setdefault(key, []).append(i)
+        repeats = np.zeros(len(docs), dtype=bool)
         for key, idx in by_key.items():
-            self.store.add_routed(key, [docs[i] for i in idx],
-                                  [stamps[i] for i in idx] if self._seconds else None)
+            repeats[idx] = self.store.add_routed(
+                key, [docs[i] for i in idx], [stamps[i] for i in idx] if self._seconds else None)
+        return repeats

@@ -165,6 +165,12 @@ class StoreConfig(_Section):
         description="how a document's word pairs are weighted: every pair the same up to a "
         "document of this many tokens, a longer one as much as that; 2 = every document the same "
         "(the papers' estimator), null = every pair the same. Fixed when the store is created")
+    duplicate_memory: Int(0) = Field(
+        1_000_000,  # anchorstream.text.duplicates.DEFAULT_MEMORY (numba-free here)
+        description="a document whose tokens repeat one of the last this many distinct "
+        "documents is skipped (a template, a repost: counted once, not as a topic of its own; "
+        "anchorstream_documents_duplicate_total); 24 bytes each in memory; 0 = count every "
+        "copy. Fixed when the store is created")
     window_docs: Int(1, optional=True) = Field(
         None, description="tumbling windows: documents per window")
     windows: Int(1, optional=True) = Field(
