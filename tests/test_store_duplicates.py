@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from anchorstream.store import CooccurrenceStore, read_committed
+from anchorstream.store import CooccurrenceStore, read_committed, store_info
 from anchorstream.text.duplicates import DuplicateFilter
 from tests.test_store import WORDS, assert_equals_batch, corpus, stream
 
@@ -80,6 +80,9 @@ def test_a_crash_and_replay_skips_what_an_uninterrupted_run_skips(tmp_path, memo
         assert reopened.n_duplicates == len(docs) - len(want)
         assert reopened.duplicates.cursor == calm.duplicates.cursor
         np.testing.assert_array_equal(reopened.duplicates.ring, calm.duplicates.ring)
+        info = store_info(store.url)
+        assert info["duplicate_memory"] == memory
+        assert info["duplicates"] == len(docs) - len(want)
 
 
 def test_a_store_without_the_setting_counts_every_copy(tmp_path):

@@ -436,6 +436,7 @@ def store_info(url, version: str | None = None, *,
     -------
     dict
         ``version``, ``num_docs``, ``num_tokens``, ``vocab_size``, ``capacity``, ``length_cap``,
+        ``duplicate_memory`` and ``duplicates`` (repeated documents skipped),
         ``offsets``, ``bytes_on_disk``, ``fingerprint`` (see :func:`fingerprint`, on the counts),
         ``n_docs_added``, ``clock``, ``format_version``, ``segments``, ``versions``.
     """
@@ -453,6 +454,8 @@ def store_info(url, version: str | None = None, *,
         "vocab_size": len(st.words),
         "capacity": meta["config"]["capacity"],
         "length_cap": c.length_cap,
+        "duplicate_memory": int(meta["config"].get("duplicate_memory", 0)),
+        "duplicates": int((root.attrs.get("duplicates") or {}).get("skipped", 0)),
         "offsets": st.offsets,
         "bytes_on_disk": disk_bytes(local, repo),
         "fingerprint": fingerprint(c.counts, st.words),
