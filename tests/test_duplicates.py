@@ -50,6 +50,7 @@ def test_a_document_is_its_tokens_in_order():
     assert document_key(["a", "b"]) == document_key(("a", "b"))
     assert document_key(["a", "b"]) != document_key(["b", "a"])
     assert document_key(["ab"]) != document_key(["a", "b"])
+    assert document_key(["a\ud800", "b"]) != document_key(["a", "b"])  # any str has a key
     f = DuplicateFilter(10)
     assert f.keep([["a", "b"], ["b", "a"], ["a", "b"], ["a"], ["a"], []]).tolist() == [
         True, True, False, True, True, True]

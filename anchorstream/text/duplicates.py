@@ -50,7 +50,9 @@ def document_key(tokens: Sequence[str]) -> int:
     >>> document_key(["topic", "model"]) == document_key(["model", "topic"])
     False
     """
-    digest = hashlib.blake2b(_SEPARATOR.join(tokens).encode("utf-8"), digest_size=8).digest()
+    # surrogatepass: a key for any str (a lone surrogate is refused before a store, not here).
+    text = _SEPARATOR.join(tokens).encode("utf-8", "surrogatepass")
+    digest = hashlib.blake2b(text, digest_size=8).digest()
     return int.from_bytes(digest, "little") or 1
 
 
