@@ -57,15 +57,19 @@ def test_a_document_is_its_tokens_in_order():
     assert f.cursor == 2  # short documents are not remembered
 
 
-def test_changed_since_names_the_ring_slice_to_write():
+def test_changed_since_names_the_ring_slices_to_write():
     f = DuplicateFilter(4)
-    assert f.changed_since(0) is None
+    assert f.changed_since(0) == []
     f.keep([["a", "b"], ["c", "d"]])
-    assert f.changed_since(0) == (0, 2)
+    assert f.changed_since(0) == [(0, 2)]
     f.keep([["e", "f"], ["g", "h"], ["i", "j"]])  # wraps: slots 2, 3, 0
-    assert f.changed_since(2) == (0, 4)
-    assert f.changed_since(4) == (0, 1)
-    assert f.changed_since(f.cursor) is None
+    assert f.changed_since(2) == [(2, 4), (0, 1)]
+    assert f.changed_since(4) == [(0, 1)]
+    assert f.changed_since(3) == [(3, 4), (0, 1)]
+    assert f.changed_since(0) == [(0, 4)]  # all the way round
+    assert f.changed_since(f.cursor) == []
+    f.keep([["k", "l"], ["m", "n"], ["o", "p"]])  # slots 1, 2, 3: up to the end exactly
+    assert f.changed_since(5) == [(1, 4)]
 
 
 @pytest.mark.parametrize("kwargs, match", [

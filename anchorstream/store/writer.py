@@ -501,9 +501,8 @@ class CooccurrenceStore(Opening, Compacting, Retaining):
         f = self.duplicates
         if not f.enabled:
             return
-        span = f.changed_since(self._duplicates_committed)
-        if span is not None:
-            root[DUPLICATES][span[0]:span[1]] = f.ring[span[0]:span[1]]
+        for a, b in f.changed_since(self._duplicates_committed):
+            root[DUPLICATES][a:b] = f.ring[a:b]
         root.attrs["duplicates"] = {"cursor": f.cursor, "skipped": self.n_duplicates}
 
     def _adopt_commit(self, version: str, state: StoreState, offsets, vectors,

@@ -137,12 +137,15 @@ class DuplicateFilter:
                                             self._one_key, self._one_keep))
         return bool(self._one_keep[0])
 
-    def changed_since(self, cursor: int) -> tuple[int, int] | None:
-        """The slice ``[a, b)`` of :attr:`ring` written since the filter was at ``cursor``
-        (the whole ring once it has wrapped past it), or None if nothing was."""
+    def changed_since(self, cursor: int) -> list[tuple[int, int]]:
+        """The slices ``[a, b)`` of :attr:`ring` written since the filter was at ``cursor``:
+        none, one, two where the writes wrapped around the ring's end, or the whole ring once
+        they went all the way round."""
         if self.cursor == cursor or not self.enabled:
-            return None
+            return []
         if self.cursor - cursor >= self.memory:
-            return 0, self.memory
+            return [(0, self.memory)]
         a, b = cursor % self.memory, self.cursor % self.memory
-        return (a, b) if a < b else (0, self.memory)
+        if a < b:
+            return [(a, b)]
+        return [(a, self.memory)] + ([(0, b)] if b else [])
