@@ -153,6 +153,10 @@ def _progress_bar(progress: bool):
     return tqdm(desc="reading", unit=" docs", file=sys.stderr)
 
 
+#: Documents :func:`read_documents` hands the duplicate filter at a time.
+_FILTER_BATCH = 4096
+
+
 def read_documents(paths, *, format, text_field, tokenizer, progress=True,
                    max_bytes: int | None = MAX_BYTES, max_tokens: int | None = MAX_TOKENS,
                    duplicate_memory: int = DUPLICATE_MEMORY):
@@ -178,8 +182,23 @@ def read_documents(paths, *, format, text_field, tokenizer, progress=True,
     """
     docs = TokenIdDocuments()
     rejected: collections.Counter[str] = collections.Counter()
-    lines = at_cap = repeats = 0
+    lines = 0
     seen = DuplicateFilter(duplicate_memory)
+    # Documents wait here for the duplicate filter, which decides a batch in one call (one
+    # call per document cost 0.6 of 2.3 CPU s reading 300,000 short ones).
+    pending: list[list[str]] = []
+    counts = {"repeats": 0, "at_cap": 0}
+
+    def flush() -> None:
+        for tokens, new in zip(pending, seen.keep(pending)):
+            if not new:
+                counts["repeats"] += 1
+                continue
+            counts["at_cap"] += len(tokens) == max_tokens
+            docs.append(tokens)
+        bar.update(len(pending))
+        pending.clear()
+
     bar = _progress_bar(progress)
     check = StopwordCheck(tokenizer)
     check_input_files(paths)
@@ -203,15 +222,13 @@ def read_documents(paths, *, format, text_field, tokenizer, progress=True,
             if not tokens:
                 rejected["no_tokens"] += 1
                 continue
-            if not seen.is_new(tokens):
-                repeats += 1
-                continue
-            at_cap += len(tokens) == max_tokens
-            docs.append(tokens)
-            bar.update()
+            pending.append(tokens)
+            if len(pending) >= _FILTER_BATCH:
+                flush()
+    flush()
     bar.close()
     stats = {"lines": lines, "documents": len(docs), "rejected": dict(rejected),
-             "duplicates": repeats, "at_max_tokens": at_cap,
+             "duplicates": counts["repeats"], "at_max_tokens": counts["at_cap"],
              "long_document_token_share": round(long_token_share(docs.lengths()), 4)}
     if check.share is not None:
         stats["stopword_share"] = round(check.share, 4)
