@@ -122,7 +122,7 @@ def build_config(
 ) -> tuple[dict, StreamingVocabulary, Forgetting]:
     """Validated store metadata, the initial vocabulary and the forgetting settings."""
     cap_pairs(length_cap)  # validates
-    DuplicateFilter(0 if duplicate_memory is None else duplicate_memory)  # validates
+    DuplicateFilter(duplicate_memory)  # validates
     if shard_size is None:
         shard_size = 8 * chunk_size if isinstance(chunk_size, int) else chunk_size
     for name, value in (("chunk_size", chunk_size), ("shard_size", shard_size)):
