@@ -92,9 +92,9 @@ class GroupMember:
         pass
 
 
-def member_loop(root, assigned, metrics=None):
+def member_loop(root, assigned, metrics=None, **create):
     def opener(url):
-        return CooccurrenceStore.open_or_create(url, capacity=32, admit_threshold=1)
+        return CooccurrenceStore.open_or_create(url, capacity=32, admit_threshold=1, **create)
 
     source = GroupMember(assigned)
     loop = PartitionedIngestLoop(PartitionStores(str(root), opener), tokenizer=Tokenizer(),
@@ -146,6 +146,25 @@ def test_documents_go_to_their_partitions_store(tmp_path):
         state = open_committed(partition_url(root, TOPIC, p))
         assert state.n_docs_added == len(LOG[p]) and state.offsets == {f"kafka:{TOPIC}:{p}": 30}
     assert_once(tmp_path, root)
+
+
+def test_each_partitions_store_skips_the_repeats_it_holds(tmp_path, monkeypatch):
+    # Every partition's log ends with its first ten documents again: each store skips them
+    # (store.duplicate_memory), their offsets still advance, the metric counts them. A text
+    # in two partitions is in two stores' memories, and counted in each (docs/store.md).
+    for p in LOG:
+        monkeypatch.setitem(LOG, p, LOG[p] + LOG[p][:10])
+    assert doc(0, 21) == doc(1, 0)
+    root = tmp_path / "root"
+    metrics = Metrics(process=False)
+    loop, source = member_loop(root, {0, 1, 2}, metrics, duplicate_memory=1000)
+    feed(loop, source)
+    assert loop.checkpoint()
+    assert loop.duplicates == 30 and loop.documents == 90
+    assert metrics.registry.get_sample_value("anchorstream_documents_duplicate_total") == 30
+    for p in LOG:
+        state = open_committed(partition_url(root, TOPIC, p))
+        assert state.n_docs_added == 30 and state.offsets == {f"kafka:{TOPIC}:{p}": 40}
 
 
 def test_a_stale_owner_is_fenced_reloads_and_resumes_from_the_stored_offsets(tmp_path):
