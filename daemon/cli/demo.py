@@ -314,9 +314,23 @@ class _Replay(threading.Thread):
         self.failed += 1
 
 
+def _messages(offsets) -> int:
+    """Messages consumed by committed ``offsets`` (the demo's topic is new: its partitions'
+    offsets count from 0). A repeated document is skipped, not counted in the store's
+    documents, so the replay's progress is measured in messages, which the offsets count
+    whatever the store kept."""
+    return sum(int(v) for k, v in dict(offsets or {}).items()
+               if str(k).startswith("kafka:") and isinstance(v, int))
+
+
+def _covered(snapshot) -> int:
+    """The replayed messages a snapshot covers (its store's committed offsets)."""
+    return _messages((snapshot.manifest.get("source") or {}).get("offsets"))
+
+
 def _hold_ahead(publisher, ahead: int, *, patience: float = 300.0):
     """``hold(n)`` for :class:`Paced`: document ``n`` waits while the newest snapshot covers
-    ``ahead`` or more fewer documents, so the stream moves on a step per refresh whatever the
+    ``ahead`` or more fewer messages, so the stream moves on a step per refresh whatever the
     machine's speed (the first refresh, compiling, takes longest). A snapshot that does not come
     within ``patience`` seconds (a refresh skipped: too few words) releases the stream."""
     state = {"version": None, "since": time.monotonic()}
@@ -326,7 +340,7 @@ def _hold_ahead(publisher, ahead: int, *, patience: float = 300.0):
         version = None if latest is None else latest[0]
         if version != state["version"]:
             state["version"], state["since"] = version, time.monotonic()
-        covered = 0 if latest is None else int(latest[1].num_docs)
+        covered = 0 if latest is None else _covered(latest[1])
         return n >= covered + ahead and time.monotonic() - state["since"] < patience
 
     return hold
@@ -340,12 +354,13 @@ def _date_of(line: bytes) -> str | None:
     return str(value) if value else None
 
 
-def _reach(replay: _Replay, num_docs: int) -> str | None:
-    """Date of the last document a snapshot covers (documents arrive in replay order)."""
+def _reach(replay: _Replay, messages: int) -> str | None:
+    """Date of the last document a snapshot covers (:func:`_covered`: messages arrive in
+    replay order)."""
     dates = replay.dates
-    if num_docs < 1 or not dates:
+    if messages < 1 or not dates:
         return None
-    return dates[min(num_docs, len(dates)) - 1]
+    return dates[min(messages, len(dates)) - 1]
 
 
 class _Interrupted(Exception):
@@ -557,7 +572,8 @@ def _watch(daemon, replay: _Replay, style: Style, args, t0: float, cold: bool = 
                                        + (", numba compiling its kernels included (cached "
                                           "now: later runs skip it)" if cold else "")))
                     _say(format_snapshot(version, snap, seen, style, n_words=args.words,
-                                         stream_at=_reach(replay, snap.num_docs),
+                                         stream_at=_reach(replay, _covered(snap)),
+                                         replayed=_covered(snap),
                                          trends=publisher.trends()))
                     seen = remember(snap)
                 last = newest
@@ -572,10 +588,10 @@ def _watch(daemon, replay: _Replay, style: Style, args, t0: float, cold: bool = 
                 # --limit: wait until the last documents are checkpointed, ask for a refresh
                 # even if fewer than min_new_docs are new, and end after its snapshot.
                 latest = publisher.latest()
-                if latest is not None and latest[1].num_docs >= replay.sent and \
+                if latest is not None and _covered(latest[1]) >= replay.sent and \
                         (last is not None and last >= latest[0]):
                     break
-                committed = daemon.loop.committed.n_docs
+                committed = _messages(daemon.loop.store.offsets)
                 if committed >= replay.sent and final_wait is None:
                     daemon.refresher.request()
                     # A refresh that is skipped (too few words) never publishes: give up

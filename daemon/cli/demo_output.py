@@ -88,7 +88,7 @@ def format_trends(trends, style: Style, anchors: dict[int, str | None], n: int =
 
 def format_snapshot(version: int, snapshot, seen: Seen | None, style: Style, *,
                     n_words: int | None = None, stream_at: str | None = None,
-                    trends=None) -> str:
+                    trends=None, replayed: int | None = None) -> str:
     """A snapshot's topics as text, with what changed since ``seen``.
 
     Parameters
@@ -105,6 +105,9 @@ def format_snapshot(version: int, snapshot, seen: Seen | None, style: Style, *,
         Where the replay is (shown in the header).
     trends : anchorstream.model.trends.Trends, optional
         The publisher's trends; printed (:func:`format_trends`) when computed at ``version``.
+    replayed : int, optional
+        The replayed documents the snapshot covers (its messages); where the model counted
+        fewer (a repeated document is skipped), the header says how many it skipped.
 
     Returns
     -------
@@ -120,8 +123,11 @@ def format_snapshot(version: int, snapshot, seen: Seen | None, style: Style, *,
     up, down = style.arrows
 
     created = snapshot.created_at.astimezone().strftime("%H:%M:%S")
-    head = (f"snapshot {version} · {snapshot.num_docs:,} documents · "
-            f"{snapshot.vocab_size:,} words · {created}")
+    shown = snapshot.num_docs if replayed is None else max(replayed, snapshot.num_docs)
+    skipped = shown - snapshot.num_docs
+    head = (f"snapshot {version} · {shown:,} documents"
+            + (f" ({skipped:,} repeated, skipped)" if skipped else "")
+            + f" · {snapshot.vocab_size:,} words · {created}")
     if stream_at:
         head += f" · up to {stream_at}"
     if not style.unicode:
