@@ -51,6 +51,7 @@ from pathlib import Path
 from anchorstream.errors import InputError
 from daemon.cli.options import HelpFormatter
 from daemon.cli.demo_output import Seen, Style, format_snapshot, remember
+from daemon.cli.demo_progress import covered, hold_ahead, messages
 
 __all__ = ["SAMPLE", "demo_config", "format_snapshot", "register", "run"]
 
@@ -271,7 +272,7 @@ class _Replay(threading.Thread):
         self.rate = float(rate)
         self.limit = limit
         self.stop_event = stop
-        #: ``hold(n)``: whether document ``n`` must wait (see :func:`_hold_ahead`).
+        #: ``hold(n)``: whether document ``n`` must wait (see :func:`daemon.cli.demo_progress.hold_ahead`).
         self.hold = hold
         self.sent = 0
         self.failed = 0
@@ -314,38 +315,6 @@ class _Replay(threading.Thread):
         self.failed += 1
 
 
-def _messages(offsets) -> int:
-    """Messages consumed by committed ``offsets`` (the demo's topic is new: its partitions'
-    offsets count from 0). A repeated document is skipped, not counted in the store's
-    documents, so the replay's progress is measured in messages, which the offsets count
-    whatever the store kept."""
-    return sum(int(v) for k, v in dict(offsets or {}).items()
-               if str(k).startswith("kafka:") and isinstance(v, int))
-
-
-def _covered(snapshot) -> int:
-    """The replayed messages a snapshot covers (its store's committed offsets)."""
-    return _messages((snapshot.manifest.get("source") or {}).get("offsets"))
-
-
-def _hold_ahead(publisher, ahead: int, *, patience: float = 300.0):
-    """``hold(n)`` for :class:`Paced`: document ``n`` waits while the newest snapshot covers
-    ``ahead`` or more fewer messages, so the stream moves on a step per refresh whatever the
-    machine's speed (the first refresh, compiling, takes longest). A snapshot that does not come
-    within ``patience`` seconds (a refresh skipped: too few words) releases the stream."""
-    state = {"version": None, "since": time.monotonic()}
-
-    def hold(n: int) -> bool:
-        latest = publisher.latest()
-        version = None if latest is None else latest[0]
-        if version != state["version"]:
-            state["version"], state["since"] = version, time.monotonic()
-        covered = 0 if latest is None else _covered(latest[1])
-        return n >= covered + ahead and time.monotonic() - state["since"] < patience
-
-    return hold
-
-
 def _date_of(line: bytes) -> str | None:
     try:
         value = json.loads(line).get("date")
@@ -354,13 +323,13 @@ def _date_of(line: bytes) -> str | None:
     return str(value) if value else None
 
 
-def _reach(replay: _Replay, messages: int) -> str | None:
-    """Date of the last document a snapshot covers (:func:`_covered`: messages arrive in
-    replay order)."""
+def _reach(replay: _Replay, count: int) -> str | None:
+    """Date of the last of the first ``count`` replayed documents: what a snapshot covering
+    ``count`` messages reaches (:func:`~daemon.cli.demo_progress.covered`)."""
     dates = replay.dates
-    if messages < 1 or not dates:
+    if count < 1 or not dates:
         return None
-    return dates[min(messages, len(dates)) - 1]
+    return dates[min(count, len(dates)) - 1]
 
 
 class _Interrupted(Exception):
@@ -511,7 +480,7 @@ def run(args) -> int:
         stop_replay = daemon.stop_event
         replay = _Replay(cfg.kafka, broker.bootstrap_servers, topic, rate=args.rate,
                          limit=args.limit, stop=stop_replay,
-                         hold=_hold_ahead(daemon.publisher, 2 * cfg.refresh.min_new_docs))
+                         hold=hold_ahead(daemon.publisher, 2 * cfg.refresh.min_new_docs))
         replay.start()
         printer = threading.Thread(
             target=_watch, name="anchorstream-demo-printer", daemon=True,
@@ -572,8 +541,8 @@ def _watch(daemon, replay: _Replay, style: Style, args, t0: float, cold: bool = 
                                        + (", numba compiling its kernels included (cached "
                                           "now: later runs skip it)" if cold else "")))
                     _say(format_snapshot(version, snap, seen, style, n_words=args.words,
-                                         stream_at=_reach(replay, _covered(snap)),
-                                         replayed=_covered(snap),
+                                         stream_at=_reach(replay, covered(snap)),
+                                         replayed=covered(snap),
                                          trends=publisher.trends()))
                     seen = remember(snap)
                 last = newest
@@ -588,10 +557,10 @@ def _watch(daemon, replay: _Replay, style: Style, args, t0: float, cold: bool = 
                 # --limit: wait until the last documents are checkpointed, ask for a refresh
                 # even if fewer than min_new_docs are new, and end after its snapshot.
                 latest = publisher.latest()
-                if latest is not None and _covered(latest[1]) >= replay.sent and \
+                if latest is not None and covered(latest[1]) >= replay.sent and \
                         (last is not None and last >= latest[0]):
                     break
-                committed = _messages(daemon.loop.store.offsets)
+                committed = messages(daemon.loop.store.offsets)
                 if committed >= replay.sent and final_wait is None:
                     daemon.refresher.request()
                     # A refresh that is skipped (too few words) never publishes: give up
