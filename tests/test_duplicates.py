@@ -35,8 +35,9 @@ def reference(memory: int, docs) -> list[bool]:
 def test_keeps_what_the_rule_keeps_and_a_restored_filter_goes_on_the_same(memory, docs, cut):
     whole = DuplicateFilter(memory).keep(docs).tolist()
     assert whole == reference(memory, docs)
-    one = DuplicateFilter(memory)
-    assert [one.is_new(d) for d in docs] == whole
+    batched = DuplicateFilter(memory)
+    assert list(batched.distinct(iter(docs), batch=3)) == [d for d, k in zip(docs, whole) if k]
+    assert batched.skipped == whole.count(False)
     # Saved after `cut` documents and restored (a store's checkpoint, then a restart):
     # the rest is decided the same.
     first = DuplicateFilter(memory)

@@ -26,7 +26,7 @@ dropped.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -85,8 +85,8 @@ class DuplicateFilter:
                              f"got {cursor!r}")
         self.memory = int(memory)
         self.cursor = int(cursor)
-        self._one_key = np.zeros(1, dtype=np.uint64)
-        self._one_keep = np.zeros(1, dtype=bool)
+        #: Documents :meth:`distinct` dropped.
+        self.skipped = 0
         m = max(self.memory, 1)
         # A power of 2 at least twice the ring: the set is at most half full.
         self._table = np.zeros(1 << (2 * m - 1).bit_length(), dtype=np.uint64)
@@ -128,14 +128,24 @@ class DuplicateFilter:
         keep[np.asarray(pairs, dtype=np.int64)] = kept
         return keep
 
-    def is_new(self, tokens: Sequence[str]) -> bool:
-        """:meth:`keep` of one document (remembered if kept and of two tokens or more)."""
-        if not self.enabled or len(tokens) < 2:
-            return True
-        self._one_key[0] = document_key(tokens)
-        self.cursor = int(duplicates_filter(self._table, self.ring, self.cursor,
-                                            self._one_key, self._one_keep))
-        return bool(self._one_keep[0])
+    def distinct(self, documents: Iterable[Sequence[str]], *, batch: int = 4096
+                 ) -> Iterator[Sequence[str]]:
+        """The documents :meth:`keep` keeps, in order, decided ``batch`` at a time (one call
+        per document cost 0.6 of 2.3 CPU s reading 300,000 short ones); how many were
+        dropped adds up in :attr:`skipped`."""
+        pending: list[Sequence[str]] = []
+        for document in documents:
+            pending.append(document)
+            if len(pending) >= batch:
+                yield from self._kept(pending)
+        yield from self._kept(pending)
+
+    def _kept(self, pending: list) -> Iterator[Sequence[str]]:
+        keep = self.keep(pending)
+        self.skipped += int(keep.size - np.count_nonzero(keep))
+        kept = [d for d, k in zip(pending, keep) if k]
+        pending.clear()
+        yield from kept
 
     def changed_since(self, cursor: int) -> list[tuple[int, int]]:
         """The slices ``[a, b)`` of :attr:`ring` written since the filter was at ``cursor``:

@@ -193,19 +193,23 @@ def first_pass(paths, *, tokenizer, capacity: int, min_df: float, max_df: float 
     documents (:func:`first_pass_store_settings`), so that the store counts what ``fit
     --input`` counts.
     """
+    def documents():
+        for path in paths:
+            for _, raw in iter_lines(path):
+                try:
+                    _, tokens = record_tokens(raw, tokenizer, format=format,
+                                              text_field=text_field, max_bytes=max_bytes,
+                                              max_tokens=max_tokens)
+                except Exception:  # noqa: BLE001 - the loop rejects it (malformed, ...)
+                    continue
+                if tokens:
+                    yield tokens
+
     df: collections.Counter[str] = collections.Counter()
     n_docs = 0
-    seen = DuplicateFilter(duplicate_memory)
-    for path in paths:
-        for _, raw in iter_lines(path):
-            try:
-                _, tokens = record_tokens(raw, tokenizer, format=format, text_field=text_field,
-                                          max_bytes=max_bytes, max_tokens=max_tokens)
-            except Exception:  # noqa: BLE001 - the loop rejects it (malformed, unprocessable)
-                continue
-            if tokens and seen.is_new(tokens):
-                df.update(set(tokens))
-                n_docs += 1
+    for tokens in DuplicateFilter(duplicate_memory).distinct(documents()):
+        df.update(set(tokens))
+        n_docs += 1
     limit = 1.0 if max_df is None else max_df
     too_frequent = sorted(w for w, c in df.items() if c >= min_df and c > limit * n_docs)
     return FirstPass(vocabulary_by_df(df, n_docs, min_df=min_df, max_df=limit,
