@@ -22,6 +22,7 @@ from anchorstream._kernels.cooc import cooc_symmetric_matmul
 from anchorstream._kernels.store import store_entries_to_upper_csr
 from anchorstream.errors import InputError
 from anchorstream.stats.cooccurrence import Cooccurrence, cap_pairs, check_count
+from anchorstream.stats.headblock import MIN_WORDS, HeadBlock, head_block
 
 __all__ = ["SparseCooccurrence", "canonical_csr", "upper_csr"]
 
@@ -129,6 +130,10 @@ class SparseCooccurrence:
         self.mass = mass
         self.num_docs = check_count("num_docs", num_docs)
         self.num_tokens = check_count("num_tokens", num_tokens)
+        self._head: HeadBlock | None | bool = False  # not chosen yet
+
+    #: Fewest words of the dense head block products use (:mod:`anchorstream.stats.headblock`).
+    head_min_words = MIN_WORDS
 
     @classmethod
     def from_dense(cls, cooc: Cooccurrence) -> SparseCooccurrence:
@@ -167,12 +172,29 @@ class SparseCooccurrence:
             return float(self.num_docs)
         return self._counts_sum
 
+    def head_block(self) -> HeadBlock | None:
+        """The dense block of the most connected words that products multiply apart (chosen
+        at the first call and kept; None where none pays), :func:`~anchorstream.stats.
+        headblock.head_block`."""
+        if self._head is False:
+            self._head = head_block(self.upper, min_words=self.head_min_words)
+        return self._head
+
+    def drop_head_block(self) -> None:
+        """Frees the head block (up to the counts' own memory) of counts kept between fits;
+        the next product chooses it again."""
+        self._head = False
+
     def _counts_matmul(self, Z: np.ndarray) -> np.ndarray:
         # One pass over U for U Z + Uᵀ Z − diag(U) Z: a CSR copy of Uᵀ would double the
         # counts' memory (benchmarks/README.md, "Refresh memory": as fast as scipy's two
-        # products from 40 columns on, 1.1-1.8x slower on one to 16).
+        # products from 40 columns on, 1.1-1.8x slower on one to 16); the pairs of the dense
+        # head block, where there is one, go through BLAS instead.
         U = self.upper
         Z2 = np.ascontiguousarray(Z.reshape(Z.shape[0], -1), dtype=np.float64)
+        head = self.head_block()
+        if head is not None:
+            return head.matmul(Z2).reshape(Z.shape)
         out = np.zeros_like(Z2)
         cooc_symmetric_matmul(U.indptr, U.indices, U.data, Z2, out)
         return out.reshape(Z.shape)
