@@ -34,6 +34,29 @@ def test_estep_in_float32_agrees_with_float64(rng, K):
     np.testing.assert_allclose(M, want_M, rtol=1e-5)
 
 
+def test_estep_flushes_entries_whose_products_would_be_subnormal(rng):
+    # Entries of 1e-25 and 1e-30 (normal float32 numbers whose products with each other, or
+    # with a small weight, are subnormal: ~100x slower arithmetic) go to 0 in the float32
+    # pass; the E-step is the float64 one all the same.
+    from anchorstream.model.pairpass import _FLUSH, _padded_float32
+
+    C = rng.random((20, 20))
+    pairs = pair_counts(C + C.T)
+    B = rng.random((20, 6)) + 0.01
+    B[rng.random(B.shape) < 0.3] = 1e-25
+    B[0, :3] = 1e-30
+    B /= B.sum(axis=0)
+    R = rng.random((6, 6))
+    R = (R + R.T) / (2 * R.sum())
+    padded = _padded_float32(B, 8)
+    assert not np.any((padded > 0) & (padded < _FLUSH))
+    assert _FLUSH**2 >= np.finfo(np.float32).tiny and 1e-25 < _FLUSH < 1e-18
+    ll, M = _estep(pairs, B, R)
+    want_ll, want_M = _float64_estep(pairs, B, R)
+    assert ll == pytest.approx(want_ll, rel=1e-6)
+    np.testing.assert_allclose(M, want_M, rtol=1e-5, atol=1e-12 * np.abs(want_M).max())
+
+
 def test_estep_falls_back_to_float64_where_float32_cannot_hold_a_probability():
     # Word 2's weights (1e-20) make its pairs' probabilities ~1e-40: below float32's smallest
     # normal number, but a positive probability all the same, so the log-likelihood is finite.
