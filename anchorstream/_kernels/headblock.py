@@ -79,7 +79,8 @@ def head_block_split(indptr, indices, data, pos, block):
 
     Returns
     -------
-    (indptr of shape (n + 1,), indices, float64 data), index arrays of the input's types
+    (indptr of shape (n + 1,), indices, data)
+        The index arrays of the input's types, the values of ``block``'s.
         The entries outside the block.
     """
     n = indptr.shape[0] - 1
@@ -92,7 +93,7 @@ def head_block_split(indptr, indices, data, pos, block):
                 kept += 1
         rest_ptr[i + 1] = rest_ptr[i] + kept
     rest_idx = np.empty(rest_ptr[n], dtype=indices.dtype)
-    rest_val = np.empty(rest_ptr[n], dtype=np.float64)
+    rest_val = np.empty(rest_ptr[n], dtype=block.dtype)
     for i in range(n):
         pi = pos[i]
         t = rest_ptr[i]
