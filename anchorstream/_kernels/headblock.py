@@ -80,8 +80,8 @@ def head_block_split(indptr, indices, data, pos, block):
     Returns
     -------
     (indptr of shape (n + 1,), indices, data)
-        The index arrays of the input's types, the values of ``block``'s.
-        The entries outside the block.
+        The entries outside the block as CSR: index arrays of the input's types, values of
+        ``block``'s dtype.
     """
     n = indptr.shape[0] - 1
     rest_ptr = np.zeros(n + 1, dtype=indptr.dtype)
