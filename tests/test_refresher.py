@@ -272,6 +272,38 @@ def test_warm_lowrank_refreshes_read_only_the_segments_committed_since(tmp_path,
     assert cold.refresh_once()["version"] == 1 and cold._sparse is None
 
 
+def test_lowrank_refreshes_multiply_through_a_head_block_and_keep_none(tmp_path, monkeypatch):
+    # With a dense head block (stats/headblock.py; this small store's is forced by a lower
+    # size floor) a refresh publishes the topics it publishes without one, and a read kept
+    # for the next warm refresh does not keep the block's memory with it.
+    import daemon.refresh as refresh_mod
+    from anchorstream.stats import sparse as sparse_mod
+
+    monkeypatch.setattr(refresh_mod, "SPARSE_KEEP", float("inf"))
+    built = []
+    choose = sparse_mod.head_block
+    monkeypatch.setattr(sparse_mod, "head_block",
+                        lambda *a, **k: built.append(choose(*a, **k)) or built[-1])
+    store = CooccurrenceStore.create(tmp_path / "store", capacity=400, admit_threshold=2)
+    store.add(planted_docs(1500, seed=1))
+    store.checkpoint()
+    kw = {"n_topics": K, "anchor_min_df": 5, "rectify_method": "lowrank"}
+    published = []
+    for floor in (10**6, 2):
+        monkeypatch.setattr(sparse_mod.SparseCooccurrence, "head_min_words", floor)
+        pub = Publisher(tmp_path / f"snaps{floor}", keep=5)
+        ref = Refresher(store.url, pub, model_kwargs=kw, min_new_docs=1, min_df=0)
+        assert ref.refresh_once()["version"] == 1
+        held = ref._sparse.cooccurrence
+        assert held._head is False  # kept without its block
+        published.append(np.asarray(pub.latest()[1].topic_word, dtype=np.float64))
+    assert built[0] is None and built[-1] is not None  # the second refresh had a block
+    assert built[-1].words.size >= 2
+    plain, headed = published
+    for row in headed:  # every topic is one of the float64 refresh's
+        assert np.abs(plain - row).sum(axis=1).min() < 1e-3
+
+
 def test_lowrank_rectification_on_a_length_capped_store_refreshes_warm(tmp_path):
     # The daemon's model.rectify_method: lowrank path on what a store with the product's
     # document weighting holds: published, then warm-started, the planted topics kept.
