@@ -293,11 +293,13 @@ class Refresher:
                 else:
                     observe(name, seconds)
 
-            model, fit, init, settings = self._fit(cooc, words, docs, on_stage, window,
-                                                   st.n_docs_added)
-            if self.sparse:
-                # The read may be kept for the next refresh: not the products' dense block.
-                cooc_all.drop_head_block()
+            try:
+                model, fit, init, settings = self._fit(cooc, words, docs, on_stage, window,
+                                                       st.n_docs_added)
+            finally:
+                if self.sparse:
+                    # The read may be kept for the next refresh: not the products' dense block.
+                    cooc_all.drop_head_block()
 
             stage = "align"
             t0 = time.perf_counter()
