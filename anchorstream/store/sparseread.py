@@ -89,12 +89,20 @@ def sparse_upper(root, meta, state: StoreState, active: np.ndarray,
                                        rall.size, lo, c0 == r0)
             band = piece if band is None else store_csr_add(*band, *piece)
         if segments is not None:
-            rows = segments[lo : lo + rall.size]
-            rows = (rows.indptr.astype(np.int64), rows.indices.astype(np.int32), rows.data)
+            rows = _row_views(segments, lo, lo + rall.size)
             band = rows if band is None else store_csr_add(*band, *rows)
         if band is not None:
             out.put(lo, *band)
     return out.csr()
+
+
+def _row_views(m: sp.csr_matrix, lo: int, hi: int):
+    """Rows ``lo:hi`` of ``m`` as CSR arrays ``(int64 indptr, int32 indices, data)``, the last
+    two views of ``m``'s (scipy's row slice copies them: 0.06 CPU s a read of mail's 6.9M
+    segment pairs)."""
+    a, b = int(m.indptr[lo]), int(m.indptr[hi])
+    return (m.indptr[lo : hi + 1].astype(np.int64) - a,
+            m.indices[a:b].astype(np.int32, copy=False), m.data[a:b])
 
 
 def _segments_upper(reader: EntryReader, segments, pos: np.ndarray, n: int):
