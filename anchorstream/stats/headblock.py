@@ -50,12 +50,6 @@ class HeadBlock:
     block: np.ndarray
     rest: sp.csr_matrix
 
-    @property
-    def nbytes(self) -> int:
-        r = self.rest
-        return (self.block.nbytes + self.words.nbytes + r.data.nbytes + r.indices.nbytes
-                + r.indptr.nbytes)
-
     def matmul(self, Z: np.ndarray) -> np.ndarray:
         """The full symmetric counts times ``Z`` (``(n, b)``), computed in float32, returned in
         float64."""
