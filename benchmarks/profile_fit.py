@@ -104,7 +104,9 @@ def main(argv=None) -> int:
     p.add_argument("--args", default="", help="extra `anchorstream fit` arguments, with '='")
     a = p.parse_args(argv)
     from benchmarks.quality.corpora import load
+    from benchmarks.quality.run import compile_sources
 
+    compile_sources()  # as installed: no timed run compiles this checkout's modules
     print(f"load average {os.getloadavg()[0]:.1f}; `anchorstream fit` {a.args or '(defaults)'}",
           flush=True)
     cols = PHASES + ("total", "numba load")
