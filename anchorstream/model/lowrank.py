@@ -56,33 +56,10 @@ __all__ = [
     "lowrank_result",
     "rectify_lowrank",
     "scan_rows",
-    "solve_tol",
 ]
 
 #: Seconds between INFO progress lines of a long rectification.
 _PROGRESS_SECONDS = 10.0
-#: The loop's eigensolves after the first are inexact (:func:`solve_tol`): each stops at this
-#: share of the last iteration's change of the iterate, at most a tenth of ``tol``, never
-#: below ``eig_tol``. The projections that follow move the iterate by more than such a solve
-#: leaves out, and once the change nears ``tol`` the solves are 100x tighter than it. The
-#: first solve, of ``C`` from random vectors, still runs to ``eig_tol``: stopped sooner, the
-#: random start showed through in the result (benchmarks/README.md, "Session 28"; a test holds
-#: the result the same for every start). Measured on four benchmark corpora (session 57): the
-#: later solves' products 25-34 instead of 30-41, 0.08-0.13 CPU s (13-19%) of the
-#: rectifier's; the topics within a mean matched ℓ1 of 0.002-0.004 of those of solves to
-#: ``eig_tol`` (0.05 on one, where an anchor changed).
-STEP_SOLVE_SHARE = 0.01
-
-
-def solve_tol(eig_tol: float, tol: float, change: float) -> float:
-    """The tolerance of an eigensolve inside :func:`rectify_lowrank`'s loop after an
-    iteration that changed the iterate by ``change`` (``inf`` before the first change is
-    known): ``max(eig_tol, min(tol / 10, STEP_SOLVE_SHARE · change))``.
-
-    >>> solve_tol(1e-6, 1e-3, float("inf")), solve_tol(1e-6, 1e-3, 2e-3), solve_tol(1e-6, 1e-3, 0)
-    (0.0001, 2e-05, 1e-06)
-    """
-    return max(eig_tol, min(0.1 * tol, STEP_SOLVE_SHARE * change))
 
 
 def default_rows(n_words: int, n_topics: int) -> int:
@@ -488,9 +465,7 @@ def rectify_lowrank(
         Eigenvectors of a nearby matrix (a previous rectification): they seed the first
         eigensolve.
     eig_tol : float, optional
-        Tolerance of the eigensolves once the iterate has settled (default ``tol / 100``
-        clipped to ``[1e-8, 1e-6]``); the first one runs to it, the later ones stop sooner
-        while the iterate still moves (:func:`solve_tol`).
+        Tolerance of the eigensolves (default ``tol / 100`` clipped to ``[1e-8, 1e-6]``).
     random_state : int, Generator or None
 
     Returns
@@ -556,8 +531,8 @@ def rectify_lowrank(
             next_report = now + _PROGRESS_SECONDS
         if converged or n_iter == max_iter:
             break
-        theta, X, _, info = top_eigh(iterate.__matmul__, V, K, init=X,
-                                     tol=solve_tol(eig_tol, tol, residual), random_state=rng)
+        theta, X, _, info = top_eigh(iterate.__matmul__, V, K, init=X, tol=eig_tol,
+                                     random_state=rng)
         n_products += info["n_products"]
         Y = mixer(Y, X[:, :K] * np.sqrt(np.maximum(theta[:K], 0.0)), residual)
 
