@@ -9,7 +9,8 @@ choosing the vocabulary, counting (document-term matrix and co-occurrence), the 
 is the glue between them), writing the snapshot, and how much of all that was numba loading
 its compiled kernels from the on-disk cache. The phases come from the manifest's
 ``extra.cpu_seconds``; the numba share is measured by timing numba's dispatcher in the child
-process; the total from the operating system.
+process; the total from the operating system. The last column gives the rectifier's
+iterations and, where the fit refines, its EM passes (``extra.fit``).
 
 Run from the repository root, in the benchmark environment::
 
@@ -88,8 +89,14 @@ def run_once(corpus, K: int, V: int, args: list[str]) -> dict:
         shutil.rmtree(work, ignore_errors=True)
     # Writing is what the process spent after the manifest's last mark (and exit).
     phases["write"] = cpu - sum(phases.values())
+    fit = extra.get("fit") or {}
+    # The refinement's EM passes follow its path: the same fit took 51 or 69 passes on `long`
+    # at K = 50 after a change that moved its start by 1e-3 (session 57), a second of CPU.
+    iterations = str(fit.get("rectify_iterations"))
+    if fit.get("refine_iterations") is not None:
+        iterations += f" / {fit['refine_iterations']} EM"
     return {"wall": wall, "cpu": cpu, "phases": phases, "numba_load": numba["numba_load"],
-            "iterations": (extra.get("fit") or {}).get("rectify_iterations")}
+            "iterations": iterations}
 
 
 def main(argv=None) -> int:
@@ -110,7 +117,8 @@ def main(argv=None) -> int:
     print(f"load average {os.getloadavg()[0]:.1f}; `anchorstream fit` {a.args or '(defaults)'}",
           flush=True)
     cols = PHASES + ("total", "numba load")
-    print(f"{'corpus':8s} {'K':>3s} " + " ".join(f"{c[:8]:>8s}" for c in cols) + "  iters")
+    print(f"{'corpus':8s} {'K':>3s} " + " ".join(f"{c[:8]:>8s}" for c in cols)
+          + "  iterations (rectify / refine)")
     for name in [x for x in a.corpora.split(",") if x]:
         corpus = load(name, verbose=False)
         K, V = a.topics or corpus.n_topics, a.vocab_size or corpus.vocab_size
