@@ -228,6 +228,35 @@ def test_a_float32_scan_keeps_its_block_in_float32_and_multiplies_as_float64(rng
     np.testing.assert_allclose(narrow.sums, wide.sums, rtol=1e-5)
 
 
+def test_a_float32_scan_keeps_sparse_entries_in_float32_and_multiplies_as_float64(rng):
+    # Held sparse, the loop's corrections keep the float32 scan's precision too: its products
+    # run in float32 and come back in float64, its sums and rows in float64, all close to a
+    # float64 scan's; a float64 scan (the result's) stays float64.
+    V, n = 300, 40
+    Y = np.abs(rng.standard_normal((V, 6)))
+    Y[rng.random(V) < 0.05] *= -1.0  # a few rows pointing the other way: a sparse E
+    scanned = np.sort(rng.choice(V, n, replace=False))
+    outside = np.ones(V, dtype=bool)
+    outside[scanned] = False
+    wide = lowrank_corrections.Corrections.scan(Y, scanned, outside, dense=False)
+    narrow = lowrank_corrections.Corrections.scan(Y.astype(np.float32), scanned, outside,
+                                                  dense=False)
+    assert not wide.dense and not narrow.dense and wide.csr.nnz > 0
+    assert wide.csr.dtype == np.float64 and narrow.csr.dtype == np.float32
+    Z = rng.standard_normal((V, 5))
+    got, want = narrow @ Z, wide @ Z
+    assert got.dtype == np.float64
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5 * np.abs(want).max())
+    assert narrow.sums.dtype == np.float64
+    np.testing.assert_allclose(narrow.sums, wide.sums, rtol=1e-5, atol=1e-6 * wide.sums.max())
+    idx = np.arange(0, V, 7)
+    rows = narrow.rows(idx)
+    assert rows.dtype == np.float64
+    np.testing.assert_allclose(rows, wide.rows(idx), rtol=1e-5, atol=1e-6 * wide.sums.max())
+    np.testing.assert_allclose(narrow.sqnorms(), wide.sqnorms(), rtol=1e-5,
+                               atol=1e-6 * wide.sqnorms().max())
+
+
 @pytest.mark.parametrize("negative_share", [0.0, 0.05, 0.5])
 def test_an_unhinted_scan_samples_the_form_and_finds_the_same_corrections(rng, negative_share):
     # Without a hint the scan samples columns to choose the form; the corrections are those

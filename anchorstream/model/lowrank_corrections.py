@@ -55,10 +55,15 @@ class Corrections:
     topic in ℓ1), and in the result, whose entries are found in float64 and then stored
     (a warm refresh's anchor search 0.10 → 0.07 s, a cold one's 0.33 → 0.21, npm summaries,
     K = 50: the same anchors, topics within 4e-5; half the bytes). A dense ``E`` is
-    ``scale`` times the block as held (:meth:`scale_` leaves the block alone).
+    ``scale`` times the block as held (:meth:`scale_` leaves the block alone). Sparse entries
+    are held in the scan's precision (``sparse_dtype``): float32 in the loop, whose products
+    then run in float32 (the sparse product was the largest piece of the later eigensolves at
+    K = 50 on the quality benchmark's long sections, 0.39 of 1.05 s: 1.05 → 0.84 s, medium
+    0.87 → 0.73, the same products, iterations and topics, session 57), float64 in the result.
     """
 
-    def __init__(self, i, p, values, scanned, outside, dtype=np.float64):
+    def __init__(self, i, p, values, scanned, outside, dtype=np.float64,
+                 sparse_dtype=np.float64):
         V, n = outside.size, scanned.size
         self.scanned, self.outside = scanned, outside
         self.dense = values.size > _DENSE_SHARE * V * max(n, 1)
@@ -69,8 +74,11 @@ class Corrections:
         else:
             # Each row's columns in the entries' order, unsorted (corrections_csr).
             indptr, indices, data = corrections_csr(i, p, values, scanned, outside)
-            self.csr = sp.csr_matrix((data, indices, indptr), shape=(V, V))
-            self.sums = np.asarray(self.csr.sum(axis=1)).ravel()  # row sums
+            csr = sp.csr_matrix((data, indices, indptr), shape=(V, V))
+            self.sums = np.asarray(csr.sum(axis=1)).ravel()  # row sums, in float64
+            if data.dtype != sparse_dtype:
+                csr = sp.csr_matrix((data.astype(sparse_dtype), indices, indptr), shape=(V, V))
+            self.csr = csr
 
     def _set_block(self, block: np.ndarray, sums: np.ndarray | None = None,
                    sqnorms: np.ndarray | None = None) -> None:
@@ -104,7 +112,8 @@ class Corrections:
         if dense is None:
             dense = _expect_dense(Y, scanned)
         if not dense:
-            return cls(*_negative_entries(Y, scanned), scanned, outside, dtype)
+            return cls(*_negative_entries(Y, scanned), scanned, outside, dtype,
+                       sparse_dtype=Y.dtype)
         if dtype == np.float32 and Y.dtype == np.float64:
             # Straight into the block, its entries within float32's rounding of K products.
             Y = Y.astype(np.float32)
@@ -128,7 +137,8 @@ class Corrections:
                                 rows_sq[r : r + _SCAN_ROWS], cols, cols_sq)
         if count <= _DENSE_SHARE * V * max(n, 1):
             i, p = np.nonzero(block)
-            return cls(i, p, block[i, p].astype(np.float64), scanned, outside, dtype)
+            return cls(i, p, block[i, p].astype(np.float64), scanned, outside, dtype,
+                       sparse_dtype=Y.dtype)
         # Row i of E also holds, for a scanned word, its mirrored column on the other words.
         rows[scanned] += cols
         rows_sq[scanned] += cols_sq
@@ -155,9 +165,12 @@ class Corrections:
         self.sums *= c
 
     def __matmul__(self, Z: np.ndarray) -> np.ndarray:
-        """``E @ Z`` for a 2-D ``Z``."""
+        """``E @ Z`` for a 2-D ``Z``, in float64 (computed in the entries' precision)."""
         if not self.dense:
-            return self.csr @ Z
+            csr = self.csr
+            if csr.dtype == Z.dtype:
+                return csr @ Z
+            return (csr @ Z.astype(csr.dtype)).astype(np.float64, copy=False)
         block = self.block
         Zb = Z.astype(block.dtype, copy=False)
         out = (block @ Zb[self.scanned]).astype(np.float64, copy=False)
@@ -169,7 +182,7 @@ class Corrections:
     def rows(self, idx: np.ndarray) -> np.ndarray:
         """Dense rows ``E[idx]``, shape (len(idx), V)."""
         if not self.dense:
-            return self.csr[idx].toarray()
+            return self.csr[idx].toarray().astype(np.float64, copy=False)
         out = np.zeros((idx.size, self.outside.size))
         # A scanned word's row also holds its mirrored column (block_rows).
         block_rows(self.block, self.scanned, self.position, self.outside,
@@ -180,7 +193,8 @@ class Corrections:
         """``‖E_i‖²`` of every row."""
         if not self.dense:
             csr = self.csr
-            return np.asarray(sp.csr_matrix((csr.data * csr.data, csr.indices, csr.indptr),
+            data = csr.data.astype(np.float64, copy=False)
+            return np.asarray(sp.csr_matrix((data * data, csr.indices, csr.indptr),
                                             shape=csr.shape).sum(axis=1)).ravel()
         if self._sqnorms is not None:  # found by the scan (and scaled with the block)
             return self._sqnorms.copy()
