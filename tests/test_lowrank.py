@@ -208,24 +208,17 @@ def test_dense_and_sparse_corrections_give_the_same_result(corpus):
     np.testing.assert_allclose(dense.row_sqnorms, sparse.row_sqnorms, rtol=1e-6)
 
 
-def _float64_and_float32_scans(Y, rng, *, dense, n=40):
-    """The corrections of ``Y`` on ``n`` random scanned words, scanned from ``Y`` and from its
-    float32 copy (the rectifier's loop), both held in the form ``dense`` says."""
-    V = Y.shape[0]
-    scanned = np.sort(rng.choice(V, n, replace=False))
-    outside = np.ones(V, dtype=bool)
-    outside[scanned] = False
-    scan = lowrank_corrections.Corrections.scan
-    return (scan(Y, scanned, outside, dense=dense),
-            scan(Y.astype(np.float32), scanned, outside, dense=dense))
-
-
 def test_a_float32_scan_keeps_its_block_in_float32_and_multiplies_as_float64(rng):
     # The rectifier's loop scans in float32: its dense block stays float32 (half the bytes,
     # float32 GEMMs) and its products and sums come back in float64, close to a float64 scan's.
-    V = 300
+    V, n = 300, 40
     Y = rng.standard_normal((V, 6))
-    wide, narrow = _float64_and_float32_scans(Y, rng, dense=True)
+    scanned = np.sort(rng.choice(V, n, replace=False))
+    outside = np.ones(V, dtype=bool)
+    outside[scanned] = False
+    wide = lowrank_corrections.Corrections.scan(Y, scanned, outside, dense=True)
+    narrow = lowrank_corrections.Corrections.scan(Y.astype(np.float32), scanned, outside,
+                                                  dense=True)
     assert wide.dense and narrow.dense  # about half of a random Y Yᵀ is negative
     assert wide.block.dtype == np.float64 and narrow.block.dtype == np.float32
     Z = rng.standard_normal((V, 5))
@@ -233,30 +226,6 @@ def test_a_float32_scan_keeps_its_block_in_float32_and_multiplies_as_float64(rng
     assert got.dtype == np.float64
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5 * np.abs(want).max())
     np.testing.assert_allclose(narrow.sums, wide.sums, rtol=1e-5)
-
-
-def test_a_float32_scan_keeps_sparse_entries_in_float32_and_multiplies_as_float64(rng):
-    # Held sparse, the loop's corrections keep the float32 scan's precision too: its products
-    # run in float32 and come back in float64, its sums and rows in float64, all close to a
-    # float64 scan's; a float64 scan (the result's) stays float64.
-    V = 300
-    Y = np.abs(rng.standard_normal((V, 6)))
-    Y[rng.random(V) < 0.05] *= -1.0  # a few rows pointing the other way: a sparse E
-    wide, narrow = _float64_and_float32_scans(Y, rng, dense=False)
-    assert not wide.dense and not narrow.dense and wide.csr.nnz > 0
-    assert wide.csr.dtype == np.float64 and narrow.csr.dtype == np.float32
-    Z = rng.standard_normal((V, 5))
-    got, want = narrow @ Z, wide @ Z
-    assert got.dtype == np.float64
-    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5 * np.abs(want).max())
-    assert narrow.sums.dtype == np.float64
-    np.testing.assert_allclose(narrow.sums, wide.sums, rtol=1e-5, atol=1e-6 * wide.sums.max())
-    idx = np.arange(0, V, 7)
-    rows = narrow.rows(idx)
-    assert rows.dtype == np.float64
-    np.testing.assert_allclose(rows, wide.rows(idx), rtol=1e-5, atol=1e-6 * wide.sums.max())
-    np.testing.assert_allclose(narrow.sqnorms(), wide.sqnorms(), rtol=1e-5,
-                               atol=1e-6 * wide.sqnorms().max())
 
 
 @pytest.mark.parametrize("negative_share", [0.0, 0.05, 0.5])

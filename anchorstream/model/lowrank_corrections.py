@@ -55,15 +55,10 @@ class Corrections:
     topic in ℓ1), and in the result, whose entries are found in float64 and then stored
     (a warm refresh's anchor search 0.10 → 0.07 s, a cold one's 0.33 → 0.21, npm summaries,
     K = 50: the same anchors, topics within 4e-5; half the bytes). A dense ``E`` is
-    ``scale`` times the block as held (:meth:`scale_` leaves the block alone). Sparse entries
-    are held in the scan's precision (``sparse_dtype``): float32 in the loop, whose products
-    then run in float32 (the sparse product was the largest piece of the later eigensolves at
-    K = 50 on the quality benchmark's long sections, 0.39 of 1.05 s: 1.05 → 0.84 s, medium
-    0.87 → 0.73, the same products, iterations and topics, session 57), float64 in the result.
+    ``scale`` times the block as held (:meth:`scale_` leaves the block alone).
     """
 
-    def __init__(self, i, p, values, scanned, outside, dtype=np.float64,
-                 sparse_dtype=np.float64):
+    def __init__(self, i, p, values, scanned, outside, dtype=np.float64):
         V, n = outside.size, scanned.size
         self.scanned, self.outside = scanned, outside
         self.dense = values.size > _DENSE_SHARE * V * max(n, 1)
@@ -74,11 +69,8 @@ class Corrections:
         else:
             # Each row's columns in the entries' order, unsorted (corrections_csr).
             indptr, indices, data = corrections_csr(i, p, values, scanned, outside)
-            csr = sp.csr_matrix((data, indices, indptr), shape=(V, V))
-            self.sums = np.asarray(csr.sum(axis=1)).ravel()  # row sums, in float64
-            if data.dtype != sparse_dtype:
-                csr = sp.csr_matrix((data.astype(sparse_dtype), indices, indptr), shape=(V, V))
-            self.csr = csr
+            self.csr = sp.csr_matrix((data, indices, indptr), shape=(V, V))
+            self.sums = np.asarray(self.csr.sum(axis=1)).ravel()  # row sums
 
     def _set_block(self, block: np.ndarray, sums: np.ndarray | None = None,
                    sqnorms: np.ndarray | None = None) -> None:
@@ -101,7 +93,7 @@ class Corrections:
     def scan(cls, Y: np.ndarray, scanned: np.ndarray, outside: np.ndarray, *,
              dense: bool | None = None, dtype=None) -> Corrections:
         """The corrections of ``Y Yᵀ``, scanned in ``Y``'s precision; a dense block is held
-        in ``dtype`` (default ``Y``'s), sparse entries in ``Y``'s. A dense block held in
+        in ``dtype`` (default ``Y``'s), sparse entries in float64. A dense block held in
         float32 is also formed in float32 (a float32 GEMM: 22 against 38 ms at V = 5000, K =
         50, |I| = 1500, a warm refresh's scan). ``dense`` says which form to
         expect: dense, ``N`` is formed in place (no entry lists, no scatter); else its entries
@@ -112,8 +104,7 @@ class Corrections:
         if dense is None:
             dense = _expect_dense(Y, scanned)
         if not dense:
-            return cls(*_negative_entries(Y, scanned), scanned, outside, dtype,
-                       sparse_dtype=Y.dtype)
+            return cls(*_negative_entries(Y, scanned), scanned, outside, dtype)
         if dtype == np.float32 and Y.dtype == np.float64:
             # Straight into the block, its entries within float32's rounding of K products.
             Y = Y.astype(np.float32)
@@ -137,8 +128,7 @@ class Corrections:
                                 rows_sq[r : r + _SCAN_ROWS], cols, cols_sq)
         if count <= _DENSE_SHARE * V * max(n, 1):
             i, p = np.nonzero(block)
-            return cls(i, p, block[i, p].astype(np.float64), scanned, outside, dtype,
-                       sparse_dtype=Y.dtype)
+            return cls(i, p, block[i, p].astype(np.float64), scanned, outside, dtype)
         # Row i of E also holds, for a scanned word, its mirrored column on the other words.
         rows[scanned] += cols
         rows_sq[scanned] += cols_sq
@@ -165,12 +155,9 @@ class Corrections:
         self.sums *= c
 
     def __matmul__(self, Z: np.ndarray) -> np.ndarray:
-        """``E @ Z`` for a 2-D ``Z``, in float64 (computed in the entries' precision)."""
+        """``E @ Z`` for a 2-D ``Z``."""
         if not self.dense:
-            csr = self.csr
-            if csr.dtype == Z.dtype:
-                return csr @ Z
-            return (csr @ Z.astype(csr.dtype)).astype(np.float64, copy=False)
+            return self.csr @ Z
         block = self.block
         Zb = Z.astype(block.dtype, copy=False)
         out = (block @ Zb[self.scanned]).astype(np.float64, copy=False)
@@ -182,7 +169,7 @@ class Corrections:
     def rows(self, idx: np.ndarray) -> np.ndarray:
         """Dense rows ``E[idx]``, shape (len(idx), V)."""
         if not self.dense:
-            return self.csr[idx].toarray().astype(np.float64, copy=False)
+            return self.csr[idx].toarray()
         out = np.zeros((idx.size, self.outside.size))
         # A scanned word's row also holds its mirrored column (block_rows).
         block_rows(self.block, self.scanned, self.position, self.outside,
@@ -193,8 +180,7 @@ class Corrections:
         """``‖E_i‖²`` of every row."""
         if not self.dense:
             csr = self.csr
-            data = csr.data.astype(np.float64, copy=False)
-            return np.asarray(sp.csr_matrix((data * data, csr.indices, csr.indptr),
+            return np.asarray(sp.csr_matrix((csr.data * csr.data, csr.indices, csr.indptr),
                                             shape=csr.shape).sum(axis=1)).ravel()
         if self._sqnorms is not None:  # found by the scan (and scaled with the block)
             return self._sqnorms.copy()
