@@ -166,7 +166,7 @@ def main(argv=None) -> int:
                 change = f"{warm.rectify_change_:6.3f}" if rectified == "warm" else "   >max"
                 label = method if margin is None else f"{method} {margin:g}"
                 print(f"{name:8s} {label:9s} {r:5d} {t0:10.1f} {tw:8.1f} {tc:8.1f} "
-                      f"{tw / tc:9.2f} {cw / cc:17.2f} {scores[0]:+9.4f} {scores[1]:+9.4f} "
+                      f"{tw / tc:9.3f} {cw / cc:17.3f} {scores[0]:+9.4f} {scores[1]:+9.4f} "
                       f"{scores[2]:+9.4f} {kept:3d}/{K:<3d} {rectified:>9s} "
                       f"{change}  {stages}", flush=True)
                 init, t0 = warm, tw

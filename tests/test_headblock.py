@@ -118,3 +118,31 @@ def test_the_low_rank_fit_is_the_same_through_the_block():
     a, b = fits
     np.testing.assert_array_equal(np.sort(a.anchors_), np.sort(b.anchors_))
     assert np.abs(a.topic_word_ - b.topic_word_).sum(axis=0).max() < 1e-4
+
+
+@pytest.mark.parametrize("b", [1, 5, 8, 46])
+def test_one_product_builds_no_block_and_equals_the_product_through_it(b):
+    # A warm refresh multiplies the counts once: building the block would cost more than the
+    # product it speeds up. matmul_once leaves it unchosen, computes in float32 as the block
+    # does, and goes through the block where one was chosen already.
+    n = 300
+    U = _zipf_upper(11, n)
+    once, headed = _sparse(U, n, 1), _sparse(U, n, 1)
+    Z = np.random.default_rng(b).standard_normal((n, b))
+    want = _sparse(U, n, n + 1) @ Z  # float64, no block
+    got = once.matmul_once(Z)
+    assert once._head is False  # not chosen
+    assert got.shape == want.shape and got.dtype == np.float64
+    assert np.abs(got - want).max() <= 1e-6 * np.abs(want).max()
+    assert np.abs(once.matmul_once(Z[:, 0]) - want[:, 0]).max() <= 1e-6 * np.abs(want).max()
+    through = headed @ Z
+    assert headed.head_block() is not None
+    np.testing.assert_array_equal(headed.matmul_once(Z), through)
+
+
+def test_one_product_of_too_few_words_for_a_block_is_the_float64_product():
+    n = 60
+    U = _zipf_upper(12, n)
+    S = _sparse(U, n, n + 1)  # fewer words than a block needs
+    Z = np.random.default_rng(0).standard_normal((n, 3))
+    np.testing.assert_array_equal(S.matmul_once(Z), S @ Z)

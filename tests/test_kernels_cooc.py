@@ -153,6 +153,22 @@ def test_symmetric_matmul_matches_twin_and_the_full_matrix(seed, b):
 
 
 @pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("b", [1, 3, 8, 11])
+def test_symmetric_matmul32_matches_twin_to_float32(seed, b):
+    rng = np.random.default_rng(600 + seed)
+    n = 9
+    dense = rng.random((n, n)) * (rng.random((n, n)) < [0.0, 0.3, 1.0][seed % 3])
+    U = sp.csr_matrix(np.triu(dense))  # float64 values, read as float32
+    Z = rng.standard_normal((n, b)).astype(np.float32)
+    out = np.ones((n, b), dtype=np.float32)  # added into
+    kernels.cooc_symmetric_matmul32(U.indptr, U.indices, U.data, Z, out)
+    assert out.dtype == np.float32
+    want = np.ones((n, b))
+    naive.naive_symmetric_matmul(U.indptr, U.indices, U.data, Z.astype(np.float64), want)
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("seed", range(6))
 @pytest.mark.parametrize("b", [1, 4])
 def test_document_gram_matmul_matches_twin_and_the_sparse_products(seed, b):
     rng = np.random.default_rng(700 + seed)

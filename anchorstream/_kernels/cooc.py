@@ -212,6 +212,16 @@ def cooc_counts(indptr, indices, data, full, n_stripes, out, cap_pairs=2.0):
     return unigram, doc_freq, num_docs, num_tokens
 
 
+@numba.njit(cache=True, inline="always")
+def _symmetric_pair(out, Z, i, j, v):
+    """``out[i] += v Z[j]`` and, off the diagonal, ``out[j] += v Z[i]``."""
+    for c in range(Z.shape[1]):
+        out[i, c] += v * Z[j, c]
+    if j != i:
+        for c in range(Z.shape[1]):
+            out[j, c] += v * Z[i, c]
+
+
 @numba.njit(cache=True)
 def cooc_symmetric_matmul(indptr, indices, data, Z, out):
     """``out += (U + Uᵀ − diag U) Z`` for the upper triangle ``U`` of a symmetric matrix.
@@ -225,21 +235,31 @@ def cooc_symmetric_matmul(indptr, indices, data, Z, out):
     indptr : int ndarray of shape (n + 1,)
     indices : int ndarray of shape (nnz,)
         Column of each entry, at least its row (upper triangle, diagonal included).
-    data : float64 ndarray of shape (nnz,)
-    Z : float64 ndarray of shape (n, b), C-contiguous
-    out : float64 ndarray of shape (n, b), C-contiguous; added into
+    data : float ndarray of shape (nnz,)
+    Z : float ndarray of shape (n, b), C-contiguous, of ``data``'s dtype
+    out : float ndarray of shape (n, b), C-contiguous, of ``data``'s dtype; added into
     """
-    n = indptr.shape[0] - 1
-    b = Z.shape[1]
-    for i in range(n):
+    for i in range(indptr.shape[0] - 1):
         for k in range(indptr[i], indptr[i + 1]):
-            j = indices[k]
-            v = data[k]
-            for c in range(b):
-                out[i, c] += v * Z[j, c]
-            if j != i:
-                for c in range(b):
-                    out[j, c] += v * Z[i, c]
+            _symmetric_pair(out, Z, i, indices[k], data[k])
+
+
+@numba.njit(cache=True)
+def cooc_symmetric_matmul32(indptr, indices, data, Z, out):
+    """:func:`cooc_symmetric_matmul` in float32 from float64 ``data``: each value rounded to
+    float32 as it is read, so the product runs at float32's speed (twice float64's at 46
+    columns) without a float32 copy of the values.
+
+    Parameters
+    ----------
+    indptr, indices : as :func:`cooc_symmetric_matmul`
+    data : float64 ndarray of shape (nnz,)
+    Z : float32 ndarray of shape (n, b), C-contiguous
+    out : float32 ndarray of shape (n, b), C-contiguous; added into
+    """
+    for i in range(indptr.shape[0] - 1):
+        for k in range(indptr[i], indptr[i + 1]):
+            _symmetric_pair(out, Z, i, indices[k], np.float32(data[k]))
 
 
 @numba.njit(cache=True)

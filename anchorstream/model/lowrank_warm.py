@@ -58,8 +58,12 @@ def _probe_new_words(G: np.ndarray) -> np.ndarray:
 
 def data_product(C, basis: np.ndarray) -> np.ndarray:
     """``C @ basis`` as a float64 array: what a later update needs of the data the factor was
-    fitted to, with ``basis`` the factor and the probes side by side (``[F, G]``)."""
-    return np.asarray(C @ np.asarray(basis, dtype=np.float64), dtype=np.float64)
+    fitted to, with ``basis`` the factor and the probes side by side (``[F, G]``). Through
+    ``C.matmul_once`` where ``C`` has it (the store's sparse counts): an update multiplies
+    the new data once."""
+    B = np.asarray(basis, dtype=np.float64)
+    once = getattr(C, "matmul_once", None)
+    return np.asarray(C @ B if once is None else once(B), dtype=np.float64)
 
 
 def rectify_lowrank_update(
