@@ -16,6 +16,7 @@ Run from the repository root, in the benchmark environment::
 
     benchmarks/.cache/venv/bin/python benchmarks/profile_fit.py --corpora medium,long
     ... --repeat 3 --args='--rectify-method lowrank' --topics 50
+    ... --store   # fit --store on a store of the training file (ingested first, not timed)
 """
 
 from __future__ import annotations
@@ -69,16 +70,28 @@ def child(argv: list[str]) -> int:
     return 0
 
 
-def run_once(corpus, K: int, V: int, args: list[str]) -> dict:
+def ingest(corpus, V: int, store: Path) -> None:
+    """The training file ingested into a new store of ``V`` words (not timed)."""
+    from benchmarks.quality.run import anchorstream_command
+
+    base, env = anchorstream_command()
+    subprocess.run([*base, "ingest", "--store", str(store), "--quiet", "--capacity", str(V),
+                    "--stopwords", corpus.stopwords, str(corpus.train_path)],
+                   env=env, cwd=REPO, check=True, capture_output=True)
+
+
+def run_once(corpus, K: int, V: int, args: list[str], store: Path | None = None) -> dict:
     from benchmarks.quality.run import anchorstream_command, children_cpu
 
     base, env = anchorstream_command()
     work = Path(tempfile.mkdtemp(prefix="profile-"))
     try:
+        source = (["--store", str(store)] if store is not None else
+                  ["--input", str(corpus.train_path), "--text-field", "text", "--vocab-size",
+                   str(V), "--stopwords", corpus.stopwords])
         cmd = [sys.executable, __file__, "--child", str(work / "numba.json"), "fit",
-               "--input", str(corpus.train_path), "--text-field", "text", "--topics", str(K),
-               "--vocab-size", str(V), "--seed", "0", "--out", str(work / "snap"), "--quiet",
-               "--stopwords", corpus.stopwords, *args]
+               *source, "--topics", str(K), "--seed", "0", "--out", str(work / "snap"),
+               "--quiet", *args]
         cpu0, t0 = children_cpu(), time.perf_counter()
         subprocess.run(cmd, env=env, cwd=REPO, check=True, capture_output=True)
         wall, cpu = time.perf_counter() - t0, children_cpu() - cpu0
@@ -109,6 +122,9 @@ def main(argv=None) -> int:
     p.add_argument("--vocab-size", type=int, default=None)
     p.add_argument("--repeat", type=int, default=1, help="runs per corpus; the median is shown")
     p.add_argument("--args", default="", help="extra `anchorstream fit` arguments, with '='")
+    p.add_argument("--store", action="store_true",
+                   help="profile `fit --store` on a store the training file was ingested into "
+                        "first (`ingest --capacity V`, not timed) instead of `fit --input`")
     a = p.parse_args(argv)
     from benchmarks.quality.corpora import load
     from benchmarks.quality.run import compile_sources
@@ -122,7 +138,12 @@ def main(argv=None) -> int:
     for name in [x for x in a.corpora.split(",") if x]:
         corpus = load(name, verbose=False)
         K, V = a.topics or corpus.n_topics, a.vocab_size or corpus.vocab_size
-        runs = [run_once(corpus, K, V, shlex.split(a.args)) for _ in range(a.repeat)]
+        with tempfile.TemporaryDirectory(prefix="profile-store-") as tmp:
+            store = Path(tmp) / "store" if a.store else None
+            if store is not None:
+                ingest(corpus, V, store)
+            runs = [run_once(corpus, K, V, shlex.split(a.args), store)
+                    for _ in range(a.repeat)]
         runs.sort(key=lambda r: r["cpu"])
         r = runs[len(runs) // 2]
         vals = [r["phases"].get(c, 0.0) for c in PHASES] + [r["cpu"], r["numba_load"]]
