@@ -128,7 +128,8 @@ def weighted_cooccurrence(X, length_cap) -> np.ndarray:
 
 
 def naive_symmetric_matmul(indptr, indices, data, Z, out):
-    """Twin of ``cooc_symmetric_matmul``: the symmetric matrix written out entry by entry."""
+    """Twin of ``cooc_symmetric_matmul`` (and, in float64, of ``cooc_symmetric_matmul32``):
+    the symmetric matrix written out entry by entry."""
     n = len(indptr) - 1
     for i in range(n):
         for k in range(indptr[i], indptr[i + 1]):
