@@ -185,13 +185,24 @@ class SparseCooccurrence:
         the next product chooses it again."""
         self._head = False
 
-    def _counts_matmul(self, Z: np.ndarray) -> np.ndarray:
+    def _counts_matmul(self, Z: np.ndarray, once: bool = False) -> np.ndarray:
         # One pass over U for U Z + Uᵀ Z − diag(U) Z: a CSR copy of Uᵀ would double the
         # counts' memory (benchmarks/README.md, "Refresh memory": as fast as scipy's two
         # products from 40 columns on, 1.1-1.8x slower on one to 16); the pairs of the dense
         # head block, where there is one, go through BLAS instead.
         U = self.upper
         Z2 = np.ascontiguousarray(Z.reshape(Z.shape[0], -1), dtype=np.float64)
+        if once and self._head is False and self.n_words >= self.head_min_words:
+            # One product only (matmul_once), no block chosen yet: in float32 as through
+            # one, the columns padded with zeros to a multiple of 8 (the kernel's loop over
+            # them runs in vectors of 8 float32 and a scalar remainder: 46 columns take
+            # 0.085 s on the mail store, 48 0.072).
+            b = Z2.shape[1]
+            Z32 = np.zeros((Z2.shape[0], -(-b // 8) * 8), dtype=np.float32)
+            Z32[:, :b] = Z2
+            out32 = np.zeros_like(Z32)
+            cooc_symmetric_matmul32(U.indptr, U.indices, U.data, Z32, out32)
+            return out32[:, :b].astype(np.float64).reshape(Z.shape)
         head = self.head_block()
         if head is not None:
             return head.matmul(Z2).reshape(Z.shape)
@@ -199,37 +210,25 @@ class SparseCooccurrence:
         cooc_symmetric_matmul(U.indptr, U.indices, U.data, Z2, out)
         return out.reshape(Z.shape)
 
-    def __matmul__(self, Z):
+    def _product(self, Z, once: bool) -> np.ndarray:
         Z = np.asarray(Z, dtype=np.float64)
         total = self.total_weight()
         if not total > 0:
             return np.zeros_like(Z)
-        return self._counts_matmul(Z) / total
+        return self._counts_matmul(Z, once) / total
+
+    def __matmul__(self, Z):
+        return self._product(Z, once=False)
 
     def matmul_once(self, Z) -> np.ndarray:
         """``self @ Z`` for a caller that multiplies these counts once (a warm refresh's
         update): where the head block has not been chosen yet, it is not built for one
-        product (on the ``mail`` store building it costs 0.09 s and saves 0.05), and the pairs are
-        multiplied in float32 as they would be through it
+        product (on the ``mail`` store building it costs 0.09 s and saves 0.05), and the
+        pairs are multiplied in float32 as they would be through it
         (:func:`~anchorstream._kernels.cooc.cooc_symmetric_matmul32`: 0.09 s against 0.17
-        in float64 at 46 columns)."""
-        if self._head is not False or self.n_words < self.head_min_words:
-            return self @ Z  # chosen already, or too few words for one
-        Z = np.asarray(Z, dtype=np.float64)
-        total = self.total_weight()
-        if not total > 0:
-            return np.zeros_like(Z)
-        U = self.upper
-        Z2 = Z.reshape(Z.shape[0], -1)
-        b = Z2.shape[1]
-        # Zero columns up to a multiple of 8: the kernel's loop over columns runs in vectors
-        # of 8 float32 with a scalar remainder, and 46 columns take longer than 48 (0.085
-        # against 0.072 s on the mail store).
-        Z32 = np.zeros((Z2.shape[0], -(-b // 8) * 8), dtype=np.float32)
-        Z32[:, :b] = Z2
-        out = np.zeros_like(Z32)
-        cooc_symmetric_matmul32(U.indptr, U.indices, U.data, Z32, out)
-        return (out[:, :b].astype(np.float64) / total).reshape(Z.shape)
+        in float64 at 46 columns). Where the block was chosen, or there are too few words
+        for one, the same as ``self @ Z``."""
+        return self._product(Z, once=True)
 
     def row_sums(self) -> np.ndarray:
         """``C 1``: each word's share of the (weighted) pairs."""
