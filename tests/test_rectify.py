@@ -307,6 +307,28 @@ def test_top_eigh_warm_start_from_nearby_eigenvectors(rng):
     np.testing.assert_allclose(theta[:k], scipy.linalg.eigh(B)[0][::-1][:k], rtol=1e-9)
 
 
+def test_top_eigh_orthonormal_init_is_taken_as_it_is(rng):
+    # The low-rank loop passes the last solve's Ritz vectors (orthonormal): used without a
+    # second orthonormalization, the solve ends where the default path ends.
+    n, k = 200, 5
+    base = rng.standard_normal((n, n))
+    A = base + base.T
+    B = A + 1e-4 * (lambda E: E + E.T)(rng.standard_normal((n, n)))
+    _, XA, _, _ = top_eigh(lambda Z: A @ Z, n, k, tol=1e-10, random_state=0)
+    seen = []
+    theta, X, _, info = top_eigh(lambda Z: seen.append(Z.copy()) or B @ Z, n, k, init=XA,
+                                 orthonormal_init=True, tol=1e-10, random_state=0)
+    np.testing.assert_array_equal(seen[0], XA)  # the first product is of XA itself
+    ref, Xr, _, info_ref = top_eigh(lambda Z: B @ Z, n, k, init=XA, tol=1e-10, random_state=0)
+    assert info["n_products"] == info_ref["n_products"]
+    np.testing.assert_allclose(theta[:k], ref[:k], rtol=1e-12)
+    np.testing.assert_allclose(np.abs(np.sum(X[:, :k] * Xr[:, :k], axis=0)), 1.0, atol=1e-9)
+    # Fewer columns than the block: completed and orthonormalized as without the flag.
+    narrow, _, _, _ = top_eigh(lambda Z: B @ Z, n, k, init=XA[:, :k], orthonormal_init=True,
+                               tol=1e-10, random_state=0)
+    np.testing.assert_allclose(narrow[:k], ref[:k], rtol=1e-9)
+
+
 def test_top_eigh_bad_size():
     with pytest.raises(InputError, match="n_eig"):
         top_eigh(lambda Z: Z, 3, 4)

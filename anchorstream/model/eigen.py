@@ -115,6 +115,7 @@ def top_eigh(
     *,
     init: np.ndarray | None = None,
     init_product: np.ndarray | None = None,
+    orthonormal_init: bool = False,
     oversample: int | None = None,
     max_blocks: int = 4,
     tol: float = 1e-10,
@@ -144,6 +145,11 @@ def top_eigh(
     init_product : ndarray of shape (n, m), optional
         ``A @ init`` if the caller already has it; ``init`` must then have orthonormal columns,
         at least the block size of them.
+    orthonormal_init : bool
+        ``init`` has orthonormal columns, at least the block size of them (the Ritz vectors
+        of an earlier call): its first block is taken as it is. Orthonormalizing it again
+        (two SVQB passes) cost ~6 ms a call at V = 5000, K = 50, 3% of a fit over the
+        low-rank loop's warm-started solves.
     oversample : int, optional
         Extra block columns beyond ``n_eig`` (default ``max(10, n_eig // 5)``); they speed up
         convergence when eigenvalues cluster around the ``n_eig``-th.
@@ -177,6 +183,10 @@ def top_eigh(
         X = init
         AX = init_product
         n_products = 0
+    elif orthonormal_init and init is not None and init.shape[1] >= b:
+        X = np.asarray(init, dtype=np.float64)[:, :b]
+        AX = matmul(X)
+        n_products = 1
     else:
         cols = [] if init is None else [np.asarray(init, dtype=np.float64)[:, :b]]
         have = 0 if init is None else cols[0].shape[1]

@@ -531,8 +531,9 @@ def rectify_lowrank(
             next_report = now + _PROGRESS_SECONDS
         if converged or n_iter == max_iter:
             break
-        theta, X, _, info = top_eigh(iterate.__matmul__, V, K, init=X, tol=eig_tol,
-                                     random_state=rng)
+        # X: the last solve's Ritz vectors, orthonormal already.
+        theta, X, _, info = top_eigh(iterate.__matmul__, V, K, init=X, orthonormal_init=True,
+                                     tol=eig_tol, random_state=rng)
         n_products += info["n_products"]
         Y = mixer(Y, X[:, :K] * np.sqrt(np.maximum(theta[:K], 0.0)), residual)
 
