@@ -137,6 +137,9 @@ def parse_args(argv=None):
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--topics", "-k", type=int, default=None,
                    help="K for every corpus and method (default: each corpus's own)")
+    p.add_argument("--vocab-size", "-V", type=int, default=None,
+                   help="V, the vocabulary cap, for every corpus and method (default: each "
+                        "corpus's own)")
     p.add_argument("--markdown", action="store_true",
                    help="write the output into benchmarks/README.md")
     p.add_argument("--render", type=Path, default=None, metavar="RESULTS_JSON",
@@ -154,10 +157,12 @@ def fit_all(args, name: str) -> list[dict]:
     corpus = load(name)
     index = heldout_index(name)
     K = args.topics or corpus.n_topics
+    V = args.vocab_size or corpus.vocab_size
     rows = []
     for cand in args.candidates:
         print(f"  anchorstream {cand} ...", flush=True)
-        row = run(name, CANDIDATES[cand], seed=args.seed, topics=args.topics)
+        row = run(name, CANDIDATES[cand], seed=args.seed, topics=args.topics,
+                  vocab_size=args.vocab_size)
         row.update(method=f"anchorstream {cand}",
                    settings="`anchorstream fit`" + (f" `{' '.join(CANDIDATES[cand])}`"
                                                     if CANDIDATES[cand] else " defaults"))
@@ -172,7 +177,7 @@ def fit_all(args, name: str) -> list[dict]:
         work = Path(tempfile.mkdtemp(prefix=f"{peer}-", dir=cache_root()))
         try:
             r = fit_peer(peer, corpus.train_path, work / "out", topics=K,
-                         vocab_size=corpus.vocab_size, seed=args.seed,
+                         vocab_size=V, seed=args.seed,
                          tomotopy_max_iterations=args.tomotopy_max_iterations,
                          stopwords=corpus.stopwords)
         except Exception as exc:  # a peer failing must not end the benchmark
@@ -180,7 +185,7 @@ def fit_all(args, name: str) -> list[dict]:
         finally:
             shutil.rmtree(work, ignore_errors=True)
         row = {"method": peer, "corpus": name, "status": r["status"],
-               "settings": r["settings"], "n_topics": K}
+               "settings": r["settings"], "n_topics": K, "vocab_size": V}
         if r["status"] == "ok":
             row.update(seconds=r["seconds"], cpu_seconds=r["cpu_seconds"], info=r["info"])
             row.update(evaluate(r["vocabulary"], r["topic_word"], r["prevalence"], index,
@@ -212,7 +217,7 @@ def corpus_table(name: str, rows: list[dict]) -> list[str]:
         f"#### {name}: {desc['n_train']:,} training / {desc['n_heldout']:,} held-out documents, "
         f"{desc['mean_tokens']:.1f} tokens per document ({desc['mean_tokens_anchorstream']:.1f} "
         f"after anchorstream's tokenizer), K = {rows[0]['n_topics'] if rows else d.n_topics}, "
-        f"V = {d.vocab_size}",
+        f"V = {rows[0].get('vocab_size', d.vocab_size) if rows else d.vocab_size}",
         "",
         "| method | seconds | CPU seconds | held-out NPMI@10 | unique@10 | dead topics "
         + ("| ℓ1 error " if synth else "") + "| settings |",

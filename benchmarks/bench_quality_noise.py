@@ -51,13 +51,16 @@ def subsample(train: Path, share: float, seed: int, out: Path) -> Path:
     return out
 
 
-def fit_npmi(method: str, corpus, train: Path, work: Path) -> float:
-    """Held-out NPMI@10 of ``method`` (``anchorstream`` or a peer) fitted on ``train``."""
+def fit_npmi(method: str, corpus, train: Path, work: Path, vocab_size: int | None = None
+             ) -> float:
+    """Held-out NPMI@10 of ``method`` (``anchorstream`` or a peer) fitted on ``train``, with
+    ``vocab_size`` words at most (default: the corpus's V)."""
+    V = vocab_size or corpus.vocab_size
     if method == "anchorstream":
-        row = run(corpus.name, [], train=train)
+        row = run(corpus.name, [], train=train, vocab_size=V)
         return row["npmi"] if row["status"] == "ok" else float("nan")
     out = Path(tempfile.mkdtemp(prefix=f"{method}-", dir=work)) / "out"
-    r = fit_peer(method, train, out, topics=corpus.n_topics, vocab_size=corpus.vocab_size,
+    r = fit_peer(method, train, out, topics=corpus.n_topics, vocab_size=V,
                  stopwords=corpus.stopwords)
     if r["status"] != "ok":
         return float("nan")
@@ -77,12 +80,15 @@ def main(argv=None) -> int:
     p.add_argument("--peers", default="anchortopics",
                    help="comma-separated peers (anchortopics, tomotopy, gensim)")
     p.add_argument("--seed", type=int, default=0, help="seed of the first subsample")
+    p.add_argument("--vocab-size", "-V", type=int, default=None,
+                   help="V for every corpus and method (default: each corpus's own)")
     a = p.parse_args(argv)
     if a.draws < 2 or not 0 < a.share < 1:
         p.error("need --draws >= 2 and 0 < --share < 1")
     methods = ["anchorstream", *[x for x in a.peers.split(",") if x]]
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-    print(f"{started}; {a.draws} draws of {a.share:.0%} of the training documents; held-out "
+    at = f"; V = {a.vocab_size}" if a.vocab_size else ""
+    print(f"{started}; {a.draws} draws of {a.share:.0%} of the training documents{at}; held-out "
           "NPMI@10 as mean ± sd (min … max) over the draws\n")
     print("| corpus | method | all documents | draws |")
     print("|---|---|---:|---|")
@@ -94,7 +100,8 @@ def main(argv=None) -> int:
             trains = [corpus.train_path] + [
                 subsample(corpus.train_path, a.share, a.seed + d, work / f"train-{d}.jsonl")
                 for d in range(a.draws)]
-            scores = {m: np.array([fit_npmi(m, corpus, t, work) for t in trains])
+            scores = {m: np.array([fit_npmi(m, corpus, t, work, a.vocab_size)
+                                   for t in trains])
                       for m in methods}
         finally:
             shutil.rmtree(work, ignore_errors=True)
@@ -110,7 +117,8 @@ def main(argv=None) -> int:
     out = cache_root() / "results" / f"noise-{time.strftime('%Y%m%d-%H%M%S')}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"started": started, "share": a.share, "draws": a.draws,
-                               "seed": a.seed, "npmi": results}, indent=1))
+                               "seed": a.seed, "vocab_size": a.vocab_size,
+                               "npmi": results}, indent=1))
     print(f"\nresults: {out.relative_to(REPO) if out.is_relative_to(REPO) else out}")
     return 0
 
