@@ -295,12 +295,18 @@ def test_top_eigh_matches_scipy_on_indefinite_matrices(rng, n, k):
     np.testing.assert_allclose(X.T @ X, np.eye(X.shape[1]), atol=1e-12)
 
 
-def test_top_eigh_warm_start_from_nearby_eigenvectors(rng):
-    n, k = 200, 5
+def _nearby_pair(rng, n=200, k=5):
+    """A symmetric ``A``, ``B`` = ``A`` moved by 1e-4, and ``A``'s Ritz vectors (a block)."""
     base = rng.standard_normal((n, n))
     A = base + base.T
     B = A + 1e-4 * (lambda E: E + E.T)(rng.standard_normal((n, n)))
-    _, XA, _, cold_a = top_eigh(lambda Z: A @ Z, n, k, tol=1e-10, random_state=0)
+    _, XA, _, _ = top_eigh(lambda Z: A @ Z, n, k, tol=1e-10, random_state=0)
+    return A, B, XA
+
+
+def test_top_eigh_warm_start_from_nearby_eigenvectors(rng):
+    n, k = 200, 5
+    _, B, XA = _nearby_pair(rng, n, k)
     _, _, _, cold_b = top_eigh(lambda Z: B @ Z, n, k, tol=1e-10, random_state=0)
     theta, _, _, warm_b = top_eigh(lambda Z: B @ Z, n, k, init=XA, tol=1e-10, random_state=0)
     assert warm_b["n_products"] < cold_b["n_products"]
@@ -311,10 +317,7 @@ def test_top_eigh_orthonormal_init_is_taken_as_it_is(rng):
     # The low-rank loop passes the last solve's Ritz vectors (orthonormal): used without a
     # second orthonormalization, the solve ends where the default path ends.
     n, k = 200, 5
-    base = rng.standard_normal((n, n))
-    A = base + base.T
-    B = A + 1e-4 * (lambda E: E + E.T)(rng.standard_normal((n, n)))
-    _, XA, _, _ = top_eigh(lambda Z: A @ Z, n, k, tol=1e-10, random_state=0)
+    _, B, XA = _nearby_pair(rng, n, k)
     seen = []
     theta, X, _, info = top_eigh(lambda Z: seen.append(Z.copy()) or B @ Z, n, k, init=XA,
                                  orthonormal_init=True, tol=1e-10, random_state=0)
