@@ -161,8 +161,7 @@ def fit_all(args, name: str) -> list[dict]:
     rows = []
     for cand in args.candidates:
         print(f"  anchorstream {cand} ...", flush=True)
-        row = run(name, CANDIDATES[cand], seed=args.seed, topics=args.topics,
-                  vocab_size=args.vocab_size)
+        row = run(name, CANDIDATES[cand], seed=args.seed, topics=K, vocab_size=V)
         row.update(method=f"anchorstream {cand}",
                    settings="`anchorstream fit`" + (f" `{' '.join(CANDIDATES[cand])}`"
                                                     if CANDIDATES[cand] else " defaults"))
