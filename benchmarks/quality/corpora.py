@@ -52,6 +52,11 @@ of a training one):
   ``linux-doc-X.Y``, HTML), each section whole up to 3,000 words, ~190 tokens; held out by
   whole page. Added in session 46 as long documents independent of ``long`` and ``mail``,
   to check a rule chosen on them.
+- ``verses``: the 31,102 verses of the King James Bible (Debian packages ``bible-kjv-text``
+  and ``bible-kjv``, whose reader decodes the text), ~25 words (~11 tokens): narrative, law,
+  poetry and letters in Early Modern English, with its own corpus-wide words (``unto``,
+  ``thee``, ``hath``) that no stopword list drops; held out by whole chapter. Added in
+  session 60 as a genre and a language register no default was chosen on.
 
 Semi-synthetic (``synth{L}-{N}k`` and ``synth{L}-{N}k-a{alpha}``, e.g. ``synth30-10k``):
 ``N`` thousand training documents of ``L`` words drawn from a known LDA model
@@ -592,6 +597,53 @@ def _build_citas(work: Path):
         "domain); built at run time, not redistributed here")
 
 
+#: Verses of the King James Bible (``verses``) held out by whole chapter until this many.
+VERSES_HELDOUT = 6_000
+
+
+def _build_verses(work: Path):
+    """The 31,102 verses of the King James Version, one document each, read from the
+    ``bible-kjv-text`` data file with the ``bible-kjv`` package's own reader (the file is in
+    its compressed format); held out by chapter."""
+    import subprocess
+
+    apt = _apt(work)
+    apt.update()
+    program = apt.download_and_unpack("bible-kjv", work / "deb" / "bible-kjv") / "usr/bin/bible"
+    data = apt.download_and_unpack("bible-kjv-text", work / "deb" / "text") / "usr/lib/bible.data"
+    # No line width limit (-l with a huge width), so each verse is one line: "  N text"; the
+    # reader takes the data file's directory (-p) and name (-d) apart.
+    out = subprocess.run([str(program), "-l1000000", "-p", str(data.parent), "-d", data.name,
+                          "gen1:1-rev22:21"], check=True, capture_output=True, text=True,
+                         stdin=subprocess.DEVNULL).stdout
+    texts, groups, chapter = [], [], ""
+    for line in out.splitlines():
+        m = re.match(r"\s+\d+ (.*)", line)
+        if m:
+            texts.append(m.group(1).strip())
+            groups.append(chapter)
+        elif line.strip():
+            chapter = line.strip()  # "Genesis 1", "1 Samuel 3", ...
+    versions = ", ".join(f"{name} {apt.version(name)}" for name in ("bible-kjv", "bible-kjv-text"))
+    shutil.rmtree(work / "deb", ignore_errors=True)
+    if len(texts) != 31_102:
+        raise RuntimeError(f"read {len(texts):,} verses of the King James Bible, not 31,102")
+    texts, groups = _dedupe(texts, groups)
+    train, held = _split(texts, VERSES_HELDOUT, groups=groups)
+    return train, held, {
+        "source": f"the verses of the King James Bible (1611), one document each, from the "
+                  f"Debian packages {versions} (the text in the reader's compressed format, "
+                  f"decoded by its own `bible` program), fetched with apt-get download: "
+                  f"narrative, law, poetry and letters in Early Modern English, text no "
+                  f"default was chosen on",
+        "license": "the King James Version's text is public domain (outside the United "
+                   "Kingdom's Crown rights); the Debian packaging GPL-2+; built at run time, "
+                   "not redistributed here",
+        "split": f"by chapter, random chapters held out until >= {VERSES_HELDOUT:,} verses, "
+                 f"after removing exact duplicates",
+    }
+
+
 def _build_mail(work: Path):
     from benchmarks.quality import mail
 
@@ -639,6 +691,7 @@ _REAL = {
     "citas": _Spec(_build_citas, 30, 5000, "spanish"),
     "mail": _Spec(_build_mail, 30, 5000),
     "kernel": _Spec(_build_kernel, 30, 5000),
+    "verses": _Spec(_build_verses, 30, 5000),
 }
 SYNTH_LENGTHS = (8, 30, 60)
 SYNTH_SIZES = (10_000, 30_000, 100_000)
