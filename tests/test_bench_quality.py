@@ -8,8 +8,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from benchmarks.quality.corpora import (Truth, _dedupe, _split, parse_sample, parse_synth,
-                                        permissive_tokens)
+from benchmarks.quality.corpora import (Truth, _dedupe, _split, change_log_entries,
+                                        parse_sample, parse_synth, permissive_tokens)
 from benchmarks.quality.debian import parse_translations
 from benchmarks.quality.htmldocs import html_sections, passages
 from benchmarks.quality.mail import _matches, message_text, thread_key
@@ -84,6 +84,39 @@ def test_message_text_keeps_what_the_writer_wrote():
     qp = ("Subject: q\nContent-Type: text/plain; charset=windows-1252\n"
           "Content-Transfer-Encoding: quoted-printable\n\nit=92s caf=E9 x\ufffdy\n")
     assert message_text(qp) == ("q", "it\u2019s caf\u00e9 x?y")
+
+
+def test_change_log_entries_join_lines_and_drop_references():
+    text = """+++++++++++
+Python News
++++++++++++
+
+What's New in Python 3.11.2 final?
+==================================
+
+Core and Builtins
+-----------------
+
+- gh-issue-92173: Fix the ``defs`` and ``kwdefs`` arguments to
+  :c:func:`PyEval_EvalCodeEx` and a reference leak.
+
+- bpo-32782: Too short.
+
+What's New in Python 3.4.6rc1?
+==============================
+
+- Issues #28648, #28649 and #3: Fixed crash in :func:`~os.fsencode` on Mac OS X
+  when decode astral characters.
+- Issue #1: A second entry right after the first one.
+Not indented: not part of it.
+"""
+    entries, releases = change_log_entries(text)
+    assert entries == [
+        "Fix the defs and kwdefs arguments to PyEval_EvalCodeEx and a reference leak.",
+        "Fixed crash in os.fsencode on Mac OS X when decode astral characters.",
+        "A second entry right after the first one.",
+    ]
+    assert releases == ["Python 3.11.2 final", "Python 3.4.6rc1", "Python 3.4.6rc1"]
 
 
 def test_thread_key_drops_reply_prefixes_and_list_tags():

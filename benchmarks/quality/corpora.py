@@ -57,6 +57,11 @@ of a training one):
   poetry and letters in Early Modern English, with its own corpus-wide words (``unto``,
   ``thee``, ``hath``) that no stopword list drops; held out by whole chapter. Added in
   session 60 as a genre and a language register no default was chosen on.
+- ``changes``: every entry of Python's change log (``NEWS`` of the Debian package
+  ``python3.11``, ``HISTORY`` of ``python3.11-dev``: 3.11 back to 1.x), one document each,
+  issue references and reStructuredText roles removed, ~19 words (~12 tokens): bug reports
+  and fixes, the register of support tickets, with corpus-wide words of its own (``fix``,
+  ``patch``, ``module``); held out by release. Added in session 60 beside ``verses``.
 
 Semi-synthetic (``synth{L}-{N}k`` and ``synth{L}-{N}k-a{alpha}``, e.g. ``synth30-10k``):
 ``N`` thousand training documents of ``L`` words drawn from a known LDA model
@@ -644,6 +649,76 @@ def _build_verses(work: Path):
     }
 
 
+#: Entries of Python's change log (``changes``) held out by whole release until this many.
+CHANGES_HELDOUT = 4_000
+#: An entry's issue reference ("gh-issue-92173: ", "bpo-32782: ", "Issue #28648: ",
+#: "Issues #1, #2 and #3: "), which every entry has and no reader reads.
+_ISSUE_REF = re.compile(r"^(?:(?:gh-issue|gh|bpo)-\d+|Issues?\s+#\d+(?:(?:,\s*|\s+and\s+)#\d+)*)"
+                        r"\s*:\s*")
+#: A reStructuredText role, :func:`~mod.name`, kept as its text.
+_RST_ROLE = re.compile(r":[a-z]+(?::[a-z]+)?:`~?([^`]*)`")
+
+
+def change_log_entries(text: str) -> tuple[list[str], list[str]]:
+    """The entries of a Python ``NEWS`` or ``HISTORY`` file (``- `` items, their indented
+    continuation lines joined) and the release each is under ("What's New in Python ...")."""
+    entries, releases, release, current = [], [], "", None
+
+    def close():
+        if current is not None:
+            entry = _ISSUE_REF.sub("", " ".join(current))
+            entry = _RST_ROLE.sub(r"\1", entry).replace("``", "")
+            if len(entry.split()) >= 5:
+                entries.append(entry)
+                releases.append(release)
+
+    for line in text.splitlines():
+        m = re.match(r"What's [Nn]ew in (.*?)\??\s*$", line)
+        if m:
+            close()
+            current, release = None, m.group(1)
+        elif line.startswith("- "):
+            close()
+            current = [line[2:].strip()]
+        elif current is not None and line.startswith("  ") and line.strip():
+            current.append(line.strip())
+        else:
+            close()
+            current = None
+    close()
+    return entries, releases
+
+
+def _build_changes(work: Path):
+    """Python's change log: every entry of ``NEWS`` (3.11, package ``python3.11``) and
+    ``HISTORY`` (back to 1.x, package ``python3.11-dev``), one document each; held out by
+    release."""
+    apt = _apt(work)
+    apt.update()
+    texts, groups, parts = [], [], []
+    for package, name in (("python3.11", "NEWS.gz"), ("python3.11-dev", "HISTORY.gz")):
+        root = apt.download_and_unpack(package, work / "deb" / package) / "usr/share/doc"
+        with gzip.open(root / "python3.11" / name, "rt", encoding="utf-8",
+                       errors="replace") as fh:
+            entries, releases = change_log_entries(fh.read())
+        texts += entries
+        groups += [f"{name}:{r}" for r in releases]
+        parts.append(f"{name[:-3]} of {package} {apt.version(package)}")
+    shutil.rmtree(work / "deb", ignore_errors=True)
+    texts, groups = _dedupe(texts, groups)
+    train, held = _split(texts, CHANGES_HELDOUT, groups=groups)
+    return train, held, {
+        "source": f"every entry of Python's change log (NEWS: 3.11, HISTORY: 1.x to 3.4; "
+                  f"{', '.join(parts)}, Debian packages fetched with apt-get download), "
+                  f"one document each; the issue reference and reStructuredText "
+                  f"roles removed: bug reports and fixes, the length and register of support "
+                  f"tickets",
+        "license": "PSF License 2.0 (Python's); built at run time, not redistributed here",
+        "split": f"by release, random releases held out until >= {CHANGES_HELDOUT:,} entries, "
+                 f"after removing exact duplicates",
+    }
+
+
 def _build_mail(work: Path):
     from benchmarks.quality import mail
 
@@ -692,6 +767,7 @@ _REAL = {
     "mail": _Spec(_build_mail, 30, 5000),
     "kernel": _Spec(_build_kernel, 30, 5000),
     "verses": _Spec(_build_verses, 30, 5000),
+    "changes": _Spec(_build_changes, 30, 5000),
 }
 SYNTH_LENGTHS = (8, 30, 60)
 SYNTH_SIZES = (10_000, 30_000, 100_000)
