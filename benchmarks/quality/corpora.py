@@ -90,6 +90,7 @@ import json
 import os
 import re
 import shutil
+import subprocess
 import sys
 import time
 import unicodedata
@@ -610,8 +611,6 @@ def _build_verses(work: Path):
     """The 31,102 verses of the King James Version, one document each, read from the
     ``bible-kjv-text`` data file with the ``bible-kjv`` package's own reader (the file is in
     its compressed format); held out by chapter."""
-    import subprocess
-
     apt = _apt(work)
     apt.update()
     program = apt.download_and_unpack("bible-kjv", work / "deb" / "bible-kjv") / "usr/bin/bible"
