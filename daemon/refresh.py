@@ -419,6 +419,7 @@ class Refresher:
                     "matrix_docs": float(cooc.num_docs), "clock": st.clock,
                     **source_docs, **partitions_of(st)},
             quality=quality,
+            mean_doc_length=cooc.num_tokens / max(cooc.num_docs, 1),
             extra={
                 "churn": churn,
                 "next_topic_id": alignment.next_id,

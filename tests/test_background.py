@@ -8,9 +8,15 @@ from hypothesis.extra import numpy as hnp
 
 from anchorstream.errors import InputError
 from anchorstream.model.background import (
+    DISTINCT,
+    LABEL_WORDS,
+    LEVEL_WEIGHTS,
+    RAISE,
     background,
     background_level,
     check_spread,
+    distinct_top_words,
+    label_cap,
     ranked_top_words,
 )
 from anchorstream.snapshot import format_topics, read_snapshot, write_snapshot
@@ -120,6 +126,96 @@ def test_ranking_without_a_level_is_by_probability_ties_by_index():
                                   [[0, 2, 3, 1], [3, 0, 2, 1]])
 
 
+@settings(max_examples=150)
+@given(st.integers(1, 6), st.integers(1, 60), st.integers(0, 30), st.integers(1, 6),
+       st.sampled_from(LEVEL_WEIGHTS), st.data())
+def test_capped_lists_hold_their_promises(K, V, n, cap, weight, data):
+    grid = st.sampled_from([0.0, 0.05, 0.1, 0.1, 0.2, 0.5])
+    B = data.draw(hnp.arrays(np.float64, (K, V), elements=grid))
+    level = data.draw(hnp.arrays(np.float64, (V,), elements=grid))
+    got = ranked_top_words(B, n, level, cap, weight)
+    n_ = min(n, V)
+    assert got.shape == (K, n_) and all(len(set(row)) == n_ for row in got)
+    # The first words do not depend on how many are asked for.
+    longer = ranked_top_words(B, V, level, cap, weight)
+    np.testing.assert_array_equal(got, longer[:, :n_])
+    label = longer[:, :min(V, LABEL_WORDS)]
+    raised = (B > level * (1 + RAISE)) | (level == 0)
+    counts = np.bincount(label.ravel(), minlength=V)
+    for k in range(K):
+        # A word the topic does not raise is in its label only when every word it raises
+        # and leaves out is at the cap, and before those in it only when they are past it.
+        in_label = raised[k, label[k]]
+        if not in_label.all():
+            left = np.setdiff1d(np.flatnonzero(raised[k]), label[k])
+            assert (counts[left] >= cap).all()
+            first_out = np.argmin(in_label)
+            assert (counts[label[k][first_out:][in_label[first_out:]]] > cap).all()
+    # No word is in more than cap labels, unless no other raised word was left to take its
+    # place: the labels it is in past the cap (by height above the level, probability,
+    # index) leave out no raised word below the cap.
+    above = B - level
+    for w in np.flatnonzero(counts > cap):
+        topics = np.flatnonzero((label == w).any(axis=1) & raised[:, w])
+        topics = topics[np.lexsort((topics, -B[topics, w], -above[topics, w]))]
+        for k in topics[cap:]:
+            others = np.setdiff1d(np.flatnonzero(raised[k]), label[k])
+            assert others.size == 0 or counts[others].min() >= cap, (w, k)
+
+
+def test_a_word_over_the_cap_labels_the_topics_that_raise_it_most():
+    K, V = 6, 40
+    B = np.full((K, V), 0.01)
+    B[:, 0] = [0.30, 0.50, 0.20, 0.45, 0.25, 0.35]   # word 0 tops every topic
+    B[:, 1:11] += np.linspace(0.02, 0.01, 10)        # then words 1-10 everywhere
+    level = np.zeros(V)
+    level[0] = 0.05
+    got = ranked_top_words(B, 12, level, cap=2)
+    assert sorted(np.flatnonzero((got[:, :10] == 0).any(axis=1))) == [1, 3]
+    # Elsewhere it moved just below the label (past it, the lists are ranked without a cap).
+    assert all(got[k, 10] == 0 for k in (0, 2, 4, 5))
+    # Without a cap it tops all six.
+    assert (ranked_top_words(B, 1, level) == 0).all()
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_the_ranking_takes_out_the_least_background_that_tells_the_labels_apart(seed):
+    B, prev = with_background(seed, mass=0.1)
+    found = background(B, prev, 0.33)
+    got = distinct_top_words(B, 20, found.level)
+    assert got.cap == label_cap(K) == 5 and got.weight in LEVEL_WEIGHTS
+    np.testing.assert_array_equal(got.top, ranked_top_words(B, 20, found.level, 5, got.weight))
+
+    def distinct(weight):
+        label = ranked_top_words(B, LABEL_WORDS, found.level, 5, weight)
+        return np.unique(label).size / label.size
+
+    assert distinct(got.weight) >= DISTINCT or got.weight == LEVEL_WEIGHTS[-1]
+    assert all(distinct(w) < DISTINCT for w in LEVEL_WEIGHTS if w < got.weight)
+    # The planted background heads no list, whatever share of the level is subtracted.
+    assert not np.isin(got.top, found.words).any()
+
+
+def test_topics_that_share_many_words_take_more_of_the_level_out():
+    # Every topic draws 60% of its mass from the same 60 words, unevenly: ranked by
+    # probability (five labels each at most), a third of the labels' words would repeat.
+    rng = np.random.default_rng(0)
+    B = np.zeros((K, V))
+    B[:, :60] = rng.dirichlet(np.ones(60), size=K) * 0.6
+    for k in range(K):
+        B[k, 60 + 30 * k:90 + 30 * k] = rng.dirichlet(np.ones(30)) * 0.4
+    found = background(B, np.full(K, 1.0 / K), 0.33)
+    assert np.unique(ranked_top_words(B, 10, found.level, 5, 0.0)).size < DISTINCT * 10 * K
+    got = distinct_top_words(B, 10, found.level)
+    assert got.weight > 0 and np.unique(got.top).size >= DISTINCT * got.top.size
+    assert np.bincount(got.top.ravel()).max() <= got.cap
+
+
+@pytest.mark.parametrize("K_", [1, 2, 6, 7, 20, 100])
+def test_the_cap_is_a_share_of_the_topics_two_at_least(K_):
+    assert label_cap(K_) == max(2, -(-15 * K_ // 100))
+
+
 @pytest.mark.parametrize("bad", [0, -0.1, 1.5, float("nan"), True, "0.3"])
 def test_bad_spreads_are_named(bad):
     with pytest.raises(InputError, match="fraction of the topics"):
@@ -127,18 +223,55 @@ def test_bad_spreads_are_named(bad):
     assert check_spread(None) is None and check_spread(1) == 1.0
 
 
-def _write(path, B, prev, spread):
+def _write(path, B, prev, spread, length=None):
     words = [f"w{i}" for i in range(B.shape[1])]
     return write_snapshot(path, vocabulary=words, topic_word=B, topic_topic=np.diag(prev / prev.sum()),
                           anchors=None, prevalence=prev / prev.sum(), num_docs=10, settings={},
-                          source={}, background_spread=spread)
+                          source={}, background_spread=spread, mean_doc_length=length)
 
 
-def test_the_snapshot_reports_them_and_its_top_words_leave_them_out(tmp_path):
+def test_short_documents_take_out_less_of_the_level_than_long_ones(tmp_path):
+    # A weaker background (10% of each topic's mass) that ranking by probability would put
+    # in some labels: on short documents the ranking takes out less of it than the whole
+    # level, and the labels stay distinct and capped.
+    B, prev = with_background(1, mass=0.1)
+    short = read_snapshot(_write(tmp_path / "short", B, prev, 0.33, 8.0))
+    long_ = read_snapshot(_write(tmp_path / "long", B, prev, 0.33, 200.0))
+    weight = short.extra["background_words"]["level_weight"]
+    labels = [[w for w, _ in t["top_words"][:LABEL_WORDS]] for t in short.topics]
+    assert weight < 1.0 and len({w for l in labels for w in l}) >= DISTINCT * K * LABEL_WORDS
+    assert max(sum(w in l for l in labels) for l in labels for w in l) <= label_cap(K)
+    found = background(short.topic_word, prev, 0.33)
+    want = ranked_top_words(short.topic_word, 20, found.level, label_cap(K), weight)
+    np.testing.assert_array_equal(
+        [[short.vocabulary.index(w) for w, _ in t["top_words"]] for t in short.topics], want)
+    # More words than stored are ranked the same way, the first ones unchanged.
+    for snap in (short, long_):
+        for line, t in zip(format_topics(snap, n_words=25).splitlines()[1:],
+                           sorted(snap.topics, key=lambda t: -t["prevalence"])):
+            assert line.split()[-25:][:20] == [w for w, _ in t["top_words"]]
+
+
+@pytest.mark.parametrize("bad", [-1.0, float("nan"), True, "8"])
+def test_a_bad_document_length_is_named(tmp_path, bad):
     B, prev = with_background(0)
-    snap = read_snapshot(_write(tmp_path / "bg", B, prev, 0.33))
+    with pytest.raises(InputError, match="mean_doc_length"):
+        _write(tmp_path / "bad", B, prev, 0.33, bad)
+    assert not (tmp_path / "bad").exists()
+
+
+@pytest.mark.parametrize("length", [None, 40.0, 8.0])
+def test_the_snapshot_reports_them_and_its_top_words_leave_them_out(tmp_path, length):
+    B, prev = with_background(0)
+    snap = read_snapshot(_write(tmp_path / "bg", B, prev, 0.33, length))
     report = snap.extra["background_words"]
     assert report["spread"] == 0.33 and report["count"] == N_BG
+    # Short documents: the least of the level that keeps the labels apart, capped; longer
+    # ones (or unknown): the whole level, no cap.
+    if length == 8.0:
+        assert report["label_cap"] == label_cap(K) and report["level_weight"] in LEVEL_WEIGHTS
+    else:
+        assert report["label_cap"] is None and report["level_weight"] == 1.0
     assert {w for w, *_ in report["words"]} == {f"w{i}" for i in range(V, V + N_BG)}
     background_names = {w for w, *_ in report["words"]}
     for t in snap.topics:

@@ -1,4 +1,4 @@
-"""Background words: corpus-wide words found in the fitted topics and kept out of their top words.
+"""Background words: corpus-wide words found in the fitted topics and kept out of their labels.
 
 Words such as "provides", "library" or "contains" on technical text are used by every topic.
 Anchor recovery does not spread them evenly over the topics (the detectors that compare a word's
@@ -10,19 +10,34 @@ background") and SAGE (Eisenstein et al., 2011): each topic is a shared backgrou
 topic adds, ``p(w | k) = g(w) + e_k(w)``. The background level ``g(w)`` is the largest value that
 word ``w`` reaches in at least a fraction ``spread`` of the topics, and in two at least (a robust
 minimum over topics: the plain minimum is zero as soon as one topic lacks the word; a value one
-topic reaches is that topic's own). A topic's top words are ranked by its excess
-``max(p(w | k) − g(w), 0)``, ties (words at or below background) by ``p(w | k)``.
-The model itself (``topic_word``, inference, ℓ1 error) is unchanged: only the ranking differs.
+topic reaches is that topic's own). The model itself (``topic_word``, inference, ℓ1 error) is
+unchanged: only the ranking of the top words differs.
+
+Where documents are 25 tokens long or more (``SHORT_DOCUMENTS``), a topic's top words are
+ranked by its excess ``max(p(w | k) − g(w), 0)``, ties (words at or below background) by
+``p(w | k)``. On shorter documents the ranking (:func:`distinct_top_words`) serves a topic's
+label, its first ``LABEL_WORDS`` words, which is there to tell the topic from the others:
+
+* a word labels only topics that raise it above its level (``p(w | k) > (1 + RAISE) g(w)``),
+  and at most :func:`label_cap` of them (15 % of the topics, two at least), those where it
+  stands highest above the level; elsewhere it moves below the label;
+* within those rules the words rank by ``max(p(w | k) − a · g(w), 0)``, then by
+  ``p(w | k)``, with the smallest share ``a`` of ``LEVEL_WEIGHTS`` at which the labels are at
+  least ``DISTINCT`` (70 %) distinct words: the background is taken out only as far as the
+  labels need to be told apart. Taking out the whole level cost short documents held-out
+  NPMI (a corpus-wide word is often the one word a short document shares with its topic's
+  others), and ranking by probability let one word label a third of the topics; on longer
+  documents, where a topic's own words meet each other, the whole level scores best.
 
 A word is reported as a background word when the background explains at least half of its
 corpus probability, ``g(w) ≥ ½ p(w)`` with ``p(w) = Σ_k p(k) p(w | k)``, and ranking by
-probability would put it among the top ``n_top`` words of at least two topics: the repeated top
-words that the ranking above the background keeps out. A word used by fewer than
-``max(2, spread · K)`` topics has ``g(w) = 0``, so a model whose words each belong to a few
-topics reports nothing and keeps its ranking.
+probability would put it among the top ``n_top`` words of at least two topics. A word used by
+fewer than ``max(2, spread · K)`` topics has ``g(w) = 0``, so a model whose words each belong to
+a few topics reports nothing and keeps its ranking (but for the cap).
 
-The default ``spread`` (0.33, a third of the topics) was chosen on the quality benchmark
-(benchmarks/README.md, "Background words").
+The default ``spread`` (0.33, a third of the topics) and the ranking's constants were chosen on
+the quality benchmark (benchmarks/README.md, "Background words" and "Labels that tell the topics
+apart").
 """
 
 from __future__ import annotations
@@ -35,8 +50,8 @@ import numpy as np
 from anchorstream.errors import InputError
 
 __all__ = [
-    "BACKGROUND_SPREAD", "Background", "background", "background_level", "check_spread",
-    "ranked_top_words",
+    "BACKGROUND_SPREAD", "Background", "Ranking", "background", "background_level",
+    "check_spread", "distinct_top_words", "label_cap", "ranked_top_words",
 ]
 
 #: Fraction of the topics a word must reach its background level in (see the module docstring).
@@ -48,6 +63,24 @@ MIN_TOPICS = 2
 REPORT_SHARE = 0.5
 #: ... and it is among the most probable words of at least this many topics.
 REPORT_TOPICS = 2
+#: A topic's label: the first words of its list, the ones a reader (and NPMI@10) reads.
+LABEL_WORDS = 10
+#: The ranking takes the background out only as far as the labels need to tell the topics
+#: apart: it subtracts the smallest of these shares of the level at which at least
+#: ``DISTINCT`` of the labels' words are distinct (the whole level where none reaches it) ...
+LEVEL_WEIGHTS = (0.0, 0.25, 0.5, 1.0)
+DISTINCT = 0.7
+#: ... and no word is in the labels of more than this share of the topics (two at least).
+LABEL_SHARE = 0.15
+#: All of this where documents are shorter than this many tokens on average (the bound below
+#: which the fit refines whole documents, ``refine.REFINE_AUTO_MAX_LENGTH``); on longer ones
+#: the top words rank above the whole level, with no cap (what a longer document's held-out
+#: co-occurrences reward: benchmarks/README.md, "Labels that tell the topics apart").
+SHORT_DOCUMENTS = 25.0
+#: A word labels only the topics that raise it above its level: that add at least this
+#: share of the level to it, ``p(w | k) > (1 + RAISE) · level(w)`` (a fitted topic holds a
+#: pure background word a little above or below its level).
+RAISE = 0.5
 
 
 def check_spread(spread) -> float | None:
@@ -158,11 +191,111 @@ def background(topic_word, prevalence, spread: float = BACKGROUND_SPREAD,
     return Background(level, share, words, in_top, float(spread), n_top)
 
 
-def ranked_top_words(topic_word, n: int, level: np.ndarray | None = None) -> np.ndarray:
-    """Each topic's ``n`` top words, ranked by ``max(p(w | k) − level(w), 0)``, then by
-    ``p(w | k)``, then by index; ``level=None`` ranks by probability alone.
+@dataclass(frozen=True, eq=False)
+class Ranking:
+    """Top words ranked above a share of the background.
+
+    Attributes
+    ----------
+    top : ndarray of int64, shape (n_topics, n)
+    weight : float
+        The share of the background level subtracted (one of ``LEVEL_WEIGHTS``).
+    cap : int
+        The most labels (first ``LABEL_WORDS``) a word is in.
+    """
+
+    top: np.ndarray
+    weight: float
+    cap: int
+
+
+def label_cap(n_topics: int) -> int:
+    """The most topics' labels a word may be in: ``LABEL_SHARE`` of them, two at least."""
+    return max(MIN_TOPICS, math.ceil(LABEL_SHARE * n_topics - 1e-9))
+
+
+def distinct_top_words(topic_word, n: int, level: np.ndarray) -> Ranking:
+    """Each topic's ``n`` top words, above as little of the background as tells them apart.
+
+    Tries the shares ``LEVEL_WEIGHTS`` of ``level`` from the smallest and keeps the first at
+    which the labels (the first ``LABEL_WORDS`` words, whatever ``n`` is) are at least
+    ``DISTINCT`` distinct words, the whole level where none is; every ranking caps the labels
+    a word is in at :func:`label_cap` (see :func:`ranked_top_words`).
+    """
+    B = _as_rows(topic_word)
+    cap = label_cap(B.shape[0])
+    for weight in LEVEL_WEIGHTS:
+        label = ranked_top_words(B, LABEL_WORDS, level, cap, weight)
+        if np.unique(label).size >= DISTINCT * label.size:
+            break
+    return Ranking(ranked_top_words(B, n, level, cap, weight), float(weight), cap)
+
+
+def ranked_top_words(topic_word, n: int, level: np.ndarray | None = None,
+                     cap: int | None = None, weight: float = 1.0) -> np.ndarray:
+    """Each topic's ``n`` top words, ranked by ``max(p(w | k) − weight · level(w), 0)``, then
+    by ``p(w | k)``, then by index; ``level=None`` ranks by probability alone.
+
+    With a ``cap``, a word heads only the lists of the topics that raise it above its whole
+    level (``p(w | k) > (1 + RAISE) · level(w)``, or ``level(w)`` is 0): elsewhere it comes
+    after every other word. And it is in the labels (the first ``LABEL_WORDS`` words) of at most ``cap``
+    topics, those where it stands highest above the level (then by probability, then the
+    lower topic index); in the others it moves below the label and the next words take its
+    place.
 
     Returns an int64 array of shape (n_topics, min(n, n_words)).
+    """
+    B = _as_rows(topic_word)
+    n = min(int(n), B.shape[1])
+    if level is None:
+        return _ranked(B, np.zeros_like(B), n)
+    excess = np.maximum(B - weight * level[None, :], 0.0)
+    if cap is None or n == 0:
+        return _ranked(B, excess, n)
+    # Kept out of every list's head: the words a topic does not raise above their level, by
+    # probability after the others (their probability less 2, no excess; copies).
+    kept_out = (B <= level[None, :] * (1 + RAISE)) & (level[None, :] > 0)
+    B_, excess_ = np.where(kept_out, B - 2.0, B), np.where(kept_out, 0.0, excess)
+    m = min(B.shape[1], LABEL_WORDS)  # the label whatever n is: the first words agree
+    rest = _ranked(B_, excess_, n + m) if n > m else None
+    label = _capped_label(B, B - level[None, :], B_, excess_, m, int(cap))
+    if rest is None:
+        return label[:, :n]
+    out = np.empty((B.shape[0], n), dtype=np.int64)
+    for k in range(B.shape[0]):
+        tail = rest[k][~np.isin(rest[k], label[k])][:n - m]
+        out[k] = np.concatenate([label[k], tail])
+    return out
+
+
+def _capped_label(B: np.ndarray, above: np.ndarray, B_: np.ndarray, excess_: np.ndarray,
+                  m: int, cap: int) -> np.ndarray:
+    """The first ``m`` words of every topic, no word in more than ``cap`` of them.
+
+    ``B_`` and ``excess_`` (changed here) rank the words kept out below the others; ``above``
+    is ``B`` less the whole level. Each round moves every word over the cap out of the labels
+    where it stands lowest above its level, as the words kept out are; the words taking its
+    places may pass the cap in turn, so it repeats until none does (or none moves: too few
+    words to fill the labels otherwise).
+    """
+    V = B.shape[1]
+    while True:
+        label = _ranked(B_, excess_, m)
+        over = np.flatnonzero(np.bincount(label.ravel(), minlength=V) > cap)
+        moved = False
+        for w in over:
+            topics = np.flatnonzero((label == w).any(axis=1) & (B_[:, w] >= 0))
+            order = np.lexsort((topics, -B[topics, w], -above[topics, w]))
+            drop = topics[order[cap:]]
+            moved = moved or drop.size > 0
+            B_[drop, w] -= 2.0
+            excess_[drop, w] = 0.0
+        if not moved:
+            return label
+
+
+def _ranked(B: np.ndarray, excess: np.ndarray, n: int) -> np.ndarray:
+    """:func:`ranked_top_words` without a cap, of a checked ``B`` and its ``excess``.
 
     Only the words that can be among a topic's ``n`` are sorted: those at or above the
     ``n``-th largest excess, or, where fewer than ``n`` words have an excess, those words and
@@ -170,10 +303,8 @@ def ranked_top_words(topic_word, n: int, level: np.ndarray | None = None) -> np.
     thresholds of every topic come from one partition over the rows (a snapshot ranks every
     topic: 7.8 → 5.3 ms at K = 50, V = 5000, against a partition per topic).
     """
-    B = _as_rows(topic_word)
     K, V = B.shape
     n = min(int(n), V)
-    excess = np.zeros_like(B) if level is None else np.maximum(B - level[None, :], 0.0)
     out = np.empty((K, n), dtype=np.int64)
     if n == 0:
         return out

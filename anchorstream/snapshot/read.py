@@ -260,9 +260,13 @@ def format_topics(snapshot: Snapshot, n_words: int = 10) -> str:
     stored = min(len(t["top_words"]) for t in snapshot.topics)
     extra_words = n_words > stored
     if extra_words:  # ranked as the writer ranked them (above the background, if any)
-        spread = ((m.get("extra") or {}).get("background_words") or {}).get("spread")
-        level = None if spread is None else background_level(snapshot.topic_word, spread)
-        top = ranked_top_words(snapshot.topic_word, n_words, level)
+        found = (m.get("extra") or {}).get("background_words") or {}
+        if found.get("spread") is None:
+            top = ranked_top_words(snapshot.topic_word, n_words)
+        else:  # snapshots before the label cap ranked above the whole level
+            level = background_level(snapshot.topic_word, found["spread"])
+            top = ranked_top_words(snapshot.topic_word, n_words, level,
+                                   found.get("label_cap"), found.get("level_weight", 1.0))
     width = max(len(str(i)) for i in snapshot.topic_ids)
     anchor_width = max(len(a or "-") for a in snapshot.anchors) + 2
     order = sorted(range(len(snapshot.topics)), key=lambda k: -snapshot.topics[k]["prevalence"])

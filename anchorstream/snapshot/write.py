@@ -19,7 +19,13 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from anchorstream.errors import InputError, SnapshotError
-from anchorstream.model.background import background, check_spread, ranked_top_words
+from anchorstream.model.background import (
+    SHORT_DOCUMENTS,
+    background,
+    check_spread,
+    distinct_top_words,
+    ranked_top_words,
+)
 from anchorstream.fsutil import fsync_dir
 from anchorstream.snapshot.layout import (
     FORMAT_VERSION,
@@ -54,6 +60,7 @@ def write_snapshot(
     extra: Mapping[str, Any] | None = None,
     n_top_words: int = 20,
     background_spread: float | None = None,
+    mean_doc_length: float | None = None,
     created_at: _dt.datetime | None = None,
 ) -> Path:
     """Write a snapshot directory atomically.
@@ -93,9 +100,16 @@ def write_snapshot(
     background_spread : float in (0, 1], optional
         Find the background words (:mod:`anchorstream.model.background`): a word's background
         level is the probability it has in at least this fraction of the topics. The top words
-        in ``topics.json`` are then ranked by what each topic adds above that level, and
-        ``extra["background_words"]`` reports the words the background explains. None: top words
-        by probability, no report. ``topic_word.npy`` is the same either way.
+        in ``topics.json`` are then ranked by what each topic adds above that level (on short
+        documents only as far as the labels need to tell the topics apart: ``mean_doc_length``),
+        and ``extra["background_words"]`` reports the words the background explains and the
+        ranking's share of the level and cap. None: top words by
+        probability, no report. ``topic_word.npy`` is the same either way.
+    mean_doc_length : float, optional
+        Tokens per document in the counts the model was fitted on. Under
+        :data:`~anchorstream.model.background.SHORT_DOCUMENTS` the background is taken out of
+        the ranking only as far as the labels need (above); otherwise (or None) top words
+        rank above the whole level.
     created_at : datetime, optional
         Timezone-aware; default now. Stored in UTC.
 
@@ -127,12 +141,18 @@ def write_snapshot(
     stamp = _utc_stamp(created_at)
     quality_rows = _check_quality(quality, K)
     spread = check_spread(background_spread)
-    level = None
-    if spread is not None:
+    length = _check_length(mean_doc_length)
+    if spread is None:
+        top = ranked_top_words(tw32, n_top)
+    else:
         found = background(tw32, prev, spread, n_top)
-        level = found.level
-        extra = {**(extra or {}), "background_words": found.report(words)}
-    top = ranked_top_words(tw32, n_top, level)
+        if length < SHORT_DOCUMENTS:
+            ranking = distinct_top_words(tw32, n_top, found.level)
+            top, weight, cap = ranking.top, ranking.weight, ranking.cap
+        else:
+            top, weight, cap = ranked_top_words(tw32, n_top, found.level), 1.0, None
+        report = {**found.report(words), "level_weight": weight, "label_cap": cap}
+        extra = {**(extra or {}), "background_words": report}
     topics = _topic_entries(words, tw32, top, ids, anchor_words, prev, quality_rows)
 
     payload = {
@@ -159,6 +179,17 @@ def write_snapshot(
     payload[MANIFEST] = _json_bytes(manifest, "manifest")
     _publish(target, payload)
     return target
+
+
+def _check_length(mean_doc_length) -> float:
+    """``mean_doc_length`` as a float (infinite for None); InputError unless >= 0."""
+    if mean_doc_length is None:
+        return math.inf
+    if (isinstance(mean_doc_length, bool) or not isinstance(mean_doc_length, numbers.Real)
+            or not mean_doc_length >= 0):
+        raise InputError(
+            f"mean_doc_length must be a number >= 0 or None, got {mean_doc_length!r}")
+    return float(mean_doc_length)
 
 
 def _normalized_topic_word(topic_word, V: int) -> np.ndarray:

@@ -13,7 +13,7 @@ import numpy as np
 
 from anchorstream.text.decode import FORMATS
 from anchorstream.errors import InputError
-from anchorstream.model.background import BACKGROUND_SPREAD
+from anchorstream.model.background import BACKGROUND_SPREAD, LABEL_WORDS
 from anchorstream.model.methods import fit_topics
 from anchorstream.model.registry import (ANCHOR_METHODS, METHODS, RECOVER_WEIGHTS,
                                          RECTIFY_METHODS, rectify_method_for)
@@ -303,8 +303,12 @@ def _print_background(path: Path, shown: int = 20) -> None:
         return
     words = " ".join(entry[0] for entry in found["words"][:shown])
     more = found["count"] - min(shown, len(found["words"]))
+    ranking = "kept out of the top words"
+    if "level_weight" in found:  # snapshots since the labels' cap
+        ranking = (f"top words ranked above {found['level_weight']:g} x that level, each "
+                   f"in the top {LABEL_WORDS} of {found['label_cap']} topics at most")
     print(f"background words ({found['count']}, in at least {found['spread']:g} of the "
-          f"topics; kept out of the top words): {words or '-'}"
+          f"topics; {ranking}): {words or '-'}"
           + (f" ... and {more} more" if more > 0 else ""), file=sys.stderr)
 
 
@@ -402,4 +406,5 @@ def _write(args, fitted, counts: Counts, cpu_seconds: dict[str, float]) -> Path:
         },
         n_top_words=args.top_words,
         background_spread=args.background_spread,
+        mean_doc_length=counts.cooc.num_tokens / max(counts.cooc.num_docs, 1),
     )

@@ -434,7 +434,8 @@ class SnapshotsConfig(_Section):
     n_top_words: Int(20) = Field(20, description="top words stored per topic")
     background_spread: Float(0, 1, lo_open=True, optional=True) = Field(
         BACKGROUND_SPREAD, description="background words: the fraction of the topics (two at "
-        "least) a word keeps its background level in; top words rank above it; null = by "
+        "least) a word keeps its background level in; top words rank above it (on documents "
+        "under 25 tokens only as far as the labels need to tell the topics apart); null = by "
         "probability")
     history_max_entries: Int(2) = Field(
         1000, description="versions the topic history (HISTORY.jsonl, what trends are computed "
