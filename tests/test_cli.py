@@ -925,15 +925,17 @@ def test_partitions_options_are_checked(corpus, tmp_path, capsys):
     assert "no partition store under" in capsys.readouterr().err
 
 
-def test_fit_reports_background_words_and_keeps_them_out_of_the_top_words(tmp_path, capsys):
+@pytest.mark.parametrize("length", [30, 15])
+def test_fit_reports_background_words_and_keeps_them_out_of_the_top_words(tmp_path, capsys,
+                                                                          length):
     from anchorstream.synthetic import add_background
 
-    # Five words at 2% each: in 45% of the documents, under fit's --max-df (0.5).
+    # Five words at 2% each: in 45% of the documents (of 30 tokens), under fit's --max-df.
     n_words, n_topics = 400, 15
     truth = add_background(planted_model(n_words, n_topics, anchor_mass=0.08,
                                          word_concentration=0.05, random_state=7),
                            5, 0.1, random_state=7)
-    X, _ = sample_documents(truth, 4000, doc_length=30, random_state=7)
+    X, _ = sample_documents(truth, 4000 * 30 // length, doc_length=length, random_state=7)
     words = [f"word{chr(97 + i // 26)}{chr(97 + i % 26)}" for i in range(n_words)]
     words += ["provides", "contains", "supports", "using", "based"]
     path = tmp_path / "docs.jsonl"
@@ -949,6 +951,10 @@ def test_fit_reports_background_words_and_keeps_them_out_of_the_top_words(tmp_pa
     snap = read_snapshot(tmp_path / "bg")
     reported = [w for w, *_ in snap.extra["background_words"]["words"]]
     assert len(line) == 1 and line[0].split(": ")[1].split()[:len(reported)] == reported[:20]
+    # Under 25 tokens the labels are capped (and the line says so), else not.
+    short = length < 25
+    assert (snap.extra["background_words"]["label_cap"] is not None) == short
+    assert ("topics at most" in line[0]) == short
     # The planted words are found first (highest level); words the fitted topics happen to
     # share may follow.
     assert set(reported[:5]) == set(words[n_words:]), reported

@@ -7,6 +7,7 @@ import time
 import numpy as np
 import pytest
 
+from anchorstream.model.background import SHORT_DOCUMENTS, label_cap
 from anchorstream.model.pipeline import AnchorModel
 from anchorstream.store import CooccurrenceStore
 from anchorstream.synthetic import add_background, planted_model, sample_documents
@@ -433,10 +434,12 @@ def test_a_partitioned_lowrank_refresh_sums_sparse_reads_and_fits_the_dense_sum(
         assert np.abs(want - row).sum(axis=1).min() < 1e-4
 
 
-def test_refresh_reports_background_words_and_keeps_them_out_of_the_top_words(tmp_path):
-    # The same code path as `fit` (write_snapshot with the publisher's background_spread).
+@pytest.mark.parametrize("length", [40, 12])
+def test_refresh_reports_background_words_and_keeps_them_out_of_the_top_words(tmp_path, length):
+    # The same code path as `fit` (write_snapshot with the publisher's background_spread,
+    # and the documents' mean length, which decides how the labels are ranked).
     truth = add_background(planted_model(300, K, random_state=0), 5, 0.3, random_state=0)
-    X, _ = sample_documents(truth, 2000, doc_length=40, random_state=1)
+    X, _ = sample_documents(truth, 2000 * 40 // length, doc_length=length, random_state=1)
     docs = [[f"w{j:04d}" for j, c in zip(X.indices[X.indptr[i]:X.indptr[i + 1]],
                                            X.data[X.indptr[i]:X.indptr[i + 1]])
              for _ in range(int(c))] for i in range(X.shape[0])]
@@ -455,6 +458,9 @@ def test_refresh_reports_background_words_and_keeps_them_out_of_the_top_words(tm
         assert expect <= {w for w, *_ in report} and (expect or not report)
         in_top = planted & {w for t in snap.topics for w, _ in t["top_words"][:10]}
         assert (not in_top) if expect else in_top
+        if spread is not None:
+            found = snap.extra["background_words"]
+            assert found["label_cap"] == (None if length >= SHORT_DOCUMENTS else label_cap(K))
 
 
 def test_refresh_refines_by_pairs_as_fit_does(tmp_path):

@@ -303,8 +303,8 @@ def _print_background(path: Path, shown: int = 20) -> None:
         return
     words = " ".join(entry[0] for entry in found["words"][:shown])
     more = found["count"] - min(shown, len(found["words"]))
-    ranking = "kept out of the top words"
-    if "level_weight" in found:  # snapshots since the labels' cap
+    ranking = "top words ranked above that level"
+    if found.get("label_cap") is not None:  # short documents
         ranking = (f"top words ranked above {found['level_weight']:g} x that level, each "
                    f"in the top {LABEL_WORDS} of {found['label_cap']} topics at most")
     print(f"background words ({found['count']}, in at least {found['spread']:g} of the "
