@@ -285,6 +285,13 @@ class Publisher:
             return None
         return int(text) if _VERSION_RX.fullmatch(text) else None
 
+    def _level_weight(self) -> float | None:
+        """The share of the background level the latest snapshot's labels were ranked above,
+        where they were ranked for short documents (``label_cap`` set); else None."""
+        latest = self.latest()
+        found = ((latest[1].extra or {}) if latest else {}).get("background_words") or {}
+        return found.get("level_weight") if found.get("label_cap") is not None else None
+
     def _write_pointer(self, version: int) -> None:
         write_atomically(self.path / LATEST_FILE, (version_name(version) + "\n").encode("ascii"))
 
@@ -325,6 +332,7 @@ class Publisher:
             target = self.path / version_name(version)
             snapshot.setdefault("n_top_words", self.n_top_words)
             snapshot.setdefault("background_spread", self.background_spread)
+            snapshot.setdefault("previous_level_weight", self._level_weight())
             snapshot["extra"] = {**(snapshot.get("extra") or {}), "snapshot_version": version}
             write_snapshot(target, **snapshot)
             snap = read_snapshot(target)

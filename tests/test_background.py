@@ -9,6 +9,7 @@ from hypothesis.extra import numpy as hnp
 from anchorstream.errors import InputError
 from anchorstream.model.background import (
     DISTINCT,
+    DISTINCT_MARGIN,
     LABEL_WORDS,
     LEVEL_WEIGHTS,
     RAISE,
@@ -196,19 +197,49 @@ def test_the_ranking_takes_out_the_least_background_that_tells_the_labels_apart(
     assert not np.isin(got.top, found.words).any()
 
 
-def test_topics_that_share_many_words_take_more_of_the_level_out():
-    # Every topic draws 60% of its mass from the same 60 words, unevenly: ranked by
-    # probability (five labels each at most), a third of the labels' words would repeat.
+def shared_words(mass: float) -> np.ndarray:
+    """Topics that draw ``mass`` of their probability from the same 60 words, unevenly, and
+    the rest from 30 words of their own (rows (K, V))."""
     rng = np.random.default_rng(0)
     B = np.zeros((K, V))
-    B[:, :60] = rng.dirichlet(np.ones(60), size=K) * 0.6
+    B[:, :60] = rng.dirichlet(np.ones(60), size=K) * mass
     for k in range(K):
-        B[k, 60 + 30 * k:90 + 30 * k] = rng.dirichlet(np.ones(30)) * 0.4
+        B[k, 60 + 30 * k:90 + 30 * k] = rng.dirichlet(np.ones(30)) * (1 - mass)
+    return B
+
+
+def distinct_at(B, level, weight):
+    label = ranked_top_words(B, LABEL_WORDS, level, label_cap(B.shape[0]), weight)
+    return np.unique(label).size / label.size
+
+
+def test_topics_that_share_many_words_take_more_of_the_level_out():
+    # 60 % of every topic's mass on the same 60 words: ranked by probability (five labels
+    # each at most), a third of the labels' words would repeat.
+    B = shared_words(0.6)
     found = background(B, np.full(K, 1.0 / K), 0.33)
-    assert np.unique(ranked_top_words(B, 10, found.level, 5, 0.0)).size < DISTINCT * 10 * K
+    assert distinct_at(B, found.level, 0.0) < DISTINCT
     got = distinct_top_words(B, 10, found.level)
     assert got.weight > 0 and np.unique(got.top).size >= DISTINCT * got.top.size
     assert np.bincount(got.top.ravel()).max() <= got.cap
+
+
+@pytest.mark.parametrize("mass, previous, fresh, kept", [
+    (0.58, 0.25, 0.0, 0.25),  # 0 would do (0.71), but not by the margin: the previous stays
+    (0.59, 0.0, 0.25, 0.0),   # 0 falls short (0.687), but within the margin: it stays
+    (0.61, 0.0, 0.5, 0.5),    # 0 falls short by more (0.657): up to what a fresh fit takes
+    (0.52, 0.5, 0.0, 0.0),    # 0 clears the bound by the margin (0.81): down
+    (0.58, 0.3, 0.0, 0.0),    # not a share the ranking uses: ignored
+])
+def test_a_refresh_keeps_the_previous_share_within_a_margin(mass, previous, fresh, kept):
+    B = shared_words(mass)
+    level = background(B, np.full(K, 1.0 / K), 0.33).level
+    assert distinct_top_words(B, 10, level).weight == fresh
+    got = distinct_top_words(B, 10, level, previous)
+    assert got.weight == kept
+    # It is a ranking the rule allows: the labels are distinct enough at the share kept.
+    assert distinct_at(B, level, kept) >= DISTINCT - DISTINCT_MARGIN or kept == 1.0
+    np.testing.assert_array_equal(got.top, ranked_top_words(B, 10, level, got.cap, kept))
 
 
 @pytest.mark.parametrize("K_", [1, 2, 6, 7, 20, 100])
@@ -253,10 +284,15 @@ def test_short_documents_take_out_less_of_the_level_than_long_ones(tmp_path):
 
 
 @pytest.mark.parametrize("bad", [-1.0, float("nan"), True, "8"])
-def test_a_bad_document_length_is_named(tmp_path, bad):
+def test_a_bad_document_length_or_previous_share_is_named(tmp_path, bad):
     B, prev = with_background(0)
     with pytest.raises(InputError, match="mean_doc_length"):
         _write(tmp_path / "bad", B, prev, 0.33, bad)
+    with pytest.raises(InputError, match="previous_level_weight"):
+        write_snapshot(tmp_path / "bad", vocabulary=[f"w{i}" for i in range(B.shape[1])],
+                       topic_word=B, topic_topic=np.diag(prev / prev.sum()), anchors=None,
+                       num_docs=10, settings={}, source={}, background_spread=0.33,
+                       mean_doc_length=8.0, previous_level_weight=bad)
     assert not (tmp_path / "bad").exists()
 
 

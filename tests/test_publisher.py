@@ -217,3 +217,30 @@ def test_a_file_in_the_way_is_an_error(tmp_path):
     (tmp_path / "f").write_text("x")
     with pytest.raises(Exception, match="not a directory"):
         Publisher(tmp_path / "f")
+
+
+def test_labels_keep_the_previous_share_of_the_background_across_publishes(tmp_path):
+    # The publisher hands write_snapshot the share of the background level the latest
+    # snapshot's labels were ranked above (short documents), so a model at the bound does
+    # not flip its labels with every refresh, across restarts too.
+    words = [f"w{i:04d}" for i in range(1000)]
+
+    def publish(pub, mass):
+        rng = np.random.default_rng(0)  # 30 topics sharing 60 words (mass of each topic)
+        B = np.zeros((30, 1000))
+        B[:, :60] = rng.dirichlet(np.ones(60), size=30) * mass
+        for k in range(30):
+            B[k, 60 + 30 * k:90 + 30 * k] = rng.dirichlet(np.ones(30)) * (1 - mass)
+        pub.publish(vocabulary=words, topic_word=B, topic_topic=np.eye(30) / 30,
+                    anchors=None, num_docs=100, settings={}, source={}, mean_doc_length=8.0)
+        return pub.latest()[1].extra["background_words"]["level_weight"]
+
+    pub = Publisher(tmp_path, background_spread=0.33)
+    # A first snapshot chooses as a fit does (0 at 0.58, 1/4 at 0.59 when fresh).
+    assert publish(pub, 0.58) == 0.0
+    assert publish(pub, 0.59) == 0.0       # within the margin of the previous share
+    assert publish(pub, 0.61) == 0.5       # out of it
+    pub.close()
+    assert publish(Publisher(tmp_path, background_spread=0.33), 0.58) == 0.25  # not 0: restart
+    other = Publisher(tmp_path / "fresh", background_spread=0.33)
+    assert publish(other, 0.59) == 0.25

@@ -24,8 +24,9 @@ label, its first ``LABEL_WORDS`` words, which is there to tell the topic from th
 * within those rules the words rank by ``max(p(w | k) − a · g(w), 0)``, then by
   ``p(w | k)``, with the smallest share ``a`` of ``LEVEL_WEIGHTS`` at which the labels are at
   least ``DISTINCT`` (70 %) distinct words: the background is taken out only as far as the
-  labels need to be told apart. Taking out the whole level cost short documents held-out
-  NPMI (a corpus-wide word is often the one word a short document shares with its topic's
+  labels need to be told apart (between a stream's snapshots within a margin of the
+  previous share: ``DISTINCT_MARGIN``). Taking out the whole level cost short documents
+  held-out NPMI (a corpus-wide word is often the one word a short document shares with its topic's
   others), and ranking by probability let one word label a third of the topics; on longer
   documents, where a topic's own words meet each other, the whole level scores best.
 
@@ -72,6 +73,11 @@ LEVEL_WEIGHTS = (0.0, 0.25, 0.5, 1.0)
 DISTINCT = 0.7
 #: ... and no word is in the labels of more than this share of the topics (two at least).
 LABEL_SHARE = 0.15
+#: Between refreshes of a stream the share stays put within this margin (hysteresis): a
+#: smaller share than the previous snapshot's needs labels ``DISTINCT + DISTINCT_MARGIN``
+#: distinct, the previous one is kept down to ``DISTINCT − DISTINCT_MARGIN`` (a 1 % change
+#: of the documents moved the share of the documentation passages between ¼ and ½).
+DISTINCT_MARGIN = 0.02
 #: All of this where documents are shorter than this many tokens on average (the bound below
 #: which the fit refines whole documents, ``refine.REFINE_AUTO_MAX_LENGTH``); on longer ones
 #: the top words rank above the whole level, with no cap (what a longer document's held-out
@@ -214,19 +220,32 @@ def label_cap(n_topics: int) -> int:
     return max(MIN_TOPICS, math.ceil(LABEL_SHARE * n_topics - 1e-9))
 
 
-def distinct_top_words(topic_word, n: int, level: np.ndarray) -> Ranking:
+def distinct_top_words(topic_word, n: int, level: np.ndarray,
+                       previous: float | None = None) -> Ranking:
     """Each topic's ``n`` top words, above as little of the background as tells them apart.
 
     Tries the shares ``LEVEL_WEIGHTS`` of ``level`` from the smallest and keeps the first at
     which the labels (the first ``LABEL_WORDS`` words, whatever ``n`` is) are at least
     ``DISTINCT`` distinct words, the whole level where none is; every ranking caps the labels
     a word is in at :func:`label_cap` (see :func:`ranked_top_words`).
+
+    ``previous``: the share the previous snapshot of the same stream chose (ignored unless
+    one of ``LEVEL_WEIGHTS``). Shares below it need ``DISTINCT + DISTINCT_MARGIN``, it needs
+    ``DISTINCT − DISTINCT_MARGIN``: the labels do not flip between two shares with every
+    refresh of a model that sits at the bound.
     """
     B = _as_rows(topic_word)
     cap = label_cap(B.shape[0])
+    if previous not in LEVEL_WEIGHTS:
+        previous = None
     for weight in LEVEL_WEIGHTS:
+        need = DISTINCT
+        if previous is not None and weight < previous:
+            need += DISTINCT_MARGIN
+        elif previous is not None and weight == previous:
+            need -= DISTINCT_MARGIN
         label = ranked_top_words(B, LABEL_WORDS, level, cap, weight)
-        if np.unique(label).size >= DISTINCT * label.size:
+        if np.unique(label).size >= need * label.size:
             break
     return Ranking(ranked_top_words(B, n, level, cap, weight), float(weight), cap)
 

@@ -61,6 +61,7 @@ def write_snapshot(
     n_top_words: int = 20,
     background_spread: float | None = None,
     mean_doc_length: float | None = None,
+    previous_level_weight: float | None = None,
     created_at: _dt.datetime | None = None,
 ) -> Path:
     """Write a snapshot directory atomically.
@@ -110,6 +111,11 @@ def write_snapshot(
         :data:`~anchorstream.model.background.SHORT_DOCUMENTS` the background is taken out of
         the ranking only as far as the labels need (above); otherwise (or None) top words
         rank above the whole level.
+    previous_level_weight : float, optional
+        The share of the level the previous snapshot of the same stream ranked by (its
+        ``extra["background_words"]["level_weight"]``): kept unless the labels clear the bound
+        by a margin (:func:`~anchorstream.model.background.distinct_top_words`). The daemon's
+        publisher passes it; a one-off fit has none.
     created_at : datetime, optional
         Timezone-aware; default now. Stored in UTC.
 
@@ -142,12 +148,18 @@ def write_snapshot(
     quality_rows = _check_quality(quality, K)
     spread = check_spread(background_spread)
     length = _check_length(mean_doc_length)
+    if previous_level_weight is not None and (
+            isinstance(previous_level_weight, bool)
+            or not isinstance(previous_level_weight, numbers.Real)
+            or not 0 <= previous_level_weight <= 1):
+        raise InputError(f"previous_level_weight must be a share in [0, 1] or None, got "
+                         f"{previous_level_weight!r}")
     if spread is None:
         top = ranked_top_words(tw32, n_top)
     else:
         found = background(tw32, prev, spread, n_top)
         if length < SHORT_DOCUMENTS:
-            ranking = distinct_top_words(tw32, n_top, found.level)
+            ranking = distinct_top_words(tw32, n_top, found.level, previous_level_weight)
             top, weight, cap = ranking.top, ranking.weight, ranking.cap
         else:
             top, weight, cap = ranked_top_words(tw32, n_top, found.level), 1.0, None
