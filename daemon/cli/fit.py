@@ -127,8 +127,9 @@ def register(subparsers) -> None:
                    metavar="FRACTION",
                    help="background words: a word's background level is the probability it "
                         "has in at least this fraction of the topics (two at least); top words "
-                        "are ranked by what a topic adds above it, and the words it explains "
-                        "are reported "
+                        "are ranked by what a topic adds above it (on documents under 25 "
+                        "tokens only as far as the labels need to tell the topics apart), and "
+                        "the words it explains are reported "
                         "(default %(default)s; 'none': rank by probability)")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bars")
     # Icechunk's logging is set up (and Icechunk imported) only for a fit on a store.
