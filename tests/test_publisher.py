@@ -236,11 +236,12 @@ def test_labels_keep_the_previous_share_of_the_background_across_publishes(tmp_p
         return pub.latest()[1].extra["background_words"]["level_weight"]
 
     pub = Publisher(tmp_path, background_spread=0.33)
-    # A first snapshot chooses as a fit does (0 at 0.58, 1/4 at 0.59 when fresh).
-    assert publish(pub, 0.58) == 0.0
-    assert publish(pub, 0.59) == 0.0       # within the margin of the previous share
-    assert publish(pub, 0.61) == 0.5       # out of it
+    # A first snapshot chooses as a fit does: 0 at 0.63 (labels 0.63 distinct), 1/4 at 0.66.
+    assert publish(pub, 0.63) == 0.0
+    assert publish(pub, 0.66) == 0.25
+    assert publish(pub, 0.63) == 0.25      # back to 0 only past the bound plus the margin
     pub.close()
-    assert publish(Publisher(tmp_path, background_spread=0.33), 0.58) == 0.25  # not 0: restart
-    other = Publisher(tmp_path / "fresh", background_spread=0.33)
-    assert publish(other, 0.59) == 0.25
+    assert publish(Publisher(tmp_path, background_spread=0.33), 0.63) == 0.25  # and restarted
+    assert publish(Publisher(tmp_path / "fresh", background_spread=0.33), 0.63) == 0.0
+    assert publish(pub := Publisher(tmp_path, background_spread=0.33), 0.58) == 0.0  # 0.71
+    pub.close()
