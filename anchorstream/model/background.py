@@ -253,10 +253,10 @@ def ranked_top_words(topic_word, n: int, level: np.ndarray | None = None,
 
     With a ``cap``, a word heads only the lists of the topics that raise it above its whole
     level (``p(w | k) > (1 + RAISE) · level(w)``, or ``level(w)`` is 0): elsewhere it comes
-    after every other word. And it is in the labels (the first ``LABEL_WORDS`` words) of at most ``cap``
-    topics, those where it stands highest above the level (then by probability, then the
-    lower topic index); in the others it moves below the label and the next words take its
-    place.
+    after every other word. And it is in the labels (the first ``LABEL_WORDS`` words) of at
+    most ``cap`` topics, those where it stands highest above the level (then by probability,
+    then the lower topic index); in the others it moves below the label and the next words
+    take its place.
 
     Returns an int64 array of shape (n_topics, min(n, n_words)).
     """
