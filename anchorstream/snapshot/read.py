@@ -263,7 +263,7 @@ def format_topics(snapshot: Snapshot, n_words: int = 10) -> str:
         found = (m.get("extra") or {}).get("background_words") or {}
         if found.get("spread") is None:
             top = ranked_top_words(snapshot.topic_word, n_words)
-        else:  # snapshots before the label cap ranked above the whole level
+        else:  # without label_cap and level_weight (before session 61): the whole level
             level = background_level(snapshot.topic_word, found["spread"])
             top = ranked_top_words(snapshot.topic_word, n_words, level,
                                    found.get("label_cap"), found.get("level_weight", 1.0))

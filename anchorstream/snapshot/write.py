@@ -147,19 +147,14 @@ def write_snapshot(
     stamp = _utc_stamp(created_at)
     quality_rows = _check_quality(quality, K)
     spread = check_spread(background_spread)
-    length = _check_length(mean_doc_length)
-    if previous_level_weight is not None and (
-            isinstance(previous_level_weight, bool)
-            or not isinstance(previous_level_weight, numbers.Real)
-            or not 0 <= previous_level_weight <= 1):
-        raise InputError(f"previous_level_weight must be a share in [0, 1] or None, got "
-                         f"{previous_level_weight!r}")
+    length = _optional_number("mean_doc_length", mean_doc_length, math.inf)
+    previous = _optional_number("previous_level_weight", previous_level_weight, 1.0)
     if spread is None:
         top = ranked_top_words(tw32, n_top)
     else:
         found = background(tw32, prev, spread, n_top)
-        if length < SHORT_DOCUMENTS:
-            ranking = distinct_top_words(tw32, n_top, found.level, previous_level_weight)
+        if length is not None and length < SHORT_DOCUMENTS:
+            ranking = distinct_top_words(tw32, n_top, found.level, previous)
             top, weight, cap = ranking.top, ranking.weight, ranking.cap
         else:
             top, weight, cap = ranked_top_words(tw32, n_top, found.level), 1.0, None
@@ -193,15 +188,14 @@ def write_snapshot(
     return target
 
 
-def _check_length(mean_doc_length) -> float:
-    """``mean_doc_length`` as a float (infinite for None); InputError unless >= 0."""
-    if mean_doc_length is None:
-        return math.inf
-    if (isinstance(mean_doc_length, bool) or not isinstance(mean_doc_length, numbers.Real)
-            or not mean_doc_length >= 0):
-        raise InputError(
-            f"mean_doc_length must be a number >= 0 or None, got {mean_doc_length!r}")
-    return float(mean_doc_length)
+def _optional_number(name: str, value, hi: float) -> float | None:
+    """``value`` as a float in ``[0, hi]``, or None; else InputError naming ``name``."""
+    if value is None:
+        return None
+    if (isinstance(value, bool) or not isinstance(value, numbers.Real)
+            or not 0 <= value <= hi):
+        raise InputError(f"{name} must be a number in [0, {hi:g}] or None, got {value!r}")
+    return float(value)
 
 
 def _normalized_topic_word(topic_word, V: int) -> np.ndarray:
