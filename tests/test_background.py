@@ -322,3 +322,12 @@ def test_the_snapshot_reports_them_and_its_top_words_leave_them_out(tmp_path, le
     plain = read_snapshot(_write(tmp_path / "plain", B, prev, None))
     assert "background_words" not in (plain.extra or {})
     assert any(background_names & {w for w, _ in t["top_words"]} for t in plain.topics)
+
+
+def test_short_documents_are_those_the_fit_refines_whole():
+    # The same bound, kept as its own literal so that reading a snapshot does not import
+    # the refinement's compiled kernels.
+    from anchorstream.model.background import SHORT_DOCUMENTS
+    from anchorstream.model.refine import REFINE_AUTO_MAX_LENGTH
+
+    assert SHORT_DOCUMENTS == REFINE_AUTO_MAX_LENGTH

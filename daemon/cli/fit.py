@@ -13,7 +13,8 @@ import numpy as np
 
 from anchorstream.text.decode import FORMATS
 from anchorstream.errors import InputError
-from anchorstream.model.background import BACKGROUND_SPREAD, LABEL_WORDS
+from anchorstream.model.background import (BACKGROUND_SPREAD, LABEL_WORDS,
+                                            SHORT_DOCUMENTS)
 from anchorstream.model.methods import fit_topics
 from anchorstream.model.registry import (ANCHOR_METHODS, METHODS, RECOVER_WEIGHTS,
                                          RECTIFY_METHODS, rectify_method_for)
@@ -127,9 +128,9 @@ def register(subparsers) -> None:
                    metavar="FRACTION",
                    help="background words: a word's background level is the probability it "
                         "has in at least this fraction of the topics (two at least); top words "
-                        "are ranked by what a topic adds above it (on documents under 25 "
-                        "tokens only as far as the labels need to tell the topics apart), and "
-                        "the words it explains are reported "
+                        "are ranked by what a topic adds above it (on documents under "
+                        f"{SHORT_DOCUMENTS:g} tokens only as far as the labels need to tell "
+                        "the topics apart), and the words it explains are reported "
                         "(default %(default)s; 'none': rank by probability)")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bars")
     # Icechunk's logging is set up (and Icechunk imported) only for a fit on a store.

@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from anchorstream.model.anchorfree import ANCHORFREE_SLACK, ANCHORFREE_WORDS
-from anchorstream.model.background import BACKGROUND_SPREAD
+from anchorstream.model.background import BACKGROUND_SPREAD, SHORT_DOCUMENTS
 from anchorstream.model.refine import (REFINE_AUTO_MAX_LENGTH, REFINE_MAX_ITER, REFINE_METHODS,
                                        REFINE_WARM_MAX_ITER)
 from anchorstream.model.rectify_warm import RECTIFY_WARM_CHANGE
@@ -435,8 +435,8 @@ class SnapshotsConfig(_Section):
     background_spread: Float(0, 1, lo_open=True, optional=True) = Field(
         BACKGROUND_SPREAD, description="background words: the fraction of the topics (two at "
         "least) a word keeps its background level in; top words rank above it (on documents "
-        "under 25 tokens only as far as the labels need to tell the topics apart); null = by "
-        "probability")
+        f"under {SHORT_DOCUMENTS:g} tokens only as far as the labels need to tell the topics "
+        "apart); null = by probability")
     history_max_entries: Int(2) = Field(
         1000, description="versions the topic history (HISTORY.jsonl, what trends are computed "
         "from) keeps; it outlives the snapshots")
