@@ -152,6 +152,22 @@ def naive_corrections_csr(rows, cols, values, scanned, outside):
     return indptr.astype(np.int64), c[order].astype(np.int64), v[order].astype(np.float64)
 
 
+def naive_corrections_sums(rows, cols, values, scanned, outside):
+    """Twin of ``corrections_sums``: the row sums of the mirrored coordinates' matrix."""
+    indptr, indices, data = naive_corrections_csr(rows, cols, values, scanned, outside)
+    return np.add.reduceat(np.append(data, 0.0), indptr[:-1]) * (np.diff(indptr) > 0)
+
+
+def naive_corrections_matmul(rows, cols, values, scanned, outside, Z):
+    """Twin of ``corrections_matmul``: ``E`` formed densely from its mirrored coordinates."""
+    V = outside.size
+    E = np.zeros((V, V))
+    E[rows, scanned[cols]] = values
+    mirror = outside[rows]
+    E[scanned[cols[mirror]], rows[mirror]] = values[mirror]
+    return E @ Z
+
+
 def naive_block_sqnorms(block, outside, scanned):
     """Twin of ``block_sqnorms``: the corrections formed densely, their rows' squares summed."""
     V = block.shape[0]

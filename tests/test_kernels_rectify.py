@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse as sp
 import pytest
 
 from anchorstream._kernels.rectify import (
@@ -11,6 +12,8 @@ from anchorstream._kernels.rectify import (
     block_sqnorms,
     clip_block,
     corrections_csr,
+    corrections_matmul,
+    corrections_sums,
     anchor_negative_entries,
     anchor_rectify_clip,
     anchor_update_difference,
@@ -20,6 +23,8 @@ from tests.naive_anchor import (
     naive_block_sqnorms,
     naive_clip_block,
     naive_corrections_csr,
+    naive_corrections_matmul,
+    naive_corrections_sums,
     naive_dense_to_csr,
     naive_negative_entries,
     naive_rectify_clip,
@@ -97,6 +102,33 @@ def test_negative_entries_match_twin(rng, shape, precision):
         assert a.dtype == b.dtype
         np.testing.assert_array_equal(a, b)
     assert np.all(got[2] > 0)
+
+
+@pytest.mark.parametrize(("V", "n_scanned", "b"), [(1, 1, 1), (6, 2, 3), (30, 7, 4),
+                                                  (30, 30, 2)])
+def test_corrections_products_and_sums_match_twins_and_the_csr(rng, V, n_scanned, b):
+    scanned = rng.permutation(V)[:n_scanned]
+    outside = np.ones(V, dtype=bool)
+    outside[scanned] = False
+    block = rng.standard_normal((V, n_scanned))
+    rows, cols, values = naive_negative_entries(block)
+    Z = rng.standard_normal((V, b))
+    out = np.full((V, b), 0.5)  # added to
+    got = corrections_matmul(rows, cols, values, scanned, outside, Z, out)
+    assert got is out
+    want = naive_corrections_matmul(rows, cols, values, scanned, outside, Z)
+    np.testing.assert_allclose(got - 0.5, want, rtol=1e-12, atol=1e-12)
+    sums = corrections_sums(rows, cols, values, scanned, outside)
+    np.testing.assert_allclose(sums, naive_corrections_sums(rows, cols, values, scanned,
+                                                            outside), rtol=1e-12, atol=0)
+    # The product is the CSR's built from the same entries, to the last bit: each row adds
+    # its terms in the entries' order, as the CSR's row holds them (SciPy's row sums add in
+    # another order).
+    indptr, indices, data = corrections_csr(rows, cols, values, scanned, outside)
+    E = sp.csr_matrix((data, indices, indptr), shape=(V, V))
+    np.testing.assert_array_equal(
+        corrections_matmul(rows, cols, values, scanned, outside, Z, np.zeros((V, b))), E @ Z)
+    np.testing.assert_allclose(sums, np.asarray(E.sum(axis=1)).ravel(), rtol=1e-13, atol=0)
 
 
 @pytest.mark.parametrize(("V", "n_scanned"), [(1, 1), (6, 2), (30, 7), (30, 30)])

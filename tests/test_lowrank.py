@@ -253,6 +253,39 @@ def test_an_unhinted_scan_samples_the_form_and_finds_the_same_corrections(rng, n
         np.testing.assert_allclose(got.rows(idx), want.rows(idx), rtol=1e-12, atol=1e-12)
 
 
+def test_sparse_corrections_multiply_from_their_entries_and_build_rows_on_demand(rng):
+    # The loop only multiplies and sums: sparse corrections do it from their entries, and the
+    # mirrored CSR is built (the entries dropped) only when rows are read. Either way the
+    # matrix is E, formed densely here, and scaling leaves the caller's values alone.
+    V, n = 200, 30
+    Y = np.abs(rng.standard_normal((V, 4)))
+    Y[rng.random(V) < 0.03] *= -1.0
+    scanned = np.sort(rng.choice(V, n, replace=False))
+    outside = np.ones(V, dtype=bool)
+    outside[scanned] = False
+    i, p, values = lowrank_corrections._negative_entries(Y, scanned)
+    E = np.zeros((V, V))
+    E[i, scanned[p]] = values
+    E[scanned[p[outside[i]]], i[outside[i]]] = values[outside[i]]
+    kept = values.copy()
+    got = lowrank_corrections.Corrections(i, p, values, scanned, outside)
+    assert not got.dense and got._csr is None
+    Z = rng.standard_normal((V, 3))
+    np.testing.assert_allclose(got @ Z, E @ Z, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(got @ Z[:, 0], E @ Z[:, 0], rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(got.sums, E.sum(axis=1), rtol=1e-12, atol=1e-15)
+    got.scale_(2.0)
+    np.testing.assert_array_equal(values, kept)
+    before = got @ Z
+    assert got._csr is None and got.nbytes > 0
+    idx = np.array([scanned[0], np.flatnonzero(outside)[0]])
+    np.testing.assert_allclose(got.rows(idx), 2.0 * E[idx], rtol=1e-12, atol=1e-15)
+    assert got._csr is not None and got._entries is None
+    np.testing.assert_array_equal(got @ Z, before)  # the CSR's product: the same numbers
+    np.testing.assert_allclose(got.sqnorms(), 4.0 * np.sum(E * E, axis=1), rtol=1e-12)
+    np.testing.assert_allclose(got.sums, 2.0 * E.sum(axis=1), rtol=1e-12, atol=1e-15)
+
+
 def test_a_result_scan_forms_and_holds_a_dense_block_in_float32(rng):
     # The result's dense corrections are formed and stored in float32, in row parts: each
     # entry within float32's rounding of its K products of the float64 scan's, which decides

@@ -18,6 +18,8 @@ from anchorstream._kernels.rectify import (
     block_sqnorms,
     clip_block,
     corrections_csr,
+    corrections_matmul,
+    corrections_sums,
 )
 
 __all__ = ["Corrections"]
@@ -45,8 +47,12 @@ class Corrections:
     ``N = max(−Y Y_Iᵀ, 0)``: ``E[i, I[p]] = N[i, p]``, and mirrored ``E[I[p], i]`` where word
     ``i`` is not scanned (a scanned one has its own entry).
 
-    Held sparse (CSR, both halves) while at most :data:`_DENSE_SHARE` of ``N`` is non-zero,
-    else as ``N`` itself, dense (``V × |I|``), whose products are two GEMMs: on the short
+    Held sparse while at most :data:`_DENSE_SHARE` of ``N`` is non-zero, else as ``N``
+    itself, dense (``V × |I|``), whose products are two GEMMs. Sparse corrections are their
+    entries: products and sums go through them in one pass (:func:`corrections_matmul`), and
+    the mirrored CSR (both halves) is built, and the entries dropped, only when rows are read
+    (:meth:`rows`, :meth:`sqnorms`; the result's anchor search and recovery): the
+    rectifier's loop, which only multiplies and sums, never builds it. On the short
     corpus of the quality benchmark (K = 100) 20-35% of ``N`` is non-zero, and all sparse, the
     rectification took 34 CPU s against 19 (benchmarks/README.md, "Low-rank rectification as
     the default"). A dense block is held in float32 (``dtype``): in the rectifier's loop
@@ -67,10 +73,23 @@ class Corrections:
             block[i, p] = values
             self._set_block(block)
         else:
+            self._entries = (np.ascontiguousarray(i, dtype=np.int64),
+                             np.ascontiguousarray(p, dtype=np.int64),
+                             np.ascontiguousarray(values, dtype=np.float64))
+            self._csr = None
+            self.sums = corrections_sums(*self._entries, scanned, outside)  # row sums
+
+    @property
+    def csr(self) -> sp.csr_matrix:
+        """Sparse corrections as a CSR matrix (both halves), built from the entries at the
+        first call, which are then dropped (the products use the CSR from then on)."""
+        if self._csr is None:
             # Each row's columns in the entries' order, unsorted (corrections_csr).
-            indptr, indices, data = corrections_csr(i, p, values, scanned, outside)
-            self.csr = sp.csr_matrix((data, indices, indptr), shape=(V, V))
-            self.sums = np.asarray(self.csr.sum(axis=1)).ravel()  # row sums
+            indptr, indices, data = corrections_csr(*self._entries, self.scanned, self.outside)
+            V = self.outside.size
+            self._csr = sp.csr_matrix((data, indices, indptr), shape=(V, V))
+            self._entries = None
+        return self._csr
 
     def _set_block(self, block: np.ndarray, sums: np.ndarray | None = None,
                    sqnorms: np.ndarray | None = None) -> None:
@@ -141,7 +160,9 @@ class Corrections:
     def nbytes(self) -> int:
         if self.dense:
             return int(self.block.nbytes + self.position.nbytes + self.sums.nbytes)
-        csr = self.csr
+        if self._csr is None:
+            return int(sum(a.nbytes for a in self._entries) + self.sums.nbytes)
+        csr = self._csr
         return int(csr.data.nbytes + csr.indices.nbytes + csr.indptr.nbytes + self.sums.nbytes)
 
     def scale_(self, c: float) -> None:
@@ -150,14 +171,23 @@ class Corrections:
             self.scale *= c
             if self._sqnorms is not None:
                 self._sqnorms *= c * c
+        elif self._csr is None:
+            i, p, values = self._entries
+            self._entries = (i, p, values * c)  # a new array: the caller's stays as it was
         else:
-            self.csr.data *= c
+            self._csr.data *= c
         self.sums *= c
 
     def __matmul__(self, Z: np.ndarray) -> np.ndarray:
         """``E @ Z`` for a 2-D ``Z``."""
         if not self.dense:
-            return self.csr @ Z
+            if self._csr is not None:
+                return self._csr @ Z
+            if Z.ndim == 1:
+                return (self @ Z[:, None])[:, 0]
+            Z = np.ascontiguousarray(Z, dtype=np.float64)
+            return corrections_matmul(*self._entries, self.scanned, self.outside, Z,
+                                      np.zeros(Z.shape))
         block = self.block
         Zb = Z.astype(block.dtype, copy=False)
         out = (block @ Zb[self.scanned]).astype(np.float64, copy=False)
