@@ -118,7 +118,7 @@ def test_corrections_products_and_sums_match_twins_and_the_csr(rng, V, n_scanned
     assert got is out
     want = naive_corrections_matmul(rows, cols, values, scanned, outside, Z)
     np.testing.assert_allclose(got - 0.5, want, rtol=1e-12, atol=1e-12)
-    sums = corrections_sums(rows, cols, values, scanned, outside)
+    sums = corrections_sums(rows, cols, values, scanned, outside, np.full(V, 0.25)) - 0.25
     np.testing.assert_allclose(sums, naive_corrections_sums(rows, cols, values, scanned,
                                                             outside), rtol=1e-12, atol=0)
     # The product is the CSR's built from the same entries, to the last bit: each row adds

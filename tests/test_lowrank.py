@@ -280,7 +280,7 @@ def test_sparse_corrections_multiply_from_their_entries_and_build_rows_on_demand
     assert got._csr is None and got.nbytes > 0
     idx = np.array([scanned[0], np.flatnonzero(outside)[0]])
     np.testing.assert_allclose(got.rows(idx), 2.0 * E[idx], rtol=1e-12, atol=1e-15)
-    assert got._csr is not None and got._entries is None
+    assert got._csr is not None and got._parts is None
     np.testing.assert_array_equal(got @ Z, before)  # the CSR's product: the same numbers
     np.testing.assert_allclose(got.sqnorms(), 4.0 * np.sum(E * E, axis=1), rtol=1e-12)
     np.testing.assert_allclose(got.sums, 2.0 * E.sum(axis=1), rtol=1e-12, atol=1e-15)

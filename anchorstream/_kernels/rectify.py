@@ -243,24 +243,26 @@ def corrections_csr(rows, cols, values, scanned, outside):
 
 
 @numba.njit(cache=True)
-def corrections_sums(rows, cols, values, scanned, outside):
-    """Row sums of the sparse corrections ``E`` given by their entries, as
+def corrections_sums(rows, cols, values, scanned, outside, sums):
+    """``sums +=`` the row sums of the sparse corrections ``E`` given by their entries, as
     :func:`corrections_csr` lays them out (each entry in its row, and mirrored into the row of
-    ``scanned[cols[t]]`` where ``outside[rows[t]]``), without building the CSR. Each row sums
-    in the entries' order, as a sum over the CSR's row does.
+    ``scanned[cols[t]]`` where ``outside[rows[t]]``), without building the CSR. Each row adds
+    in the entries' order.
 
     Parameters
     ----------
     rows, cols : int64 ndarrays of shape (n,)
     values : float64 ndarray of shape (n,)
-    scanned : int ndarray of shape (|I|,)
+    scanned : int ndarray of shape (>= max(cols) + 1,)
+        The scanned words ``cols`` index (a slice of them for one part of the entries).
     outside : bool ndarray of shape (V,)
+    sums : float64 ndarray of shape (V,); added to
 
     Returns
     -------
     float64 ndarray of shape (V,)
+        ``sums``
     """
-    sums = np.zeros(outside.size)
     for t in range(rows.size):
         r = rows[t]
         v = values[t]
@@ -285,7 +287,8 @@ def corrections_matmul(rows, cols, values, scanned, outside, Z, out):
     ----------
     rows, cols : int64 ndarrays of shape (n,)
     values : float64 ndarray of shape (n,)
-    scanned : int ndarray of shape (|I|,)
+    scanned : int ndarray of shape (>= max(cols) + 1,)
+        The scanned words ``cols`` index (a slice of them for one part of the entries).
     outside : bool ndarray of shape (V,)
     Z : float64 ndarray of shape (V, b), C-contiguous
     out : float64 ndarray of shape (V, b), C-contiguous; added to

@@ -65,30 +65,41 @@ class Corrections:
     """
 
     def __init__(self, i, p, values, scanned, outside, dtype=np.float64):
+        self._hold(scanned, outside, [(0, i, p, values)], dtype)
+
+    def _hold(self, scanned, outside, parts, dtype) -> None:
+        """Hold the entries ``parts``, a list of ``(start, i, p, values)`` whose ``p`` index
+        ``scanned[start:]`` (the scan's blocks of columns, kept apart: joining them cost as
+        much as multiplying them once), dense or sparse by their share of ``N``."""
         V, n = outside.size, scanned.size
         self.scanned, self.outside = scanned, outside
-        self.dense = values.size > _DENSE_SHARE * V * max(n, 1)
+        self.dense = sum(part[3].size for part in parts) > _DENSE_SHARE * V * max(n, 1)
         if self.dense:
             block = np.zeros((V, n), dtype=dtype)
-            block[i, p] = values
+            for start, i, p, values in parts:
+                block[i, p + start] = values
             self._set_block(block)
-        else:
-            self._entries = (np.ascontiguousarray(i, dtype=np.int64),
-                             np.ascontiguousarray(p, dtype=np.int64),
-                             np.ascontiguousarray(values, dtype=np.float64))
-            self._csr = None
-            self.sums = corrections_sums(*self._entries, scanned, outside)  # row sums
+            return
+        self._parts = [(int(start), np.ascontiguousarray(i, dtype=np.int64),
+                        np.ascontiguousarray(p, dtype=np.int64),
+                        np.ascontiguousarray(values, dtype=np.float64))
+                       for start, i, p, values in parts if values.size]
+        self._csr = None
+        self.sums = np.zeros(V)  # row sums
+        for start, i, p, values in self._parts:
+            corrections_sums(i, p, values, scanned[start:], outside, self.sums)
 
     @property
     def csr(self) -> sp.csr_matrix:
         """Sparse corrections as a CSR matrix (both halves), built from the entries at the
         first call, which are then dropped (the products use the CSR from then on)."""
         if self._csr is None:
+            i, p, values = _joined(self._parts)
             # Each row's columns in the entries' order, unsorted (corrections_csr).
-            indptr, indices, data = corrections_csr(*self._entries, self.scanned, self.outside)
+            indptr, indices, data = corrections_csr(i, p, values, self.scanned, self.outside)
             V = self.outside.size
             self._csr = sp.csr_matrix((data, indices, indptr), shape=(V, V))
-            self._entries = None
+            self._parts = None
         return self._csr
 
     def _set_block(self, block: np.ndarray, sums: np.ndarray | None = None,
@@ -123,7 +134,9 @@ class Corrections:
         if dense is None:
             dense = _expect_dense(Y, scanned)
         if not dense:
-            return cls(*_negative_entries(Y, scanned), scanned, outside, dtype)
+            out = cls.__new__(cls)
+            out._hold(scanned, outside, _negative_parts(Y, scanned), dtype)
+            return out
         if dtype == np.float32 and Y.dtype == np.float64:
             # Straight into the block, its entries within float32's rounding of K products.
             Y = Y.astype(np.float32)
@@ -161,7 +174,8 @@ class Corrections:
         if self.dense:
             return int(self.block.nbytes + self.position.nbytes + self.sums.nbytes)
         if self._csr is None:
-            return int(sum(a.nbytes for a in self._entries) + self.sums.nbytes)
+            return int(sum(a.nbytes for part in self._parts for a in part[1:])
+                       + self.sums.nbytes)
         csr = self._csr
         return int(csr.data.nbytes + csr.indices.nbytes + csr.indptr.nbytes + self.sums.nbytes)
 
@@ -172,8 +186,8 @@ class Corrections:
             if self._sqnorms is not None:
                 self._sqnorms *= c * c
         elif self._csr is None:
-            i, p, values = self._entries
-            self._entries = (i, p, values * c)  # a new array: the caller's stays as it was
+            # New arrays: the caller's values stay as they were.
+            self._parts = [(start, i, p, values * c) for start, i, p, values in self._parts]
         else:
             self._csr.data *= c
         self.sums *= c
@@ -186,8 +200,10 @@ class Corrections:
             if Z.ndim == 1:
                 return (self @ Z[:, None])[:, 0]
             Z = np.ascontiguousarray(Z, dtype=np.float64)
-            return corrections_matmul(*self._entries, self.scanned, self.outside, Z,
-                                      np.zeros(Z.shape))
+            out = np.zeros(Z.shape)
+            for start, i, p, values in self._parts:
+                corrections_matmul(i, p, values, self.scanned[start:], self.outside, Z, out)
+            return out
         block = self.block
         Zb = Z.astype(block.dtype, copy=False)
         out = (block @ Zb[self.scanned]).astype(np.float64, copy=False)
@@ -234,17 +250,29 @@ def _expect_dense(Y: np.ndarray, scanned: np.ndarray) -> bool:
     return negative > _DENSE_SHARE * Y.shape[0] * sample.size
 
 
-def _negative_entries(Y: np.ndarray, scanned: np.ndarray):
-    """The nonzero entries of ``N = max(−Y Y_Iᵀ, 0)`` as ``(rows, cols, values)`` (int64,
-    int64, float64), formed a block of columns at a time in ``Y``'s precision.
+def _negative_parts(Y: np.ndarray, scanned: np.ndarray) -> list:
+    """The nonzero entries of ``N = max(−Y Y_Iᵀ, 0)``, formed a block of columns at a time in
+    ``Y``'s precision, as one ``(start, rows, cols, values)`` a block (int, int64, int64,
+    float64; ``cols`` counted from ``start``, the block's first column).
 
     ``O(V K |I|)`` work; memory: the entries and one V × 128 block.
     """
-    rows, cols, vals = [], [], []
+    parts = []
     for s in range(0, scanned.size, _SCAN_COLUMNS):
-        i, p, v = anchor_negative_entries(Y @ Y[scanned[s : s + _SCAN_COLUMNS]].T)
-        rows.append(i)
-        cols.append(p + s)
-        vals.append(v)
-    cat = (lambda xs, dt: np.concatenate(xs) if xs else np.empty(0, dtype=dt))
-    return cat(rows, np.int64), cat(cols, np.int64), cat(vals, np.float64)
+        parts.append((s, *anchor_negative_entries(Y @ Y[scanned[s : s + _SCAN_COLUMNS]].T)))
+    return parts
+
+
+def _joined(parts: list):
+    """``(rows, cols, values)`` of all ``parts``, ``cols`` counted from the first column."""
+    if not parts:
+        return np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.float64)
+    return (np.concatenate([part[1] for part in parts]),
+            np.concatenate([part[2] + part[0] for part in parts]),
+            np.concatenate([part[3] for part in parts]))
+
+
+def _negative_entries(Y: np.ndarray, scanned: np.ndarray):
+    """The nonzero entries of ``N = max(−Y Y_Iᵀ, 0)`` as ``(rows, cols, values)`` (int64,
+    int64, float64): :func:`_negative_parts` joined."""
+    return _joined(_negative_parts(Y, scanned))
