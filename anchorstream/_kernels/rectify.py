@@ -285,11 +285,8 @@ def corrections_matmul(rows, cols, values, scanned, outside, Z, out):
 
     Parameters
     ----------
-    rows, cols : int64 ndarrays of shape (n,)
-    values : float64 ndarray of shape (n,)
-    scanned : int ndarray of shape (>= max(cols) + 1,)
-        The scanned words ``cols`` index (a slice of them for one part of the entries).
-    outside : bool ndarray of shape (V,)
+    rows, cols, values, scanned, outside :
+        The entries, as for :func:`corrections_sums`.
     Z : float64 ndarray of shape (V, b), C-contiguous
     out : float64 ndarray of shape (V, b), C-contiguous; added to
     """
