@@ -263,7 +263,8 @@ def test_sparse_corrections_multiply_from_their_entries_and_build_rows_on_demand
     scanned = np.sort(rng.choice(V, n, replace=False))
     outside = np.ones(V, dtype=bool)
     outside[scanned] = False
-    i, p, values = lowrank_corrections._negative_entries(Y, scanned)
+    i, p, values = lowrank_corrections._joined(
+        lowrank_corrections._negative_parts(Y, scanned))
     E = np.zeros((V, V))
     E[i, scanned[p]] = values
     E[scanned[p[outside[i]]], i[outside[i]]] = values[outside[i]]

@@ -69,8 +69,8 @@ class Corrections:
 
     def _hold(self, scanned, outside, parts, dtype) -> None:
         """Hold the entries ``parts``, a list of ``(start, i, p, values)`` whose ``p`` index
-        ``scanned[start:]`` (the scan's blocks of columns, kept apart: joining them cost as
-        much as multiplying them once), dense or sparse by their share of ``N``."""
+        ``scanned[start:]`` (the scan's blocks of columns, kept apart: joining them cost two
+        thirds of a product), dense or sparse by their share of ``N``."""
         V, n = outside.size, scanned.size
         self.scanned, self.outside = scanned, outside
         self.dense = sum(part[3].size for part in parts) > _DENSE_SHARE * V * max(n, 1)
@@ -271,8 +271,3 @@ def _joined(parts: list):
             np.concatenate([part[2] + part[0] for part in parts]),
             np.concatenate([part[3] for part in parts]))
 
-
-def _negative_entries(Y: np.ndarray, scanned: np.ndarray):
-    """The nonzero entries of ``N = max(−Y Y_Iᵀ, 0)`` as ``(rows, cols, values)`` (int64,
-    int64, float64): :func:`_negative_parts` joined."""
-    return _joined(_negative_parts(Y, scanned))
