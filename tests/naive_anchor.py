@@ -153,9 +153,9 @@ def naive_corrections_csr(rows, cols, values, scanned, outside):
 
 
 def naive_corrections_sums(rows, cols, values, scanned, outside):
-    """Twin of ``corrections_sums``: the row sums of the mirrored coordinates' matrix."""
-    indptr, indices, data = naive_corrections_csr(rows, cols, values, scanned, outside)
-    return np.add.reduceat(np.append(data, 0.0), indptr[:-1]) * (np.diff(indptr) > 0)
+    """Twin of ``corrections_sums``: ``E`` formed densely, times a vector of ones."""
+    return naive_corrections_matmul(rows, cols, values, scanned, outside,
+                                    np.ones((outside.size, 1)))[:, 0]
 
 
 def naive_corrections_matmul(rows, cols, values, scanned, outside, Z):
