@@ -77,15 +77,18 @@ def test_document_operator_rejects_bad_input():
 
 @settings(max_examples=40, deadline=None)
 @given(V=st.integers(2, 30), k=st.integers(1, 4), shift=st.floats(-1e-2, 1e-2),
-       n_scanned=st.integers(0, 30), seed=st.integers(0, 2**16), dense=st.booleans())
-@example(V=19, k=1, shift=0.0, n_scanned=9, seed=582, dense=False)
-@example(V=18, k=3, shift=0.0, n_scanned=9, seed=220, dense=True)
-def test_implicit_matrix_matches_its_dense_form(V, k, shift, n_scanned, seed, dense):
+       n_scanned=st.integers(0, 30), seed=st.integers(0, 2**16), dense=st.booleans(),
+       block=st.sampled_from([3, 128]))
+@example(V=19, k=1, shift=0.0, n_scanned=9, seed=582, dense=False, block=128)
+@example(V=18, k=3, shift=0.0, n_scanned=9, seed=220, dense=True, block=128)
+def test_implicit_matrix_matches_its_dense_form(V, k, shift, n_scanned, seed, dense, block):
     rng = np.random.default_rng(seed)
     Y = rng.standard_normal((V, k)) * 0.1
     scanned = rng.permutation(V)[: min(n_scanned, V)]
-    # The corrections held as a dense block (any share of negative entries) or sparse (none).
-    with mock.patch.object(lowrank_corrections, "_DENSE_SHARE", -1.0 if dense else 2.0):
+    # The corrections held as a dense block (any share of negative entries) or sparse (none),
+    # scanned `block` columns at a time (sparse ones keep each block's entries apart).
+    with (mock.patch.object(lowrank_corrections, "_DENSE_SHARE", -1.0 if dense else 2.0),
+          mock.patch.object(lowrank_corrections, "_SCAN_COLUMNS", block)):
         M = LowRankCooccurrence(Y, shift, scanned)
         scaled = LowRankCooccurrence(Y.copy(), shift, scanned).scale_(2.5)
     assert M._E.dense == dense
@@ -96,17 +99,20 @@ def test_implicit_matrix_matches_its_dense_form(V, k, shift, n_scanned, seed, de
     fix[scanned, :] = True
     fix[:, scanned] = True
     dense = np.where(fix & (L < 0), 0.0, L) + shift
-    # The corrections are held in float32: a corrected entry keeps a few float32 ulps of its
-    # size (1.5e-8 on an entry of -0.072: two ulps, V=18, k=3, seed=220, dense).
-    eps32 = float(np.finfo(np.float32).eps)
-    np.testing.assert_allclose(M.toarray(), dense,
-                               atol=4 * eps32 * max(np.abs(L).max(), 1e-3))
+    # Products and sums first: sparse corrections multiply from their entries until rows are
+    # read (below), and through their CSR after.
     Z = rng.standard_normal((V, 3))
     tol = dict(rtol=1e-6, atol=1e-6 * np.abs(dense).max() * V)
     np.testing.assert_allclose(M @ Z, dense @ Z, **tol)
     np.testing.assert_allclose(M @ Z[:, 0], dense @ Z[:, 0], **tol)
     np.testing.assert_allclose(M.sum(axis=1), dense.sum(axis=1), **tol)
     assert M.sum() == pytest.approx(dense.sum(), rel=1e-6, abs=tol["atol"] * V)
+    # The corrections are held in float32: a corrected entry keeps a few float32 ulps of its
+    # size (1.5e-8 on an entry of -0.072: two ulps, V=18, k=3, seed=220, dense).
+    eps32 = float(np.finfo(np.float32).eps)
+    np.testing.assert_allclose(M.toarray(), dense,
+                               atol=4 * eps32 * max(np.abs(L).max(), 1e-3))
+    np.testing.assert_allclose(M @ Z, dense @ Z, **tol)
     np.testing.assert_allclose(M.row_sqnorms(), (dense * dense).sum(axis=1), rtol=1e-5,
                                atol=1e-6 * (dense * dense).sum(axis=1).max())
     idx = rng.integers(0, V, size=min(V, 4))
