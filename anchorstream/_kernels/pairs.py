@@ -12,7 +12,7 @@ import numpy as np
 
 
 @numba.njit(cache=True, fastmath={"reassoc", "contract"})
-def pairs_em_scatter(indptr, indices, data, G, B, M, p_min, row0, row1, pbuf):
+def pairs_em_scatter(tiles, indices, data, G, B, M, p_min, row0, row1, pbuf):
     """One E-step pass over the word pairs of the rows ``row0 <= i < row1``: ``M += W B``, and
     each pair's probability left in ``pbuf`` for the caller's logarithms.
 
@@ -37,9 +37,21 @@ def pairs_em_scatter(indptr, indices, data, G, B, M, p_min, row0, row1, pbuf):
     whole buffer at once (NumPy), where one scalar ``log`` per pair here was a quarter of the
     pass (11.5 of 46 ms on the npm summaries' 0.8M pairs at K = 100).
 
+    The pass visits the pairs one column tile at a time (``tiles``, from
+    :func:`pairs_column_tiles`): every row's pairs with columns in the first tile, then every
+    row's in the next, so that the rows ``B_j`` and ``M_j`` of one tile's columns, read and
+    written at random, stay in the core's cache while the rows ``i`` stream by. Each ``M``
+    row receives its terms in the same order as in a row-by-row pass (a column ``j`` gets all
+    of them in its tile, from the rows before ``j``, before its own row adds any), and
+    ``pbuf`` keeps the CSR's positions, so ``M`` and ``pbuf`` are the same to the bit with or
+    without tiles.
+
     Parameters
     ----------
-    indptr : int ndarray of shape (n_words + 1,)
+    tiles : int64 ndarray of shape (n_tiles + 1, n_words)
+        Row ``i``'s pairs with columns in tile ``s`` are at ``tiles[s, i] <= t < tiles[s + 1,
+        i]``: ``tiles[0]`` is the CSR's ``indptr[:-1]``, ``tiles[-1]`` its ``indptr[1:]`` (one
+        tile: the rows as they are).
     indices : int ndarray of shape (nnz,)
         Columns, each at or after its row.
     data : float64 ndarray of shape (nnz,)
@@ -52,8 +64,9 @@ def pairs_em_scatter(indptr, indices, data, G, B, M, p_min, row0, row1, pbuf):
     row0, row1 : int
         The rows of this call.
     pbuf : float ndarray of shape (>= indptr[row1] - indptr[row0],)
-        ``pbuf[t - indptr[row0]]`` receives ``p`` of pair ``t``, and 1 where the pair's count
-        is 0 or the pair is impossible (its logarithm then adds 0).
+        ``pbuf[t - indptr[row0]]`` receives ``p`` of pair ``t`` (``indptr[row0]`` is
+        ``tiles[0, row0]``), and 1 where the pair's count is 0 or the pair is impossible (its
+        logarithm then adds 0).
 
     Returns
     -------
@@ -61,12 +74,13 @@ def pairs_em_scatter(indptr, indices, data, G, B, M, p_min, row0, row1, pbuf):
         Whether some pair was impossible (the log-likelihood is then ``-inf``).
     """
     K = B.shape[1]
-    base = indptr[row0]
     impossible = False
     if row1 <= row0:
         return impossible
+    base = tiles[0, row0]
+    last = tiles.shape[0] - 1
     if K == 0:
-        for t in range(base, indptr[row1]):
+        for t in range(base, tiles[last, row1 - 1]):
             pbuf[t - base] = 1.0
             if data[t] != 0.0:
                 impossible = True
@@ -76,64 +90,102 @@ def pairs_em_scatter(indptr, indices, data, G, B, M, p_min, row0, row1, pbuf):
     # started from the first term leaves K - 1 for the SIMD loop, whose remainder is slow.)
     zero = G[0, 0] - G[0, 0]
     weight = np.empty(1, dtype=M.dtype)
-    for i in range(row0, row1):
-        Gi, Bi, Mi = G[i], B[i], M[i]
-        for t in range(indptr[i], indptr[i + 1]):
-            c = data[t]
-            if c == 0.0:
-                pbuf[t - base] = 1.0
-                continue
-            j = indices[t]
-            Bj = B[j]
-            p = zero
-            for k in range(K):
-                p += Gi[k] * Bj[k]
-            if not p > p_min:
-                impossible = True
-                pbuf[t - base] = 1.0
-                continue
-            pbuf[t - base] = p
-            weight[0] = c / p
-            w = weight[0]
-            if j == i:
+    for s in range(last):
+        for i in range(row0, row1):
+            Gi, Bi, Mi = G[i], B[i], M[i]
+            for t in range(tiles[s, i], tiles[s + 1, i]):
+                c = data[t]
+                if c == 0.0:
+                    pbuf[t - base] = 1.0
+                    continue
+                j = indices[t]
+                Bj = B[j]
+                p = zero
                 for k in range(K):
-                    Mi[k] += w * Bi[k]
-            else:
-                Mj = M[j]
-                for k in range(K):
-                    Mi[k] += w * Bj[k]
-                    Mj[k] += w * Bi[k]
+                    p += Gi[k] * Bj[k]
+                if not p > p_min:
+                    impossible = True
+                    pbuf[t - base] = 1.0
+                    continue
+                pbuf[t - base] = p
+                weight[0] = c / p
+                w = weight[0]
+                if j == i:
+                    for k in range(K):
+                        Mi[k] += w * Bi[k]
+                else:
+                    Mj = M[j]
+                    for k in range(K):
+                        Mi[k] += w * Bj[k]
+                        Mj[k] += w * Bi[k]
     return impossible
 
 
 @numba.njit(cache=True, fastmath={"reassoc", "contract"})
-def pairs_probabilities(indptr, indices, data, G, B, p_min, row0, row1, pbuf):
+def pairs_probabilities(tiles, indices, data, G, B, p_min, row0, row1, pbuf):
     """Each pair's probability ``p_ij = G_i · B_j`` for the rows ``row0 <= i < row1``, into
     ``pbuf``: :func:`pairs_em_scatter`'s pass without its scatter into ``M`` (a third of its
-    work), for a log-likelihood alone (the refinement's last point). Arguments, ``pbuf``'s
-    contents and the result as for :func:`pairs_em_scatter`.
+    work), for a log-likelihood alone (the refinement's last point), by the same column tiles.
+    Arguments, ``pbuf``'s contents and the result as for :func:`pairs_em_scatter`.
     """
     K = B.shape[1]
-    base = indptr[row0]
     impossible = False
+    if row1 <= row0:
+        return impossible
+    base = tiles[0, row0]
     # p in the arrays' dtype, as in pairs_em_scatter; with no topics every observed pair is
     # impossible (p = 0).
     zero = np.zeros(1, G.dtype)[0]
-    for i in range(row0, row1):
-        Gi = G[i]
-        for t in range(indptr[i], indptr[i + 1]):
-            pbuf[t - base] = 1.0
-            if data[t] == 0.0:
-                continue
-            Bj = B[indices[t]]
-            p = zero
-            for k in range(K):
-                p += Gi[k] * Bj[k]
-            if p > p_min:
-                pbuf[t - base] = p
-            else:
-                impossible = True
+    for s in range(tiles.shape[0] - 1):
+        for i in range(row0, row1):
+            Gi = G[i]
+            for t in range(tiles[s, i], tiles[s + 1, i]):
+                pbuf[t - base] = 1.0
+                if data[t] == 0.0:
+                    continue
+                Bj = B[indices[t]]
+                p = zero
+                for k in range(K):
+                    p += Gi[k] * Bj[k]
+                if p > p_min:
+                    pbuf[t - base] = p
+                else:
+                    impossible = True
     return impossible
+
+
+@numba.njit(cache=True)
+def pairs_column_tiles(indptr, indices, width):
+    """Where each row's pairs cross into each tile of ``width`` columns: the ``tiles`` of
+    :func:`pairs_em_scatter`.
+
+    Parameters
+    ----------
+    indptr : int ndarray of shape (n_words + 1,)
+    indices : int ndarray of shape (nnz,)
+        Columns, sorted within each row.
+    width : int
+        Columns per tile (>= 1); the last tile takes what remains.
+
+    Returns
+    -------
+    int64 ndarray of shape (ceil(n_words / width) + 1, n_words)
+        ``out[s, i]``: the first pair of row ``i`` whose column is at least ``s * width`` (the
+        row's end where none is); ``out[0]`` is ``indptr[:-1]``, ``out[-1]`` ``indptr[1:]``.
+        With no words, shape ``(2, 0)``.
+    """
+    n = indptr.size - 1
+    n_tiles = max((n + width - 1) // width, 1)
+    out = np.empty((n_tiles + 1, n), dtype=np.int64)
+    for i in range(n):
+        t, end = indptr[i], indptr[i + 1]
+        out[0, i] = t
+        for s in range(1, n_tiles):
+            while t < end and indices[t] < s * width:
+                t += 1
+            out[s, i] = t
+        out[n_tiles, i] = end
+    return out
 
 
 @numba.njit(cache=True)
