@@ -46,19 +46,6 @@ def naive_em_scatter(indptr, indices, data, G, B, p_min, row0, row1):
     return np.asarray(W @ B), np.where(live, p, 1.0), impossible
 
 
-def naive_column_tiles(indptr, indices, width):
-    """Where each row's pairs cross into each tile of ``width`` columns, by ``searchsorted``
-    on every row: ``out[s, i]`` the first pair of row ``i`` at or after column ``s * width``."""
-    n = indptr.size - 1
-    n_tiles = max(-(-n // width), 1)
-    out = np.empty((n_tiles + 1, n), dtype=np.int64)
-    for i in range(n):
-        cols = np.asarray(indices[indptr[i]:indptr[i + 1]])
-        out[:n_tiles, i] = indptr[i] + np.searchsorted(cols, np.arange(n_tiles) * width)
-        out[n_tiles, i] = indptr[i + 1]
-    return out
-
-
 def naive_upper_from_dense(dense):
     """CSR arrays of ``triu(dense)`` by SciPy."""
     U = sp.csr_matrix(np.triu(dense))

@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from anchorstream.model.pipeline import AnchorModel
+from anchorstream.stats import tiles
 from anchorstream.stats.cooccurrence import cooccurrence
 from anchorstream.stats.headblock import head_block
 from anchorstream.stats.sparse import SparseCooccurrence
@@ -146,3 +147,21 @@ def test_one_product_of_too_few_words_for_a_block_is_the_float64_product():
     S = _sparse(U, n, n + 1)  # fewer words than a block needs
     Z = np.random.default_rng(0).standard_normal((n, 3))
     np.testing.assert_array_equal(S.matmul_once(Z), S @ Z)
+
+
+@pytest.mark.parametrize("min_words", [1, 301])
+def test_products_by_column_tiles_are_the_same_to_the_bit(monkeypatch, min_words):
+    # Tiles of one word, whatever the product: through the block's rest (min_words 1), the
+    # float64 pairs (no block) and one product in float32 (matmul_once) alike.
+    n = 300
+    U = _zipf_upper(13, n)
+    Z = np.random.default_rng(2).standard_normal((n, 9))
+    want = [_sparse(U, n, min_words) @ Z, _sparse(U, n, min_words).matmul_once(Z)]
+    monkeypatch.setattr(tiles, "TILE_BYTES", 1)
+    monkeypatch.setattr(tiles, "UNTILED_BYTES", 0)
+    S, once = _sparse(U, n, min_words), _sparse(U, n, min_words)
+    got = [S @ Z, once.matmul_once(Z)]
+    kept = (S.head_block().tiles if min_words == 1 else S._tiles())
+    assert kept(1).shape[0] == n + 1  # n tiles of one column
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)

@@ -10,7 +10,13 @@ import pytest
 import scipy.sparse as sp
 
 from anchorstream._kernels import cooc as kernels
+from anchorstream._kernels.tiles import column_tiles
 from tests import naive_cooc as naive
+
+
+def rows(indptr):
+    """The symmetric products' ``tiles`` of one tile: each row as the CSR holds it."""
+    return np.stack([indptr[:-1], indptr[1:]]).astype(np.int64)
 
 
 def _random_csr(rng, n_docs, n_words, *, explicit_zeros=False):
@@ -144,7 +150,7 @@ def test_symmetric_matmul_matches_twin_and_the_full_matrix(seed, b):
     U = sp.csr_matrix(np.triu(dense))
     Z = rng.standard_normal((n, b))
     out = np.ones((n, b))  # added into
-    kernels.cooc_symmetric_matmul(U.indptr, U.indices, U.data, Z, out)
+    kernels.cooc_symmetric_matmul(rows(U.indptr), U.indices, U.data, Z, out)
     want = np.ones((n, b))
     naive.naive_symmetric_matmul(U.indptr, U.indices, U.data, Z, want)
     np.testing.assert_allclose(out, want, rtol=1e-14, atol=1e-14)
@@ -161,11 +167,28 @@ def test_symmetric_matmul32_matches_twin_to_float32(seed, b):
     U = sp.csr_matrix(np.triu(dense))  # float64 values, read as float32
     Z = rng.standard_normal((n, b)).astype(np.float32)
     out = np.ones((n, b), dtype=np.float32)  # added into
-    kernels.cooc_symmetric_matmul32(U.indptr, U.indices, U.data, Z, out)
+    kernels.cooc_symmetric_matmul32(rows(U.indptr), U.indices, U.data, Z, out)
     assert out.dtype == np.float32
     want = np.ones((n, b))
     naive.naive_symmetric_matmul(U.indptr, U.indices, U.data, Z.astype(np.float64), want)
     np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("width", [1, 2, 4, 11])
+@pytest.mark.parametrize("single", [False, True])
+def test_symmetric_matmul_by_column_tiles_is_the_same_to_the_bit(rng, width, single):
+    """Tiles change the order the entries are visited in, not the order any row of ``out``
+    gets its terms: the product is the row-by-row one exactly (float64 and float32)."""
+    n, b = 11, 5
+    dense = rng.random((n, n)) * (rng.random((n, n)) < 0.5)
+    U = sp.csr_matrix(np.triu(dense + dense.T))
+    tiles = column_tiles(U.indptr.astype(np.int64), U.indices, width)
+    kernel = kernels.cooc_symmetric_matmul32 if single else kernels.cooc_symmetric_matmul
+    Z = rng.standard_normal((n, b)).astype(np.float32 if single else np.float64)
+    want, got = np.ones_like(Z), np.ones_like(Z)
+    kernel(rows(U.indptr), U.indices, U.data, Z, want)
+    kernel(tiles, U.indices, U.data, Z, got)
+    np.testing.assert_array_equal(got, want)
 
 
 @pytest.mark.parametrize("seed", range(6))

@@ -6,17 +6,12 @@ import numpy as np
 import pytest
 
 from anchorstream._kernels.pairs import (
-    pairs_column_tiles,
     pairs_em_scatter,
     pairs_probabilities,
     pairs_upper_from_dense,
 )
-from tests.naive_pairs import (
-    naive_column_tiles,
-    naive_em_pass,
-    naive_em_scatter,
-    naive_upper_from_dense,
-)
+from anchorstream._kernels.tiles import column_tiles
+from tests.naive_pairs import naive_em_pass, naive_em_scatter, naive_upper_from_dense
 
 
 def rows(indptr):
@@ -156,18 +151,6 @@ def test_em_scatter_over_no_row():
                                    np.zeros(0), empty, empty, 0.0, 0, 0, pbuf)
 
 
-@pytest.mark.parametrize("n, density", [(0, 0.0), (1, 1.0), (7, 0.0), (9, 0.4), (12, 1.0)])
-@pytest.mark.parametrize("width", [1, 2, 5, 12, 100])
-def test_column_tiles_match_twin(rng, n, density, width):
-    indptr, indices, _ = pairs_upper_from_dense(symmetric_counts(rng, n, density))
-    got = pairs_column_tiles(indptr, indices, width)
-    want = naive_column_tiles(indptr, indices, width)
-    assert got.dtype == np.int64 and got.shape == want.shape == (max(-(-n // width), 1) + 1, n)
-    np.testing.assert_array_equal(got, want)
-    np.testing.assert_array_equal(got[0], indptr[:-1])
-    np.testing.assert_array_equal(got[-1], indptr[1:])
-
-
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("width", [1, 3, 4, 13])
 def test_the_pass_by_column_tiles_is_the_row_pass_to_the_bit(rng, dtype, width):
@@ -182,7 +165,7 @@ def test_the_pass_by_column_tiles_is_the_row_pass_to_the_bit(rng, dtype, width):
     B[4, :] = 0.0  # word 4's pairs are impossible
     R = rng.random((K, K))
     G = np.ascontiguousarray(B.astype(np.float64) @ (R + R.T)).astype(dtype)
-    tiles = pairs_column_tiles(indptr, indices, width)
+    tiles = column_tiles(indptr, indices, width)
     for row0, row1 in [(0, n), (0, 5), (5, n), (n - 1, n), (3, 3)]:
         out = []
         for t in (rows(indptr), tiles):

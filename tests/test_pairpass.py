@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from anchorstream.model.pairpass import em_pass as _estep
-from anchorstream.model import pairpass
 from anchorstream.model.pairpass import loglik_pass
 from anchorstream.model.refine import pair_counts, pair_loglik
+from anchorstream.stats import tiles
 from tests.naive_pairs import naive_em_pass
 
 
@@ -137,8 +137,8 @@ def test_the_loglik_pass_falls_back_to_float64_as_the_estep_does():
 
 @pytest.mark.parametrize("tile_bytes", [1, 200, 1 << 30])
 def test_the_pass_by_column_tiles_is_the_same_pass_to_the_bit(rng, monkeypatch, tile_bytes):
-    """However small the tiles (one word each at 1 byte: 40 tiles, then the cap), the float32
-    pass and the float64 one give the log-likelihood and M of a pass over whole rows."""
+    """However small the tiles (one word each at 1 byte: 40 tiles), the float32 pass and the
+    float64 one give the log-likelihood and M of a pass over whole rows."""
     C = rng.random((40, 40)) * (rng.random((40, 40)) < 0.5)
     pairs = pair_counts(C + C.T)
     B = rng.random((40, 7)) + 0.01
@@ -148,19 +148,13 @@ def test_the_pass_by_column_tiles_is_the_same_pass_to_the_bit(rng, monkeypatch, 
     small = B.copy()
     small[5] = 1e-20  # word 5's pairs ~1e-40: the float64 pass
     want = [_estep(pairs, X, R, block=block) for X in (B, small) for block in (3, 1 << 16)]
-    monkeypatch.setattr(pairpass, "TILE_BYTES", tile_bytes)
-    got = [_estep(pairs, X, R, block=block) for X in (B, small) for block in (3, 1 << 16)]
+    monkeypatch.setattr(tiles, "TILE_BYTES", tile_bytes)
+    monkeypatch.setattr(tiles, "UNTILED_BYTES", 0)
+    fresh = pair_counts(C + C.T)  # no tiles kept from the passes above
+    got = [_estep(fresh, X, R, block=block) for X in (B, small) for block in (3, 1 << 16)]
+    assert fresh.tiles(tiles.tile_width(40, 32)).shape[0] - 1 == (40 if tile_bytes == 1 else
+                                                                  14 if tile_bytes == 200 else 1)
     for (ll, M), (want_ll, want_M) in zip(got, want):
         assert ll == want_ll
         np.testing.assert_array_equal(M, want_M)
-    assert loglik_pass(pairs, B, R) == want[1][0]
-
-
-def test_tile_width():
-    # Rows of 416 bytes (K = 100 in float32, padded to 104): 768 KiB hold 945 words' B and M.
-    assert pairpass.tile_width(8000, 416) == 945
-    assert pairpass.tile_width(500, 416) == 500  # every row fits: one tile
-    assert pairpass.tile_width(50_000, 416) == 945  # 53 tiles
-    assert pairpass.tile_width(100_000, 416) == 1563  # at most 64 tiles
-    assert pairpass.tile_width(10, 1 << 30) == 1  # at least one word
-    assert pairpass.tile_width(0, 8) == 1
+    assert loglik_pass(fresh, B, R) == want[1][0]

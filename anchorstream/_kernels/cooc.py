@@ -223,43 +223,52 @@ def _symmetric_pair(out, Z, i, j, v):
 
 
 @numba.njit(cache=True)
-def cooc_symmetric_matmul(indptr, indices, data, Z, out):
+def cooc_symmetric_matmul(tiles, indices, data, Z, out):
     """``out += (U + Uᵀ − diag U) Z`` for the upper triangle ``U`` of a symmetric matrix.
 
     One pass over ``U``'s entries, each used for its own row and, off the diagonal, for its
     mirror image: the transpose is never formed (a CSR copy of ``Uᵀ`` costs 12 bytes per stored
-    entry, as much as ``U`` itself). Serial: the mirror images scatter into other rows.
+    entry, as much as ``U`` itself). Serial: the mirror images scatter into other rows. The
+    entries are visited one tile of columns at a time (``tiles``, from
+    :func:`~anchorstream._kernels.tiles.column_tiles`), so that the rows of ``Z`` and ``out``
+    that a tile's columns read and write at random stay in the core's cache; no row of ``out``
+    gets its terms in another order than row by row (a column's mirror terms all come in its
+    tile, from the rows before its own), so the result is the same to the bit.
 
     Parameters
     ----------
-    indptr : int ndarray of shape (n + 1,)
+    tiles : int64 ndarray of shape (n_tiles + 1, n)
+        Row ``i``'s entries in column tile ``s`` are at ``tiles[s, i] <= k < tiles[s + 1, i]``
+        (one tile: ``indptr[:-1]`` over ``indptr[1:]``).
     indices : int ndarray of shape (nnz,)
         Column of each entry, at least its row (upper triangle, diagonal included).
     data : float ndarray of shape (nnz,)
     Z : float ndarray of shape (n, b), C-contiguous, of ``data``'s dtype
     out : float ndarray of shape (n, b), C-contiguous, of ``data``'s dtype; added into
     """
-    for i in range(indptr.shape[0] - 1):
-        for k in range(indptr[i], indptr[i + 1]):
-            _symmetric_pair(out, Z, i, indices[k], data[k])
+    for s in range(tiles.shape[0] - 1):
+        for i in range(tiles.shape[1]):
+            for k in range(tiles[s, i], tiles[s + 1, i]):
+                _symmetric_pair(out, Z, i, indices[k], data[k])
 
 
 @numba.njit(cache=True)
-def cooc_symmetric_matmul32(indptr, indices, data, Z, out):
+def cooc_symmetric_matmul32(tiles, indices, data, Z, out):
     """:func:`cooc_symmetric_matmul` in float32 from float64 ``data``: each value rounded to
     float32 as it is read, so the product runs at float32's speed (twice float64's at 46
     columns) without a float32 copy of the values.
 
     Parameters
     ----------
-    indptr, indices : as :func:`cooc_symmetric_matmul`
+    tiles, indices : as :func:`cooc_symmetric_matmul`
     data : float64 ndarray of shape (nnz,)
     Z : float32 ndarray of shape (n, b), C-contiguous
     out : float32 ndarray of shape (n, b), C-contiguous; added into
     """
-    for i in range(indptr.shape[0] - 1):
-        for k in range(indptr[i], indptr[i + 1]):
-            _symmetric_pair(out, Z, i, indices[k], np.float32(data[k]))
+    for s in range(tiles.shape[0] - 1):
+        for i in range(tiles.shape[1]):
+            for k in range(tiles[s, i], tiles[s + 1, i]):
+                _symmetric_pair(out, Z, i, indices[k], np.float32(data[k]))
 
 
 @numba.njit(cache=True)

@@ -38,9 +38,10 @@ def pairs_em_scatter(tiles, indices, data, G, B, M, p_min, row0, row1, pbuf):
     pass (11.5 of 46 ms on the npm summaries' 0.8M pairs at K = 100).
 
     The pass visits the pairs one column tile at a time (``tiles``, from
-    :func:`pairs_column_tiles`): every row's pairs with columns in the first tile, then every
-    row's in the next, so that the rows ``B_j`` and ``M_j`` of one tile's columns, read and
-    written at random, stay in the core's cache while the rows ``i`` stream by. Each ``M``
+    :func:`~anchorstream._kernels.tiles.column_tiles`): every row's pairs with columns in the
+    first tile, then every row's in the next, so that the rows ``B_j`` and ``M_j`` of one
+    tile's columns, read and written at random, stay in the core's cache while the rows ``i``
+    stream by. Each ``M``
     row receives its terms in the same order as in a row-by-row pass (a column ``j`` gets all
     of them in its tile, from the rows before ``j``, before its own row adds any), and
     ``pbuf`` keeps the CSR's positions, so ``M`` and ``pbuf`` are the same to the bit with or
@@ -152,40 +153,6 @@ def pairs_probabilities(tiles, indices, data, G, B, p_min, row0, row1, pbuf):
                 else:
                     impossible = True
     return impossible
-
-
-@numba.njit(cache=True)
-def pairs_column_tiles(indptr, indices, width):
-    """Where each row's pairs cross into each tile of ``width`` columns: the ``tiles`` of
-    :func:`pairs_em_scatter`.
-
-    Parameters
-    ----------
-    indptr : int ndarray of shape (n_words + 1,)
-    indices : int ndarray of shape (nnz,)
-        Columns, sorted within each row.
-    width : int
-        Columns per tile (>= 1); the last tile takes what remains.
-
-    Returns
-    -------
-    int64 ndarray of shape (ceil(n_words / width) + 1, n_words)
-        ``out[s, i]``: the first pair of row ``i`` whose column is at least ``s * width`` (the
-        row's end where none is); ``out[0]`` is ``indptr[:-1]``, ``out[-1]`` ``indptr[1:]``.
-        With no words, shape ``(2, 0)``.
-    """
-    n = indptr.size - 1
-    n_tiles = max((n + width - 1) // width, 1)
-    out = np.empty((n_tiles + 1, n), dtype=np.int64)
-    for i in range(n):
-        t, end = indptr[i], indptr[i + 1]
-        out[0, i] = t
-        for s in range(1, n_tiles):
-            while t < end and indices[t] < s * width:
-                t += 1
-            out[s, i] = t
-        out[n_tiles, i] = end
-    return out
 
 
 @numba.njit(cache=True)

@@ -6,8 +6,8 @@ The pass runs in float32 on topics padded to a multiple of 8 columns, a block of
 time: the kernel (``_kernels/pairs.pairs_em_scatter``) adds the block into ``M`` and leaves
 each pair's probability in a buffer, whose logarithms NumPy then takes at once. Within a
 block it visits the pairs by tiles of columns whose rows fit in a core's cache
-(:data:`TILE_BYTES`). Where float32 cannot hold some pair's probability the same pass reruns
-in float64.
+(:mod:`anchorstream.stats.tiles`). Where float32 cannot hold some pair's probability the same
+pass reruns in float64.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import numpy as np
 
 from anchorstream._kernels.pairs import pairs_em_scatter, pairs_probabilities
 
-__all__ = ["PAIR_BLOCK", "TILE_BYTES", "em_pass", "loglik_pass", "tile_width"]
+__all__ = ["PAIR_BLOCK", "em_pass", "loglik_pass"]
 
 #: The E-step's pass runs on float32 topics padded to a multiple of this many columns (one
 #: AVX2 register of float32).
@@ -36,27 +36,6 @@ _FLUSH = float(np.sqrt(np.finfo(np.float32).tiny))
 #: logarithms are taken. Taking them so, a pass over the npm summaries' 0.8M pairs fell from
 #: 62 to 56 ms at K = 100, 44 to 38 ms at K = 50 (one thread, session 30).
 PAIR_BLOCK = 1 << 16
-#: Bytes of the rows one column tile of the pass reads and writes at random (a row of ``B``
-#: and one of ``M`` per column word): a block's pairs are visited tile by tile so that these
-#: rows stay in the core's cache (``_kernels/pairs.pairs_em_scatter``). Session 63, one thread,
-#: a pass over real pairs as the refinement runs it, the same ``M`` and log-likelihood to the
-#: bit: the npm summaries' 0.8M pairs at K = 100, V = 8000 1.33-1.38x faster with tiles of
-#: 512-1024 words (0.4-0.9 MB; 1.29x at 2048), the speeches' windows at K = 100 (2.1M pairs,
-#: V = 5000) 1.36x, the long corpora's windows at K = 50 1.10-1.13x, 1.0-1.05x at K = 20 where
-#: all of V = 9262 words' rows take 1.8 MB. 768 KiB lies between the best widths measured and
-#: within the 1-2 MB of a server core's L2.
-TILE_BYTES = 768 << 10
-#: ... and at most this many tiles (their bounds take ``8 (tiles + 1) V`` bytes).
-_MAX_TILES = 64
-
-
-def tile_width(n_words: int, row_bytes: int) -> int:
-    """Columns per tile of the pass over ``n_words`` words with rows of ``row_bytes``
-    (:data:`TILE_BYTES`): ``n_words`` itself (one tile) where every row fits."""
-    width = max(TILE_BYTES // (2 * max(int(row_bytes), 1)), 1)
-    return max(min(width, n_words), -(-n_words // _MAX_TILES), 1)
-
-
 def em_pass(pairs, B: np.ndarray, R: np.ndarray, *, block: int = PAIR_BLOCK):
     """``(loglik, M = W B)`` at ``(B, R)`` for :class:`~anchorstream.model.refine.PairCounts`.
 
@@ -106,7 +85,7 @@ def _blocked_pass(pairs, G, B, M, block: int, p_min: float, *, give_up: bool) ->
     rerun), else ``M`` still gets every other pair (the float64 pass's result)."""
     indptr, data, diagonal = pairs.indptr, pairs.data, pairs.diagonal
     n = indptr.size - 1
-    tiles = pairs.column_tiles(tile_width(n, B.shape[1] * B.dtype.itemsize))
+    tiles = pairs.tiles.for_rows(B.shape[1], B.dtype.itemsize)
     # float64: the kernel's float32 probabilities, their logarithms as exact as the kernel's
     # own (a float32 logarithm, twice as fast, made converged EM steps' gains noise).
     pbuf = np.empty(min(max(block, 1), max(int(indptr[-1]), 1)))

@@ -52,9 +52,10 @@ from functools import cached_property
 import numpy as np
 import scipy.sparse as sp
 
-from anchorstream._kernels.pairs import pairs_column_tiles, pairs_upper_from_dense
+from anchorstream._kernels.pairs import pairs_upper_from_dense
 from anchorstream.errors import InputError
 from anchorstream.model.pairpass import em_pass, loglik_pass
+from anchorstream.stats.tiles import ColumnTiles
 
 __all__ = ["REFINE_AUTO_MAX_LENGTH", "REFINE_METHODS", "REFINE_MAX_ITER", "REFINE_PATIENCE",
            "REFINE_SMOOTHING",
@@ -116,14 +117,10 @@ class PairCounts:
     def nnz(self) -> int:
         return int(self.data.size)
 
-    def column_tiles(self, width: int) -> np.ndarray:
-        """Where each row's pairs cross into each tile of ``width`` columns
-        (``_kernels/pairs.pairs_column_tiles``), kept for the next pass of the same width."""
-        cache = self.__dict__.setdefault("_column_tiles", {})
-        if width not in cache:
-            cache.clear()
-            cache[width] = pairs_column_tiles(self.indptr, self.indices, int(width))
-        return cache[width]
+    @cached_property
+    def tiles(self) -> ColumnTiles:
+        """The pairs' column tiles, by width (what the E-step's pass visits them by)."""
+        return ColumnTiles(self.indptr, self.indices)
 
     @cached_property
     def diagonal(self) -> np.ndarray:

@@ -23,12 +23,14 @@ than :data:`MIN_WORDS` words is not built (the products stay float64).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import scipy.sparse as sp
 
 from anchorstream._kernels.cooc import cooc_symmetric_matmul
 from anchorstream._kernels.headblock import head_block_entries, head_block_split, head_row_entries
+from anchorstream.stats.tiles import ColumnTiles
 
 __all__ = ["MIN_WORDS", "HeadBlock", "head_block"]
 
@@ -50,13 +52,18 @@ class HeadBlock:
     block: np.ndarray
     rest: sp.csr_matrix
 
+    @cached_property
+    def tiles(self) -> ColumnTiles:
+        """The column tiles of ``rest``, by width (:mod:`anchorstream.stats.tiles`)."""
+        return ColumnTiles(self.rest.indptr, self.rest.indices)
+
     def matmul(self, Z: np.ndarray) -> np.ndarray:
         """The full symmetric counts times ``Z`` (``(n, b)``), computed in float32, returned in
         float64."""
         Z32 = np.ascontiguousarray(Z, dtype=np.float32)
         r = self.rest
         out = np.zeros_like(Z32)
-        cooc_symmetric_matmul(r.indptr, r.indices, r.data, Z32, out)
+        cooc_symmetric_matmul(self.tiles.for_rows(Z32.shape[1], 4), r.indices, r.data, Z32, out)
         out[self.words] += self.block @ Z32[self.words]
         return out.astype(np.float64)
 

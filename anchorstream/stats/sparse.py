@@ -23,6 +23,7 @@ from anchorstream._kernels.store import store_entries_to_upper_csr
 from anchorstream.errors import InputError
 from anchorstream.stats.cooccurrence import Cooccurrence, cap_pairs, check_count
 from anchorstream.stats.headblock import MIN_WORDS, HeadBlock, head_block
+from anchorstream.stats.tiles import ColumnTiles
 
 __all__ = ["SparseCooccurrence", "canonical_csr", "upper_csr"]
 
@@ -201,14 +202,23 @@ class SparseCooccurrence:
             Z32 = np.zeros((Z2.shape[0], -(-b // 8) * 8), dtype=np.float32)
             Z32[:, :b] = Z2
             out32 = np.zeros_like(Z32)
-            cooc_symmetric_matmul32(U.indptr, U.indices, U.data, Z32, out32)
+            cooc_symmetric_matmul32(self._tiles().for_rows(Z32.shape[1], 4), U.indices,
+                                    U.data, Z32, out32)
             return out32[:, :b].astype(np.float64).reshape(Z.shape)
         head = self.head_block()
         if head is not None:
             return head.matmul(Z2).reshape(Z.shape)
         out = np.zeros_like(Z2)
-        cooc_symmetric_matmul(U.indptr, U.indices, U.data, Z2, out)
+        cooc_symmetric_matmul(self._tiles().for_rows(Z2.shape[1], 8), U.indices, U.data, Z2,
+                              out)
         return out.reshape(Z.shape)
+
+    def _tiles(self) -> ColumnTiles:
+        """The column tiles of the counts' pairs, by width (:mod:`anchorstream.stats.tiles`),
+        kept with them."""
+        if getattr(self, "_column_tiles", None) is None:
+            self._column_tiles = ColumnTiles(self.upper.indptr, self.upper.indices)
+        return self._column_tiles
 
     def _product(self, Z, once: bool) -> np.ndarray:
         Z = np.asarray(Z, dtype=np.float64)
