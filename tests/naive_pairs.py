@@ -46,6 +46,22 @@ def naive_em_scatter(indptr, indices, data, G, B, p_min, row0, row1):
     return np.asarray(W @ B), np.where(live, p, 1.0), impossible
 
 
+def naive_diagonal(indptr, indices):
+    """Twin of ``pairs_diagonal``: the positions whose column is their row."""
+    rows = np.repeat(np.arange(len(indptr) - 1), np.diff(indptr))
+    return np.flatnonzero(np.asarray(indices) == rows)
+
+
+def naive_row_sums(indptr, indices, data):
+    """Twin of ``pairs_row_sums``: each entry's row and its mirror's by two ``bincount``."""
+    n = len(indptr) - 1
+    rows = np.repeat(np.arange(n), np.diff(indptr))
+    cols = np.asarray(indices)
+    off = cols != rows
+    return (np.bincount(rows, weights=data, minlength=n)
+            + np.bincount(cols[off], weights=np.asarray(data)[off], minlength=n))
+
+
 def naive_upper_from_dense(dense):
     """CSR arrays of ``triu(dense)`` by SciPy."""
     U = sp.csr_matrix(np.triu(dense))

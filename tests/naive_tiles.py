@@ -17,3 +17,9 @@ def naive_column_tiles(indptr, indices, width):
         out[:n_tiles, i] = indptr[i] + np.searchsorted(cols, np.arange(n_tiles) * width)
         out[n_tiles, i] = indptr[i + 1]
     return out
+
+
+def naive_sorted_within_rows(indptr, indices):
+    """Twin of ``sorted_within_rows``: each row's columns by ``np.diff``."""
+    return all(np.all(np.diff(indices[indptr[i]:indptr[i + 1]]) > 0)
+               for i in range(len(indptr) - 1))

@@ -6,12 +6,20 @@ import numpy as np
 import pytest
 
 from anchorstream._kernels.pairs import (
+    pairs_diagonal,
     pairs_em_scatter,
     pairs_probabilities,
+    pairs_row_sums,
     pairs_upper_from_dense,
 )
 from anchorstream._kernels.tiles import column_tiles
-from tests.naive_pairs import naive_em_pass, naive_em_scatter, naive_upper_from_dense
+from tests.naive_pairs import (
+    naive_diagonal,
+    naive_em_pass,
+    naive_em_scatter,
+    naive_row_sums,
+    naive_upper_from_dense,
+)
 
 
 def rows(indptr):
@@ -186,3 +194,18 @@ def test_the_pass_by_column_tiles_is_the_row_pass_to_the_bit(rng, dtype, width):
         tol = dict(rtol=1e-5, atol=1e-6) if dtype == np.float32 else dict(rtol=1e-12)
         np.testing.assert_allclose(p1[:m], want_p, **tol)
         np.testing.assert_allclose(M1, want_M, **tol)
+
+
+@pytest.mark.parametrize("n, density", [(0, 0.0), (1, 1.0), (6, 0.0), (9, 0.4), (12, 1.0)])
+def test_diagonal_and_row_sums_match_twins_to_the_bit(rng, n, density):
+    dense = symmetric_counts(rng, n, density)
+    if n > 3:
+        dense[2, 2] = 0.0  # a row without its diagonal
+    indptr, indices, data = pairs_upper_from_dense(dense)
+    got = pairs_diagonal(indptr, indices)
+    assert got.dtype == np.int64
+    np.testing.assert_array_equal(got, naive_diagonal(indptr, indices))
+    np.testing.assert_array_equal(pairs_row_sums(indptr, indices, data),
+                                  naive_row_sums(indptr, indices, data))
+    np.testing.assert_allclose(pairs_row_sums(indptr, indices, data), dense.sum(axis=1),
+                               rtol=1e-12)

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from anchorstream._kernels.pairs import pairs_upper_from_dense
-from anchorstream._kernels.tiles import column_tiles
-from tests.naive_tiles import naive_column_tiles
+from anchorstream._kernels.tiles import column_tiles, sorted_within_rows
+from tests.naive_tiles import naive_column_tiles, naive_sorted_within_rows
 
 
 @pytest.mark.parametrize("n, density", [(0, 0.0), (1, 1.0), (7, 0.0), (9, 0.4), (12, 1.0)])
@@ -27,3 +27,11 @@ def test_column_tiles_match_twin(rng, n, density, width):
         for i in range(n):
             cols = indices[got[s, i]:got[s + 1, i]]
             assert np.all(cols >= s * width) and (s == last or np.all(cols < (s + 1) * width))
+
+
+@pytest.mark.parametrize("indptr, indices", [
+    ([0], []), ([0, 0], []), ([0, 3, 5], [0, 2, 7, 1, 4]), ([0, 3, 5], [0, 2, 2, 1, 4]),
+    ([0, 3, 5], [0, 3, 2, 1, 4]), ([0, 2, 4], [3, 4, 0, 1]), ([0, 1, 3], [5, 2, 1])])
+def test_sorted_within_rows_matches_twin(indptr, indices):
+    indptr, indices = np.array(indptr, np.int64), np.array(indices, np.int32)
+    assert sorted_within_rows(indptr, indices) == naive_sorted_within_rows(indptr, indices)

@@ -156,6 +156,50 @@ def pairs_probabilities(tiles, indices, data, G, B, p_min, row0, row1, pbuf):
 
 
 @numba.njit(cache=True)
+def pairs_diagonal(indptr, indices):
+    """Positions of the diagonal entries ``(i, i)`` of a CSR, increasing: one pass, where
+    ``flatnonzero(indices == repeat(arange(n), diff(indptr)))`` made two temporaries the size
+    of the pairs (23M pairs at V = 50,000: 2 s, most of it the kernel zeroing their pages)."""
+    n = indptr.size - 1
+    count = 0
+    for i in range(n):
+        for t in range(indptr[i], indptr[i + 1]):
+            if indices[t] == i:
+                count += 1
+    out = np.empty(count, dtype=np.int64)
+    count = 0
+    for i in range(n):
+        for t in range(indptr[i], indptr[i + 1]):
+            if indices[t] == i:
+                out[count] = t
+                count += 1
+    return out
+
+
+@numba.njit(cache=True)
+def pairs_row_sums(indptr, indices, data):
+    """The rows of the full symmetric matrix whose upper triangle is the CSR, summed: each
+    entry's own row and, off the diagonal, its mirror's, as two sums each taken in the
+    entries' order and then added (as two ``bincount`` calls add them), without the
+    temporaries of ``repeat``-ing the rows.
+
+    Returns
+    -------
+    float64 ndarray of shape (n,)
+    """
+    n = indptr.size - 1
+    own = np.zeros(n)
+    mirror = np.zeros(n)
+    for i in range(n):
+        for t in range(indptr[i], indptr[i + 1]):
+            j = indices[t]
+            own[i] += data[t]
+            if j != i:
+                mirror[j] += data[t]
+    return own + mirror
+
+
+@numba.njit(cache=True)
 def pairs_upper_from_dense(dense):
     """The upper triangle (diagonal included) of a square dense matrix as CSR arrays.
 

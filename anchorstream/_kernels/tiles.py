@@ -46,3 +46,15 @@ def column_tiles(indptr, indices, width):
             out[s, i] = t
         out[n_tiles, i] = end
     return out
+
+
+@numba.njit(cache=True)
+def sorted_within_rows(indptr, indices):
+    """Whether every row's columns strictly increase (a canonical CSR's do): one pass, no
+    temporary (a NumPy ``diff`` of 23M columns took 1.6 s, most of it the kernel zeroing the
+    pages of its temporaries)."""
+    for i in range(indptr.size - 1):
+        for t in range(indptr[i] + 1, indptr[i + 1]):
+            if indices[t] <= indices[t - 1]:
+                return False
+    return True

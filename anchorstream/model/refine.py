@@ -52,7 +52,7 @@ from functools import cached_property
 import numpy as np
 import scipy.sparse as sp
 
-from anchorstream._kernels.pairs import pairs_upper_from_dense
+from anchorstream._kernels.pairs import pairs_diagonal, pairs_row_sums, pairs_upper_from_dense
 from anchorstream.errors import InputError
 from anchorstream.model.pairpass import em_pass, loglik_pass
 from anchorstream.stats.tiles import ColumnTiles
@@ -125,17 +125,11 @@ class PairCounts:
     @cached_property
     def diagonal(self) -> np.ndarray:
         """Positions of the diagonal pairs ``(i, i)`` in ``indices`` and ``data``, sorted."""
-        rows = np.repeat(np.arange(self.n_words), np.diff(self.indptr))
-        return np.flatnonzero(self.indices == rows)
+        return pairs_diagonal(self.indptr, self.indices)
 
     def unigram(self) -> np.ndarray:
         """Each word's share of the ordered pairs (the rows of the full matrix, summed)."""
-        rows = np.repeat(np.arange(self.n_words), np.diff(self.indptr))
-        cols = self.indices
-        off = cols != rows
-        out = np.bincount(rows, weights=self.data, minlength=self.n_words)
-        out += np.bincount(cols[off], weights=self.data[off], minlength=self.n_words)
-        return out
+        return pairs_row_sums(self.indptr, self.indices, self.data)
 
     def dense(self) -> np.ndarray:
         """The full symmetric matrix (``V²`` memory: tests and small problems)."""
@@ -148,12 +142,15 @@ def _normalized(indptr, indices, data, n: int) -> PairCounts:
     data = np.asarray(data, dtype=np.float64)
     if data.size and (not np.all(np.isfinite(data)) or data.min() < 0):
         raise InputError("the co-occurrence must be finite and non-negative to refine by pairs")
-    rows = np.repeat(np.arange(n), np.diff(indptr))
-    total = 2.0 * data.sum() - data[indices == rows].sum()
+    indptr = np.asarray(indptr, dtype=np.int64)
+    indices = np.asarray(indices, dtype=np.int32)
+    diagonal = pairs_diagonal(indptr, indices)
+    total = 2.0 * data.sum() - data[diagonal].sum()
     if not total > 0:
         raise InputError("the co-occurrence holds no pair: nothing to refine the topics on")
-    return PairCounts(np.asarray(indptr, dtype=np.int64), np.asarray(indices, dtype=np.int32),
-                      data / total, int(n))
+    pairs = PairCounts(indptr, indices, data / total, int(n))
+    pairs.__dict__["diagonal"] = diagonal  # found here: the cached property's value
+    return pairs
 
 
 def pair_counts(C) -> PairCounts:

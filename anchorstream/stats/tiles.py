@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from anchorstream._kernels.tiles import column_tiles
+from anchorstream._kernels.tiles import column_tiles, sorted_within_rows
 
 __all__ = ["MAX_TILES", "TILE_BYTES", "UNTILED_BYTES", "ColumnTiles", "tile_width"]
 
@@ -57,7 +57,7 @@ class ColumnTiles:
         self._kept: dict[int, np.ndarray] = {}
         # Tiles need each row's columns in order; rows out of order are passed as they are
         # (one tile), which is still right.
-        self.sorted = _sorted_within_rows(self.indptr, np.asarray(indices))
+        self.sorted = bool(sorted_within_rows(self.indptr, indices))
 
     def __call__(self, width: int) -> np.ndarray:
         n = self.indptr.size - 1
@@ -74,12 +74,3 @@ class ColumnTiles:
         """The tiles for a pass over rows of ``n_cols`` values of ``itemsize`` bytes."""
         return self(tile_width(self.indptr.size - 1, n_cols * itemsize))
 
-
-def _sorted_within_rows(indptr: np.ndarray, indices: np.ndarray) -> bool:
-    """Whether every row's columns increase (a canonical CSR's do)."""
-    if indices.size < 2:
-        return True
-    steps = np.diff(indices.astype(np.int64)) > 0
-    starts = indptr[1:-1]
-    steps[starts[(starts > 0) & (starts < indices.size)] - 1] = True  # across rows: any
-    return bool(steps.all())
