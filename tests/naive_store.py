@@ -328,6 +328,13 @@ def scripted_history(store, docs, cuts, evict_after, compact_after):
         yield b
 
 
+def naive_folded_mask(rows, cols, shard_size, n_shards, done):
+    """Twin of ``store_folded_mask``: the shard pairs' row-major index by NumPy."""
+    a = np.asarray(rows, dtype=np.int64) // shard_size
+    b = np.asarray(cols, dtype=np.int64) // shard_size
+    return a * n_shards - a * (a - 1) // 2 + (b - a) < done
+
+
 def naive_block_to_csr(block, rloc, cloc, rpos, cpos, n_rows, row_offset, diagonal):
     """Twin of ``store_block_to_csr``: (indptr, indices, data) from a dict of rows."""
     rows = {p: [] for p in range(n_rows)}

@@ -15,6 +15,7 @@ from anchorstream._kernels.store import (
     store_csr_move,
     store_dense_nonzero,
     store_entries_to_upper_csr,
+    store_folded_mask,
     store_pair_delta,
     store_scatter_symmetric,
     store_unique_counts,
@@ -25,6 +26,7 @@ from tests.naive_store import (
     naive_csr_add,
     naive_csr_move,
     naive_entries_to_upper_csr,
+    naive_folded_mask,
     naive_pair_delta,
     naive_scatter_symmetric,
     naive_unique_counts,
@@ -298,3 +300,18 @@ def test_entries_to_upper_csr_matches_twin_and_scipy(seed):
     mine = sp.csr_matrix((got[2], got[1], got[0]), shape=(n, n))
     assert mine.has_sorted_indices and np.all(mine.data != 0)
     np.testing.assert_allclose(mine.toarray(), ref.toarray(), rtol=1e-6, atol=0)
+
+
+@pytest.mark.parametrize("done", [0, 1, 4, 9, 10])
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+def test_folded_mask_matches_twin(rng, done, dtype):
+    # 4 shards of 5 slots a side: 10 upper shard pairs in row-major order.
+    cols = rng.integers(0, 20, size=200).astype(dtype)
+    rows = np.minimum(rng.integers(0, 20, size=200), cols).astype(dtype)
+    got = store_folded_mask(rows, cols, 5, 4, done)
+    want = naive_folded_mask(rows, cols, 5, 4, done)
+    assert got.dtype == np.bool_
+    np.testing.assert_array_equal(got, want)
+    assert got.all() == (done == 10) and (not got.any()) == (done == 0)
+    empty = np.empty(0, dtype)
+    assert store_folded_mask(empty, empty, 5, 4, done).shape == (0,)

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from anchorstream._kernels.store import store_scatter_symmetric
+from anchorstream._kernels.store import store_folded_mask, store_scatter_symmetric
 from anchorstream.stats.accumulator import Forgetting
 from anchorstream.store.format import Segment, StoreState
 from anchorstream.zarrio import get, get_many
@@ -84,8 +84,7 @@ class Fold:
         """Mask of the entries of ``seg`` already in the base, or None for none."""
         if seg.name not in self.names or self.done == 0:
             return None
-        S = self.shard_size
-        return pair_index(rows // S, cols // S, self.n_shards) < self.done
+        return store_folded_mask(rows, cols, self.shard_size, self.n_shards, self.done)
 
 
 @dataclass(frozen=True, eq=False)
