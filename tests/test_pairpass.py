@@ -39,7 +39,7 @@ def test_estep_flushes_entries_whose_products_would_be_subnormal(rng):
     # Entries of 1e-25 and 1e-30 (normal float32 numbers whose products with each other, or
     # with a small weight, are subnormal: ~100x slower arithmetic) go to 0 in the float32
     # pass; the E-step is the float64 one all the same.
-    from anchorstream.model.pairpass import _FLUSH, _padded_float32
+    from anchorstream.model.pairpass import _FLUSH, _pad_into
 
     C = rng.random((20, 20))
     pairs = pair_counts(C + C.T)
@@ -49,8 +49,10 @@ def test_estep_flushes_entries_whose_products_would_be_subnormal(rng):
     B /= B.sum(axis=0)
     R = rng.random((6, 6))
     R = (R + R.T) / (2 * R.sum())
-    padded = _padded_float32(B, 8)
+    padded = np.zeros((20, 8), dtype=np.float32)
+    _pad_into(padded, B)
     assert not np.any((padded > 0) & (padded < _FLUSH))
+    assert not padded[:, 6:].any()
     assert _FLUSH**2 >= np.finfo(np.float32).tiny and 1e-25 < _FLUSH < 1e-18
     ll, M = _estep(pairs, B, R)
     want_ll, want_M = _float64_estep(pairs, B, R)
@@ -158,3 +160,26 @@ def test_the_pass_by_column_tiles_is_the_same_pass_to_the_bit(rng, monkeypatch, 
         assert ll == want_ll
         np.testing.assert_array_equal(M, want_M)
     assert loglik_pass(fresh, B, R) == want[1][0]
+
+
+def test_the_pass_keeps_its_buffers_for_the_next_and_starts_each_afresh(rng):
+    """The float32 arrays are the pairs' own from the second pass on, and a pass leaves
+    nothing in them that the next reads: passes at other points, in any order, give what
+    fresh pairs give."""
+    C = rng.random((30, 30)) * (rng.random((30, 30)) < 0.5)
+    pairs = pair_counts(C + C.T)
+    points = []
+    for K in (5, 5, 12):
+        B = rng.random((30, K)) + 0.01
+        B /= B.sum(axis=0)
+        R = rng.random((K, K))
+        points.append((B, (R + R.T) / (2 * R.sum())))
+    first = _estep(pairs, *points[0])
+    kept = pairs.__dict__["_pass_buffers"]
+    for B, R in points[1:] + points[:1]:
+        ll, M = _estep(pairs, B, R)
+        want_ll, want_M = _estep(pair_counts(C + C.T), B, R)
+        assert ll == want_ll and loglik_pass(pairs, B, R) == want_ll
+        np.testing.assert_array_equal(M, want_M)
+    assert pairs.__dict__["_pass_buffers"][0].shape == kept[0].shape == (30, 8)
+    np.testing.assert_array_equal(_estep(pairs, *points[0])[1], first[1])
