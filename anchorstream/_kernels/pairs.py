@@ -41,11 +41,10 @@ def pairs_em_scatter(tiles, indices, data, G, B, M, p_min, row0, row1, pbuf):
     :func:`~anchorstream._kernels.tiles.column_tiles`): every row's pairs with columns in the
     first tile, then every row's in the next, so that the rows ``B_j`` and ``M_j`` of one
     tile's columns, read and written at random, stay in the core's cache while the rows ``i``
-    stream by. Each ``M``
-    row receives its terms in the same order as in a row-by-row pass (a column ``j`` gets all
-    of them in its tile, from the rows before ``j``, before its own row adds any), and
-    ``pbuf`` keeps the CSR's positions, so ``M`` and ``pbuf`` are the same to the bit with or
-    without tiles.
+    stream by. Each ``M`` row receives its terms in the same order as in a row-by-row pass (a
+    column ``j`` gets all of them in its tile, from the rows before ``j``, before its own row
+    adds any), and ``pbuf`` keeps the CSR's positions, so ``M`` and ``pbuf`` are the same to
+    the bit with or without tiles.
 
     Parameters
     ----------

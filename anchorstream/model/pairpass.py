@@ -36,6 +36,8 @@ _FLUSH = float(np.sqrt(np.finfo(np.float32).tiny))
 #: logarithms are taken. Taking them so, a pass over the npm summaries' 0.8M pairs fell from
 #: 62 to 56 ms at K = 100, 44 to 38 ms at K = 50 (one thread, session 30).
 PAIR_BLOCK = 1 << 16
+
+
 def em_pass(pairs, B: np.ndarray, R: np.ndarray, *, block: int = PAIR_BLOCK):
     """``(loglik, M = W B)`` at ``(B, R)`` for :class:`~anchorstream.model.refine.PairCounts`.
 

@@ -132,6 +132,7 @@ class SparseCooccurrence:
         self.num_docs = check_count("num_docs", num_docs)
         self.num_tokens = check_count("num_tokens", num_tokens)
         self._head: HeadBlock | None | bool = False  # not chosen yet
+        self._column_tiles: ColumnTiles | None = None  # found at the first untiled product
 
     #: Fewest words of the dense head block products use (:mod:`anchorstream.stats.headblock`).
     head_min_words = MIN_WORDS
@@ -182,9 +183,10 @@ class SparseCooccurrence:
         return self._head
 
     def drop_head_block(self) -> None:
-        """Frees the head block (up to the counts' own memory) of counts kept between fits;
-        the next product chooses it again."""
+        """Frees the head block (up to the counts' own memory) of counts kept between fits,
+        and the pairs' column tiles; the next product chooses them again."""
         self._head = False
+        self._column_tiles = None
 
     def _counts_matmul(self, Z: np.ndarray, once: bool = False) -> np.ndarray:
         # One pass over U for U Z + Uᵀ Z − diag(U) Z: a CSR copy of Uᵀ would double the
@@ -216,7 +218,7 @@ class SparseCooccurrence:
     def _tiles(self) -> ColumnTiles:
         """The column tiles of the counts' pairs, by width (:mod:`anchorstream.stats.tiles`),
         kept with them."""
-        if getattr(self, "_column_tiles", None) is None:
+        if self._column_tiles is None:
             self._column_tiles = ColumnTiles(self.upper.indptr, self.upper.indices)
         return self._column_tiles
 
