@@ -562,7 +562,8 @@ def store_entries_to_upper_csr(rows, cols, vals, seq, reset_seq, skip, pos, n, f
 def store_folded_mask(rows, cols, shard_size, n_shards, done):
     """Which segment entries lie in an upper shard pair that a fold in progress has rewritten:
     the pair ``(a, b) = (rows // S, cols // S)`` (``a <= b``) is among the first ``done`` in
-    row-major order, ``a G - a (a - 1) / 2 + (b - a) < done``. One pass, where the NumPy
+    row-major order, ``a G - a (a - 1) / 2 + (b - a) < done`` (``store.segments.pair_index``,
+    whose formula it repeats in numba). One pass, where the NumPy
     expression made five temporaries of the entries' size (3.5 s for a 50,000-word store's
     segments, most of it the kernel zeroing their pages).
 

@@ -73,4 +73,3 @@ class ColumnTiles:
     def for_rows(self, n_cols: int, itemsize: int) -> np.ndarray:
         """The tiles for a pass over rows of ``n_cols`` values of ``itemsize`` bytes."""
         return self(tile_width(self.indptr.size - 1, n_cols * itemsize))
-

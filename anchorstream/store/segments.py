@@ -33,7 +33,8 @@ def valid_entries(rows, cols, seq: int, reset_seq: np.ndarray) -> np.ndarray:
 
 
 def pair_index(a, b, G: int):
-    """Row-major index of the upper shard pair ``(a, b)``, ``a <= b``, among ``G(G+1)/2``."""
+    """Row-major index of the upper shard pair ``(a, b)``, ``a <= b``, among ``G(G+1)/2``
+    (the same formula, per entry, in ``_kernels/store.store_folded_mask``)."""
     a = np.asarray(a, dtype=np.int64)
     return a * G - a * (a - 1) // 2 + (np.asarray(b, dtype=np.int64) - a)
 
