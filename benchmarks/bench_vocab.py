@@ -199,10 +199,16 @@ def child_trace(args) -> int:
 # ------------------------------------------------------------------------------ measuring
 
 
-def measured(cmd: list[str]) -> dict:
+def measured(cmd: list[str], *, as_daemon: bool = False) -> dict:
     """Run ``cmd`` under ``prlimit --as`` and ``/usr/bin/time -v``: status, seconds, CPU
-    seconds, peak RSS (GB) and the last line it printed."""
+    seconds, peak RSS (GB) and the last line it printed. ``as_daemon``: in the environment
+    the ``anchorstream`` command gives its own process (``daemon.cli.PROCESS_ENVIRONMENT``),
+    for a child that runs the daemon's code without the command."""
     env = dict(os.environ)
+    if as_daemon:
+        from daemon.cli import PROCESS_ENVIRONMENT
+
+        env = {**PROCESS_ENVIRONMENT, **env}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
     full = ["prlimit", f"--as={CAP}", "/usr/bin/time", "-v", "timeout", str(TIMEOUT), *cmd]
     proc = subprocess.run(full, env=env, cwd=REPO, capture_output=True, text=True)
@@ -324,7 +330,7 @@ def store_path(corpus: Path, V: int, K: int, tmp: Path) -> None:
                                          "--topics", str(K)]),
     ]
     for label, cmd in steps:
-        r = measured(cmd)
+        r = measured(cmd, as_daemon=label.startswith("refresh"))
         print(_row(label, r), flush=True)
         if r["last"] and label.startswith(("refresh", "ingest")):
             print(f"    {r['last'][:300]}")

@@ -43,6 +43,10 @@ def child(argv: list[str]) -> int:
     """``anchorstream fit`` in this process, timing numba's loads of compiled kernels."""
     started = time.process_time()  # the interpreter and this script's imports
     out = Path(argv[0])
+    # The command's own environment before numba imports NumPy, as `anchorstream` sets it.
+    from daemon.cli import prepare_process
+
+    prepare_process()
     from numba.core.dispatcher import Dispatcher
 
     spent = [0.0]

@@ -5,6 +5,7 @@ other threads' work all as a normal exit leaves them. Each test runs a real proc
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -109,3 +110,32 @@ def test_python_dash_m_daemon_is_the_same_command(docs, tmp_path):
     bad = subprocess.run([sys.executable, "-m", "daemon", "fit", "--topics", "2"],
                          cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert bad.returncode == 2 and "--input" in bad.stderr
+
+
+@pytest.mark.parametrize("chosen", [None, "1"])
+def test_the_process_asks_numpy_for_no_huge_pages_unless_the_user_chose(docs, tmp_path, chosen):
+    # The setting is read when NumPy is imported, which the command does after entry() has
+    # begun: the state NumPy ended up with, read at the process's exit, says it came first.
+    out, state = tmp_path / "snap", tmp_path / "state"
+    env = {k: v for k, v in os.environ.items() if k != "NUMPY_MADVISE_HUGEPAGE"}
+    if chosen is not None:
+        env["NUMPY_MADVISE_HUGEPAGE"] = chosen
+    script = f"""
+        import atexit, os, pathlib, sys
+        assert "numpy" not in sys.modules
+
+        def record():
+            import numpy
+            core = getattr(numpy, "_core", None) or numpy.core
+            on = core.multiarray._get_madvise_hugepage()
+            pathlib.Path({str(state)!r}).write_text(f"{{os.environ['NUMPY_MADVISE_HUGEPAGE']}} {{on}}")
+
+        atexit.register(record)
+        from daemon.cli import entry
+        sys.argv = {_fit_argv(docs, out)!r}
+        entry()
+        """
+    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(script)], cwd=tmp_path,
+                          env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    assert state.read_text() == ("0 False" if chosen is None else "1 True")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
 import sys
 
 from anchorstream import __version__
@@ -71,15 +72,41 @@ def main(argv: list[str] | None = None) -> int:
     return _run(*_parse(argv))[0]
 
 
+#: Environment variables the command sets for its own process where the user has not set
+#: them, before anything imports NumPy (NumPy reads them at import).
+#:
+#: ``NUMPY_MADVISE_HUGEPAGE=0``: NumPy asks the kernel for transparent huge pages on every
+#: array of 4 MB or more (``madvise``), and where the kernel's THP ``defrag`` setting is
+#: ``madvise`` (a common default) a fault in such an array may compact memory on the spot.
+#: The rectification and the refinement allocate arrays of V × K or more for every product
+#: and pass: on this project's machine (2 cores, THP ``madvise`` / ``madvise``) a fit of
+#: V = 50,000, K = 100 from a store spent 45-47 CPU s in the kernel with huge pages and 17
+#: without (142-146 → 116-122 CPU s in all), the daemon's refresh of it 142-148 → 120-121,
+#: the npm summaries at K = 100 16.4-17.0 → 13.9-14.0, the same topics to the bit, the same
+#: peak memory; fits whose arrays are under 4 MB do not change (benchmarks/README.md,
+#: "Session 64: huge pages"). A user whose machine gains from huge pages sets
+#: ``NUMPY_MADVISE_HUGEPAGE=1``.
+PROCESS_ENVIRONMENT = {"NUMPY_MADVISE_HUGEPAGE": "0"}
+
+
+def prepare_process() -> None:
+    """Set :data:`PROCESS_ENVIRONMENT`'s variables that the environment does not set. Effective
+    only before NumPy is first imported; :func:`entry` calls it first thing."""
+    for name, value in PROCESS_ENVIRONMENT.items():
+        os.environ.setdefault(name, value)
+
+
 def entry() -> None:
     """The ``anchorstream`` command (and ``python -m daemon``): :func:`main`, then the end of
     the process.
 
-    A command that sets ``quick_exit`` (``fit``: one fit, its snapshot written and synced)
-    ends the process without tearing the interpreter down (:func:`_quick_exit`): freeing
-    every object and module, the numba kernels' compiled code among them, took 0.25-0.35 CPU s
-    of a 3-second fit of the State of the Union paragraphs, about a tenth of it.
+    The process's environment comes first (:func:`prepare_process`). A command that sets
+    ``quick_exit`` (``fit``: one fit, its snapshot written and synced) ends the process
+    without tearing the interpreter down (:func:`_quick_exit`): freeing every object and
+    module, the numba kernels' compiled code among them, took 0.25-0.35 CPU s of a 3-second
+    fit of the State of the Union paragraphs, about a tenth of it.
     """
+    prepare_process()
     code, quick = _run(*_parse(None))
     if quick:
         _quick_exit(code)
