@@ -28,9 +28,9 @@ def docs(tmp_path_factory):
     return path
 
 
-def _run(script: str, cwd) -> subprocess.CompletedProcess:
+def _run(script: str, cwd, env=None) -> subprocess.CompletedProcess:
     # A deadline for a stuck process, not a measure of speed.
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(script)], cwd=cwd,
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(script)], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=600)
 
 
@@ -120,7 +120,7 @@ def test_the_process_asks_numpy_for_no_huge_pages_unless_the_user_chose(docs, tm
     env = {k: v for k, v in os.environ.items() if k != "NUMPY_MADVISE_HUGEPAGE"}
     if chosen is not None:
         env["NUMPY_MADVISE_HUGEPAGE"] = chosen
-    script = f"""
+    proc = _run(f"""
         import atexit, os, pathlib, sys
         assert "numpy" not in sys.modules
 
@@ -128,14 +128,13 @@ def test_the_process_asks_numpy_for_no_huge_pages_unless_the_user_chose(docs, tm
             import numpy
             core = getattr(numpy, "_core", None) or numpy.core
             on = core.multiarray._get_madvise_hugepage()
-            pathlib.Path({str(state)!r}).write_text(f"{{os.environ['NUMPY_MADVISE_HUGEPAGE']}} {{on}}")
+            chosen = os.environ["NUMPY_MADVISE_HUGEPAGE"]
+            pathlib.Path({str(state)!r}).write_text(f"{{chosen}} {{on}}")
 
         atexit.register(record)
         from daemon.cli import entry
         sys.argv = {_fit_argv(docs, out)!r}
         entry()
-        """
-    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(script)], cwd=tmp_path,
-                          env=env, capture_output=True, text=True, timeout=600)
+        """, tmp_path, env)
     assert proc.returncode == 0, proc.stderr
     assert state.read_text() == ("0 False" if chosen is None else "1 True")
