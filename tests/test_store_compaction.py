@@ -72,8 +72,10 @@ def test_every_fold_step_holds_the_matrix_of_a_store_that_never_compacts(
     rng = np.random.default_rng(seed)
     stepped = _store(tmp / "stepped", capacity, **STEPS)
     plain = _store(tmp / "plain", capacity, max_segments=10**6)
+    from anchorstream.store.sparseread import read_version_sparse
+
     seen_partial = seen_done = False
-    previous = None
+    previous = sparse = None
     for k in range(24):
         docs = _docs(rng, int(rng.integers(1, 6)), WORDS[: 20 + 3 * k])
         for s in (stepped, plain):
@@ -95,6 +97,12 @@ def test_every_fold_step_holds_the_matrix_of_a_store_that_never_compacts(
         _assert_same(got, open_committed(str(tmp / "plain")))
         if caught_up is not None:
             _assert_same(caught_up, got)
+        # The sparse read a low-rank refresher does, each one caught up from the last.
+        url = str(tmp / "stepped")
+        sparse = read_version_sparse(open_repo(url)[0], url, None, previous=sparse)
+        assert sparse.words == got.words
+        np.testing.assert_allclose(sparse.cooccurrence.counts_dense(),
+                                   got.cooccurrence.counts, rtol=1e-12, atol=1e-15)
         previous = (buffer, got.dense)
         fold = _folding(str(tmp / "stepped"))
         seen_partial |= bool(fold) and fold["done"] > 0
@@ -161,3 +169,43 @@ def test_format_1_stores_are_read_and_marked_2_by_their_first_fold_step(tmp_path
     open_committed(url)
     root = zarr.open_group(store._repo.readonly_session(branch="main").store, mode="r")
     assert root.attrs[store_format.META]["format_version"] == store_format.FORMAT_VERSION == 2
+
+
+def test_a_read_catches_up_across_the_start_of_a_fold(tmp_path, monkeypatch):
+    # A fold begins at a checkpoint with the segment that checkpoint committed, which a read
+    # before it never saw: a later incremental read takes that segment whole, also where the
+    # fold has moved its entries into shards (the read never reads the base), dense and
+    # sparse, without a full read.
+    import anchorstream.store.reading as reading_mod
+    import anchorstream.store.sparseread as sparse_mod
+
+    url = str(tmp_path / "s")
+    store = _store(url, 40, compact_step_seconds=1e-9, max_segments=1)
+    rng = np.random.default_rng(3)
+    store.add(_docs(rng, 30, WORDS[:40]))
+    store.checkpoint()
+    assert _folding(url) is None
+    buffer = np.empty(40 * 40)
+    dense_before = open_committed(url, out=buffer)
+    repo, _ = open_repo(url)
+    sparse_before = sparse_mod.read_version_sparse(repo, url, None)
+    for _ in range(2):  # the fold begins (its first band read), then rewrites a shard pair
+        store.add(_docs(rng, 30, WORDS[:40]))
+        store.checkpoint()
+    fold = _folding(url)
+    assert fold is not None and fold["done"] >= 1
+    assert not set(fold["segments"]) <= dense_before.dense.segments
+    full = open_committed(url)
+
+    def no_full_read(*args, **kwargs):
+        raise AssertionError("a full read")
+
+    monkeypatch.setattr(reading_mod, "_densify", no_full_read)
+    monkeypatch.setattr(sparse_mod, "sparse_upper", no_full_read)
+    dense = open_committed(url, out=buffer, since=dense_before.dense)
+    _assert_same(dense, full)
+    repo, _ = open_repo(url)
+    sparse = sparse_mod.read_version_sparse(repo, url, None, previous=sparse_before)
+    assert sparse.words == full.words
+    np.testing.assert_allclose(sparse.cooccurrence.counts_dense(), full.cooccurrence.counts,
+                               rtol=1e-12, atol=1e-15)

@@ -180,18 +180,22 @@ def plan_catch_up(root, meta, state: StoreState, active: np.ndarray, reset_seq: 
 
     A slot active now and not then was admitted since (or evicted and admitted again, which
     changes its reset sequence): its valid entries all lie in the segments committed since,
-    so counts read then hold none of them."""
+    so counts read then hold none of them.
+
+    A fold in progress does not stop a catch-up: it moves entries of its segments into base
+    shards, and the catch-up reads no base. The segments committed since are read whole
+    (``CatchUp.reader`` has no fold): where the fold began after the earlier read, some of
+    them are the fold's, and that read holds none of their entries, moved or not; its own
+    segments it read as they were then. Only the fold's end, which drops its segments and
+    moves ``base_seq``, needs a full read. (A fold that began after the earlier read used to
+    force one too: on a 40,816-word store, 4.8-5.8 CPU s for the read instead of 0.6-0.7.)"""
     if since is None:
         return None
     forgetting = Forgetting.from_dict(meta["config"]["forgetting"])
     now = dense_read_of(forgetting, state, active, reset_seq)
-    fold = Fold.of(meta, state)
     if (now.base != since.base or not since.segments <= now.segments
             or (same_slots and not np.array_equal(active, since.active))
-            or since.reset_seq.shape != reset_seq.shape
-            # Folding moves entries of its segments into the base: the earlier read must hold
-            # those segments whole (then the move changes nothing it holds).
-            or (fold is not None and not fold.names <= since.segments)):
+            or since.reset_seq.shape != reset_seq.shape):
         return None
     evicted = np.flatnonzero(reset_seq != since.reset_seq)
     # An eviction since the read voids every entry of the slot read then: its reset is at
@@ -204,7 +208,7 @@ def plan_catch_up(root, meta, state: StoreState, active: np.ndarray, reset_seq: 
     gone = pos[evicted]  # evicted and active again: positions in the new active slots
     new = now.segments - since.segments
     return CatchUp(now, gone[gone >= 0], [seg for seg in state.segments if seg.name in new],
-                   factor, pos, EntryReader(root, reset_seq, forgetting, state.clock, fold))
+                   factor, pos, EntryReader(root, reset_seq, forgetting, state.clock))
 
 
 def _catch_up(v: _Version, out, since: DenseRead | None):
