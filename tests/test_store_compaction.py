@@ -209,3 +209,45 @@ def test_a_read_catches_up_across_the_start_of_a_fold(tmp_path, monkeypatch):
     assert sparse.words == full.words
     np.testing.assert_allclose(sparse.cooccurrence.counts_dense(), full.cooccurrence.counts,
                                rtol=1e-12, atol=1e-15)
+
+
+def test_a_read_catches_up_across_the_end_of_a_fold(tmp_path, monkeypatch):
+    # A read made while a fold was in progress holds all the fold's segments; once the fold
+    # ends (its segments dropped, the base moved) the next incremental read adds only the
+    # segments committed since, dense and sparse, without a full read.
+    import anchorstream.store.reading as reading_mod
+    import anchorstream.store.sparseread as sparse_mod
+
+    url = str(tmp_path / "s")
+    store = _store(url, 40, compact_step_seconds=1e-9, max_segments=1)
+    rng = np.random.default_rng(4)
+    for _ in range(2):
+        store.add(_docs(rng, 30, WORDS[:40]))
+        store.checkpoint()
+    fold = set(_folding(url)["segments"])
+    buffer = np.empty(40 * 40)
+    dense_before = open_committed(url, out=buffer)
+    repo, _ = open_repo(url)
+    sparse_before = sparse_mod.read_version_sparse(repo, url, None)
+    assert fold <= dense_before.dense.segments
+    for _ in range(40):  # one shard pair a checkpoint: 15 pairs
+        store.add(_docs(rng, 5, WORDS[:40]))
+        store.checkpoint()
+        if not fold <= {seg.name for seg in store._state.segments}:
+            break
+    else:
+        raise AssertionError("the fold never ended")
+    full = open_committed(url)
+
+    def no_full_read(*args, **kwargs):
+        raise AssertionError("a full read")
+
+    monkeypatch.setattr(reading_mod, "_densify", no_full_read)
+    monkeypatch.setattr(sparse_mod, "sparse_upper", no_full_read)
+    assert np.array_equal(full.slots, dense_before.slots)  # as the dense catch-up needs
+    _assert_same(open_committed(url, out=buffer, since=dense_before.dense), full)
+    repo, _ = open_repo(url)
+    sparse = sparse_mod.read_version_sparse(repo, url, None, previous=sparse_before)
+    assert sparse.words == full.words
+    np.testing.assert_allclose(sparse.cooccurrence.counts_dense(), full.cooccurrence.counts,
+                               rtol=1e-12, atol=1e-15)

@@ -171,10 +171,10 @@ class CatchUp:
 def plan_catch_up(root, meta, state: StoreState, active: np.ndarray, reset_seq: np.ndarray,
                   since: DenseRead | None, *, same_slots: bool = True) -> CatchUp | None:
     """How to bring counts read as ``since`` up to the version of ``root`` (``meta``,
-    ``state``, ``active``, ``reset_seq``), or None when only a full read can: a compaction,
-    an expired window or, with ``same_slots``, a change of active slots since, or an eviction
-    that could void entries read then. The dense read (``open_committed(since=)``, whose
-    buffer is laid out by the active slots) and the sparse one
+    ``state``, ``active``, ``reset_seq``), or None when only a full read can: a compaction
+    or an expired window the earlier read cannot follow (below), with ``same_slots`` a change
+    of active slots since, or an eviction that could void entries read then. The dense read
+    (``open_committed(since=)``, whose buffer is laid out by the active slots) and the sparse one
     (``read_version_sparse(previous=)``, ``same_slots=False``: it moves what it read to the
     new slots' positions) both follow it.
 
@@ -182,19 +182,28 @@ def plan_catch_up(root, meta, state: StoreState, active: np.ndarray, reset_seq: 
     changes its reset sequence): its valid entries all lie in the segments committed since,
     so counts read then hold none of them.
 
-    A fold in progress does not stop a catch-up: it moves entries of its segments into base
-    shards, and the catch-up reads no base. The segments committed since are read whole
-    (``CatchUp.reader`` has no fold): where the fold began after the earlier read, some of
-    them are the fold's, and that read holds none of their entries, moved or not; its own
-    segments it read as they were then. Only the fold's end, which drops its segments and
-    moves ``base_seq``, needs a full read. (A fold that began after the earlier read used to
-    force one too: on a 40,816-word store, 4.8-5.8 CPU s for the read instead of 0.6-0.7.)"""
+    A compaction does not stop a catch-up where the earlier read holds everything it moved
+    into the base: the catch-up reads no base, only the segments committed since, whole
+    (``CatchUp.reader`` has no fold's mask). Where a fold in progress began after the earlier
+    read, some of those segments are the fold's, and that read holds none of their entries,
+    moved or not; the segments it held it read as they were then. Where a compaction ended
+    since (``base_seq`` moved, its segments dropped), it folded only checkpoints the earlier
+    read had seen (``base_seq`` before its ``seq``, the units and windows of the base as they
+    were): those entries are in that read already. Otherwise (a compaction of checkpoints
+    committed after the read, a base converted to new units by decay, a window expired) only
+    a full read can. (Any fold begun or ended since used to force one: on a 40,816-word
+    store, 4.8-5.8 CPU s for the read instead of 0.6-0.7.)"""
     if since is None:
         return None
     forgetting = Forgetting.from_dict(meta["config"]["forgetting"])
     now = dense_read_of(forgetting, state, active, reset_seq)
-    if (now.base != since.base or not since.segments <= now.segments
-            or (same_slots and not np.array_equal(active, since.active))
+    new = now.segments - since.segments
+    if now.base == since.base:
+        held = since.segments <= now.segments
+    else:  # a compaction ended: of checkpoints the read had seen, in the same units
+        held = (now.base[1:] == since.base[1:] and now.base[0] < since.seq
+                and all(seg.seq >= since.seq for seg in state.segments if seg.name in new))
+    if (not held or (same_slots and not np.array_equal(active, since.active))
             or since.reset_seq.shape != reset_seq.shape):
         return None
     evicted = np.flatnonzero(reset_seq != since.reset_seq)
@@ -206,7 +215,6 @@ def plan_catch_up(root, meta, state: StoreState, active: np.ndarray, reset_seq: 
     pos = np.full(reset_seq.size, -1, dtype=np.int64)
     pos[active] = np.arange(active.size)
     gone = pos[evicted]  # evicted and active again: positions in the new active slots
-    new = now.segments - since.segments
     return CatchUp(now, gone[gone >= 0], [seg for seg in state.segments if seg.name in new],
                    factor, pos, EntryReader(root, reset_seq, forgetting, state.clock))
 
