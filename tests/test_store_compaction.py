@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 import anchorstream.store.format as store_format
 from anchorstream.store import CooccurrenceStore, open_committed
 from anchorstream.store.repository import open_repo
+from test_store_sparseread import _assert_same_read
 
 WORDS = [f"w{i}" for i in range(60)]
 STEPS = {"compact_step_seconds": 1e-9, "max_segments": 2}
@@ -100,9 +101,7 @@ def test_every_fold_step_holds_the_matrix_of_a_store_that_never_compacts(
         # The sparse read a low-rank refresher does, each one caught up from the last.
         url = str(tmp / "stepped")
         sparse = read_version_sparse(open_repo(url)[0], url, None, previous=sparse)
-        assert sparse.words == got.words
-        np.testing.assert_allclose(sparse.cooccurrence.counts_dense(),
-                                   got.cooccurrence.counts, rtol=1e-12, atol=1e-15)
+        _assert_same_read(sparse, got)
         previous = (buffer, got.dense)
         fold = _folding(str(tmp / "stepped"))
         seen_partial |= bool(fold) and fold["done"] > 0
@@ -171,12 +170,23 @@ def test_format_1_stores_are_read_and_marked_2_by_their_first_fold_step(tmp_path
     assert root.attrs[store_format.META]["format_version"] == store_format.FORMAT_VERSION == 2
 
 
+def _forbid_full_reads(monkeypatch):
+    """Make a full read (dense or sparse) fail the test: only catch-ups may read."""
+    import anchorstream.store.reading as reading_mod
+    import anchorstream.store.sparseread as sparse_mod
+
+    def no_full_read(*args, **kwargs):
+        raise AssertionError("a full read")
+
+    monkeypatch.setattr(reading_mod, "_densify", no_full_read)
+    monkeypatch.setattr(sparse_mod, "sparse_upper", no_full_read)
+
+
 def test_a_read_catches_up_across_the_start_of_a_fold(tmp_path, monkeypatch):
     # A fold begins at a checkpoint with the segment that checkpoint committed, which a read
     # before it never saw: a later incremental read takes that segment whole, also where the
     # fold has moved its entries into shards (the read never reads the base), dense and
     # sparse, without a full read.
-    import anchorstream.store.reading as reading_mod
     import anchorstream.store.sparseread as sparse_mod
 
     url = str(tmp_path / "s")
@@ -197,25 +207,18 @@ def test_a_read_catches_up_across_the_start_of_a_fold(tmp_path, monkeypatch):
     assert not set(fold["segments"]) <= dense_before.dense.segments
     full = open_committed(url)
 
-    def no_full_read(*args, **kwargs):
-        raise AssertionError("a full read")
-
-    monkeypatch.setattr(reading_mod, "_densify", no_full_read)
-    monkeypatch.setattr(sparse_mod, "sparse_upper", no_full_read)
+    _forbid_full_reads(monkeypatch)
     dense = open_committed(url, out=buffer, since=dense_before.dense)
     _assert_same(dense, full)
     repo, _ = open_repo(url)
-    sparse = sparse_mod.read_version_sparse(repo, url, None, previous=sparse_before)
-    assert sparse.words == full.words
-    np.testing.assert_allclose(sparse.cooccurrence.counts_dense(), full.cooccurrence.counts,
-                               rtol=1e-12, atol=1e-15)
+    _assert_same_read(sparse_mod.read_version_sparse(repo, url, None, previous=sparse_before),
+                      full)
 
 
 def test_a_read_catches_up_across_the_end_of_a_fold(tmp_path, monkeypatch):
     # A read made while a fold was in progress holds all the fold's segments; once the fold
     # ends (its segments dropped, the base moved) the next incremental read adds only the
     # segments committed since, dense and sparse, without a full read.
-    import anchorstream.store.reading as reading_mod
     import anchorstream.store.sparseread as sparse_mod
 
     url = str(tmp_path / "s")
@@ -239,15 +242,9 @@ def test_a_read_catches_up_across_the_end_of_a_fold(tmp_path, monkeypatch):
         raise AssertionError("the fold never ended")
     full = open_committed(url)
 
-    def no_full_read(*args, **kwargs):
-        raise AssertionError("a full read")
-
-    monkeypatch.setattr(reading_mod, "_densify", no_full_read)
-    monkeypatch.setattr(sparse_mod, "sparse_upper", no_full_read)
+    _forbid_full_reads(monkeypatch)
     assert np.array_equal(full.slots, dense_before.slots)  # as the dense catch-up needs
     _assert_same(open_committed(url, out=buffer, since=dense_before.dense), full)
     repo, _ = open_repo(url)
-    sparse = sparse_mod.read_version_sparse(repo, url, None, previous=sparse_before)
-    assert sparse.words == full.words
-    np.testing.assert_allclose(sparse.cooccurrence.counts_dense(), full.cooccurrence.counts,
-                               rtol=1e-12, atol=1e-15)
+    _assert_same_read(sparse_mod.read_version_sparse(repo, url, None, previous=sparse_before),
+                      full)
