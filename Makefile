@@ -52,10 +52,11 @@ test: $(VENV)/.compiled
 	.ci/system-deps $(VENV)/bin
 	@$(MAKE) --no-print-directory --keep-going test-suite test-nojit
 
-# The unit tests alone, on every core, for the edit-and-test loop (under two minutes): no broker, daemon,
-# browser or crash-test processes (the `integration` marker, set in tests/conftest.py), no
-# `slow` test, and 2,000 fuzzed messages instead of 10,000 (tests/test_fuzz_ingest.py); then
-# the kernels without JIT. `make test` remains the test command: it runs all of it.
+# The unit tests alone, on every core, for the edit-and-test loop (about four minutes on two
+# cores): no broker, daemon, browser or crash-test processes (the `integration` marker, set in
+# tests/conftest.py), no `slow` test, and 2,000 fuzzed messages instead of 10,000
+# (tests/test_fuzz_ingest.py); then the kernels without JIT. `make test` remains the test
+# command: it runs all of it.
 test-fast: $(VENV)/.compiled
 	@$(MAKE) --no-print-directory --keep-going test-unit test-nojit
 
