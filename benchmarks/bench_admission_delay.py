@@ -84,12 +84,9 @@ def delayed(docs: list[list[str]], capacity: int, delay: float,
         return [t for t in doc if t in vocabulary]
 
     for doc in docs:
-        _, evicted = vocabulary.observe(doc)
+        slots, evicted = vocabulary.observe(doc)
         evicted_words.update(owner.pop(s) for s in evicted)
-        for t in doc:  # a document's admissions are among its own words
-            s = vocabulary.slot_of(t)
-            if s >= 0:
-                owner[s] = t
+        owner.update(zip(slots, count(doc)))  # a document's admissions are among its words
         pending.append(doc)
         while len(pending) > delay:
             counted.append(count(pending.popleft()))
