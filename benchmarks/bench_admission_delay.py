@@ -18,7 +18,9 @@ written as pre-tokenized JSON lines and fitted by ``anchorstream fit --input --m
 stream kept apart may be equal once filtered) at the corpus's K; held-out NPMI@10
 as in ``bench_quality.py``. Over ``--draws`` draws, each the file in its order with 1 % of the
 documents left out at random (seeded), so the fit's own path noise shows; the table gives each
-delay's mean, and its difference from ``B = inf`` paired by draw.
+delay's mean, and its difference from ``B = inf`` paired by draw. A second table gives the
+tokens each delay counts (the share of the batch count's that ``B = 0`` leaves out, and how much
+of it each delay counts back); ``--counts-only`` prints it alone, without fitting.
 
 Where the fit refines in windows (``--refine-window auto`` on long documents: mail, long,
 kernel, chapters) the windows are cut over the counted tokens, not where the tokens stood in
@@ -115,12 +117,16 @@ def fit_counted(corpus: str, counted: list[list[str]], stopwords: str, capacity:
         path.unlink()
 
 
-def corpus_rows(corpus: str, delays: list[float], draws: int, capacity: int) -> list[str]:
+def corpus_rows(corpus: str, delays: list[float], draws: int, capacity: int,
+                fit: bool = True) -> tuple[str, str]:
+    """The corpus's row of held-out NPMI by delay (empty without ``fit``), and its row of the
+    tokens counted."""
     c = load(corpus, verbose=False)
     docs, _ = read_documents([c.train_path], format="json", text_field="text",
                              tokenizer=stopwords_tokenizer(c.stopwords), progress=False)
     docs = [list(d) for d in docs]
     scores = {B: [] for B in delays}
+    tokens = {B: [] for B in delays}
     words = 0
     with tempfile.TemporaryDirectory(dir=cache_root()) as tmp:
         for draw in range(draws):
@@ -128,6 +134,9 @@ def corpus_rows(corpus: str, delays: list[float], draws: int, capacity: int) -> 
             stream = [d for d, k in zip(docs, keep) if k]
             for B in delays:
                 counted, words = delayed(stream, capacity, B)
+                tokens[B].append(sum(map(len, counted)))
+                if not fit:
+                    continue
                 row = fit_counted(corpus, counted, c.stopwords, capacity, Path(tmp))
                 if row["status"] != "ok":
                     raise RuntimeError(f"{corpus}, delay {B}, draw {draw}: {row['status']}")
@@ -137,14 +146,20 @@ def corpus_rows(corpus: str, delays: list[float], draws: int, capacity: int) -> 
                       flush=True)
     last = np.asarray(scores[delays[-1]])
     cells = []
-    for B in delays:
+    for B in delays if fit else ():
         a = np.asarray(scores[B])
         d = a - last
         cells.append(f"{a.mean():+.4f} ± {_sd(a):.4f}" + (
             "" if B == delays[-1] else f" ({d.mean():+.4f} ± {_sd(d):.4f}, "
                                        f"{int((d < 0).sum())} of {d.size} below)"))
-    return [f"| {corpus} ({len(docs):,}, K = {c.n_topics}, {words:,} words) | "
-            + " | ".join(cells) + " |"]
+    # The tokens each delay counts, as a share of those the first delay leaves out and the
+    # last counts: noise-free, where the NPMI moves with the fit's path.
+    t = {B: np.mean(tokens[B]) for B in delays}
+    lost = t[delays[-1]] - t[delays[0]]
+    shares = [f"{(t[B] - t[delays[0]]) / lost:.0%}" if lost > 0 else "–" for B in delays]
+    name = f"{corpus} ({len(docs):,}, K = {c.n_topics}, {words:,} words)"
+    return (f"| {name} | " + " | ".join(cells) + " |",
+            f"| {corpus} | {lost / t[delays[-1]]:.1%} | " + " | ".join(shares) + " |")
 
 
 def _sd(a: np.ndarray) -> float:
@@ -167,20 +182,28 @@ def main(argv=None) -> int:
                    help="draws of 99 %% of each file (1 = the whole file; default 5)")
     p.add_argument("--capacity", type=int, default=20_000,
                    help="the store's capacity C (default 20,000, the daemon's)")
+    p.add_argument("--counts-only", action="store_true",
+                   help="no fits: only the table of the tokens each delay counts (seconds)")
     args = p.parse_args(argv)
     delays = [math.inf if s.strip() == "inf" else float(int(s)) for s in args.delays.split(",")]
     started = time.time()
-    lines = []
-    for corpus in args.corpora.split(","):
-        lines += corpus_rows(corpus.strip(), delays, max(args.draws, 1), args.capacity)
+    rows = [corpus_rows(corpus.strip(), delays, max(args.draws, 1), args.capacity,
+                        fit=not args.counts_only) for corpus in args.corpora.split(",")]
     print(f"\n{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(started))}, capacity "
-          f"{args.capacity:,}, admit threshold {ADMIT_THRESHOLD:g}, {args.draws} draw(s); "
-          "held-out NPMI@10, mean ± sd over draws (the difference from the last delay, "
-          "paired by draw, and in how many draws it was below)\n")
-    print("| corpus (documents, K, words admitted in the last draw) | "
+          f"{args.capacity:,}, admit threshold {ADMIT_THRESHOLD:g}, {args.draws} draw(s)")
+    if not args.counts_only:
+        print("\nHeld-out NPMI@10, mean ± sd over draws (the difference from the last delay, "
+              "paired by draw, and in how many draws it was below)\n")
+        print("| corpus (documents, K, words admitted in the last draw) | "
+              + " | ".join(f"delay {_name(B)}" for B in delays) + " |")
+        print("|---|" + "---:|" * len(delays))
+        print("\n".join(npmi for npmi, _ in rows))
+    print(f"\nTokens counted, mean over draws: the share of the last delay's tokens that delay "
+          f"{_name(delays[0])} leaves out, and the share of those each delay counts\n")
+    print(f"| corpus | left out at delay {_name(delays[0])} | "
           + " | ".join(f"delay {_name(B)}" for B in delays) + " |")
-    print("|---|" + "---:|" * len(delays))
-    print("\n".join(lines))
+    print("|---|---:|" + "---:|" * len(delays))
+    print("\n".join(counted for _, counted in rows))
     return 0
 
 
