@@ -274,6 +274,15 @@ class NaiveStoreModel:
         slots, evicted = self.vocab.observe(tokens, w)
         for s in evicted:
             self.evict_slot(s)
+        self.count(slots, w)
+
+    def lookup(self, tokens):
+        """Slots of the tokens in the vocabulary now (no statistics change)."""
+        slot = {word: s for s, word in enumerate(self.vocab.words) if word is not None}
+        return [slot[t] for t in tokens if t in slot]
+
+    def count(self, slots, w=1.0):
+        """Add a document given as the slots of its in-vocabulary tokens."""
         n = len(slots)
         if n < 2:
             return

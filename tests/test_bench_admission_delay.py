@@ -1,5 +1,6 @@
-"""The admission-delay benchmark's token lists are what a stream's store counts (delay 0) and
-the batch count on the stream's words (no delay limit)."""
+"""The admission-delay benchmark's token lists are what a stream's store counts (delay 0; and
+with a delay line, ``count_delay``, flushed at the end) and the batch count on the stream's
+words (no delay limit)."""
 
 import uuid
 
@@ -29,16 +30,20 @@ def _counts(token_lists, words):
     return cooccurrence(count_matrix(token_lists, words), length_cap=LENGTH_CAP)
 
 
-def test_delay_zero_is_the_stream_stores_count(rng):
+@pytest.mark.parametrize("delay", [0, 7, 60])
+def test_the_stream_stores_count_with_its_delay(rng, delay):
     docs = _stream(rng)
     url = f"memory://delay-{uuid.uuid4().hex}"
     store = CooccurrenceStore.create(url, capacity=200, admit_threshold=ADMIT_THRESHOLD,
-                                     max_df=MAX_DF, length_cap=LENGTH_CAP)
+                                     max_df=MAX_DF, length_cap=LENGTH_CAP, count_delay=delay)
     store.add(docs[:250])
+    store.checkpoint()
+    store = CooccurrenceStore.open(url)  # the waiting documents come back
     store.add(docs[250:])
+    store.flush_delayed()
     store.checkpoint()
     state = open_committed(url)
-    counted, n_words = delayed(docs, 200, 0)
+    counted, n_words = delayed(docs, 200, delay)
     words = [w for w in state.words if w]
     assert n_words == len(words)
     mine = _counts(counted, words)

@@ -20,6 +20,7 @@ from anchorstream.stats.documents import GROUP as DOCSTATS_GROUP
 from anchorstream.stats.documents import MAX_SEGMENTS as MAX_DOCSTATS_SEGMENTS
 from anchorstream.stats.documents import DocStatsSettings, DocumentStatistics
 from anchorstream.store.compaction import Compacting
+from anchorstream.store.delay import DelayLine, Delaying, count_delay
 from anchorstream.store.format import BRANCH, DUPLICATES, Segment, StoreState, vocab_items
 from anchorstream.store.reading import CommittedState, read_version
 from anchorstream.store.opening import Opening
@@ -34,7 +35,7 @@ from anchorstream.zarrio import put_many
 __all__ = ["CooccurrenceStore"]
 
 
-class CooccurrenceStore(Opening, Compacting, Retaining):
+class CooccurrenceStore(Opening, Compacting, Retaining, Delaying):
     """The writer: add documents, checkpoint atomically with source offsets, compact, GC.
 
     One writer per store at a time (Icechunk's local-disk storage does not arbitrate
@@ -118,6 +119,9 @@ class CooccurrenceStore(Opening, Compacting, Retaining):
         self.last_repeats = np.zeros(0, dtype=bool)
         self.vocabulary = vocabulary_of(cfg)
         self.vocabulary.set_state(arrays["vocab"])
+        #: The documents waiting to be counted (``store.count_delay``; none where it is 0).
+        line = arrays.get("delay")
+        self.delay_line: DelayLine = line if line is not None else DelayLine(count_delay(cfg))
         self._state = StoreState.from_json(root_attrs["state"])
         # The entries of the row band a fold in steps is working through (see _fold_step).
         self._band_cache: BandEntries | None = None
@@ -237,7 +241,10 @@ class CooccurrenceStore(Opening, Compacting, Retaining):
             if np.any(t < 0):
                 raise InputError("timestamps must be seconds >= 0 (e.g. since the Unix epoch)")
         win = np.floor(t / F.window).astype(np.int64) if F.window else np.zeros(n, np.int64)
-        horizon = np.maximum.accumulate(np.maximum(win, st.current_window))
+        # The newest window of the documents that arrived before (counted or waiting).
+        newest = self.delay_line.newest_window
+        newest = st.current_window if newest is None else max(newest, st.current_window)
+        horizon = np.maximum.accumulate(np.maximum(win, newest))
         keep = win > horizon - R
         first = st.n_docs_added == 0
         positions = st.n_docs_added + np.arange(n, dtype=np.int64)  # stream positions
@@ -251,25 +258,41 @@ class CooccurrenceStore(Opening, Compacting, Retaining):
             t, win, positions = t[keep], win[keep], positions[keep]
             if not docs:
                 return 0
+        w = self._weights(t)
+        if self.delay_line.length:
+            return self._add_delayed(docs, t, win, positions, w)
         # The windows' pairs are cut by where each token stood in its document.
-        where = self._docstats is not None and self._docstats.settings.pair_window > 0
-        if F.decays:
-            if F.needs_renormalize(float(t.max()), st.t_ref):
-                self._renormalize(float(t.max()))
-            w = np.exp2((t - self._state.t_ref) / F.half_life)
-            observed = self.vocabulary.observe_batch(docs, w.tolist(), positions=where)
-        else:
-            w = np.ones(t.size)
-            observed = self.vocabulary.observe_batch(docs, 1.0, positions=where)
-        indptr, slots, evictions = observed[:3]
-        self._add_runs(docs, win, w, (indptr, slots, evictions))
+        where = self._keeps_windows()
+        observed = self.vocabulary.observe_batch(
+            docs, w.tolist() if F.decays else 1.0, positions=where)
+        self._count(t, win, w, positions, observed[:3], observed[3] if where else None)
+        return int(win.size)
+
+    def _weights(self, t: np.ndarray) -> np.ndarray:
+        """Decay weights of documents of times ``t`` in the store's units (moved to ``t``'s
+        latest first where they have grown too far); ones without decay."""
+        F = self.forgetting
+        if not F.decays:
+            return np.ones(t.size)
+        if F.needs_renormalize(float(t.max()), self._state.t_ref):
+            self._renormalize(float(t.max()))
+        return np.exp2((t - self._state.t_ref) / F.half_life)
+
+    def _keeps_windows(self) -> bool:
+        """Whether the document statistics keep the pairs of windows (cut by where each token
+        stood in its document)."""
+        return self._docstats is not None and self._docstats.settings.pair_window > 0
+
+    def _count(self, t, win, w, positions, observed, token_positions) -> None:
+        """Count documents: ``observed`` (``(indptr, slots, evictions)``) into the
+        accumulators, and into the document statistics with their stream ``positions``."""
+        indptr, slots, evictions = observed
+        self._add_runs(win, w, observed)
         if self._docstats is not None:
             self._docstats.add(positions=positions, times=t, weights=w, windows=win,
                                indptr=indptr, slots=slots, evictions=evictions,
-                               seq=self._state.seq,
-                               token_positions=observed[3] if where else None)
+                               seq=self._state.seq, token_positions=token_positions)
             self._docstats.roll(self._state.current_window)
-        return int(win.size)
 
     def _skip_repeats(self, docs: list, timestamps):
         """``docs`` (and their timestamps) without the repeats :attr:`duplicates` finds: a
@@ -287,10 +310,11 @@ class CooccurrenceStore(Opening, Compacting, Retaining):
                 timestamps = stamps[keep]
         return docs, timestamps
 
-    def _add_runs(self, docs, win, w, observed) -> None:
+    def _add_runs(self, win, w, observed) -> None:
         """Give the accumulators the documents ``observed`` by the vocabulary (``(indptr,
         slots, evictions)``): one call per run of documents in the same window (usually the
-        whole batch); evictions inside a run go with it, positioned by document."""
+        whole batch); evictions inside a run go with it, positioned by document, and those
+        after the last document (a delay line's) to every window after them."""
         indptr, slots, evictions = observed
         cuts = [0, *(np.flatnonzero(np.diff(win)) + 1).tolist(), win.size]
         k = 0
@@ -314,6 +338,8 @@ class CooccurrenceStore(Opening, Compacting, Retaining):
                 run_ev.append((d - a, s))
                 k += 1
             acc.add(indptr[a : b + 1] - indptr[a], slots[indptr[a] : indptr[b]], w[a:b], run_ev)
+        for _, s in evictions[k:]:
+            self._evict_slot(s)
 
     def _renormalize(self, t_new: float) -> None:
         """Move the units of everything held in memory to ``t_new`` (weights back to ≤ 1).
@@ -437,6 +463,8 @@ class CooccurrenceStore(Opening, Compacting, Retaining):
                 prepared = self._docstats.prepare(
                     root, seq=seq, t_ref=st.t_ref, current_window=st.current_window,
                     reset_seq=self._reset_seq)
+            if self.delay_line.length:
+                items += self.delay_line.items(root)
             self._write_common(root, items, state=st, offsets=new_offsets, vectors=vectors)
             self._write_duplicates(root)
             meta = {"kind": "checkpoint", "seq": seq, "offsets": new_offsets}

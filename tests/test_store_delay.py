@@ -1,0 +1,204 @@
+"""A store that counts each document ``count_delay`` documents after it arrived
+(:mod:`anchorstream.store.delay`): in any split, with reopens, compactions and evictions, it
+counts what a one-document-at-a-time model of the rule counts; a crash and replay from its
+last commit (with documents waiting) counts what an uninterrupted run counts; and the words a
+stream admits late count in the documents that waited."""
+
+from __future__ import annotations
+
+import uuid
+from collections import deque
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from anchorstream.errors import InputError
+from anchorstream.stats.accumulator import Forgetting
+from anchorstream.store import CooccurrenceStore, open_committed, store_info
+from anchorstream.store.delay import DelayLine, Waiting
+from tests.naive_store import NaiveStoreModel, NaiveVocabulary
+from tests.test_store import WORDS, assert_close_rel, corpus, stream
+
+
+def drifting(rng, n_docs: int = 120) -> list[list[str]]:
+    """Documents whose words drift (document i draws from WORDS[k:k+6], k = 7i/n): words are
+    admitted all along the stream, and with a small capacity evicted."""
+    return [corpus(rng, 1, words=WORDS[i * 7 // n_docs: i * 7 // n_docs + 6])[0]
+            for i in range(n_docs)]
+
+
+def naive_delayed(docs, delay: int, *, flush: bool = False, **vocab) -> NaiveStoreModel:
+    """The rule spelled out: the vocabulary observes each document on arrival (evictions
+    zero their slot at once); a document is counted with the slots of its tokens in the
+    vocabulary when ``delay`` more have arrived (with ``flush``, the rest at the end)."""
+    model = NaiveStoreModel(NaiveVocabulary(**vocab))
+    line: deque = deque()
+    for doc in docs:
+        _, evicted = model.vocab.observe(doc, 1.0)
+        for s in evicted:
+            model.evict_slot(s)
+        line.append(doc)
+        if len(line) > delay:
+            model.count(model.lookup(line.popleft()))
+    while flush and line:
+        model.count(model.lookup(line.popleft()))
+    return model
+
+
+def assert_state_is(url, model: NaiveStoreModel) -> None:
+    state = open_committed(url)
+    words, Q, uni, df = model.by_word()
+    assert state.words == words
+    c = state.cooccurrence
+    assert_close_rel(c.counts, Q)
+    assert_close_rel(c.unigram, uni)
+    assert_close_rel(c.doc_freq, df)
+    assert c.num_docs == pytest.approx(model.docs)
+    assert c.num_tokens == pytest.approx(model.tokens)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    seed=st.integers(0, 2**16),
+    delay=st.integers(0, 30),
+    cuts=st.lists(st.integers(0, 120), max_size=6),
+    compact_after=st.sets(st.integers(0, 6)),
+    reopen_after=st.sets(st.integers(0, 6)),
+    capacity=st.sampled_from([4, 6, 12]),
+    admit_threshold=st.sampled_from([1.0, 2.0, 3.0]),
+)
+def test_streaming_any_split_counts_each_document_delay_documents_late(
+        seed, delay, cuts, compact_after, reopen_after, capacity, admit_threshold):
+    rng = np.random.default_rng(seed)
+    docs = drifting(rng)
+    vocab = {"capacity": capacity, "admit_threshold": admit_threshold}
+    url = f"memory://delay-{uuid.uuid4().hex}"
+    s = stream(url, docs, sorted({0, len(docs), *cuts}), compact_after=compact_after,
+               reopen_after=reopen_after, chunk_size=2, shard_size=4, count_delay=delay,
+               **vocab)
+    assert_state_is(url, naive_delayed(docs, delay, **vocab))
+    assert s.n_docs_added == len(docs)
+    assert [list(d.tokens) for d in CooccurrenceStore.open(url).delay_line] == \
+        docs[len(docs) - min(delay, len(docs)):]
+    # The end of a finite input counts the rest with the vocabulary of then.
+    s = CooccurrenceStore.open(url)
+    assert s.flush_delayed() == min(delay, len(docs))
+    s.checkpoint()
+    assert_state_is(url, naive_delayed(docs, delay, flush=True, **vocab))
+    assert len(CooccurrenceStore.open(url).delay_line) == 0
+
+
+def test_late_admissions_count_in_the_documents_that_waited(tmp_path, rng):
+    # Every word needs 3 documents to be admitted: counted on arrival its first two
+    # documents miss it; counted 10 documents later they hold it.
+    docs = drifting(rng, 200)
+    counts = {}
+    for delay in (0, 10):
+        url = str(tmp_path / f"d{delay}")
+        s = stream(url, docs, [0, 77, 200], capacity=12, admit_threshold=3.0,
+                   count_delay=delay)
+        s.flush_delayed()
+        s.checkpoint()
+        counts[delay] = open_committed(url).cooccurrence.num_tokens
+    assert counts[10] > counts[0]
+    batch = sum(len(d) for d in docs if len(d) >= 2)
+    assert counts[10] <= batch
+
+
+@pytest.mark.parametrize("delay", [5, 40])
+def test_a_crash_and_replay_counts_what_an_uninterrupted_run_counts(tmp_path, rng, delay):
+    docs = drifting(rng, 150)
+    create = dict(capacity=6, admit_threshold=2.0, chunk_size=2, shard_size=4,
+                  count_delay=delay)
+    calm = stream(str(tmp_path / "calm"), docs, list(range(0, len(docs), 25)) + [len(docs)],
+                  **create)
+    # The other writer commits twice (documents waiting at each), adds more without
+    # committing and dies; its successor replays from the committed offset, as the daemon
+    # does after a SIGKILL.
+    url = str(tmp_path / "crash")
+    s = CooccurrenceStore.create(url, **create)
+    for a, b in ((0, 40), (40, 70)):
+        s.add(docs[a:b])
+        s.checkpoint({"n": b})
+    assert len(s.delay_line) == delay
+    s.add(docs[70:130])  # lost
+    del s
+    s = CooccurrenceStore.open(url)
+    assert s.offsets == {"n": 70} and len(s.delay_line) == delay
+    s.add(docs[s.offsets["n"]:])
+    s.checkpoint({"n": len(docs)})
+    model = naive_delayed(docs, delay, capacity=6, admit_threshold=2.0)
+    for store in (calm, s):
+        assert_state_is(store.url, model)
+        assert list(CooccurrenceStore.open(store.url).delay_line) == list(calm.delay_line)
+
+
+def test_decayed_documents_weigh_what_their_time_says_when_counted(tmp_path, rng):
+    # With decay (in documents) a document counted late still weighs 2^((t - T) / h) by its
+    # own arrival t: the same as one counted on arrival, where the vocabulary is the same.
+    docs = corpus(rng, 90)
+    seed = list(WORDS)  # every word from the start: the delay changes no token
+    counts = []
+    for delay in (0, 17):
+        url = str(tmp_path / f"d{delay}")
+        s = stream(url, docs, [0, 31, 90], capacity=12, seed=seed, count_delay=delay,
+                   forgetting=Forgetting(half_life=20.0))
+        s.flush_delayed()
+        s.checkpoint()
+        counts.append(open_committed(url).cooccurrence)
+    assert_close_rel(counts[1].counts, counts[0].counts)
+    assert_close_rel(counts[1].unigram, counts[0].unigram)
+    assert counts[1].num_docs == pytest.approx(counts[0].num_docs)
+
+
+@pytest.mark.parametrize("cuts", [[0, 6], [0, 1, 6], [0, 2, 3, 6]])
+def test_a_document_of_a_window_expired_by_a_waiting_one_is_late_in_any_split(tmp_path,
+                                                                             cuts):
+    # Tumbling windows of 4 seconds, 2 kept; a delay of 3. A document of window 25 waits
+    # when one of window 0 arrives: late (as if the first had been counted), in one batch
+    # as in any split, and the vocabulary never sees it.
+    docs = [["w0", "w1"], ["w7", "w8"], ["w0", "w9"], ["w0", "w1"], ["w2", "w3"], ["w1"]]
+    stamps = [100.0, 1.0, 101.0, 102.0, 103.0, 104.0]
+    s = CooccurrenceStore.create(str(tmp_path / "s"), capacity=12, admit_threshold=1.0,
+                                 count_delay=3,
+                                 forgetting=Forgetting(window=4.0, n_windows=2,
+                                                       unit="seconds"))
+    for a, b in zip(cuts[:-1], cuts[1:]):
+        s.add(docs[a:b], timestamps=stamps[a:b])
+    assert s.n_skipped_late == 1
+    assert "w7" not in s.vocabulary.words  # the late document's words
+    assert [d.position for d in s.delay_line] == [3, 4, 5]
+    s.checkpoint()
+    assert open_committed(s.url).cooccurrence.num_docs == pytest.approx(2.0)
+
+
+def test_the_setting_is_checked_and_kept(tmp_path):
+    with pytest.raises(InputError, match="count_delay"):
+        CooccurrenceStore.create(str(tmp_path / "bad"), capacity=4, count_delay=-1)
+    with pytest.raises(InputError, match="count_delay"):
+        CooccurrenceStore.create(str(tmp_path / "bad2"), capacity=4, count_delay=1.5)
+    url = str(tmp_path / "s")
+    CooccurrenceStore.create(url, capacity=4, count_delay=7)
+    assert CooccurrenceStore.open(url).delay_line.length == 7
+    assert store_info(url)["count_delay"] == 7
+
+
+def test_the_line_keeps_any_token_through_a_commit(tmp_path):
+    url = str(tmp_path / "s")
+    s = CooccurrenceStore.create(url, capacity=4, count_delay=5)
+    odd = [["", "a b", "\n", "ü", "日本"], [], ["x"]]
+    s.add(odd)
+    s.checkpoint()
+    line = CooccurrenceStore.open(url).delay_line
+    assert [list(d.tokens) for d in line] == odd
+    assert [d.position for d in line] == [0, 1, 2]
+
+
+def test_the_line_pushes_out_the_oldest():
+    line = DelayLine(2)
+    docs = [Waiting((str(i),), float(i), 0, i) for i in range(4)]
+    assert [line.push(d) for d in docs] == [None, None, docs[0], docs[1]]
+    assert line.drain() == docs[2:] and len(line) == 0
+    assert DelayLine(0).push(docs[0]) is docs[0]
