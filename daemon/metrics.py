@@ -80,6 +80,9 @@ anchorstream_trend_topics                          gauge      kind (rising, fall
                                                               (scrape time)
 anchorstream_store_size_bytes                      gauge      (scrape time)
 anchorstream_accumulator_bytes                     gauge      (scrape time)
+anchorstream_documents_waiting                     gauge      documents added but not counted
+                                                              yet (store.count_delay; scrape
+                                                              time)
 anchorstream_filesystem_free_bytes                 gauge      path (store, snapshots): space
                                                               left to the daemon (scrape time)
 anchorstream_filesystem_size_bytes                 gauge      path (scrape time)
@@ -184,6 +187,8 @@ class _ScrapeCollector(Collector):
             ("store_bytes", "store_size_bytes", "Bytes of the co-occurrence store on disk."),
             ("accumulator_bytes", "accumulator_bytes",
              "Memory held by the not yet checkpointed delta."),
+            ("documents_waiting", "documents_waiting",
+             "Documents added but not counted yet: waiting store.count_delay documents."),
         )
         for source, name, doc in simple:
             value = self._call(source)
@@ -369,7 +374,7 @@ class Metrics:
     # scrape-time sources
 
     _SOURCES = ("lag", "lag_age", "vocabulary_size", "snapshot", "snapshots_retained",
-                "store_bytes", "accumulator_bytes", "filesystems", "trends")
+                "store_bytes", "accumulator_bytes", "documents_waiting", "filesystems", "trends")
 
     def bind(self, **sources: Callable[[], Any] | None) -> None:
         """Register (or with ``None`` remove) callables read at scrape time.
@@ -384,6 +389,7 @@ class Metrics:
         snapshots_retained : callable -> int
         store_bytes : callable -> int
         accumulator_bytes : callable -> int
+        documents_waiting : callable -> int
         filesystems : callable -> mapping of name to (free_bytes, size_bytes)
             See :meth:`bind_filesystems`.
 

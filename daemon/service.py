@@ -118,6 +118,7 @@ def open_store(cfg: Config, url=None, *, share: int = 1,
         "forgetting": Forgetting(**forgetting_kw) if forgetting_kw else None,
         "length_cap": s.length_cap,
         "duplicate_memory": s.duplicate_memory,
+        "count_delay": s.count_delay,
     }
     if s.chunk_size is not None:
         create["chunk_size"] = s.chunk_size
@@ -297,7 +298,8 @@ class Daemon:
         metrics.bind(lag=source.lag, lag_age=source.lag_age,
                      vocabulary_size=lambda: loop.vocabulary_size,
                      store_bytes=lambda: loop.store_bytes,
-                     accumulator_bytes=lambda: store.pending_bytes)
+                     accumulator_bytes=lambda: store.pending_bytes,
+                     documents_waiting=lambda: store.documents_waiting)
         if refresher is not None:
             # What is committed already counts towards the first refresh after a restart.
             refresher.notify(loop.committed)

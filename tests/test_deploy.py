@@ -195,6 +195,7 @@ def test_the_daemon_feeds_the_memory_disk_and_checkpoint_panels(scrape):
     samples = {(s.name, tuple(sorted(s.labels.items()))): s.value
                for f in text_string_to_metric_families(scrape) for s in f.samples}
     assert samples[("anchorstream_accumulator_bytes", ())] >= 0
+    assert samples[("anchorstream_documents_waiting", ())] == 0  # store.count_delay 0
     # The store and the snapshots share the test's file system: one series.
     free = samples[("anchorstream_filesystem_free_bytes", (("path", "store"),))]
     assert 0 < free <= samples[("anchorstream_filesystem_size_bytes", (("path", "store"),))]

@@ -282,3 +282,31 @@ def test_a_damaged_gzip_file_is_an_error_naming_it_after_its_good_lines(tmp_path
         err = capsys.readouterr().err
         assert "is damaged" in err and "Traceback" not in err, err
     assert "Not a gzipped file" in err
+
+
+def test_ingest_with_a_delay_counts_the_words_a_stream_admits_late(tmp_path):
+    """--count-delay: each document counted N documents later, over the words admitted by
+    then, across checkpoints; the documents waiting at the end of the files are counted too,
+    and a rerun counts nothing twice."""
+    from anchorstream.store import store_info
+
+    words = [f"w{i:02d}" for i in range(30)]
+    rng = np.random.default_rng(3)
+    path = tmp_path / "docs.jsonl"
+    with path.open("w", encoding="utf-8") as f:
+        for d in range(300):  # drifting: words come into use all along the file
+            pool = words[d * 24 // 300: d * 24 // 300 + 6]
+            f.write(json.dumps({"text": " ".join(rng.choice(pool, size=5))}) + "\n")
+    info = {}
+    for delay in (0, 30, 30):
+        store = tmp_path / f"d{delay}"
+        assert main(["ingest", str(path), "--store", str(store), "--vocabulary", "stream",
+                     "--admit-threshold", "3", "--max-df", "none", "--checkpoint-every", "40",
+                     "--count-delay", str(delay), "-q"]) == 0
+        info[delay] = store_info(store)
+    assert info[30]["count_delay"] == 30 and info[30]["waiting"] == 0
+    assert info[0]["count_delay"] == 0
+    assert info[30]["n_docs_added"] == info[0]["n_docs_added"] == 300
+    # Counted on arrival, a word's first documents (before its 3rd) miss it; after waiting
+    # 30 documents they hold it: every token counts.
+    assert info[0]["num_tokens"] < info[30]["num_tokens"] == 300 * 5

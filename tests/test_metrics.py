@@ -51,6 +51,7 @@ EXPECTED = {
     "anchorstream_snapshots_retained",
     "anchorstream_store_size_bytes",
     "anchorstream_accumulator_bytes",
+    "anchorstream_documents_waiting",
     "anchorstream_filesystem_free_bytes",
     "anchorstream_filesystem_size_bytes",
     "anchorstream_process_resident_memory_bytes",
@@ -80,6 +81,7 @@ def bound_metrics() -> Metrics:
         snapshots_retained=lambda: 3,
         store_bytes=lambda: 4096,
         accumulator_bytes=lambda: 512,
+        documents_waiting=lambda: 30,
     )
     return m
 

@@ -80,9 +80,11 @@ class Exits:
         n = len(self.times)
         self.evictions += [(n, int(s)) for s in slots]
 
-    def take(self, doc: Waiting, lookup) -> None:
-        """``doc`` counted now, with ``lookup``'s slots (and positions) for its tokens."""
-        slots, where = lookup(doc.tokens)
+    def take(self, doc: Waiting, slot_of) -> None:
+        """``doc`` counted now, over the slots ``slot_of`` gives its tokens (-1: none), and
+        where those tokens stood."""
+        found = [(s, i) for i, s in enumerate(map(slot_of, doc.tokens)) if s >= 0]
+        slots, where = [s for s, _ in found], [i for _, i in found]
         self.times.append(doc.time)
         self.windows.append(doc.window)
         self.positions.append(doc.position)
@@ -188,7 +190,7 @@ class Delaying:
             exits.evicted(s for _, s in evictions)
             gone = line.push(Waiting(tuple(doc), float(t[i]), int(win[i]), int(positions[i])))
             if gone is not None:
-                exits.take(gone, vocabulary.lookup_positions)
+                exits.take(gone, vocabulary.slot_of)
         return self._count_exits(exits)
 
     def flush_delayed(self) -> int:
@@ -197,7 +199,7 @@ class Delaying:
         exits = Exits()
         for doc in self.delay_line.drain():
             self._dirty = True
-            exits.take(doc, self.vocabulary.lookup_positions)
+            exits.take(doc, self.vocabulary.slot_of)
         return self._count_exits(exits)
 
     def _count_exits(self, exits: Exits) -> int:

@@ -176,6 +176,11 @@ class CooccurrenceStore(Opening, Compacting, Retaining, Delaying):
         return held + (docstats.nbytes if docstats is not None else 0)
 
     @property
+    def documents_waiting(self) -> int:
+        """Documents added but not counted yet: waiting in the delay line (``count_delay``)."""
+        return len(self.delay_line)
+
+    @property
     def n_docs_added(self) -> int:
         """Documents added over the store's life, committed or not."""
         return int(self._state.n_docs_added)

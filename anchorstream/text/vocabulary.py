@@ -278,13 +278,6 @@ class StreamingVocabulary:
         get = self._slot.get
         return [s for s in (get(t, -1) for t in tokens) if s >= 0]
 
-    def lookup_positions(self, tokens: Sequence[str]) -> tuple[list[int], list[int]]:
-        """:meth:`lookup` and where each of those tokens stood in ``tokens`` (what windows
-        are cut by); no statistics change."""
-        get = self._slot.get
-        pairs = [(s, i) for i, s in enumerate(get(t, -1) for t in tokens) if s >= 0]
-        return [s for s, _ in pairs], [i for _, i in pairs]
-
     def sketch_items(self) -> list[tuple[str, float, float]]:
         """``(word, count, error)`` of every sketch entry, in table order."""
         err = self._sk_err

@@ -140,6 +140,10 @@ class PartitionStores:
         return sum(s.pending_bytes for s in list(self.stores.values()))
 
     @property
+    def documents_waiting(self) -> int:
+        return sum(s.documents_waiting for s in list(self.stores.values()))
+
+    @property
     def last_checkpoint_seconds(self) -> dict[str, float]:
         out: dict[str, float] = {}
         for s in self.stores.values():

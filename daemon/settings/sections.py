@@ -171,6 +171,12 @@ class StoreConfig(_Section):
         "documents is skipped (a template, a repost: counted once, not as a topic of its own; "
         "anchorstream_documents_duplicate_total); 24 bytes each in memory; 0 = count every "
         "copy. Fixed when the store is created")
+    count_delay: Int(0) = Field(
+        0, description="count each document this many documents after it arrived, so that "
+        "words the vocabulary admits meanwhile count in it (on a stream in time order, "
+        "1,000-3,000 win back what late admissions cost the topics); the topics lag by as "
+        "many documents (anchorstream_documents_waiting); 0 = count on arrival. Fixed when the "
+        "store is created")
     window_docs: Int(1, optional=True) = Field(
         None, description="tumbling windows: documents per window")
     windows: Int(1, optional=True) = Field(
