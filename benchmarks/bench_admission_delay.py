@@ -26,8 +26,10 @@ Where the fit refines in windows (``--refine-window auto`` on long documents: ma
 kernel, chapters) the windows are cut over the counted tokens, not where the tokens stood in
 the document as the store cuts them, so such a corpus's figures are not the store's level.
 
-Nothing here changes the store: the delay line is not built. On the whole files at C =
-20,000, ``B = 0`` gives the held-out NPMI of ``anchorstream ingest --vocabulary stream`` + ``fit
+The store's delay line (``count_delay``, session 66) counts what :func:`delayed` counts
+(``tests/test_bench_admission_delay.py``); ``--store`` runs the whole files through real
+stores instead (``ingest --vocabulary stream --count-delay B`` and ``fit --store``). On the
+whole files at C = 20,000, ``B = 0`` gives the held-out NPMI of ``anchorstream ingest --vocabulary stream`` + ``fit
 --store`` (changes −0.0924 both, tech +0.2205 and +0.2204, medium +0.127 as in
 benchmarks/README.md, "The stream's admission threshold") and ``B = inf`` the batch fit's
 (``fit --input``: changes −0.0581 both, medium +0.159 both);
@@ -45,6 +47,8 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -58,7 +62,7 @@ import numpy as np  # noqa: E402
 
 from anchorstream.text.vocabulary import StreamingVocabulary  # noqa: E402
 from benchmarks.quality.corpora import cache_root, load  # noqa: E402
-from benchmarks.quality.run import run  # noqa: E402
+from benchmarks.quality.run import anchorstream_command, run  # noqa: E402
 from daemon.cli.fit_counts import read_documents  # noqa: E402
 from daemon.cli.options import MAX_DF, stopwords_tokenizer  # noqa: E402
 
@@ -162,6 +166,38 @@ def corpus_rows(corpus: str, delays: list[float], draws: int, capacity: int,
             f"| {corpus} | {lost / t[delays[-1]]:.1%} | " + " | ".join(shares) + " |")
 
 
+def store_row(corpus: str, delays: list[float], capacity: int) -> str:
+    """The corpus's whole file through real stores: ``anchorstream ingest --vocabulary stream
+    --count-delay B`` (its delay line) and ``fit --store``, for each finite delay; ``fit
+    --input`` at ``--vocab-size`` the capacity for ``inf``. Held-out NPMI@10 as in the
+    simulation's ``--draws 1``, which it must match (the store counts what
+    :func:`delayed` counts, ``tests/test_bench_admission_delay.py``)."""
+    c = load(corpus, verbose=False)
+    base, env = anchorstream_command()
+    cells = []
+    with tempfile.TemporaryDirectory(dir=cache_root()) as tmp:
+        for B in delays:
+            t0 = time.perf_counter()
+            if math.isinf(B):
+                row = run(corpus, ["--stopwords", c.stopwords], vocab_size=capacity)
+            else:
+                store = Path(tmp) / f"store-{int(B)}"
+                subprocess.run([*base, "ingest", "--store", str(store), "--quiet",
+                                "--vocabulary", "stream", "--capacity", str(capacity),
+                                "--count-delay", str(int(B)), "--stopwords", c.stopwords,
+                                str(c.train_path)], env=env, cwd=REPO, check=True,
+                               capture_output=True)
+                row = run(corpus, [], store=store)
+                shutil.rmtree(store)
+            if row["status"] != "ok":
+                raise RuntimeError(f"{corpus}, store with delay {B}: {row['status']}")
+            print(f"  {corpus} store delay {_name(B)}: NPMI {row['npmi']:+.4f} (unique@10 "
+                  f"{row['unique']:.2f}, {row['dead']} dead; {time.perf_counter() - t0:.0f} s "
+                  "ingest and fit)", file=sys.stderr, flush=True)
+            cells.append(f"{row['npmi']:+.4f}")
+    return f"| {corpus} | " + " | ".join(cells) + " |"
+
+
 def _sd(a: np.ndarray) -> float:
     return float(a.std(ddof=1)) if a.size > 1 else 0.0
 
@@ -184,9 +220,21 @@ def main(argv=None) -> int:
                    help="the store's capacity C (default 20,000, the daemon's)")
     p.add_argument("--counts-only", action="store_true",
                    help="no fits: only the table of the tokens each delay counts (seconds)")
+    p.add_argument("--store", action="store_true",
+                   help="instead of the simulation, each whole file through real stores "
+                        "(ingest --vocabulary stream --count-delay B, then fit --store)")
     args = p.parse_args(argv)
     delays = [math.inf if s.strip() == "inf" else float(int(s)) for s in args.delays.split(",")]
     started = time.time()
+    if args.store:
+        rows = [store_row(corpus.strip(), delays, args.capacity)
+                for corpus in args.corpora.split(",")]
+        print(f"\n{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(started))}, capacity "
+              f"{args.capacity:,}: held-out NPMI@10 of real stores, the whole files\n")
+        print("| corpus | " + " | ".join(f"delay {_name(B)}" for B in delays) + " |")
+        print("|---|" + "---:|" * len(delays))
+        print("\n".join(rows))
+        return 0
     rows = [corpus_rows(corpus.strip(), delays, max(args.draws, 1), args.capacity,
                         fit=not args.counts_only) for corpus in args.corpora.split(",")]
     print(f"\n{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(started))}, capacity "

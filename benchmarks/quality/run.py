@@ -65,7 +65,8 @@ def heldout_index(name: str) -> HeldoutIndex:
 
 def run(corpus: str, args: Sequence[str] = (), *, topics: int | None = None,
         vocab_size: int | None = None, seed: int = 0, command: str | None = None,
-        keep: Path | None = None, train: Path | None = None) -> dict:
+        keep: Path | None = None, train: Path | None = None,
+        store: Path | None = None) -> dict:
     """Fit ``anchorstream fit`` on ``corpus``'s training file and return its metrics.
 
     Parameters
@@ -84,6 +85,8 @@ def run(corpus: str, args: Sequence[str] = (), *, topics: int | None = None,
     train : Path, optional
         Fit this JSON-lines file instead of the corpus's training file (a subsample of it,
         say); the corpus's held-out documents score it all the same.
+    store : Path, optional
+        Fit this store (``fit --store``, its own vocabulary) instead of a file.
 
     Returns
     -------
@@ -104,8 +107,9 @@ def run(corpus: str, args: Sequence[str] = (), *, topics: int | None = None,
     # No --stopwords: the default (auto) must choose the corpus's list; the row says which
     # it chose (``stopwords``), and the peers are given the corpus's.
     train_path = Path(train) if train is not None else c.train_path
-    cmd = base + ["fit", "--input", str(train_path), "--text-field", "text",
-                  "--topics", str(K), "--vocab-size", str(V), "--seed", str(seed),
+    source = (["--store", str(store)] if store is not None else
+              ["--input", str(train_path), "--text-field", "text", "--vocab-size", str(V)])
+    cmd = base + ["fit", *source, "--topics", str(K), "--seed", str(seed),
                   "--out", str(out), "--quiet", *args]
     row = {"corpus": corpus, "args": list(args), "n_topics": K, "vocab_size": V,
            "command": " ".join(shlex.quote(x) for x in ["anchorstream"] + cmd[len(base):])
