@@ -379,6 +379,39 @@ def test_sigkill_restarts_count_every_document_exactly_once(kafka_broker, tmp_pa
     assert daemon.terminate() == 0
 
 
+def test_a_delay_line_holds_its_documents_back_across_a_restart(kafka_broker, tmp_path,
+                                                                  cleanup):
+    """``store.count_delay``: each document is counted that many documents after it arrived;
+    the waiting ones are committed with the counts (``store-info``'s ``waiting``), shown by
+    ``anchorstream_documents_waiting``, and counted after a restart as more arrive."""
+    topic = unique_name("docs")
+    kafka_broker.create_topics({topic: 1})
+    boot = kafka_broker.bootstrap_servers
+    docs = corpus(900, seed=5)
+    config = write_config(tmp_path, boot, topic, store={"count_delay": 200})
+    produce(boot, topic, docs[:600])
+    daemon = DaemonProcess(tmp_path, config, name="first")
+    cleanup.append(daemon)
+    # A snapshot's num_docs is the documents added (the stream's position); its counts hold
+    # those that left the line.
+    snap = wait_for_docs(daemon, 600)
+    assert snap["source"]["matrix_docs"] == 400
+    wait_until(lambda: metric(daemon, "anchorstream_documents_waiting") == 200,
+               "200 documents waiting", daemon)
+    assert daemon.terminate() == 0
+    info = store_info(tmp_path / "store")
+    assert (info["count_delay"], info["waiting"], info["n_docs_added"]) == (200, 200, 600)
+    assert info["num_docs"] == 400
+    daemon = DaemonProcess(tmp_path, config, name="second")
+    cleanup.append(daemon)
+    produce(boot, topic, docs[600:])
+    snap = wait_for_docs(daemon, 900)
+    assert snap["source"]["matrix_docs"] == 700
+    assert metric(daemon, "anchorstream_documents_waiting") == 200
+    assert daemon.terminate() == 0
+    assert store_info(tmp_path / "store")["num_docs"] == 700
+
+
 def wait_for_readyz(daemon: DaemonProcess, status: int, contains: str = "") -> dict:
     """Poll ``/readyz`` until it answers ``status`` with ``contains`` in its reason."""
     end = time.monotonic() + DEADLINE
