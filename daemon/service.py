@@ -289,7 +289,8 @@ class Daemon:
             checkpoint_every_docs=cfg.store.checkpoint_every_docs,
             checkpoint_every_seconds=cfg.store.checkpoint_every_seconds,
             max_poll_records=k.max_poll_records, poll_timeout=self.poll_timeout,
-            on_checkpoint=None if refresher is None else refresher.notify)
+            on_checkpoint=None if refresher is None else refresher.notify,
+            flush_idle_seconds=cfg.store.count_delay_idle_seconds)
         self.source = source = KafkaSource(
             k, bootstrap_servers=self.bootstrap_servers, max_batch_bytes=cfg.max_batch_bytes,
             lag_refresh_seconds=cfg.health.broker_probe_seconds,

@@ -383,12 +383,14 @@ def test_a_delay_line_holds_its_documents_back_across_a_restart(kafka_broker, tm
                                                                   cleanup):
     """``store.count_delay``: each document is counted that many documents after it arrived;
     the waiting ones are committed with the counts (``store-info``'s ``waiting``), shown by
-    ``anchorstream_documents_waiting``, and counted after a restart as more arrive."""
+    ``anchorstream_documents_waiting``, and counted after a restart as more arrive; and once
+    the stream pauses for ``store.count_delay_idle_seconds``, every one of them."""
     topic = unique_name("docs")
     kafka_broker.create_topics({topic: 1})
     boot = kafka_broker.bootstrap_servers
     docs = corpus(900, seed=5)
-    config = write_config(tmp_path, boot, topic, store={"count_delay": 200})
+    config = write_config(tmp_path, boot, topic, store={"count_delay": 200,
+                                                        "count_delay_idle_seconds": 1e6})
     produce(boot, topic, docs[:600])
     daemon = DaemonProcess(tmp_path, config, name="first")
     cleanup.append(daemon)
@@ -410,6 +412,15 @@ def test_a_delay_line_holds_its_documents_back_across_a_restart(kafka_broker, tm
     assert metric(daemon, "anchorstream_documents_waiting") == 200
     assert daemon.terminate() == 0
     assert store_info(tmp_path / "store")["num_docs"] == 700
+    # A paused stream: after 0.5 s without a message the 200 are counted and committed.
+    config = write_config(tmp_path, boot, topic, store={"count_delay": 200,
+                                                        "count_delay_idle_seconds": 0.5})
+    daemon = DaemonProcess(tmp_path, config, name="third")
+    cleanup.append(daemon)
+    wait_until(lambda: metric(daemon, "anchorstream_documents_waiting") == 0
+               and store_info(tmp_path / "store")["num_docs"] == 900,
+               "the documents held back counted", daemon)
+    assert daemon.terminate() == 0
 
 
 def wait_for_readyz(daemon: DaemonProcess, status: int, contains: str = "") -> dict:

@@ -465,3 +465,29 @@ def test_a_bad_record_among_good_ones_is_reported_without_the_advice(store, capl
                        message=MessageConfig(), clock=Clock())
     plain.step()
     assert "plain text needs message.format: text" in caplog.records[-1].getMessage()
+
+
+def test_a_paused_stream_gets_the_documents_held_back_counted(tmp_path):
+    """store.count_delay holds documents back; once no record has arrived for
+    flush_idle_seconds the loop counts them and commits, so snapshots do not lag a stream
+    that paused. Records arriving keep them waiting (the clock is the test's)."""
+    store = CooccurrenceStore.create(tmp_path / "store", capacity=64, admit_threshold=1,
+                                     count_delay=15)
+    source = ScriptedSource(records([doc(i) for i in range(40)]), batch=10)
+    now = [0.0]
+    versions = []
+    loop = make_loop(store, source, clock=lambda: now[0], flush_idle_seconds=30.0,
+                     on_checkpoint=versions.append)
+    for _ in range(4):
+        loop.step()
+        now[0] += 29.0  # less than the idle time between batches
+    assert store.documents_waiting == 15 and versions == []
+    loop.step()  # nothing came for 29 s: not yet
+    assert store.documents_waiting == 15
+    now[0] += 1.0
+    loop.step()  # 30 s
+    assert store.documents_waiting == 0
+    assert [c.n_docs for c in versions] == [40]
+    state = open_committed(store.url)
+    assert state.cooccurrence.num_docs == 40
+    assert state.offsets[offset_key("docs", 0)] == 40

@@ -138,6 +138,10 @@ class IngestLoop:
     report_rejections : bool, default True
         Log rejected records at WARNING, at most once a minute
         (:class:`daemon.ingest.rejections.RejectionReport`); ``ingest`` prints its own summary.
+    flush_idle_seconds : float, default inf
+        Where the store holds documents back (``store.count_delay``): when no record has
+        arrived for this long, count them and checkpoint (:meth:`flush_waiting`), so that the
+        snapshots of a stream that paused do not lag it (``store.count_delay_idle_seconds``).
     """
 
     def __init__(self, store, source=None, *, tokenizer: Callable, message: MessageConfig,
@@ -146,7 +150,8 @@ class IngestLoop:
                  poll_timeout: float = 0.5,
                  on_checkpoint: Callable[[Committed], None] | None = None,
                  max_checkpoint_failures: int = 10, clock: Callable[[], float] = time.monotonic,
-                 name: str = "daemon", report_rejections: bool = True):
+                 name: str = "daemon", report_rejections: bool = True,
+                 flush_idle_seconds: float = float("inf")):
         self.store = store
         self.source = source
         self.tokenizer = tokenizer
@@ -163,6 +168,8 @@ class IngestLoop:
         self.on_checkpoint = on_checkpoint
         self.max_checkpoint_failures = int(max_checkpoint_failures)
         self._clock = clock
+        self.flush_idle_seconds = float(flush_idle_seconds)
+        self._last_record = clock()
         self.name = name
         self._seconds = store.forgetting.unit == "seconds"
         self._position: Callable[[object], tuple[str, int]] = kafka_position
@@ -297,11 +304,24 @@ class IngestLoop:
                                          timeout=self.poll_timeout)
         if records:
             self.process(records)
+            self._last_record = self._clock()
+        elif (self.store.documents_waiting
+              and self._clock() - self._last_record >= self.flush_idle_seconds):
+            self.flush_waiting()
         if self._rejections is not None:
             self._rejections.report_if_due(accepted=self.documents)
         if self._due():
             self.checkpoint()
         return len(records)
+
+    def flush_waiting(self) -> int:
+        """Count the documents the store holds back (its delay line), over the words of now,
+        and checkpoint. Returns how many were counted."""
+        n = self.store.flush_delayed()
+        log.info("no record for %.0f s: counted the %d documents held back (store.count_delay)",
+                 self._clock() - self._last_record, n)
+        self.checkpoint()
+        return n
 
     def process(self, records: Sequence) -> int:
         """Decode, check, tokenize and add records (from the source's ``poll_batch``).

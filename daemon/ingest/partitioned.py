@@ -143,6 +143,9 @@ class PartitionStores:
     def documents_waiting(self) -> int:
         return sum(s.documents_waiting for s in list(self.stores.values()))
 
+    def flush_delayed(self) -> int:
+        return sum(s.flush_delayed() for s in list(self.stores.values()))
+
     @property
     def last_checkpoint_seconds(self) -> dict[str, float]:
         out: dict[str, float] = {}

@@ -177,6 +177,10 @@ class StoreConfig(_Section):
         "1,000-3,000 win back what late admissions cost the topics); the topics lag by as "
         "many documents (anchorstream_documents_waiting); 0 = count on arrival. Fixed when the "
         "store is created")
+    count_delay_idle_seconds: Float(0) = Field(
+        30.0, description="with count_delay: when no message has arrived for this long, the "
+        "documents held back are counted (over the words of then) and committed, so that the "
+        "snapshots of a stream that paused or ended do not lag it")
     window_docs: Int(1, optional=True) = Field(
         None, description="tumbling windows: documents per window")
     windows: Int(1, optional=True) = Field(
