@@ -31,6 +31,7 @@ from anchorstream.model.methods import TopicFit, fit_topics
 from anchorstream.model.pipeline import AnchorModel
 from anchorstream.model.registry import method_spec, rectify_method_for
 from anchorstream.store import open_committed, open_committed_sparse, read_document_state
+from anchorstream.store.delay import add_waiting, selection_marginals
 from daemon.refresh_inputs import (Buffers, Skip, by_word, check_documents, check_enough,
                                    partitions_of, select_words, subset)
 
@@ -264,7 +265,10 @@ class Refresher:
                 self._published_docs = max(self._published_docs, st.n_docs_added)
                 return None
             cooc_all = st.cooccurrence
-            idx = select_words(cooc_all, min_df=self.min_df, max_df_ratio=self.max_df_ratio)
+            # The documents a delay line holds back count as if they had left it now
+            # (store.count_delay): snapshots do not lag the stream.
+            idx = select_words(selection_marginals(cooc_all, st.waiting), min_df=self.min_df,
+                               max_df_ratio=self.max_df_ratio)
             words = [st.words[i] for i in idx]
             if self.sparse:
                 cooc = (cooc_all if idx.size == cooc_all.n_words
@@ -276,6 +280,7 @@ class Refresher:
                 cooc = subset(cooc_all, idx, out=None if share
                                else self._buffers.get("subset", idx.size ** 2, np.float64))
             # As `fit --store` (a dense cooc is this refresh's own: a copy, or a cold read's).
+            cooc = add_waiting(cooc, st.waiting, idx)
             cooc = correct_admission(cooc, None if st.admission is None else
                                      st.admission.subset(idx), min_share=self.admission_min_share)
             check_enough(cooc, len(words), n_topics=self.n_topics, method=self.method,

@@ -1056,3 +1056,31 @@ def test_fit_chooses_the_documents_stopword_list_and_warns_when_given_one_that_m
             assert "stopwords_auto" not in snap.manifest["settings"]
         else:
             assert "auto chose" not in err and chosen["stopwords"] == "english" and share > 0.3
+
+
+def test_fit_store_counts_the_documents_a_delay_line_holds_back(tmp_path):
+    """A store with ``count_delay`` commits documents it has not counted yet; ``fit --store``
+    counts them with the committed vocabulary, as the store will when they leave the line."""
+    from anchorstream.store import CooccurrenceStore
+
+    truth = planted_model(60, 3, random_state=2)
+    X, _ = sample_documents(truth, 400, doc_length=20, random_state=3)
+    docs = [[f"w{j}" for j, c in zip(X.getrow(d).indices, X.getrow(d).data)
+             for _ in range(int(c))] for d in range(X.shape[0])]
+    fits = {}
+    for name, flush in (("waiting", False), ("flushed", True)):
+        store = CooccurrenceStore.create(tmp_path / name, capacity=60, admit_threshold=2,
+                                         count_delay=150)
+        store.add(docs)
+        if flush:
+            store.flush_delayed()
+        store.checkpoint()
+        assert open_committed(store.url).cooccurrence.num_docs == (400 if flush else 250)
+        out = tmp_path / f"{name}.snap"
+        assert main(["fit", "--store", str(tmp_path / name), "--topics", "3", "--seed", "0",
+                     "--out", str(out), "--quiet"]) == 0
+        fits[name] = read_snapshot(out)
+    assert fits["waiting"].manifest["num_docs"] == fits["flushed"].manifest["num_docs"] == 400
+    assert fits["waiting"].vocabulary == fits["flushed"].vocabulary
+    np.testing.assert_allclose(fits["waiting"].topic_word, fits["flushed"].topic_word,
+                               atol=1e-6)

@@ -1,8 +1,10 @@
 """A store that counts each document ``count_delay`` documents after it arrived
 (:mod:`anchorstream.store.delay`): in any split, with reopens, compactions and evictions, it
 counts what a one-document-at-a-time model of the rule counts; a crash and replay from its
-last commit (with documents waiting) counts what an uninterrupted run counts; and the words a
-stream admits late count in the documents that waited."""
+last commit (with documents waiting) counts what an uninterrupted run counts; the words a
+stream admits late count in the documents that waited; and a reader that adds the waiting
+documents (dense or sparse, whole or a subset of the words) sees what the store holds once
+they are counted."""
 
 from __future__ import annotations
 
@@ -16,8 +18,9 @@ from hypothesis import strategies as st
 
 from anchorstream.errors import InputError
 from anchorstream.stats.accumulator import Forgetting
-from anchorstream.store import CooccurrenceStore, open_committed, store_info
-from anchorstream.store.delay import DelayLine, Waiting
+from anchorstream.store import (CooccurrenceStore, open_committed, open_committed_sparse,
+                                store_info)
+from anchorstream.store.delay import DelayLine, Waiting, add_waiting, selection_marginals
 from tests.naive_store import NaiveStoreModel, NaiveVocabulary
 from tests.test_store import WORDS, assert_close_rel, corpus, stream
 
@@ -202,3 +205,60 @@ def test_the_line_pushes_out_the_oldest():
     assert [line.push(d) for d in docs] == [None, None, docs[0], docs[1]]
     assert line.drain() == docs[2:] and len(line) == 0
     assert DelayLine(0).push(docs[0]) is docs[0]
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    seed=st.integers(0, 2**16),
+    delay=st.integers(1, 40),
+    cuts=st.lists(st.integers(0, 120), max_size=4),
+    compact_after=st.sets(st.integers(0, 4)),
+    capacity=st.sampled_from([4, 6, 12]),
+    half_life=st.one_of(st.none(), st.floats(5.0, 60.0)),
+)
+def test_a_reader_adds_the_waiting_documents_as_counting_them_would(
+        seed, delay, cuts, compact_after, capacity, half_life):
+    rng = np.random.default_rng(seed)
+    docs = drifting(rng)
+    url = f"memory://reader-{uuid.uuid4().hex}"
+    forgetting = Forgetting(half_life=half_life) if half_life else None
+    s = stream(url, docs, sorted({0, len(docs), *cuts}), compact_after=compact_after,
+               capacity=capacity, admit_threshold=2.0, chunk_size=2, shard_size=4,
+               count_delay=delay, forgetting=forgetting)
+    dense, sparse = open_committed(url), open_committed_sparse(url)
+    before = sparse.cooccurrence.upper.copy()
+    seen = [add_waiting(dense.cooccurrence, dense.waiting),
+            add_waiting(sparse.cooccurrence, sparse.waiting).to_dense()]
+    # The sparse read itself is left as it was (a refresher keeps it for its next read).
+    assert (sparse.cooccurrence.upper != before).nnz == 0
+    s.flush_delayed()
+    s.checkpoint()
+    flushed = open_committed(url)
+    assert flushed.waiting is None and flushed.words == dense.words
+    want = flushed.cooccurrence
+    for got in seen:
+        assert_close_rel(got.counts, want.counts)
+        assert_close_rel(got.unigram, want.unigram)
+        assert_close_rel(got.doc_freq, want.doc_freq)
+        assert got.num_docs == pytest.approx(want.num_docs, rel=1e-12)
+        assert got.num_tokens == pytest.approx(want.num_tokens, rel=1e-12)
+        assert got.total_weight() == pytest.approx(want.total_weight(), rel=1e-12)
+    # The words a model uses, and their statistics, as the refresher takes them.
+    marginals = selection_marginals(dense.cooccurrence, dense.waiting)
+    np.testing.assert_allclose(marginals.doc_freq, want.doc_freq, rtol=1e-12)
+    idx = np.flatnonzero(want.doc_freq >= 3)
+    sub = add_waiting(open_committed_sparse(url, dense.version).cooccurrence.subset(
+        idx, keep_total=False), sparse.waiting, idx).to_dense()
+    sub_want = want.counts[np.ix_(idx, idx)]
+    assert_close_rel(sub.counts, sub_want)
+
+
+def test_readers_of_a_store_with_windows_see_the_counted_documents_only(tmp_path):
+    # Counting the waiting documents of a tumbling-window store would also expire windows.
+    s = CooccurrenceStore.create(str(tmp_path / "s"), capacity=12, admit_threshold=1.0,
+                                 count_delay=5, forgetting=Forgetting(window=10.0, n_windows=2))
+    s.add(corpus(np.random.default_rng(1), 30))
+    s.checkpoint()
+    assert open_committed(s.url).waiting is None
+    assert open_committed_sparse(s.url).waiting is None
+    assert len(CooccurrenceStore.open(s.url).delay_line) == 5

@@ -215,3 +215,95 @@ class Delaying:
              if self.forgetting.decays else np.ones(t.size))
         self._count(t, win, w, positions, observed, where if self._keeps_windows() else None)
         return len(exits)
+
+
+# ---- Readers: the waiting documents counted with the vocabulary of the version read -------
+
+
+def waiting_cooccurrence(docs, words, *, length_cap, forgetting, clock: float):
+    """The statistics of waiting ``docs`` over ``words`` (a read's vocabulary, in its order),
+    in true units at ``clock``: what counting them at that version adds to its counts, as
+    :meth:`Delaying.flush_delayed` would. A
+    :class:`~anchorstream.stats.sparse.SparseCooccurrence` (``mass``: what its counts sum to)."""
+    import scipy.sparse as sp
+
+    from anchorstream.stats.cooccurrence import pair_scale
+    from anchorstream.stats.sparse import SparseCooccurrence
+
+    index = {w: i for i, w in enumerate(words)}
+    rows, cols = [], []
+    for d, doc in enumerate(docs):
+        found = [j for j in map(index.get, doc.tokens) if j is not None]
+        rows += [d] * len(found)
+        cols += found
+    V = len(words)
+    X = sp.csr_matrix((np.ones(len(cols)), (rows, cols)), shape=(len(docs), V))
+    X.sum_duplicates()
+    n = np.asarray(X.sum(axis=1)).ravel()
+    times = np.asarray([d.time for d in docs], dtype=np.float64)
+    w = (np.exp2((times - clock) / forgetting.half_life) if forgetting.decays
+         else np.ones(len(docs)))
+    w = np.where(n >= 2, w, 0.0)  # a document of fewer than 2 tokens counts nothing
+    scale = w * pair_scale(n, length_cap)
+    gram = sp.csr_matrix(X.T @ sp.diags(scale) @ X) - sp.diags(X.T @ scale)
+    upper = sp.triu(gram, format="csr")
+    upper.eliminate_zeros()
+    unigram = X.T @ w
+    doc_freq = (X > 0).astype(np.float64).T @ w
+    mass = float(2.0 * upper.sum() - upper.diagonal().sum())
+    num_docs, num_tokens = float(w.sum()), float(w @ n)
+    if not forgetting.decays:
+        num_docs, num_tokens = int(round(num_docs)), int(round(num_tokens))
+    return SparseCooccurrence(upper, unigram, doc_freq, num_docs, num_tokens, length_cap,
+                              mass)
+
+
+def read_waiting(root: zarr.Group, config: Mapping, *, words, length_cap, clock: float):
+    """:func:`waiting_cooccurrence` of the line committed in ``root`` over ``words``; None
+    where nothing waits, or where the store keeps tumbling windows (counting the waiting
+    documents would also expire windows: those readers see the counted documents only)."""
+    from anchorstream.stats.accumulator import Forgetting
+
+    forgetting = Forgetting.from_dict(config["forgetting"])
+    line = load_delay_line(root, count_delay(config))
+    if not len(line) or forgetting.window is not None:
+        return None
+    return waiting_cooccurrence(list(line), words, length_cap=length_cap,
+                                forgetting=forgetting, clock=clock)
+
+
+def selection_marginals(cooc, waiting):
+    """What choosing the words of a model reads (``doc_freq`` and ``num_docs``) of ``cooc``
+    plus the ``waiting`` documents' statistics (None: ``cooc`` itself)."""
+    if waiting is None:
+        return cooc
+    from types import SimpleNamespace
+
+    return SimpleNamespace(doc_freq=np.asarray(cooc.doc_freq) + waiting.doc_freq,
+                           num_docs=cooc.num_docs + waiting.num_docs)
+
+
+def add_waiting(cooc, waiting, idx=None):
+    """``cooc`` plus the ``waiting`` documents' statistics (:func:`read_waiting`; taken at the
+    words ``idx`` of the read, those of ``cooc``, where given). A sparse ``cooc`` is left as it
+    is (a new one is returned); a dense one's counts are added to in place: pass a read's own
+    copy, never counts kept for a later read. None adds nothing."""
+    if waiting is None:
+        return cooc
+    from anchorstream.stats.cooccurrence import Cooccurrence
+    from anchorstream.stats.sparse import SparseCooccurrence
+
+    if idx is not None and len(idx) != waiting.n_words:
+        waiting = waiting.subset(idx)
+    mass = None if cooc.mass is None else cooc.mass + waiting.total_weight()
+    vectors = (np.asarray(cooc.unigram) + waiting.unigram,
+               np.asarray(cooc.doc_freq) + waiting.doc_freq,
+               cooc.num_docs + waiting.num_docs, cooc.num_tokens + waiting.num_tokens)
+    if isinstance(cooc, SparseCooccurrence):
+        return SparseCooccurrence(cooc.upper + waiting.upper, *vectors, cooc.length_cap, mass)
+    U = waiting.upper.tocoo()
+    counts = cooc.counts
+    np.add.at(counts, (U.row, U.col), U.data)
+    off = U.row != U.col
+    np.add.at(counts, (U.col[off], U.row[off]), U.data[off])
+    return Cooccurrence(counts, *vectors, cooc.length_cap, mass)

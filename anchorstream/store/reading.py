@@ -21,7 +21,7 @@ from anchorstream.errors import InputError, StoreError, StoreFormatError
 from anchorstream.stats.accumulator import Forgetting
 from anchorstream.stats.cooccurrence import Cooccurrence
 from anchorstream.stats.documents import DocumentState, StoredDocuments
-from anchorstream.store.delay import count_delay, waiting
+from anchorstream.store.delay import count_delay, read_waiting, waiting
 from anchorstream.store.format import BRANCH, META, StoreState, check_format, read_admission
 from anchorstream.store.repository import disk_bytes, open_repo, pass_through, wrap
 from anchorstream.store.segments import EntryReader, Fold
@@ -72,6 +72,10 @@ class CommittedState:
     admission : Admission or None
         When each word's counting began (:mod:`anchorstream.stats.admission`), or None where
         not known; :func:`~anchorstream.stats.admission.correct_admission` reads it.
+    waiting : SparseCooccurrence or None
+        The documents a delay line (``count_delay``) holds back, counted over ``words``
+        (:func:`~anchorstream.store.delay.read_waiting`), which ``cooccurrence`` leaves out;
+        a reader that should not lag adds them (:func:`~anchorstream.store.delay.add_waiting`).
     """
 
     cooccurrence: Any
@@ -83,6 +87,7 @@ class CommittedState:
     n_docs_added: int
     dense: DenseRead | None = None
     admission: Any = None
+    waiting: Any = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -356,6 +361,9 @@ def read_version(repo: icechunk.Repository, where: str, version: str | None,
         doc_freq = get(root, "doc_freq")[live].sum(axis=0)[active]
         totals = get(root, "totals")[live].sum(axis=0)
         admission = read_admission(root, meta, state, active)
+        words = [words_all[s] for s in active]
+        waiting = read_waiting(root, meta["config"], words=words, clock=state.clock,
+                               length_cap=length_cap(meta["config"]))
     except (StoreFormatError, StoreError):
         raise
     except BaseException as exc:
@@ -373,10 +381,8 @@ def read_version(repo: icechunk.Repository, where: str, version: str | None,
         # Decayed sums are not whole numbers; Cooccurrence would truncate them.
         cooc.num_docs = float(totals[0])
         cooc.num_tokens = float(totals[1])
-    return CommittedState(
-        cooc, [words_all[s] for s in active], active, offsets, session.snapshot_id,
-        float(state.clock), int(state.n_docs_added), dense, admission,
-    )
+    return CommittedState(cooc, words, active, offsets, session.snapshot_id,
+                          float(state.clock), int(state.n_docs_added), dense, admission, waiting)
 def open_committed(url, version: str | None = None, *, out=None,
                    since: DenseRead | None = None,
                    storage_options: Mapping[str, Any] | None = None) -> CommittedState:

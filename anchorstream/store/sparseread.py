@@ -28,6 +28,7 @@ from anchorstream.stats.accumulator import Forgetting
 from anchorstream._kernels.store import (store_block_to_csr, store_csr_add, store_csr_move,
                                          store_entries_to_upper_csr)
 from anchorstream.stats.sparse import SparseCooccurrence, canonical_csr
+from anchorstream.store.delay import read_waiting
 from anchorstream.store.format import BRANCH, StoreState, check_format, read_admission
 from anchorstream.store.reading import BaseShards, CommittedState, dense_read_of, plan_catch_up
 from anchorstream.store.repository import open_repo, pass_through, wrap
@@ -263,6 +264,9 @@ def read_version_sparse(repo, where: str, version: str | None,
         if upper is None:
             upper = sparse_upper(root, meta, state, active, reset_seq)
         admission = read_admission(root, meta, state, active)
+        words = [words_all[s] for s in active]
+        waiting = read_waiting(root, meta["config"], words=words, clock=state.clock,
+                               length_cap=length_cap(meta["config"]))
     except (StoreFormatError, StoreError):
         raise
     except BaseException as exc:
@@ -280,6 +284,7 @@ def read_version_sparse(repo, where: str, version: str | None,
         num_docs, num_tokens = int(totals[0]), int(round(totals[1]))
     cooc = SparseCooccurrence(upper, unigram, doc_freq, num_docs, num_tokens,
                               length_cap(meta["config"]))
-    return CommittedState(cooc, [words_all[s] for s in active], active, offsets,
-                          session.snapshot_id, float(state.clock), int(state.n_docs_added),
-                          dense_read_of(forgetting, state, active, reset_seq), admission)
+    return CommittedState(cooc, words, active, offsets, session.snapshot_id,
+                          float(state.clock), int(state.n_docs_added),
+                          dense_read_of(forgetting, state, active, reset_seq), admission,
+                          waiting)

@@ -249,6 +249,7 @@ class Counts:
 
 
 def counts_from_store(args) -> Counts:
+    from anchorstream.store.delay import add_waiting
     from anchorstream.store import (
         find_partitions,
         open_committed,
@@ -267,9 +268,11 @@ def counts_from_store(args) -> Counts:
                              sparse=implicit)
     else:
         st = (open_committed_sparse if implicit else open_committed)(args.store)
-    # The daemon's refresher applies the same correction (daemon/refresh.py).
+    # The daemon's refresher applies the same correction (daemon/refresh.py), and counts the
+    # documents a delay line holds back (store.count_delay) as if they had left it now.
     share = MIN_SHARE if args.admission_min_share is None else args.admission_min_share
-    cooc = correct_admission(st.cooccurrence, st.admission, min_share=share)
+    cooc = correct_admission(add_waiting(st.cooccurrence, st.waiting), st.admission,
+                             min_share=share)
     vocabulary, offsets, version = st.words, st.offsets, st.version
     if len(vocabulary) <= args.topics:
         raise InputError(
