@@ -133,7 +133,7 @@ def bench_ingest(args, broker: EmbeddedBroker, work: Path) -> None:
                                   "topics": [topic], "group_id": "bench", **FAST_GROUP,
                                   "max_poll_records": args.max_poll_records}})
     store = CooccurrenceStore.create(work / "ingest-store", capacity=args.capacity,
-                                     admit_threshold=5)
+                                     admit_threshold=5, count_delay=args.count_delay)
     source = daemon.kafka.source.KafkaSource(cfg.kafka)
     loop = IngestLoop(store, source, tokenizer=Tokenizer(), message=cfg.message,
                       checkpoint_every_docs=args.checkpoint_every,
@@ -188,7 +188,8 @@ def bench_refresh(args, work: Path) -> None:
         base, new, held = real_tokens(Path(args.refresh_corpus), args.refresh_docs, n_new,
                                       args.heldout_docs, seed=0)
         held_matrix = lambda vocabulary: count_matrix(held, list(vocabulary))  # noqa: E731
-    store = CooccurrenceStore.create(work / "refresh-store", capacity=V + 500, admit_threshold=3)
+    store = CooccurrenceStore.create(work / "refresh-store", capacity=V + 500, admit_threshold=3,
+                                     count_delay=args.count_delay)
     for i in range(0, len(base), 5000):
         store.add(base[i:i + 5000])
     store.checkpoint()
@@ -343,6 +344,9 @@ def main(argv=None) -> int:
     p.add_argument("--doc-vocab", type=int, default=20_000, help="ingest: distinct words")
     p.add_argument("--capacity", type=int, default=5000, help="ingest: vocabulary capacity")
     p.add_argument("--partitions", type=int, default=1)
+    p.add_argument("--count-delay", type=int, default=0,
+                   help="ingest and refresh: the store's store.count_delay (documents held back, "
+                        "counted by every refresh as well)")
     p.add_argument("--max-poll-records", type=int, default=5000)
     p.add_argument("--checkpoint-every", type=int, default=50_000)
     p.add_argument("--vocab", type=int, default=5000, help="refresh: V")

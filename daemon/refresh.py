@@ -256,17 +256,15 @@ class Refresher:
 
         try:
             t0 = time.perf_counter()
-            # The counts go into the memory of the last read's, if the vocabulary still fits;
-            # warm, they are that read's counts plus the segments committed since, when the
-            # store allows (see open_committed). Until this read succeeds they are unknown.
+            # In the last read's memory; warm, its counts plus the segments committed since
+            # (see _read). Until this read succeeds they are unknown.
             st = self._read(version)
             if st.version == self._published_store_version:
                 log.debug("store version %s is already published", st.version)
                 self._published_docs = max(self._published_docs, st.n_docs_added)
                 return None
             cooc_all = st.cooccurrence
-            # The documents a delay line holds back count as if they had left it now
-            # (store.count_delay): snapshots do not lag the stream.
+            # Documents a delay line holds back count as if they left it now: no lag.
             idx = select_words(selection_marginals(cooc_all, st.waiting), min_df=self.min_df,
                                max_df_ratio=self.max_df_ratio)
             words = [st.words[i] for i in idx]
@@ -280,9 +278,9 @@ class Refresher:
                 cooc = subset(cooc_all, idx, out=None if share
                                else self._buffers.get("subset", idx.size ** 2, np.float64))
             # As `fit --store` (a dense cooc is this refresh's own: a copy, or a cold read's).
-            cooc = add_waiting(cooc, st.waiting, idx)
-            cooc = correct_admission(cooc, None if st.admission is None else
-                                     st.admission.subset(idx), min_share=self.admission_min_share)
+            cooc = correct_admission(add_waiting(cooc, st.waiting, idx),
+                                     None if st.admission is None else st.admission.subset(idx),
+                                     min_share=self.admission_min_share)
             check_enough(cooc, len(words), n_topics=self.n_topics, method=self.method,
                          anchor_min_df=self._anchor_min_df)
             window = self._window_for(cooc_all)

@@ -96,6 +96,9 @@ class PartitionedState:
     admission : None
         Not combined over the partitions yet: the sum is read uncorrected (see
         :mod:`anchorstream.stats.admission`, which takes several sources, and docs/store.md).
+    waiting : None
+        The documents the partitions' delay lines hold back are not read: the sum holds
+        the counted documents only (:mod:`anchorstream.store.delay`).
     """
 
     cooccurrence: Any
@@ -108,6 +111,7 @@ class PartitionedState:
     dense: None = None
     partitions: dict = field(default_factory=dict)
     admission: None = None
+    waiting: None = None
 
 
 def _head(root, topic: str, p: int, storage_options) -> tuple[Any, str, Any] | None:
