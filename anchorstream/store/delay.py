@@ -227,6 +227,7 @@ def waiting_cooccurrence(docs, words, *, length_cap, forgetting, clock: float):
     :class:`~anchorstream.stats.sparse.SparseCooccurrence` (``mass``: what its counts sum to)."""
     import scipy.sparse as sp
 
+    from anchorstream._kernels.cooc import document_gram_upper
     from anchorstream.stats.cooccurrence import pair_scale
     from anchorstream.stats.sparse import SparseCooccurrence
 
@@ -245,9 +246,12 @@ def waiting_cooccurrence(docs, words, *, length_cap, forgetting, clock: float):
          else np.ones(len(docs)))
     w = np.where(n >= 2, w, 0.0)  # a document of fewer than 2 tokens counts nothing
     scale = w * pair_scale(n, length_cap)
-    gram = sp.csr_matrix(X.T @ sp.diags(scale) @ X) - sp.diags(X.T @ scale)
-    upper = sp.triu(gram, format="csr")
-    upper.eliminate_zeros()
+    # The upper triangle of the documents' pairs, by the kernel fit --input's counts use
+    # (1,000 documents of 100 tokens: 3.3 M pairs; 0.35 s through scipy's product).
+    T = sp.csr_matrix(X.T)
+    indptr, indices, data = document_gram_upper(X.indptr, X.indices, X.data, scale, T.indptr,
+                                                T.indices, T.data)
+    upper = sp.csr_matrix((data, indices, indptr), shape=(V, V))
     unigram = X.T @ w
     doc_freq = (X > 0).astype(np.float64).T @ w
     mass = float(2.0 * upper.sum() - upper.diagonal().sum())
