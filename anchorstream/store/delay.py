@@ -80,16 +80,20 @@ class Exits:
         n = len(self.times)
         self.evictions += [(n, int(s)) for s in slots]
 
-    def take(self, doc: Waiting, slot_of) -> None:
-        """``doc`` counted now, over the slots ``slot_of`` gives its tokens (-1: none), and
-        where those tokens stood."""
-        found = [(s, i) for i, s in enumerate(map(slot_of, doc.tokens)) if s >= 0]
-        slots, where = [s for s, _ in found], [i for _, i in found]
+    def take(self, doc: Waiting, vocabulary, where: bool) -> None:
+        """``doc`` counted now, over the slots ``vocabulary`` gives its tokens now, and (with
+        ``where``) where those tokens stood."""
+        if where:
+            found = [(s, i) for i, s in enumerate(map(vocabulary.slot_of, doc.tokens))
+                     if s >= 0]
+            slots = [s for s, _ in found]
+            self.where += [i for _, i in found]
+        else:
+            slots = vocabulary.lookup(doc.tokens)
         self.times.append(doc.time)
         self.windows.append(doc.window)
         self.positions.append(doc.position)
         self.slots += slots
-        self.where += where
         self.indptr.append(len(self.slots))
 
     def arrays(self) -> tuple:
@@ -184,22 +188,21 @@ class Delaying:
         whose window was expired by any document that arrived before it
         (:attr:`DelayLine.newest_window`), and those are all that can be counted before it."""
         line, vocabulary = self.delay_line, self.vocabulary
-        exits = Exits()
+        exits, where = Exits(), self._keeps_windows()
         for i, doc in enumerate(docs):
-            evictions = vocabulary.observe_batch([doc], float(w[i]))[2]
-            exits.evicted(s for _, s in evictions)
+            exits.evicted(s for _, s in vocabulary.observe_batch([doc], float(w[i]))[2])
             gone = line.push(Waiting(tuple(doc), float(t[i]), int(win[i]), int(positions[i])))
             if gone is not None:
-                exits.take(gone, vocabulary.slot_of)
+                exits.take(gone, vocabulary, where)
         return self._count_exits(exits)
 
     def flush_delayed(self) -> int:
         """Count every waiting document now, with the vocabulary of now (the end of a finite
         input, as ``anchorstream ingest`` does at the end of its files). Returns how many."""
-        exits = Exits()
+        exits, where = Exits(), self._keeps_windows()
         for doc in self.delay_line.drain():
             self._dirty = True
-            exits.take(doc, self.vocabulary.slot_of)
+            exits.take(doc, self.vocabulary, where)
         return self._count_exits(exits)
 
     def _count_exits(self, exits: Exits) -> int:
