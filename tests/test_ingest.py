@@ -284,7 +284,7 @@ def test_a_damaged_gzip_file_is_an_error_naming_it_after_its_good_lines(tmp_path
     assert "Not a gzipped file" in err
 
 
-def test_ingest_with_a_delay_counts_the_words_a_stream_admits_late(tmp_path):
+def test_ingest_with_a_delay_counts_the_words_a_stream_admits_late(tmp_path, capsys):
     """--count-delay: each document counted N documents later, over the words admitted by
     then, across checkpoints; the documents waiting at the end of the files are counted too,
     and a rerun counts nothing twice."""
@@ -303,7 +303,11 @@ def test_ingest_with_a_delay_counts_the_words_a_stream_admits_late(tmp_path):
         assert main(["ingest", str(path), "--store", str(store), "--vocabulary", "stream",
                      "--admit-threshold", "3", "--max-df", "none", "--checkpoint-every", "40",
                      "--count-delay", str(delay), "-q"]) == 0
-        info[delay] = store_info(store)
+        err = capsys.readouterr().err
+        # The first run with a delay counts the last 30 at the end; the rerun reads nothing.
+        assert ("the last 30 held back by --count-delay counted at the end" in err) == (
+            delay == 30 and "d30" not in info)
+        info[f"d{delay}"] = info[delay] = store_info(store)
     assert info[30]["count_delay"] == 30 and info[30]["waiting"] == 0
     assert info[0]["count_delay"] == 0
     assert info[30]["n_docs_added"] == info[0]["n_docs_added"] == 300

@@ -277,7 +277,8 @@ def ingest_files(
     -------
     dict
         ``documents`` (added this run), ``duplicates`` (repeats the store skipped),
-        ``rejected`` (reason → count), ``checkpoints``, ``version`` (last commit).
+        ``rejected`` (reason → count), ``checkpoints``, ``version`` (last commit),
+        ``held_back`` (documents a delay line held back, counted at the end).
 
     Raises
     ------
@@ -336,7 +337,7 @@ def ingest_files(
             pass
         # The files end here: the documents of a delay line are counted with the vocabulary
         # of now (a rerun after a crash restores the committed line and counts it again).
-        store.flush_delayed()
+        held_back = store.flush_delayed()
         loop.checkpoint()  # the rest (a no-op commit when nothing is left)
     finally:
         source.close()
@@ -350,6 +351,7 @@ def ingest_files(
         "rejected": dict(loop.rejected),
         "checkpoints": len(checkpoints),
         "version": store.version,
+        "held_back": held_back,
     }
 
 
@@ -430,6 +432,8 @@ def run(args) -> int:
         + (f"; {repeats} repeated documents skipped" if repeats else "")
         + (f"; {cut} at --max-tokens {args.max_tokens}, tokens past it not counted"
            if cut else "")
+        + (f"; the last {stats['held_back']} held back by --count-delay counted at the end"
+           if stats["held_back"] else "")
         + f") into {args.store}, version {stats['version']}",
         file=sys.stderr,
     )
