@@ -190,3 +190,39 @@ def test_the_sparse_read_refuses_what_the_dense_read_refuses(tmp_path):
         s.checkpoint()
     with pytest.raises(InputError, match="length_cap"):
         read_partitions(tmp_path, [("t", 0), ("t", 1)], sparse=True)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_the_partitions_waiting_documents_sum_as_counting_them_would(tmp_path, sparse):
+    """Partitions with delay lines (``count_delay``): the sum's ``waiting`` added to its
+    counts equals the sum of the partitions once each has counted its waiting documents, by
+    the one-time read and by the reader that reads only what moved."""
+    from anchorstream.store.delay import add_waiting
+    from anchorstream.store.partread import PartitionReader
+
+    rng = np.random.default_rng(5)
+    stores = {p: _store(partition_url(tmp_path, "t", p), count_delay=7 + 5 * p)
+              for p in range(3)}
+    reader = PartitionReader(tmp_path, sparse=sparse)
+    parts = [("t", p) for p in stores]
+    for step in range(2):
+        for p, s in stores.items():
+            s.add([list(rng.choice(WORDS, size=rng.integers(0, 8))) for _ in range(30)])
+            s.checkpoint({f"kafka:t:{p}": 30 * (step + 1)})
+        got = [read_partitions(tmp_path, parts, sparse=sparse), reader.read(parts)]
+    for p, s in stores.items():
+        assert len(s.delay_line) == 7 + 5 * p
+        s.flush_delayed()
+        s.checkpoint()
+    want = read_partitions(tmp_path, parts)
+    assert want.waiting is None
+    for st in got:
+        assert st.waiting is not None and st.words == want.words
+        seen = add_waiting(st.cooccurrence, st.waiting)
+        if sparse:
+            seen = seen.to_dense()
+        np.testing.assert_allclose(seen.counts, want.cooccurrence.counts, rtol=1e-12,
+                                   atol=1e-15)
+        np.testing.assert_allclose(seen.doc_freq, want.cooccurrence.doc_freq, rtol=1e-12)
+        assert seen.num_docs == want.cooccurrence.num_docs
+        assert seen.num_tokens == want.cooccurrence.num_tokens

@@ -27,7 +27,7 @@ import hashlib
 import json
 import os
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -96,9 +96,11 @@ class PartitionedState:
     admission : None
         Not combined over the partitions yet: the sum is read uncorrected (see
         :mod:`anchorstream.stats.admission`, which takes several sources, and docs/store.md).
-    waiting : None
-        The documents the partitions' delay lines hold back are not read: the sum holds
-        the counted documents only (:mod:`anchorstream.store.delay`).
+    waiting : SparseCooccurrence or None
+        The documents the partitions' delay lines hold back, each partition's counted over
+        its own words (as its :class:`~anchorstream.store.CommittedState`'s) and summed over
+        ``words`` like the counts; ``cooccurrence`` leaves them out
+        (:mod:`anchorstream.store.delay`).
     """
 
     cooccurrence: Any
@@ -111,7 +113,7 @@ class PartitionedState:
     dense: None = None
     partitions: dict = field(default_factory=dict)
     admission: None = None
-    waiting: None = None
+    waiting: Any = None
 
 
 def _head(root, topic: str, p: int, storage_options) -> tuple[Any, str, Any] | None:
@@ -289,6 +291,8 @@ class PartitionSum:
         self.topic_ids: dict = {}
         self.clock = 0.0
         self.n_docs = 0
+        #: The sum of the partitions' waiting documents (sparse), once one has some.
+        self.waiting: PartitionSum | None = None
 
     def add(self, st, index: dict[str, int], *, counts: bool = True,
             factor: float = 1.0) -> None:
@@ -313,6 +317,11 @@ class PartitionSum:
         self.offsets.update(offsets)
         self.clock = max(self.clock, st.clock)
         self.n_docs += st.n_docs_added
+        if getattr(st, "waiting", None) is not None:
+            if self.waiting is None:
+                self.waiting = PartitionSum(self.V, True)
+            self.waiting.add(replace(st, cooccurrence=st.waiting, offsets={}, n_docs_added=0,
+                                     waiting=None), index, factor=factor)
 
     def state(self, index: dict[str, int], pins: Mapping[str, str | None], info: dict,
               cap) -> PartitionedState:
@@ -323,8 +332,10 @@ class PartitionSum:
             offsets["kafka:topic_ids"] = self.topic_ids
         digest = hashlib.sha256(
             json.dumps(sorted(pins.items()), default=str).encode()).hexdigest()
+        waiting = None if self.waiting is None else self.waiting.cooccurrence(cap)
         return PartitionedState(self.cooccurrence(cap), list(index), None, offsets,
-                                "p" + digest[:24], self.clock, self.n_docs, None, info)
+                                "p" + digest[:24], self.clock, self.n_docs, None, info,
+                                waiting=waiting)
 
     def cooccurrence(self, cap):
         kind = SparseCooccurrence if self.sparse else Cooccurrence

@@ -175,8 +175,8 @@ class StoreConfig(_Section):
         0, description="count each document this many documents after it arrived, so that "
         "words the vocabulary admits meanwhile count in it (on a stream in time order, "
         "1,000-3,000 win back what late admissions cost the topics); refreshes count the "
-        "documents held back too (anchorstream_documents_waiting), except with windows or the "
-        "partitioned layout; 0 = count on arrival. Fixed when the store is created")
+        "documents held back too (anchorstream_documents_waiting), except with tumbling "
+        "windows; 0 = count on arrival. Fixed when the store is created")
     count_delay_idle_seconds: Float(0) = Field(
         30.0, description="with count_delay: when no message has arrived for this long, the "
         "documents held back are counted (over the words of then) and committed, so that the "
