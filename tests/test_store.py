@@ -236,6 +236,29 @@ def stream(url, docs, bounds, *, compact_after=(), reopen_after=(), timestamps=N
     return s
 
 
+def crash_and_replay(tmp_path, docs, lost_until: int, reopened=None, **create):
+    """``(calm, replayed)``: a writer that adds ``docs`` with a checkpoint every 25, and one
+    that commits documents 0-40 and 40-70, adds those up to ``lost_until`` without
+    committing and dies, its successor (given to ``reopened`` first) replaying from the
+    committed offset to the end, as the daemon does after a SIGKILL."""
+    calm = stream(str(tmp_path / "calm"), docs, list(range(0, len(docs), 25)) + [len(docs)],
+                  **create)
+    url = str(tmp_path / "crash")
+    s = CooccurrenceStore.create(url, **create)
+    for a, b in ((0, 40), (40, 70)):
+        s.add(docs[a:b])
+        s.checkpoint({"n": b})
+    s.add(docs[70:lost_until])  # lost
+    del s
+    s = CooccurrenceStore.open(url)
+    assert s.offsets == {"n": 70}
+    if reopened is not None:
+        reopened(s)
+    s.add(docs[s.offsets["n"]:])
+    s.checkpoint({"n": len(docs)})
+    return calm, s
+
+
 @settings(max_examples=25, deadline=None)
 @given(
     seed=st.integers(0, 2**16),

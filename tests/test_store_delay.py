@@ -22,7 +22,7 @@ from anchorstream.store import (CooccurrenceStore, open_committed, open_committe
                                 store_info)
 from anchorstream.store.delay import DelayLine, Waiting, add_waiting, selection_marginals
 from tests.naive_store import NaiveStoreModel, NaiveVocabulary
-from tests.test_store import WORDS, assert_close_rel, corpus, stream
+from tests.test_store import WORDS, assert_close_rel, corpus, crash_and_replay, stream
 
 
 def drifting(rng, n_docs: int = 120) -> list[list[str]]:
@@ -113,25 +113,12 @@ def test_late_admissions_count_in_the_documents_that_waited(tmp_path, rng):
 @pytest.mark.parametrize("delay", [5, 40])
 def test_a_crash_and_replay_counts_what_an_uninterrupted_run_counts(tmp_path, rng, delay):
     docs = drifting(rng, 150)
-    create = dict(capacity=6, admit_threshold=2.0, chunk_size=2, shard_size=4,
-                  count_delay=delay)
-    calm = stream(str(tmp_path / "calm"), docs, list(range(0, len(docs), 25)) + [len(docs)],
-                  **create)
-    # The other writer commits twice (documents waiting at each), adds more without
-    # committing and dies; its successor replays from the committed offset, as the daemon
-    # does after a SIGKILL.
-    url = str(tmp_path / "crash")
-    s = CooccurrenceStore.create(url, **create)
-    for a, b in ((0, 40), (40, 70)):
-        s.add(docs[a:b])
-        s.checkpoint({"n": b})
-    assert len(s.delay_line) == delay
-    s.add(docs[70:130])  # lost
-    del s
-    s = CooccurrenceStore.open(url)
-    assert s.offsets == {"n": 70} and len(s.delay_line) == delay
-    s.add(docs[s.offsets["n"]:])
-    s.checkpoint({"n": len(docs)})
+
+    def reopened(s):  # the committed line came back with the commit
+        assert [list(d.tokens) for d in s.delay_line] == docs[70 - delay:70]
+
+    calm, s = crash_and_replay(tmp_path, docs, 130, reopened, capacity=6, admit_threshold=2.0,
+                               chunk_size=2, shard_size=4, count_delay=delay)
     model = naive_delayed(docs, delay, capacity=6, admit_threshold=2.0)
     for store in (calm, s):
         assert_state_is(store.url, model)

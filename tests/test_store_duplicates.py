@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from anchorstream.store import CooccurrenceStore, read_committed, store_info
 from anchorstream.text.duplicates import DuplicateFilter
-from tests.test_store import WORDS, assert_equals_batch, corpus, stream
+from tests.test_store import WORDS, assert_equals_batch, corpus, crash_and_replay, stream
 
 
 def with_repeats(rng, n_docs: int) -> list[list[str]]:
@@ -56,23 +56,8 @@ def test_streaming_any_split_equals_batch_over_the_documents_kept(seed, memory, 
 def test_a_crash_and_replay_skips_what_an_uninterrupted_run_skips(tmp_path, memory):
     rng = np.random.default_rng(7)
     docs = with_repeats(rng, 120)
-    create = dict(capacity=len(WORDS), admit_threshold=1, chunk_size=2, shard_size=4,
-                  duplicate_memory=memory)
-    calm = stream(str(tmp_path / "calm"), docs, list(range(0, len(docs), 25)) + [len(docs)],
-                  **create)
-    # The other writer commits twice, then adds more without committing and dies; its
-    # successor replays from the committed offset, as the daemon does after a SIGKILL.
-    url = str(tmp_path / "crash")
-    s = CooccurrenceStore.create(url, **create)
-    for a, b in ((0, 40), (40, 70)):
-        s.add(docs[a:b])
-        s.checkpoint({"n": b})
-    s.add(docs[70:110])  # lost
-    del s
-    s = CooccurrenceStore.open(url)
-    assert s.offsets == {"n": 70}
-    s.add(docs[s.offsets["n"]:])
-    s.checkpoint({"n": len(docs)})
+    calm, s = crash_and_replay(tmp_path, docs, 110, capacity=len(WORDS), admit_threshold=1,
+                               chunk_size=2, shard_size=4, duplicate_memory=memory)
     want = kept(docs, memory)
     for store in (calm, s):
         assert_equals_batch(read_committed(store.url), want)
