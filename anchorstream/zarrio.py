@@ -14,9 +14,30 @@ import zarr
 from zarr.codecs import ZstdCodec
 from zarr.core.sync import sync as zarr_sync  # runs a coroutine on Zarr's own event loop
 
-from anchorstream.text.vocabulary import decode_words, encode_words
+__all__ = ["decode_words", "encode_words", "get", "get_all", "get_many", "get_words",
+           "put_many", "words_items", "zstd"]
 
-__all__ = ["get", "get_all", "get_many", "get_words", "put_many", "words_items", "zstd"]
+
+def encode_words(words: Sequence[str | None]) -> tuple[np.ndarray, np.ndarray]:
+    """Pack words into a UTF-8 byte blob and offsets (None is stored as an empty word).
+
+    Returns
+    -------
+    blob : uint8 ndarray of shape (n_bytes,)
+    offsets : int64 ndarray of shape (n_words + 1,)
+    """
+    encoded = [(w or "").encode("utf-8") for w in words]
+    offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
+    np.cumsum([len(b) for b in encoded], out=offsets[1:])
+    blob = np.frombuffer(b"".join(encoded), dtype=np.uint8).copy()
+    return blob, offsets
+
+
+def decode_words(blob: np.ndarray, offsets: np.ndarray) -> list[str]:
+    """Inverse of :func:`encode_words` (empty words come back as ``""``)."""
+    raw = np.asarray(blob, dtype=np.uint8).tobytes()
+    off = np.asarray(offsets, dtype=np.int64).tolist()
+    return [raw[off[k] : off[k + 1]].decode("utf-8") for k in range(len(off) - 1)]
 
 
 def zstd() -> ZstdCodec:

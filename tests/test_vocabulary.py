@@ -13,12 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from anchorstream.errors import InputError
-from anchorstream.text.vocabulary import (
-    StreamingVocabulary,
-    decode_words,
-    encode_words,
-    read_seed_vocabulary,
-)
+from anchorstream.text.vocabulary import StreamingVocabulary, read_seed_vocabulary
+from anchorstream.zarrio import decode_words, encode_words
 from tests.naive_store import NaiveVocabulary
 
 ALPHABET = [f"w{i}" for i in range(14)] + ["é", "日本"]

@@ -34,7 +34,7 @@ from anchorstream.store.reading import BaseShards, CommittedState, dense_read_of
 from anchorstream.store.repository import open_repo, pass_through, wrap
 from anchorstream.store.segments import EntryReader
 from anchorstream.store.settings import length_cap
-from anchorstream.text.vocabulary import decode_words
+from anchorstream.zarrio import decode_words
 from anchorstream.zarrio import get_all
 
 __all__ = ["catch_up_upper", "csr_add", "open_committed_sparse", "read_version_sparse",

@@ -55,36 +55,13 @@ import numpy as np
 from anchorstream._kernels.store import store_add_doc_freq
 from anchorstream.errors import InputError
 
-__all__ = ["MAX_DF_MIN_DOCS", "StreamingVocabulary", "decode_words", "encode_words",
-           "read_seed_vocabulary"]
+__all__ = ["MAX_DF_MIN_DOCS", "StreamingVocabulary", "read_seed_vocabulary"]
 
 #: Default documents to see before ``max_df`` applies (``max_df_min_docs``).
 MAX_DF_MIN_DOCS = 1000
 
 _STOP = -2
 _BLOCKED = -3
-
-
-def encode_words(words: Sequence[str | None]) -> tuple[np.ndarray, np.ndarray]:
-    """Pack words into a UTF-8 byte blob and offsets (None is stored as an empty word).
-
-    Returns
-    -------
-    blob : uint8 ndarray of shape (n_bytes,)
-    offsets : int64 ndarray of shape (n_words + 1,)
-    """
-    encoded = [(w or "").encode("utf-8") for w in words]
-    offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
-    np.cumsum([len(b) for b in encoded], out=offsets[1:])
-    blob = np.frombuffer(b"".join(encoded), dtype=np.uint8).copy()
-    return blob, offsets
-
-
-def decode_words(blob: np.ndarray, offsets: np.ndarray) -> list[str]:
-    """Inverse of :func:`encode_words` (empty words come back as ``""``)."""
-    raw = np.asarray(blob, dtype=np.uint8).tobytes()
-    off = np.asarray(offsets, dtype=np.int64).tolist()
-    return [raw[off[k] : off[k + 1]].decode("utf-8") for k in range(len(off) - 1)]
 
 
 def read_seed_vocabulary(path) -> list[str]:
