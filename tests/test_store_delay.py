@@ -71,12 +71,15 @@ def assert_state_is(url, model: NaiveStoreModel) -> None:
     reopen_after=st.sets(st.integers(0, 6)),
     capacity=st.sampled_from([4, 6, 12]),
     admit_threshold=st.sampled_from([1.0, 2.0, 3.0]),
+    max_df=st.sampled_from([None, 0.3]),
 )
 def test_streaming_any_split_counts_each_document_delay_documents_late(
-        seed, delay, cuts, compact_after, reopen_after, capacity, admit_threshold):
+        seed, delay, cuts, compact_after, reopen_after, capacity, admit_threshold, max_df):
     rng = np.random.default_rng(seed)
     docs = drifting(rng)
-    vocab = {"capacity": capacity, "admit_threshold": admit_threshold}
+    # With max_df the vocabulary's maintenance (every 10 documents here) evicts too.
+    vocab = {"capacity": capacity, "admit_threshold": admit_threshold, "max_df": max_df,
+             "max_df_min_docs": 10, "maintain_every": 10}
     url = f"memory://delay-{uuid.uuid4().hex}"
     s = stream(url, docs, sorted({0, len(docs), *cuts}), compact_after=compact_after,
                reopen_after=reopen_after, chunk_size=2, shard_size=4, count_delay=delay,

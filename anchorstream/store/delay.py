@@ -11,8 +11,9 @@ pairs counted, when ``B`` more documents have arrived: words admitted meanwhile 
 
 The documents waiting are part of the store's state: committed with every checkpoint beside
 the vocabulary (:meth:`DelayLine.items`) and restored with it, so a crash and replay counts
-what an uninterrupted run counts. Documents go through the vocabulary one at a time (1.5x the
-CPU of a batched call), so that where a batch ends never changes what is counted.
+what an uninterrupted run counts. Each leaving document is looked up in the vocabulary as it
+was when the document that pushed it out arrived, so where a batch ends never changes what is
+counted.
 
 Readers need not lag: :func:`read_waiting` counts a version's waiting documents over its
 words, which :func:`add_waiting` adds to a reader's own copy of the counts: what the store
@@ -84,16 +85,16 @@ class Exits:
         n = len(self.times)
         self.evictions += [(n, int(s)) for s in slots]
 
-    def take(self, doc: Waiting, vocabulary, where: bool) -> None:
-        """``doc`` counted now, over the slots ``vocabulary`` gives its tokens now, and (with
-        ``where``) where those tokens stood."""
+    def take(self, doc: Waiting, table: dict, where: bool) -> None:
+        """``doc`` counted now, over the slots of its words in ``table`` (word to slot, the
+        vocabulary of now), and (with ``where``) where those words stood."""
+        get = table.get
         if where:
-            found = [(s, i) for i, s in enumerate(map(vocabulary.slot_of, doc.tokens))
-                     if s >= 0]
+            found = [(s, i) for i, s in enumerate(map(get, doc.tokens)) if s is not None]
             slots = [s for s, _ in found]
             self.where += [i for _, i in found]
         else:
-            slots = vocabulary.lookup(doc.tokens)
+            slots = [s for s in map(get, doc.tokens) if s is not None]
         self.times.append(doc.time)
         self.windows.append(doc.window)
         self.positions.append(doc.position)
@@ -175,6 +176,11 @@ def load_delay_line(root: zarr.Group, length: int) -> DelayLine:
                                  positions.tolist())))
 
 
+def slot_table(vocabulary) -> dict[str, int]:
+    """The slot of every word in ``vocabulary`` now."""
+    return {w: s for s, w in enumerate(vocabulary.words) if w is not None}
+
+
 class Delaying:
     """The counting of :class:`~anchorstream.store.CooccurrenceStore` with a delay line (a
     mixin: uses the writer's vocabulary, state and counting)."""
@@ -189,20 +195,34 @@ class Delaying:
         (:attr:`DelayLine.newest_window`), and those are all that can be counted before it."""
         line, vocabulary = self.delay_line, self.vocabulary
         exits, where = Exits(), self._keeps_windows()
+        # One call observes them all (what one call decides is what one document at a time
+        # would); the slot table of each moment is replayed from the changes it reports, so
+        # every leaving document sees the table as of the arrival that pushed it out.
+        table = slot_table(vocabulary)
+        words = {s: word for word, s in table.items()}
+        changes = vocabulary.observe_batch(docs, w.tolist(), changes=True)[-1]
+        k = 0
         for i, doc in enumerate(docs):
-            exits.evicted(s for _, s in vocabulary.observe_batch([doc], float(w[i]))[2])
+            while k < len(changes) and changes[k][0] == i:
+                _, slot, word = changes[k]
+                k += 1
+                if word is None:  # freed: its word leaves
+                    del table[words.pop(slot)]
+                    exits.evicted([slot])
+                else:
+                    table[word], words[slot] = slot, word
             gone = line.push(Waiting(tuple(doc), float(t[i]), int(win[i]), int(positions[i])))
             if gone is not None:
-                exits.take(gone, vocabulary, where)
+                exits.take(gone, table, where)
         return self._count_exits(exits)
 
     def flush_delayed(self) -> int:
         """Count every waiting document now, with the vocabulary of now (the end of a finite
         input, as ``anchorstream ingest`` does at the end of its files). Returns how many."""
-        exits, where = Exits(), self._keeps_windows()
+        exits, where, table = Exits(), self._keeps_windows(), slot_table(self.vocabulary)
         for doc in self.delay_line.drain():
             self._dirty = True
-            exits.take(doc, self.vocabulary, where)
+            exits.take(doc, table, where)
         return self._count_exits(exits)
 
     def _count_exits(self, exits: Exits) -> int:

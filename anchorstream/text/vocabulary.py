@@ -209,6 +209,7 @@ class StreamingVocabulary:
         self._weak = -math.inf  # lower bound of the weakest evictable frequency
         self._pending = None  # the batch being observed (see observe_batch)
         self._flushed = 0
+        self._changes: list | None = None  # (slot, word or None): observe_batch(changes=)
         self.total_weight = 0.0
         self.n_docs_seen = 0
 
@@ -283,12 +284,14 @@ class StreamingVocabulary:
 
     def observe_batch(
         self, token_lists: Iterable[Sequence[str]], weights: Sequence[float] | float = 1.0,
-        *, positions: bool = False,
+        *, positions: bool = False, changes: bool = False,
     ) -> tuple:
         """:meth:`observe` over many documents (the fast path): ``(indptr, slots, evictions)``,
         int64 ``indptr`` and int32 ``slots`` of the in-vocabulary tokens, ``(doc_index, slot)``
         evicted before that document; with ``positions`` also each slot's index in its token
-        list (what windows are cut by, :mod:`anchorstream.text.windows`)."""
+        list (what windows are cut by, :mod:`anchorstream.text.windows`); with ``changes``
+        last every change of a slot's word, in order: ``(doc_index, slot, word)``, word None
+        where it was freed (the table of any moment of the batch, for a delay line)."""
         # Documents whose words are all in the vocabulary (the common case) only record their
         # slots here; their frequency increments are applied in bulk by a kernel at the end,
         # or earlier if a decision that reads frequencies (an eviction, max_df) comes first.
@@ -301,6 +304,8 @@ class StreamingVocabulary:
         evictions: list[tuple[int, int]] = []
         self._pending = (out, indptr, ws, counted)
         self._flushed = 0
+        log: list[tuple[int, int, str | None]] = []
+        self._changes = [] if changes else None
         get = self._slot.get
         const = isinstance(weights, (int, float))
         items = (((t, float(weights)) for t in token_lists) if const
@@ -322,6 +327,9 @@ class StreamingVocabulary:
                     counted.append(True)
                 else:
                     counted.append(False)
+                if self._changes:
+                    log += [(d, s, t) for s, t in self._changes]
+                    self._changes.clear()
                 if where is not None:
                     where += [i for i, s in enumerate(sl) if s >= 0]
                 out += [s for s in sl if s >= 0] if counted[-1] else sl
@@ -329,9 +337,10 @@ class StreamingVocabulary:
                 ws.append(w)
             self._flush()
         finally:
-            self._pending = None
+            self._pending = self._changes = None
         result = np.asarray(indptr, dtype=np.int64), np.asarray(out, dtype=np.int32), evictions
-        return result if where is None else (*result, np.asarray(where, dtype=np.int32))
+        result = result if where is None else (*result, np.asarray(where, dtype=np.int32))
+        return (*result, log) if changes else result
 
     def _flush(self) -> None:
         """Apply the deferred frequency increments of the current batch."""
@@ -452,6 +461,8 @@ class StreamingVocabulary:
         self._df[slot] = df
         self._admitted[slot] = np.maximum(admitted, 0.0)
         self._pinned[slot] = False
+        if self._changes is not None:
+            self._changes.append((slot, t))
 
     def _release(self, slot: int, evicted: list[int], *, to_sketch: bool) -> str:
         t = self._words[slot]
@@ -463,6 +474,8 @@ class StreamingVocabulary:
         self._pinned[slot] = False
         heapq.heappush(self._free, slot)
         evicted.append(slot)
+        if self._changes is not None:
+            self._changes.append((slot, None))
         self.evicted_total += 1
         if to_sketch:
             # Back to the sketch with its history; its count is exact, so no error term.
