@@ -253,16 +253,10 @@ def waiting_cooccurrence(docs, words, *, length_cap, forgetting, clock: float):
     from anchorstream._kernels.cooc import document_gram_upper
     from anchorstream.stats.cooccurrence import pair_scale
     from anchorstream.stats.sparse import SparseCooccurrence
+    from anchorstream.text.bags import count_matrix
 
-    index = {w: i for i, w in enumerate(words)}
-    rows, cols = [], []
-    for d, doc in enumerate(docs):
-        found = [j for j in map(index.get, doc.tokens) if j is not None]
-        rows += [d] * len(found)
-        cols += found
     V = len(words)
-    X = sp.csr_matrix((np.ones(len(cols)), (rows, cols)), shape=(len(docs), V))
-    X.sum_duplicates()
+    X = count_matrix([d.tokens for d in docs], words)  # canonical CSR
     n = np.asarray(X.sum(axis=1)).ravel()
     times = np.asarray([d.time for d in docs], dtype=np.float64)
     w = (np.exp2((times - clock) / forgetting.half_life) if forgetting.decays
