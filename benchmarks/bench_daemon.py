@@ -60,7 +60,7 @@ from anchorstream.store import CooccurrenceStore, configure_logging  # noqa: E40
 from anchorstream.synthetic import planted_model, sample_documents  # noqa: E402
 from anchorstream.text.tokenize import Tokenizer, count_matrix  # noqa: E402
 from daemon.kafka.broker import EmbeddedBroker  # noqa: E402
-from daemon.settings import parse_config  # noqa: E402
+from daemon.settings import StoreConfig, parse_config  # noqa: E402
 from daemon.ingest.loop import IngestLoop  # noqa: E402
 from daemon.publish import Publisher  # noqa: E402
 from daemon.refresh import Refresher  # noqa: E402
@@ -344,9 +344,9 @@ def main(argv=None) -> int:
     p.add_argument("--doc-vocab", type=int, default=20_000, help="ingest: distinct words")
     p.add_argument("--capacity", type=int, default=5000, help="ingest: vocabulary capacity")
     p.add_argument("--partitions", type=int, default=1)
-    p.add_argument("--count-delay", type=int, default=0,
+    p.add_argument("--count-delay", type=int, default=StoreConfig().count_delay_documents(),
                    help="ingest and refresh: the store's store.count_delay (documents held back, "
-                        "counted by every refresh as well)")
+                        "counted by every refresh as well); default: the daemon's")
     p.add_argument("--max-poll-records", type=int, default=5000)
     p.add_argument("--checkpoint-every", type=int, default=50_000)
     p.add_argument("--vocab", type=int, default=5000, help="refresh: V")

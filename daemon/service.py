@@ -35,6 +35,7 @@ from typing import Any
 from anchorstream.stats.accumulator import Forgetting
 from anchorstream.stats.documents import DocStatsSettings
 from anchorstream.store import CooccurrenceStore, partition_key
+from anchorstream.store.delay import AUTO as COUNT_DELAY_AUTO
 from anchorstream.store.partdocs import partition_seed
 from anchorstream.store.settings import auto_windows
 from anchorstream.text.windows import AUTO
@@ -118,7 +119,7 @@ def open_store(cfg: Config, url=None, *, share: int = 1,
         "forgetting": Forgetting(**forgetting_kw) if forgetting_kw else None,
         "length_cap": s.length_cap,
         "duplicate_memory": s.duplicate_memory,
-        "count_delay": s.count_delay,
+        "count_delay": s.count_delay_documents(),
     }
     if s.chunk_size is not None:
         create["chunk_size"] = s.chunk_size
@@ -134,9 +135,11 @@ def open_store(cfg: Config, url=None, *, share: int = 1,
                                       cfg.model.kept_window or 0)
     runtime = s.runtime_kwargs()
     runtime["budget_bytes"] = max(runtime["budget_bytes"] // max(int(share), 1), 1 << 20)
+    # count_delay auto: what an existing store keeps is no departure from what was asked.
+    defaulted = ("count_delay",) if s.count_delay == COUNT_DELAY_AUTO else ()
     return CooccurrenceStore.open_or_create(
         s.path if url is None else url, storage_options=s.storage_kwargs(),
-        document_stats=document_stats, **runtime, **create)
+        document_stats=document_stats, defaulted=defaulted, **runtime, **create)
 
 
 class Daemon:

@@ -71,7 +71,7 @@ def test_issue15_negative_timestamp_is_rejected_by_ingest_which_goes_on(tmp_path
     assert main(["ingest", str(path), "--store", url, "--timestamp-field", "ts",
                  "--time-unit", "seconds", "--half-life", "3600", "--admit-threshold", "1",
                  "-q"]) == 0
-    assert 'ingested 2 documents (1 rejected: {"bad_timestamp": 1})' in capsys.readouterr().err
+    assert 'ingested 2 documents (1 rejected: {"bad_timestamp": 1}' in capsys.readouterr().err
     st = open_committed(url)
     assert st.n_docs_added == 2 and st.offsets[file_key(path)] == path.stat().st_size
     # The daemon's loop rejects it for the same reason.
@@ -314,3 +314,36 @@ def test_ingest_with_a_delay_counts_the_words_a_stream_admits_late(tmp_path, cap
     # Counted on arrival, a word's first documents (before its 3rd) miss it; after waiting
     # 30 documents they hold it: every token counts.
     assert info[0]["num_tokens"] < info[30]["num_tokens"] == 300 * 5
+
+
+def test_ingest_count_delay_auto_holds_back_where_words_are_admitted_late(tmp_path, caplog):
+    """The default ``--count-delay auto``: 1000 for a stream store (words admitted as they
+    arrive), 0 for a first pass (nothing is admitted late) and for tumbling windows (whose
+    readers cannot count the waiting documents); an existing store keeps its own delay,
+    with no warning that nobody asked for another."""
+    from anchorstream.store import store_info
+    from anchorstream.store.delay import AUTO_DELAY
+
+    path = tmp_path / "docs.jsonl"
+    path.write_text("".join(json.dumps({"text": f"apple banana w{i % 7}"}) + "\n"
+                            for i in range(20)))
+    cases = {"stream": (["--vocabulary", "stream"], AUTO_DELAY),
+             "decay": (["--half-life", "100"], AUTO_DELAY),
+             "first": ([], 0),
+             "tumbling": (["--window", "10"], 0),
+             "explicit": (["--vocabulary", "stream", "--count-delay", "7"], 7)}
+    for name, (extra, delay) in cases.items():
+        store = tmp_path / name
+        assert main(["ingest", str(path), "--store", str(store), "-q", *extra]) == 0
+        assert store_info(store)["count_delay"] == delay, name
+    path = tmp_path / "more.jsonl"
+    path.write_text(json.dumps({"text": "cherry apple"}) + "\n")
+    with caplog.at_level("WARNING"):
+        assert main(["ingest", str(path), "--store", str(tmp_path / "first"), "--vocabulary",
+                     "stream", "-q"]) == 0
+    assert "count_delay" not in caplog.text
+    assert store_info(tmp_path / "first")["count_delay"] == 0
+    with caplog.at_level("WARNING"):
+        assert main(["ingest", str(path), "--store", str(tmp_path / "first"), "--count-delay",
+                     "5", "-q"]) == 0
+    assert "count_delay 0 (asked for 5)" in caplog.text

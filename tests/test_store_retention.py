@@ -187,3 +187,29 @@ def test_the_daemon_store_gets_the_configured_options(tmp_path, caplog):
         again = open_store(parse_config(data, {}))
     assert "stopwords" in caplog.text and "max_df 0.4 (asked for None)" in caplog.text
     assert again.vocabulary.max_df == 0.4  # the stored setting stays in force
+
+
+def test_the_daemon_store_holds_documents_back_by_default_except_with_tumbling_windows(
+        tmp_path, caplog):
+    """``store.count_delay: auto`` (the default) is 1000 for a new store, 0 with tumbling
+    windows; an existing store keeps its own delay, and only one asked for warns."""
+    from anchorstream.store.delay import AUTO_DELAY
+    from daemon.settings import ConfigError, parse_config
+    from daemon.service import open_store
+
+    def store(name, **settings):
+        return {"store": {"path": str(tmp_path / name), **settings}}
+
+    assert open_store(parse_config(store("a"), {})).delay_line.length == AUTO_DELAY
+    tumbling = store("b", window_docs=100, windows=3)
+    assert open_store(parse_config(tumbling, {})).delay_line.length == 0
+    with caplog.at_level(logging.WARNING, logger="anchorstream.store"):
+        # The tumbling store, opened with windows no more: keeps its 0, warns of the windows.
+        assert open_store(parse_config(store("b"), {})).delay_line.length == 0
+    assert "count_delay" not in caplog.text and "forgetting" in caplog.text
+    with caplog.at_level(logging.WARNING, logger="anchorstream.store"):
+        assert open_store(parse_config(store("b", count_delay=50), {})).delay_line.length == 0
+    assert "count_delay 0 (asked for 50)" in caplog.text
+    with pytest.raises(ConfigError, match=r"store.count_delay: got 'soon'; allowed: 'auto' or "
+                                          r"an integer >= 0 \(documents\)"):
+        parse_config(store("c", count_delay="soon"), {})

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any, Self
 
 import icechunk
@@ -189,16 +189,17 @@ pin_seed, blocked
     @classmethod
     def open_or_create(cls, url, *, document_stats: DocStatsSettings | None = None,
                        storage_options: Mapping[str, Any] | None = None,
-                       **kwargs) -> Self:
+                       defaulted: Collection[str] = (), **kwargs) -> Self:
         """Open the store at ``url`` if there is one, else :meth:`create` it with ``kwargs``.
 
         An Icechunk repository whose anchorstream initialization never committed (a creation
         interrupted on an object store) is initialized. Settings other than the runtime options
         do not apply when the store exists: the stored ones do, and those that differ from the
         ones given (capacity, chunking, vocabulary settings such as ``stopwords`` and
-        ``max_df``, forgetting) are logged as a warning. A store that recorded no stopwords
-        (one made by ``anchorstream ingest`` before it recorded its list) is not checked for
-        them.
+        ``max_df``, forgetting) are logged as a warning, except those named in ``defaulted``
+        (defaults that nobody asked for, such as a ``count_delay`` chosen by ``auto``). A
+        store that recorded no stopwords (one made by ``anchorstream ingest`` before it
+        recorded its list) is not checked for them.
         """
         backend, local = storage(url, storage_options)
         if local is not None:
@@ -223,7 +224,8 @@ pin_seed, blocked
                 if not (isinstance(error, StoreConflictError) and _initialized(repo)):
                     raise error from exc
         store = cls._load(repo, url, local, runtime, document_stats)
-        warn_other_settings(store._meta["config"], kwargs, store.url)
+        warn_other_settings(store._meta["config"],
+                            {k: v for k, v in kwargs.items() if k not in defaulted}, store.url)
         return store
 
     @classmethod

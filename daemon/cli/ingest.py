@@ -44,6 +44,8 @@ from typing import TYPE_CHECKING, NamedTuple
 from tqdm import tqdm
 
 from anchorstream.stats.accumulator import Forgetting
+from anchorstream.store.delay import AUTO as COUNT_DELAY_AUTO
+from anchorstream.store.delay import AUTO_DELAY, resolve_count_delay
 from anchorstream.text.decode import FORMATS
 from anchorstream.text.duplicates import DuplicateFilter
 from anchorstream.text.tokenize import Tokenizer
@@ -65,6 +67,7 @@ from daemon.cli.options import (
     length_cap_arg,
     length_cap_help,
     max_df_arg,
+    count_delay_arg,
     nonnegative_int_arg,
     positive_float_arg,
     positive_int_arg,
@@ -152,12 +155,15 @@ def register(subparsers) -> None:
                      metavar="N",
                      help=duplicate_memory_help(" (as fit --duplicate-memory; the store keeps "
                                                 "its memory with the counts)"))
-    new.add_argument("--count-delay", type=nonnegative_int_arg, default=0, metavar="N",
+    new.add_argument("--count-delay", type=count_delay_arg, default=COUNT_DELAY_AUTO,
+                     metavar="N",
                      help="count each document N documents after it arrived, over the words "
-                          "admitted by then (store.count_delay in the daemon; with "
-                          "--vocabulary stream, 1000-3000 win back what late admissions "
-                          "cost on a stream in time order); the documents still waiting at "
-                          "the end of the files are counted then; default 0 = on arrival")
+                          "admitted by then (store.count_delay in the daemon): on a stream in "
+                          "time order, 1000 win back what --vocabulary stream's late "
+                          "admissions cost; the documents still waiting at the end of the "
+                          "files are counted then; 0 = on arrival; auto = "
+                          f"{AUTO_DELAY} with --vocabulary stream and no --window, else 0 "
+                          "(a first pass admits nothing late; an existing store keeps its own)")
     refine_window_argument(
         p, help="keep the word pairs of windows of this many consecutive tokens of each "
                 "document beside the counts, for fit --store's refinement "
@@ -408,12 +414,15 @@ def run(args) -> int:
         print(f"first pass: {len(found.vocabulary)} words (the vocabulary fit --input would "
               "choose)" + (f"; {len(found.too_frequent)} in more than --max-df of the "
                            "documents blocked" if found.too_frequent else ""), file=sys.stderr)
+    delay = resolve_count_delay(args.count_delay, admits_words=rule == "stream",
+                                tumbling=args.window is not None)
     store = CooccurrenceStore.open_or_create(
         args.store, capacity=args.capacity, admit_threshold=args.admit_threshold,
         **vocabulary, max_df=args.max_df, forgetting=forgetting, chunk_size=args.chunk_size,
         stopwords=tokenizer.stopwords or (),  # recorded: a later ingest or daemon keeps them
         shard_size=args.shard_size, length_cap=args.length_cap,
-        duplicate_memory=args.duplicate_memory, count_delay=args.count_delay,
+        duplicate_memory=args.duplicate_memory, count_delay=delay,
+        defaulted=("count_delay",) if args.count_delay == COUNT_DELAY_AUTO else (),
         document_stats=_document_stats(args),
     )
     stats = ingest_files(

@@ -20,6 +20,7 @@ from anchorstream.model.anchors import ANCHOR_CANDIDATES, ANCHOR_MIN_DF, ANCHOR_
 from anchorstream.model.background import check_spread
 from anchorstream.stats.admission import MIN_SHARE
 from anchorstream.stats.cooccurrence import LENGTH_CAP, cap_pairs
+from anchorstream.store.delay import AUTO as COUNT_DELAY_AUTO
 from anchorstream.text.duplicates import DEFAULT_MEMORY
 from anchorstream.text.tokenize import Tokenizer, available_stopword_lists, load_stopwords
 from anchorstream.text.windows import AUTO, check_window
@@ -27,9 +28,9 @@ from anchorstream.text.windows import AUTO, check_window
 __all__ = ["ADMIT_THRESHOLD", "CAPACITY", "DUPLICATE_MEMORY", "HelpFormatter", "LENGTH_CAP",
            "MAX_DF", "MIN_DF", "STOPWORDS", "STOPWORDS_HELP", "VOCAB_SIZE", "admission_argument",
            "anchor_arguments", "anchorfree_arguments", "check_input_file", "check_input_files",
-           "duplicate_memory_help", "int_arg", "length_cap_arg", "length_cap_help", "max_df_arg", "nonnegative_int_arg",
-           "positive_float_arg", "positive_int_arg",
-           "refine_window_argument", "resolve_stopwords", "spread_arg", "stopwords_tokenizer",
+           "count_delay_arg", "duplicate_memory_help", "int_arg", "length_cap_arg",
+           "length_cap_help", "max_df_arg", "nonnegative_int_arg", "positive_float_arg",
+           "positive_int_arg", "refine_window_argument", "resolve_stopwords", "spread_arg", "stopwords_tokenizer",
            "warn_json_as_text", "window_arg"]
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
@@ -249,6 +250,14 @@ def positive_float_arg(text: str) -> float:
 positive_int_arg = int_arg(1)
 #: An integer >= 0 (``--seed``: numpy's generators take no negative seed; 0 = off elsewhere).
 nonnegative_int_arg = int_arg(0)
+
+
+def count_delay_arg(text: str) -> int | str:
+    """``--count-delay``: a whole number of documents >= 0, or ``auto`` (the store's kind
+    decides: :func:`anchorstream.store.delay.resolve_count_delay`)."""
+    if text.strip().lower() == COUNT_DELAY_AUTO:
+        return COUNT_DELAY_AUTO
+    return nonnegative_int_arg(text)
 
 
 def max_df_arg(text: str) -> float | None:

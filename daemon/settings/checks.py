@@ -23,6 +23,8 @@ from pydantic import PlainValidator, SecretStr
 from pydantic_core import PydanticCustomError
 
 from anchorstream.errors import AnchorstreamError, InputError
+from anchorstream.store.delay import AUTO as COUNT_DELAY_AUTO
+from anchorstream.store.delay import check_count_delay
 from anchorstream.store.location import SECRET_OPTIONS
 from anchorstream.text.tokenize import available_stopword_lists, load_stopwords
 from anchorstream.text.windows import check_refine_window
@@ -244,6 +246,19 @@ def _refine_window(v: Any) -> int | str | None:
 
 #: ``model.refine_window``: ``'auto'``, a window of >= 2 tokens, or null.
 RefineWindow = checked(_refine_window, int | str | None)
+
+
+def _count_delay(v: Any) -> int | str:
+    if isinstance(v, str) and v == COUNT_DELAY_AUTO:
+        return v
+    try:
+        return check_count_delay(v)  # the library's rule
+    except InputError:
+        raise _Invalid("'auto' or an integer >= 0 (documents)") from None
+
+
+#: ``store.count_delay``: ``'auto'`` or a delay of >= 0 documents.
+CountDelay = checked(_count_delay, int | str)
 
 
 def _bool(v: Any) -> bool:

@@ -19,14 +19,14 @@ from anchorstream.model.rectify_warm import RECTIFY_WARM_CHANGE
 from anchorstream.model.registry import (ANCHOR_METHODS, METHODS, RECOVER_WEIGHTS,
                                          RECTIFY_METHODS, MethodSpec, method_spec)
 from anchorstream.stats.admission import MIN_SHARE
+from anchorstream.store.delay import resolve_count_delay
 from anchorstream.text.windows import AUTO, WINDOWS_AUTO_SIZE, auto_rule
 from daemon.ingest.records import MAX_BYTES, MAX_TOKENS
 from daemon.settings import rules
-from daemon.settings.checks import (EMBEDDED, Bool, Bootstrap, Choice, ExistingFile, Float,
-                                    FrozenMap, Int, LogLevel, OptionalTopic, RefineWindow, Secret,
-                                    SecretText,
-                                    StorageOptions, Stopwords, Text, Topics,
-                                    shipped_stopword_lists)
+from daemon.settings.checks import (EMBEDDED, Bool, Bootstrap, Choice, CountDelay,
+                                    ExistingFile, Float, FrozenMap, Int, LogLevel, OptionalTopic,
+                                    RefineWindow, Secret, SecretText, StorageOptions, Stopwords,
+                                    Text, Topics, shipped_stopword_lists)
 
 
 class _Section(BaseModel):
@@ -171,12 +171,13 @@ class StoreConfig(_Section):
         "documents is skipped (a template, a repost: counted once, not as a topic of its own; "
         "anchorstream_documents_duplicate_total); 24 bytes each in memory; 0 = count every "
         "copy. Fixed when the store is created")
-    count_delay: Int(0) = Field(
-        0, description="count each document this many documents after it arrived, so that "
-        "words the vocabulary admits meanwhile count in it (on a stream in time order, "
-        "1,000-3,000 win back what late admissions cost the topics); refreshes count the "
-        "documents held back too (anchorstream_documents_waiting), except with tumbling "
-        "windows; 0 = count on arrival. Fixed when the store is created")
+    count_delay: CountDelay = Field(
+        "auto", description="count each document this many documents after it arrived, so "
+        "that words the vocabulary admits meanwhile count in it (on a stream in time order, "
+        "1,000 win back what late admissions cost the topics); refreshes count the documents "
+        "held back too (anchorstream_documents_waiting), except with tumbling windows; 0 = "
+        "count on arrival; auto = 1000, or 0 with tumbling windows (window_docs), whose "
+        "snapshots would lag by it. Fixed when the store is created")
     count_delay_idle_seconds: Float(0) = Field(
         30.0, description="with count_delay: when no message has arrived for this long, the "
         "documents held back are counted (over the words of then) and committed, so that the "
@@ -204,6 +205,17 @@ class StoreConfig(_Section):
             "n_windows": self.windows or 1,
             "unit": "seconds" if seconds else "documents",
         }
+
+    def count_delay_documents(self) -> int:
+        """``count_delay`` in documents, ``auto`` resolved for a daemon's store (whose
+        vocabulary admits words as they arrive).
+
+        >>> StoreConfig().count_delay_documents(), StoreConfig(window_docs=10, windows=2
+        ...     ).count_delay_documents()
+        (1000, 0)
+        """
+        return resolve_count_delay(self.count_delay, admits_words=True,
+                                   tumbling=self.window_docs is not None)
 
     def runtime_kwargs(self) -> dict[str, Any]:
         """Runtime options of ``anchorstream.store.CooccurrenceStore`` (not stored in it).
