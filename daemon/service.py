@@ -119,7 +119,7 @@ def open_store(cfg: Config, url=None, *, share: int = 1,
         "forgetting": Forgetting(**forgetting_kw) if forgetting_kw else None,
         "length_cap": s.length_cap,
         "duplicate_memory": s.duplicate_memory,
-        "count_delay": s.count_delay_documents(),
+        "count_delay": s.count_delay_documents(cfg.model.needs_documents),
     }
     if s.chunk_size is not None:
         create["chunk_size"] = s.chunk_size

@@ -981,7 +981,8 @@ def test_fit_store_corrects_the_counts_of_words_a_streaming_store_admitted_late(
     path, _, _ = corpus
     store = str(tmp_path / "stream")
     assert main(["ingest", str(path), "--store", store, "--capacity", "100",
-                 "--vocabulary", "stream", "--checkpoint-every", "700", "-q"]) == 0
+                 "--vocabulary", "stream", "--count-delay", "0", "--checkpoint-every", "700",
+                 "-q"]) == 0
     assert open_committed(store).admission.missed.any()  # words were admitted late
     outs = {}
     for share in (None, "none", "0.5"):

@@ -444,3 +444,22 @@ def test_the_store_and_the_snapshots_keep_apart(tmp_path, store, snapshots):
                   "snapshots": {"path": str(tmp_path / "store-snapshots")}}, env={})
     parse_config({"store": {"path": "memory://x"}, "snapshots": {"path": str(tmp_path)}},
                  env={})
+
+
+def test_store_count_delay_takes_auto_or_documents_and_excludes_the_admission_correction():
+    assert Config().store.count_delay == "auto"
+    assert parse_config({"store": {"count_delay": 250}}, env={}).store.count_delay == 250
+    for bad in (-1, 2.5, "later", True):
+        msg = error_of({"store": {"count_delay": bad}})
+        assert msg.startswith(f"store.count_delay: got {bad!r}; allowed: 'auto' or an "
+                              "integer >= 0 (documents)"), msg
+    # The admission correction assumes a word's documents before its admission were never
+    # counted: a delay line counted those still waiting (auto included).
+    for delay in ("auto", 1000):
+        msg = error_of({"vocab": {"admission_min_share": 0.5}, "store": {"count_delay": delay}})
+        assert msg.startswith(f"vocab.admission_min_share: got 0.5 with store.count_delay "
+                              f"{delay!r}; allowed: 1 (no correction), or set "
+                              "store.count_delay: 0"), msg
+    cfg = parse_config({"vocab": {"admission_min_share": 0.5}, "store": {"count_delay": 0}},
+                       env={})
+    assert cfg.store.count_delay_documents() == 0

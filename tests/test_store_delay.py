@@ -18,8 +18,9 @@ from hypothesis import strategies as st
 
 from anchorstream.errors import InputError
 from anchorstream.stats.accumulator import Forgetting
+from anchorstream.stats.documents import DocStatsSettings
 from anchorstream.store import (CooccurrenceStore, open_committed, open_committed_sparse,
-                                store_info)
+                                read_document_state, store_info)
 from anchorstream.store.delay import DelayLine, Waiting, add_waiting, selection_marginals
 from tests.naive_store import NaiveStoreModel, NaiveVocabulary
 from tests.test_store import WORDS, assert_close_rel, corpus, crash_and_replay, stream
@@ -107,7 +108,10 @@ def test_late_admissions_count_in_the_documents_that_waited(tmp_path, rng):
                    count_delay=delay)
         s.flush_delayed()
         s.checkpoint()
-        counts[delay] = open_committed(url).cooccurrence.num_tokens
+        st = open_committed(url)
+        counts[delay] = st.cooccurrence.num_tokens
+        # The admission correction's misses counted the documents that waited: not reported.
+        assert (st.admission is None) == (delay > 0)
     assert counts[10] > counts[0]
     batch = sum(len(d) for d in docs if len(d) >= 2)
     assert counts[10] <= batch
@@ -241,6 +245,39 @@ def test_a_reader_adds_the_waiting_documents_as_counting_them_would(
         idx, keep_total=False), sparse.waiting, idx).to_dense()
     sub_want = want.counts[np.ix_(idx, idx)]
     assert_close_rel(sub.counts, sub_want)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    seed=st.integers(0, 2**16),
+    delay=st.integers(1, 40),
+    cuts=st.lists(st.integers(0, 120), max_size=3),
+    capacity=st.sampled_from([4, 12]),
+    half_life=st.one_of(st.none(), st.floats(5.0, 60.0)),
+    window=st.integers(2, 5),
+)
+def test_a_reader_of_the_windows_pairs_adds_the_waiting_documents_windows(
+        seed, delay, cuts, capacity, half_life, window):
+    # The refinement's windows' pairs cover the documents the read's counts do: the waiting
+    # ones' windows, as counting them would add, on a subset of the slots too.
+    rng = np.random.default_rng(seed)
+    docs = drifting(rng)
+    url = f"memory://windows-{uuid.uuid4().hex}"
+    forgetting = Forgetting(half_life=half_life) if half_life else None
+    s = stream(url, docs, sorted({0, len(docs), *cuts}), capacity=capacity,
+               admit_threshold=2.0, count_delay=delay, forgetting=forgetting,
+               document_stats=DocStatsSettings(pair_window=window))
+    st_ = open_committed(url)
+    slots = st_.slots[::-1][: max(2, len(st_.slots) - 1)]  # another order, one word fewer
+    got = read_document_state(url, st_.version, slots).window_pairs
+    s.flush_delayed()
+    s.checkpoint()
+    flushed = open_committed(url)
+    want = read_document_state(url, flushed.version, slots).window_pairs
+    assert flushed.words == st_.words
+    assert got.num_docs == pytest.approx(want.num_docs, rel=1e-12)
+    assert got.num_tokens == pytest.approx(want.num_tokens, rel=1e-12)
+    assert_close_rel(got.upper.toarray(), want.upper.toarray())
 
 
 def test_readers_of_a_store_with_windows_see_the_counted_documents_only(tmp_path):

@@ -192,7 +192,7 @@ def test_the_daemon_store_gets_the_configured_options(tmp_path, caplog):
 def test_the_daemon_store_holds_documents_back_by_default_except_with_tumbling_windows(
         tmp_path, caplog):
     """``store.count_delay: auto`` (the default) is 1000 for a new store, 0 with tumbling
-    windows; an existing store keeps its own delay, and only one asked for warns."""
+    windows or a document method; an existing store keeps its own delay, and only one asked for warns."""
     from anchorstream.store.delay import AUTO_DELAY
     from daemon.settings import ConfigError, parse_config
     from daemon.service import open_store
@@ -203,6 +203,9 @@ def test_the_daemon_store_holds_documents_back_by_default_except_with_tumbling_w
     assert open_store(parse_config(store("a"), {})).delay_line.length == AUTO_DELAY
     tumbling = store("b", window_docs=100, windows=3)
     assert open_store(parse_config(tumbling, {})).delay_line.length == 0
+    # DDP, RP and TSVD read document statistics, which count a document once it is counted.
+    tsvd = {**store("t"), "model": {"method": "tsvd"}}
+    assert open_store(parse_config(tsvd, {})).delay_line.length == 0
     with caplog.at_level(logging.WARNING, logger="anchorstream.store"):
         # The tumbling store, opened with windows no more: keeps its 0, warns of the windows.
         assert open_store(parse_config(store("b"), {})).delay_line.length == 0

@@ -35,7 +35,7 @@ from anchorstream.zarrio import get_all, get_words, words_items
 
 __all__ = ["AUTO", "AUTO_DELAY", "GROUP", "DelayLine", "Delaying", "Exits", "Waiting",
            "check_count_delay", "count_delay", "load_delay_line", "resolve_count_delay",
-           "waiting"]
+           "waiting", "with_waiting_windows"]
 
 #: The group of a store's waiting documents.
 GROUP = "delay"
@@ -60,12 +60,16 @@ def check_count_delay(value) -> int:
     return int(value)
 
 
-def resolve_count_delay(value, *, admits_words: bool, tumbling: bool) -> int:
+def resolve_count_delay(value, *, admits_words: bool, tumbling: bool,
+                        reads_documents: bool = False) -> int:
     """``value``, ``'auto'`` or a delay (:func:`check_count_delay`), as a delay.
 
     ``'auto'`` is :data:`AUTO_DELAY` where the vocabulary admits words as documents arrive
-    (there the delay wins their first documents back) and readers count the documents waiting
-    (no tumbling windows, whose snapshots would lag by the delay), else 0.
+    (there the delay wins their first documents back) and readers count the documents waiting,
+    else 0: with tumbling windows (whose snapshots would lag by the delay) and where the model
+    reads the document statistics of DDP, RP or TSVD (``reads_documents``), which count a
+    document once it leaves the line (reads add the waiting ones to the counts and the
+    refinement's windows only).
 
     >>> resolve_count_delay("auto", admits_words=True, tumbling=False)
     1000
@@ -75,7 +79,8 @@ def resolve_count_delay(value, *, admits_words: bool, tumbling: bool) -> int:
     50
     """
     if isinstance(value, str) and value == AUTO:
-        return AUTO_DELAY if admits_words and not tumbling else 0
+        held = admits_words and not (tumbling or reads_documents)
+        return AUTO_DELAY if held else 0
     return check_count_delay(value)
 
 
@@ -285,10 +290,7 @@ def waiting_cooccurrence(docs, words, *, length_cap, forgetting, clock: float):
     V = len(words)
     X = count_matrix([d.tokens for d in docs], words)  # canonical CSR
     n = np.asarray(X.sum(axis=1)).ravel()
-    times = np.asarray([d.time for d in docs], dtype=np.float64)
-    w = (np.exp2((times - clock) / forgetting.half_life) if forgetting.decays
-         else np.ones(len(docs)))
-    w = np.where(n >= 2, w, 0.0)  # a document of fewer than 2 tokens counts nothing
+    w = np.where(n >= 2, _weights(docs, forgetting, clock), 0.0)  # < 2 tokens: nothing
     scale = w * pair_scale(n, length_cap)
     # The upper triangle of the documents' pairs, by the kernel fit --input's counts use
     # (1,000 documents of 100 tokens: 3.3 M pairs; 0.35 s through scipy's product).
@@ -304,6 +306,68 @@ def waiting_cooccurrence(docs, words, *, length_cap, forgetting, clock: float):
         num_docs, num_tokens = int(round(num_docs)), int(round(num_tokens))
     return SparseCooccurrence(upper, unigram, doc_freq, num_docs, num_tokens, length_cap,
                               mass)
+
+
+def _weights(docs, forgetting, clock: float) -> np.ndarray:
+    """The waiting ``docs``' decay weights in true units at ``clock`` (1 without decay)."""
+    times = np.asarray([d.time for d in docs], dtype=np.float64)
+    return (np.exp2((times - clock) / forgetting.half_life) if forgetting.decays
+            else np.ones(len(docs)))
+
+
+def waiting_window_pairs(docs, words, *, window: int, length_cap, forgetting, clock: float):
+    """The pairs of the waiting ``docs``' windows of ``window`` tokens over ``words`` (a
+    :class:`~anchorstream.stats.windowpairs.WindowPairs` in true units at ``clock``): what
+    counting them adds to the windows' pairs a store keeps for the refinement, as
+    :meth:`Delaying.flush_delayed` would. A token outside ``words`` takes its place in its
+    window, as the writer's ``token_positions`` say."""
+    from anchorstream.stats.windowpairs import (WindowPairs, window_counts,
+                                                window_pair_entries)
+
+    index = {word: i for i, word in enumerate(words)}
+    slots, places, indptr = [], [], [0]
+    for d in docs:
+        for place, token in enumerate(d.tokens):
+            i = index.get(token)
+            if i is not None:
+                slots.append(i)
+                places.append(place)
+        indptr.append(len(slots))
+    W, window_doc = window_counts(indptr, np.asarray(slots, dtype=np.int32),
+                                  np.asarray(places, dtype=np.int64), window, len(words))
+    w = _weights(docs, forgetting, clock)[window_doc]
+    *entries, counts = window_pair_entries(W, w, length_cap, np.zeros(W.nnz, dtype=bool))
+    return WindowPairs.from_entries(*entries, len(words), counts)
+
+
+def with_waiting_windows(state, root: zarr.Group, config: Mapping, slots, length_cap):
+    """``state`` (a :class:`~anchorstream.stats.documents.DocumentState` read from ``root``
+    over its ``slots``) with its windows' pairs counting the committed line's documents too,
+    so that the refinement's pairs cover the documents the read's counts do
+    (:func:`read_waiting`); as it is where it keeps no windows' pairs or nothing waits. A
+    window's length counts its tokens in every word of the version, as the writer's do."""
+    from dataclasses import replace
+
+    from anchorstream.stats.accumulator import Forgetting
+    from anchorstream.stats.windowpairs import WindowPairs
+
+    pairs = None if state is None else state.window_pairs
+    forgetting = Forgetting.from_dict(config["forgetting"])
+    if pairs is None or forgetting.window is not None:
+        return state
+    line = load_delay_line(root, count_delay(config))
+    if not len(line):
+        return state
+    words_all = get_words(root["vocab"], "slot_words")
+    active = [slot for slot, word in enumerate(words_all) if word]
+    more = waiting_window_pairs(list(line), [words_all[slot] for slot in active],
+                                window=state.settings.pair_window, length_cap=length_cap,
+                                forgetting=forgetting, clock=float(root.attrs["state"]["clock"]))
+    where = {slot: i for i, slot in enumerate(active)}
+    more = more.subset([where[int(slot)] for slot in slots])
+    return replace(state, window_pairs=WindowPairs(
+        pairs.upper + more.upper, pairs.num_docs + more.num_docs,
+        pairs.num_tokens + more.num_tokens))
 
 
 def read_waiting(root: zarr.Group, config: Mapping, *, words, length_cap, clock: float):

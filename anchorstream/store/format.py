@@ -210,11 +210,14 @@ def read_admission(root: zarr.Group, meta: Mapping, state: StoreState,
                    active: np.ndarray) -> Admission | None:
     """When each active slot's counting began and what it had missed by then
     (:class:`~anchorstream.stats.admission.Admission`, in true units), or None where it is not
-    known: a store written before admissions were recorded, or one with tumbling windows
-    (expired windows took documents of every word alike; admissions are not kept per window)."""
+    known: a store written before admissions were recorded, one with tumbling windows
+    (expired windows took documents of every word alike; admissions are not kept per window),
+    or one with a delay line (the documents waiting when a word was admitted counted it,
+    though the recorded misses include them)."""
     vg = root["vocab"]
     forgetting = Forgetting.from_dict(meta["config"]["forgetting"])
-    if "slot_admitted" not in vg or forgetting.window is not None:
+    if ("slot_admitted" not in vg or forgetting.window is not None
+            or meta["config"].get("count_delay", 0) > 0):
         return None
     admitted = get(vg, "slot_admitted")[np.asarray(active, dtype=np.int64)]
     return Admission(admitted[:, 0], admitted[:, 1] * forgetting.readout(state.clock,

@@ -39,9 +39,11 @@ from anchorstream.stats.accumulator import Forgetting
 from anchorstream.stats.documents import DocStatsSettings, DocumentState, StoredDocuments
 from anchorstream.stats.windowpairs import WindowPairs
 from anchorstream.stats.wordpatterns import RPSketch, SplitStatistic
+from anchorstream.store.delay import with_waiting_windows
 from anchorstream.store.format import check_format
 from anchorstream.store.partitions import add_by_rows, partition_url
 from anchorstream.store.repository import open_repo, pass_through, wrap
+from anchorstream.store.settings import length_cap
 from anchorstream.zarrio import get_words
 
 __all__ = ["documents_over", "partition_seed", "read_partition_documents"]
@@ -67,16 +69,19 @@ def _read_one(url: str, version: str, storage_options, T: float
         root = zarr.open_group(repo.readonly_session(snapshot_id=version).store, mode="r")
         meta = check_format(root.attrs, url)
         stored = StoredDocuments.read(root, meta["config"])
+        if stored is None:
+            return None, [], 1.0
         words_all = get_words(root["vocab"], "slot_words")
         clock = float(root.attrs["state"]["clock"])
+        active = np.asarray([s for s, w in enumerate(words_all) if w], dtype=np.int64)
+        words = [words_all[s] for s in active]
+        docs = with_waiting_windows(stored.over(active), root, meta["config"], active,
+                                    length_cap(meta["config"]))
     except BaseException as exc:
         pass_through(exc)
         raise wrap(exc, f"cannot read the document statistics of {url!r}") from exc
-    active = np.asarray([s for s, w in enumerate(words_all) if w], dtype=np.int64)
-    if stored is None:
-        return None, [], 1.0
     factor = Forgetting.from_dict(meta["config"]["forgetting"]).readout(T, clock)
-    return stored.over(active), [words_all[s] for s in active], factor
+    return docs, words, factor
 
 
 class _Combined:

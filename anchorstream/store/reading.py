@@ -21,7 +21,7 @@ from anchorstream.errors import InputError, StoreError, StoreFormatError
 from anchorstream.stats.accumulator import Forgetting
 from anchorstream.stats.cooccurrence import Cooccurrence
 from anchorstream.stats.documents import DocumentState, StoredDocuments
-from anchorstream.store.delay import count_delay, read_waiting, waiting
+from anchorstream.store.delay import count_delay, read_waiting, waiting, with_waiting_windows
 from anchorstream.store.format import BRANCH, META, StoreState, check_format, read_admission
 from anchorstream.store.repository import disk_bytes, open_repo, pass_through, wrap
 from anchorstream.store.segments import EntryReader, Fold
@@ -573,9 +573,12 @@ def read_document_state(url, version: str, slots, *,
         root = zarr.open_group(session.store, mode="r")
         meta = check_format(root.attrs, where)
         stored = StoredDocuments.read(root, meta["config"])
+        if stored is None:
+            return None
+        return with_waiting_windows(stored.over(slots), root, meta["config"], slots,
+                                    length_cap(meta["config"]))
     except (StoreError, StoreFormatError):
         raise
     except BaseException as exc:
         pass_through(exc)
         raise wrap(exc, f"cannot read the document statistics of {where!r}") from exc
-    return None if stored is None else stored.over(slots)

@@ -271,6 +271,11 @@ def counts_from_store(args) -> Counts:
     # The daemon's refresher applies the same correction (daemon/refresh.py), and counts the
     # documents a delay line holds back (store.count_delay) as if they had left it now.
     share = MIN_SHARE if args.admission_min_share is None else args.admission_min_share
+    if share < 1 and st.admission is None:
+        log.warning("--admission-min-share %g: the store reports no admissions to correct "
+                    "(its windows, a delay line whose waiting documents counted the words "
+                    "admitted meanwhile, or its partitions' sum); its counts are fitted as "
+                    "they are", share)
     cooc = correct_admission(add_waiting(st.cooccurrence, st.waiting), st.admission,
                              min_share=share)
     vocabulary, offsets, version = st.words, st.offsets, st.version

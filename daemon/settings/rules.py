@@ -264,5 +264,20 @@ def store_and_snapshots_apart(c) -> str | None:
     return None
 
 
+def admission_correction_without_delay(c) -> str | None:
+    """The admission correction (vocab.admission_min_share < 1) divides a word's counts by
+    the share of its documents counted since its admission; with a delay line the documents
+    still waiting at the admission were counted too, so it would over-correct (the store's
+    reads report no admissions there: anchorstream.store.format.read_admission)."""
+    share, delay = c.vocab.admission_min_share, c.store.count_delay
+    if share < 1 and delay != 0:
+        return (f"vocab.admission_min_share: got {share} with store.count_delay {delay!r}; "
+                "allowed: 1 (no correction), or set store.count_delay: 0, because the "
+                "documents a delay line held back when a word was admitted counted it, which "
+                "the correction assumes they did not")
+    return None
+
+
 CONFIG = (batch_holds_a_message, fewer_topics_than_words, metrics_port_differs,
-          partitions_sum_plain_counts, store_and_snapshots_apart)
+          partitions_sum_plain_counts, store_and_snapshots_apart,
+          admission_correction_without_delay)

@@ -177,7 +177,9 @@ class StoreConfig(_Section):
         "1,000 win back what late admissions cost the topics); refreshes count the documents "
         "held back too (anchorstream_documents_waiting), except with tumbling windows; 0 = "
         "count on arrival; auto = 1000, or 0 with tumbling windows (window_docs), whose "
-        "snapshots would lag by it. Fixed when the store is created")
+        "snapshots would lag by it, and with a method that reads document statistics (ddp, "
+        "rp, tsvd), which count a document once it is counted. Fixed when the store is "
+        "created")
     count_delay_idle_seconds: Float(0) = Field(
         30.0, description="with count_delay: when no message has arrived for this long, the "
         "documents held back are counted (over the words of then) and committed, so that the "
@@ -206,16 +208,18 @@ class StoreConfig(_Section):
             "unit": "seconds" if seconds else "documents",
         }
 
-    def count_delay_documents(self) -> int:
+    def count_delay_documents(self, reads_documents: bool = False) -> int:
         """``count_delay`` in documents, ``auto`` resolved for a daemon's store (whose
-        vocabulary admits words as they arrive).
+        vocabulary admits words as they arrive) and a model that reads document statistics
+        (DDP, RP, TSVD: ``ModelConfig.needs_documents``) or not.
 
         >>> StoreConfig().count_delay_documents(), StoreConfig(window_docs=10, windows=2
-        ...     ).count_delay_documents()
-        (1000, 0)
+        ...     ).count_delay_documents(), StoreConfig().count_delay_documents(True)
+        (1000, 0, 0)
         """
         return resolve_count_delay(self.count_delay, admits_words=True,
-                                   tumbling=self.window_docs is not None)
+                                   tumbling=self.window_docs is not None,
+                                   reads_documents=reads_documents)
 
     def runtime_kwargs(self) -> dict[str, Any]:
         """Runtime options of ``anchorstream.store.CooccurrenceStore`` (not stored in it).
