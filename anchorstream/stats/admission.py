@@ -38,8 +38,9 @@ Exact and not
 - ``m_i`` counts every document, the store only those with two words of the vocabulary, so
   on very short documents the correction is a little too large. A drifting stream is not
   stationary. A store with a delay line (``count_delay``) is not corrected: the documents
-  waiting when a word was admitted counted it. Tumbling windows are not corrected (the store keeps no admission per window;
-  :func:`anchorstream.store.open_committed` reports none), nor the partitioned layout's sum
+  waiting when a word was admitted counted it. Tumbling windows are not corrected (the
+  store keeps no admission per window; :func:`anchorstream.store.open_committed` reports
+  none), nor the partitioned layout's sum
   (each partition admits words on its own documents; the correction would have to be applied
   to each partition's counts before the sum, which the refresher does not hold apart).
 - A pair observed over a small share of its documents rests on few of them, and its factor

@@ -20,6 +20,7 @@ from anchorstream.stats.accumulator import Forgetting
 from anchorstream.stats.admission import Admission
 from anchorstream.stats.documents import DocStatsSettings, DocumentStatistics
 from anchorstream.stats.windows import is_live
+from anchorstream.store.delay import count_delay
 from anchorstream.text.vocabulary import StreamingVocabulary
 from anchorstream.zarrio import get, get_words, put_many, words_items, zstd
 
@@ -217,7 +218,7 @@ def read_admission(root: zarr.Group, meta: Mapping, state: StoreState,
     vg = root["vocab"]
     forgetting = Forgetting.from_dict(meta["config"]["forgetting"])
     if ("slot_admitted" not in vg or forgetting.window is not None
-            or meta["config"].get("count_delay", 0) > 0):
+            or count_delay(meta["config"]) > 0):
         return None
     admitted = get(vg, "slot_admitted")[np.asarray(active, dtype=np.int64)]
     return Admission(admitted[:, 0], admitted[:, 1] * forgetting.readout(state.clock,

@@ -30,8 +30,8 @@ __all__ = ["ADMIT_THRESHOLD", "CAPACITY", "DUPLICATE_MEMORY", "HelpFormatter", "
            "anchor_arguments", "anchorfree_arguments", "check_input_file", "check_input_files",
            "count_delay_arg", "duplicate_memory_help", "int_arg", "length_cap_arg",
            "length_cap_help", "max_df_arg", "nonnegative_int_arg", "positive_float_arg",
-           "positive_int_arg", "refine_window_argument", "resolve_stopwords", "spread_arg", "stopwords_tokenizer",
-           "warn_json_as_text", "window_arg"]
+           "positive_int_arg", "refine_window_argument", "resolve_stopwords", "spread_arg",
+           "stopwords_tokenizer", "warn_json_as_text", "window_arg"]
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
     """``--help`` with each option's default, said once and only where it informs.
