@@ -120,6 +120,7 @@ def open_store(cfg: Config, url=None, *, share: int = 1,
         "length_cap": s.length_cap,
         "duplicate_memory": s.duplicate_memory,
         "count_delay": s.count_delay_documents(cfg.model.needs_documents),
+        "count_delay_pairs": s.count_delay_pairs,
     }
     if s.chunk_size is not None:
         create["chunk_size"] = s.chunk_size
@@ -136,7 +137,8 @@ def open_store(cfg: Config, url=None, *, share: int = 1,
     runtime = s.runtime_kwargs()
     runtime["budget_bytes"] = max(runtime["budget_bytes"] // max(int(share), 1), 1 << 20)
     # count_delay auto: what an existing store keeps is no departure from what was asked.
-    defaulted = ("count_delay",) if s.count_delay == COUNT_DELAY_AUTO else ()
+    defaulted = (("count_delay", "count_delay_pairs") if s.count_delay == COUNT_DELAY_AUTO
+                 else ())
     return CooccurrenceStore.open_or_create(
         s.path if url is None else url, storage_options=s.storage_kwargs(),
         document_stats=document_stats, defaulted=defaulted, **runtime, **create)

@@ -322,7 +322,7 @@ def test_ingest_count_delay_auto_holds_back_where_words_are_admitted_late(tmp_pa
     readers cannot count the waiting documents); an existing store keeps its own delay,
     with no warning that nobody asked for another."""
     from anchorstream.store import store_info
-    from anchorstream.store.delay import AUTO_DELAY
+    from anchorstream.store.delay import AUTO_DELAY, COUNT_DELAY_PAIRS
 
     path = tmp_path / "docs.jsonl"
     path.write_text("".join(json.dumps({"text": f"apple banana w{i % 7}"}) + "\n"
@@ -331,11 +331,15 @@ def test_ingest_count_delay_auto_holds_back_where_words_are_admitted_late(tmp_pa
              "decay": (["--half-life", "100"], AUTO_DELAY),
              "first": ([], 0),
              "tumbling": (["--window", "10"], 0),
-             "explicit": (["--vocabulary", "stream", "--count-delay", "7"], 7)}
+             "explicit": (["--vocabulary", "stream", "--count-delay", "7",
+                           "--count-delay-pairs", "none"], 7)}
     for name, (extra, delay) in cases.items():
         store = tmp_path / name
         assert main(["ingest", str(path), "--store", str(store), "-q", *extra]) == 0
-        assert store_info(store)["count_delay"] == delay, name
+        info = store_info(store)
+        assert info["count_delay"] == delay, name
+        assert info["count_delay_pairs"] == (None if name == "explicit"
+                                              else COUNT_DELAY_PAIRS), name
     path = tmp_path / "more.jsonl"
     path.write_text(json.dumps({"text": "cherry apple"}) + "\n")
     with caplog.at_level("WARNING"):

@@ -33,10 +33,13 @@ def drifting(rng, n_docs: int = 120) -> list[list[str]]:
             for i in range(n_docs)]
 
 
-def naive_delayed(docs, delay: int, *, flush: bool = False, **vocab) -> NaiveStoreModel:
+def naive_delayed(docs, delay: int, *, flush: bool = False, max_pairs=None,
+                  **vocab) -> NaiveStoreModel:
     """The rule spelled out: the vocabulary observes each document on arrival (evictions
     zero their slot at once); a document is counted with the slots of its tokens in the
-    vocabulary when ``delay`` more have arrived (with ``flush``, the rest at the end)."""
+    vocabulary when ``delay`` more have arrived, or earlier where the line would hold more
+    than ``max_pairs`` pairs, n (n - 1) / 2 of a document's n tokens (with ``flush``, the
+    rest at the end)."""
     model = NaiveStoreModel(NaiveVocabulary(**vocab))
     line: deque = deque()
     for doc in docs:
@@ -44,11 +47,16 @@ def naive_delayed(docs, delay: int, *, flush: bool = False, **vocab) -> NaiveSto
         for s in evicted:
             model.evict_slot(s)
         line.append(doc)
-        if len(line) > delay:
+        while line and (len(line) > delay or max_pairs is not None
+                        and pairs(line) > max_pairs):
             model.count(model.lookup(line.popleft()))
     while flush and line:
         model.count(model.lookup(line.popleft()))
     return model
+
+
+def pairs(docs) -> int:
+    return sum(len(d) * (len(d) - 1) // 2 for d in docs)
 
 
 def assert_state_is(url, model: NaiveStoreModel) -> None:
@@ -73,9 +81,11 @@ def assert_state_is(url, model: NaiveStoreModel) -> None:
     capacity=st.sampled_from([4, 6, 12]),
     admit_threshold=st.sampled_from([1.0, 2.0, 3.0]),
     max_df=st.sampled_from([None, 0.3]),
+    max_pairs=st.one_of(st.none(), st.integers(1, 200)),
 )
 def test_streaming_any_split_counts_each_document_delay_documents_late(
-        seed, delay, cuts, compact_after, reopen_after, capacity, admit_threshold, max_df):
+        seed, delay, cuts, compact_after, reopen_after, capacity, admit_threshold, max_df,
+        max_pairs):
     rng = np.random.default_rng(seed)
     docs = drifting(rng)
     # With max_df the vocabulary's maintenance (every 10 documents here) evicts too.
@@ -84,16 +94,22 @@ def test_streaming_any_split_counts_each_document_delay_documents_late(
     url = f"memory://delay-{uuid.uuid4().hex}"
     s = stream(url, docs, sorted({0, len(docs), *cuts}), compact_after=compact_after,
                reopen_after=reopen_after, chunk_size=2, shard_size=4, count_delay=delay,
-               **vocab)
-    assert_state_is(url, naive_delayed(docs, delay, **vocab))
+               count_delay_pairs=max_pairs, **vocab)
+    assert_state_is(url, naive_delayed(docs, delay, max_pairs=max_pairs, **vocab))
     assert s.n_docs_added == len(docs)
-    assert [list(d.tokens) for d in CooccurrenceStore.open(url).delay_line] == \
-        docs[len(docs) - min(delay, len(docs)):]
+    held = 0  # the newest documents that fit the line
+    while (held < min(delay, len(docs)) and (
+            max_pairs is None or pairs(docs[len(docs) - held - 1:]) <= max_pairs)):
+        held += 1
+    line = CooccurrenceStore.open(url).delay_line
+    assert [list(d.tokens) for d in line] == docs[len(docs) - held:]
+    assert line.pairs == pairs(docs[len(docs) - held:])
     # The end of a finite input counts the rest with the vocabulary of then.
     s = CooccurrenceStore.open(url)
-    assert s.flush_delayed() == min(delay, len(docs))
+    assert s.flush_delayed() == held
     s.checkpoint()
-    assert_state_is(url, naive_delayed(docs, delay, flush=True, **vocab))
+    assert_state_is(url, naive_delayed(docs, delay, flush=True, max_pairs=max_pairs,
+                                       **vocab))
     assert len(CooccurrenceStore.open(url).delay_line) == 0
 
 
@@ -117,16 +133,21 @@ def test_late_admissions_count_in_the_documents_that_waited(tmp_path, rng):
     assert counts[10] <= batch
 
 
-@pytest.mark.parametrize("delay", [5, 40])
-def test_a_crash_and_replay_counts_what_an_uninterrupted_run_counts(tmp_path, rng, delay):
+@pytest.mark.parametrize("delay, max_pairs", [(5, None), (40, None), (40, 100)])
+def test_a_crash_and_replay_counts_what_an_uninterrupted_run_counts(tmp_path, rng, delay,
+                                                                     max_pairs):
     docs = drifting(rng, 150)
 
     def reopened(s):  # the committed line came back with the commit
-        assert [list(d.tokens) for d in s.delay_line] == docs[70 - delay:70]
+        tokens = [list(d.tokens) for d in s.delay_line]
+        assert tokens == docs[70 - len(tokens):70]
+        assert len(tokens) == delay if max_pairs is None else 0 < len(tokens) < delay
+        assert s.delay_line.pairs == pairs(tokens)
 
     calm, s = crash_and_replay(tmp_path, docs, 130, reopened, capacity=6, admit_threshold=2.0,
-                               chunk_size=2, shard_size=4, count_delay=delay)
-    model = naive_delayed(docs, delay, capacity=6, admit_threshold=2.0)
+                               chunk_size=2, shard_size=4, count_delay=delay,
+                               count_delay_pairs=max_pairs)
+    model = naive_delayed(docs, delay, max_pairs=max_pairs, capacity=6, admit_threshold=2.0)
     for store in (calm, s):
         assert_state_is(store.url, model)
         assert list(CooccurrenceStore.open(store.url).delay_line) == list(calm.delay_line)
@@ -196,9 +217,23 @@ def test_the_line_keeps_any_token_through_a_commit(tmp_path):
 def test_the_line_pushes_out_the_oldest():
     line = DelayLine(2)
     docs = [Waiting((str(i),), float(i), 0, i) for i in range(4)]
-    assert [line.push(d) for d in docs] == [None, None, docs[0], docs[1]]
-    assert line.drain() == docs[2:] and len(line) == 0
-    assert DelayLine(0).push(docs[0]) is docs[0]
+    assert [line.push(d) for d in docs] == [[], [], [docs[0]], [docs[1]]]
+    assert line.drain() == docs[2:] and len(line) == 0 and line.pairs == 0
+    assert DelayLine(0).push(docs[0]) == [docs[0]]
+
+
+def test_the_line_holds_at_most_its_pairs():
+    # Documents of 2, 3, 4, 5 tokens (1, 3, 6, 10 pairs) in a line of 10 documents and 10
+    # pairs: a long one pushes out as many of the oldest as it takes; one holding more than
+    # the bound leaves at once.
+    docs = [Waiting(tuple("abcde"[:n]), float(n), 0, n) for n in range(2, 6)]
+    line = DelayLine(10, max_pairs=10)
+    assert [line.push(d) for d in docs] == [[], [], [], docs[:3]]
+    assert list(line) == [docs[3]] and line.pairs == 10
+    big = Waiting(tuple("abcdef"), 9.0, 0, 9)  # 15 pairs
+    assert line.push(big) == [docs[3], big] and len(line) == 0 and line.pairs == 0
+    with pytest.raises(InputError, match="count_delay_pairs must be an integer >= 1"):
+        DelayLine(10, max_pairs=0)
 
 
 @settings(max_examples=20, deadline=None)

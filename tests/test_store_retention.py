@@ -193,14 +193,17 @@ def test_the_daemon_store_holds_documents_back_by_default_except_with_tumbling_w
         tmp_path, caplog):
     """``store.count_delay: auto`` (the default) is 1000 for a new store, 0 with tumbling
     windows or a document method; an existing store keeps its own delay, and only one asked for warns."""
-    from anchorstream.store.delay import AUTO_DELAY
+    from anchorstream.store.delay import AUTO_DELAY, COUNT_DELAY_PAIRS
     from daemon.settings import ConfigError, parse_config
     from daemon.service import open_store
 
     def store(name, **settings):
         return {"store": {"path": str(tmp_path / name), **settings}}
 
-    assert open_store(parse_config(store("a"), {})).delay_line.length == AUTO_DELAY
+    line = open_store(parse_config(store("a"), {})).delay_line
+    assert (line.length, line.max_pairs) == (AUTO_DELAY, COUNT_DELAY_PAIRS)
+    line = open_store(parse_config(store("u", count_delay_pairs=None), {})).delay_line
+    assert (line.length, line.max_pairs) == (AUTO_DELAY, None)
     tumbling = store("b", window_docs=100, windows=3)
     assert open_store(parse_config(tumbling, {})).delay_line.length == 0
     # DDP, RP and TSVD read document statistics, which count a document once it is counted.
@@ -216,3 +219,6 @@ def test_the_daemon_store_holds_documents_back_by_default_except_with_tumbling_w
     with pytest.raises(ConfigError, match=r"store.count_delay: got 'soon'; allowed: 'auto' or "
                                           r"an integer >= 0 \(documents\)"):
         parse_config(store("c", count_delay="soon"), {})
+    with pytest.raises(ConfigError, match=r"store.count_delay_pairs: got 0; allowed: an "
+                                          r"integer >= 1 or null"):
+        parse_config(store("c", count_delay_pairs=0), {})

@@ -33,8 +33,9 @@ import zarr
 from anchorstream.errors import InputError
 from anchorstream.zarrio import get_all, get_words, words_items
 
-__all__ = ["AUTO", "AUTO_DELAY", "GROUP", "DelayLine", "Delaying", "Exits", "Waiting",
-           "check_count_delay", "count_delay", "load_delay_line", "resolve_count_delay",
+__all__ = ["AUTO", "AUTO_DELAY", "COUNT_DELAY_PAIRS", "GROUP", "DelayLine", "Delaying",
+           "Exits", "Waiting", "check_count_delay", "check_count_delay_pairs", "count_delay",
+           "count_delay_pairs", "load_delay_line", "pairs_of", "resolve_count_delay",
            "waiting", "with_waiting_windows"]
 
 #: The group of a store's waiting documents.
@@ -47,10 +48,37 @@ AUTO = "auto"
 #: verses, 1,000 won back all that late admissions cost and 3,000 no more (session 66).
 AUTO_DELAY = 1000
 
+#: The daemon's and ``ingest``'s bound on the word pairs waiting: 1,000 documents of 100
+#: tokens, whose recount costs a refresh ~0.4 s (benchmarks/README.md, "Session 67").
+COUNT_DELAY_PAIRS = 5_000_000
+
 
 def count_delay(config: Mapping) -> int:
     """Documents a store waits before counting one (stores made before the setting: 0)."""
     return int(config.get("count_delay", 0))
+
+
+def count_delay_pairs(config: Mapping) -> int | None:
+    """The most word pairs a store's line holds (stores made before the setting: no bound)."""
+    value = config.get("count_delay_pairs")
+    return None if value is None else int(value)
+
+
+def check_count_delay_pairs(value) -> int | None:
+    """``value`` as the line's bound on pairs: an integer >= 1 or None, else InputError."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise InputError(f"count_delay_pairs must be an integer >= 1 or None (word pairs), "
+                         f"got {value!r}")
+    return int(value)
+
+
+def pairs_of(doc: Waiting) -> int:
+    """A waiting document's word pairs, ``n (n - 1) / 2`` of its ``n`` tokens (those outside
+    the vocabulary too: what it costs at most to count, fixed on arrival)."""
+    n = len(doc.tokens)
+    return n * (n - 1) // 2
 
 
 def check_count_delay(value) -> int:
@@ -145,11 +173,17 @@ class Exits:
 
 
 class DelayLine:
-    """The documents waiting to be counted, oldest first, at most ``length`` of them."""
+    """The documents waiting to be counted, oldest first: at most ``length`` of them, holding
+    at most ``max_pairs`` word pairs together (:func:`pairs_of`; None: no bound), so a line
+    of long documents holds fewer of them: its memory, its checkpoints and every read's
+    recount of them stay bounded."""
 
-    def __init__(self, length: int, waiting=()):
+    def __init__(self, length: int, waiting=(), max_pairs: int | None = None):
         self.length = check_count_delay(length)
+        self.max_pairs = check_count_delay_pairs(max_pairs)
         self._docs: deque[Waiting] = deque(waiting)
+        #: The word pairs of the documents waiting.
+        self.pairs = sum(map(pairs_of, self._docs))
 
     def __len__(self) -> int:
         return len(self._docs)
@@ -157,15 +191,26 @@ class DelayLine:
     def __iter__(self):
         return iter(self._docs)
 
-    def push(self, doc: Waiting) -> Waiting | None:
-        """Queue ``doc``; the oldest document where more than ``length`` wait, else None."""
-        self._docs.append(doc)
-        return self._docs.popleft() if len(self._docs) > self.length else None
+    def push(self, doc: Waiting) -> list[Waiting]:
+        """Queue ``doc``; the oldest documents that leave for it (more than ``length``
+        waiting, or more than ``max_pairs`` pairs: ``doc`` itself where it alone holds
+        more), oldest first."""
+        docs = self._docs
+        docs.append(doc)
+        self.pairs += pairs_of(doc)
+        out = []
+        while docs and (len(docs) > self.length
+                        or self.max_pairs is not None and self.pairs > self.max_pairs):
+            gone = docs.popleft()
+            self.pairs -= pairs_of(gone)
+            out.append(gone)
+        return out
 
     def drain(self) -> list[Waiting]:
         """Every waiting document, oldest first; the line is empty after."""
         out = list(self._docs)
         self._docs.clear()
+        self.pairs = 0
         return out
 
     @property
@@ -193,11 +238,12 @@ def waiting(root: zarr.Group) -> int:
     return int(root[GROUP]["ends"].shape[0] - 1) if GROUP in root else 0
 
 
-def load_delay_line(root: zarr.Group, length: int) -> DelayLine:
+def load_delay_line(root: zarr.Group, length: int, max_pairs: int | None = None
+                    ) -> DelayLine:
     """The line committed in ``root`` (empty where none was: a new store, or one without a
     delay)."""
     if length <= 0 or GROUP not in root:
-        return DelayLine(length)
+        return DelayLine(length, max_pairs=max_pairs)
     g = root[GROUP]
     tokens = get_words(g, "tokens")
     ends, times, windows, positions = get_all(g, ["ends", "times", "windows", "positions"])
@@ -205,7 +251,7 @@ def load_delay_line(root: zarr.Group, length: int) -> DelayLine:
     return DelayLine(length, (
         Waiting(tuple(tokens[a:b]), float(t), int(w), int(p))
         for a, b, t, w, p in zip(ends[:-1], ends[1:], times.tolist(), windows.tolist(),
-                                 positions.tolist())))
+                                 positions.tolist())), max_pairs)
 
 
 def slot_table(vocabulary) -> dict[str, int]:
@@ -243,8 +289,8 @@ class Delaying:
                     exits.evicted([slot])
                 else:
                     table[word], words[slot] = slot, word
-            gone = line.push(Waiting(tuple(doc), float(t[i]), int(win[i]), int(positions[i])))
-            if gone is not None:
+            for gone in line.push(Waiting(tuple(doc), float(t[i]), int(win[i]),
+                                          int(positions[i]))):
                 exits.take(gone, table, where)
         return self._count_exits(exits)
 

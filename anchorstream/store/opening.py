@@ -18,7 +18,7 @@ from anchorstream.errors import StoreConflictError, StoreError, StoreFormatError
 from anchorstream.stats.accumulator import Forgetting
 from anchorstream.stats.documents import GROUP as DOCSTATS_GROUP
 from anchorstream.stats.documents import DocStatsSettings, DocumentStatistics
-from anchorstream.store.delay import count_delay, load_delay_line
+from anchorstream.store.delay import count_delay, count_delay_pairs, load_delay_line
 from anchorstream.store.format import BRANCH, check_format, holds_store, initialize, load_arrays
 from anchorstream.store import repository
 from anchorstream.store.debris import clear_creation_debris
@@ -81,6 +81,7 @@ class Opening:
         length_cap: float | None = 2,
         duplicate_memory: int = 0,
         count_delay: int = 0,
+        count_delay_pairs: int | None = None,
         document_stats: DocStatsSettings | None = None,
         storage_options: Mapping[str, Any] | None = None,
         **runtime,
@@ -115,8 +116,11 @@ pin_seed, blocked
         count_delay : int, default 0
             Count each document this many documents after it arrived, so that words admitted
             meanwhile count in it (:mod:`anchorstream.store.delay`); the documents waiting are
-            committed with the counts, and readers see the counted ones. Fixed for the store's
-            life.
+            committed with the counts, and readers add them to the counted ones. Fixed for the
+            store's life.
+        count_delay_pairs : int, optional
+            With ``count_delay``: the most tokens the waiting documents hold together (the
+            oldest leave early for a long one); None = no bound. Fixed for the store's life.
         document_stats : DocStatsSettings, optional
             Document statistics to keep (DDP, RP, TSVD); see :meth:`open`.
         storage_options : mapping, optional
@@ -140,6 +144,7 @@ pin_seed, blocked
             "stopwords": stopwords, "seed": seed, "pin_seed": pin_seed, "blocked": blocked,
             "forgetting": forgetting, "length_cap": length_cap,
             "duplicate_memory": duplicate_memory, "count_delay": count_delay,
+            "count_delay_pairs": count_delay_pairs,
         }
         meta, vocab, forgetting = build_config(**settings)
         check_runtime(runtime)
@@ -272,7 +277,8 @@ pin_seed, blocked
                      "maintenance": root.attrs.get("maintenance"),
                      "duplicates": root.attrs.get("duplicates")}
             arrays = load_arrays(root, session.snapshot_id)
-            arrays["delay"] = load_delay_line(root, count_delay(meta["config"]))
+            arrays["delay"] = load_delay_line(root, count_delay(meta["config"]),
+                                              count_delay_pairs(meta["config"]))
             stored = None
             if DOCSTATS_GROUP in root:
                 stored = DocumentStatistics.load(

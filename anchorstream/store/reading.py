@@ -21,7 +21,8 @@ from anchorstream.errors import InputError, StoreError, StoreFormatError
 from anchorstream.stats.accumulator import Forgetting
 from anchorstream.stats.cooccurrence import Cooccurrence
 from anchorstream.stats.documents import DocumentState, StoredDocuments
-from anchorstream.store.delay import count_delay, read_waiting, waiting, with_waiting_windows
+from anchorstream.store.delay import (count_delay, count_delay_pairs, read_waiting, waiting,
+                                     with_waiting_windows)
 from anchorstream.store.format import BRANCH, META, StoreState, check_format, read_admission
 from anchorstream.store.repository import disk_bytes, open_repo, pass_through, wrap
 from anchorstream.store.segments import EntryReader, Fold
@@ -455,8 +456,9 @@ def store_info(url, version: str | None = None, *,
     -------
     dict
         ``version``, ``num_docs``, ``num_tokens``, ``vocab_size``, ``capacity``, ``length_cap``,
-        ``duplicate_memory`` and ``duplicates`` (repeated documents skipped), ``count_delay``
-        and ``waiting`` (documents not counted yet, :mod:`anchorstream.store.delay`),
+        ``duplicate_memory`` and ``duplicates`` (repeated documents skipped), ``count_delay``,
+        ``count_delay_pairs`` and ``waiting`` (documents not counted yet,
+        :mod:`anchorstream.store.delay`),
         ``offsets``, ``bytes_on_disk``, ``fingerprint`` (see :func:`fingerprint`, on the counts),
         ``n_docs_added``, ``clock``, ``format_version``, ``segments``, ``versions``.
     """
@@ -477,6 +479,7 @@ def store_info(url, version: str | None = None, *,
         "duplicate_memory": int(meta["config"].get("duplicate_memory", 0)),
         "duplicates": int((root.attrs.get("duplicates") or {}).get("skipped", 0)),
         "count_delay": count_delay(meta["config"]),
+        "count_delay_pairs": count_delay_pairs(meta["config"]),
         "waiting": waiting(root),
         "offsets": st.offsets,
         "bytes_on_disk": disk_bytes(local, repo),

@@ -12,8 +12,9 @@ from anchorstream.errors import InputError
 from anchorstream.stats.accumulator import Forgetting
 from anchorstream.stats.cooccurrence import cap_pairs
 from anchorstream.stats.documents import DocStatsSettings, DocumentStatistics
-from anchorstream.store.delay import check_count_delay
+from anchorstream.store.delay import check_count_delay, check_count_delay_pairs
 from anchorstream.store.delay import count_delay as stored_count_delay
+from anchorstream.store.delay import count_delay_pairs as stored_count_delay_pairs
 from anchorstream.store.format import FORMAT_VERSION, VOCAB_SETTINGS
 from anchorstream.text.duplicates import DuplicateFilter
 from anchorstream.text.vocabulary import MAX_DF_MIN_DOCS, StreamingVocabulary
@@ -89,7 +90,8 @@ def warn_other_settings(config: Mapping, requested: Mapping, where: str) -> None
               "shard_size": config["shard_size"], **vocab,
               "forgetting": Forgetting.from_dict(config["forgetting"]).to_dict(),
               "length_cap": length_cap(config), "duplicate_memory": duplicate_memory(config),
-              "count_delay": stored_count_delay(config)}
+              "count_delay": stored_count_delay(config),
+              "count_delay_pairs": stored_count_delay_pairs(config)}
     diffs = []
     for key, value in requested.items():
         if key not in stored or value is None and key in ("shard_size", "sketch_size"):
@@ -122,11 +124,12 @@ def build_config(
     capacity, chunk_size=256, shard_size=None, admit_threshold=5.0, sketch_size=None,
     max_df=None, max_df_min_docs=MAX_DF_MIN_DOCS, maintain_every=1000, stopwords=(), seed=(),
     pin_seed=True, forgetting=None, length_cap=2, blocked=(), duplicate_memory=0,
-    count_delay=0,
+    count_delay=0, count_delay_pairs=None,
 ) -> tuple[dict, StreamingVocabulary, Forgetting]:
     """Validated store metadata, the initial vocabulary and the forgetting settings."""
     cap_pairs(length_cap)  # validates
     count_delay = check_count_delay(count_delay)
+    count_delay_pairs = check_count_delay_pairs(count_delay_pairs)
     DuplicateFilter(duplicate_memory)  # validates
     if shard_size is None:
         shard_size = 8 * chunk_size if isinstance(chunk_size, int) else chunk_size
@@ -158,6 +161,7 @@ def build_config(
             "length_cap": None if length_cap is None else float(length_cap),
             "duplicate_memory": int(duplicate_memory),
             "count_delay": count_delay,
+            "count_delay_pairs": count_delay_pairs,
         },
     }
     return meta, vocab, forgetting

@@ -20,7 +20,7 @@ from anchorstream.stats.documents import GROUP as DOCSTATS_GROUP
 from anchorstream.stats.documents import MAX_SEGMENTS as MAX_DOCSTATS_SEGMENTS
 from anchorstream.stats.documents import DocStatsSettings, DocumentStatistics
 from anchorstream.store.compaction import Compacting
-from anchorstream.store.delay import DelayLine, Delaying, count_delay
+from anchorstream.store.delay import DelayLine, Delaying, count_delay, count_delay_pairs
 from anchorstream.store.format import BRANCH, DUPLICATES, Segment, StoreState, vocab_items
 from anchorstream.store.reading import CommittedState, read_version
 from anchorstream.store.opening import Opening
@@ -121,7 +121,8 @@ class CooccurrenceStore(Opening, Compacting, Retaining, Delaying):
         self.vocabulary.set_state(arrays["vocab"])
         #: The documents waiting to be counted (``store.count_delay``; none where it is 0).
         line = arrays.get("delay")
-        self.delay_line: DelayLine = line if line is not None else DelayLine(count_delay(cfg))
+        self.delay_line: DelayLine = (line if line is not None else DelayLine(
+            count_delay(cfg), max_pairs=count_delay_pairs(cfg)))
         self._state = StoreState.from_json(root_attrs["state"])
         # The entries of the row band a fold in steps is working through (see _fold_step).
         self._band_cache: BandEntries | None = None

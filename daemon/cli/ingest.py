@@ -45,7 +45,7 @@ from tqdm import tqdm
 
 from anchorstream.stats.accumulator import Forgetting
 from anchorstream.store.delay import AUTO as COUNT_DELAY_AUTO
-from anchorstream.store.delay import AUTO_DELAY, resolve_count_delay
+from anchorstream.store.delay import AUTO_DELAY, COUNT_DELAY_PAIRS, resolve_count_delay
 from anchorstream.text.decode import FORMATS
 from anchorstream.text.duplicates import DuplicateFilter
 from anchorstream.text.tokenize import Tokenizer
@@ -68,6 +68,7 @@ from daemon.cli.options import (
     length_cap_help,
     max_df_arg,
     count_delay_arg,
+    count_delay_pairs_arg,
     nonnegative_int_arg,
     positive_float_arg,
     positive_int_arg,
@@ -164,6 +165,12 @@ def register(subparsers) -> None:
                           "files are counted then; 0 = on arrival; auto = "
                           f"{AUTO_DELAY} with --vocabulary stream and no --window, else 0 "
                           "(a first pass admits nothing late; an existing store keeps its own)")
+    new.add_argument("--count-delay-pairs", type=count_delay_pairs_arg,
+                     default=COUNT_DELAY_PAIRS, metavar="N",
+                     help="with --count-delay: the most word pairs, n (n - 1) / 2 of a "
+                          "document's n tokens, the documents held back hold together "
+                          "(store.count_delay_pairs in the daemon); a long document pushes out "
+                          "as many of the oldest as it takes; 'none' = no bound")
     refine_window_argument(
         p, help="keep the word pairs of windows of this many consecutive tokens of each "
                 "document beside the counts, for fit --store's refinement "
@@ -422,7 +429,9 @@ def run(args) -> int:
         stopwords=tokenizer.stopwords or (),  # recorded: a later ingest or daemon keeps them
         shard_size=args.shard_size, length_cap=args.length_cap,
         duplicate_memory=args.duplicate_memory, count_delay=delay,
-        defaulted=("count_delay",) if args.count_delay == COUNT_DELAY_AUTO else (),
+        count_delay_pairs=args.count_delay_pairs,
+        defaulted=(("count_delay", "count_delay_pairs")
+                   if args.count_delay == COUNT_DELAY_AUTO else ()),
         document_stats=_document_stats(args),
     )
     stats = ingest_files(

@@ -28,10 +28,11 @@ from anchorstream.text.windows import AUTO, check_window
 __all__ = ["ADMIT_THRESHOLD", "CAPACITY", "DUPLICATE_MEMORY", "HelpFormatter", "LENGTH_CAP",
            "MAX_DF", "MIN_DF", "STOPWORDS", "STOPWORDS_HELP", "VOCAB_SIZE", "admission_argument",
            "anchor_arguments", "anchorfree_arguments", "check_input_file", "check_input_files",
-           "count_delay_arg", "duplicate_memory_help", "int_arg", "length_cap_arg",
-           "length_cap_help", "max_df_arg", "nonnegative_int_arg", "positive_float_arg",
-           "positive_int_arg", "refine_window_argument", "resolve_stopwords", "spread_arg",
-           "stopwords_tokenizer", "warn_json_as_text", "window_arg"]
+           "count_delay_arg", "count_delay_pairs_arg", "duplicate_memory_help", "int_arg",
+           "length_cap_arg", "length_cap_help", "max_df_arg", "nonnegative_int_arg",
+           "positive_float_arg", "positive_int_arg", "refine_window_argument",
+           "resolve_stopwords", "spread_arg", "stopwords_tokenizer", "warn_json_as_text",
+           "window_arg"]
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
     """``--help`` with each option's default, said once and only where it informs.
@@ -258,6 +259,13 @@ def count_delay_arg(text: str) -> int | str:
     if text.strip().lower() == COUNT_DELAY_AUTO:
         return COUNT_DELAY_AUTO
     return nonnegative_int_arg(text)
+
+
+def count_delay_pairs_arg(text: str) -> int | None:
+    """``--count-delay-pairs``: a whole number of word pairs >= 1, or ``none`` (no bound)."""
+    if text.strip().lower() == "none":
+        return None
+    return positive_int_arg(text)
 
 
 def max_df_arg(text: str) -> float | None:

@@ -19,7 +19,7 @@ from anchorstream.model.rectify_warm import RECTIFY_WARM_CHANGE
 from anchorstream.model.registry import (ANCHOR_METHODS, METHODS, RECOVER_WEIGHTS,
                                          RECTIFY_METHODS, MethodSpec, method_spec)
 from anchorstream.stats.admission import MIN_SHARE
-from anchorstream.store.delay import resolve_count_delay
+from anchorstream.store.delay import COUNT_DELAY_PAIRS, resolve_count_delay
 from anchorstream.text.windows import AUTO, WINDOWS_AUTO_SIZE, auto_rule
 from daemon.ingest.records import MAX_BYTES, MAX_TOKENS
 from daemon.settings import rules
@@ -179,6 +179,13 @@ class StoreConfig(_Section):
         "count on arrival; auto = 1000, or 0 with tumbling windows (window_docs), whose "
         "snapshots would lag by it, and with a method that reads document statistics (ddp, "
         "rp, tsvd), which count a document once it is counted. Fixed when the store is "
+        "created")
+    count_delay_pairs: Int(1, optional=True) = Field(
+        COUNT_DELAY_PAIRS, description="with count_delay: the most word pairs (n (n - 1) / 2 "
+        "of a document's n tokens) the documents held back hold together; a long document "
+        "pushes out as many of the oldest as it takes, so their memory, the checkpoints and "
+        "each refresh's recount of them stay bounded (5,000,000 are 1,000 documents of 100 "
+        "tokens, ~0.4 s a refresh; 110 of 300); null = no bound. Fixed when the store is "
         "created")
     count_delay_idle_seconds: Float(0) = Field(
         30.0, description="with count_delay: when no message has arrived for this long, the "
