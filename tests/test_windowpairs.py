@@ -19,6 +19,7 @@ from anchorstream.stats.cooccurrence import cooccurrence
 from anchorstream.stats.documents import DocStatsSettings
 from anchorstream.stats.windowpairs import window_counts, window_pair_entries
 from anchorstream.store import CooccurrenceStore, open_committed
+from anchorstream.store.delay import add_waiting
 from anchorstream.synthetic import planted_model, sample_documents
 from anchorstream.text.tokenize import count_matrix
 from anchorstream.text.windows import window_documents
@@ -68,20 +69,23 @@ def as_words(X) -> list[list[str]]:
              for _ in range(int(c))] for i in range(X.shape[0])]
 
 
-@pytest.mark.parametrize("window", [None, 6])
-def test_a_refresh_refines_on_the_stores_windows_as_a_fit_on_files(tmp_path, window):
+@pytest.mark.parametrize("window, delay", [(None, 0), (6, 0), (6, 250)])
+def test_a_refresh_refines_on_the_stores_windows_as_a_fit_on_files(tmp_path, window, delay):
     """model.refine_window: the refresh's topics are the anchor model refined on the windows'
-    pairs, exactly as AnchorModel.fit(refine_cooc=...) on the batch windows gives them."""
+    pairs, exactly as AnchorModel.fit(refine_cooc=...) on the batch windows gives them; with
+    a delay line (store.count_delay), its waiting documents' counts and windows too."""
     truth = planted_model(60, 3, random_state=2)
     X, _ = sample_documents(truth, 600, doc_length=30, random_state=3)
     rng = np.random.default_rng(4)
     docs = [list(rng.permutation(d)) for d in as_words(X)]
     store = CooccurrenceStore.create(
         tmp_path / "store", capacity=100, admit_threshold=1,
-        document_stats=DocStatsSettings(pair_window=window or 0) if window else None)
+        document_stats=DocStatsSettings(pair_window=window or 0) if window else None,
+        count_delay=delay)
     for i in range(0, len(docs), 250):  # several checkpoints
         store.add(docs[i:i + 250])
         store.checkpoint({"n": min(i + 250, len(docs))})
+    assert len(store.delay_line) == delay  # the last ones wait: the snapshot counts them
     pub = Publisher(tmp_path / "snaps", keep=2)
     kw = {"n_topics": 3, "anchor_min_df": 5, "refine": "joint"}
     ref = Refresher(store.url, pub, model_kwargs=kw, min_new_docs=1, min_df=1,
@@ -93,8 +97,10 @@ def test_a_refresh_refines_on_the_stores_windows_as_a_fit_on_files(tmp_path, win
     st_ = open_committed(store.url)
     idx = [st_.words.index(w) for w in words]
     idx = np.asarray(idx)
-    cooc = correct_admission(subset(st_.cooccurrence, idx), None if st_.admission is None
-                             else st_.admission.subset(idx), min_share=MIN_SHARE)
+    cooc = correct_admission(add_waiting(subset(st_.cooccurrence, idx), st_.waiting, idx),
+                             None if st_.admission is None else st_.admission.subset(idx),
+                             min_share=MIN_SHARE)
+    assert cooc.num_docs == len(docs)
     refine_cooc = None
     if window:
         refine_cooc = DocumentCooccurrence(count_matrix(window_documents(docs, window), words),
