@@ -216,6 +216,9 @@ def test_the_daemon_store_holds_documents_back_by_default_except_with_tumbling_w
     with caplog.at_level(logging.WARNING, logger="anchorstream.store"):
         assert open_store(parse_config(store("b", count_delay=50), {})).delay_line.length == 0
     assert "count_delay 0 (asked for 50)" in caplog.text
+    with caplog.at_level(logging.WARNING, logger="anchorstream.store"):
+        open_store(parse_config(store("a", count_delay_pairs=100), {}))
+    assert "count_delay_pairs 5000000 (asked for 100)" in caplog.text
     with pytest.raises(ConfigError, match=r"store.count_delay: got 'soon'; allowed: 'auto' or "
                                           r"an integer >= 0 \(documents\)"):
         parse_config(store("c", count_delay="soon"), {})

@@ -430,8 +430,9 @@ def run(args) -> int:
         shard_size=args.shard_size, length_cap=args.length_cap,
         duplicate_memory=args.duplicate_memory, count_delay=delay,
         count_delay_pairs=args.count_delay_pairs,
-        defaulted=(("count_delay", "count_delay_pairs")
-                   if args.count_delay == COUNT_DELAY_AUTO else ()),
+        defaulted=[k for k, unset in (("count_delay", args.count_delay == COUNT_DELAY_AUTO),
+                                      ("count_delay_pairs",
+                                       args.count_delay_pairs == COUNT_DELAY_PAIRS)) if unset],
         document_stats=_document_stats(args),
     )
     stats = ingest_files(
