@@ -35,8 +35,7 @@ from typing import Any
 from anchorstream.stats.accumulator import Forgetting
 from anchorstream.stats.documents import DocStatsSettings
 from anchorstream.store import CooccurrenceStore, partition_key
-from anchorstream.store.delay import AUTO as COUNT_DELAY_AUTO
-from anchorstream.store.delay import COUNT_DELAY_PAIRS
+from anchorstream.store.delay import defaulted_settings
 from anchorstream.store.partdocs import partition_seed
 from anchorstream.store.settings import auto_windows
 from anchorstream.text.windows import AUTO
@@ -137,13 +136,10 @@ def open_store(cfg: Config, url=None, *, share: int = 1,
                                       cfg.model.kept_window or 0)
     runtime = s.runtime_kwargs()
     runtime["budget_bytes"] = max(runtime["budget_bytes"] // max(int(share), 1), 1 << 20)
-    # Defaults nobody set: what an existing store keeps is no departure from what was asked.
-    defaulted = [k for k, unset in (("count_delay", s.count_delay == COUNT_DELAY_AUTO),
-                                    ("count_delay_pairs", s.count_delay_pairs == COUNT_DELAY_PAIRS))
-                 if unset]
     return CooccurrenceStore.open_or_create(
         s.path if url is None else url, storage_options=s.storage_kwargs(),
-        document_stats=document_stats, defaulted=defaulted, **runtime, **create)
+        document_stats=document_stats,
+        defaulted=defaulted_settings(s.count_delay, s.count_delay_pairs), **runtime, **create)
 
 
 class Daemon:

@@ -35,7 +35,8 @@ from anchorstream.zarrio import get_all, get_words, words_items
 
 __all__ = ["AUTO", "AUTO_DELAY", "COUNT_DELAY_PAIRS", "GROUP", "DelayLine", "Delaying",
            "Exits", "Waiting", "check_count_delay", "check_count_delay_pairs", "count_delay",
-           "count_delay_pairs", "load_delay_line", "pairs_of", "resolve_count_delay",
+           "count_delay_pairs", "defaulted_settings", "load_delay_line", "pairs_of",
+           "resolve_count_delay",
            "waiting", "with_waiting_windows"]
 
 #: The group of a store's waiting documents.
@@ -72,6 +73,19 @@ def check_count_delay_pairs(value) -> int | None:
         raise InputError(f"count_delay_pairs must be an integer >= 1 or None (word pairs), "
                          f"got {value!r}")
     return int(value)
+
+
+def defaulted_settings(count_delay, count_delay_pairs) -> list[str]:
+    """The delay settings of a daemon or ``ingest`` left at their defaults (``auto``,
+    :data:`COUNT_DELAY_PAIRS`): an existing store that keeps others departs from nothing asked
+    (``CooccurrenceStore.open_or_create(defaulted=...)`` does not warn of them).
+
+    >>> defaulted_settings("auto", COUNT_DELAY_PAIRS), defaulted_settings(0, None)
+    (['count_delay', 'count_delay_pairs'], [])
+    """
+    unset = (("count_delay", isinstance(count_delay, str) and count_delay == AUTO),
+             ("count_delay_pairs", count_delay_pairs == COUNT_DELAY_PAIRS))
+    return [key for key, default in unset if default]
 
 
 def pairs_of(doc: Waiting) -> int:

@@ -119,8 +119,9 @@ pin_seed, blocked
             committed with the counts, and readers add them to the counted ones. Fixed for the
             store's life.
         count_delay_pairs : int, optional
-            With ``count_delay``: the most tokens the waiting documents hold together (the
-            oldest leave early for a long one); None = no bound. Fixed for the store's life.
+            With ``count_delay``: the most word pairs (``n (n - 1) / 2`` of a document's ``n``
+            tokens) the waiting documents hold together (the oldest leave early for a long
+            one); None = no bound. Fixed for the store's life.
         document_stats : DocStatsSettings, optional
             Document statistics to keep (DDP, RP, TSVD); see :meth:`open`.
         storage_options : mapping, optional

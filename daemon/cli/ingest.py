@@ -45,7 +45,8 @@ from tqdm import tqdm
 
 from anchorstream.stats.accumulator import Forgetting
 from anchorstream.store.delay import AUTO as COUNT_DELAY_AUTO
-from anchorstream.store.delay import AUTO_DELAY, COUNT_DELAY_PAIRS, resolve_count_delay
+from anchorstream.store.delay import (AUTO_DELAY, COUNT_DELAY_PAIRS, defaulted_settings,
+                                     resolve_count_delay)
 from anchorstream.text.decode import FORMATS
 from anchorstream.text.duplicates import DuplicateFilter
 from anchorstream.text.tokenize import Tokenizer
@@ -430,9 +431,7 @@ def run(args) -> int:
         shard_size=args.shard_size, length_cap=args.length_cap,
         duplicate_memory=args.duplicate_memory, count_delay=delay,
         count_delay_pairs=args.count_delay_pairs,
-        defaulted=[k for k, unset in (("count_delay", args.count_delay == COUNT_DELAY_AUTO),
-                                      ("count_delay_pairs",
-                                       args.count_delay_pairs == COUNT_DELAY_PAIRS)) if unset],
+        defaulted=defaulted_settings(args.count_delay, args.count_delay_pairs),
         document_stats=_document_stats(args),
     )
     stats = ingest_files(
