@@ -279,8 +279,11 @@ class Daemon:
         else:
             self.store = store = open_store(cfg)
             loop_class = IngestLoop
-            log.info("store %s at version %s (%d documents committed)", cfg.store.path,
-                     store.version, store.n_docs_added)
+            line = store.delay_line
+            log.info("store %s at version %s (%d documents committed%s)", cfg.store.path,
+                     store.version, store.n_docs_added,
+                     f"; store.count_delay {line.length}: {len(line)} documents waiting to be "
+                     "counted" if line.length else "")
         if k.dead_letter_topic:
             self.dead_letter = DeadLetterProducer(
                 k, bootstrap_servers=self.bootstrap_servers,

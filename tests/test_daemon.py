@@ -408,6 +408,9 @@ def test_a_delay_line_holds_its_documents_back_across_a_restart(kafka_broker, tm
     cleanup.append(daemon)
     produce(boot, topic, docs[600:])
     snap = wait_for_docs(daemon, 900)
+    # The start says what the store holds back.
+    assert "(600 documents committed; store.count_delay 200: 200 documents waiting to be " \
+        "counted)" in daemon.log(), daemon.log()
     assert snap["source"]["matrix_docs"] == 900
     assert metric(daemon, "anchorstream_documents_waiting") == 200
     assert daemon.terminate() == 0
