@@ -24,6 +24,7 @@ flush_delayed`). See docs/store.md, "The delay line".
 from __future__ import annotations
 
 from collections import deque
+from itertools import chain, repeat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -140,16 +141,20 @@ class Waiting:
 class Exits:
     """Documents leaving the line in one :meth:`CooccurrenceStore.add
     <anchorstream.store.CooccurrenceStore.add>`, as the counting takes them: the slots of each
-    one's in-vocabulary tokens (and where they stood), and the evictions between them."""
+    one's in-vocabulary tokens (and where they stood), and the evictions between them.
+
+    :meth:`take` queues a document; :meth:`settle` looks the queued ones up in the slot table
+    of now, all their tokens in one pass (call it before the table changes, and at the end)."""
 
     times: list[float] = field(default_factory=list)
     windows: list[int] = field(default_factory=list)
     positions: list[int] = field(default_factory=list)
-    indptr: list[int] = field(default_factory=lambda: [0])
-    slots: list[int] = field(default_factory=list)
-    where: list[int] = field(default_factory=list)
     #: ``(doc_index, slot)``: slot evicted before document ``doc_index`` (``0 .. n``).
     evictions: list[tuple[int, int]] = field(default_factory=list)
+    #: Each settled run's tokens as slots (-1: no slot), and every document's token count.
+    found: list[np.ndarray] = field(default_factory=list)
+    lengths: list[int] = field(default_factory=list)
+    pending: list[Waiting] = field(default_factory=list)
 
     def __len__(self) -> int:
         return len(self.times)
@@ -159,31 +164,43 @@ class Exits:
         n = len(self.times)
         self.evictions += [(n, int(s)) for s in slots]
 
-    def take(self, doc: Waiting, table: dict, where: bool) -> None:
-        """``doc`` counted now, over the slots of its words in ``table`` (word to slot, the
-        vocabulary of now), and (with ``where``) where those words stood."""
-        get = table.get
-        if where:
-            found = [(s, i) for i, s in enumerate(map(get, doc.tokens)) if s is not None]
-            slots = [s for s, _ in found]
-            self.where += [i for _, i in found]
-        else:
-            slots = [s for s in map(get, doc.tokens) if s is not None]
+    def take(self, doc: Waiting) -> None:
+        """``doc`` counted now, over the slots its words have when :meth:`settle` next runs."""
         self.times.append(doc.time)
         self.windows.append(doc.window)
         self.positions.append(doc.position)
-        self.slots += slots
-        self.indptr.append(len(self.slots))
+        self.lengths.append(len(doc.tokens))
+        self.pending.append(doc)
+
+    def settle(self, table: dict) -> None:
+        """Look the documents taken since the last call up in ``table`` (word to slot, the
+        vocabulary of now)."""
+        if not self.pending:
+            return
+        tokens = list(chain.from_iterable(d.tokens for d in self.pending))
+        self.found.append(np.fromiter(map(table.get, tokens, repeat(-1)), dtype=np.int64,
+                                      count=len(tokens)))
+        self.pending = []
 
     def arrays(self) -> tuple:
         """``(times, windows, positions, (indptr, slots, evictions), where)`` as the
-        counting takes them."""
+        counting takes them: each settled document's in-vocabulary tokens' slots and where
+        they stood in it."""
+        if self.pending:
+            raise RuntimeError("Exits.arrays() before settle(): documents not looked up")
+        found = np.concatenate(self.found) if self.found else np.zeros(0, dtype=np.int64)
+        lengths = np.asarray(self.lengths, dtype=np.int64)
+        n = lengths.size
+        doc = np.repeat(np.arange(n), lengths)
+        keep = found >= 0
+        indptr = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(np.bincount(doc[keep], minlength=n), out=indptr[1:])
+        place = np.arange(found.size) - np.repeat(np.cumsum(lengths) - lengths, lengths)
         return (np.asarray(self.times, dtype=np.float64),
                 np.asarray(self.windows, dtype=np.int64),
                 np.asarray(self.positions, dtype=np.int64),
-                (np.asarray(self.indptr, dtype=np.int64),
-                 np.asarray(self.slots, dtype=np.int32), list(self.evictions)),
-                np.asarray(self.where, dtype=np.int32))
+                (indptr, found[keep].astype(np.int32), list(self.evictions)),
+                place[keep].astype(np.int32))
 
 
 class DelayLine:
@@ -286,7 +303,7 @@ class Delaying:
         whose window was expired by any document that arrived before it
         (:attr:`DelayLine.newest_window`), and those are all that can be counted before it."""
         line, vocabulary = self.delay_line, self.vocabulary
-        exits, where = Exits(), self._keeps_windows()
+        exits = Exits()
         # One call observes them all (what one call decides is what one document at a time
         # would); the slot table of each moment is replayed from the changes it reports, so
         # every leaving document sees the table as of the arrival that pushed it out.
@@ -298,6 +315,7 @@ class Delaying:
             while k < len(changes) and changes[k][0] == i:
                 _, slot, word = changes[k]
                 k += 1
+                exits.settle(table)  # the documents taken so far, before the table moves
                 if word is None:  # freed: its word leaves
                     del table[words.pop(slot)]
                     exits.evicted([slot])
@@ -305,16 +323,18 @@ class Delaying:
                     table[word], words[slot] = slot, word
             for gone in line.push(Waiting(tuple(doc), float(t[i]), int(win[i]),
                                           int(positions[i]))):
-                exits.take(gone, table, where)
+                exits.take(gone)
+        exits.settle(table)
         return self._count_exits(exits)
 
     def flush_delayed(self) -> int:
         """Count every waiting document now, with the vocabulary of now (the end of a finite
         input, as ``anchorstream ingest`` does at the end of its files). Returns how many."""
-        exits, where, table = Exits(), self._keeps_windows(), slot_table(self.vocabulary)
+        exits = Exits()
         for doc in self.delay_line.drain():
             self._dirty = True
-            exits.take(doc, table, where)
+            exits.take(doc)
+        exits.settle(slot_table(self.vocabulary))
         return self._count_exits(exits)
 
     def _count_exits(self, exits: Exits) -> int:
