@@ -24,9 +24,9 @@ flush_delayed`). See docs/store.md, "The delay line".
 from __future__ import annotations
 
 from collections import deque
-from itertools import chain, repeat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from itertools import chain, repeat
 
 import numpy as np
 import zarr
@@ -404,17 +404,12 @@ def waiting_window_pairs(docs, words, *, window: int, length_cap, forgetting, cl
     from anchorstream.stats.windowpairs import (WindowPairs, window_counts,
                                                 window_pair_entries)
 
-    index = {word: i for i, word in enumerate(words)}
-    slots, places, indptr = [], [], [0]
+    exits = Exits()  # the writer's lookup: the words' positions and where they stood
     for d in docs:
-        for place, token in enumerate(d.tokens):
-            i = index.get(token)
-            if i is not None:
-                slots.append(i)
-                places.append(place)
-        indptr.append(len(slots))
-    W, window_doc = window_counts(indptr, np.asarray(slots, dtype=np.int32),
-                                  np.asarray(places, dtype=np.int64), window, len(words))
+        exits.take(d)
+    exits.settle({word: i for i, word in enumerate(words)})
+    _, _, _, (indptr, slots, _), places = exits.arrays()
+    W, window_doc = window_counts(indptr, slots, places, window, len(words))
     w = _weights(docs, forgetting, clock)[window_doc]
     *entries, counts = window_pair_entries(W, w, length_cap, np.zeros(W.nnz, dtype=bool))
     return WindowPairs.from_entries(*entries, len(words), counts)
