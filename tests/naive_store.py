@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from tests.naive_csr import csr_of_rows
+
 # ------------------------------------------------------------------------- kernel twins
 
 
@@ -352,32 +354,7 @@ def naive_block_to_csr(block, rloc, cloc, rpos, cpos, n_rows, row_offset, diagon
             v = block[r, c]
             if v != 0.0 and not (diagonal and q < p + row_offset):
                 rows[p].append((q, v))
-    return _csr_of_rows(rows, n_rows)
-
-
-def naive_csr_add(a_indptr, a_indices, a_data, b_indptr, b_indices, b_data):
-    """Twin of ``store_csr_add``: both matrices as dicts of rows, summed entry by entry."""
-    n_rows = len(a_indptr) - 1
-    rows = {}
-    for i in range(n_rows):
-        row = {}
-        for ptr, idx, dat in ((a_indptr, a_indices, a_data), (b_indptr, b_indices, b_data)):
-            for k in range(ptr[i], ptr[i + 1]):
-                row[int(idx[k])] = row.get(int(idx[k]), 0.0) + float(dat[k])
-        rows[i] = sorted((j, v) for j, v in row.items() if v != 0.0)
-    return _csr_of_rows(rows, n_rows)
-
-
-def naive_csr_move(indptr, indices, data, to, n):
-    """Twin of ``store_csr_move``: every entry's row and column mapped through ``to`` (dropped
-    at -1), gathered as rows of sorted columns."""
-    rows = {i: [] for i in range(n)}
-    for i in range(len(indptr) - 1):
-        for k in range(indptr[i], indptr[i + 1]):
-            r, c = int(to[i]), int(to[indices[k]])
-            if r >= 0 and c >= 0:
-                rows[r].append((c, float(data[k])))
-    return _csr_of_rows({r: sorted(v) for r, v in rows.items()}, n)
+    return csr_of_rows(rows, n_rows)
 
 
 def naive_entries_to_upper_csr(rows, cols, vals, seq, reset_seq, skip, pos, n, factor):
@@ -392,15 +369,5 @@ def naive_entries_to_upper_csr(rows, cols, vals, seq, reset_seq, skip, pos, n, f
             continue
         lo, hi = min(a, b), max(a, b)
         out[lo][hi] = out[lo].get(hi, 0.0) + float(vals[k]) * factor
-    return _csr_of_rows({i: sorted((j, v) for j, v in row.items() if v != 0.0)
+    return csr_of_rows({i: sorted((j, v) for j, v in row.items() if v != 0.0)
                          for i, row in out.items()}, n)
-
-
-def _csr_of_rows(rows, n_rows):
-    indptr = np.zeros(n_rows + 1, dtype=np.int64)
-    indices, data = [], []
-    for i in range(n_rows):
-        indptr[i + 1] = indptr[i] + len(rows[i])
-        indices += [j for j, _ in rows[i]]
-        data += [v for _, v in rows[i]]
-    return indptr, np.asarray(indices, dtype=np.int32), np.asarray(data, dtype=np.float64)

@@ -11,8 +11,6 @@ import pytest
 from anchorstream._kernels.store import (
     store_add_doc_freq,
     store_block_to_csr,
-    store_csr_add,
-    store_csr_move,
     store_dense_nonzero,
     store_entries_to_upper_csr,
     store_folded_mask,
@@ -23,8 +21,6 @@ from anchorstream._kernels.store import (
 from tests.naive_store import (
     naive_add_doc_freq,
     naive_block_to_csr,
-    naive_csr_add,
-    naive_csr_move,
     naive_entries_to_upper_csr,
     naive_folded_mask,
     naive_pair_delta,
@@ -208,55 +204,6 @@ def test_block_to_csr_matches_twin_and_scipy(seed, diagonal):
         dense = np.triu(dense, k=offset)  # column >= row + offset
     as_csr = sp.csr_matrix((got[2], got[1], got[0]), shape=(n_rows, 12))
     np.testing.assert_array_equal(as_csr.toarray(), dense)
-
-
-@pytest.mark.parametrize("seed", range(8))
-def test_csr_add_matches_twin_and_scipy(seed):
-    import scipy.sparse as sp
-
-    rng = np.random.default_rng(400 + seed)
-    a = sp.csr_matrix(_sparse_block(rng, (6, 8), [0.0, 0.2, 0.6, 1.0][seed % 4]))
-    b = sp.csr_matrix(_sparse_block(rng, (6, 8), [0.5, 0.0, 0.3, 1.0][seed % 4]))
-    if seed % 2:
-        # Entries that cancel: left out of the sum, as canonical CSR leaves zeros out.
-        cancel = a.toarray() * (rng.random(a.shape) < 0.5)
-        b = sp.csr_matrix(np.where(cancel != 0, -cancel, b.toarray()))
-        b.eliminate_zeros()
-    args = (a.indptr.astype(np.int64), a.indices.astype(np.int32), a.data,
-            b.indptr.astype(np.int64), b.indices.astype(np.int32), b.data)
-    got = store_csr_add(*args)
-    want = naive_csr_add(*args)
-    for g, w in zip(got, want):
-        np.testing.assert_array_equal(g, w)
-    total = sp.csr_matrix((got[2], got[1], got[0]), shape=(6, 8))
-    np.testing.assert_allclose(total.toarray(), (a + b).toarray(), rtol=0, atol=1e-15)
-    assert np.all(total.data != 0) and total.has_sorted_indices
-
-
-@pytest.mark.parametrize("seed", range(6))
-def test_csr_move_matches_twin_and_keeps_rows_sorted_and_upper(seed):
-    import scipy.sparse as sp
-
-    rng = np.random.default_rng(500 + seed)
-    m = int(rng.integers(1, 9))
-    A = sp.random(m, m, density=0.5, random_state=rng, format="csr")
-    U = sp.triu(A + A.T, format="csr")
-    U.sum_duplicates()
-    # Slots kept in order, some dropped, spread over a larger (or smaller) new range.
-    kept = rng.random(m) < 0.7
-    n = int(kept.sum()) + int(rng.integers(0, 4))
-    to = np.full(m, -1, dtype=np.int64)
-    to[kept] = np.sort(rng.choice(n, int(kept.sum()), replace=False))
-    got = store_csr_move(U.indptr.astype(np.int64), U.indices.astype(np.int32), U.data, to, n)
-    want = naive_csr_move(U.indptr, U.indices, U.data, to, n)
-    for g, w in zip(got, want):
-        np.testing.assert_array_equal(g, w)
-    M = sp.csr_matrix((got[2], got[1], got[0]), shape=(n, n))
-    assert M.has_sorted_indices and sp.tril(M, -1).nnz == 0
-    # The same matrix as moving the dense one.
-    D = np.zeros((n, n))
-    D[np.ix_(to[kept], to[kept])] = U.toarray()[np.ix_(kept, kept)]
-    np.testing.assert_array_equal(M.toarray(), D)
 
 
 @pytest.mark.parametrize("seed", range(8))

@@ -22,7 +22,7 @@ from anchorstream.errors import InputError
 from anchorstream.model.pipeline import AnchorModel
 from anchorstream.stats.accumulator import Forgetting
 from anchorstream.stats.cooccurrence import cooccurrence
-from anchorstream.stats.sparse import SparseCooccurrence, upper_csr
+from anchorstream.stats.sparse import SparseCooccurrence, canonical_csr, upper_csr
 from anchorstream.store import CooccurrenceStore, open_committed, open_committed_sparse
 from anchorstream.synthetic import planted_model, sample_documents
 from tests.naive_store import scripted_history
@@ -243,6 +243,62 @@ def test_a_sparse_read_holds_about_one_copy_of_the_counts(tmp_path):
     assert peak < 2 * result, f"peak {peak / result:.2f} times the result"
     np.testing.assert_allclose(st_.cooccurrence.counts_dense(),
                                open_committed(store.url).cooccurrence.counts, rtol=1e-12)
+
+
+def test_canonical_csr_trims_what_holds_more_and_copies_nothing_else():
+    rng = np.random.default_rng(1)
+    U = sp.triu(sp.random(50, 50, density=0.3, random_state=2, format="csr")).tocsr()
+    U.sum_duplicates()
+    # scipy's arrays are views of arrays of their own size: nothing to trim, nothing copied
+    # (a copy of a refresh's counts is 6 V² bytes where every pair is stored).
+    assert U.data.base is not None
+    same = canonical_csr(U)
+    assert np.shares_memory(same.data, U.data) and np.shares_memory(same.indices, U.indices)
+    # A sum's arrays are as long as both operands': trimmed to the entries.
+    W = U + sp.triu(sp.random(50, 50, density=0.3, random_state=3, format="csr")).tocsr()
+    long = sp.csr_matrix((np.r_[W.data, rng.random(7)], np.r_[W.indices, np.zeros(7, np.int32)],
+                          W.indptr), shape=W.shape)
+    for m in (long, sp.csr_matrix((W.data[:W.nnz], W.indices[:W.nnz], W.indptr),
+                                  shape=W.shape)):
+        got = canonical_csr(m)
+        assert got.data.size == got.nnz == W.nnz
+        root = got.data
+        while isinstance(root.base, np.ndarray):
+            root = root.base
+        assert root.nbytes == 8 * W.nnz
+        np.testing.assert_array_equal(got.toarray(), W.toarray())
+
+
+def test_adding_the_waiting_documents_copies_the_counts_once(tmp_path):
+    # add_waiting's sum is the one new copy (a numba kernel's, at its exact size, traced as
+    # numpy's): nothing else of the counts' size beside it. canonical_csr copied the read's
+    # arrays first (scipy's views): a third copy at a refresh's peak.
+    from anchorstream.store.delay import add_waiting
+
+    # Large enough that the lower-triangle check's blocks (65,536 entries) weigh little.
+    V = 1000
+    rng = np.random.default_rng(0)
+    words = np.array([f"w{i}" for i in range(V)])
+    store = CooccurrenceStore.create(str(tmp_path / "store"), capacity=V, admit_threshold=1,
+                                     count_delay=20)
+    store.add([list(words)])
+    store.add([list(words[rng.choice(V, 150, replace=False)]) for _ in range(140)])
+    store.checkpoint({"t:0": 1})
+    st_ = open_committed_sparse(store.url)
+    assert st_.waiting is not None and st_.waiting.num_docs == 20
+    add_waiting(st_.cooccurrence, st_.waiting)  # kernels compiled or loaded first
+    U = st_.cooccurrence.upper
+    tracemalloc.start()
+    try:
+        start = tracemalloc.get_traced_memory()[0]
+        total = add_waiting(st_.cooccurrence, st_.waiting)
+        peak = tracemalloc.get_traced_memory()[1] - start
+    finally:
+        tracemalloc.stop()
+    counts = U.data.nbytes + U.indices.nbytes
+    assert total.upper.nnz >= U.nnz and peak < 1.5 * counts, f"{peak / counts:.2f} copies"
+    want = st_.cooccurrence.counts_dense() + st_.waiting.counts_dense()
+    np.testing.assert_allclose(total.counts_dense(), want, rtol=1e-12)
 
 
 @settings(max_examples=10, deadline=None)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from anchorstream._kernels.csr import csr_arrays
 from anchorstream._kernels.rectify import anchor_dense_to_csr
 
 
@@ -312,17 +313,6 @@ def store_scatter_symmetric(out, row_map, col_map, rows, cols, vals):
 
 
 @numba.njit(cache=True)
-def _csr_arrays(indptr):
-    """Turn the rows' entry counts in ``indptr[1:]`` into offsets, in place, and allocate the
-    CSR's ``indices`` (int32) and ``data`` (float64) at the total: the middle of every
-    count-then-fill builder here."""
-    for r in range(indptr.shape[0] - 1):
-        indptr[r + 1] += indptr[r]
-    nnz = indptr[indptr.shape[0] - 1]
-    return np.empty(nnz, dtype=np.int32), np.empty(nnz, dtype=np.float64)
-
-
-@numba.njit(cache=True)
 def store_block_to_csr(block, rloc, cloc, rpos, cpos, n_rows, row_offset, diagonal):
     """The selected entries of one dense base shard as CSR over a band of rows.
 
@@ -359,7 +349,7 @@ def store_block_to_csr(block, rloc, cloc, rpos, cpos, n_rows, row_offset, diagon
             if block[r, cloc[b]] != 0.0 and not (diagonal and cpos[b] < p + row_offset):
                 n += 1
         indptr[p + 1] = n
-    indices, data = _csr_arrays(indptr)
+    indices, data = csr_arrays(indptr)
     for a in range(rloc.shape[0]):
         r, p = rloc[a], rpos[a]
         k = indptr[p]
@@ -370,109 +360,6 @@ def store_block_to_csr(block, rloc, cloc, rpos, cpos, n_rows, row_offset, diagon
                 data[k] = v
                 k += 1
     return indptr, indices, data
-
-
-@numba.njit(cache=True)
-def store_csr_add(a_indptr, a_indices, a_data, b_indptr, b_indices, b_data):
-    """The sum of two CSR matrices of the same shape whose rows have sorted, distinct
-    columns, in the same form (sorted, distinct, zeros left out).
-
-    Two passes (count, then merge), so the result is allocated at its exact size: scipy's sum
-    allocates for both operands' entries and leaves views that need another copy to trim,
-    three copies of a large matrix at once where this holds two.
-
-    Returns
-    -------
-    indptr : int64 ndarray
-    indices : int32 ndarray
-    data : float64 ndarray
-    """
-    n_rows = a_indptr.shape[0] - 1
-    indptr = np.zeros(n_rows + 1, dtype=np.int64)
-    for i in range(n_rows):
-        p, p_end = a_indptr[i], a_indptr[i + 1]
-        q, q_end = b_indptr[i], b_indptr[i + 1]
-        n = 0
-        while p < p_end or q < q_end:
-            if q == q_end or (p < p_end and a_indices[p] < b_indices[q]):
-                v = a_data[p]
-                p += 1
-            elif p == p_end or b_indices[q] < a_indices[p]:
-                v = b_data[q]
-                q += 1
-            else:
-                v = a_data[p] + b_data[q]
-                p += 1
-                q += 1
-            if v != 0.0:
-                n += 1
-        indptr[i + 1] = indptr[i] + n
-    nnz = indptr[n_rows]
-    indices = np.empty(nnz, dtype=np.int32)
-    data = np.empty(nnz, dtype=np.float64)
-    k = 0
-    for i in range(n_rows):
-        p, p_end = a_indptr[i], a_indptr[i + 1]
-        q, q_end = b_indptr[i], b_indptr[i + 1]
-        while p < p_end or q < q_end:
-            if q == q_end or (p < p_end and a_indices[p] < b_indices[q]):
-                j, v = a_indices[p], a_data[p]
-                p += 1
-            elif p == p_end or b_indices[q] < a_indices[p]:
-                j, v = b_indices[q], b_data[q]
-                q += 1
-            else:
-                j, v = a_indices[p], a_data[p] + b_data[q]
-                p += 1
-                q += 1
-            if v != 0.0:
-                indices[k] = j
-                data[k] = v
-                k += 1
-    return indptr, indices, data
-
-
-@numba.njit(cache=True)
-def store_csr_move(indptr, indices, data, to, n):
-    """A CSR matrix whose rows and columns have sorted, distinct columns, moved to ``n``
-    slots: row and column ``i`` go to ``to[i]``, or are dropped where that is -1. ``to`` must
-    increase where it is not -1, so each row's columns stay sorted (and an upper triangle
-    stays upper).
-
-    Two linear passes (count, then copy), where selecting the kept rows and columns with
-    scipy and building the result from coordinates sorted every row again (a warm refresh's
-    read of the npm store after new words were admitted: 9 ms).
-
-    Returns
-    -------
-    indptr : int64 ndarray of shape (n + 1,)
-    indices : int32 ndarray
-    data : float64 ndarray
-    """
-    n_rows = indptr.shape[0] - 1
-    out_indptr = np.zeros(n + 1, dtype=np.int64)
-    for i in range(n_rows):
-        t = to[i]
-        if t < 0:
-            continue
-        m = 0
-        for k in range(indptr[i], indptr[i + 1]):
-            if to[indices[k]] >= 0:
-                m += 1
-        out_indptr[t + 1] = m
-    out_indices, out_data = _csr_arrays(out_indptr)
-    for i in range(n_rows):
-        t = to[i]
-        if t < 0:
-            continue
-        q = out_indptr[t]
-        for k in range(indptr[i], indptr[i + 1]):
-            c = to[indices[k]]
-            if c >= 0:
-                out_indices[q] = c
-                out_data[q] = data[k]
-                q += 1
-    return out_indptr, out_indices, out_data
 
 
 @numba.njit(cache=True)
@@ -508,7 +395,7 @@ def store_entries_to_upper_csr(rows, cols, vals, seq, reset_seq, skip, pos, n, f
         if a < 0 or b < 0:
             continue
         indptr[min(a, b) + 1] += 1
-    indices, data = _csr_arrays(indptr)  # counts to offsets, in place
+    indices, data = csr_arrays(indptr)  # counts to offsets, in place
     fill = indptr[:n].copy()
     for k in range(m):
         r, c = rows[k], cols[k]

@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from anchorstream._kernels import csr as kernels
 from anchorstream._kernels.cooc import cooc_symmetric_matmul, cooc_symmetric_matmul32
 from anchorstream._kernels.store import store_entries_to_upper_csr
 from anchorstream.errors import InputError
@@ -25,7 +26,8 @@ from anchorstream.stats.cooccurrence import Cooccurrence, cap_pairs, check_count
 from anchorstream.stats.headblock import MIN_WORDS, HeadBlock, head_block
 from anchorstream.stats.tiles import ColumnTiles
 
-__all__ = ["SparseCooccurrence", "canonical_csr", "upper_csr"]
+__all__ = ["SparseCooccurrence", "canonical_csr", "csr_add", "csr_moved", "csr_sum",
+           "upper_csr"]
 
 
 def upper_csr(rows, cols, vals, n: int, *, positions=None) -> sp.csr_matrix:
@@ -52,11 +54,69 @@ def canonical_csr(m: sp.csr_matrix) -> sp.csr_matrix:
     """``m`` with duplicates summed, zeros dropped and arrays no longer than its entries."""
     m.sum_duplicates()
     m.eliminate_zeros()
-    if m.data.size > m.nnz or m.data.base is not None or m.indices.base is not None:
+    if _holds_more(m.data, m.nnz) or _holds_more(m.indices, m.nnz):
         # Sums and pruning leave arrays (or views of arrays) as long as the operands' sum.
         m = sp.csr_matrix((m.data[: m.nnz].copy(), m.indices[: m.nnz].copy(), m.indptr),
                           shape=m.shape)
     return m
+
+
+def _holds_more(a: np.ndarray, n: int) -> bool:
+    """Whether ``a`` keeps more memory than its first ``n`` entries need: it is longer, or a
+    view of a longer array. scipy makes most of its arrays views of same-sized ones (its
+    format check slices them), which hold nothing more: copying those would put a second
+    copy of the counts in memory (6 V² bytes where every pair is stored)."""
+    if a.size > n:
+        return True
+    root = a
+    while isinstance(root.base, np.ndarray):
+        root = root.base
+    return root.nbytes > n * a.itemsize
+
+
+def _csr(parts, shape) -> sp.csr_matrix:
+    indptr, indices, data = parts
+    return sp.csr_matrix((data, indices, indptr), shape=shape)
+
+
+def csr_sum(a, b) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(indptr, indices, data)`` of the sum of two CSR matrices given as such tuples (rows
+    with sorted, distinct columns; int64 ``indptr``, int32 ``indices``, float64 ``data``),
+    at its exact size (the kernel :func:`~anchorstream._kernels.csr.csr_add`, into arrays
+    for both operands' entries trimmed in place)."""
+    n = a[1].shape[0] + b[1].shape[0]
+    indices, data = np.empty(n, dtype=np.int32), np.empty(n, dtype=np.float64)
+    indptr = kernels.csr_add(*a, *b, indices, data)
+    nnz = int(indptr[-1])
+    indices.resize(nnz, refcheck=False)
+    data.resize(nnz, refcheck=False)
+    return indptr, indices, data
+
+
+def csr_add(a: sp.csr_matrix, b: sp.csr_matrix) -> sp.csr_matrix:
+    """``a + b``, canonical, at its exact size (:func:`csr_sum`; as fast as scipy's sum,
+    which leaves arrays as long as both operands' to trim). Each operand's duplicates are
+    summed in place first where scipy does not know it has none (``sum_duplicates``);
+    stored zeros are left out of the sum."""
+    a.sum_duplicates()
+    b.sum_duplicates()
+    return _csr(csr_sum(_parts(a), _parts(b)), a.shape)
+
+
+def _parts(m: sp.csr_matrix) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    return (m.indptr.astype(np.int64, copy=False), m.indices.astype(np.int32, copy=False),
+            np.asarray(m.data, dtype=np.float64))
+
+
+def csr_moved(m: sp.csr_matrix, to: np.ndarray, n: int) -> sp.csr_matrix:
+    """``m`` over ``n`` rows and columns: row and column ``i`` go to ``to[i]``, dropped where
+    that is -1 (the kernel :func:`~anchorstream._kernels.csr.csr_move`: one pass at the
+    result's exact size, where scipy's selection of rows, then of columns, holds a third copy
+    between the two). ``to`` must increase where it is not -1: each row's columns keep their
+    order and an upper triangle stays upper."""
+    return _csr(kernels.csr_move(m.indptr.astype(np.int64, copy=False),
+                                 m.indices.astype(np.int32, copy=False), m.data,
+                                 np.asarray(to, dtype=np.int64), n), (n, n))
 
 
 def _below_diagonal(U: sp.csr_matrix, block: int = 1 << 16) -> bool:
@@ -259,11 +319,15 @@ class SparseCooccurrence:
         """
         words = np.asarray(words, dtype=np.int64)
         total = self.total_weight() if keep_total else None
-        sub = self.upper[words][:, words]
         if words.size > 1 and np.any(np.diff(words) <= 0):
             # Not increasing: entries may have moved below the diagonal.
-            coo = sub.tocoo()
+            coo = self.upper[words][:, words].tocoo()
             sub = upper_csr(coo.row, coo.col, coo.data, words.size)
+        else:
+            # Increasing (a selection of words, as a refresh's): one pass, no copy between.
+            to = np.full(self.n_words, -1, dtype=np.int64)
+            to[words] = np.arange(words.size)
+            sub = csr_moved(self.upper, to, words.size)
         return SparseCooccurrence(sub, self.unigram[words], self.doc_freq[words],
                                   self.num_docs, self.num_tokens, self.length_cap, total)
 

@@ -473,12 +473,12 @@ def selection_marginals(cooc, waiting):
 def add_waiting(cooc, waiting, idx=None):
     """``cooc`` plus the ``waiting`` documents' statistics (:func:`read_waiting`; taken at the
     words ``idx`` of the read, those of ``cooc``, where given). A sparse ``cooc`` is left as it
-    is (a new one is returned); a dense one's counts are added to in place: pass a read's own
-    copy, never counts kept for a later read. None adds nothing."""
+    is (a new one is returned, at its exact size); a dense one's counts are added to in place:
+    pass a read's own copy, never counts kept for a later read. None adds nothing."""
     if waiting is None:
         return cooc
     from anchorstream.stats.cooccurrence import Cooccurrence
-    from anchorstream.stats.sparse import SparseCooccurrence
+    from anchorstream.stats.sparse import SparseCooccurrence, csr_add
 
     if idx is not None and len(idx) != waiting.n_words:
         waiting = waiting.subset(idx)
@@ -487,7 +487,8 @@ def add_waiting(cooc, waiting, idx=None):
                np.asarray(cooc.doc_freq) + waiting.doc_freq,
                cooc.num_docs + waiting.num_docs, cooc.num_tokens + waiting.num_tokens)
     if isinstance(cooc, SparseCooccurrence):
-        return SparseCooccurrence(cooc.upper + waiting.upper, *vectors, cooc.length_cap, mass)
+        return SparseCooccurrence(csr_add(cooc.upper, waiting.upper), *vectors,
+                                  cooc.length_cap, mass)
     U = waiting.upper.tocoo()  # canonical: each (row, col) once, so += adds every entry
     counts = cooc.counts
     counts[U.row, U.col] += U.data

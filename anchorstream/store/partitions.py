@@ -37,11 +37,11 @@ import zarr
 from anchorstream.errors import InputError
 from anchorstream.stats.accumulator import Forgetting
 from anchorstream.stats.cooccurrence import Cooccurrence
-from anchorstream.stats.sparse import SparseCooccurrence, upper_csr
+from anchorstream.stats.sparse import SparseCooccurrence, csr_add, upper_csr
 from anchorstream.store.format import BRANCH, META, StoreState, check_format
 from anchorstream.store.reading import read_version
 from anchorstream.store.repository import open_repo, pass_through, repo_exists, storage, wrap
-from anchorstream.store.sparseread import csr_add, read_version_sparse
+from anchorstream.store.sparseread import read_version_sparse
 from anchorstream.zarrio import get, get_words
 
 __all__ = ["PARTITIONS_DIR", "PartitionSum", "PartitionedState", "add_by_rows", "check_summable",

@@ -50,7 +50,7 @@ import scipy.sparse as sp
 from anchorstream._buffers import leading_view
 from anchorstream.stats.accumulator import Forgetting
 from anchorstream.stats.cooccurrence import take_square
-from anchorstream.stats.sparse import canonical_csr
+from anchorstream.stats.sparse import canonical_csr, csr_add
 from anchorstream.store.partitions import (
     PartitionedState,
     PartitionSum,
@@ -67,7 +67,7 @@ from anchorstream.store.partitions import (
 )
 from anchorstream.store.reading import read_version
 from anchorstream.store.repository import open_repo
-from anchorstream.store.sparseread import csr_add, read_version_sparse
+from anchorstream.store.sparseread import read_version_sparse
 
 __all__ = ["PartitionReader"]
 

@@ -1,0 +1,120 @@
+"""numba kernels of CSR arithmetic on matrices whose rows have sorted, distinct columns.
+
+The store's reads (``anchorstream/store/sparseread.py``) and the sparse statistics
+(``anchorstream/stats/sparse.py``) build and combine their upper triangles with them, each
+result at its exact size: scipy's sums and selections allocate for the worst case and keep views
+that need another copy to trim, and at a refresh's scale (6 V² bytes when every pair is stored)
+each copy counts. Callers check dtypes (int64 ``indptr``, int32 ``indices``, float64 ``data``).
+Slow loop twins live in ``tests/naive_csr.py``.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+
+@numba.njit(cache=True)
+def csr_arrays(indptr):
+    """Turn the rows' entry counts in ``indptr[1:]`` into offsets, in place, and allocate the
+    CSR's ``indices`` (int32) and ``data`` (float64) at the total: the middle of every
+    count-then-fill builder (here and in ``store.py``)."""
+    for r in range(indptr.shape[0] - 1):
+        indptr[r + 1] += indptr[r]
+    nnz = indptr[indptr.shape[0] - 1]
+    return np.empty(nnz, dtype=np.int32), np.empty(nnz, dtype=np.float64)
+
+
+@numba.njit(cache=True)
+def csr_add(a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, indices, data):
+    """The sum of two CSR matrices of the same shape whose rows have sorted, distinct
+    columns, in the same form (sorted, distinct, zeros left out), written into ``indices``
+    and ``data`` (each at least as long as both operands' entries together).
+
+    One pass. The caller allocates the outputs for both operands' entries and trims them
+    to the sum's (``ndarray.resize``: memory never written is never resident, and a large
+    block shrinks where it is): 1.5-1.7x faster than counting first and merging again into
+    outputs of the exact size (and within 10-30% of scipy's sum, which leaves views to trim).
+
+    Returns
+    -------
+    indptr : int64 ndarray of shape (n_rows + 1,)
+        ``indptr[-1]`` entries of ``indices`` (int32) and ``data`` (float64) are the sum's.
+    """
+    n_rows = a_indptr.shape[0] - 1
+    indptr = np.zeros(n_rows + 1, dtype=np.int64)
+    k = 0
+    for i in range(n_rows):
+        p, p_end = a_indptr[i], a_indptr[i + 1]
+        q, q_end = b_indptr[i], b_indptr[i + 1]
+        while p < p_end and q < q_end:
+            ja, jb = a_indices[p], b_indices[q]
+            if ja < jb:
+                j, v = ja, a_data[p]
+                p += 1
+            elif jb < ja:
+                j, v = jb, b_data[q]
+                q += 1
+            else:
+                j, v = ja, a_data[p] + b_data[q]
+                p += 1
+                q += 1
+            if v != 0.0:
+                indices[k] = j
+                data[k] = v
+                k += 1
+        for t in range(p, p_end):  # the rest of one row: no comparisons
+            if a_data[t] != 0.0:
+                indices[k] = a_indices[t]
+                data[k] = a_data[t]
+                k += 1
+        for t in range(q, q_end):
+            if b_data[t] != 0.0:
+                indices[k] = b_indices[t]
+                data[k] = b_data[t]
+                k += 1
+        indptr[i + 1] = k
+    return indptr
+
+
+@numba.njit(cache=True)
+def csr_move(indptr, indices, data, to, n):
+    """A CSR matrix whose rows and columns have sorted, distinct columns, moved to ``n``
+    slots: row and column ``i`` go to ``to[i]``, or are dropped where that is -1. ``to`` must
+    increase where it is not -1, so each row's columns stay sorted (and an upper triangle
+    stays upper).
+
+    Two linear passes (count, then copy), where selecting the kept rows and columns with
+    scipy and building the result from coordinates sorted every row again (a warm refresh's
+    read of the npm store after new words were admitted: 9 ms).
+
+    Returns
+    -------
+    indptr : int64 ndarray of shape (n + 1,)
+    indices : int32 ndarray
+    data : float64 ndarray
+    """
+    n_rows = indptr.shape[0] - 1
+    out_indptr = np.zeros(n + 1, dtype=np.int64)
+    for i in range(n_rows):
+        t = to[i]
+        if t < 0:
+            continue
+        m = 0
+        for k in range(indptr[i], indptr[i + 1]):
+            if to[indices[k]] >= 0:
+                m += 1
+        out_indptr[t + 1] = m
+    out_indices, out_data = csr_arrays(out_indptr)
+    for i in range(n_rows):
+        t = to[i]
+        if t < 0:
+            continue
+        q = out_indptr[t]
+        for k in range(indptr[i], indptr[i + 1]):
+            c = to[indices[k]]
+            if c >= 0:
+                out_indices[q] = c
+                out_data[q] = data[k]
+                q += 1
+    return out_indptr, out_indices, out_data

@@ -1,0 +1,43 @@
+"""Slow loop twins of the CSR kernels (``anchorstream/_kernels/csr.py``), for
+``tests/test_kernels_csr.py``: rows as lists and dicts, no cleverness."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def csr_of_rows(rows, n_rows):
+    """CSR arrays (int64 indptr, int32 indices, float64 data) of ``rows``: row ``i`` is a
+    list of ``(column, value)``."""
+    indptr = np.zeros(n_rows + 1, dtype=np.int64)
+    indices, data = [], []
+    for i in range(n_rows):
+        indptr[i + 1] = indptr[i] + len(rows[i])
+        indices += [j for j, _ in rows[i]]
+        data += [v for _, v in rows[i]]
+    return indptr, np.asarray(indices, dtype=np.int32), np.asarray(data, dtype=np.float64)
+
+
+def naive_csr_add(a_indptr, a_indices, a_data, b_indptr, b_indices, b_data):
+    """Twin of ``csr_add``: both matrices as dicts of rows, summed entry by entry."""
+    n_rows = len(a_indptr) - 1
+    rows = {}
+    for i in range(n_rows):
+        row = {}
+        for ptr, idx, dat in ((a_indptr, a_indices, a_data), (b_indptr, b_indices, b_data)):
+            for k in range(ptr[i], ptr[i + 1]):
+                row[int(idx[k])] = row.get(int(idx[k]), 0.0) + float(dat[k])
+        rows[i] = sorted((j, v) for j, v in row.items() if v != 0.0)
+    return csr_of_rows(rows, n_rows)
+
+
+def naive_csr_move(indptr, indices, data, to, n):
+    """Twin of ``csr_move``: every entry's row and column mapped through ``to`` (dropped
+    at -1), gathered as rows of sorted columns."""
+    rows = {i: [] for i in range(n)}
+    for i in range(len(indptr) - 1):
+        for k in range(indptr[i], indptr[i + 1]):
+            r, c = int(to[i]), int(to[indices[k]])
+            if r >= 0 and c >= 0:
+                rows[r].append((c, float(data[k])))
+    return csr_of_rows({r: sorted(v) for r, v in rows.items()}, n)

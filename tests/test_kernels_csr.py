@@ -1,0 +1,78 @@
+"""The CSR kernels (``anchorstream/_kernels/csr.py``) against their loop twins in
+``tests/naive_csr.py`` and scipy.
+
+Sizes are tiny so that the file also runs quickly with ``NUMBA_DISABLE_JIT=1``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from anchorstream._kernels.csr import csr_add, csr_move
+from anchorstream.stats.sparse import csr_sum
+from tests.naive_csr import naive_csr_add, naive_csr_move
+
+
+def _sparse_block(rng, shape, density):
+    block = rng.random(shape)
+    block[rng.random(shape) > density] = 0.0
+    return block
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_csr_add_matches_twin_and_scipy(seed):
+    rng = np.random.default_rng(400 + seed)
+    a = sp.csr_matrix(_sparse_block(rng, (6, 8), [0.0, 0.2, 0.6, 1.0][seed % 4]))
+    b = sp.csr_matrix(_sparse_block(rng, (6, 8), [0.5, 0.0, 0.3, 1.0][seed % 4]))
+    if seed % 2:
+        # Entries that cancel: left out of the sum, as canonical CSR leaves zeros out.
+        cancel = a.toarray() * (rng.random(a.shape) < 0.5)
+        b = sp.csr_matrix(np.where(cancel != 0, -cancel, b.toarray()))
+        b.eliminate_zeros()
+    args = (a.indptr.astype(np.int64), a.indices.astype(np.int32), a.data,
+            b.indptr.astype(np.int64), b.indices.astype(np.int32), b.data)
+    # Outputs for both operands' entries, one more to see that nothing is written past the
+    # sum's; the kernel says how many are the sum's.
+    n = a.nnz + b.nnz + 1
+    indices, data = np.full(n, -7, dtype=np.int32), np.full(n, -7.0)
+    indptr = csr_add(*args, indices, data)
+    nnz = indptr[-1]
+    assert np.all(indices[nnz:] == -7) and np.all(data[nnz:] == -7.0)
+    got = indptr, indices[:nnz], data[:nnz]
+    want = naive_csr_add(*args)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+    # The wrapper trims them in place: arrays of their own, no longer than the sum.
+    summed = csr_sum(args[:3], args[3:])
+    for g, w in zip(summed, want):
+        np.testing.assert_array_equal(g, w)
+    assert all(x.base is None and x.size == nnz for x in summed[1:])
+    total = sp.csr_matrix((got[2], got[1], got[0]), shape=(6, 8))
+    np.testing.assert_allclose(total.toarray(), (a + b).toarray(), rtol=0, atol=1e-15)
+    assert np.all(total.data != 0) and total.has_sorted_indices
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_csr_move_matches_twin_and_keeps_rows_sorted_and_upper(seed):
+    rng = np.random.default_rng(500 + seed)
+    m = int(rng.integers(1, 9))
+    A = sp.random(m, m, density=0.5, random_state=rng, format="csr")
+    U = sp.triu(A + A.T, format="csr")
+    U.sum_duplicates()
+    # Slots kept in order, some dropped, spread over a larger (or smaller) new range.
+    kept = rng.random(m) < 0.7
+    n = int(kept.sum()) + int(rng.integers(0, 4))
+    to = np.full(m, -1, dtype=np.int64)
+    to[kept] = np.sort(rng.choice(n, int(kept.sum()), replace=False))
+    got = csr_move(U.indptr.astype(np.int64), U.indices.astype(np.int32), U.data, to, n)
+    want = naive_csr_move(U.indptr, U.indices, U.data, to, n)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+    M = sp.csr_matrix((got[2], got[1], got[0]), shape=(n, n))
+    assert M.has_sorted_indices and sp.tril(M, -1).nnz == 0
+    # The same matrix as moving the dense one.
+    D = np.zeros((n, n))
+    D[np.ix_(to[kept], to[kept])] = U.toarray()[np.ix_(kept, kept)]
+    np.testing.assert_array_equal(M.toarray(), D)
