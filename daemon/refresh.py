@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from dataclasses import replace
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -33,15 +34,15 @@ from anchorstream.model.registry import method_spec, rectify_method_for
 from anchorstream.store import open_committed, open_committed_sparse, read_document_state
 from anchorstream.store.delay import add_waiting, selection_marginals
 from daemon.refresh_inputs import (Buffers, Skip, by_word, check_documents, check_enough,
-                                   partitions_of, select_words, subset)
+                                   model_settings, partitions_of, select_words, subset)
 
 __all__ = ["RefreshResult", "Refresher", "select_words"]
 
 log = logging.getLogger("anchorstream.refresher")
 
 #: A warm low-rank refresher keeps its last sparse read (to read only the segments committed
-#: since, next time) while it takes at most this many bytes per squared word: 2 V² is a sixth
-#: of the ~12 V² a low-rank refresh peaks at when every pair is stored, the bound the
+#: since, next time) while it takes at most this many bytes per squared word: 2 V² is a
+#: seventh of the ~14 V² a low-rank refresh peaks at when every pair is stored, the bound the
 #: deployment is sized for (deploy/README.md, "Resources"); kept, that read sits beside the
 #: next one while it is brought up to date. Real text stores far fewer pairs (32% of them on
 #: 51k technical descriptions at V = 5000: 1.9 V²; 0.5% on 300k PyPI summaries at 30k words).
@@ -263,27 +264,18 @@ class Refresher:
                 log.debug("store version %s is already published", st.version)
                 self._published_docs = max(self._published_docs, st.n_docs_added)
                 return None
-            cooc_all = st.cooccurrence
             # Documents a delay line holds back count as if they left it now: no lag.
-            idx = select_words(selection_marginals(cooc_all, st.waiting), min_df=self.min_df,
-                               max_df_ratio=self.max_df_ratio)
+            idx = select_words(selection_marginals(st.cooccurrence, st.waiting),
+                               min_df=self.min_df, max_df_ratio=self.max_df_ratio)
             words = [st.words[i] for i in idx]
-            if self.sparse:
-                cooc = (cooc_all if idx.size == cooc_all.n_words
-                        else cooc_all.subset(idx, keep_total=False))
-            else:
-                # Cold with every word selected, the fit may take the counts' memory itself
-                # (not a partitioned reader's: it keeps its sum for the next read).
-                share = idx.size == cooc_all.n_words and not (self.warm_start or self.reader)
-                cooc = subset(cooc_all, idx, out=None if share
-                               else self._buffers.get("subset", idx.size ** 2, np.float64))
+            window = self._window_for(st.cooccurrence)
+            st, cooc, kept = self._word_counts(st, idx)
             # As `fit --store` (a dense cooc is this refresh's own: a copy, or a cold read's).
             cooc = correct_admission(add_waiting(cooc, st.waiting, idx),
                                      None if st.admission is None else st.admission.subset(idx),
                                      min_share=self.admission_min_share)
             check_enough(cooc, len(words), n_topics=self.n_topics, method=self.method,
                          anchor_min_df=self._anchor_min_df)
-            window = self._window_for(cooc_all)
             docs = self._documents(st, idx, window)
             observe("read", time.perf_counter() - t0)
 
@@ -300,9 +292,9 @@ class Refresher:
                 model, fit, init, settings = self._fit(cooc, words, docs, on_stage, window,
                                                        st.n_docs_added)
             finally:
-                if self.sparse:
+                if kept is not None:
                     # The read may be kept for the next refresh: not the products' dense block.
-                    cooc_all.drop_head_block()
+                    kept.drop_head_block()
 
             stage = "align"
             t0 = time.perf_counter()
@@ -377,6 +369,24 @@ class Refresher:
         # Warm, the fit works on a copy (below), so the counts stay this read's.
         self._dense = st.dense if self.warm_start else None
         return st
+
+    def _word_counts(self, st, idx):
+        """``(st, counts, kept)``: the read ``st``'s counts of the words ``idx``, ``st`` without
+        its counts where nothing else holds them (they go with the caller's old ``st``: two
+        copies of the counts at most, deploy/README.md, "Resources"), and the sparse read
+        kept for the next refresh, if any."""
+        cooc_all = st.cooccurrence
+        if not self.sparse:
+            # Cold with every word selected, the fit may take the counts' memory itself
+            # (not a partitioned reader's: it keeps its sum for the next read).
+            share = idx.size == cooc_all.n_words and not (self.warm_start or self.reader)
+            return st, subset(cooc_all, idx, out=None if share else self._buffers.get(
+                "subset", idx.size ** 2, np.float64)), None
+        cooc = (cooc_all if idx.size == cooc_all.n_words
+                else cooc_all.subset(idx, keep_total=False))
+        if self._sparse is st or self.reader is not None:
+            return st, cooc, cooc_all  # kept for the next read (a partitioned reader's sum)
+        return replace(st, cooccurrence=None), cooc, None
 
     def _align(self, fit, words: list[str]):
         """Topic ids of ``fit``: matched to the latest published snapshot's, new ones after."""
@@ -561,7 +571,7 @@ class Refresher:
         refine = {k: kw[k] for k in ("refine", "refine_max_iter") if k in kw}
         if self.method == "anchor":
             # The groups are rectified and recovered as configured (fit_topics).
-            rect = _model_settings(kw, ("rectify", "recover"))
+            rect = model_settings(kw, ("rectify", "recover"))
             fit = fit_novel_words(K, cooc, docs, anchor_method=self.anchor_method,
                                   min_df=float(kw.get("anchor_min_df", 0)), random_state=seed,
                                   on_stage=on_stage, refine_cooc=refine_cooc, **rect, **refine)
@@ -570,7 +580,7 @@ class Refresher:
                                      **refine, **docs.settings.to_dict()}
         if self.method == "anchorfree":
             # Rectification as configured (every rectify_* setting, defaults included).
-            rect = _model_settings(kw, ("rectify", "anchorfree_"))
+            rect = model_settings(kw, ("rectify", "anchorfree_"))
             init = None
             if self.warm_start and self._topic_word is not None:
                 init = by_word(self._topic_word, self._model_words, words)
@@ -580,16 +590,10 @@ class Refresher:
             return None, fit, init, {**common, "anchor_method": None, **rect, **refine}
         # TSVD's word groups, where it keeps them, are rectified and recovered as configured,
         # from words in anchor_min_df documents.
-        rect = _model_settings(kw, ("rectify", "recover", "anchor_min_df"))
+        rect = model_settings(kw, ("rectify", "recover", "anchor_min_df"))
         fit = fit_topics(K, cooc=cooc, documents=docs.documents, method="tsvd",
                          random_state=seed, on_stage=on_stage, refine_cooc=refine_cooc, **rect,
                          **refine)
         return None, fit, None, {**common, "anchor_method": None, **rect, **refine,
                                  **docs.settings.to_dict()}
 
-
-def _model_settings(kw: Mapping[str, Any], prefixes: tuple[str, ...]) -> dict[str, Any]:
-    """The configured model settings whose names start with ``prefixes``, defaults included
-    (``AnchorModel``'s; its anchor finder is set to ``qr``, as DDP's and RP's are not its)."""
-    params = AnchorModel(**{**kw, "anchor_method": "qr"}).get_params()
-    return {k: v for k, v in params.items() if k.startswith(prefixes)}

@@ -4,15 +4,19 @@ buffers kept between refreshes, subsets of the counts, and the checks that skip 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import numpy as np
 
 from anchorstream.model.anchors import anchor_min_df_for
 from anchorstream.model.methods import novel_word_min_df
+from anchorstream.model.pipeline import AnchorModel
 from anchorstream.stats.cooccurrence import Cooccurrence, take_square
 from anchorstream.stats.documents import DocumentState
 
-__all__ = ["Buffers", "Skip", "by_word", "check_documents", "check_enough", "partitions_of",
-           "select_words", "subset"]
+__all__ = ["Buffers", "Skip", "by_word", "check_documents", "check_enough", "model_settings",
+           "partitions_of", "select_words", "subset"]
 
 
 class Skip(Exception):
@@ -148,3 +152,10 @@ def check_enough(cooc, n_words: int, *, n_topics: int, method: str,
     if candidates < K:
         raise Skip(f"{candidates} anchor candidates (document frequency >= {min_df:g}), "
                    f"need {K}")
+
+
+def model_settings(kw: Mapping[str, Any], prefixes: tuple[str, ...]) -> dict[str, Any]:
+    """The configured model settings whose names start with ``prefixes``, defaults included
+    (``AnchorModel``'s; its anchor finder is set to ``qr``, as DDP's and RP's are not its)."""
+    params = AnchorModel(**{**kw, "anchor_method": "qr"}).get_params()
+    return {k: v for k, v in params.items() if k.startswith(prefixes)}

@@ -30,6 +30,23 @@ def planted_docs(n_docs: int, seed: int, n_words: int = 300) -> list[list[str]]:
     return docs
 
 
+def partitioned_stores(root, docs, n_parts: int, **settings):
+    """``docs`` dealt round-robin to ``n_parts`` partitions of a partitioned root (stores of
+    capacity 400 with ``settings``), each checkpointed: the partitions and the daemon's
+    configuration of that root."""
+    from anchorstream.store import partition_url
+    from daemon.settings import parse_config
+
+    for p in range(n_parts):
+        s = CooccurrenceStore.create(partition_url(root, "docs", p), capacity=400,
+                                     admit_threshold=1, **settings)
+        s.add(docs[p::n_parts])
+        s.checkpoint({f"kafka:docs:{p}": len(docs[p::n_parts])})
+    cfg = parse_config({"store": {"path": str(root), "layout": "partitioned"},
+                        "vocab": {"capacity": 400}}, env={})
+    return {("docs", p) for p in range(n_parts)}, cfg
+
+
 @pytest.fixture
 def setup(tmp_path):
     store = CooccurrenceStore.create(tmp_path / "store", capacity=400, admit_threshold=2)
@@ -273,6 +290,61 @@ def test_warm_lowrank_refreshes_read_only_the_segments_committed_since(tmp_path,
     assert cold.refresh_once()["version"] == 1 and cold._sparse is None
 
 
+@pytest.mark.parametrize("subset", [False, True])
+@pytest.mark.parametrize("keep", [False, True])
+def test_a_lowrank_refresh_lets_a_read_it_does_not_keep_go_before_adding_the_waiting(
+        tmp_path, monkeypatch, keep, subset):
+    # Memory (deploy/README.md, "Resources"): the counts plus the waiting documents' sum is a
+    # second copy of the counts; with the read still held beside it and the fit's, a refresh
+    # of a full store peaked at 17.5-18.5 V² instead of ~12 V² (benchmarks/README.md,
+    # "Session 68"). So a read the refresher does not keep is let go first. A read kept for
+    # the next warm refresh (within SPARSE_KEEP) stays, and stays as it was.
+    import gc
+    import weakref
+
+    import daemon.refresh as refresh_mod
+    from anchorstream.store import open_committed_sparse
+
+    monkeypatch.setattr(refresh_mod, "SPARSE_KEEP", float("inf") if keep else 0.0)
+    store = CooccurrenceStore.create(tmp_path / "store", capacity=400, admit_threshold=2,
+                                     count_delay=40)
+    store.add(planted_docs(640, seed=1))
+    store.checkpoint()
+    ref = Refresher(store.url, Publisher(tmp_path / "snaps", keep=5),
+                    model_kwargs={"n_topics": K, "anchor_min_df": 5, "rectify_method": "lowrank"},
+                    min_new_docs=1, min_df=60 if subset else 0)
+    reads, seen = [], []
+    read = ref._read
+
+    def remember(v):
+        st = read(v)
+        reads.append((weakref.ref(st.cooccurrence), st.cooccurrence.n_words))
+        return st
+
+    monkeypatch.setattr(ref, "_read", remember)
+    add = refresh_mod.add_waiting
+
+    def adding(cooc, waiting, idx):
+        gc.collect()
+        held = reads[-1][0]()
+        seen.append(held is not None and held is not cooc)
+        assert waiting is not None and waiting.num_docs == 40
+        return add(cooc, waiting, idx)
+
+    monkeypatch.setattr(refresh_mod, "add_waiting", adding)
+    result = ref.refresh_once()
+    assert ref.sparse and result["version"] == 1
+    assert (ref._sparse is not None) == keep
+    assert (result["n_words"] < reads[-1][1]) == subset and result["n_words"] > 2 * K
+    # Beside the counts the fit gets, the read is held only where it is kept and a subset is
+    # taken (the read and the subset are two copies; the sum with the waiting a third).
+    assert seen == [keep and subset]
+    if keep:
+        held = ref._sparse.cooccurrence
+        fresh = open_committed_sparse(store.url).cooccurrence
+        assert (held.upper != fresh.upper).nnz == 0
+
+
 def test_lowrank_refreshes_multiply_through_a_head_block_and_keep_none(tmp_path, monkeypatch):
     # With a dense head block (stats/headblock.py; this small store's is forced by a lower
     # size floor) a refresh publishes the topics it publishes without one, and a read kept
@@ -384,20 +456,12 @@ def test_a_partitioned_lowrank_refresh_sums_sparse_reads_and_fits_the_dense_sum(
     import anchorstream.store.partread as partread_mod
     from anchorstream.stats.cooccurrence import Cooccurrence
     from anchorstream.stats.sparse import SparseCooccurrence
-    from anchorstream.store import partition_url, read_partitions
+    from anchorstream.store import read_partitions
     from daemon.scaled import partitioned_reader
-    from daemon.settings import parse_config
 
     root = tmp_path / "root"
     docs = planted_docs(2000, seed=1)
-    for p in range(3):
-        s = CooccurrenceStore.create(partition_url(root, "docs", p), capacity=400,
-                                     admit_threshold=1, length_cap=25)
-        s.add(docs[p::3])
-        s.checkpoint({f"kafka:docs:{p}": len(docs[p::3])})
-    parts = {("docs", p) for p in range(3)}
-    cfg = parse_config({"store": {"path": str(root), "layout": "partitioned"},
-                        "vocab": {"capacity": 400}}, env={})
+    parts, cfg = partitioned_stores(root, docs, 3, length_cap=25)
     kw = {"n_topics": K, "anchor_min_df": 5, "rectify_method": "lowrank"}
     reads = []
     read = partitioned_reader(cfg, lambda: parts)
@@ -432,6 +496,33 @@ def test_a_partitioned_lowrank_refresh_sums_sparse_reads_and_fits_the_dense_sum(
     want = model.topic_word_.T
     for row in np.asarray(snap.topic_word, dtype=np.float64):
         assert np.abs(want - row).sum(axis=1).min() < 1e-4
+
+
+def test_a_partitioned_refresh_adds_the_waiting_documents_to_its_own_copy_only(tmp_path):
+    # The partitioned reader keeps its sum of the partitions' counts for the next read: a
+    # refresh adds the documents the partitions' delay lines hold back to a copy, never into
+    # that sum (which would count them again at every refresh), even where every pair they
+    # make is stored already and an addition in place would fit.
+    from anchorstream.store import read_partitions
+    from daemon.scaled import partitioned_reader
+
+    root = tmp_path / "root"
+    docs = planted_docs(1200, seed=1)
+    docs += docs[:60]  # each partition's last 30, held back, repeat its first 30
+    parts, cfg = partitioned_stores(root, docs, 2, count_delay=30)
+    reads = []
+    read = partitioned_reader(cfg, lambda: parts)
+    # Every word selected (min_df 0, max_df_ratio 1): the fit's counts start as the sum itself.
+    ref = Refresher(str(root), Publisher(tmp_path / "snaps", keep=5),
+                    model_kwargs={"n_topics": K, "anchor_min_df": 5, "rectify_method": "lowrank"},
+                    min_new_docs=1, min_df=0, max_df_ratio=1.0,
+                    reader=lambda v, sparse: reads.append(read(v, sparse=sparse)) or reads[-1])
+    result = ref.refresh_once()
+    assert result["num_docs"] == len(docs) and result["n_words"] == reads[-1].cooccurrence.n_words
+    assert reads[-1].waiting.num_docs == 60
+    counted = read_partitions(root, parts, max_words=400).cooccurrence
+    np.testing.assert_allclose(reads[-1].cooccurrence.counts_dense(), counted.counts,
+                               rtol=1e-12)
 
 
 @pytest.mark.parametrize("length", [40, 12])
