@@ -5,8 +5,10 @@ with V and is largest when every pair of words has been seen together, so each s
 built that way: ``2.5 V² / 150²`` documents of 150 distinct words drawn uniformly (every pair
 stored, with high probability) plus ``2 V`` documents of 60 words from a planted model with 20
 topics, so that the model has topics to find, then compacted (the daemon keeps the live
-segments under ``store.compact_bytes``; a store read with large live segments holds them too). ``--store`` measures an existing store instead
-(a real stream's, where far fewer pairs are stored).
+segments under ``store.compact_bytes``; a store read with large live segments holds them too),
+with the daemon's delay line (``store.count_delay``, 1,000 documents held back and added to a
+copy of the counts at every refresh; ``--count-delay 0`` for none). ``--store`` measures an
+existing store instead (a real stream's, where far fewer pairs are stored).
 
 For every store and rectifier (``model.rectify_method``: ``auto`` is the low-rank default,
 ``ap`` the dense one, the peer), a fresh process runs the daemon's
@@ -17,7 +19,7 @@ resident memory every 5 ms: the rise above the resident memory before the cold r
 GB and in bytes per V², at the peak of each refresh and after the cold one (what stays held).
 
     PYTHONPATH=$PWD .venv/bin/python benchmarks/bench_refresh_memory.py [--sizes 4000,6000]
-        [--methods auto,ap] [--store PATH --store-words V]
+        [--methods auto,ap] [--count-delay N] [--store PATH --store-words V]
 """
 
 from __future__ import annotations
@@ -59,9 +61,12 @@ def _planted_docs(V: int, n_docs: int, seed: int, prefix: str = "w") -> list[lis
             for i in range(X.shape[0])]
 
 
-def build_store(V: int, path: Path) -> Path:
-    """A store of capacity V in which (nearly) every pair of words is stored; reused."""
+def build_store(V: int, path: Path, count_delay: int) -> Path:
+    """A store of capacity V in which (nearly) every pair of words is stored; reused. Its
+    delay line (``store.count_delay``) holds the last ``count_delay`` documents back, within
+    the daemon's bound on their word pairs."""
     from anchorstream.store import CooccurrenceStore
+    from anchorstream.store.delay import COUNT_DELAY_PAIRS
 
     done = path / "COMPLETE"
     if done.exists():
@@ -71,7 +76,9 @@ def build_store(V: int, path: Path) -> Path:
 
         shutil.rmtree(path)
     t0 = time.perf_counter()
-    store = CooccurrenceStore.create(path, capacity=V, admit_threshold=1)
+    store = CooccurrenceStore.create(path, capacity=V, admit_threshold=1,
+                                     count_delay=count_delay,
+                                     count_delay_pairs=COUNT_DELAY_PAIRS if count_delay else None)
     words = np.array(_words(V))
     store.add([list(words)])  # every word admitted at once
     rng = np.random.default_rng(0)
@@ -86,7 +93,8 @@ def build_store(V: int, path: Path) -> Path:
     # Folded into the base, as the daemon's compaction keeps a store: its live segments stay
     # under store.compact_bytes, whatever V is.
     store.compact()
-    done.write_text(json.dumps({"V": V, "uniform_documents": n_uniform}))
+    done.write_text(json.dumps({"V": V, "uniform_documents": n_uniform,
+                                "count_delay": count_delay}))
     print(f"  built the store for V = {V} ({n_uniform} + {2 * V} documents) in "
           f"{time.perf_counter() - t0:.0f} s", file=sys.stderr)
     return path
@@ -161,8 +169,9 @@ def child(store: Path, V: int, method: str, grow: bool) -> dict:
         sampler.reset()
         second = refresher.refresh_once()
         out.update(warm_peak=sampler.peak - before, warm=second["warm"])
-    upper = open_committed_sparse(str(store)).cooccurrence.upper
-    out["stored_share"] = upper.nnz / (V * (V + 1) / 2)
+    last = open_committed_sparse(str(store))
+    out["stored_share"] = last.cooccurrence.upper.nnz / (V * (V + 1) / 2)
+    out["waiting"] = 0 if last.waiting is None else int(round(last.waiting.num_docs))
     return out
 
 
@@ -201,6 +210,7 @@ def _cell(nbytes, V) -> str:
 
 
 def main(argv=None) -> int:
+    from anchorstream.store.delay import AUTO_DELAY
     from anchorstream.store.repository import configure_logging
 
     configure_logging()
@@ -210,6 +220,9 @@ def main(argv=None) -> int:
     p.add_argument("--methods", default="auto,ap", help="rectify_method values (default auto,ap)")
     p.add_argument("--store", type=Path, help="measure this existing store instead")
     p.add_argument("--store-words", type=int, help="its capacity V (with --store)")
+    p.add_argument("--count-delay", type=int, default=None,
+                   help="the built stores' store.count_delay (default: the daemon's, "
+                        f"{AUTO_DELAY}; 0 counts every document on arrival)")
     p.add_argument("--no-grow", action="store_true",
                    help="no warm refresh (which adds documents to the store)")
     p.add_argument("--work", type=Path, default=WORK, help=f"where stores are built ({WORK})")
@@ -224,19 +237,22 @@ def main(argv=None) -> int:
             p.error("--store needs --store-words (its capacity)")
         plan = [(a.store, a.store_words)]
     else:
-        plan = [(build_store(V, a.work / f"dense-{V}"), V)
+        delay = AUTO_DELAY if a.count_delay is None else a.count_delay
+        plan = [(build_store(V, a.work / (f"dense-{V}" + (f"-delay{delay}" if delay else "")),
+                             delay), V)
                 for V in (int(x) for x in a.sizes.split(","))]
-    print("| V | rectifier | stored pairs | words modelled | cold refresh: peak | held after | "
-          "warm refresh after 1% more: peak |")
-    print("|---:|---|---:|---:|---:|---:|---:|")
+    print("| V | rectifier | stored pairs | documents waiting | words modelled | "
+          "cold refresh: peak | held after | warm refresh after 1% more: peak |")
+    print("|---:|---|---:|---:|---:|---:|---:|---:|")
     for store, V in plan:
         for method in methods:
             r = run_child(store, V, method, not a.no_grow)
             if r["status"] != "ok":
-                print(f"| {V} | {method} | {r['status']} | | | | |")
+                print(f"| {V} | {method} | {r['status']} | | | | | |")
                 continue
             name = "low-rank (auto)" if r["sparse"] else method
-            print(f"| {V:,} | {name} | {r['stored_share']:.0%} | {r['words']:,} | "
+            print(f"| {V:,} | {name} | {r['stored_share']:.0%} | {r['waiting']:,} | "
+                  f"{r['words']:,} | "
                   f"{_cell(r['cold_peak'], V)} | {_cell(r['held'], V)} | "
                   f"{_cell(r.get('warm_peak'), V)} |", flush=True)
     return 0
