@@ -26,7 +26,7 @@ from anchorstream.stats.cooccurrence import Cooccurrence, cap_pairs, check_count
 from anchorstream.stats.headblock import MIN_WORDS, HeadBlock, head_block
 from anchorstream.stats.tiles import ColumnTiles
 
-__all__ = ["SparseCooccurrence", "canonical_csr", "csr_add", "csr_moved", "csr_sum",
+__all__ = ["SparseCooccurrence", "canonical_csr", "csr_add", "csr_moved", "csr_of", "csr_sum",
            "upper_csr"]
 
 
@@ -74,7 +74,8 @@ def _holds_more(a: np.ndarray, n: int) -> bool:
     return root.nbytes > n * a.itemsize
 
 
-def _csr(parts, shape) -> sp.csr_matrix:
+def csr_of(parts, shape) -> sp.csr_matrix:
+    """The scipy CSR matrix of a kernel's ``(indptr, indices, data)``."""
     indptr, indices, data = parts
     return sp.csr_matrix((data, indices, indptr), shape=shape)
 
@@ -100,7 +101,7 @@ def csr_add(a: sp.csr_matrix, b: sp.csr_matrix) -> sp.csr_matrix:
     stored zeros are left out of the sum."""
     a.sum_duplicates()
     b.sum_duplicates()
-    return _csr(csr_sum(_parts(a), _parts(b)), a.shape)
+    return csr_of(csr_sum(_parts(a), _parts(b)), a.shape)
 
 
 def _parts(m: sp.csr_matrix) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -114,9 +115,7 @@ def csr_moved(m: sp.csr_matrix, to: np.ndarray, n: int) -> sp.csr_matrix:
     result's exact size, where scipy's selection of rows, then of columns, holds a third copy
     between the two). ``to`` must increase where it is not -1: each row's columns keep their
     order and an upper triangle stays upper."""
-    return _csr(kernels.csr_move(m.indptr.astype(np.int64, copy=False),
-                                 m.indices.astype(np.int32, copy=False), m.data,
-                                 np.asarray(to, dtype=np.int64), n), (n, n))
+    return csr_of(kernels.csr_move(*_parts(m), np.asarray(to, dtype=np.int64), n), (n, n))
 
 
 def _below_diagonal(U: sp.csr_matrix, block: int = 1 << 16) -> bool:

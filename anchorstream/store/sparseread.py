@@ -27,7 +27,7 @@ from anchorstream.errors import StoreError, StoreFormatError
 from anchorstream.stats.accumulator import Forgetting
 from anchorstream._kernels.store import store_block_to_csr, store_entries_to_upper_csr
 from anchorstream.stats.sparse import (SparseCooccurrence, canonical_csr, csr_add, csr_moved,
-                                       csr_sum)
+                                       csr_of, csr_sum)
 from anchorstream.store.delay import read_waiting
 from anchorstream.store.format import BRANCH, StoreState, check_format, read_admission
 from anchorstream.store.reading import BaseShards, CommittedState, dense_read_of, plan_catch_up
@@ -39,11 +39,6 @@ from anchorstream.zarrio import get_all
 
 __all__ = ["catch_up_upper", "open_committed_sparse", "read_version_sparse",
            "sparse_upper"]
-
-
-def _csr(parts, shape) -> sp.csr_matrix:
-    indptr, indices, data = parts
-    return sp.csr_matrix((data, indices, indptr), shape=shape)
 
 
 def sparse_upper(root, meta, state: StoreState, active: np.ndarray,
@@ -107,7 +102,7 @@ def _segments_upper(reader: EntryReader, segments, pos: np.ndarray, n: int):
     for seg in segments:
         rows, cols, vals, folded, factor = reader.stored(seg)
         # The factor in the values' own type, as EntryReader.entries scales them.
-        piece = _csr(store_entries_to_upper_csr(
+        piece = csr_of(store_entries_to_upper_csr(
             rows, cols, vals, seg.seq, reader.reset, no_skip if folded is None else folded,
             pos, n, vals.dtype.type(factor)), (n, n))
         del rows, cols, vals, folded
