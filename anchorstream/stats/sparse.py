@@ -95,10 +95,10 @@ def csr_sum(a, b) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 def csr_add(a: sp.csr_matrix, b: sp.csr_matrix) -> sp.csr_matrix:
-    """``a + b``, canonical, at its exact size (:func:`csr_sum`; as fast as scipy's sum,
-    which leaves arrays as long as both operands' to trim). Each operand's duplicates are
-    summed in place first where scipy does not know it has none (``sum_duplicates``);
-    stored zeros are left out of the sum."""
+    """``a + b``, canonical, at its exact size (:func:`csr_sum`; 0.96-1.37x the time of
+    scipy's sum, which leaves arrays as long as both operands' to trim, benchmarks/bench_csr.py).
+    Each operand's duplicates are summed in place first where scipy does not know it has none
+    (``sum_duplicates``); stored zeros are left out of the sum."""
     a.sum_duplicates()
     b.sum_duplicates()
     return csr_of(csr_sum(_parts(a), _parts(b)), a.shape)
