@@ -20,7 +20,6 @@ killed by the signal's default action.
 
 from __future__ import annotations
 
-import faulthandler
 import logging
 import signal
 import sys
@@ -29,6 +28,7 @@ from pathlib import Path
 
 from daemon.cli.options import HelpFormatter, positive_int_arg
 from daemon.settings import load_config
+from daemon.stackdump import install_stack_dumps
 
 log = logging.getLogger("anchorstream.run")
 
@@ -100,14 +100,10 @@ def run(args) -> int:
         # kafka-python logs every connection and group step at INFO; keep its warnings.
         logging.getLogger("kafka").setLevel(logging.WARNING)
     log.info("configuration: %s", cfg.to_dict())  # secrets are redacted by to_dict()
-    # `kill -USR1 <pid>` writes every thread's stack to stderr: where a stuck daemon is stuck.
-    try:
-        faulthandler.register(signal.SIGUSR1, all_threads=True)
-    except (OSError, ValueError, AttributeError):  # stderr is no file (a test's capture)
-        log.debug("no stack dump on SIGUSR1: stderr has no file descriptor")
     from daemon.service import check_role
 
     check_role(getattr(args, "role", "all"), cfg)  # before a broker is started for nothing
+    install_stack_dumps()  # `kill -USR1 <pid>`: every thread's stack on stderr
     broker = None
     bootstrap = None
     signals = StartupSignals().install()

@@ -1,0 +1,118 @@
+"""``kill -USR1``: every thread's stack, and the process runs on (daemon/stackdump.py).
+
+The stress test is the one that matters: ``faulthandler.register(SIGUSR1, all_threads=True)``,
+the daemon's handler before session 69, crashed a daemon under load with SIGSEGV within 17 to 73
+dumps in each of four runs of 150 (tests/test_stackdump.py's loop, by hand)."""
+
+from __future__ import annotations
+
+import io
+import re
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+from kafka_broker import produce, unique_name
+from test_daemon import (DEADLINE, REPO, DaemonProcess, corpus, stack_dump, wait_for_docs,
+                         write_config)
+
+from daemon.stackdump import install_stack_dumps
+
+DUMPS = 150
+
+
+def test_nothing_is_installed_without_a_file_descriptor_or_off_the_main_thread():
+    assert install_stack_dumps(io.StringIO()) is False
+    result = []
+    t = threading.Thread(target=lambda: result.append(install_stack_dumps(sys.stderr)))
+    t.start()
+    t.join()
+    assert result == [False]
+    assert signal.getsignal(signal.SIGUSR1) is signal.SIG_DFL
+
+
+SPIN = textwrap.dedent("""
+    import sys
+    import numba
+    from daemon.stackdump import install_stack_dumps
+
+    @numba.njit(nogil=True, cache=False)
+    def spin_in_compiled_code(n):
+        x = 1
+        for i in range(n):
+            x = (x * 6364136223846793005 + 1442695040888963407) & 0xFFFFFFFF
+        return x
+
+    spin_in_compiled_code(10)
+    assert install_stack_dumps()
+    print("spinning", flush=True)
+    spin_in_compiled_code(10**13)  # hours: the test kills it
+""")
+
+
+def test_a_main_thread_busy_in_compiled_code_is_dumped_where_it_is(tmp_path):
+    """The dump does not wait for the main thread to run Python code again."""
+    log = tmp_path / "spin.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen([sys.executable, "-c", SPIN], stdout=out, stderr=out,
+                                cwd=REPO, env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
+    try:
+        end = time.monotonic() + DEADLINE
+        while b"spinning" not in log.read_bytes():
+            assert proc.poll() is None, log.read_text()
+            assert time.monotonic() < end, log.read_text()
+            time.sleep(0.1)
+        start = log.stat().st_size
+        proc.send_signal(signal.SIGUSR1)
+        while True:
+            dump = log.read_bytes()[start:].decode(errors="replace")
+            if "<module>" in dump:
+                break
+            assert proc.poll() is None, log.read_text()
+            assert time.monotonic() < end, "no dump while the main thread spins:\n" + dump
+            time.sleep(0.1)
+        # The dumping thread is the "Current thread"; the main thread is another, at the call.
+        threads = re.split(r"\n(?=(?:Current thread|Thread) 0x)", dump.strip())
+        current = [t for t in threads if t.startswith("Current thread")]
+        main = [t for t in threads if "<module>" in t]
+        assert len(current) == 1 and "_dump_on_signal" in current[0], dump
+        assert len(main) == 1 and main[0].startswith("Thread 0x"), dump
+        assert 'File "<string>", line 16 in <module>' in main[0], dump
+    finally:
+        proc.kill()
+        proc.wait(30)
+
+
+def test_a_daemon_under_load_survives_many_dumps(tmp_path, kafka_broker):
+    """Every dump is complete and the daemon consumes on and stops cleanly."""
+    topic = unique_name("usr1")
+    kafka_broker.create_topics({topic: 2})
+    daemon = DaemonProcess(tmp_path, write_config(tmp_path, kafka_broker.bootstrap_servers,
+                                                  topic))
+    stop = threading.Event()
+    produced = []
+
+    def load():
+        while not stop.is_set():
+            batch = corpus(300, len(produced))
+            produce(kafka_broker.bootstrap_servers, topic, batch)
+            produced.append(len(batch))
+
+    producer = threading.Thread(target=load, daemon=True)
+    producer.start()
+    try:
+        for i in range(DUMPS):
+            dump = stack_dump(daemon.proc, daemon.log_path)
+            assert "most recent call first" in dump and "daemon/cli/run.py" in dump, (
+                f"dump {i}: {dump[-2000:]}\n" + daemon.log())
+        stop.set()
+        producer.join(DEADLINE)
+        assert not producer.is_alive() and produced
+        wait_for_docs(daemon, sum(produced))  # nothing lost while it was dumped
+        assert daemon.terminate() == 0, daemon.log()
+    finally:
+        stop.set()
+        daemon.close()
