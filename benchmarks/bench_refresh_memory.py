@@ -7,8 +7,12 @@ stored, with high probability) plus ``2 V`` documents of 60 words from a planted
 topics, so that the model has topics to find, then compacted (the daemon keeps the live
 segments under ``store.compact_bytes``; a store read with large live segments holds them too),
 with the daemon's delay line (``store.count_delay``, 1,000 documents held back and added to a
-copy of the counts at every refresh; ``--count-delay 0`` for none). ``--store`` measures an
-existing store instead (a real stream's, where far fewer pairs are stored).
+copy of the counts at every refresh; ``--count-delay 0`` for none). ``--partitions P`` builds
+the scaled-out layout instead (``store.layout: partitioned``): P partition stores, each with
+its own delay line, the documents dealt to them in turn, read by the scaled-out refresher's
+reader (``daemon/scaled.py``), whose warm refresh reads only the partition that grew.
+``--store`` measures an existing store instead (a real stream's, where far fewer pairs are
+stored; a partitioned root with ``--partitions``).
 
 For every store and rectifier (``model.rectify_method``: ``auto`` is the low-rank default,
 ``ap`` the dense one, the peer), a fresh process runs the daemon's
@@ -19,7 +23,8 @@ resident memory every 5 ms: the rise above the resident memory before the cold r
 GB and in bytes per V², at the peak of each refresh and after the cold one (what stays held).
 
     PYTHONPATH=$PWD .venv/bin/python benchmarks/bench_refresh_memory.py [--sizes 4000,6000]
-        [--methods auto,ap] [--count-delay N] [--store PATH --store-words V]
+        [--methods auto,ap] [--count-delay N] [--partitions P]
+        [--store PATH --store-words V]
 """
 
 from __future__ import annotations
@@ -44,6 +49,8 @@ if str(REPO) not in sys.path:
 WORK = REPO / "benchmarks" / ".cache" / "refresh-memory"
 K = 20
 UNIFORM_WORDS = 150
+#: The partitioned stores' topic (``--partitions``).
+TOPIC = "bench"
 
 
 def _words(n: int, prefix: str = "w") -> list[str]:
@@ -61,12 +68,16 @@ def _planted_docs(V: int, n_docs: int, seed: int, prefix: str = "w") -> list[lis
             for i in range(X.shape[0])]
 
 
-def build_store(V: int, path: Path, count_delay: int) -> Path:
+def build_store(V: int, path: Path, count_delay: int, partitions: int = 0) -> Path:
     """A store of capacity V in which (nearly) every pair of words is stored; reused. Its
     delay line (``store.count_delay``) holds the last ``count_delay`` documents back, within
-    the daemon's bound on their word pairs."""
+    the daemon's bound on their word pairs. With ``partitions``, the partitioned layout
+    instead (``store.layout: partitioned``): that many partition stores of topic
+    :data:`TOPIC` under ``path``, each of capacity V with a delay line of its own, the
+    documents dealt to them in turn (as a producer without keys spreads them)."""
     from anchorstream.store import CooccurrenceStore
     from anchorstream.store.delay import COUNT_DELAY_PAIRS
+    from anchorstream.store.partitions import partition_key, partition_url
 
     done = path / "COMPLETE"
     if done.exists():
@@ -76,26 +87,39 @@ def build_store(V: int, path: Path, count_delay: int) -> Path:
 
         shutil.rmtree(path)
     t0 = time.perf_counter()
-    store = CooccurrenceStore.create(path, capacity=V, admit_threshold=1,
-                                     count_delay=count_delay,
-                                     count_delay_pairs=COUNT_DELAY_PAIRS if count_delay else None)
+    urls = ([partition_url(path, TOPIC, p) for p in range(partitions)] if partitions
+            else [str(path)])
+    keys = ([partition_key(TOPIC, p) for p in range(partitions)] if partitions
+            else ["bench:0"])
+    stores = [CooccurrenceStore.create(
+        url, capacity=V, admit_threshold=1, count_delay=count_delay,
+        count_delay_pairs=COUNT_DELAY_PAIRS if count_delay else None) for url in urls]
     words = np.array(_words(V))
-    store.add([list(words)])  # every word admitted at once
+    offsets = [0] * len(stores)
+
+    def add(i: int, docs) -> None:
+        stores[i].add(docs)
+        offsets[i] += len(docs)
+        stores[i].checkpoint({keys[i]: offsets[i]})
+
+    for i in range(len(stores)):
+        add(i, [list(words)])  # every word admitted at once
     rng = np.random.default_rng(0)
     n_uniform = int(2.5 * V * V / UNIFORM_WORDS ** 2)
-    for start in range(0, n_uniform, 2000):
-        batch = [list(words[rng.choice(V, UNIFORM_WORDS, replace=False)])
-                 for _ in range(min(2000, n_uniform - start))]
-        store.add(batch)
-        store.checkpoint({"bench:0": start + len(batch)})
-    store.add(_planted_docs(V, 2 * V, seed=1))
-    store.checkpoint({"bench:0": n_uniform + 2 * V})
+    for n, start in enumerate(range(0, n_uniform, 2000)):
+        add(n % len(stores), [list(words[rng.choice(V, UNIFORM_WORDS, replace=False)])
+                              for _ in range(min(2000, n_uniform - start))])
+    planted = _planted_docs(V, 2 * V, seed=1)
+    for i in range(len(stores)):
+        add(i, planted[i::len(stores)])
     # Folded into the base, as the daemon's compaction keeps a store: its live segments stay
     # under store.compact_bytes, whatever V is.
-    store.compact()
+    for store in stores:
+        store.compact()
     done.write_text(json.dumps({"V": V, "uniform_documents": n_uniform,
-                                "count_delay": count_delay}))
-    print(f"  built the store for V = {V} ({n_uniform} + {2 * V} documents) in "
+                                "count_delay": count_delay, "partitions": partitions}))
+    print(f"  built the store for V = {V} ({n_uniform} + {2 * V} documents"
+          + (f", {partitions} partitions" if partitions else "") + ") in "
           f"{time.perf_counter() - t0:.0f} s", file=sys.stderr)
     return path
 
@@ -127,8 +151,40 @@ class _Sampler(threading.Thread):
             time.sleep(0.005)
 
 
-def child(store: Path, V: int, method: str, grow: bool) -> dict:
-    from anchorstream.store import CooccurrenceStore, open_committed_sparse
+def _partitioned_reader(root: Path, V: int, method: str, partitions: int):
+    """The scaled-out refresher's reader (daemon/scaled.py), as the daemon configures it."""
+    from daemon.scaled import partitioned_reader
+    from daemon.settings import parse_config
+
+    cfg = parse_config({"store": {"path": str(root), "layout": "partitioned"},
+                        "vocab": {"capacity": V},
+                        "model": {"num_topics": K, "rectify_method": method},
+                        "kafka": {"topics": [TOPIC], "bootstrap_servers": "localhost:9092"}})
+    parts = {(TOPIC, p) for p in range(partitions)}
+    return partitioned_reader(cfg, lambda: parts)
+
+
+def _stored(store: Path, partitions: int) -> tuple[float, int]:
+    """The share of the V (V + 1) / 2 pairs stored (in the partitions' union) and the
+    documents the delay lines hold back."""
+    from anchorstream.store import open_committed_sparse
+    from anchorstream.store.partitions import partition_url, read_partitions
+
+    urls = ([partition_url(store, TOPIC, p) for p in range(partitions)] if partitions
+            else [str(store)])
+    waiting = 0
+    for url in urls:
+        last = open_committed_sparse(url)
+        waiting += 0 if last.waiting is None else int(round(last.waiting.num_docs))
+    if partitions:
+        last = read_partitions(store, [(TOPIC, p) for p in range(partitions)], sparse=True)
+    V = last.cooccurrence.n_words
+    return last.cooccurrence.upper.nnz / (V * (V + 1) / 2), waiting
+
+
+def child(store: Path, V: int, method: str, grow: bool, partitions: int = 0) -> dict:
+    from anchorstream.store import CooccurrenceStore
+    from anchorstream.store.partitions import partition_key, partition_url
     from daemon.publish import Publisher
     from daemon.refresh import Refresher
     from daemon.settings import ModelConfig, VocabConfig
@@ -152,8 +208,9 @@ def child(store: Path, V: int, method: str, grow: bool) -> dict:
 
     sampler = _Sampler()
     sampler.start()
+    reader = _partitioned_reader(store, V, method, partitions) if partitions else None
     refresher = Refresher(str(store), Publisher(tmp / "snapshots"), model_kwargs=model,
-                          min_df=vocab.min_df, max_df_ratio=vocab.max_df_ratio)
+                          min_df=vocab.min_df, max_df_ratio=vocab.max_df_ratio, reader=reader)
     before = _rss()
     sampler.reset()
     first = refresher.refresh_once()
@@ -162,23 +219,25 @@ def child(store: Path, V: int, method: str, grow: bool) -> dict:
            "cold_peak": cold_peak, "held": held, "rss_before": before}
     if grow:
         # 1% more documents, then the warm refresh the daemon would run next.
-        writer = CooccurrenceStore.open(str(store))
+        # (Into one partition: the partitioned reader reads only the partitions that moved.)
+        writer = CooccurrenceStore.open(partition_url(store, TOPIC, 0) if partitions
+                                        else str(store))
         writer.add(_planted_docs(V, max(first["num_docs"] // 100, 10), seed=11))
-        writer.checkpoint({"bench:0": 10 ** 9})
+        writer.checkpoint({partition_key(TOPIC, 0) if partitions else "bench:0": 10 ** 9})
         del writer
         sampler.reset()
         second = refresher.refresh_once()
         out.update(warm_peak=sampler.peak - before, warm=second["warm"])
-    last = open_committed_sparse(str(store))
-    out["stored_share"] = last.cooccurrence.upper.nnz / (V * (V + 1) / 2)
-    out["waiting"] = 0 if last.waiting is None else int(round(last.waiting.num_docs))
+    del refresher, reader
+    gc.collect()
+    out["stored_share"], out["waiting"] = _stored(store, partitions)
     return out
 
 
 # ------------------------------------------------------------------------------ the parent
 
 
-def run_child(store: Path, V: int, method: str, grow: bool) -> dict:
+def run_child(store: Path, V: int, method: str, grow: bool, partitions: int = 0) -> dict:
     if grow:
         # The warm refresh adds documents: to a copy, so every run starts from the same store.
         import shutil
@@ -186,17 +245,18 @@ def run_child(store: Path, V: int, method: str, grow: bool) -> dict:
         copy = Path(tempfile.mkdtemp(prefix="refresh-memory-", dir=store.parent)) / "store"
         shutil.copytree(store, copy)
         try:
-            return _run_child(copy, V, method, grow)
+            return _run_child(copy, V, method, grow, partitions)
         finally:
             shutil.rmtree(copy.parent, ignore_errors=True)
-    return _run_child(store, V, method, grow)
+    return _run_child(store, V, method, grow, partitions)
 
 
-def _run_child(store: Path, V: int, method: str, grow: bool) -> dict:
+def _run_child(store: Path, V: int, method: str, grow: bool, partitions: int) -> dict:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
     cmd = [sys.executable, __file__, "--child", str(store), "--store-words", str(V),
-           "--methods", method] + ([] if grow else ["--no-grow"])
+           "--methods", method, "--partitions", str(partitions)] + (
+               [] if grow else ["--no-grow"])
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
     if proc.returncode or not lines:
@@ -223,6 +283,10 @@ def main(argv=None) -> int:
     p.add_argument("--count-delay", type=int, default=None,
                    help="the built stores' store.count_delay (default: the daemon's, "
                         f"{AUTO_DELAY}; 0 counts every document on arrival)")
+    p.add_argument("--partitions", type=int, default=0,
+                   help="build the partitioned layout (store.layout: partitioned) with this "
+                        "many partition stores, read by the scaled-out refresher's reader "
+                        "(default 0: one store)")
     p.add_argument("--no-grow", action="store_true",
                    help="no warm refresh (which adds documents to the store)")
     p.add_argument("--work", type=Path, default=WORK, help=f"where stores are built ({WORK})")
@@ -230,7 +294,8 @@ def main(argv=None) -> int:
     a = p.parse_args(argv)
     methods = a.methods.split(",")
     if a.child is not None:
-        print(json.dumps(child(a.child, a.store_words, methods[0], not a.no_grow)))
+        print(json.dumps(child(a.child, a.store_words, methods[0], not a.no_grow,
+                               a.partitions)))
         return 0
     if a.store is not None:
         if a.store_words is None:
@@ -238,15 +303,16 @@ def main(argv=None) -> int:
         plan = [(a.store, a.store_words)]
     else:
         delay = AUTO_DELAY if a.count_delay is None else a.count_delay
-        plan = [(build_store(V, a.work / (f"dense-{V}" + (f"-delay{delay}" if delay else "")),
-                             delay), V)
+        plan = [(build_store(V, a.work / (f"dense-{V}" + (f"-delay{delay}" if delay else "")
+                                          + (f"-p{a.partitions}" if a.partitions else "")),
+                             delay, a.partitions), V)
                 for V in (int(x) for x in a.sizes.split(","))]
     print("| V | rectifier | stored pairs | documents waiting | words modelled | "
           "cold refresh: peak | held after | warm refresh after 1% more: peak |")
     print("|---:|---|---:|---:|---:|---:|---:|---:|")
     for store, V in plan:
         for method in methods:
-            r = run_child(store, V, method, not a.no_grow)
+            r = run_child(store, V, method, not a.no_grow, a.partitions)
             if r["status"] != "ok":
                 print(f"| {V} | {method} | {r['status']} | | | | | |")
                 continue
