@@ -85,8 +85,8 @@ class Refresher:
     reader : callable ``(version, sparse) -> state``, optional
         Reads the state to fit (default: :func:`~anchorstream.store.open_committed` of
         ``store_url``), sparse counts when ``sparse`` (:attr:`sparse`); the partitioned layout
-        passes :func:`daemon.scaled.partitioned_reader` (its ``documents(state, idx)`` gives
-        the document statistics), whose ``partitions`` go into ``source``.
+        passes :func:`daemon.scaled.partitioned_reader` (``documents(state, idx)``: document
+        statistics; ``keeps()``: whether it keeps its sum), whose ``partitions`` go to ``source``.
     clock : callable, default time.monotonic
     """
 
@@ -384,7 +384,8 @@ class Refresher:
                 "subset", idx.size ** 2, np.float64)), None
         cooc = (cooc_all if idx.size == cooc_all.n_words
                 else cooc_all.subset(idx, keep_total=False))
-        if self._sparse is st or self.reader is not None:
+        keeps = getattr(self.reader, "keeps", lambda: self.reader is not None)
+        if self._sparse is st or keeps():
             return st, cooc, cooc_all  # kept for the next read (a partitioned reader's sum)
         return replace(st, cooccurrence=None), cooc, None
 

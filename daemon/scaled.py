@@ -113,6 +113,9 @@ def partitioned_reader(cfg: Config, partitions: Callable[[], set | None]):
         return None if docs is None else documents_over(docs, idx)
 
     read.documents = documents
+    # Whether the last read's sum stays the reader's (kept for the next read): if not, the
+    # refresher lets go of it as of its own reads.
+    read.keeps = lambda: any(r.last.get("kept", False) for r in readers.values())
     return read
 
 

@@ -498,6 +498,50 @@ def test_a_partitioned_lowrank_refresh_sums_sparse_reads_and_fits_the_dense_sum(
         assert np.abs(want - row).sum(axis=1).min() < 1e-4
 
 
+@pytest.mark.parametrize("bound", [None, 0])
+def test_a_partitioned_lowrank_refresh_lets_go_of_a_sum_its_reader_does_not_keep(
+        tmp_path, monkeypatch, bound):
+    # refresh.partition_reads_max_bytes bounds the sparse reader too (every partition's read
+    # kept: 46 V² held between refreshes at six partitions of 8000 words, benchmarks/README.md,
+    # "Session 69"). Past it the reader keeps nothing, and the refresher lets go of the
+    # sum before adding the waiting documents, as of a single store's read it does not keep.
+    import gc
+    import weakref
+
+    import daemon.refresh as refresh_mod
+    from daemon.scaled import partitioned_reader
+
+    root = tmp_path / "root"
+    parts, cfg = partitioned_stores(root, planted_docs(1200, seed=1), 2, count_delay=30)
+    cfg = cfg.model_copy(update={"refresh": cfg.refresh.model_copy(
+        update={"partition_reads_max_bytes": bound})})
+    read = partitioned_reader(cfg, lambda: parts)
+    reads, seen = [], []
+
+    def remember(v, sparse):
+        st = read(v, sparse=sparse)
+        reads.append(weakref.ref(st.cooccurrence))
+        return st
+
+    read_again = remember
+    read_again.keeps = read.keeps
+    add = refresh_mod.add_waiting
+
+    def adding(cooc, waiting, idx):
+        gc.collect()
+        held = reads[-1]()
+        seen.append(held is not None and held is not cooc)
+        return add(cooc, waiting, idx)
+
+    monkeypatch.setattr(refresh_mod, "add_waiting", adding)
+    ref = Refresher(str(root), Publisher(tmp_path / "snaps", keep=5),
+                    model_kwargs={"n_topics": K, "anchor_min_df": 5, "rectify_method": "lowrank"},
+                    min_new_docs=1, min_df=60, reader=read_again)
+    result = ref.refresh_once()
+    assert result["version"] == 1 and 2 * K < result["n_words"] < 400  # a subset was taken
+    assert read.keeps() == (bound is None) and seen == [bound is None]
+
+
 def test_a_partitioned_refresh_adds_the_waiting_documents_to_its_own_copy_only(tmp_path):
     # The partitioned reader keeps its sum of the partitions' counts for the next read: a
     # refresh adds the documents the partitions' delay lines hold back to a copy, never into

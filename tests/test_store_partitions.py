@@ -91,7 +91,7 @@ def test_missing_partitions_count_as_empty_and_pins_name_the_version(tmp_path, r
     state = read_partitions(tmp_path, [("t", 0), ("t", 1)], versions=pins)
     assert state.partitions["kafka:t:0"]["version"] is None
     assert state.partitions["kafka:t:1"] == {"version": v, "offset": 2, "n_docs_added": 2,
-                                             "n_words": 3}
+                                             "n_words": 3, "n_pairs": None}
     assert state.offsets == {"kafka:t:1": 2, "kafka:topic_ids": {"t": "id1"}}
     # The same pins give the same id; a new commit a new one.
     assert read_partitions(tmp_path, [("t", 0), ("t", 1)]).version == state.version
@@ -179,8 +179,13 @@ def test_the_sparse_sum_equals_the_dense_sum(tmp_path_factory, docs, data):
     c, d = sparse.cooccurrence, dense.cooccurrence
     assert np.allclose(c.counts_dense(), d.counts, rtol=1e-9, atol=0)
     assert c.length_cap == d.length_cap and c.total_weight() == pytest.approx(d.total_weight())
+    # The same partitions' entries, but the stored pairs, which only a sparse read counts.
+    pairs = [i.pop("n_pairs") for i in sparse.partitions.values()]
+    assert [i.pop("n_pairs") for i in dense.partitions.values()] == [None] * len(pairs)
     assert (sparse.offsets, sparse.partitions, sparse.version, sparse.n_docs_added) == (
         dense.offsets, dense.partitions, dense.version, dense.n_docs_added)
+    if max_words is None:  # every stored pair of the sum is one of some partition's
+        assert sum(pairs) >= c.upper.nnz
 
 
 def test_the_sparse_read_refuses_what_the_dense_read_refuses(tmp_path):

@@ -15,7 +15,7 @@ import anchorstream.store.sparseread as sparseread_mod
 from anchorstream.errors import InputError
 from anchorstream.stats.accumulator import Forgetting
 from anchorstream.store import CooccurrenceStore, open_committed, partition_url, read_partitions
-from anchorstream.store.partread import PartitionReader
+from anchorstream.store.partread import PAIR_BYTES, PartitionReader
 
 WORDS = [f"w{i}" for i in range(16)]
 PARTS = [("t", p) for p in range(4)]
@@ -76,10 +76,11 @@ def test_incremental_reads_equal_full_reads(seed, sparse, max_words, capacity, b
     root = f"memory://partread-{uuid.uuid4().hex}"
     stores: dict[int, CooccurrenceStore] = {}
     offsets = dict.fromkeys(range(4), 0)
-    # ``bound``: the dense reader's memory bound; 3000 bytes is passed once the partitions
-    # hold about eight words each, so reads go from kept to full and stay full.
+    # ``bound``: the reader's memory bound; dense, 3000 bytes is passed once the partitions
+    # hold about eight words each, so reads go from kept to full and stay full; sparse, once
+    # they hold about 60 pairs in all.
     reader = PartitionReader(root, max_words=max_words, sparse=sparse, max_kept_bytes=bound)
-    evicted, kept = False, False
+    evicted, kept, last_need = False, False, 0
     for step in range(12):
         available = [0, 1, 2] + ([3] if step >= 4 else [])
         movers = sorted(rng.choice(available, size=rng.integers(0, len(available) + 1),
@@ -97,13 +98,23 @@ def test_incremental_reads_equal_full_reads(seed, sparse, max_words, capacity, b
             if rng.random() < 0.15:
                 s.compact()
         inc = reader.read(PARTS)
-        # Only a read after a kept read, itself kept, reads no more than what moved.
         was_kept, kept = kept, reader.last["kept"]
-        assert reader.last["moved"] == (len(movers) if was_kept and kept
+        if sparse:
+            # Checked against the last read's stored pairs before a read (a read past it is
+            # full), and against this read's after it (a kept read past it forgets).
+            need = PAIR_BYTES * (sum(i["n_pairs"] for i in inc.partitions.values())
+                                 + 2 * inc.cooccurrence.upper.nnz)
+            within = bound is None or last_need <= bound
+            assert kept == (within and (bound is None or need <= bound))
+            last_need = need
+        else:
+            need = 8 * (sum(i["n_words"] ** 2 for i in inc.partitions.values())
+                        + 2 * len(inc.words) ** 2)
+            within = kept
+            assert kept == (bound is None or need <= bound)
+        # Only a read after a kept read, itself within the bound, reads no more than what moved.
+        assert reader.last["moved"] == (len(movers) if was_kept and within
                                         else reader.last["partitions"])
-        need = 8 * (sum(i["n_words"] ** 2 for i in inc.partitions.values())
-                    + 2 * len(inc.words) ** 2)
-        assert kept == (sparse or bound is None or need <= bound)
         assert_same_sum(inc, read_partitions(root, PARTS, max_words=max_words, sparse=sparse))
     evicted = evicted or any((s._reset_seq > 0).any() for s in stores.values())
     assert evicted or capacity == 32

@@ -46,7 +46,7 @@ from anchorstream.zarrio import get, get_words
 
 __all__ = ["PARTITIONS_DIR", "PartitionSum", "PartitionedState", "add_by_rows", "check_summable",
            "committed_docs", "common_time", "keep_words", "partition_key", "partition_url", "pin_partitions",
-           "read_partitions", "read_vocabulary", "remap_upper"]
+           "read_partitions", "read_vocabulary", "remap_upper", "stored_pairs"]
 
 #: Directory (prefix) under the root holding one store per partition.
 PARTITIONS_DIR = "partitions"
@@ -61,6 +61,16 @@ def partition_url(root, topic: str, partition: int) -> str:
     if not topic or "/" in topic or topic in (".", ".."):
         raise InputError(f"topic {topic!r} cannot name a directory of the partitioned store")
     return f"{os.fspath(root).rstrip('/')}/{PARTITIONS_DIR}/{topic}/{int(partition)}"
+
+
+def stored_pairs(st) -> int | None:
+    """The word pairs a sparse read ``st`` holds: its counts' stored entries (upper triangle)
+    and its waiting documents'; None for a dense read."""
+    c = st.cooccurrence
+    if not hasattr(c, "upper"):
+        return None
+    waiting = getattr(st, "waiting", None)
+    return int(c.upper.nnz) + (0 if waiting is None else int(waiting.upper.nnz))
 
 
 def partition_key(topic: str, partition: int) -> str:
@@ -91,8 +101,9 @@ class PartitionedState:
     n_docs_added : int
         Documents ever added, summed over the partitions.
     partitions : dict
-        ``{key: {"version", "offset", "n_docs_added", "n_words"}}`` per partition
-        (``version`` None for a partition that has no store yet).
+        ``{key: {"version", "offset", "n_docs_added", "n_words", "n_pairs"}}`` per partition
+        (``version`` None for a partition that has no store yet; ``n_pairs``: the stored word
+        pairs of a sparse read, :func:`stored_pairs`, None for a dense read).
     admission : None
         Not combined over the partitions yet: the sum is read uncorrected (see
         :mod:`anchorstream.stats.admission`, which takes several sources, and docs/store.md).
@@ -397,12 +408,14 @@ def read_partitions(root, partitions: Iterable[tuple[str, int]], *,
     index = keep_words([(w, f * g) for (*_, w, f), g in zip(found, factors)], max_words)
     total = PartitionSum(len(index), sparse)
     info: dict = {partition_key(t, p): {"version": None, "offset": None, "n_docs_added": 0,
-                                        "n_words": 0} for t, p in partitions}
+                                        "n_words": 0, "n_pairs": 0 if sparse else None}
+                  for t, p in partitions}
     read = read_version_sparse if sparse else read_version
     for (key, url, repo, *_), factor in zip(found, factors):
         st = read(repo, url, pins[key])
         total.add(st, index, factor=factor)
         info[key] = {"version": st.version, "offset": st.offsets.get(key),
-                     "n_docs_added": st.n_docs_added, "n_words": len(st.words)}
+                     "n_docs_added": st.n_docs_added, "n_words": len(st.words),
+                     "n_pairs": stored_pairs(st)}
         del st  # one partition's matrix at a time
     return total.state(index, pins, info, seen.get("length_cap", {2}).pop())

@@ -31,11 +31,16 @@ full read holds the sum and one partition's), and another ``8 V²`` once an in-p
 moved the sum's rows (the buffer it moves them into, kept for the next), or their non-zeros
 sparse. The counts returned belong to the reader and change at its next read: copy what must
 outlive it. That memory grows with the partitions and their vocabularies (16 partitions of
-5000 words: 3.6 GB), so a dense reader takes a bound, ``max_kept_bytes``: a read whose kept
-reads and sum would need more (``8 (Σ_p V_p² + 2 V²)`` bytes, known from the vocabularies
-before any matrix is read) forgets what it kept and reads every partition in full, one at a
-time (:func:`~anchorstream.store.read_partitions`: the sum plus one partition's read), as long
-as the bound is exceeded. The sparse reader keeps only non-zeros and takes no bound.
+5000 words: 3.6 GB), so the reader takes a bound, ``max_kept_bytes``: a read whose kept
+reads and sum would need more forgets what it kept and reads every partition in full, one at
+a time (:func:`~anchorstream.store.read_partitions`: the sum plus one partition's read), as
+long as the bound is exceeded. Dense, the need is ``8 (Σ_p V_p² + 2 V²)`` bytes, known from
+the vocabularies before any matrix is read. Sparse, it is :data:`PAIR_BYTES` for each pair the
+partitions stored and twice the sum's, known only once read: the stored pairs of the last
+read are checked before a read, and a kept read found past the bound after it lets go of what
+it kept at once. Sparse reads keep more than one might guess: every partition that saw most
+pairs holds them all again (three partitions of 8000 words, every pair stored: 27 V² bytes
+held between refreshes, ``benchmarks/bench_refresh_memory.py --partitions 3``).
 """
 
 from __future__ import annotations
@@ -64,12 +69,17 @@ from anchorstream.store.partitions import (
     read_partitions,
     read_vocabulary,
     remap_upper,
+    stored_pairs,
 )
 from anchorstream.store.reading import read_version
 from anchorstream.store.repository import open_repo
 from anchorstream.store.sparseread import read_version_sparse
 
-__all__ = ["PartitionReader"]
+__all__ = ["PAIR_BYTES", "PartitionReader"]
+
+#: What the sparse reader's kept reads and sum take per stored word pair: a float64 count and
+#: an int32 column index (CSR's row pointers aside).
+PAIR_BYTES = 12
 
 
 @dataclass
@@ -105,8 +115,8 @@ class PartitionReader:
     sparse : bool, default False
         Sparse counts (the low-rank refresh's read), as ``read_partitions(sparse=True)``.
     max_kept_bytes : int, optional
-        Dense reads only: the most memory the kept reads and the sum may take; a read that
-        would need more is a full read that keeps nothing (see module notes). None: no bound.
+        The most memory the kept reads and the sum may take; a read that would need more is
+        a full read that keeps nothing (see module notes). None: no bound.
 
     Attributes
     ----------
@@ -132,6 +142,10 @@ class PartitionReader:
         self._time = 0.0  # the common time the sum's values are at (decay)
         self._buffer = None  # the dense sum's memory, reused by a rebuild
         self._spare = None  # and a second one for moving its rows (_reindex)
+        # Sparse: every partition's stored pairs and the sum's at the last read (kept or
+        # not), what max_kept_bytes is checked against before the next read.
+        self._pairs: dict[str, int] = {}
+        self._sum_pairs = 0
         self.last: dict = {}
 
     def read(self, partitions: Iterable[tuple[str, int]], *,
@@ -145,7 +159,7 @@ class PartitionReader:
         pins = dict(versions) if versions is not None else pin_partitions(
             self.root, partitions, storage_options=self.storage_options)
         try:
-            return self._read(partitions, pins)
+            out = self._read(partitions, pins)
         except BaseException:
             # A moved partition's last read may be half brought up to date: forget them all.
             self._counts = self._index = None
@@ -153,6 +167,13 @@ class PartitionReader:
                 if part.version != pins.get(key):
                     del self._parts[key]
             raise
+        if self.sparse:
+            self._pairs = {key: i["n_pairs"] for key, i in out.partitions.items()}
+            self._sum_pairs = int(out.cooccurrence.upper.nnz)
+            if self.last["kept"] and self._too_large(self._pairs, 0):
+                self._forget()  # what it kept goes now, before the fit (the result stays)
+                self.last["kept"] = False
+        return out
 
     def _read(self, partitions: list[tuple[str, int]], pins: Mapping[str, str | None]
               ) -> PartitionedState:
@@ -198,30 +219,44 @@ class PartitionReader:
                      "kept": True}
         total = PartitionSum(len(index), self.sparse, counts=self._counts)
         info: dict = {partition_key(t, p): {"version": None, "offset": None, "n_docs_added": 0,
-                                            "n_words": 0} for t, p in partitions}
+                                            "n_words": 0, "n_pairs": 0 if self.sparse else None}
+                      for t, p in partitions}
         for key, part in vocab.items():
             st = part.state
             total.add(st, index, counts=False, factor=factor[key])
             info[key] = {"version": st.version, "offset": st.offsets.get(key),
-                         "n_docs_added": st.n_docs_added, "n_words": len(st.words)}
+                         "n_docs_added": st.n_docs_added, "n_words": len(st.words),
+                         "n_pairs": stored_pairs(st)}
         return total.state(index, pins, info, seen.get("length_cap", {2}).pop())
 
-    def _too_large(self, vocab: dict[str, _Part], V: int) -> bool:
-        """Whether keeping every partition's dense read and the sum (with the spare for moving
-        its rows) would pass ``max_kept_bytes``."""
-        if self.sparse or self.max_kept_bytes is None:
+    def _too_large(self, vocab: Mapping[str, Any], V: int) -> bool:
+        """Whether keeping every partition's read and the sum would pass ``max_kept_bytes``.
+
+        Dense: the reads of ``vocab``'s vocabularies and the sum of ``V`` words with the
+        spare for moving its rows, ``8 (Σ_p V_p² + 2 V²)`` bytes. Sparse: :data:`PAIR_BYTES`
+        for each pair the partitions of ``vocab`` stored at their last read (none for one
+        not read yet) and twice the last sum's (an update makes the next sum beside it)."""
+        if self.max_kept_bytes is None:
             return False
-        need = 8 * (sum(len(part.words) ** 2 for part in vocab.values()) + 2 * V * V)
+        if self.sparse:
+            pairs = sum(self._pairs.get(key, 0) for key in vocab)
+            need = PAIR_BYTES * (pairs + 2 * self._sum_pairs)
+        else:
+            need = 8 * (sum(len(part.words) ** 2 for part in vocab.values()) + 2 * V * V)
         return need > self.max_kept_bytes
+
+    def _forget(self) -> None:
+        """Let go of every partition's kept read and of the sum."""
+        self._parts, self._index, self._counts = {}, None, None
+        self._buffer = self._spare = None
 
     def _read_full(self, partitions: list[tuple[str, int]], pins: Mapping[str, str | None],
                    n: int) -> PartitionedState:
         """Forget what is kept and read every partition in full (one at a time)."""
-        self._parts, self._index, self._counts = {}, None, None
-        self._buffer = self._spare = None
+        self._forget()
         self.last = {"partitions": n, "moved": n, "in_place": False, "kept": False}
         return read_partitions(self.root, partitions, versions=pins, max_words=self.max_words,
-                               storage_options=self.storage_options)
+                               storage_options=self.storage_options, sparse=self.sparse)
 
     def _in_place(self, vocab: dict[str, _Part], moved: list, index: dict[str, int],
                   perm: np.ndarray) -> bool:

@@ -450,9 +450,9 @@ class RefreshConfig(_Section):
     align_min_similarity: Float(0, 1) = Field(
         0.5, description="1 - total variation needed to keep a topic id")
     partition_reads_max_bytes: Int(0, optional=True) = Field(
-        2 * 1024**3, description="store.layout partitioned, dense reads: memory the refresher "
-        "may keep of every partition's last read (to read only what moved next time); past it "
-        "each refresh reads every partition in full; null = no bound")
+        2 * 1024**3, description="store.layout partitioned: memory the refresher may keep of "
+        "every partition's last read (to read only what moved next time; sparse, 12 bytes a "
+        "stored pair); past it each refresh reads every partition in full; null = no bound")
 
 
 class SnapshotsConfig(_Section):
