@@ -80,7 +80,7 @@ def test_incremental_reads_equal_full_reads(seed, sparse, max_words, capacity, b
     # hold about eight words each, so reads go from kept to full and stay full; sparse, once
     # they hold about 60 pairs in all.
     reader = PartitionReader(root, max_words=max_words, sparse=sparse, max_kept_bytes=bound)
-    evicted, kept, last_need = False, False, 0
+    evicted, kept, last_pairs, last_sum = False, False, {}, None
     for step in range(12):
         available = [0, 1, 2] + ([3] if step >= 4 else [])
         movers = sorted(rng.choice(available, size=rng.integers(0, len(available) + 1),
@@ -101,12 +101,18 @@ def test_incremental_reads_equal_full_reads(seed, sparse, max_words, capacity, b
         was_kept, kept = kept, reader.last["kept"]
         if sparse:
             # Checked against the last read's stored pairs before a read (a read past it is
-            # full), and against this read's after it (a kept read past it forgets).
-            need = PAIR_BYTES * (sum(i["n_pairs"] for i in inc.partitions.values())
-                                 + 2 * inc.cooccurrence.upper.nnz)
-            within = bound is None or last_need <= bound
+            # full; a partition or sum not read yet counts every pair of its words), and
+            # against this read's after it (a kept read past it forgets).
+            sizes = {k: i["n_words"] for k, i in inc.partitions.items() if i["version"]}
+            pairs = sum(last_pairs.get(k, n * (n + 1) // 2) for k, n in sizes.items())
+            V = len(inc.words)
+            before = PAIR_BYTES * (pairs + 2 * (min(V * (V + 1) // 2, pairs)
+                                                if last_sum is None else last_sum))
+            last_pairs = {k: inc.partitions[k]["n_pairs"] for k in sizes}
+            last_sum = inc.cooccurrence.upper.nnz
+            need = PAIR_BYTES * (sum(last_pairs.values()) + 2 * last_sum)
+            within = bound is None or before <= bound
             assert kept == (within and (bound is None or need <= bound))
-            last_need = need
         else:
             need = 8 * (sum(i["n_words"] ** 2 for i in inc.partitions.values())
                         + 2 * len(inc.words) ** 2)
@@ -284,3 +290,38 @@ def test_a_dense_reader_past_its_memory_bound_reads_in_full_and_keeps_nothing(rn
         assert_same_sum(inc, read_partitions(root, parts))
     with pytest.raises(ValueError, match="max_kept_bytes"):
         PartitionReader(root, max_kept_bytes=-1)
+
+
+def test_a_sparse_reader_past_its_memory_bound_reads_in_full_and_keeps_nothing():
+    # Sparse, the need is 12 bytes for each pair every partition stored and twice the sum's,
+    # known once read. A partition not read yet counts every pair of its six words (21), more
+    # than these store, so under a bound of exactly what the reads need the first read is a
+    # full one; the next is kept; once partition 0 has more pairs a kept read finds itself
+    # past the bound and lets go of what it kept, and every read after is full.
+    root = f"memory://partread-{uuid.uuid4().hex}"
+    stores = [_create(root, p, 32) for p in range(3)]
+    for p, s in enumerate(stores):
+        s.add([WORDS[0:2], WORDS[2:4], WORDS[4:6]] * 10)
+        s.checkpoint({f"kafka:t:{p}": 30})
+    parts = [("t", p) for p in range(3)]
+    first = read_partitions(root, parts, sparse=True)
+    assert [i["n_words"] for i in first.partitions.values()] == [6, 6, 6]
+    pairs = sum(i["n_pairs"] for i in first.partitions.values())
+    need = PAIR_BYTES * (pairs + 2 * first.cooccurrence.upper.nnz)
+    assert need < PAIR_BYTES * (3 * 21 + 2 * 21)
+    reader = PartitionReader(root, sparse=True, max_kept_bytes=need)
+    reader.read(parts)
+    assert reader.last == {"partitions": 3, "moved": 3, "in_place": False, "kept": False}
+    reader.read(parts)
+    assert reader.last == {"partitions": 3, "moved": 3, "in_place": False, "kept": True}
+    reader.read(parts)
+    assert reader.last["moved"] == 0 and reader.last["kept"]
+    stores[0].add([["w6", "w7", "w8", "w0"]] * 2)
+    stores[0].checkpoint({"kafka:t:0": 33})
+    inc = reader.read(parts)
+    assert reader.last["moved"] == 1 and not reader.last["kept"]
+    assert reader._parts == {} and reader._counts is None
+    assert_same_sum(inc, read_partitions(root, parts, sparse=True))
+    inc = reader.read(parts)
+    assert reader.last == {"partitions": 3, "moved": 3, "in_place": False, "kept": False}
+    assert_same_sum(inc, read_partitions(root, parts, sparse=True))

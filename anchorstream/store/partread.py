@@ -145,7 +145,7 @@ class PartitionReader:
         # Sparse: every partition's stored pairs and the sum's at the last read (kept or
         # not), what max_kept_bytes is checked against before the next read.
         self._pairs: dict[str, int] = {}
-        self._sum_pairs = 0
+        self._sum_pairs: int | None = None
         self.last: dict = {}
 
     def read(self, partitions: Iterable[tuple[str, int]], *,
@@ -168,9 +168,10 @@ class PartitionReader:
                     del self._parts[key]
             raise
         if self.sparse:
-            self._pairs = {key: i["n_pairs"] for key, i in out.partitions.items()}
+            self._pairs = {key: i["n_pairs"] for key, i in out.partitions.items()
+                           if i["version"] is not None}
             self._sum_pairs = int(out.cooccurrence.upper.nnz)
-            if self.last["kept"] and self._too_large(self._pairs, 0):
+            if self.last["kept"] and self._too_large(out.partitions, len(out.words)):
                 self._forget()  # what it kept goes now, before the fit (the result stays)
                 self.last["kept"] = False
         return out
@@ -232,17 +233,24 @@ class PartitionReader:
     def _too_large(self, vocab: Mapping[str, Any], V: int) -> bool:
         """Whether keeping every partition's read and the sum would pass ``max_kept_bytes``.
 
-        Dense: the reads of ``vocab``'s vocabularies and the sum of ``V`` words with the
-        spare for moving its rows, ``8 (Σ_p V_p² + 2 V²)`` bytes. Sparse: :data:`PAIR_BYTES`
-        for each pair the partitions of ``vocab`` stored at their last read (none for one
-        not read yet) and twice the last sum's (an update makes the next sum beside it)."""
+        ``vocab``: each partition's :class:`_Part` before a read, its entry of the result's
+        ``partitions`` after one. Dense: the reads of the partitions' vocabularies and the
+        sum of ``V`` words with the spare for moving its rows, ``8 (Σ_p V_p² + 2 V²)`` bytes.
+        Sparse: :data:`PAIR_BYTES` for each pair the partitions stored at their last read
+        and twice the last sum's (an update makes the next sum beside it); a partition not
+        read yet counts every pair of its words, and a sum not made yet every pair of ``V``
+        words (at most the partitions' pairs), so that a first read past the bound is full."""
         if self.max_kept_bytes is None:
             return False
+        sizes = {key: (part["n_words"] if isinstance(part, Mapping) else len(part.words))
+                 for key, part in vocab.items()}
         if self.sparse:
-            pairs = sum(self._pairs.get(key, 0) for key in vocab)
-            need = PAIR_BYTES * (pairs + 2 * self._sum_pairs)
+            pairs = sum(self._pairs.get(key, n * (n + 1) // 2) for key, n in sizes.items())
+            total = (min(V * (V + 1) // 2, pairs) if self._sum_pairs is None
+                     else self._sum_pairs)
+            need = PAIR_BYTES * (pairs + 2 * total)
         else:
-            need = 8 * (sum(len(part.words) ** 2 for part in vocab.values()) + 2 * V * V)
+            need = 8 * (sum(n * n for n in sizes.values()) + 2 * V * V)
         return need > self.max_kept_bytes
 
     def _forget(self) -> None:
