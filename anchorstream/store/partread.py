@@ -171,7 +171,8 @@ class PartitionReader:
             self._pairs = {key: i["n_pairs"] for key, i in out.partitions.items()
                            if i["version"] is not None}
             self._sum_pairs = int(out.cooccurrence.upper.nnz)
-            if self.last["kept"] and self._too_large(out.partitions, len(out.words)):
+            sizes = {key: i["n_words"] for key, i in out.partitions.items()}
+            if self.last["kept"] and self._too_large(sizes, len(out.words)):
                 self._forget()  # what it kept goes now, before the fit (the result stays)
                 self.last["kept"] = False
         return out
@@ -202,7 +203,7 @@ class PartitionReader:
         words = [w for w in old if w in kept] + [w for w in kept if w not in old]
         index = {w: i for i, w in enumerate(words)}
         perm = np.asarray([index.get(w, -1) for w in old], dtype=np.int64)
-        if self._too_large(vocab, len(index)):
+        if self._too_large({key: len(part.words) for key, part in vocab.items()}, len(index)):
             return self._read_full(partitions, pins, len(vocab))
         in_place = self._in_place(vocab, moved, index, perm)
         if in_place:
@@ -230,20 +231,18 @@ class PartitionReader:
                          "n_pairs": stored_pairs(st)}
         return total.state(index, pins, info, seen.get("length_cap", {2}).pop())
 
-    def _too_large(self, vocab: Mapping[str, Any], V: int) -> bool:
+    def _too_large(self, sizes: Mapping[str, int], V: int) -> bool:
         """Whether keeping every partition's read and the sum would pass ``max_kept_bytes``.
 
-        ``vocab``: each partition's :class:`_Part` before a read, its entry of the result's
-        ``partitions`` after one. Dense: the reads of the partitions' vocabularies and the
-        sum of ``V`` words with the spare for moving its rows, ``8 (Σ_p V_p² + 2 V²)`` bytes.
+        ``sizes``: each partition's number of words. Dense: the reads of those vocabularies
+        and the sum of ``V`` words with the spare for moving its rows, ``8 (Σ_p V_p² + 2 V²)``
+        bytes.
         Sparse: :data:`PAIR_BYTES` for each pair the partitions stored at their last read
         and twice the last sum's (an update makes the next sum beside it); a partition not
         read yet counts every pair of its words, and a sum not made yet every pair of ``V``
         words (at most the partitions' pairs), so that a first read past the bound is full."""
         if self.max_kept_bytes is None:
             return False
-        sizes = {key: (part["n_words"] if isinstance(part, Mapping) else len(part.words))
-                 for key, part in vocab.items()}
         if self.sparse:
             pairs = sum(self._pairs.get(key, n * (n + 1) // 2) for key, n in sizes.items())
             total = (min(V * (V + 1) // 2, pairs) if self._sum_pairs is None
