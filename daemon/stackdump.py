@@ -12,7 +12,7 @@ GIL, so no thread's frames change while they are read:
 
 ``faulthandler.register(SIGUSR1, all_threads=True)`` is simpler, but it dumps from inside the C
 handler while the other threads run on and change their frames, which CPython calls best-effort.
-Under load it killed the daemon in each of five runs (session 69): SIGSEGV after 17 to 73 dumps
+Under load it killed the daemon in each of four runs (session 69): SIGSEGV after 17 to 73 dumps
 sent 0.05 s apart while documents were consumed and refreshes ran, once after an incomplete dump
 (``tests/test_stackdump.py``'s stress test, run by hand against it).
 """

@@ -2,7 +2,7 @@
 
 The stress test is the one that matters: ``faulthandler.register(SIGUSR1, all_threads=True)``,
 the daemon's handler before session 69, killed a daemon under load with SIGSEGV after 17 to 73
-dumps in each of five runs of this loop (by hand), so 150 dumps make a test that fails."""
+dumps in each of four runs of this loop (by hand), so 150 dumps make a test that fails."""
 
 from __future__ import annotations
 
