@@ -46,7 +46,8 @@ from anchorstream.zarrio import get, get_words
 
 __all__ = ["PARTITIONS_DIR", "PartitionSum", "PartitionedState", "add_by_rows", "check_summable",
            "committed_docs", "common_time", "keep_words", "partition_key", "partition_url", "pin_partitions",
-           "read_partitions", "read_vocabulary", "remap_upper", "stored_pairs"]
+           "partition_entries", "partition_entry", "read_partitions", "read_vocabulary",
+           "remap_upper", "stored_pairs"]
 
 #: Directory (prefix) under the root holding one store per partition.
 PARTITIONS_DIR = "partitions"
@@ -71,6 +72,21 @@ def stored_pairs(st) -> int | None:
         return None
     waiting = getattr(st, "waiting", None)
     return int(c.upper.nnz) + (0 if waiting is None else int(waiting.upper.nnz))
+
+
+def partition_entries(partitions: Iterable[tuple[str, int]], sparse: bool) -> dict:
+    """:attr:`PartitionedState.partitions` before any read: every partition without a store
+    (fill in each read one with :func:`partition_entry`)."""
+    return {partition_key(t, p): {"version": None, "offset": None, "n_docs_added": 0,
+                                  "n_words": 0, "n_pairs": 0 if sparse else None}
+            for t, p in partitions}
+
+
+def partition_entry(st, key: str) -> dict:
+    """The entry of :attr:`PartitionedState.partitions` of partition ``key``'s read ``st``."""
+    return {"version": st.version, "offset": st.offsets.get(key),
+            "n_docs_added": st.n_docs_added, "n_words": len(st.words),
+            "n_pairs": stored_pairs(st)}
 
 
 def partition_key(topic: str, partition: int) -> str:
@@ -407,15 +423,11 @@ def read_partitions(root, partitions: Iterable[tuple[str, int]], *,
     _, factors = common_time((config, clock) for _, _, _, config, clock, _, _ in found)
     index = keep_words([(w, f * g) for (*_, w, f), g in zip(found, factors)], max_words)
     total = PartitionSum(len(index), sparse)
-    info: dict = {partition_key(t, p): {"version": None, "offset": None, "n_docs_added": 0,
-                                        "n_words": 0, "n_pairs": 0 if sparse else None}
-                  for t, p in partitions}
+    info = partition_entries(partitions, sparse)
     read = read_version_sparse if sparse else read_version
     for (key, url, repo, *_), factor in zip(found, factors):
         st = read(repo, url, pins[key])
         total.add(st, index, factor=factor)
-        info[key] = {"version": st.version, "offset": st.offsets.get(key),
-                     "n_docs_added": st.n_docs_added, "n_words": len(st.words),
-                     "n_pairs": stored_pairs(st)}
+        info[key] = partition_entry(st, key)
         del st  # one partition's matrix at a time
     return total.state(index, pins, info, seen.get("length_cap", {2}).pop())

@@ -68,8 +68,9 @@ from anchorstream.store.partitions import (
     pin_partitions,
     read_partitions,
     read_vocabulary,
+    partition_entries,
+    partition_entry,
     remap_upper,
-    stored_pairs,
 )
 from anchorstream.store.reading import read_version
 from anchorstream.store.repository import open_repo
@@ -220,15 +221,10 @@ class PartitionReader:
         self.last = {"partitions": len(vocab), "moved": len(moved), "in_place": in_place,
                      "kept": True}
         total = PartitionSum(len(index), self.sparse, counts=self._counts)
-        info: dict = {partition_key(t, p): {"version": None, "offset": None, "n_docs_added": 0,
-                                            "n_words": 0, "n_pairs": 0 if self.sparse else None}
-                      for t, p in partitions}
+        info = partition_entries(partitions, self.sparse)
         for key, part in vocab.items():
-            st = part.state
-            total.add(st, index, counts=False, factor=factor[key])
-            info[key] = {"version": st.version, "offset": st.offsets.get(key),
-                         "n_docs_added": st.n_docs_added, "n_words": len(st.words),
-                         "n_pairs": stored_pairs(st)}
+            total.add(part.state, index, counts=False, factor=factor[key])
+            info[key] = partition_entry(part.state, key)
         return total.state(index, pins, info, seen.get("length_cap", {2}).pop())
 
     def _too_large(self, sizes: Mapping[str, int], V: int) -> bool:
