@@ -8,6 +8,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from anchorstream._kernels import cooc as kernels
 from anchorstream._kernels.tiles import column_tiles
@@ -213,9 +215,7 @@ def test_document_gram_matmul_matches_twin_and_the_sparse_products(seed, b):
 def test_document_gram_upper_matches_twin(rng, n_docs, n_words):
     X = _random_csr(rng, n_docs, n_words)
     weights = rng.random(n_docs) * (rng.random(n_docs) < 0.8)  # some documents weigh 0
-    T = sp.csr_matrix(X.T)
-    got = kernels.document_gram_upper(X.indptr, X.indices, X.data, weights, T.indptr,
-                                      T.indices, T.data)
+    got = kernels.document_gram_upper(X.indptr, X.indices, X.data, weights, n_words)
     want = naive.naive_document_gram_upper(X.indptr, X.indices, X.data, weights, n_words)
     np.testing.assert_array_equal(got[0], want[0])  # the same entries stored: none is 0
     np.testing.assert_array_equal(got[1], want[1])
@@ -223,13 +223,38 @@ def test_document_gram_upper_matches_twin(rng, n_docs, n_words):
     np.testing.assert_allclose(got[2], want[2], rtol=1e-13)
 
 
-def test_document_gram_upper_grows_its_output(rng):
-    # One long document of distinct words: V (V + 1) / 2 pairs from V stored counts, more
-    # than the first guess of 4 nnz(H) holds.
+@settings(max_examples=40, deadline=None)
+@given(n_docs=st.integers(1, 12), n_words=st.integers(1, 150), density=st.floats(0.01, 0.5),
+       seed=st.integers(0, 2**32 - 1), zeros=st.booleans())
+def test_document_gram_upper_matches_twin_across_bitmap_words(n_docs, n_words, density, seed,
+                                                              zeros):
+    # Up to 150 words: rows whose columns span several 64-bit words of the kernel's bitmap,
+    # repeated words, documents of weight 0 and stored zeros in the counts.
+    rng = np.random.default_rng(seed)
+    dense = rng.poisson(1.0, size=(n_docs, n_words)) * (rng.random((n_docs, n_words)) < density)
+    X = sp.csr_matrix(dense.astype(np.float64))
+    if zeros and X.nnz:
+        X.data[rng.random(X.nnz) < 0.2] = 0.0
+    weights = rng.random(n_docs) * (rng.random(n_docs) < 0.8)
+    got = kernels.document_gram_upper(X.indptr, X.indices, X.data, weights, n_words)
+    want = naive.naive_document_gram_upper(X.indptr, X.indices, X.data, weights, n_words)
+    np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_array_equal(got[1], want[1])
+    np.testing.assert_allclose(got[2], want[2], rtol=1e-13)
+
+
+def test_document_gram_upper_refuses_unsorted_rows():
+    X = sp.csr_matrix((np.ones(3), np.array([2, 0, 1]), np.array([0, 3])), shape=(1, 3))
+    with pytest.raises(ValueError, match="sorted and distinct"):
+        kernels.document_gram_upper(X.indptr, X.indices, X.data, np.ones(1), 3)
+
+
+def test_document_gram_upper_fills_its_bound(rng):
+    # One long document of distinct words: V (V - 1) / 2 pairs from V stored counts, each row
+    # as long as its bound allows.
     n_words = 40
     X = sp.csr_matrix(np.ones((1, n_words)))
-    T = sp.csr_matrix(X.T)
     indptr, indices, data = kernels.document_gram_upper(X.indptr, X.indices, X.data,
-                                                        np.ones(1), T.indptr, T.indices, T.data)
+                                                        np.ones(1), n_words)
     assert indptr[-1] == n_words * (n_words - 1) // 2  # the diagonal is 0: not stored
     np.testing.assert_array_equal(data, 1.0)

@@ -14,6 +14,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from anchorstream._kernels.store import _by_slot, _lowest_bit
+
 
 @numba.njit(cache=True)
 def doc_scale(n, cap_pairs):
@@ -313,71 +315,118 @@ def document_gram_matmul(indptr, indices, data, weights, Z, out):
                 oj[c] += x * y[c]
 
 
-@numba.njit(cache=True)
-def document_gram_upper(indptr, indices, data, weights, t_indptr, t_docs, t_counts):
+def document_gram_upper(indptr, indices, data, weights, n_words):
     """The upper triangle (diagonal included) of ``Σ_d w_d (h_d h_dᵀ − diag h_d)`` as CSR
     arrays, rows with sorted columns and no stored zeros.
 
-    Row ``i`` is gathered from the documents holding word ``i`` (the transpose's row ``i``)
-    and, in each, the words ``j >= i`` (Gustavson's sparse product, one triangle only): half
-    the products of forming ``Hᵀ W H`` whole, and no triangle to cut from it afterwards. The
-    diagonal is ``Σ_d w_d h_di (h_di − 1)``, exactly 0 where no document holds the word twice
-    (the difference of the two sums would leave rounding there).
+    Row ``i`` is gathered from the documents holding word ``i`` and, in each, only the words
+    after ``i`` in the document's sorted row (Gustavson's sparse product, one triangle only,
+    reading each document from ``i``'s position on as the store's ``store_pair_delta`` does):
+    no visit to the ``j < i`` half, and no triangle to cut from ``Hᵀ W H`` afterwards. The
+    row's columns are marked in a bitmap and emitted in order by scanning it, not sorted. The
+    output is written into arrays of an upper bound of its size and trimmed in place (pages
+    never written are never resident). The diagonal is ``Σ_d w_d h_di (h_di − 1)``, exactly 0
+    where no document holds the word twice. Each entry is summed over the documents in
+    increasing order, as before the rewrite of session 70 (the results are the same bytes),
+    which took 2.3-4.4x less time on documents of 100-300 tokens (benchmarks/README.md,
+    "Session 70").
 
     Parameters
     ----------
-    indptr, indices, data : the documents' counts ``H``, CSR (one row per document, each word
-        at most once per row)
+    indptr, indices, data : the documents' counts ``H``, CSR (one row per document), each row's
+        columns sorted and distinct (canonical CSR)
     weights : float64 ndarray of shape (n_docs,)
         ``w_d``; documents of weight 0 add nothing.
-    t_indptr, t_docs, t_counts : ``Hᵀ``, CSR (one row per word)
+    n_words : int
 
     Returns
     -------
     out_indptr : int64 ndarray of shape (n_words + 1,)
     out_indices : int32 ndarray of shape (nnz,)
     out_data : float64 ndarray of shape (nnz,)
+
+    Raises
+    ------
+    ValueError
+        If a row's columns are not sorted and distinct.
     """
-    n_words = t_indptr.shape[0] - 1
-    acc = np.zeros(n_words)
-    seen = np.full(n_words, -1, dtype=np.int64)
-    touched = np.empty(n_words, dtype=np.int64)
-    out_indptr = np.zeros(n_words + 1, dtype=np.int64)
-    capacity = max(16, 4 * indices.shape[0])
-    out_indices = np.empty(capacity, dtype=np.int32)
-    out_data = np.empty(capacity, dtype=np.float64)
-    nnz = 0
-    for i in range(n_words):
-        m = 0
-        for s in range(t_indptr[i], t_indptr[i + 1]):
-            d = t_docs[s]
+    indptr = np.asarray(indptr, dtype=np.int64)
+    col_ptr, col_doc, col_pos = _by_slot(indptr, indices, indices.shape[0], int(n_words))
+    bound = _gram_upper_bound(indptr, indices, weights, col_ptr, col_doc, col_pos)
+    if bound < 0:
+        raise ValueError("document_gram_upper: each document's columns must be sorted and "
+                         "distinct (canonical CSR)")
+    out_indptr = np.zeros(int(n_words) + 1, dtype=np.int64)
+    out_indices = np.empty(bound, dtype=np.int32)
+    out_data = np.empty(bound, dtype=np.float64)
+    nnz = _gram_upper_fill(indptr, indices, data, weights, col_ptr, col_doc, col_pos,
+                           out_indptr, out_indices, out_data)
+    out_indices.resize(nnz, refcheck=False)
+    out_data.resize(nnz, refcheck=False)
+    return out_indptr, out_indices, out_data
+
+
+@numba.njit(cache=True)
+def _gram_upper_bound(indptr, indices, weights, col_ptr, col_doc, col_pos):
+    """An upper bound of :func:`document_gram_upper`'s entries: row ``i`` holds at most
+    ``n_words − i`` of them, and at most one more than the words after ``i`` in the documents
+    of non-zero weight holding it. -1 where a document's columns are not increasing."""
+    for d in range(indptr.shape[0] - 1):
+        for t in range(indptr[d] + 1, indptr[d + 1]):
+            if indices[t] <= indices[t - 1]:
+                return -1
+    n = col_ptr.shape[0] - 1
+    total = 0
+    for i in range(n):
+        r = 1
+        for s in range(col_ptr[i], col_ptr[i + 1]):
+            d = col_doc[s]
+            if weights[d] != 0.0:
+                r += indptr[d + 1] - col_pos[s] - 1
+        total += min(r, n - i)
+    return total
+
+
+@numba.njit(cache=True)
+def _gram_upper_fill(indptr, indices, data, weights, col_ptr, col_doc, col_pos, out_indptr,
+                     out_indices, out_data):
+    """:func:`document_gram_upper`'s rows, written into ``out_*`` (long enough: its bound);
+    returns the entries written. ``col_ptr, col_doc, col_pos``: the transpose of the documents
+    with each entry's position (``store._by_slot``)."""
+    n = col_ptr.shape[0] - 1
+    acc = np.zeros(n)
+    bits = np.zeros((n + 63) // 64, dtype=np.uint64)
+    one = np.uint64(1)
+    q = 0
+    for i in range(n):
+        hi = -1  # the largest column marked in this row
+        for s in range(col_ptr[i], col_ptr[i + 1]):
+            d = col_doc[s]
             w = weights[d]
             if w == 0.0:
                 continue
-            xi = t_counts[s]
-            for t in range(indptr[d], indptr[d + 1]):
+            p = col_pos[s]
+            xi = data[p]
+            wx = w * xi
+            acc[i] += wx * (xi - 1.0)
+            bits[i >> 6] |= one << np.uint64(i & 63)
+            end = indptr[d + 1]
+            for t in range(p + 1, end):
                 j = indices[t]
-                if j < i:
-                    continue
-                v = w * xi * (xi - 1.0) if j == i else w * xi * data[t]
-                if seen[j] != i:
-                    seen[j] = i
+                acc[j] += wx * data[t]
+                bits[j >> 6] |= one << np.uint64(j & 63)
+            hi = max(hi, indices[end - 1])
+        for word in range(i >> 6, (hi >> 6) + 1 if hi >= 0 else 0):
+            b = bits[word]
+            if b != 0:
+                bits[word] = 0
+                while b != 0:
+                    j = (word << 6) + _lowest_bit(b)
+                    if acc[j] != 0.0:
+                        out_indices[q] = j
+                        out_data[q] = acc[j]
+                        q += 1
                     acc[j] = 0.0
-                    touched[m] = j
-                    m += 1
-                acc[j] += v
-        row = np.sort(touched[:m])
-        if nnz + m > capacity:
-            capacity = max(2 * capacity, nnz + m)
-            grown_indices = np.empty(capacity, dtype=np.int32)
-            grown_data = np.empty(capacity, dtype=np.float64)
-            grown_indices[:nnz] = out_indices[:nnz]
-            grown_data[:nnz] = out_data[:nnz]
-            out_indices, out_data = grown_indices, grown_data
-        for j in row:
-            if acc[j] != 0.0:
-                out_indices[nnz] = j
-                out_data[nnz] = acc[j]
-                nnz += 1
-        out_indptr[i + 1] = nnz
-    return out_indptr, out_indices[:nnz].copy(), out_data[:nnz].copy()
+                    b &= b - one
+        out_indptr[i + 1] = q
+    return q

@@ -175,10 +175,9 @@ class DocumentCooccurrence:
     def upper_counts(self) -> sp.csr_matrix:
         """The counts' upper triangle, ``Hᵀ W H − diag δ``, sparse (no stored zeros; the
         diagonal is exactly 0 for a word no document holds twice)."""
-        X = self._X
-        T = sp.csr_matrix(X.T)
+        X = self._X if self._X.has_sorted_indices else self._X.sorted_indices()
         indptr, indices, data = document_gram_upper(X.indptr, X.indices, X.data, self._w,
-                                                    T.indptr, T.indices, T.data)
+                                                    self.n_words)
         return sp.csr_matrix((data, indices, indptr), shape=self.shape)
 
     def subset(self, words) -> DocumentCooccurrence:

@@ -374,9 +374,7 @@ def waiting_cooccurrence(docs, words, *, length_cap, forgetting, clock: float):
     scale = w * pair_scale(n, length_cap)
     # The upper triangle of the documents' pairs, by the kernel fit --input's counts use
     # (1,000 documents of 100 tokens: 3.3 M pairs; 0.35 s through scipy's product).
-    T = sp.csr_matrix(X.T)
-    indptr, indices, data = document_gram_upper(X.indptr, X.indices, X.data, scale, T.indptr,
-                                                T.indices, T.data)
+    indptr, indices, data = document_gram_upper(X.indptr, X.indices, X.data, scale, V)
     upper = sp.csr_matrix((data, indices, indptr), shape=(V, V))
     unigram = X.T @ w
     doc_freq = (X > 0).astype(np.float64).T @ w
