@@ -41,3 +41,24 @@ def naive_csr_move(indptr, indices, data, to, n):
             if r >= 0 and c >= 0:
                 rows[r].append((c, float(data[k])))
     return csr_of_rows({r: sorted(v) for r, v in rows.items()}, n)
+
+
+def naive_lowest_bit(x: int) -> int:
+    """Twin of ``lowest_bit``: the position of the lowest set bit, by shifting."""
+    n = 0
+    while not (x >> n) & 1:
+        n += 1
+    return n
+
+
+def naive_csr_transpose_positions(indptr, indices, n_cols):
+    """Twin of ``csr_transpose_positions``: for every column, the (row, position) of each
+    entry in it, rows in increasing order, as CSR-like arrays."""
+    lists = [[] for _ in range(n_cols)]
+    for r in range(len(indptr) - 1):
+        for k in range(indptr[r], indptr[r + 1]):
+            lists[int(indices[k])].append((r, k))
+    col_ptr = np.cumsum([0] + [len(x) for x in lists])
+    pairs = [p for x in lists for p in x]
+    return (col_ptr, np.asarray([p[0] for p in pairs], dtype=np.int64),
+            np.asarray([p[1] for p in pairs], dtype=np.int64))

@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from anchorstream._kernels.csr import csr_add, csr_move
+from anchorstream._kernels.csr import csr_add, csr_move, csr_transpose_positions, lowest_bit
 from anchorstream.stats.sparse import csr_sum
-from tests.naive_csr import naive_csr_add, naive_csr_move
+from tests.naive_csr import (naive_csr_add, naive_csr_move, naive_csr_transpose_positions,
+                             naive_lowest_bit)
 
 
 def _sparse_block(rng, shape, density):
@@ -76,3 +77,26 @@ def test_csr_move_matches_twin_and_keeps_rows_sorted_and_upper(seed):
     D = np.zeros((n, n))
     D[np.ix_(to[kept], to[kept])] = U.toarray()[np.ix_(kept, kept)]
     np.testing.assert_array_equal(M.toarray(), D)
+
+
+@pytest.mark.parametrize("bit", [0, 1, 5, 31, 32, 33, 62, 63])
+def test_lowest_bit_matches_twin(bit):
+    for above in (0, 1, 0b1011):
+        x = (above << (bit + 1)) | (1 << bit)
+        if x < 2**64:
+            assert lowest_bit(np.uint64(x)) == naive_lowest_bit(x) == bit
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_csr_transpose_positions_matches_twin(seed):
+    rng = np.random.default_rng(500 + seed)
+    m = sp.csr_matrix(_sparse_block(rng, (7, 9), [0.0, 0.2, 0.6, 1.0, 0.4, 0.1][seed]))
+    got = csr_transpose_positions(m.indptr.astype(np.int64), m.indices, m.nnz, 9)
+    want = naive_csr_transpose_positions(m.indptr, m.indices, 9)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+    # Each position holds its column, and the rows of a column increase.
+    col_ptr, rows, pos = got
+    for c in range(9):
+        np.testing.assert_array_equal(m.indices[pos[col_ptr[c]:col_ptr[c + 1]]], c)
+        assert np.all(np.diff(rows[col_ptr[c]:col_ptr[c + 1]]) > 0)

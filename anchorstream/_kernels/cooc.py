@@ -14,7 +14,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from anchorstream._kernels.store import _by_slot, _lowest_bit
+from anchorstream._kernels.csr import csr_transpose_positions, lowest_bit
 
 
 @numba.njit(cache=True)
@@ -351,7 +351,8 @@ def document_gram_upper(indptr, indices, data, weights, n_words):
         If a row's columns are not sorted and distinct.
     """
     indptr = np.asarray(indptr, dtype=np.int64)
-    col_ptr, col_doc, col_pos = _by_slot(indptr, indices, indices.shape[0], int(n_words))
+    col_ptr, col_doc, col_pos = csr_transpose_positions(indptr, indices, indices.shape[0],
+                                                        int(n_words))
     bound = _gram_upper_bound(indptr, indices, weights, col_ptr, col_doc, col_pos)
     if bound < 0:
         raise ValueError("document_gram_upper: each document's columns must be sorted and "
@@ -392,7 +393,7 @@ def _gram_upper_fill(indptr, indices, data, weights, col_ptr, col_doc, col_pos, 
                      out_indices, out_data):
     """:func:`document_gram_upper`'s rows, written into ``out_*`` (long enough: its bound);
     returns the entries written. ``col_ptr, col_doc, col_pos``: the transpose of the documents
-    with each entry's position (``store._by_slot``)."""
+    with each entry's position (``csr.csr_transpose_positions``)."""
     n = col_ptr.shape[0] - 1
     acc = np.zeros(n)
     bits = np.zeros((n + 63) // 64, dtype=np.uint64)
@@ -421,7 +422,7 @@ def _gram_upper_fill(indptr, indices, data, weights, col_ptr, col_doc, col_pos, 
             if b != 0:
                 bits[word] = 0
                 while b != 0:
-                    j = (word << 6) + _lowest_bit(b)
+                    j = (word << 6) + lowest_bit(b)
                     if acc[j] != 0.0:
                         out_indices[q] = j
                         out_data[q] = acc[j]

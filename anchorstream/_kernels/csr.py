@@ -119,3 +119,38 @@ def csr_move(indptr, indices, data, to, n):
                 out_data[q] = data[k]
                 q += 1
     return out_indptr, out_indices, out_data
+
+
+@numba.njit(cache=True)
+def lowest_bit(x):
+    """Index of the lowest set bit of a non-zero uint64 (numba has no count-trailing-zeros)."""
+    low = x & (~x + np.uint64(1))  # the lowest set bit alone, a power of two
+    n = 0
+    for shift in (32, 16, 8, 4, 2, 1):
+        if low >= (np.uint64(1) << np.uint64(shift)):
+            n += shift
+            low >>= np.uint64(shift)
+    return n
+
+
+@numba.njit(cache=True)
+def csr_transpose_positions(dptr, sl, m, n_slots):
+    """The transpose of the documents' sorted entries ``sl[:m]`` (document ``d`` holds
+    ``dptr[d]:dptr[d + 1]``): for every slot, the (document, position) pairs containing it,
+    in document order, as ``(col_ptr, col_doc, col_pos)``."""
+    n_docs = dptr.shape[0] - 1
+    col_ptr = np.zeros(n_slots + 1, dtype=np.int64)
+    for k in range(m):
+        col_ptr[sl[k] + 1] += 1
+    for i in range(n_slots):
+        col_ptr[i + 1] += col_ptr[i]
+    col_doc = np.empty(m, dtype=np.int64)
+    col_pos = np.empty(m, dtype=np.int64)
+    fill = col_ptr[:-1].copy()
+    for d in range(n_docs):
+        for k in range(dptr[d], dptr[d + 1]):
+            s = sl[k]
+            col_doc[fill[s]] = d
+            col_pos[fill[s]] = k
+            fill[s] += 1
+    return col_ptr, col_doc, col_pos

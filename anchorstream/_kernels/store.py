@@ -12,7 +12,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from anchorstream._kernels.csr import csr_arrays
+from anchorstream._kernels.csr import csr_arrays, csr_transpose_positions, lowest_bit
 from anchorstream._kernels.rectify import anchor_dense_to_csr
 
 
@@ -59,18 +59,6 @@ def store_unique_counts(indptr, slots, n_slots):
     return uindptr, uslots[:m].copy(), ucounts[:m].copy()
 
 
-@numba.njit(cache=True)
-def _lowest_bit(x):
-    """Index of the lowest set bit of a non-zero uint64 (numba has no count-trailing-zeros)."""
-    low = x & (~x + np.uint64(1))  # the lowest set bit alone, a power of two
-    n = 0
-    for shift in (32, 16, 8, 4, 2, 1):
-        if low >= (np.uint64(1) << np.uint64(shift)):
-            n += shift
-            low >>= np.uint64(shift)
-    return n
-
-
 def store_pair_delta(uindptr, uslots, ucounts, doc_scale, n_slots, dense, prev=None):
     """Add ``Σ_d s_d (h_d h_dᵀ − diag h_d)``, upper triangle: hot rows densely, the rest as CSR.
 
@@ -115,29 +103,6 @@ def store_pair_delta(uindptr, uslots, ucounts, doc_scale, n_slots, dense, prev=N
 
 
 @numba.njit(cache=True)
-def _by_slot(dptr, sl, m, n_slots):
-    """The transpose of the documents' sorted entries ``sl[:m]`` (document ``d`` holds
-    ``dptr[d]:dptr[d + 1]``): for every slot, the (document, position) pairs containing it,
-    in document order, as ``(col_ptr, col_doc, col_pos)``."""
-    n_docs = dptr.shape[0] - 1
-    col_ptr = np.zeros(n_slots + 1, dtype=np.int64)
-    for k in range(m):
-        col_ptr[sl[k] + 1] += 1
-    for i in range(n_slots):
-        col_ptr[i + 1] += col_ptr[i]
-    col_doc = np.empty(m, dtype=np.int64)
-    col_pos = np.empty(m, dtype=np.int64)
-    fill = col_ptr[:-1].copy()
-    for d in range(n_docs):
-        for k in range(dptr[d], dptr[d + 1]):
-            s = sl[k]
-            col_doc[fill[s]] = d
-            col_pos[fill[s]] = k
-            fill[s] += 1
-    return col_ptr, col_doc, col_pos
-
-
-@numba.njit(cache=True)
 def _pair_delta(uindptr, uslots, ucounts, doc_scale, n_slots, dense, prev_indptr, prev_indices,
                 prev_data):
     n_docs = uindptr.shape[0] - 1
@@ -167,7 +132,7 @@ def _pair_delta(uindptr, uslots, ucounts, doc_scale, n_slots, dense, prev_indptr
                 ct[start:m] = c_sorted
             bound += cold * (cold + 1) // 2
         dptr[d + 1] = m
-    col_ptr, col_doc, col_pos = _by_slot(dptr, sl, m, n_slots)
+    col_ptr, col_doc, col_pos = csr_transpose_positions(dptr, sl, m, n_slots)
     # Hot rows: straight into the dense block, no bookkeeping.
     for i in range(min(H, n_slots)):
         row = dense[i]
@@ -218,7 +183,7 @@ def _pair_delta(uindptr, uslots, ucounts, doc_scale, n_slots, dense, prev_indptr
                 if b != 0:
                     bits[w] = 0
                     while b != 0:
-                        j = (w << 6) + _lowest_bit(b)
+                        j = (w << 6) + lowest_bit(b)
                         indices[q] = j
                         data[q] = acc[j]
                         acc[j] = 0.0
