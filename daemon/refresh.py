@@ -33,20 +33,13 @@ from anchorstream.model.pipeline import AnchorModel
 from anchorstream.model.registry import method_spec, rectify_method_for
 from anchorstream.store import open_committed, open_committed_sparse, read_document_state
 from anchorstream.store.delay import add_waiting, selection_marginals
-from daemon.refresh_inputs import (Buffers, Skip, by_word, check_documents, check_enough,
-                                   model_settings, partitions_of, select_words, subset)
+from daemon.refresh_inputs import (KEEP_READ_MAX_BYTES, Buffers, Skip, by_word, check_documents,
+                                   check_enough, keeps_read, model_settings, partitions_of,
+                                   select_words, subset)
 
 __all__ = ["RefreshResult", "Refresher", "select_words"]
 
 log = logging.getLogger("anchorstream.refresher")
-
-#: A warm low-rank refresher keeps its last sparse read (to read only the segments committed
-#: since, next time) while it takes at most this many bytes per squared word: 2 V² is a
-#: seventh of the ~14 V² a low-rank refresh peaks at when every pair is stored, the bound the
-#: deployment is sized for (deploy/README.md, "Resources"); kept, that read sits beside the
-#: next one while it is brought up to date. Real text stores far fewer pairs (32% of them on
-#: 51k technical descriptions at V = 5000: 1.9 V²; 0.5% on 300k PyPI summaries at 30k words).
-SPARSE_KEEP = 2.0
 
 
 class RefreshResult(dict):
@@ -87,6 +80,8 @@ class Refresher:
         ``store_url``), sparse counts when ``sparse`` (:attr:`sparse`); the partitioned layout
         passes :func:`daemon.scaled.partitioned_reader` (``documents(state, idx)``: document
         statistics; ``keeps()``: whether it keeps its sum), whose ``partitions`` go to ``source``.
+    keep_read_max_bytes : int or None, default 1 GiB
+        Sparse reads of one store up to this size (or 2 V²) are kept for the next (keeps_read).
     clock : callable, default time.monotonic
     """
 
@@ -100,6 +95,7 @@ class Refresher:
                  storage_options: Mapping[str, Any] | None = None,
                  reader: Callable[..., Any] | None = None,
                  refine_window: int | str | None = None,
+                 keep_read_max_bytes: int | None = KEEP_READ_MAX_BYTES,
                  clock: Callable[[], float] = time.monotonic):
         self.store_url = str(store_url)
         # The store keeps its documents' windows' pairs for the refinement (model.refine_window:
@@ -107,6 +103,7 @@ class Refresher:
         self.refine_window = check_refine_window(refine_window)
         self._window_note: str | None = None  # the last "no windows" warning logged
         self.reader = reader
+        self.keep_read_max_bytes = keep_read_max_bytes
         self.storage_options = None if storage_options is None else dict(storage_options)
         self.publisher = publisher
         self.model_kwargs = dict(model_kwargs)
@@ -352,13 +349,13 @@ class Refresher:
             return self.reader(version, sparse=self.sparse)
         if self.sparse:
             # Warm, the last read plus the segments committed since (read_version_sparse's
-            # catch-up), kept between refreshes: its counts, 12 bytes a stored pair.
+            # catch-up), kept between refreshes (keeps_read): 12 bytes a stored pair.
             since, self._sparse = self._sparse, None
             st = open_committed_sparse(self.store_url, version,
                                        storage_options=self.storage_options, previous=since)
-            U, n = st.cooccurrence.upper, st.cooccurrence.n_words
-            small = U.data.nbytes + U.indices.nbytes + U.indptr.nbytes <= SPARSE_KEEP * n * n
-            self._sparse = st if self.warm_start and small else None
+            keep = keeps_read(st.cooccurrence.upper, st.cooccurrence.n_words,
+                              self.keep_read_max_bytes)
+            self._sparse = st if self.warm_start and keep else None
             return st
         # Until this read succeeds the buffer's contents are unknown.
         since, self._dense = self._dense, None

@@ -1,6 +1,7 @@
 """What a refresh reads and whether it is enough to fit: the words a model uses, the V x V
-buffers kept between refreshes, subsets of the counts, and the checks that skip a refresh
-(not a failure) until the store holds enough. The refresher itself is :mod:`daemon.refresh`."""
+buffers and sparse read kept between refreshes, subsets of the counts, and the checks that
+skip a refresh (not a failure) until the store holds enough. The refresher itself is
+:mod:`daemon.refresh`."""
 
 from __future__ import annotations
 
@@ -15,8 +16,23 @@ from anchorstream.model.pipeline import AnchorModel
 from anchorstream.stats.cooccurrence import Cooccurrence, take_square
 from anchorstream.stats.documents import DocumentState
 
-__all__ = ["Buffers", "Skip", "by_word", "check_documents", "check_enough", "model_settings",
-           "partitions_of", "select_words", "subset"]
+__all__ = ["Buffers", "KEEP_READ_MAX_BYTES", "SPARSE_KEEP", "Skip", "by_word", "check_documents",
+           "check_enough", "keeps_read", "model_settings", "partitions_of", "select_words",
+           "subset"]
+
+#: A warm low-rank refresher keeps its last sparse read (to read only the segments committed
+#: since, next time) while it takes at most this many bytes per squared word, or
+#: :data:`KEEP_READ_MAX_BYTES` (``refresh.keep_read_max_bytes``), whichever is more. 2 V² is a
+#: seventh of the ~14 V² a low-rank refresh peaks at when every pair is stored, the bound the
+#: deployment is sized for (deploy/README.md, "Resources"); kept, that read sits beside the
+#: next one while it is brought up to date. Real text stores far fewer pairs (32% of them on
+#: 51k technical descriptions at V = 5000: 1.9 V²; 0.5% on 300k PyPI summaries at 30k words).
+SPARSE_KEEP = 2.0
+
+#: ``refresh.keep_read_max_bytes``'s default: up to 1 GiB a read is kept however many of its
+#: pairs are stored (where documents are long, a full read was 2.6 s of a warm refresh's 3.5;
+#: benchmarks/README.md, "Session 70"), which adds at most that to a refresh's peak.
+KEEP_READ_MAX_BYTES = 1024**3
 
 
 class Skip(Exception):
@@ -159,3 +175,18 @@ def model_settings(kw: Mapping[str, Any], prefixes: tuple[str, ...]) -> dict[str
     (``AnchorModel``'s; its anchor finder is set to ``qr``, as DDP's and RP's are not its)."""
     params = AnchorModel(**{**kw, "anchor_method": "qr"}).get_params()
     return {k: v for k, v in params.items() if k.startswith(prefixes)}
+
+
+def keeps_read(upper, n_words: int, max_bytes: int | None) -> bool:
+    """Whether a sparse read whose upper triangle is the CSR ``upper`` (over ``n_words``
+    words) is kept for the next refresh: while it takes at most :data:`SPARSE_KEEP` ``n²``
+    bytes or ``max_bytes``, whichever is more (None: whatever it takes).
+
+    >>> import scipy.sparse as sp
+    >>> keeps_read(sp.identity(10, format="csr"), 10, 0)  # 10 entries: 128 bytes of 200
+    True
+    >>> keeps_read(sp.csr_matrix(np.ones((10, 10))), 10, 1000)  # 1,288 bytes
+    False
+    """
+    size = upper.data.nbytes + upper.indices.nbytes + upper.indptr.nbytes
+    return max_bytes is None or size <= max(SPARSE_KEEP * n_words * n_words, max_bytes)

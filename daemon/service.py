@@ -248,6 +248,7 @@ class Daemon:
             supertopics=cfg.model.supertopics, method=cfg.model.method,
             storage_options=cfg.store.storage_kwargs(), reader=reader,
             refine_window=cfg.model.refine_window,
+            keep_read_max_bytes=cfg.refresh.keep_read_max_bytes,
             settings={"daemon": {"vocab": cfg.to_dict()["vocab"],
                                  "message": cfg.to_dict()["message"]}},
             source_info={"kafka_topics": list(k.topics), "group_id": k.group_id,

@@ -238,24 +238,25 @@ def test_warm_lowrank_refreshes_read_only_the_segments_committed_since(tmp_path,
     # The low-rank refresher reads sparse; warm, it keeps its last read and catches up from it
     # (read_version_sparse's catch-up), as the dense one does with its counts buffer.
     import anchorstream.store.sparseread as sparse_mod
-    import daemon.refresh as refresh_mod
     from anchorstream.store import open_committed_sparse
+    from daemon.refresh_inputs import KEEP_READ_MAX_BYTES
 
     store = CooccurrenceStore.create(tmp_path / "store", capacity=400, admit_threshold=2,
                                      length_cap=25)
     ref = Refresher(store.url, Publisher(tmp_path / "snaps", keep=5),
                     model_kwargs={"n_topics": K, "anchor_min_df": 5, "rectify_method": "lowrank"},
-                    min_new_docs=1, min_df=2)
+                    min_new_docs=1, min_df=2, keep_read_max_bytes=0)
     store.add(planted_docs(1500, seed=1))
     store.checkpoint()
-    # This small store holds most pairs: past refresh.SPARSE_KEEP bytes per squared word the
-    # read is not kept (the deployment's memory bound), and every read is a full one.
+    # This small store holds most pairs: past SPARSE_KEEP bytes per squared word and past
+    # refresh.keep_read_max_bytes (0 here) the read is not kept, and every read is a full one.
     upper = open_committed_sparse(store.url).cooccurrence.upper
     n = upper.shape[0]
     assert upper.data.nbytes + upper.indices.nbytes + upper.indptr.nbytes > 2.0 * n * n
     assert ref.sparse and not ref.refresh_once()["warm"] and ref._sparse is None
-    # Within the bound (as on real text, which stores far fewer pairs), it is kept.
-    monkeypatch.setattr(refresh_mod, "SPARSE_KEEP", float("inf"))
+    # Within the default bound (1 GiB, whatever share of the pairs is stored), it is kept.
+    assert ref.keep_read_max_bytes != KEEP_READ_MAX_BYTES
+    ref.keep_read_max_bytes = KEEP_READ_MAX_BYTES
     store.add(planted_docs(30, seed=5))
     store.checkpoint()
     full_reads = []
@@ -298,21 +299,21 @@ def test_a_lowrank_refresh_lets_a_read_it_does_not_keep_go_before_adding_the_wai
     # second copy of the counts; with the read still held beside it and the fit's, a refresh
     # of a full store peaked at 17.5-18.5 V² instead of ~12 V² (benchmarks/README.md,
     # "Session 68"). So a read the refresher does not keep is let go first. A read kept for
-    # the next warm refresh (within SPARSE_KEEP) stays, and stays as it was.
+    # the next warm refresh (refresh.keep_read_max_bytes) stays, and stays as it was.
     import gc
     import weakref
 
     import daemon.refresh as refresh_mod
     from anchorstream.store import open_committed_sparse
 
-    monkeypatch.setattr(refresh_mod, "SPARSE_KEEP", float("inf") if keep else 0.0)
     store = CooccurrenceStore.create(tmp_path / "store", capacity=400, admit_threshold=2,
                                      count_delay=40)
     store.add(planted_docs(640, seed=1))
     store.checkpoint()
     ref = Refresher(store.url, Publisher(tmp_path / "snaps", keep=5),
                     model_kwargs={"n_topics": K, "anchor_min_df": 5, "rectify_method": "lowrank"},
-                    min_new_docs=1, min_df=60 if subset else 0)
+                    min_new_docs=1, min_df=60 if subset else 0,
+                    keep_read_max_bytes=None if keep else 0)
     reads, seen = [], []
     read = ref._read
 
@@ -349,10 +350,8 @@ def test_lowrank_refreshes_multiply_through_a_head_block_and_keep_none(tmp_path,
     # With a dense head block (stats/headblock.py; this small store's is forced by a lower
     # size floor) a refresh publishes the topics it publishes without one, and a read kept
     # for the next warm refresh does not keep the block's memory with it.
-    import daemon.refresh as refresh_mod
     from anchorstream.stats import sparse as sparse_mod
 
-    monkeypatch.setattr(refresh_mod, "SPARSE_KEEP", float("inf"))
     built = []
     choose = sparse_mod.head_block
     monkeypatch.setattr(sparse_mod, "head_block",
@@ -365,7 +364,8 @@ def test_lowrank_refreshes_multiply_through_a_head_block_and_keep_none(tmp_path,
     for floor in (10**6, 2):
         monkeypatch.setattr(sparse_mod.SparseCooccurrence, "head_min_words", floor)
         pub = Publisher(tmp_path / f"snaps{floor}", keep=5)
-        ref = Refresher(store.url, pub, model_kwargs=kw, min_new_docs=1, min_df=0)
+        ref = Refresher(store.url, pub, model_kwargs=kw, min_new_docs=1, min_df=0,
+                        keep_read_max_bytes=None)
         assert ref.refresh_once()["version"] == 1
         held = ref._sparse.cooccurrence
         assert held._head is False  # kept without its block
@@ -660,3 +660,20 @@ def _subset_copy(cooc, idx):
 
     return Cooccurrence(cooc.counts[np.ix_(idx, idx)], cooc.unigram[idx], cooc.doc_freq[idx],
                         cooc.num_docs, cooc.num_tokens, cooc.length_cap)
+
+
+@pytest.mark.parametrize("bound", [0, None, 12345])
+def test_the_daemon_gives_its_refresher_refresh_keep_read_max_bytes(tmp_path, bound):
+    # The daemon's assembly (Daemon._start_refresher), without a broker: the refresher gets
+    # the configured bound, null included.
+    from daemon.metrics import Metrics
+    from daemon.service import Daemon
+    from daemon.settings import parse_config
+
+    cfg = parse_config({"store": {"path": str(tmp_path / "store")},
+                        "snapshots": {"path": str(tmp_path / "snaps")},
+                        "refresh": {"keep_read_max_bytes": bound}}, env={})
+    daemon = Daemon(cfg)
+    daemon.metrics = Metrics()
+    daemon._start_refresher()
+    assert daemon.refresher.keep_read_max_bytes == bound

@@ -449,6 +449,11 @@ class RefreshConfig(_Section):
     warm_start: Bool = Field(True, description="seed each refresh with the previous model")
     align_min_similarity: Float(0, 1) = Field(
         0.5, description="1 - total variation needed to keep a topic id")
+    keep_read_max_bytes: Int(0, optional=True) = Field(
+        1024**3, description="store.layout single, low-rank refresh (the default): memory the "
+        "refresher may keep of its last read (12 bytes a stored pair) to read only the "
+        "segments committed since next time; a read past both this and 2 V² bytes is read "
+        "in full at every refresh; null = no bound")
     partition_reads_max_bytes: Int(0, optional=True) = Field(
         2 * 1024**3, description="store.layout partitioned: memory the refresher may keep of "
         "every partition's last read (to read only what moved next time; sparse, 12 bytes a "
