@@ -228,6 +228,15 @@ def test_words_roundtrip_through_blob():
     assert decode_words(*encode_words(words)) == ["a", "", "日本語", "", "e\u0301"]
     blob, off = encode_words([])
     assert decode_words(blob, off) == []
+    assert decode_words(*encode_words(["", None])) == ["", ""]
+    assert decode_words(*encode_words(["a\x00b", "c"])) == ["a\x00b", "c"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.one_of(st.none(), st.text(max_size=6)), max_size=20))
+def test_words_roundtrip_through_blob_whatever_they_hold(words):
+    # NUL bytes in a word (the slower path), empty words first or last, any script.
+    assert decode_words(*encode_words(words)) == [w or "" for w in words]
 
 
 def test_read_seed_vocabulary(tmp_path):
