@@ -138,20 +138,6 @@ def test_sparse_statistics_refuse_a_lower_triangle_and_bad_shapes():
         SparseCooccurrence(sp.csr_matrix(np.array([[np.inf]])), np.ones(1), np.ones(1), 1, 2)
 
 
-@pytest.mark.parametrize("block", [1, 2, 3, 7, 1 << 16])
-def test_the_lower_triangle_check_reads_any_block_size(block):
-    # The check goes about `block` entries at a time: every size must find an entry below
-    # the diagonal wherever it lies, and none in an upper triangle.
-    from anchorstream.stats.sparse import _below_diagonal
-
-    rng = np.random.default_rng(block)
-    for _ in range(50):
-        n = int(rng.integers(1, 12))
-        dense = rng.random((n, n)) * (rng.random((n, n)) < 0.4)
-        assert not _below_diagonal(sp.csr_matrix(np.triu(dense)), block)
-        assert _below_diagonal(sp.csr_matrix(dense), block) == bool(np.tril(dense, -1).any())
-
-
 def test_a_dense_only_rectifier_refuses_sparse_statistics():
     truth = planted_model(60, 3, random_state=0)
     X, _ = sample_documents(truth, 300, random_state=0)
