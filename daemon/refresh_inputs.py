@@ -16,9 +16,9 @@ from anchorstream.model.pipeline import AnchorModel
 from anchorstream.stats.cooccurrence import Cooccurrence, take_square
 from anchorstream.stats.documents import DocumentState
 
-__all__ = ["Buffers", "KEEP_READ_MAX_BYTES", "SPARSE_KEEP", "Skip", "by_word", "check_documents",
-           "check_enough", "keeps_read", "model_settings", "partitions_of", "select_words",
-           "subset"]
+__all__ = ["Buffers", "KEEP_READ_MAX_BYTES", "SPARSE_KEEP", "Skip", "by_word",
+           "check_documents", "check_enough", "keeps_read", "model_settings", "partitions_of",
+           "select_words", "subset"]
 
 #: A warm low-rank refresher keeps its last sparse read (to read only the segments committed
 #: since, next time) while it takes at most this many bytes per squared word, or
