@@ -30,7 +30,7 @@ __all__ = ["Buffers", "KEEP_READ_MAX_BYTES", "SPARSE_KEEP", "Skip", "by_word",
 SPARSE_KEEP = 2.0
 
 #: ``refresh.keep_read_max_bytes``'s default: up to 1 GiB a read is kept however many of its
-#: pairs are stored (where documents are long, a full read was 2.6 s of a warm refresh's 3.5;
+#: pairs are stored (where documents are long, a full read was 2.55 s of a warm refresh's 3.41;
 #: benchmarks/README.md, "Session 70"), which adds at most that to a refresh's peak.
 KEEP_READ_MAX_BYTES = 1024**3
 

@@ -667,8 +667,12 @@ def test_the_daemon_gives_its_refresher_refresh_keep_read_max_bytes(tmp_path, bo
     # The daemon's assembly (Daemon._start_refresher), without a broker: the refresher gets
     # the configured bound, null included.
     from daemon.metrics import Metrics
+    from daemon.refresh_inputs import KEEP_READ_MAX_BYTES
     from daemon.service import Daemon
     from daemon.settings import parse_config
+
+    # The setting's default is the refresher's own.
+    assert parse_config({}, env={}).refresh.keep_read_max_bytes == KEEP_READ_MAX_BYTES
 
     cfg = parse_config({"store": {"path": str(tmp_path / "store")},
                         "snapshots": {"path": str(tmp_path / "snaps")},

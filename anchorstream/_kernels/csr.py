@@ -162,8 +162,9 @@ def csr_upper_summary(indptr, indices, data):
     every entry and ``diagonal`` of those on the diagonal; ``code`` 0 where every entry is
     finite and non-negative and none lies below the diagonal, 1 where an entry is negative or
     not finite (NaN included), 2 where one lies below the diagonal (the first such entry in
-    row order decides; the sums then mean nothing). What ``SparseCooccurrence`` checks and keeps of its counts, which NumPy and
-    scipy did in five passes and a row array of the entries' size (56 ms at 12.4M entries)."""
+    row order decides; the sums then mean nothing). What ``SparseCooccurrence`` checks and
+    keeps of its counts, which NumPy and scipy did in five passes and a row array of the
+    entries' size (56 ms at 12.4M entries)."""
     stored = 0.0
     diagonal = 0.0
     for r in range(indptr.shape[0] - 1):
