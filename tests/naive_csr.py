@@ -64,16 +64,12 @@ def naive_csr_transpose_positions(indptr, indices, n_cols):
             np.asarray([p[1] for p in pairs], dtype=np.int64))
 
 
-def naive_csr_upper_summary(indptr, indices, data):
-    """Twin of ``csr_upper_summary``: the first bad entry in row order decides the code."""
-    stored = diagonal = 0.0
+def naive_csr_upper_check(indptr, indices, data):
+    """Twin of ``csr_upper_check``: the first bad entry in row order decides the code."""
     for r in range(len(indptr) - 1):
         for k in range(indptr[r], indptr[r + 1]):
-            v, c = float(data[k]), int(indices[k])
-            if not (0.0 <= v < np.inf):
-                return 1, stored, diagonal
-            if c < r:
-                return 2, stored, diagonal
-            stored += v
-            diagonal += v if c == r else 0.0
-    return 0, stored, diagonal
+            if not (0.0 <= float(data[k]) < np.inf):
+                return 1
+            if int(indices[k]) < r:
+                return 2
+    return 0

@@ -159,8 +159,7 @@ class SparseCooccurrence:
                 "SparseCooccurrence needs counts of shape (n_words, n_words) and unigram, "
                 f"doc_freq of shape (n_words,); got {U.shape}, {self.unigram.shape}, "
                 f"{self.doc_freq.shape}")
-        # One pass checks the entries and sums them (kernels.csr_upper_summary).
-        code, stored, diagonal = kernels.csr_upper_summary(U.indptr, U.indices, U.data)
+        code = kernels.csr_upper_check(U.indptr, U.indices, U.data)  # one pass
         if code == 1:
             raise InputError("counts must be finite and non-negative")
         if code == 2:
@@ -169,7 +168,8 @@ class SparseCooccurrence:
         self.upper = U
         # What the counts sum to, kept: total_weight() divides every product by it, and the
         # sum is a pass over every stored pair (11 ms at 6.9M pairs, 18 products a fit).
-        self._counts_sum = 2.0 * stored - diagonal
+        # NumPy's pairwise sums: the kernel's own, in another order, moved fits' paths.
+        self._counts_sum = 2.0 * float(U.data.sum()) - float(U.diagonal().sum())
         self.length_cap = length_cap
         self.mass = mass
         self.num_docs = check_count("num_docs", num_docs)
