@@ -353,8 +353,7 @@ class Refresher:
             since, self._sparse = self._sparse, None
             st = open_committed_sparse(self.store_url, version,
                                        storage_options=self.storage_options, previous=since)
-            keep = keeps_read(st.cooccurrence.upper, st.cooccurrence.n_words,
-                              self.keep_read_max_bytes)
+            keep = keeps_read(st.cooccurrence, self.keep_read_max_bytes)
             self._sparse = st if self.warm_start and keep else None
             return st
         # Until this read succeeds the buffer's contents are unknown.

@@ -177,16 +177,20 @@ def model_settings(kw: Mapping[str, Any], prefixes: tuple[str, ...]) -> dict[str
     return {k: v for k, v in params.items() if k.startswith(prefixes)}
 
 
-def keeps_read(upper, n_words: int, max_bytes: int | None) -> bool:
-    """Whether a sparse read whose upper triangle is the CSR ``upper`` (over ``n_words``
-    words) is kept for the next refresh: while it takes at most :data:`SPARSE_KEEP` ``n²``
-    bytes or ``max_bytes``, whichever is more (None: whatever it takes).
+def keeps_read(cooc, max_bytes: int | None) -> bool:
+    """Whether a sparse read's counts ``cooc`` (a
+    :class:`~anchorstream.stats.sparse.SparseCooccurrence`) are kept for the next refresh:
+    while they take at most :data:`SPARSE_KEEP` ``V²`` bytes or ``max_bytes``, whichever is
+    more (None: whatever they take).
 
     >>> import scipy.sparse as sp
-    >>> keeps_read(sp.identity(10, format="csr"), 10, 0)  # 10 entries: 128 bytes of 200
+    >>> from anchorstream.stats.sparse import SparseCooccurrence
+    >>> def counts(upper):
+    ...     return SparseCooccurrence(upper, np.ones(10), np.ones(10), 10, 100)
+    >>> keeps_read(counts(sp.identity(10, format="csr")), 0)  # 164 bytes, under 2 V² = 200
     True
-    >>> keeps_read(sp.csr_matrix(np.ones((10, 10))), 10, 1000)  # 1,288 bytes
+    >>> keeps_read(counts(sp.csr_matrix(np.triu(np.ones((10, 10))))), 500)  # 704 bytes: over both
     False
     """
-    size = upper.data.nbytes + upper.indices.nbytes + upper.indptr.nbytes
-    return max_bytes is None or size <= max(SPARSE_KEEP * n_words * n_words, max_bytes)
+    V = cooc.n_words
+    return max_bytes is None or cooc.nbytes <= max(SPARSE_KEEP * V * V, max_bytes)
