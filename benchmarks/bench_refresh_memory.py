@@ -23,7 +23,7 @@ resident memory every 5 ms: the rise above the resident memory before the cold r
 GB and in bytes per V², at the peak of each refresh and after the cold one (what stays held).
 
     PYTHONPATH=$PWD .venv/bin/python benchmarks/bench_refresh_memory.py [--sizes 4000,6000]
-        [--methods auto,ap] [--count-delay N] [--partitions P]
+        [--methods auto,ap] [--count-delay N] [--partitions P] [--min-df DF]
         [--store PATH --store-words V]
 """
 
@@ -182,7 +182,8 @@ def _stored(store: Path, partitions: int) -> tuple[float, int]:
     return last.cooccurrence.upper.nnz / (V * (V + 1) / 2), waiting
 
 
-def child(store: Path, V: int, method: str, grow: bool, partitions: int = 0) -> dict:
+def child(store: Path, V: int, method: str, grow: bool, partitions: int = 0,
+          min_df: float | None = None) -> dict:
     from anchorstream.store import CooccurrenceStore
     from anchorstream.store.partitions import partition_key, partition_url
     from daemon.publish import Publisher
@@ -210,7 +211,8 @@ def child(store: Path, V: int, method: str, grow: bool, partitions: int = 0) -> 
     sampler.start()
     reader = _partitioned_reader(store, V, method, partitions) if partitions else None
     refresher = Refresher(str(store), Publisher(tmp / "snapshots"), model_kwargs=model,
-                          min_df=vocab.min_df, max_df_ratio=vocab.max_df_ratio, reader=reader)
+                          min_df=vocab.min_df if min_df is None else min_df,
+                          max_df_ratio=vocab.max_df_ratio, reader=reader)
     before = _rss()
     sampler.reset()
     first = refresher.refresh_once()
@@ -237,7 +239,8 @@ def child(store: Path, V: int, method: str, grow: bool, partitions: int = 0) -> 
 # ------------------------------------------------------------------------------ the parent
 
 
-def run_child(store: Path, V: int, method: str, grow: bool, partitions: int = 0) -> dict:
+def run_child(store: Path, V: int, method: str, grow: bool, partitions: int = 0,
+              min_df: float | None = None) -> dict:
     if grow:
         # The warm refresh adds documents: to a copy, so every run starts from the same store.
         import shutil
@@ -245,18 +248,20 @@ def run_child(store: Path, V: int, method: str, grow: bool, partitions: int = 0)
         copy = Path(tempfile.mkdtemp(prefix="refresh-memory-", dir=store.parent)) / "store"
         shutil.copytree(store, copy)
         try:
-            return _run_child(copy, V, method, grow, partitions)
+            return _run_child(copy, V, method, grow, partitions, min_df)
         finally:
             shutil.rmtree(copy.parent, ignore_errors=True)
-    return _run_child(store, V, method, grow, partitions)
+    return _run_child(store, V, method, grow, partitions, min_df)
 
 
-def _run_child(store: Path, V: int, method: str, grow: bool, partitions: int) -> dict:
+def _run_child(store: Path, V: int, method: str, grow: bool, partitions: int,
+               min_df: float | None) -> dict:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
     cmd = [sys.executable, __file__, "--child", str(store), "--store-words", str(V),
            "--methods", method, "--partitions", str(partitions)] + (
-               [] if grow else ["--no-grow"])
+               [] if grow else ["--no-grow"]) + (
+               [] if min_df is None else ["--min-df", str(min_df)])
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
     if proc.returncode or not lines:
@@ -289,13 +294,17 @@ def main(argv=None) -> int:
                         "(default 0: one store)")
     p.add_argument("--no-grow", action="store_true",
                    help="no warm refresh (which adds documents to the store)")
+    p.add_argument("--min-df", type=float, default=None,
+                   help="the refreshes' vocab.min_df (default: the daemon's): above it, a "
+                        "subset of the words is modelled, as on a live stream, where the "
+                        "words admitted last are in few documents yet")
     p.add_argument("--work", type=Path, default=WORK, help=f"where stores are built ({WORK})")
     p.add_argument("--child", type=Path, help=argparse.SUPPRESS)
     a = p.parse_args(argv)
     methods = a.methods.split(",")
     if a.child is not None:
         print(json.dumps(child(a.child, a.store_words, methods[0], not a.no_grow,
-                               a.partitions)))
+                               a.partitions, a.min_df)))
         return 0
     if a.store is not None:
         if a.store_words is None:
@@ -312,7 +321,7 @@ def main(argv=None) -> int:
     print("|---:|---|---:|---:|---:|---:|---:|---:|")
     for store, V in plan:
         for method in methods:
-            r = run_child(store, V, method, not a.no_grow, a.partitions)
+            r = run_child(store, V, method, not a.no_grow, a.partitions, a.min_df)
             if r["status"] != "ok":
                 print(f"| {V} | {method} | {r['status']} | | | | | |")
                 continue

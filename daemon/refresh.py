@@ -32,7 +32,7 @@ from anchorstream.model.methods import TopicFit, fit_topics
 from anchorstream.model.pipeline import AnchorModel
 from anchorstream.model.registry import method_spec, rectify_method_for
 from anchorstream.store import open_committed, open_committed_sparse, read_document_state
-from anchorstream.store.delay import add_waiting, selection_marginals
+from anchorstream.store.delay import add_waiting, select_with_waiting, selection_marginals
 from daemon.refresh_inputs import (KEEP_READ_MAX_BYTES, Buffers, Skip, by_word, check_documents,
                                    check_enough, keeps_read, model_settings, partitions_of,
                                    select_words, subset)
@@ -268,7 +268,7 @@ class Refresher:
             window = self._window_for(st.cooccurrence)
             st, cooc, kept = self._word_counts(st, idx)
             # As `fit --store` (a dense cooc is this refresh's own: a copy, or a cold read's).
-            cooc = correct_admission(add_waiting(cooc, st.waiting, idx),
+            cooc = correct_admission(cooc,
                                      None if st.admission is None else st.admission.subset(idx),
                                      min_share=self.admission_min_share)
             check_enough(cooc, len(words), n_topics=self.n_topics, method=self.method,
@@ -367,7 +367,8 @@ class Refresher:
         return st
 
     def _word_counts(self, st, idx):
-        """``(st, counts, kept)``: the read ``st``'s counts of the words ``idx``, ``st`` without
+        """``(st, counts, kept)``: the read ``st``'s counts of the words ``idx`` with the
+        documents its delay line holds back (:func:`select_with_waiting`), ``st`` without
         its counts where nothing else holds them (they go with the caller's old ``st``: two
         copies of the counts at most, deploy/README.md, "Resources"), and the sparse read
         kept for the next refresh, if any."""
@@ -376,10 +377,11 @@ class Refresher:
             # Cold with every word selected, the fit may take the counts' memory itself
             # (not a partitioned reader's: it keeps its sum for the next read).
             share = idx.size == cooc_all.n_words and not (self.warm_start or self.reader)
-            return st, subset(cooc_all, idx, out=None if share else self._buffers.get(
-                "subset", idx.size ** 2, np.float64)), None
-        cooc = (cooc_all if idx.size == cooc_all.n_words
-                else cooc_all.subset(idx, keep_total=False))
+            out = None if share else self._buffers.get("subset", idx.size ** 2, np.float64)
+            return st, add_waiting(subset(cooc_all, idx, out=out), st.waiting, idx), None
+        # One new copy beside the read: the subset and its sum with the waiting documents in
+        # one pass.
+        cooc = select_with_waiting(cooc_all, idx, st.waiting)
         keeps = getattr(self.reader, "keeps", lambda: self.reader is not None)
         if self._sparse is st or keeps():
             return st, cooc, cooc_all  # kept for the next read (a partitioned reader's sum)

@@ -43,6 +43,12 @@ def naive_csr_move(indptr, indices, data, to, n):
     return csr_of_rows({r: sorted(v) for r, v in rows.items()}, n)
 
 
+def naive_csr_move_add(indptr, indices, data, to, n, b_indptr, b_indices, b_data):
+    """Twin of ``csr_move_add``: the moved matrix's rows, then ``naive_csr_add``."""
+    moved = naive_csr_move(indptr, indices, data, to, n)
+    return naive_csr_add(*moved, b_indptr, b_indices, b_data)
+
+
 def naive_lowest_bit(x: int) -> int:
     """Twin of ``lowest_bit``: the position of the lowest set bit, by shifting."""
     n = 0

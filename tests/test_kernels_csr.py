@@ -10,11 +10,13 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from anchorstream._kernels.csr import (csr_add, csr_move, csr_transpose_positions,
+from anchorstream._kernels.csr import (csr_add, csr_move, csr_move_add, csr_transpose_positions,
                                        csr_upper_check, lowest_bit)
-from anchorstream.stats.sparse import csr_sum
-from tests.naive_csr import (naive_csr_add, naive_csr_move, naive_csr_transpose_positions,
-                             naive_csr_upper_check, naive_lowest_bit)
+from anchorstream.stats.sparse import csr_add as sparse_add
+from anchorstream.stats.sparse import csr_moved, csr_moved_sum, csr_sum
+from tests.naive_csr import (naive_csr_add, naive_csr_move, naive_csr_move_add,
+                             naive_csr_transpose_positions, naive_csr_upper_check,
+                             naive_lowest_bit)
 
 
 def _sparse_block(rng, shape, density):
@@ -78,6 +80,47 @@ def test_csr_move_matches_twin_and_keeps_rows_sorted_and_upper(seed):
     D = np.zeros((n, n))
     D[np.ix_(to[kept], to[kept])] = U.toarray()[np.ix_(kept, kept)]
     np.testing.assert_array_equal(M.toarray(), D)
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_csr_move_add_matches_twin_and_moving_then_adding(seed):
+    # Rows and columns kept, dropped and new (an empty slot), entries that cancel, stored
+    # zeros: the fused pass is the moved matrix plus b, bit for bit.
+    rng = np.random.default_rng(900 + seed)
+    m = sp.csr_matrix(np.triu(_sparse_block(rng, (8, 8), [0.0, 0.3, 0.7, 1.0][seed % 4])))
+    if seed % 3 == 1 and m.nnz:
+        m.data[rng.integers(m.nnz)] = 0.0  # a stored zero: left out
+    keep = np.sort(rng.choice(8, size=int(rng.integers(1, 9)), replace=False))
+    n = keep.size + int(seed % 2)  # one more slot than kept rows: a new word's
+    slots = np.sort(rng.choice(n, size=keep.size, replace=False))
+    to = np.full(8, -1, dtype=np.int64)
+    to[keep] = slots
+    b = sp.csr_matrix(np.triu(_sparse_block(rng, (n, n), [0.4, 0.0, 0.2, 0.8][seed % 4])))
+    moved = csr_moved(m, to, n)
+    if seed % 2 == 0 and b.nnz and moved.nnz:
+        # Cancel one of the moved entries.
+        dense = b.toarray()
+        r, c = moved.nonzero()[0][0], moved.indices[0]
+        dense[r, c] = -moved[r, c]
+        b = sp.csr_matrix(dense)
+    args = (m.indptr.astype(np.int64), m.indices.astype(np.int32), m.data, to, n,
+            b.indptr.astype(np.int64), b.indices.astype(np.int32), b.data)
+    size = m.nnz + b.nnz + 1
+    indices, data = np.full(size, -7, dtype=np.int32), np.full(size, -7.0)
+    indptr = csr_move_add(*args, indices, data)
+    nnz = indptr[-1]
+    assert np.all(indices[nnz:] == -7) and np.all(data[nnz:] == -7.0)
+    want = naive_csr_move_add(*args)
+    for g, w in zip((indptr, indices[:nnz], data[:nnz]), want):
+        np.testing.assert_array_equal(g, w)
+    fused, composed = csr_moved_sum(m, to, b), sparse_add(moved, b)
+    for g, w in zip((fused.indptr, fused.indices, fused.data),
+                    (composed.indptr, composed.indices, composed.data)):
+        np.testing.assert_array_equal(g, w)
+    root = fused.data  # at the sum's exact size (scipy may hold a view of it)
+    while isinstance(root.base, np.ndarray):
+        root = root.base
+    assert root.nbytes == 8 * fused.nnz
 
 
 @pytest.mark.parametrize("bit", [0, 1, 5, 31, 32, 33, 62, 63])

@@ -293,13 +293,15 @@ def test_warm_lowrank_refreshes_read_only_the_segments_committed_since(tmp_path,
 
 @pytest.mark.parametrize("subset", [False, True])
 @pytest.mark.parametrize("keep", [False, True])
-def test_a_lowrank_refresh_lets_a_read_it_does_not_keep_go_before_adding_the_waiting(
-        tmp_path, monkeypatch, keep, subset):
+def test_a_lowrank_refresh_holds_the_read_and_one_sum_at_most(tmp_path, monkeypatch, keep,
+                                                              subset):
     # Memory (deploy/README.md, "Resources"): the counts plus the waiting documents' sum is a
     # second copy of the counts; with the read still held beside it and the fit's, a refresh
     # of a full store peaked at 17.5-18.5 V² instead of ~12 V² (benchmarks/README.md,
-    # "Session 68"). So a read the refresher does not keep is let go first. A read kept for
-    # the next warm refresh (refresh.keep_read_max_bytes) stays, and stays as it was.
+    # "Session 68"). The words' subset and that sum are one pass over the read
+    # (select_with_waiting), so no copy is made before it, and a read the refresher does not
+    # keep is let go before the fit. A read kept for the next warm refresh
+    # (refresh.keep_read_max_bytes) stays, and stays as it was.
     import gc
     import weakref
 
@@ -314,32 +316,36 @@ def test_a_lowrank_refresh_lets_a_read_it_does_not_keep_go_before_adding_the_wai
                     model_kwargs={"n_topics": K, "anchor_min_df": 5, "rectify_method": "lowrank"},
                     min_new_docs=1, min_df=60 if subset else 0,
                     keep_read_max_bytes=None if keep else 0)
-    reads, seen = [], []
-    read = ref._read
+    reads, summed, fitted = [], [], []
+    read, fit = ref._read, ref._fit
 
     def remember(v):
         st = read(v)
         reads.append((weakref.ref(st.cooccurrence), st.cooccurrence.n_words))
         return st
 
-    monkeypatch.setattr(ref, "_read", remember)
-    add = refresh_mod.add_waiting
+    select = refresh_mod.select_with_waiting
 
-    def adding(cooc, waiting, idx):
+    def selecting(cooc, idx, waiting):
+        summed.append(cooc is reads[-1][0]())  # the read itself: no copy made before
+        assert waiting is not None and waiting.num_docs == 40
+        return select(cooc, idx, waiting)
+
+    def fitting(cooc, *args, **kwargs):
         gc.collect()
         held = reads[-1][0]()
-        seen.append(held is not None and held is not cooc)
-        assert waiting is not None and waiting.num_docs == 40
-        return add(cooc, waiting, idx)
+        fitted.append(held is not None and held is not cooc)
+        return fit(cooc, *args, **kwargs)
 
-    monkeypatch.setattr(refresh_mod, "add_waiting", adding)
+    monkeypatch.setattr(ref, "_read", remember)
+    monkeypatch.setattr(ref, "_fit", fitting)
+    monkeypatch.setattr(refresh_mod, "select_with_waiting", selecting)
     result = ref.refresh_once()
     assert ref.sparse and result["version"] == 1
     assert (ref._sparse is not None) == keep
     assert (result["n_words"] < reads[-1][1]) == subset and result["n_words"] > 2 * K
-    # Beside the counts the fit gets, the read is held only where it is kept and a subset is
-    # taken (the read and the subset are two copies; the sum with the waiting a third).
-    assert seen == [keep and subset]
+    # Beside the counts the fit gets, the read is held only where it is kept.
+    assert summed == [True] and fitted == [keep]
     if keep:
         held = ref._sparse.cooccurrence
         fresh = open_committed_sparse(store.url).cooccurrence
@@ -504,11 +510,11 @@ def test_a_partitioned_lowrank_refresh_lets_go_of_a_sum_its_reader_does_not_keep
     # refresh.partition_reads_max_bytes bounds the sparse reader too (every partition's read
     # kept: 46 V² held between refreshes at six partitions of 8000 words, benchmarks/README.md,
     # "Session 69"). Past it the reader keeps nothing, and the refresher lets go of the
-    # sum before adding the waiting documents, as of a single store's read it does not keep.
+    # sum once it has taken its words and the waiting documents from it, as of a single
+    # store's read it does not keep.
     import gc
     import weakref
 
-    import daemon.refresh as refresh_mod
     from daemon.scaled import partitioned_reader
 
     root = tmp_path / "root"
@@ -525,18 +531,18 @@ def test_a_partitioned_lowrank_refresh_lets_go_of_a_sum_its_reader_does_not_keep
 
     read_again = remember
     read_again.keeps = read.keeps
-    add = refresh_mod.add_waiting
-
-    def adding(cooc, waiting, idx):
-        gc.collect()
-        held = reads[-1]()
-        seen.append(held is not None and held is not cooc)
-        return add(cooc, waiting, idx)
-
-    monkeypatch.setattr(refresh_mod, "add_waiting", adding)
     ref = Refresher(str(root), Publisher(tmp_path / "snaps", keep=5),
                     model_kwargs={"n_topics": K, "anchor_min_df": 5, "rectify_method": "lowrank"},
                     min_new_docs=1, min_df=60, reader=read_again)
+    fit = ref._fit
+
+    def fitting(cooc, *args, **kwargs):
+        gc.collect()
+        held = reads[-1]()
+        seen.append(held is not None and held is not cooc)
+        return fit(cooc, *args, **kwargs)
+
+    monkeypatch.setattr(ref, "_fit", fitting)
     result = ref.refresh_once()
     assert result["version"] == 1 and 2 * K < result["n_words"] < 400  # a subset was taken
     assert read.keeps() == (bound is None) and seen == [bound is None]

@@ -287,6 +287,47 @@ def test_adding_the_waiting_documents_copies_the_counts_once(tmp_path):
     np.testing.assert_allclose(total.counts_dense(), want, rtol=1e-12)
 
 
+@pytest.mark.parametrize("every", [False, True])
+def test_selecting_words_with_the_waiting_documents_is_one_copy_and_the_same_sum(tmp_path,
+                                                                                 every):
+    # select_with_waiting: the words' subset and its sum with the waiting documents in one
+    # pass, bit for bit what the subset and add_waiting gave, without the subset's copy.
+    from anchorstream.store.delay import add_waiting, select_with_waiting
+
+    V = 1000
+    rng = np.random.default_rng(1)
+    words = np.array([f"w{i}" for i in range(V)])
+    store = CooccurrenceStore.create(str(tmp_path / "store"), capacity=V, admit_threshold=1,
+                                     count_delay=20)
+    store.add([list(words)])
+    store.add([list(words[rng.choice(V, 150, replace=False)]) for _ in range(140)])
+    store.checkpoint({"t:0": 1})
+    st_ = open_committed_sparse(store.url)
+    cooc = st_.cooccurrence
+    idx = np.arange(V) if every else np.sort(rng.choice(V, 900, replace=False))
+    select_with_waiting(cooc, idx, st_.waiting)  # kernels compiled or loaded first
+    tracemalloc.start()
+    try:
+        start = tracemalloc.get_traced_memory()[0]
+        got = select_with_waiting(cooc, idx, st_.waiting)
+        peak = tracemalloc.get_traced_memory()[1] - start
+    finally:
+        tracemalloc.stop()
+    want = add_waiting(cooc if every else cooc.subset(idx, keep_total=False), st_.waiting, idx)
+    for g, w in zip((got.upper.indptr, got.upper.indices, got.upper.data, got.unigram,
+                     got.doc_freq), (want.upper.indptr, want.upper.indices, want.upper.data,
+                                     want.unigram, want.doc_freq)):
+        np.testing.assert_array_equal(g, w)
+    assert (got.num_docs, got.num_tokens, got.mass, got.total_weight()) == (
+        want.num_docs, want.num_tokens, want.mass, want.total_weight())
+    # tracemalloc counts the room the kernel allocates for both operands' entries (pages never
+    # written are never resident, as for csr_sum): the read's and the waiting documents'
+    # (1.18x it with the waiting documents' own subset, a third of the read's size here), no
+    # subset of the read beside them (which made it 1.63x).
+    room = 12 * (cooc.upper.nnz + st_.waiting.upper.nnz)
+    assert peak < 1.3 * room, f"{peak / room:.2f} of the read's and the waiting's entries"
+
+
 @settings(max_examples=10, deadline=None)
 @given(seed=st.integers(0, 2**16), cuts=st.lists(st.integers(0, 60), min_size=1, max_size=4),
        compact_after=st.sets(st.integers(0, 4)), evict_after=st.sets(st.integers(0, 4)),

@@ -122,6 +122,62 @@ def csr_move(indptr, indices, data, to, n):
 
 
 @numba.njit(cache=True)
+def csr_move_add(indptr, indices, data, to, n, b_indptr, b_indices, b_data, out_indices,
+                 out_data):
+    """:func:`csr_move` of the first matrix to ``n`` slots (``to`` as there) plus the second,
+    an ``n × n`` CSR, in one pass: the sum :func:`csr_add` would give of the moved matrix and
+    ``b`` (sorted, distinct columns, zeros left out), written into ``out_indices`` and
+    ``out_data`` (each at least as long as both operands' entries together; the caller trims
+    them, as for :func:`csr_add`).
+
+    A refresh takes its words' subset of the counts and adds the documents a delay line holds
+    back: moved and then summed, the subset was a copy of the counts held beside their sum.
+
+    Returns
+    -------
+    indptr : int64 ndarray of shape (n + 1,)
+    """
+    n_rows = indptr.shape[0] - 1
+    source = np.full(n, -1, dtype=np.int64)  # the row of the first matrix each slot takes
+    for i in range(n_rows):
+        if to[i] >= 0:
+            source[to[i]] = i
+    out_indptr = np.zeros(n + 1, dtype=np.int64)
+    k = 0
+    for t in range(n):
+        q, q_end = b_indptr[t], b_indptr[t + 1]
+        i = source[t]
+        if i >= 0:
+            p, p_end = indptr[i], indptr[i + 1]
+            while p < p_end:
+                c = to[indices[p]]
+                if c < 0:
+                    p += 1
+                    continue
+                if q < q_end and b_indices[q] < c:
+                    j, v = b_indices[q], b_data[q]
+                    q += 1
+                elif q < q_end and b_indices[q] == c:
+                    j, v = c, data[p] + b_data[q]
+                    p += 1
+                    q += 1
+                else:
+                    j, v = c, data[p]
+                    p += 1
+                if v != 0.0:
+                    out_indices[k] = j
+                    out_data[k] = v
+                    k += 1
+        for r in range(q, q_end):
+            if b_data[r] != 0.0:
+                out_indices[k] = b_indices[r]
+                out_data[k] = b_data[r]
+                k += 1
+        out_indptr[t + 1] = k
+    return out_indptr
+
+
+@numba.njit(cache=True)
 def lowest_bit(x):
     """Index of the lowest set bit of a non-zero uint64 (numba has no count-trailing-zeros)."""
     low = x & (~x + np.uint64(1))  # the lowest set bit alone, a power of two

@@ -26,8 +26,8 @@ from anchorstream.stats.cooccurrence import Cooccurrence, cap_pairs, check_count
 from anchorstream.stats.headblock import MIN_WORDS, HeadBlock, head_block
 from anchorstream.stats.tiles import ColumnTiles
 
-__all__ = ["SparseCooccurrence", "canonical_csr", "csr_add", "csr_moved", "csr_of", "csr_sum",
-           "upper_csr"]
+__all__ = ["SparseCooccurrence", "canonical_csr", "csr_add", "csr_moved", "csr_moved_sum",
+           "csr_of", "csr_sum", "upper_csr"]
 
 
 def upper_csr(rows, cols, vals, n: int, *, positions=None) -> sp.csr_matrix:
@@ -107,6 +107,26 @@ def csr_add(a: sp.csr_matrix, b: sp.csr_matrix) -> sp.csr_matrix:
 def _parts(m: sp.csr_matrix) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return (m.indptr.astype(np.int64, copy=False), m.indices.astype(np.int32, copy=False),
             np.asarray(m.data, dtype=np.float64))
+
+
+def csr_moved_sum(a: sp.csr_matrix, to: np.ndarray, b: sp.csr_matrix) -> sp.csr_matrix:
+    """``csr_add(csr_moved(a, to, n), b)`` for ``b`` of shape ``(n, n)``, in one pass and at its
+    exact size (the kernel :func:`~anchorstream._kernels.csr.csr_move_add`): the same
+    canonical sum, without the moved copy of ``a`` beside it. ``to`` as for
+    :func:`csr_moved`."""
+    a.sum_duplicates()
+    b.sum_duplicates()
+    pa, pb = _parts(a), _parts(b)
+    size = pa[1].size + pb[1].size
+    # Room for both operands' entries, trimmed to the sum's in place, as in csr_sum: pages
+    # never written are never resident.
+    indices, data = np.empty(size, dtype=np.int32), np.empty(size, dtype=np.float64)
+    indptr = kernels.csr_move_add(*pa, np.asarray(to, dtype=np.int64), b.shape[0], *pb,
+                                  indices, data)
+    nnz = int(indptr[-1])
+    indices.resize(nnz, refcheck=False)
+    data.resize(nnz, refcheck=False)
+    return csr_of((indptr, indices, data), b.shape)
 
 
 def csr_moved(m: sp.csr_matrix, to: np.ndarray, n: int) -> sp.csr_matrix:

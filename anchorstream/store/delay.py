@@ -468,6 +468,33 @@ def selection_marginals(cooc, waiting):
                            num_docs=cooc.num_docs + waiting.num_docs)
 
 
+def select_with_waiting(cooc, idx, waiting):
+    """The words ``idx`` of a read's ``cooc`` plus the ``waiting`` documents' statistics (over
+    the read's words): what ``add_waiting(cooc.subset(idx, keep_total=False), waiting, idx)``
+    returns (``cooc`` itself where ``idx`` is every word), bit for bit. Sparse counts are moved
+    to the words and summed with the waiting documents' in one pass
+    (:func:`~anchorstream.stats.sparse.csr_moved_sum`): the subset is not held beside the sum,
+    a copy of the counts fewer at a refresh that keeps its read. ``cooc`` is left as it is
+    where it is sparse; a dense one's subset is the caller's own copy, added to in place."""
+    from anchorstream.stats.sparse import SparseCooccurrence, csr_moved_sum
+
+    idx = np.asarray(idx, dtype=np.int64)
+    every = idx.size == cooc.n_words
+    if (waiting is None or every or not isinstance(cooc, SparseCooccurrence)
+            or np.any(np.diff(idx) <= 0)):
+        return add_waiting(cooc if every else cooc.subset(idx, keep_total=False), waiting, idx)
+    if waiting.n_words != idx.size:
+        waiting = waiting.subset(idx)
+    to = np.full(cooc.n_words, -1, dtype=np.int64)
+    to[idx] = np.arange(idx.size)
+    return SparseCooccurrence(
+        csr_moved_sum(cooc.upper, to, waiting.upper),
+        np.asarray(cooc.unigram)[idx] + waiting.unigram,
+        np.asarray(cooc.doc_freq)[idx] + waiting.doc_freq,
+        cooc.num_docs + waiting.num_docs, cooc.num_tokens + waiting.num_tokens,
+        cooc.length_cap)
+
+
 def add_waiting(cooc, waiting, idx=None):
     """``cooc`` plus the ``waiting`` documents' statistics (:func:`read_waiting`; taken at the
     words ``idx`` of the read, those of ``cooc``, where given). A sparse ``cooc`` is left as it
