@@ -25,6 +25,38 @@ def leading_view(buffer, shape: tuple[int, ...], dtype) -> np.ndarray | None:
     return None
 
 
+def held_bytes(*objects) -> int:
+    """Bytes of the memory behind ``objects``: arrays, sparse matrices (their ``data``,
+    ``indices`` and ``indptr``), co-occurrence statistics (their dense ``counts`` or sparse
+    ``upper`` counts), or None. Memory several of them share (views of one array) counts once.
+
+    >>> a = np.zeros(100)
+    >>> held_bytes(a, a[:10], None)
+    800
+    """
+    roots: dict[int, int] = {}
+
+    def add(x) -> None:
+        if x is None:
+            return
+        if isinstance(x, np.ndarray):
+            root = x
+            while isinstance(root.base, np.ndarray):
+                root = root.base
+            roots[id(root)] = root.nbytes
+        elif hasattr(x, "indptr"):
+            for part in (x.data, x.indices, x.indptr):
+                add(part)
+        elif hasattr(x, "upper"):
+            add(x.upper)
+        elif hasattr(x, "counts"):
+            add(x.counts)
+
+    for x in objects:
+        add(x)
+    return sum(roots.values())
+
+
 def given_array(values, shape: tuple[int, ...], name: str) -> np.ndarray:
     """A caller's precomputed statistic (e.g. a matrix's row sums) as a float64 array of
     ``shape``: the shape is checked, the values are trusted."""

@@ -53,6 +53,10 @@ anchorstream_topic_deaths_total                    counter
 anchorstream_topic_churn                           gauge      kind (births, deaths, matched,
                                                               splits, merges): last refresh
 anchorstream_topic_match_similarity                gauge      mean similarity of kept topics
+anchorstream_refresh_kept_bytes                    gauge      memory the refresher keeps for
+                                                              the next refresh (its last read,
+                                                              a partitioned reader's reads,
+                                                              dense buffers)
 anchorstream_rectification_residual                gauge
 anchorstream_rectification_iterations              gauge
 anchorstream_rectification_warm_change             gauge      change since the last cold
@@ -254,7 +258,8 @@ class Metrics:
     documents_duplicate, tokens_accumulated, documents_at_max_tokens, tokens_in_long_documents, source_errors,
     checkpoints, checkpoint_failures, partitions_fenced, checkpoint_duration,
     checkpoint_stage_duration, checkpoint_size, refreshes, refresh_failures, refresh_duration,
-    snapshots_published, vocabulary_admissions, vocabulary_evictions, topic_births,
+    refresh_kept_bytes, snapshots_published, vocabulary_admissions, vocabulary_evictions,
+    topic_births,
     topic_deaths, topic_churn,
     topic_match_similarity, rectification_residual, rectification_iterations,
     rectification_warm_change, stopword_share, http_requests
@@ -323,6 +328,12 @@ class Metrics:
         self.topic_match_similarity = Gauge(
             f"{p}_topic_match_similarity",
             "Mean similarity (1 - total variation) of topics that kept their id.", registry=r)
+        self.refresh_kept_bytes = Gauge(
+            f"{p}_refresh_kept_bytes",
+            "Memory the refresher keeps from one refresh for the next: its last sparse read "
+            "(refresh.keep_read_max_bytes), a partitioned reader's reads and their sum "
+            "(refresh.partition_reads_max_bytes), or the dense rectifier's V x V buffers.",
+            registry=r)
         self.rectification_residual = Gauge(
             f"{p}_rectification_residual", "Residual of the last rectification.", registry=r)
         self.rectification_iterations = Gauge(
@@ -472,6 +483,19 @@ class Metrics:
 
     def observe_rejected(self, reason: str) -> None:
         self.messages_rejected.labels(reason).inc()
+
+    def observe_refresh(self, model, churn: Mapping[str, Any], kept_bytes: int) -> None:
+        """Record a successful refresh: its churn (:meth:`observe_churn`), the fitted
+        ``model``'s rectification (None for the methods without one) and the memory the
+        refresher keeps for the next refresh."""
+        self.refreshes.inc()
+        self.snapshots_published.inc()
+        self.observe_churn(churn)
+        self.refresh_kept_bytes.set(kept_bytes)
+        if model is not None:
+            self.rectification_residual.set(model.rectify_residual_)
+            self.rectification_iterations.set(model.n_iter_.get("rectify", 0))
+            self.rectification_warm_change.set(model.rectify_change_)
 
     def observe_churn(self, churn: Mapping[str, Any]) -> None:
         """Record :meth:`anchorstream.model.align.Alignment.churn` of a refresh."""

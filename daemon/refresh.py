@@ -449,16 +449,15 @@ class Refresher:
         )
 
     def _observe_success(self, model, churn) -> None:
-        m = self.metrics
-        if m is None:
-            return
-        m.refreshes.inc()
-        m.snapshots_published.inc()
-        m.observe_churn(churn)
-        if model is not None:
-            m.rectification_residual.set(model.rectify_residual_)
-            m.rectification_iterations.set(model.n_iter_.get("rectify", 0))
-            m.rectification_warm_change.set(model.rectify_change_)
+        if self.metrics is not None:
+            self.metrics.observe_refresh(model, churn, self.kept_bytes())
+
+    def kept_bytes(self) -> int:
+        """Memory kept for the next refresh: the dense path's V x V buffers, the last sparse
+        read, or the partitioned reader's reads and their sum."""
+        read = 0 if self._sparse is None else self._sparse.cooccurrence.nbytes
+        reader = getattr(self.reader, "kept_bytes", None)
+        return self._buffers.nbytes() + read + (0 if reader is None else reader())
 
     @property
     def _anchor_min_df(self) -> float:

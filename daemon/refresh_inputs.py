@@ -71,6 +71,10 @@ class Buffers:
     def __init__(self):
         self._arrays: dict[str, np.ndarray] = {}
 
+    def nbytes(self) -> int:
+        """Memory of every buffer held."""
+        return sum(a.nbytes for a in self._arrays.values())
+
     def held(self, name: str) -> np.ndarray | None:
         """The buffer ``name`` as it is (None if there is none yet)."""
         return self._arrays.get(name)

@@ -116,6 +116,7 @@ def partitioned_reader(cfg: Config, partitions: Callable[[], set | None]):
     # Whether the last read's sum stays the reader's (kept for the next read): if not, the
     # refresher lets go of it as of its own reads.
     read.keeps = lambda: any(r.last.get("kept", False) for r in readers.values())
+    read.kept_bytes = lambda: sum(r.kept_bytes() for r in readers.values())
     return read
 
 

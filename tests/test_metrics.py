@@ -37,6 +37,7 @@ EXPECTED = {
     "anchorstream_topic_deaths",
     "anchorstream_topic_churn",
     "anchorstream_topic_match_similarity",
+    "anchorstream_refresh_kept_bytes",
     "anchorstream_rectification_residual",
     "anchorstream_rectification_iterations",
     "anchorstream_rectification_warm_change",

@@ -89,6 +89,9 @@ def test_refresh_publishes_then_warm_starts_and_keeps_ids(setup):
         assert reg.get_sample_value("anchorstream_refresh_duration_seconds_count",
                                     {"stage": stage}) == 2
     assert reg.get_sample_value("anchorstream_topic_churn", {"kind": "matched"}) == K
+    # What the refresher keeps for the next one (its last sparse read, 12 bytes a pair).
+    kept = reg.get_sample_value("anchorstream_refresh_kept_bytes")
+    assert kept == ref.kept_bytes() == ref._sparse.cooccurrence.nbytes > 0
     # The second refresh updated the first one's rectification: how far the data moved since.
     change = reg.get_sample_value("anchorstream_rectification_warm_change")
     assert 0 < change < 0.04 and snap2.extra["rectify_warm_change"] == change
@@ -226,6 +229,9 @@ def test_warm_refreshes_read_only_what_was_committed_since(setup, monkeypatch):
                                    rtol=1e-12, atol=1e-12 * fresh.max())
     # ...though the refresher itself never read the whole matrix again (only the test did).
     assert len(full_reads) == 2
+    # It keeps its V x V buffers for that, and says so.
+    kept = metrics.registry.get_sample_value("anchorstream_refresh_kept_bytes")
+    assert kept == ref.kept_bytes() >= ref._buffers.held("counts").nbytes >= 8 * n * n
     # A compaction rewrites the base: the next warm refresh reads everything.
     store.add(planted_docs(30, seed=4))
     store.checkpoint()
@@ -343,6 +349,7 @@ def test_a_lowrank_refresh_holds_the_read_and_one_sum_at_most(tmp_path, monkeypa
     result = ref.refresh_once()
     assert ref.sparse and result["version"] == 1
     assert (ref._sparse is not None) == keep
+    assert ref.kept_bytes() == (ref._sparse.cooccurrence.nbytes if keep else 0)
     assert (result["n_words"] < reads[-1][1]) == subset and result["n_words"] > 2 * K
     # Beside the counts the fit gets, the read is held only where it is kept.
     assert summed == [True] and fitted == [keep]
@@ -530,7 +537,7 @@ def test_a_partitioned_lowrank_refresh_lets_go_of_a_sum_its_reader_does_not_keep
         return st
 
     read_again = remember
-    read_again.keeps = read.keeps
+    read_again.keeps, read_again.kept_bytes = read.keeps, read.kept_bytes
     ref = Refresher(str(root), Publisher(tmp_path / "snaps", keep=5),
                     model_kwargs={"n_topics": K, "anchor_min_df": 5, "rectify_method": "lowrank"},
                     min_new_docs=1, min_df=60, reader=read_again)
@@ -546,6 +553,8 @@ def test_a_partitioned_lowrank_refresh_lets_go_of_a_sum_its_reader_does_not_keep
     result = ref.refresh_once()
     assert result["version"] == 1 and 2 * K < result["n_words"] < 400  # a subset was taken
     assert read.keeps() == (bound is None) and seen == [bound is None]
+    # What the reader keeps is what the refresher reports keeping.
+    assert ref.kept_bytes() == read.kept_bytes() and (read.kept_bytes() > 0) == (bound is None)
 
 
 def test_a_partitioned_refresh_adds_the_waiting_documents_to_its_own_copy_only(tmp_path):

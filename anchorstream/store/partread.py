@@ -52,7 +52,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from anchorstream._buffers import leading_view
+from anchorstream._buffers import held_bytes, leading_view
 from anchorstream.stats.accumulator import Forgetting
 from anchorstream.stats.cooccurrence import take_square
 from anchorstream.stats.sparse import canonical_csr, csr_add
@@ -226,6 +226,12 @@ class PartitionReader:
             total.add(part.state, index, counts=False, factor=factor[key])
             info[key] = partition_entry(part.state, key)
         return total.state(index, pins, info, seen.get("length_cap", {2}).pop())
+
+    def kept_bytes(self) -> int:
+        """Memory this reader keeps for its next read: every partition's last read and their
+        sum (with the dense sum's spare); 0 once it keeps nothing."""
+        reads = [p.state.cooccurrence for p in self._parts.values() if p.state is not None]
+        return held_bytes(self._counts, self._buffer, self._spare, *reads)
 
     def _too_large(self, sizes: Mapping[str, int], V: int) -> bool:
         """Whether keeping every partition's read and the sum would pass ``max_kept_bytes``.
