@@ -138,3 +138,19 @@ def test_the_process_asks_numpy_for_no_huge_pages_unless_the_user_chose(docs, tm
         """, tmp_path, env)
     assert proc.returncode == 0, proc.stderr
     assert state.read_text() == ("0 False" if chosen is None else "1 True")
+
+
+def test_a_fit_from_text_imports_no_store_library(docs, tmp_path):
+    # `fit --input` reads text and writes a snapshot: importing zarr and Icechunk (the store's
+    # libraries; zarr alone 0.25 s) would only slow every such process's start.
+    out, seen = tmp_path / "snap", tmp_path / "modules"
+    proc = _run(f"""
+        import atexit, pathlib, sys
+        atexit.register(lambda: pathlib.Path({str(seen)!r}).write_text(
+            " ".join(m for m in ("zarr", "icechunk", "kafka") if m in sys.modules)))
+        from daemon.cli import entry
+        sys.argv = {_fit_argv(docs, out)!r}
+        entry()
+        """, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert read_snapshot(out).num_topics == 2 and seen.read_text() == ""

@@ -20,7 +20,6 @@ from anchorstream.model.anchors import ANCHOR_CANDIDATES, ANCHOR_MIN_DF, ANCHOR_
 from anchorstream.model.background import check_spread
 from anchorstream.stats.admission import MIN_SHARE
 from anchorstream.stats.cooccurrence import LENGTH_CAP, cap_pairs
-from anchorstream.store.delay import AUTO as COUNT_DELAY_AUTO
 from anchorstream.text.duplicates import DEFAULT_MEMORY
 from anchorstream.text.tokenize import Tokenizer, available_stopword_lists, load_stopwords
 from anchorstream.text.windows import AUTO, check_window
@@ -256,6 +255,9 @@ nonnegative_int_arg = int_arg(0)
 def count_delay_arg(text: str) -> int | str:
     """``--count-delay``: a whole number of documents >= 0, or ``auto`` (the store's kind
     decides: :func:`anchorstream.store.delay.resolve_count_delay`)."""
+    # Imported here: anchorstream.store imports zarr (0.25 s), which `fit --input` never uses.
+    from anchorstream.store.delay import AUTO as COUNT_DELAY_AUTO
+
     if text.strip().lower() == COUNT_DELAY_AUTO:
         return COUNT_DELAY_AUTO
     return nonnegative_int_arg(text)
