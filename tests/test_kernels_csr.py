@@ -19,6 +19,17 @@ from tests.naive_csr import (naive_csr_add, naive_csr_move, naive_csr_move_add,
                              naive_lowest_bit)
 
 
+def _into_sentinels(kernel, args, n_entries):
+    """Run a summing ``kernel`` into outputs for ``n_entries`` and one more, filled with a
+    sentinel to see that nothing is written past the sum's; returns its ``(indptr, indices,
+    data)``, trimmed to the sum."""
+    indices, data = np.full(n_entries + 1, -7, dtype=np.int32), np.full(n_entries + 1, -7.0)
+    indptr = kernel(*args, indices, data)
+    nnz = indptr[-1]
+    assert np.all(indices[nnz:] == -7) and np.all(data[nnz:] == -7.0)
+    return indptr, indices[:nnz], data[:nnz]
+
+
 def _sparse_block(rng, shape, density):
     block = rng.random(shape)
     block[rng.random(shape) > density] = 0.0
@@ -37,14 +48,9 @@ def test_csr_add_matches_twin_and_scipy(seed):
         b.eliminate_zeros()
     args = (a.indptr.astype(np.int64), a.indices.astype(np.int32), a.data,
             b.indptr.astype(np.int64), b.indices.astype(np.int32), b.data)
-    # Outputs for both operands' entries, one more to see that nothing is written past the
-    # sum's; the kernel says how many are the sum's.
-    n = a.nnz + b.nnz + 1
-    indices, data = np.full(n, -7, dtype=np.int32), np.full(n, -7.0)
-    indptr = csr_add(*args, indices, data)
-    nnz = indptr[-1]
-    assert np.all(indices[nnz:] == -7) and np.all(data[nnz:] == -7.0)
-    got = indptr, indices[:nnz], data[:nnz]
+    # Outputs for both operands' entries; the kernel says how many are the sum's.
+    got = _into_sentinels(csr_add, args, a.nnz + b.nnz)
+    nnz = got[0][-1]
     want = naive_csr_add(*args)
     for g, w in zip(got, want):
         np.testing.assert_array_equal(g, w)
@@ -105,13 +111,8 @@ def test_csr_move_add_matches_twin_and_moving_then_adding(seed):
         b = sp.csr_matrix(dense)
     args = (m.indptr.astype(np.int64), m.indices.astype(np.int32), m.data, to, n,
             b.indptr.astype(np.int64), b.indices.astype(np.int32), b.data)
-    size = m.nnz + b.nnz + 1
-    indices, data = np.full(size, -7, dtype=np.int32), np.full(size, -7.0)
-    indptr = csr_move_add(*args, indices, data)
-    nnz = indptr[-1]
-    assert np.all(indices[nnz:] == -7) and np.all(data[nnz:] == -7.0)
     want = naive_csr_move_add(*args)
-    for g, w in zip((indptr, indices[:nnz], data[:nnz]), want):
+    for g, w in zip(_into_sentinels(csr_move_add, args, m.nnz + b.nnz), want):
         np.testing.assert_array_equal(g, w)
     fused, composed = csr_moved_sum(m, to, b), sparse_add(moved, b)
     for g, w in zip((fused.indptr, fused.indices, fused.data),

@@ -255,15 +255,11 @@ def test_canonical_csr_trims_what_holds_more_and_copies_nothing_else():
         np.testing.assert_array_equal(got.toarray(), W.toarray())
 
 
-def test_adding_the_waiting_documents_copies_the_counts_once(tmp_path):
-    # add_waiting's sum is the one new copy (a numba kernel's, at its exact size, traced as
-    # numpy's): nothing else of the counts' size beside it. canonical_csr copied the read's
-    # arrays first (scipy's views): a third copy at a refresh's peak.
-    from anchorstream.store.delay import add_waiting
-
-    # Large enough that the lower-triangle check's blocks (65,536 entries) weigh little.
-    V = 1000
-    rng = np.random.default_rng(0)
+def _read_with_waiting(tmp_path, *, seed: int, V: int = 1000):
+    """A sparse read of a store of ``V`` words, 141 documents and 20 of them still waiting in
+    its delay line. (``V`` large enough that the lower-triangle check's blocks, 65,536
+    entries, weigh little beside the counts.)"""
+    rng = np.random.default_rng(seed)
     words = np.array([f"w{i}" for i in range(V)])
     store = CooccurrenceStore.create(str(tmp_path / "store"), capacity=V, admit_threshold=1,
                                      count_delay=20)
@@ -272,6 +268,16 @@ def test_adding_the_waiting_documents_copies_the_counts_once(tmp_path):
     store.checkpoint({"t:0": 1})
     st_ = open_committed_sparse(store.url)
     assert st_.waiting is not None and st_.waiting.num_docs == 20
+    return st_
+
+
+def test_adding_the_waiting_documents_copies_the_counts_once(tmp_path):
+    # add_waiting's sum is the one new copy (a numba kernel's, at its exact size, traced as
+    # numpy's): nothing else of the counts' size beside it. canonical_csr copied the read's
+    # arrays first (scipy's views): a third copy at a refresh's peak.
+    from anchorstream.store.delay import add_waiting
+
+    st_ = _read_with_waiting(tmp_path, seed=0)
     add_waiting(st_.cooccurrence, st_.waiting)  # kernels compiled or loaded first
     U = st_.cooccurrence.upper
     tracemalloc.start()
@@ -296,13 +302,7 @@ def test_selecting_words_with_the_waiting_documents_is_one_copy_and_the_same_sum
 
     V = 1000
     rng = np.random.default_rng(1)
-    words = np.array([f"w{i}" for i in range(V)])
-    store = CooccurrenceStore.create(str(tmp_path / "store"), capacity=V, admit_threshold=1,
-                                     count_delay=20)
-    store.add([list(words)])
-    store.add([list(words[rng.choice(V, 150, replace=False)]) for _ in range(140)])
-    store.checkpoint({"t:0": 1})
-    st_ = open_committed_sparse(store.url)
+    st_ = _read_with_waiting(tmp_path, seed=1, V=V)
     cooc = st_.cooccurrence
     idx = np.arange(V) if every else np.sort(rng.choice(V, 900, replace=False))
     select_with_waiting(cooc, idx, st_.waiting)  # kernels compiled or loaded first

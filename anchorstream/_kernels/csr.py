@@ -26,6 +26,19 @@ def csr_arrays(indptr):
 
 
 @numba.njit(cache=True)
+def copy_nonzero(src_indices, src_data, lo, hi, indices, data, k):
+    """Append the non-zero entries ``lo:hi`` of a row to ``indices`` and ``data`` from
+    position ``k``; returns the position after them. The rest of a row once the other
+    operand's is done, in the sums below."""
+    for t in range(lo, hi):
+        if src_data[t] != 0.0:
+            indices[k] = src_indices[t]
+            data[k] = src_data[t]
+            k += 1
+    return k
+
+
+@numba.njit(cache=True)
 def csr_add(a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, indices, data):
     """The sum of two CSR matrices of the same shape whose rows have sorted, distinct
     columns, in the same form (sorted, distinct, zeros left out), written into ``indices``
@@ -64,16 +77,9 @@ def csr_add(a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, indices, d
                 indices[k] = j
                 data[k] = v
                 k += 1
-        for t in range(p, p_end):  # the rest of one row: no comparisons
-            if a_data[t] != 0.0:
-                indices[k] = a_indices[t]
-                data[k] = a_data[t]
-                k += 1
-        for t in range(q, q_end):
-            if b_data[t] != 0.0:
-                indices[k] = b_indices[t]
-                data[k] = b_data[t]
-                k += 1
+        # The rest of one row: no comparisons.
+        k = copy_nonzero(a_indices, a_data, p, p_end, indices, data, k)
+        k = copy_nonzero(b_indices, b_data, q, q_end, indices, data, k)
         indptr[i + 1] = k
     return indptr
 
@@ -168,11 +174,7 @@ def csr_move_add(indptr, indices, data, to, n, b_indptr, b_indices, b_data, out_
                     out_indices[k] = j
                     out_data[k] = v
                     k += 1
-        for r in range(q, q_end):
-            if b_data[r] != 0.0:
-                out_indices[k] = b_indices[r]
-                out_data[k] = b_data[r]
-                k += 1
+        k = copy_nonzero(b_indices, b_data, q, q_end, out_indices, out_data, k)
         out_indptr[t + 1] = k
     return out_indptr
 
