@@ -474,8 +474,9 @@ def select_with_waiting(cooc, idx, waiting):
     returns (``cooc`` itself where ``idx`` is every word), bit for bit. Sparse counts are moved
     to the words and summed with the waiting documents' in one pass
     (:func:`~anchorstream.stats.sparse.csr_moved_sum`): the subset is not held beside the sum,
-    a copy of the counts fewer at a refresh that keeps its read. ``cooc`` is left as it is
-    where it is sparse; a dense one's subset is the caller's own copy, added to in place."""
+    a copy of the counts fewer at a refresh that keeps its read. A sparse ``cooc`` is left as
+    it is; dense counts go through :func:`add_waiting`, which adds to their subset, or to
+    ``cooc`` itself where ``idx`` is every word, in place."""
     from anchorstream.stats.sparse import SparseCooccurrence, csr_moved_sum
 
     idx = np.asarray(idx, dtype=np.int64)
