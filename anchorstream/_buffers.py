@@ -25,6 +25,13 @@ def leading_view(buffer, shape: tuple[int, ...], dtype) -> np.ndarray | None:
     return None
 
 
+def root_array(a: np.ndarray) -> np.ndarray:
+    """The array whose memory ``a`` views (``a`` itself where it owns its memory)."""
+    while isinstance(a.base, np.ndarray):
+        a = a.base
+    return a
+
+
 def held_bytes(*objects) -> int:
     """Bytes of the memory behind ``objects``: arrays, sparse matrices (their ``data``,
     ``indices`` and ``indptr``), co-occurrence statistics (their dense ``counts`` or sparse
@@ -40,9 +47,7 @@ def held_bytes(*objects) -> int:
         if x is None:
             return
         if isinstance(x, np.ndarray):
-            root = x
-            while isinstance(root.base, np.ndarray):
-                root = root.base
+            root = root_array(x)
             roots[id(root)] = root.nbytes
         elif hasattr(x, "indptr"):
             for part in (x.data, x.indices, x.indptr):

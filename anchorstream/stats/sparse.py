@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from anchorstream._buffers import root_array
 from anchorstream._kernels import csr as kernels
 from anchorstream._kernels.cooc import cooc_symmetric_matmul, cooc_symmetric_matmul32
 from anchorstream._kernels.store import store_entries_to_upper_csr
@@ -68,10 +69,7 @@ def _holds_more(a: np.ndarray, n: int) -> bool:
     copy of the counts in memory (6 V² bytes where every pair is stored)."""
     if a.size > n:
         return True
-    root = a
-    while isinstance(root.base, np.ndarray):
-        root = root.base
-    return root.nbytes > n * a.itemsize
+    return root_array(a).nbytes > n * a.itemsize
 
 
 def csr_of(parts, shape) -> sp.csr_matrix:
