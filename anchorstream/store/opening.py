@@ -14,7 +14,7 @@ from typing import Any, Self
 import icechunk
 import zarr
 
-from anchorstream.errors import StoreConflictError, StoreError, StoreFormatError
+from anchorstream.errors import StoreConflictError, StoreError
 from anchorstream.stats.accumulator import Forgetting
 from anchorstream.stats.documents import GROUP as DOCSTATS_GROUP
 from anchorstream.stats.documents import DocStatsSettings, DocumentStatistics
@@ -30,6 +30,7 @@ from anchorstream.store.repository import (
     remove_creation_debris,
     repo_exists,
     storage,
+    storage_errors,
     wrap,
 )
 from anchorstream.store.settings import (
@@ -270,7 +271,7 @@ pin_seed, blocked
     def _load(cls, repo: icechunk.Repository, url, local, runtime,
               document_stats=None) -> Self:
         where = os.fspath(url)
-        try:
+        with storage_errors(f"cannot open store {where!r}"):
             session = repo.readonly_session(branch=BRANCH)
             root = zarr.open_group(session.store, mode="r")
             meta = check_format(root.attrs, where)
@@ -286,11 +287,6 @@ pin_seed, blocked
                     root[DOCSTATS_GROUP], meta["config"]["capacity"],
                     Forgetting.from_dict(meta["config"]["forgetting"]),
                     stored_length_cap(meta["config"]))
-        except (StoreFormatError, StoreError):
-            raise
-        except BaseException as exc:
-            pass_through(exc)
-            raise wrap(exc, f"cannot open store {where!r}") from exc
         docstats = choose_docstats(stored, document_stats, meta,
                                    attrs["state"]["n_docs_added"], where)
         return cls(repo, url, local, meta, attrs, arrays, dict(runtime), docstats)

@@ -17,17 +17,17 @@ import numpy as np
 import zarr
 
 from anchorstream._buffers import leading_view
-from anchorstream.errors import InputError, StoreError, StoreFormatError
+from anchorstream.errors import InputError
 from anchorstream.stats.accumulator import Forgetting
 from anchorstream.stats.cooccurrence import Cooccurrence
 from anchorstream.stats.documents import DocumentState, StoredDocuments
-from anchorstream.store.delay import (count_delay, count_delay_pairs, read_waiting, waiting,
+from anchorstream.store.delay import (count_delay, count_delay_pairs, waiting,
                                      with_waiting_windows)
-from anchorstream.store.format import BRANCH, META, StoreState, check_format, read_admission
-from anchorstream.store.repository import disk_bytes, open_repo, pass_through, wrap
+from anchorstream.store.format import BRANCH, META, StoreState, check_format
+from anchorstream.store.repository import disk_bytes, open_repo, storage_errors
 from anchorstream.store.segments import EntryReader, Fold
 from anchorstream.store.settings import length_cap
-from anchorstream.zarrio import get, get_words
+from anchorstream.store.versionhead import read_head
 
 __all__ = [
     "BaseShards",
@@ -336,54 +336,26 @@ def _densify(v: _Version, out=None) -> np.ndarray:
 def read_version(repo: icechunk.Repository, where: str, version: str | None,
                  out=None, since: DenseRead | None = None) -> CommittedState:
     """Read version ``version`` (the branch head for None) of the store in ``repo``."""
-    try:
-        if version is None:
-            session = repo.readonly_session(branch=BRANCH)
-        else:
-            session = repo.readonly_session(snapshot_id=version)
-        root = zarr.open_group(session.store, mode="r")
-        meta = check_format(root.attrs, where)
-        state = StoreState.from_json(root.attrs["state"])
-        offsets = dict(root.attrs["offsets"])
-        words_all = get_words(root["vocab"], "slot_words")
-        reset_seq = get(root, "reset_seq")
-        active = np.asarray([s for s, w in enumerate(words_all) if w], dtype=np.int64)
-        v = _Version(root, meta, state, reset_seq, active)
+    with storage_errors(f"cannot read store {where!r}"):
+        head = read_head(repo, where, version)
+        v = _Version(head.root, head.meta, head.state, head.reset_seq, head.active)
         caught_up = _catch_up(v, out, since)
         if caught_up is not None:
             counts, dense = caught_up
         else:
             counts = _densify(v, out)
             dense = v.dense_read()
-        forgetting = v.forgetting
-        R = forgetting.ring
-        live = np.asarray([w >= 0 and state.live(w, R) for w in state.vec_window])
-        unigram = get(root, "unigram")[live].sum(axis=0)[active]
-        doc_freq = get(root, "doc_freq")[live].sum(axis=0)[active]
-        totals = get(root, "totals")[live].sum(axis=0)
-        admission = read_admission(root, meta, state, active)
-        words = [words_all[s] for s in active]
-        waiting = read_waiting(root, meta["config"], words=words, clock=state.clock,
-                               length_cap=length_cap(meta["config"]))
-    except (StoreFormatError, StoreError):
-        raise
-    except BaseException as exc:
-        pass_through(exc)
-        raise wrap(exc, f"cannot read store {where!r}") from exc
-    # Vectors are stored in the units of t_ref; the matrix was converted array by array.
-    factor = forgetting.readout(state.clock, state.t_ref)
-    if factor != 1.0:
-        unigram *= factor
-        doc_freq *= factor
-        totals = totals * factor
-    cooc = Cooccurrence(counts, unigram, doc_freq, int(totals[0]), int(round(totals[1])),
-                        length_cap(meta["config"]))
-    if forgetting.decays:
+    cooc = Cooccurrence(counts, head.unigram, head.doc_freq, int(head.num_docs),
+                        int(round(head.num_tokens)), length_cap(head.meta["config"]))
+    if head.forgetting.decays:
         # Decayed sums are not whole numbers; Cooccurrence would truncate them.
-        cooc.num_docs = float(totals[0])
-        cooc.num_tokens = float(totals[1])
-    return CommittedState(cooc, words, active, offsets, session.snapshot_id,
-                          float(state.clock), int(state.n_docs_added), dense, admission, waiting)
+        cooc.num_docs = head.num_docs
+        cooc.num_tokens = head.num_tokens
+    return CommittedState(cooc, head.words, head.active, head.offsets, head.snapshot_id,
+                          float(head.state.clock), int(head.state.n_docs_added), dense,
+                          head.admission, head.waiting)
+
+
 def open_committed(url, version: str | None = None, *, out=None,
                    since: DenseRead | None = None,
                    storage_options: Mapping[str, Any] | None = None) -> CommittedState:
@@ -571,7 +543,7 @@ def read_document_state(url, version: str, slots, *,
     where = os.fspath(url)
     slots = np.asarray(slots, dtype=np.int64)
     repo, _ = open_repo(url, storage_options)
-    try:
+    with storage_errors(f"cannot read the document statistics of {where!r}"):
         session = repo.readonly_session(snapshot_id=version)
         root = zarr.open_group(session.store, mode="r")
         meta = check_format(root.attrs, where)
@@ -580,8 +552,3 @@ def read_document_state(url, version: str, slots, *,
             return None
         return with_waiting_windows(stored.over(slots), root, meta["config"], slots,
                                     length_cap(meta["config"]))
-    except (StoreError, StoreFormatError):
-        raise
-    except BaseException as exc:
-        pass_through(exc)
-        raise wrap(exc, f"cannot read the document statistics of {where!r}") from exc

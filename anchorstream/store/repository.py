@@ -6,7 +6,8 @@ import os
 import shutil
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 import icechunk
@@ -26,6 +27,7 @@ __all__ = [
     "remove_creation_debris",
     "repo_exists",
     "storage",
+    "storage_errors",
     "wrap",
 ]
 
@@ -86,6 +88,20 @@ def pass_through(exc: BaseException) -> None:
     """
     if not isinstance(exc, Exception) and type(exc).__name__ != "PanicException":
         raise exc
+
+
+@contextmanager
+def storage_errors(what: str) -> Iterator[None]:
+    """Inside the block, a storage failure becomes a :class:`StoreError` saying ``what``
+    failed (:func:`wrap`); the store's own errors and what is not a failure
+    (:func:`pass_through`) go through as they are."""
+    try:
+        yield
+    except (StoreFormatError, StoreError):
+        raise
+    except BaseException as exc:
+        pass_through(exc)
+        raise wrap(exc, what) from exc
 
 
 def repo_exists(store: icechunk.Storage, url) -> bool:

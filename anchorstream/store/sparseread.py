@@ -21,21 +21,17 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
-import zarr
 
-from anchorstream.errors import StoreError, StoreFormatError
 from anchorstream.stats.accumulator import Forgetting
 from anchorstream._kernels.store import store_block_to_csr, store_entries_to_upper_csr
 from anchorstream.stats.sparse import (SparseCooccurrence, canonical_csr, csr_add, csr_moved,
                                        csr_of, csr_sum)
-from anchorstream.store.delay import read_waiting
-from anchorstream.store.format import BRANCH, StoreState, check_format, read_admission
+from anchorstream.store.format import StoreState
 from anchorstream.store.reading import BaseShards, CommittedState, dense_read_of, plan_catch_up
-from anchorstream.store.repository import open_repo, pass_through, wrap
+from anchorstream.store.repository import open_repo, storage_errors
 from anchorstream.store.segments import EntryReader
 from anchorstream.store.settings import length_cap
-from anchorstream.zarrio import decode_words
-from anchorstream.zarrio import get_all
+from anchorstream.store.versionhead import read_head
 
 __all__ = ["catch_up_upper", "open_committed_sparse", "read_version_sparse",
            "sparse_upper"]
@@ -186,21 +182,6 @@ def catch_up_upper(root, meta, state: StoreState, active: np.ndarray, reset_seq:
     return canonical_csr(sp.csr_matrix(upper, copy=upper is previous.cooccurrence.upper))
 
 
-def _read(root, where: str):
-    """The version's metadata, state, active slots, reset sequence and vectors."""
-    meta = check_format(root.attrs, where)
-    state = StoreState.from_json(root.attrs["state"])
-    utf8, offsets, reset_seq, *vectors = get_all(
-        root, ["vocab/slot_words_utf8", "vocab/slot_words_offsets", "reset_seq", "unigram",
-               "doc_freq", "totals"])
-    words_all = decode_words(utf8, offsets)
-    active = np.asarray([s for s, w in enumerate(words_all) if w], dtype=np.int64)
-    R = Forgetting.from_dict(meta["config"]["forgetting"]).ring
-    live = np.asarray([w >= 0 and state.live(w, R) for w in state.vec_window])
-    vectors = [v[live].sum(axis=0) for v in vectors]
-    return meta, state, words_all, reset_seq, active, vectors
-
-
 def open_committed_sparse(url, version: str | None = None, *,
                           storage_options: Mapping[str, Any] | None = None,
                           previous: CommittedState | None = None) -> CommittedState:
@@ -232,37 +213,15 @@ def read_version_sparse(repo, where: str, version: str | None,
     adding the segments committed since (:func:`catch_up_upper`) when the store allows;
     otherwise this is a full read. Either way the result's ``dense`` records what its counts
     are made of, for the next catch-up (``previous`` itself is left as it was)."""
-    try:
-        session = (repo.readonly_session(branch=BRANCH) if version is None
-                   else repo.readonly_session(snapshot_id=version))
-        root = zarr.open_group(session.store, mode="r")
-        meta, state, words_all, reset_seq, active, vectors = _read(root, where)
-        offsets = dict(root.attrs["offsets"])
-        upper = catch_up_upper(root, meta, state, active, reset_seq, previous)
+    with storage_errors(f"cannot read store {where!r}"):
+        head = read_head(repo, where, version)
+        upper = catch_up_upper(head.root, head.meta, head.state, head.active, head.reset_seq,
+                               previous)
         if upper is None:
-            upper = sparse_upper(root, meta, state, active, reset_seq)
-        admission = read_admission(root, meta, state, active)
-        words = [words_all[s] for s in active]
-        waiting = read_waiting(root, meta["config"], words=words, clock=state.clock,
-                               length_cap=length_cap(meta["config"]))
-    except (StoreFormatError, StoreError):
-        raise
-    except BaseException as exc:
-        pass_through(exc)
-        raise wrap(exc, f"cannot read store {where!r}") from exc
-    unigram, doc_freq, totals = vectors
-    unigram, doc_freq = unigram[active], doc_freq[active]
-    forgetting = Forgetting.from_dict(meta["config"]["forgetting"])
-    # Vectors are stored in the units of t_ref (as open_committed converts them).
-    factor = forgetting.readout(state.clock, state.t_ref)
-    if factor != 1.0:
-        unigram, doc_freq, totals = unigram * factor, doc_freq * factor, totals * factor
-    num_docs, num_tokens = float(totals[0]), float(totals[1])
-    if not forgetting.decays:
-        num_docs, num_tokens = int(totals[0]), int(round(totals[1]))
-    cooc = SparseCooccurrence(upper, unigram, doc_freq, num_docs, num_tokens,
-                              length_cap(meta["config"]))
-    return CommittedState(cooc, words, active, offsets, session.snapshot_id,
-                          float(state.clock), int(state.n_docs_added),
-                          dense_read_of(forgetting, state, active, reset_seq), admission,
-                          waiting)
+            upper = sparse_upper(head.root, head.meta, head.state, head.active, head.reset_seq)
+    cooc = SparseCooccurrence(upper, head.unigram, head.doc_freq, head.num_docs,
+                              head.num_tokens, length_cap(head.meta["config"]))
+    return CommittedState(cooc, head.words, head.active, head.offsets, head.snapshot_id,
+                          float(head.state.clock), int(head.state.n_docs_added),
+                          dense_read_of(head.forgetting, head.state, head.active,
+                                        head.reset_seq), head.admission, head.waiting)
