@@ -187,6 +187,19 @@ class TestConformance:
         with pytest.raises(StoreError):
             read_committed(url)
 
+    def test_an_unknown_version_is_a_store_error_naming_the_store(self, url):
+        from anchorstream.store.sparseread import open_committed_sparse
+
+        s = CooccurrenceStore.create(url, capacity=4)
+        s.add([["a", "b"]])
+        version = s.checkpoint()
+        # Both readers: the dense one and the sparse one a refresh and fit --store use.
+        for read in (open_committed, open_committed_sparse):
+            with pytest.raises(StoreError, match="cannot read store") as err:
+                read(url, "0" * 20)
+            assert os.fspath(url) in str(err.value)
+            assert read(url).version == version
+
     def test_nothing_to_commit_keeps_the_version(self, url):
         s = CooccurrenceStore.create(url, capacity=4)
         v = s.version
