@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 import threading
-from dataclasses import replace
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -31,11 +30,11 @@ from anchorstream.evaluate import topic_sparsity, topic_specificity
 from anchorstream.model.methods import TopicFit, fit_topics
 from anchorstream.model.pipeline import AnchorModel
 from anchorstream.model.registry import method_spec, rectify_method_for
-from anchorstream.store import open_committed, open_committed_sparse, read_document_state
-from anchorstream.store.delay import add_waiting, select_with_waiting, selection_marginals
+from anchorstream.store import read_document_state
+from anchorstream.store.delay import selection_marginals
 from daemon.refresh_inputs import (KEEP_READ_MAX_BYTES, Buffers, Skip, by_word, check_documents,
-                                   check_enough, keeps_read, model_settings, partitions_of,
-                                   select_words, subset)
+                                   check_enough, model_settings, partitions_of, select_words)
+from daemon.refresh_reads import RefreshReads
 
 __all__ = ["RefreshResult", "Refresher", "select_words"]
 
@@ -81,7 +80,8 @@ class Refresher:
         passes :func:`daemon.scaled.partitioned_reader` (``documents(state, idx)``: document
         statistics; ``keeps()``: whether it keeps its sum), whose ``partitions`` go to ``source``.
     keep_read_max_bytes : int or None, default 1 GiB
-        Sparse reads of one store up to this size (or 2 V²) are kept for the next (keeps_read).
+        Sparse reads of one store up to this size (or 2 V²) are kept for the next
+        (:class:`~daemon.refresh_reads.RefreshReads`).
     clock : callable, default time.monotonic
     """
 
@@ -103,7 +103,6 @@ class Refresher:
         self.refine_window = check_refine_window(refine_window)
         self._window_note: str | None = None  # the last "no windows" warning logged
         self.reader = reader
-        self.keep_read_max_bytes = keep_read_max_bytes
         self.storage_options = None if storage_options is None else dict(storage_options)
         self.publisher = publisher
         self.model_kwargs = dict(model_kwargs)
@@ -139,11 +138,11 @@ class Refresher:
         self._stop = False
         self._thread: threading.Thread | None = None
         self._buffers = Buffers()
-        # What the counts buffer holds (a DenseRead), when it still holds it.
-        self._dense = None
-        # The low-rank refresher's last sparse read (a CommittedState), warm: the next read
-        # catches up from it.
-        self._sparse = None
+        # The reads, and what is kept of them for the next one to catch up from.
+        self.reads = RefreshReads(self.store_url, sparse=self.sparse,
+                                  warm_start=self.warm_start, buffers=self._buffers,
+                                  reader=reader, storage_options=self.storage_options,
+                                  keep_read_max_bytes=keep_read_max_bytes)
         self._refresh_lock = threading.Lock()
         self._busy = False
         self.failures = 0
@@ -255,8 +254,8 @@ class Refresher:
         try:
             t0 = time.perf_counter()
             # In the last read's memory; warm, its counts plus the segments committed since
-            # (see _read). Until this read succeeds they are unknown.
-            st = self._read(version)
+            # (RefreshReads.read). Until this read succeeds they are unknown.
+            st = self.reads.read(version)
             if st.version == self._published_store_version:
                 log.debug("store version %s is already published", st.version)
                 self._published_docs = max(self._published_docs, st.n_docs_added)
@@ -266,7 +265,7 @@ class Refresher:
                                min_df=self.min_df, max_df_ratio=self.max_df_ratio)
             words = [st.words[i] for i in idx]
             window = self._window_for(st.cooccurrence)
-            st, cooc, kept = self._word_counts(st, idx)
+            st, cooc, kept = self.reads.word_counts(st, idx)
             # As `fit --store` (a dense cooc is this refresh's own: a copy, or a cold read's).
             cooc = correct_admission(cooc,
                                      None if st.admission is None else st.admission.subset(idx),
@@ -341,52 +340,6 @@ class Refresher:
         return (method_spec(self.method, self.anchor_method).anchor_words
                 and bool(kw.get("rectify", True)) and low == "lowrank")
 
-    def _read(self, version: str | None):
-        """The committed state of ``version``: from ``reader`` (the partitioned layout),
-        sparse (:attr:`sparse`), or dense in the memory of the last read's if the vocabulary
-        fits; warm, that read's counts plus the segments committed since (open_committed)."""
-        if self.reader is not None:
-            return self.reader(version, sparse=self.sparse)
-        if self.sparse:
-            # Warm, the last read plus the segments committed since (read_version_sparse's
-            # catch-up), kept between refreshes (keeps_read): 12 bytes a stored pair.
-            since, self._sparse = self._sparse, None
-            st = open_committed_sparse(self.store_url, version,
-                                       storage_options=self.storage_options, previous=since)
-            keep = keeps_read(st.cooccurrence, self.keep_read_max_bytes)
-            self._sparse = st if self.warm_start and keep else None
-            return st
-        # Until this read succeeds the buffer's contents are unknown.
-        since, self._dense = self._dense, None
-        st = open_committed(self.store_url, version, out=self._buffers.held("counts"),
-                            since=since if self.warm_start else None,
-                            storage_options=self.storage_options)
-        self._buffers.adopt("counts", st.cooccurrence.counts)
-        # Warm, the fit works on a copy (below), so the counts stay this read's.
-        self._dense = st.dense if self.warm_start else None
-        return st
-
-    def _word_counts(self, st, idx):
-        """``(st, counts, kept)``: the read ``st``'s counts of the words ``idx`` with the
-        documents its delay line holds back (:func:`select_with_waiting`), ``st`` without
-        its counts where nothing else holds them (they go with the caller's old ``st``: two
-        copies of the counts at most, deploy/README.md, "Resources"), and the sparse read
-        kept for the next refresh, if any."""
-        cooc_all = st.cooccurrence
-        if not self.sparse:
-            # Cold with every word selected, the fit may take the counts' memory itself
-            # (not a partitioned reader's: it keeps its sum for the next read).
-            share = idx.size == cooc_all.n_words and not (self.warm_start or self.reader)
-            out = None if share else self._buffers.get("subset", idx.size ** 2, np.float64)
-            return st, add_waiting(subset(cooc_all, idx, out=out), st.waiting, idx), None
-        # One new copy beside the read: the subset and its sum with the waiting documents in
-        # one pass.
-        cooc = select_with_waiting(cooc_all, idx, st.waiting)
-        keeps = getattr(self.reader, "keeps", lambda: self.reader is not None)
-        if self._sparse is st or keeps():
-            return st, cooc, cooc_all  # kept for the next read (a partitioned reader's sum)
-        return replace(st, cooccurrence=None), cooc, None
-
     def _align(self, fit, words: list[str]):
         """Topic ids of ``fit``: matched to the latest published snapshot's, new ones after."""
         latest = self.publisher.latest()
@@ -453,11 +406,9 @@ class Refresher:
             self.metrics.observe_refresh(model, churn, self.kept_bytes())
 
     def kept_bytes(self) -> int:
-        """Memory kept for the next refresh: the dense path's V x V buffers, the last sparse
-        read, or the partitioned reader's reads and their sum."""
-        read = 0 if self._sparse is None else self._sparse.cooccurrence.nbytes
-        reader = getattr(self.reader, "kept_bytes", None)
-        return self._buffers.nbytes() + read + (0 if reader is None else reader())
+        """Memory kept for the next refresh (:meth:`RefreshReads.kept_bytes
+        <daemon.refresh_reads.RefreshReads.kept_bytes>`)."""
+        return self.reads.kept_bytes()
 
     @property
     def _anchor_min_df(self) -> float:

@@ -91,7 +91,7 @@ def test_refresh_publishes_then_warm_starts_and_keeps_ids(setup):
     assert reg.get_sample_value("anchorstream_topic_churn", {"kind": "matched"}) == K
     # What the refresher keeps for the next one (its last sparse read, 12 bytes a pair).
     kept = reg.get_sample_value("anchorstream_refresh_kept_bytes")
-    assert kept == ref.kept_bytes() == ref._sparse.cooccurrence.nbytes > 0
+    assert kept == ref.kept_bytes() == ref.reads.kept.cooccurrence.nbytes > 0
     # The second refresh updated the first one's rectification: how far the data moved since.
     change = reg.get_sample_value("anchorstream_rectification_warm_change")
     assert 0 < change < 0.04 and snap2.extra["rectify_warm_change"] == change
@@ -259,26 +259,26 @@ def test_warm_lowrank_refreshes_read_only_the_segments_committed_since(tmp_path,
     upper = open_committed_sparse(store.url).cooccurrence.upper
     n = upper.shape[0]
     assert upper.data.nbytes + upper.indices.nbytes + upper.indptr.nbytes > 2.0 * n * n
-    assert ref.sparse and not ref.refresh_once()["warm"] and ref._sparse is None
+    assert ref.sparse and not ref.refresh_once()["warm"] and ref.reads.kept is None
     # Within the default bound (1 GiB, whatever share of the pairs is stored), it is kept.
-    assert ref.keep_read_max_bytes != KEEP_READ_MAX_BYTES
-    ref.keep_read_max_bytes = KEEP_READ_MAX_BYTES
+    assert ref.reads.keep_read_max_bytes != KEEP_READ_MAX_BYTES
+    ref.reads.keep_read_max_bytes = KEEP_READ_MAX_BYTES
     store.add(planted_docs(30, seed=5))
     store.checkpoint()
     full_reads = []
     full = sparse_mod.sparse_upper
     monkeypatch.setattr(sparse_mod, "sparse_upper",
                         lambda *a, **kw: full_reads.append(1) or full(*a, **kw))
-    assert ref.refresh_once()["warm"] and ref._sparse is not None
+    assert ref.refresh_once()["warm"] and ref.reads.kept is not None
     assert len(full_reads) == 1
     for seed in (2, 3):
         store.add(planted_docs(30, seed=seed))
         store.checkpoint()
         assert ref.refresh_once()["warm"]
         # What the refresher holds is exactly a full read of the version...
-        held = ref._sparse.cooccurrence
+        held = ref.reads.kept.cooccurrence
         fresh = open_committed_sparse(store.url).cooccurrence
-        assert ref._sparse.version == store.version
+        assert ref.reads.kept.version == store.version
         np.testing.assert_allclose(held.upper.toarray(), fresh.upper.toarray(), rtol=1e-12,
                                    atol=1e-12 * fresh.upper.max())
         np.testing.assert_array_equal(held.doc_freq, fresh.doc_freq)
@@ -294,7 +294,7 @@ def test_warm_lowrank_refreshes_read_only_the_segments_committed_since(tmp_path,
     cold = Refresher(store.url, Publisher(tmp_path / "cold", keep=5), warm_start=False,
                      model_kwargs={"n_topics": K, "anchor_min_df": 5, "rectify_method": "lowrank"},
                      min_new_docs=1, min_df=2)
-    assert cold.refresh_once()["version"] == 1 and cold._sparse is None
+    assert cold.refresh_once()["version"] == 1 and cold.reads.kept is None
 
 
 @pytest.mark.parametrize("subset", [False, True])
@@ -311,7 +311,7 @@ def test_a_lowrank_refresh_holds_the_read_and_one_sum_at_most(tmp_path, monkeypa
     import gc
     import weakref
 
-    import daemon.refresh as refresh_mod
+    import daemon.refresh_reads as reads_mod
     from anchorstream.store import open_committed_sparse
 
     store = CooccurrenceStore.create(tmp_path / "store", capacity=400, admit_threshold=2,
@@ -323,14 +323,14 @@ def test_a_lowrank_refresh_holds_the_read_and_one_sum_at_most(tmp_path, monkeypa
                     min_new_docs=1, min_df=60 if subset else 0,
                     keep_read_max_bytes=None if keep else 0)
     reads, summed, fitted = [], [], []
-    read, fit = ref._read, ref._fit
+    read, fit = ref.reads.read, ref._fit
 
     def remember(v):
         st = read(v)
         reads.append((weakref.ref(st.cooccurrence), st.cooccurrence.n_words))
         return st
 
-    select = refresh_mod.select_with_waiting
+    select = reads_mod.select_with_waiting
 
     def selecting(cooc, idx, waiting):
         summed.append(cooc is reads[-1][0]())  # the read itself: no copy made before
@@ -343,18 +343,18 @@ def test_a_lowrank_refresh_holds_the_read_and_one_sum_at_most(tmp_path, monkeypa
         fitted.append(held is not None and held is not cooc)
         return fit(cooc, *args, **kwargs)
 
-    monkeypatch.setattr(ref, "_read", remember)
+    monkeypatch.setattr(ref.reads, "read", remember)
     monkeypatch.setattr(ref, "_fit", fitting)
-    monkeypatch.setattr(refresh_mod, "select_with_waiting", selecting)
+    monkeypatch.setattr(reads_mod, "select_with_waiting", selecting)
     result = ref.refresh_once()
     assert ref.sparse and result["version"] == 1
-    assert (ref._sparse is not None) == keep
-    assert ref.kept_bytes() == (ref._sparse.cooccurrence.nbytes if keep else 0)
+    assert (ref.reads.kept is not None) == keep
+    assert ref.kept_bytes() == (ref.reads.kept.cooccurrence.nbytes if keep else 0)
     assert (result["n_words"] < reads[-1][1]) == subset and result["n_words"] > 2 * K
     # Beside the counts the fit gets, the read is held only where it is kept.
     assert summed == [True] and fitted == [keep]
     if keep:
-        held = ref._sparse.cooccurrence
+        held = ref.reads.kept.cooccurrence
         fresh = open_committed_sparse(store.url).cooccurrence
         assert (held.upper != fresh.upper).nnz == 0
 
@@ -380,7 +380,7 @@ def test_lowrank_refreshes_multiply_through_a_head_block_and_keep_none(tmp_path,
         ref = Refresher(store.url, pub, model_kwargs=kw, min_new_docs=1, min_df=0,
                         keep_read_max_bytes=None)
         assert ref.refresh_once()["version"] == 1
-        held = ref._sparse.cooccurrence
+        held = ref.reads.kept.cooccurrence
         assert held._head is False  # kept without its block
         published.append(np.asarray(pub.latest()[1].topic_word, dtype=np.float64))
     assert built[0] is None and built[-1] is not None  # the second refresh had a block
@@ -421,7 +421,7 @@ def test_a_lowrank_refresh_reads_the_store_sparse_and_fits_what_the_dense_read_g
     # model.rectify_method: lowrank reads the counts shard by shard into a sparse matrix (no
     # V x V array, no V x V buffers) and must fit what the dense counts of the same version,
     # over the same selected words, give.
-    import daemon.refresh as refresh_mod
+    import daemon.refresh_reads as reads_mod
     from anchorstream.stats.admission import correct_admission
     from anchorstream.stats.cooccurrence import Cooccurrence
     from anchorstream.store import open_committed
@@ -435,7 +435,7 @@ def test_a_lowrank_refresh_reads_the_store_sparse_and_fits_what_the_dense_read_g
     store.add(planted_docs(2000, seed=1))
     store.checkpoint({"kafka:docs:0": 2000})
     dense_reads = []
-    monkeypatch.setattr(refresh_mod, "open_committed",
+    monkeypatch.setattr(reads_mod, "open_committed",
                         lambda *a, **k: dense_reads.append(a) or open_committed(*a, **k))
     assert ref.sparse and ref.refresh_once()["version"] == 1
     assert dense_reads == []
@@ -695,4 +695,4 @@ def test_the_daemon_gives_its_refresher_refresh_keep_read_max_bytes(tmp_path, bo
     daemon = Daemon(cfg)
     daemon.metrics = Metrics()
     daemon._start_refresher()
-    assert daemon.refresher.keep_read_max_bytes == bound
+    assert daemon.refresher.reads.keep_read_max_bytes == bound

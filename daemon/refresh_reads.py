@@ -1,0 +1,121 @@
+"""The refresher's reads of the store, and what it keeps of them between refreshes.
+
+A refresh pins one committed version and reads it (:meth:`RefreshReads.read`): through the
+partitioned layout's reader, sparse counts for the low-rank rectifier, or dense counts in the
+memory of the last read. Warm, a read catches up from the last one, kept for it: the dense
+counts in a buffer reused from refresh to refresh, or the last sparse read while it is at most
+``keep_read_max_bytes`` (:func:`~daemon.refresh_inputs.keeps_read`).
+:meth:`RefreshReads.word_counts` then takes the modelled words' counts with the documents the
+store's delay line holds back, holding at most two copies of the counts (deploy/README.md,
+"Resources"). The refresher itself is :mod:`daemon.refresh`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from anchorstream.store import open_committed, open_committed_sparse
+from anchorstream.store.delay import add_waiting, select_with_waiting
+from daemon.refresh_inputs import KEEP_READ_MAX_BYTES, Buffers, keeps_read, subset
+
+__all__ = ["RefreshReads"]
+
+
+class RefreshReads:
+    """Reads of one store (or of a partitioned layout, through ``reader``) for a refresher.
+
+    Parameters
+    ----------
+    store_url : str
+    sparse : bool
+        Read the counts sparse (the low-rank rectifier: no V x V array).
+    warm_start : bool
+        Keep what a read needs to catch up from it.
+    buffers : daemon.refresh_inputs.Buffers
+        The refresher's buffers: dense counts live in ``"counts"`` (and the words' subset of
+        them in ``"subset"``), reused by every read.
+    reader : callable ``(version, sparse) -> state``, optional
+        As for :class:`~daemon.refresh.Refresher`: the partitioned layout's reader, which keeps
+        its own reads (``keeps()``, ``kept_bytes()``).
+    storage_options : mapping, optional
+    keep_read_max_bytes : int or None, default 1 GiB
+        Sparse reads up to this size (or 2 V²) are kept for the next (``keeps_read``).
+
+    Attributes
+    ----------
+    dense : DenseRead or None
+        What the ``"counts"`` buffer holds, while it still holds it.
+    kept : CommittedState or None
+        The last sparse read, kept for the next one to catch up from.
+    """
+
+    def __init__(self, store_url: str, *, sparse: bool, warm_start: bool, buffers: Buffers,
+                 reader: Callable[..., Any] | None = None,
+                 storage_options: Mapping[str, Any] | None = None,
+                 keep_read_max_bytes: int | None = KEEP_READ_MAX_BYTES):
+        self.store_url = str(store_url)
+        self.sparse = bool(sparse)
+        self.warm_start = bool(warm_start)
+        self.buffers = buffers
+        self.reader = reader
+        self.storage_options = storage_options
+        self.keep_read_max_bytes = keep_read_max_bytes
+        self.dense = None
+        self.kept = None
+
+    def read(self, version: str | None):
+        """The committed state of ``version``: from ``reader``, sparse, or dense in the memory
+        of the last read's if the vocabulary fits; warm, that read's counts plus the segments
+        committed since (``previous`` / ``since`` of the store's reads)."""
+        if self.reader is not None:
+            return self.reader(version, sparse=self.sparse)
+        if self.sparse:
+            # Warm, the last read plus the segments committed since (read_version_sparse's
+            # catch-up), kept between refreshes (keeps_read): 12 bytes a stored pair.
+            since, self.kept = self.kept, None
+            st = open_committed_sparse(self.store_url, version,
+                                       storage_options=self.storage_options, previous=since)
+            keep = keeps_read(st.cooccurrence, self.keep_read_max_bytes)
+            self.kept = st if self.warm_start and keep else None
+            return st
+        # Until this read succeeds the buffer's contents are unknown.
+        since, self.dense = self.dense, None
+        st = open_committed(self.store_url, version, out=self.buffers.held("counts"),
+                            since=since if self.warm_start else None,
+                            storage_options=self.storage_options)
+        self.buffers.adopt("counts", st.cooccurrence.counts)
+        # Warm, the fit works on a copy (word_counts), so the counts stay this read's.
+        self.dense = st.dense if self.warm_start else None
+        return st
+
+    def word_counts(self, st, idx):
+        """``(st, counts, kept)``: the read ``st``'s counts of the words ``idx`` with the
+        documents its delay line holds back (:func:`select_with_waiting`), ``st`` without
+        its counts where nothing else holds them (they go with the caller's old ``st``: two
+        copies of the counts at most, deploy/README.md, "Resources"), and the sparse read
+        kept for the next refresh, if any."""
+        cooc_all = st.cooccurrence
+        if not self.sparse:
+            # Cold with every word selected, the fit may take the counts' memory itself
+            # (not a partitioned reader's: it keeps its sum for the next read).
+            share = idx.size == cooc_all.n_words and not (self.warm_start or self.reader)
+            out = None if share else self.buffers.get("subset", idx.size ** 2, np.float64)
+            return st, add_waiting(subset(cooc_all, idx, out=out), st.waiting, idx), None
+        # One new copy beside the read: the subset and its sum with the waiting documents in
+        # one pass.
+        cooc = select_with_waiting(cooc_all, idx, st.waiting)
+        keeps = getattr(self.reader, "keeps", lambda: self.reader is not None)
+        if self.kept is st or keeps():
+            return st, cooc, cooc_all  # kept for the next read (a partitioned reader's sum)
+        return replace(st, cooccurrence=None), cooc, None
+
+    def kept_bytes(self) -> int:
+        """Memory kept for the next refresh: the dense path's V x V buffers, the last sparse
+        read, or the partitioned reader's reads and their sum."""
+        read = 0 if self.kept is None else self.kept.cooccurrence.nbytes
+        reader = getattr(self.reader, "kept_bytes", None)
+        return self.buffers.nbytes() + read + (0 if reader is None else reader())
