@@ -189,7 +189,7 @@ class ApiServer:
         self.static_dir = Path(static_dir) if static_dir is not None else STATIC_DIR
         self._json_cache: dict[int, bytes] = {}
         self._json_lock = threading.Lock()
-        self._server: ThreadingHTTPServer | None = None
+        self._server: JsonServer | None = None
         self._thread: threading.Thread | None = None
 
     # ----------------------------------------------------------------------------------------
