@@ -221,9 +221,9 @@ def test_the_partitions_waiting_documents_sum_as_counting_them_would(tmp_path, s
         s.checkpoint()
     want = read_partitions(tmp_path, parts)
     assert want.waiting is None
-    for st in got:
-        assert st.waiting is not None and st.words == want.words
-        seen = add_waiting(st.cooccurrence, st.waiting)
+    for state in got:
+        assert state.waiting is not None and state.words == want.words
+        seen = add_waiting(state.cooccurrence, state.waiting)
         if sparse:
             seen = seen.to_dense()
         np.testing.assert_allclose(seen.counts, want.cooccurrence.counts, rtol=1e-12,
