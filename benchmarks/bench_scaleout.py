@@ -322,9 +322,9 @@ def incremental(root: Path, rng, max_rank: int, counts=(1, 2, 4, 8, 16)) -> None
                     s.add([[f"w{r}" for r in row] for row in ranks])
                     s.checkpoint()
                 for name, fn in (("full", lambda: read_partitions(base, parts)),
-                                 ("inc", lambda: readers[False].read(parts)),
+                                 ("inc", lambda r=readers[False]: r.read(parts)),
                                  ("full_sp", lambda: read_partitions(base, parts, sparse=True)),
-                                 ("inc_sp", lambda: readers[True].read(parts))):
+                                 ("inc_sp", lambda r=readers[True]: r.read(parts))):
                     t0 = time.perf_counter()
                     fn()
                     times[name].append(time.perf_counter() - t0)

@@ -175,9 +175,11 @@ def child_trace(args) -> int:
     with open(args.corpus, encoding="utf-8") as fh:
         docs = step("tokenize", lambda: [d for d in (tok(json.loads(line)["text"])
                                                      for line in fh) if d])
-    vocabulary = step("select_vocabulary", lambda: select_vocabulary(
-        docs, min_df=MIN_DF, max_df=MAX_DF, max_size=args.vocab_size))
-    X = step("count_matrix", lambda: count_matrix(docs, vocabulary))
+    # The documents bound as defaults: the `del` below frees them, which a name the lambdas
+    # looked up when called would hide from a reader (and from pyflakes).
+    vocabulary = step("select_vocabulary", lambda d=docs: select_vocabulary(
+        d, min_df=MIN_DF, max_df=MAX_DF, max_size=args.vocab_size))
+    X = step("count_matrix", lambda d=docs: count_matrix(d, vocabulary))
     del docs
     C = step("DocumentCooccurrence", lambda: DocumentCooccurrence(X, length_cap=25))
     model = AnchorModel(args.topics, rectify_method="lowrank", anchor_min_df=100)
