@@ -345,12 +345,10 @@ def read_version(repo: icechunk.Repository, where: str, version: str | None,
         else:
             counts = _densify(v, out)
             dense = v.dense_read()
-    cooc = Cooccurrence(counts, head.unigram, head.doc_freq, int(head.num_docs),
-                        int(round(head.num_tokens)), length_cap(head.meta["config"]))
-    if head.forgetting.decays:
-        # Decayed sums are not whole numbers; Cooccurrence would truncate them.
-        cooc.num_docs = head.num_docs
-        cooc.num_tokens = head.num_tokens
+    # The head's totals are whole numbers without decay and the decayed sums with it, as
+    # Cooccurrence keeps them (check_count), and as the sparse read passes them.
+    cooc = Cooccurrence(counts, head.unigram, head.doc_freq, head.num_docs, head.num_tokens,
+                        length_cap(head.meta["config"]))
     return CommittedState(cooc, head.words, head.active, head.offsets, head.snapshot_id,
                           float(head.state.clock), int(head.state.n_docs_added), dense,
                           head.admission, head.waiting)
