@@ -13,6 +13,7 @@ import scipy.sparse as sp
 from anchorstream._kernels.csr import (csr_add, csr_move, csr_move_add, csr_transpose_positions,
                                        csr_upper_check, lowest_bit)
 from anchorstream.stats.sparse import csr_add as sparse_add
+from anchorstream.stats.sparse import csr_add_all
 from anchorstream.stats.sparse import csr_moved, csr_moved_sum, csr_sum
 from tests.naive_csr import (naive_csr_add, naive_csr_move, naive_csr_move_add,
                              naive_csr_transpose_positions, naive_csr_upper_check,
@@ -62,6 +63,24 @@ def test_csr_add_matches_twin_and_scipy(seed):
     total = sp.csr_matrix((got[2], got[1], got[0]), shape=(6, 8))
     np.testing.assert_allclose(total.toarray(), (a + b).toarray(), rtol=0, atol=1e-15)
     assert np.all(total.data != 0) and total.has_sorted_indices
+
+
+@pytest.mark.parametrize("count", [0, 1, 2, 3, 4, 7, 16])
+def test_csr_add_all_is_the_sum_and_adds_two_or_three_in_order(count):
+    rng = np.random.default_rng(40 + count)
+    mats = [sp.csr_matrix(_sparse_block(rng, (5, 7), 0.4)) for _ in range(count)]
+    got = csr_add_all(list(mats))
+    if count == 0:
+        assert got is None
+        return
+    want = sum((m.toarray() for m in mats), np.zeros((5, 7)))
+    np.testing.assert_allclose(got.toarray(), want, rtol=1e-14)
+    assert got.has_canonical_format and np.all(got.data != 0)
+    if count <= 3:  # as a running sum adds them: the same bits
+        running = mats[0]
+        for m in mats[1:]:
+            running = sparse_add(running, m)
+        np.testing.assert_array_equal(got.toarray(), running.toarray())
 
 
 @pytest.mark.parametrize("seed", range(6))

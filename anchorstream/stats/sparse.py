@@ -27,8 +27,8 @@ from anchorstream.stats.cooccurrence import Cooccurrence, cap_pairs, check_count
 from anchorstream.stats.headblock import MIN_WORDS, HeadBlock, head_block
 from anchorstream.stats.tiles import ColumnTiles
 
-__all__ = ["SparseCooccurrence", "canonical_csr", "csr_add", "csr_moved", "csr_moved_sum",
-           "csr_of", "csr_sum", "upper_csr"]
+__all__ = ["SparseCooccurrence", "canonical_csr", "csr_add", "csr_add_all", "csr_moved",
+           "csr_moved_sum", "csr_of", "csr_sum", "upper_csr"]
 
 
 def upper_csr(rows, cols, vals, n: int, *, positions=None) -> sp.csr_matrix:
@@ -100,6 +100,24 @@ def csr_add(a: sp.csr_matrix, b: sp.csr_matrix) -> sp.csr_matrix:
     a.sum_duplicates()
     b.sum_duplicates()
     return csr_of(csr_sum(_parts(a), _parts(b)), a.shape)
+
+
+def csr_add_all(mats) -> sp.csr_matrix | None:
+    """The sum of the CSR matrices ``mats`` (None for none) by :func:`csr_add`, in pairs, then
+    pairs of those sums, and so on: each entry takes part in about log2(len) sums, where
+    adding one matrix at a time to a running sum copies that sum every time (a read of a
+    store's 64 segments: 69 sums, 0.70 CPU s). Two or three matrices are added in order, as
+    that running sum does, to the same bits. ``mats`` is consumed: each is let go once it has
+    been added."""
+    mats = list(mats)
+    while len(mats) > 1:
+        for k in range(0, len(mats) - 1, 2):
+            mats[k // 2] = csr_add(mats[k], mats[k + 1])
+            mats[k + 1] = None
+        if len(mats) % 2:
+            mats[len(mats) // 2] = mats[-1]
+        del mats[(len(mats) + 1) // 2:]
+    return mats[0] if mats else None
 
 
 def _parts(m: sp.csr_matrix) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -13,18 +13,47 @@ import numpy as np
 from anchorstream._kernels.store import store_folded_mask, store_scatter_symmetric
 from anchorstream.stats.accumulator import Forgetting
 from anchorstream.store.format import Segment, StoreState
-from anchorstream.zarrio import get, get_many
+from anchorstream.zarrio import get_all, get_many
 
 __all__ = [
+    "READ_BATCH_BYTES",
     "BandEntries",
     "EntryReader",
     "Fold",
     "ShardGrid",
     "fold_into",
     "pair_index",
+    "read_batches",
     "rewrite_shard",
     "valid_entries",
 ]
+
+#: The most bytes of entries one trip to Zarr's event loop reads for
+#: :meth:`EntryReader.stored_each` (a segment larger than this is read alone). One trip per
+#: segment array cost a thread hand-off and the array's metadata each, seven per segment,
+#: and a read takes up to ``store.max_segments`` (64) of them; a batch is what a read holds
+#: beyond the one segment it works on (benchmarks/README.md, "Segments read in batches").
+READ_BATCH_BYTES = 32 << 20
+#: A stored entry's bytes at most: ``int32`` row and column, a ``float64`` value.
+_ENTRY_BYTES = 16
+_ARRAYS = ("rows", "cols", "vals")
+
+
+def read_batches(segs, budget: int | None = None) -> list[list]:
+    """``segs`` cut, in order, into runs whose entries (``Segment.nnz``) hold at most
+    ``budget`` bytes (:data:`READ_BATCH_BYTES` by default); a segment larger than that is a
+    run of its own."""
+    budget = READ_BATCH_BYTES if budget is None else int(budget)
+    out: list[list] = []
+    held = budget + 1  # the first segment opens a run
+    for seg in segs:
+        size = int(seg.nnz) * _ENTRY_BYTES
+        if held + size > budget:
+            out.append([])
+            held = 0
+        out[-1].append(seg)
+        held += size
+    return out
 
 
 def valid_entries(rows, cols, seq: int, reset_seq: np.ndarray) -> np.ndarray:
@@ -102,19 +131,31 @@ class EntryReader:
     t_ref: float
     fold: Fold | None = None
 
-    def stored(self, seg: Segment):
-        """One delta segment as stored, with what makes its entries valid: ``(rows, cols, vals,
-        folded, factor)``, ``folded`` the mask of entries already in the base (None for none)
-        and ``factor`` the forgetting's readout to ``t_ref``. An entry is valid where neither
-        slot was reset after ``seg.seq`` (:func:`valid_entries`) and it is not folded."""
-        g = self.root[f"segments/{seg.name}"]
-        rows, cols, vals = get(g, "rows"), get(g, "cols"), get(g, "vals")
-        folded = None if self.fold is None else self.fold.folded(seg, rows, cols)
-        return rows, cols, vals, folded, self.forgetting.readout(self.t_ref, seg.t_ref)
+    def stored_each(self, segs):
+        """Each delta segment of ``segs`` as stored, in order, with what makes its entries
+        valid: ``(seg, rows, cols, vals, folded, factor)``, ``folded`` the mask of entries
+        already in the base (None for none) and ``factor`` the forgetting's readout to
+        ``t_ref``. An entry is valid where neither slot was reset after ``seg.seq``
+        (:func:`valid_entries`) and it is not folded. The segments are read in batches of
+        :data:`READ_BATCH_BYTES`, each in one trip to Zarr's event loop."""
+        for batch in read_batches(segs):
+            arrays = get_all(self.root, [f"segments/{seg.name}/{a}"
+                                         for seg in batch for a in _ARRAYS])
+            for seg in batch:
+                # Popped as they go: a batch holds only the segments not yet yielded.
+                rows, cols, vals = arrays.pop(0), arrays.pop(0), arrays.pop(0)
+                folded = None if self.fold is None else self.fold.folded(seg, rows, cols)
+                yield seg, rows, cols, vals, folded, self.forgetting.readout(self.t_ref,
+                                                                             seg.t_ref)
+                del rows, cols, vals, folded
 
-    def entries(self, seg: Segment):
-        """The valid ``(rows, cols, vals)`` of one delta segment."""
-        rows, cols, vals, folded, factor = self.stored(seg)
+    def entries_each(self, segs):
+        """The valid ``(rows, cols, vals)`` of each delta segment of ``segs``, in order."""
+        for seg, rows, cols, vals, folded, factor in self.stored_each(segs):
+            yield self._valid(seg, rows, cols, vals, folded, factor)
+
+    def _valid(self, seg: Segment, rows, cols, vals, folded, factor):
+        """The valid entries of one segment as read, scaled to ``t_ref``."""
         keep = valid_entries(rows, cols, seg.seq, self.reset)
         if folded is not None:
             keep &= ~folded
@@ -126,13 +167,12 @@ class EntryReader:
     def add_into(self, out, pos, segs) -> None:
         """Add the valid entries of ``segs`` (both triangles) into the dense ``out``, whose
         row and column of slot ``s`` is ``pos[s]``."""
-        for seg in segs:
-            rows, cols, vals = self.entries(seg)
+        for rows, cols, vals in self.entries_each(segs):
             store_scatter_symmetric(out, pos, pos, rows, cols, vals)
 
     def concat(self, segs):
         """The valid entries of ``segs``, concatenated."""
-        parts = [self.entries(s) for s in segs]
+        parts = list(self.entries_each(segs))
         if not parts:
             return np.empty(0, np.int32), np.empty(0, np.int32), np.empty(0)
         return tuple(np.concatenate(p) for p in zip(*parts))

@@ -24,12 +24,12 @@ import scipy.sparse as sp
 
 from anchorstream.stats.accumulator import Forgetting
 from anchorstream._kernels.store import store_block_to_csr, store_entries_to_upper_csr
-from anchorstream.stats.sparse import (SparseCooccurrence, canonical_csr, csr_add, csr_moved,
-                                       csr_of, csr_sum)
+from anchorstream.stats.sparse import (SparseCooccurrence, canonical_csr, csr_add,
+                                       csr_add_all, csr_moved, csr_of, csr_sum)
 from anchorstream.store.format import StoreState
 from anchorstream.store.reading import BaseShards, CommittedState, dense_read_of, plan_catch_up
 from anchorstream.store.repository import open_repo, storage_errors
-from anchorstream.store.segments import EntryReader
+from anchorstream.store.segments import EntryReader, read_batches
 from anchorstream.store.settings import length_cap
 from anchorstream.store.versionhead import read_head
 
@@ -91,18 +91,23 @@ def _row_views(m: sp.csr_matrix, lo: int, hi: int):
 def _segments_upper(reader: EntryReader, segments, pos: np.ndarray, n: int):
     """The valid entries of ``segments`` summed into one upper-triangle CSR over the ``n``
     active slots (``pos``: each slot's position, -1 for an inactive one, whose entries are not
-    read), or None without segments. One segment at a time: its entries' index arrays are a
-    read's largest temporaries."""
-    out = None
+    read), or None without segments. The segments are read in batches of at most
+    :data:`~anchorstream.store.segments.READ_BATCH_BYTES` (their entries' index arrays are a
+    read's largest temporaries), each one trip to Zarr's event loop."""
     no_skip = np.zeros(0, dtype=np.bool_)
-    for seg in segments:
-        rows, cols, vals, folded, factor = reader.stored(seg)
-        # The factor in the values' own type, as EntryReader.entries scales them.
-        piece = csr_of(store_entries_to_upper_csr(
+
+    def piece(seg, rows, cols, vals, folded, factor):
+        # The factor in the values' own type, as EntryReader's entries are scaled.
+        return csr_of(store_entries_to_upper_csr(
             rows, cols, vals, seg.seq, reader.reset, no_skip if folded is None else folded,
             pos, n, vals.dtype.type(factor)), (n, n))
-        del rows, cols, vals, folded
-        out = piece if out is None else csr_add(out, piece)
+
+    out = None
+    for batch in read_batches(segments):
+        # A batch's segments, read together, are summed in pairs, then added to the sum so
+        # far: that sum is copied once a batch, not once a segment.
+        summed = csr_add_all([piece(*stored) for stored in reader.stored_each(batch)])
+        out = summed if out is None else csr_add(out, summed)
     return out
 
 
