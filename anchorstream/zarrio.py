@@ -14,8 +14,8 @@ import zarr
 from zarr.codecs import ZstdCodec
 from zarr.core.sync import sync as zarr_sync  # runs a coroutine on Zarr's own event loop
 
-__all__ = ["decode_words", "encode_words", "get", "get_all", "get_many", "get_words",
-           "put_many", "words_items", "zstd"]
+__all__ = ["decode_words", "encode_words", "get", "get_all", "get_groups", "get_many",
+           "get_words", "put_many", "words_items", "zstd"]
 
 
 def encode_words(words: Sequence[str | None]) -> tuple[np.ndarray, np.ndarray]:
@@ -115,6 +115,33 @@ def get_all(group: zarr.Group, names: Sequence[str]) -> list[np.ndarray]:
         return await asyncio.gather(*(one(n) for n in names))
 
     return [np.asarray(x) for x in zarr_sync(run())]
+
+
+def get_groups(group: zarr.Group, paths: Sequence[str], names: Sequence[str],
+               optional: Sequence[str] = ()) -> list[dict[str, np.ndarray]]:
+    """For each group ``paths[k]`` below ``group``, its whole arrays ``names`` and those of
+    ``optional`` that it holds, by name: every group opened and every array read in one trip
+    to Zarr's event loop (a segment of document statistics took ~19 trips one by one)."""
+
+    async def array(g, name: str, required: bool):
+        try:
+            arr = await g.getitem(name)
+        except KeyError:
+            if required:
+                raise
+            return name, None
+        return name, await arr.getitem(slice(None))
+
+    async def one(path: str):
+        g = await group._async_group.getitem(path)
+        got = await asyncio.gather(*(array(g, n, True) for n in names),
+                                   *(array(g, n, False) for n in optional))
+        return {n: np.asarray(x) for n, x in got if x is not None}
+
+    async def run():
+        return await asyncio.gather(*(one(p) for p in paths))
+
+    return list(zarr_sync(run()))
 
 
 def words_items(group: zarr.Group, name: str, words: Sequence[str | None]) -> list:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import icechunk
 import numpy as np
+import pytest
 import zarr
 
-from anchorstream.zarrio import get, put_many
+from anchorstream.zarrio import get, get_groups, put_many
 
 
 def test_arrays_with_an_empty_axis_round_trip_through_icechunk():
@@ -25,3 +26,22 @@ def test_arrays_with_an_empty_axis_round_trip_through_icechunk():
         out = get(root["g"], name)
         assert out.shape == value.shape and out.dtype == value.dtype
         np.testing.assert_array_equal(out, value)
+
+
+def test_get_groups_reads_each_groups_arrays_and_skips_only_optional_ones_it_lacks():
+    repo = icechunk.Repository.create(icechunk.in_memory_storage())
+    session = repo.writable_session("main")
+    root = zarr.open_group(session.store, mode="a")
+    a, b = root.create_group("s/a"), root.create_group("s/b")
+    put_many([(a, "x", np.arange(3)), (a, "m", np.ones((2, 0))), (a, "extra", np.arange(2.0)),
+              (b, "x", np.arange(5)), (b, "m", np.eye(2))])
+    session.commit("groups")
+    root = zarr.open_group(repo.readonly_session(branch="main").store, mode="r")
+    got = get_groups(root, ["s/a", "s/b"], ["x", "m"], optional=["extra"])
+    assert [sorted(g) for g in got] == [["extra", "m", "x"], ["m", "x"]]
+    np.testing.assert_array_equal(got[0]["x"], np.arange(3))
+    assert got[0]["m"].shape == (2, 0)
+    np.testing.assert_array_equal(got[0]["extra"], np.arange(2.0))
+    np.testing.assert_array_equal(got[1]["m"], np.eye(2))
+    with pytest.raises(KeyError):
+        get_groups(root, ["s/a", "s/b"], ["x", "extra"])

@@ -317,23 +317,28 @@ class Reservoir:
 
 def read_segments(group, segments, reset_seq, forgetting: Forgetting, T: float,
                    settings) -> Part:
-    """Valid entries of ``segments`` in the units of time ``T`` (not coalesced)."""
+    """Valid entries of ``segments`` in the units of time ``T`` (not coalesced). Every
+    segment's arrays are read in one trip to Zarr's event loop (:func:`get_groups`), each let
+    go once its valid entries are taken."""
+    from anchorstream.zarrio import get_groups  # Zarr's import: only where a store is read
+
     n_vecs = (5 if settings.sketch else 3) if settings.split else 0
     parts = [Part.empty(n_vecs, settings.n_projections)]
+    names = ("rows", "cols", "vals", "slots", "vecs") + (("sketch",) if settings.sketch else ())
+    stored = get_groups(group, [f"segments/{seg['name']}" for seg in segments], names,
+                        optional=("pair_rows", "pair_cols", "pair_vals"))
     for seg in segments:
-        g = group[f"segments/{seg['name']}"]
+        g = stored.pop(0)
         seq = seg["seq"]
-        rows, cols = np.asarray(g["rows"][...]), np.asarray(g["cols"][...])
-        vals = np.asarray(g["vals"][...])
+        rows, cols, vals = g["rows"], g["cols"], g["vals"]
         keep = (reset_seq[rows] <= seq) & (reset_seq[cols] <= seq)
-        slots = np.asarray(g["slots"][...])
+        slots = g["slots"]
         ok = reset_seq[slots] <= seq
-        vecs = np.asarray(g["vecs"][...])[:, ok]
-        sketch = np.asarray(g["sketch"][...])[ok] if settings.sketch else None
+        vecs = g["vecs"][:, ok]
+        sketch = g["sketch"][ok] if settings.sketch else None
         pairs = _no_pairs()
         if "pair_rows" in g:
-            pr, pc = np.asarray(g["pair_rows"][...]), np.asarray(g["pair_cols"][...])
-            pv = np.asarray(g["pair_vals"][...])
+            pr, pc, pv = g["pair_rows"], g["pair_cols"], g["pair_vals"]
             pk = (reset_seq[pr] <= seq) & (reset_seq[pc] <= seq)
             pairs = (pr[pk], pc[pk], pv[pk])
         part = Part(rows[keep], cols[keep], vals[keep], slots[ok], vecs, sketch,
