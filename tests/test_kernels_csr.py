@@ -69,7 +69,10 @@ def test_csr_add_matches_twin_and_scipy(seed):
 def test_csr_add_all_is_the_sum_and_adds_two_or_three_in_order(count):
     rng = np.random.default_rng(40 + count)
     mats = [sp.csr_matrix(_sparse_block(rng, (5, 7), 0.4)) for _ in range(count)]
-    got = csr_add_all(list(mats))
+    given = list(mats)
+    got = csr_add_all(given)
+    # Summed in place: the list ends with the sum alone, the parts let go.
+    assert len(given) == min(count, 1) and all(g is got for g in given)
     if count == 0:
         assert got is None
         return
