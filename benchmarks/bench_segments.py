@@ -26,7 +26,6 @@ Run from the repository root::
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import tempfile
 import time
@@ -40,18 +39,7 @@ import numpy as np  # noqa: E402
 import anchorstream.store.segments as segments  # noqa: E402
 from anchorstream.store import (CooccurrenceStore, open_committed,  # noqa: E402
                                 open_committed_sparse)
-from anchorstream.text.tokenize import Tokenizer  # noqa: E402
-
-QUALITY = REPO / "benchmarks" / ".cache" / "quality"
-
-
-def _documents(corpus: str) -> list[list[str]]:
-    path = Path(corpus)
-    if not path.exists():
-        path = QUALITY / corpus / "train.jsonl"
-    tokenize = Tokenizer()
-    with open(path, encoding="utf-8") as fh:
-        return [tokenize(json.loads(line)["text"]) for line in fh]
+from benchmarks.bench_sparse_read import documents  # noqa: E402
 
 
 def _best(fn, repeat: int):
@@ -116,7 +104,7 @@ def main(argv=None) -> int:
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--s3", action="store_true", help="also read a copy on moto's S3 server")
     a = p.parse_args(argv)
-    docs = _documents(a.corpus)
+    docs = documents(a.corpus)
     with tempfile.TemporaryDirectory() as work:
         path = Path(work) / "store"
         store = CooccurrenceStore.create(str(path), capacity=a.capacity, length_cap=25,

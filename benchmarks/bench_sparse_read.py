@@ -35,7 +35,8 @@ from anchorstream.text.tokenize import Tokenizer  # noqa: E402
 QUALITY = REPO / "benchmarks" / ".cache" / "quality"
 
 
-def _documents(corpus: str) -> list[list[str]]:
+def documents(corpus: str) -> list[list[str]]:
+    """A quality-benchmark corpus's training documents (or a JSONL file's), tokenized."""
     path = Path(corpus)
     if not path.exists():
         path = QUALITY / corpus / "train.jsonl"
@@ -56,7 +57,7 @@ def main(argv=None) -> int:
     p.add_argument("--capacity", default="20000,50000")
     p.add_argument("--new", type=float, default=0.01, help="share of documents added")
     a = p.parse_args(argv)
-    docs = _documents(a.corpus)
+    docs = documents(a.corpus)
     cut = int(round(len(docs) * (1 - a.new)))
     print(f"# {a.corpus}: {len(docs):,} documents, the last {len(docs) - cut:,} added")
     print(f"{'capacity':>9} {'words then':>10} {'words now':>9} {'stored pairs':>12} "
