@@ -18,11 +18,12 @@ import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from anchorstream.errors import InputError
+from anchorstream.errors import InputError, StoreError
 from anchorstream.model.pipeline import AnchorModel
 from anchorstream.stats.accumulator import Forgetting
 from anchorstream.stats.cooccurrence import cooccurrence
-from anchorstream.stats.sparse import SparseCooccurrence, canonical_csr, upper_csr
+from anchorstream.stats.sparse import (SparseCooccurrence, canonical_csr, check_upper_counts,
+                                       upper_csr)
 from anchorstream.store import CooccurrenceStore, open_committed, open_committed_sparse
 from anchorstream.synthetic import planted_model, sample_documents
 from tests.naive_store import scripted_history
@@ -54,6 +55,10 @@ def _assert_same_read(sparse_state, dense_state):
         np.testing.assert_allclose(s @ Z, want, rtol=1e-10, atol=1e-12 * np.abs(want).max())
         np.testing.assert_allclose(s.row_sums(), d.normalized().sum(axis=1), rtol=1e-10,
                                    atol=1e-14)
+    # Canonical, at its exact size: a catch-up's sum is not canonicalized again.
+    U = s.upper
+    assert U.data.size == U.indices.size == U.nnz and np.all(U.data != 0)
+    assert all(np.all(np.diff(U.indices[a:b]) > 0) for a, b in zip(U.indptr, U.indptr[1:]))
 
 
 @settings(max_examples=12, deadline=None)
@@ -136,6 +141,37 @@ def test_sparse_statistics_refuse_a_lower_triangle_and_bad_shapes():
         SparseCooccurrence(sp.csr_matrix(np.array([[-1.0]])), np.ones(1), np.ones(1), 1, 2)
     with pytest.raises(InputError, match="non-negative"):
         SparseCooccurrence(sp.csr_matrix(np.array([[np.inf]])), np.ones(1), np.ones(1), 1, 2)
+    # check=False (counts summed from checked ones) takes them as they are.
+    lower = sp.csr_matrix(np.array([[0.0, 0.0], [1.0, 0.0]]))
+    assert SparseCooccurrence(lower, np.ones(2), np.ones(2), 1, 2, check=False).upper is not None
+    with pytest.raises(InputError, match="upper triangle"):
+        check_upper_counts(lower)
+
+
+def test_a_catch_up_checks_the_segments_it_adds(monkeypatch):
+    # A catch-up's counts are not checked whole (the read they start from was checked when
+    # read): what it adds is, and a bad count there fails the read, naming the store.
+    import anchorstream.store.sparseread as sparse_mod
+    from anchorstream.store.repository import open_repo
+
+    url = f"memory://sparse-catch-up-check-{uuid.uuid4().hex}"
+    s = CooccurrenceStore.create(url, capacity=5, admit_threshold=1, chunk_size=2, shard_size=4)
+    s.add([["a", "b"], ["b", "c"]])
+    s.checkpoint()
+    repo, _ = open_repo(url)
+    previous = sparse_mod.read_version_sparse(repo, url, None)
+    s.add([["a", "c"]])
+    s.checkpoint()
+    read = sparse_mod._segments_upper
+
+    def negated(*args):
+        upper = read(*args)
+        upper.data *= -1.0
+        return upper
+
+    monkeypatch.setattr(sparse_mod, "_segments_upper", negated)
+    with pytest.raises(StoreError, match="cannot read store .*non-negative"):
+        sparse_mod.read_version_sparse(repo, url, None, previous=previous)
 
 
 def test_a_dense_only_rectifier_refuses_sparse_statistics():

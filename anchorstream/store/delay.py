@@ -493,7 +493,7 @@ def select_with_waiting(cooc, idx, waiting):
         np.asarray(cooc.unigram)[idx] + waiting.unigram,
         np.asarray(cooc.doc_freq)[idx] + waiting.doc_freq,
         cooc.num_docs + waiting.num_docs, cooc.num_tokens + waiting.num_tokens,
-        cooc.length_cap)
+        cooc.length_cap, check=False)  # a sum of checked counts
 
 
 def add_waiting(cooc, waiting, idx=None):
@@ -514,7 +514,7 @@ def add_waiting(cooc, waiting, idx=None):
                cooc.num_docs + waiting.num_docs, cooc.num_tokens + waiting.num_tokens)
     if isinstance(cooc, SparseCooccurrence):
         return SparseCooccurrence(csr_add(cooc.upper, waiting.upper), *vectors,
-                                  cooc.length_cap, mass)
+                                  cooc.length_cap, mass, check=False)  # checked counts
     U = waiting.upper.tocoo()  # canonical: each (row, col) once, so += adds every entry
     counts = cooc.counts
     counts[U.row, U.col] += U.data

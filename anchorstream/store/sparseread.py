@@ -24,8 +24,8 @@ import scipy.sparse as sp
 
 from anchorstream.stats.accumulator import Forgetting
 from anchorstream._kernels.store import store_block_to_csr, store_entries_to_upper_csr
-from anchorstream.stats.sparse import (SparseCooccurrence, canonical_csr, csr_add,
-                                       csr_add_all, csr_moved, csr_of, csr_sum)
+from anchorstream.stats.sparse import (SparseCooccurrence, canonical_csr, check_upper_counts,
+                                       csr_add, csr_add_all, csr_moved, csr_of, csr_sum)
 from anchorstream.store.format import StoreState
 from anchorstream.store.reading import BaseShards, CommittedState, dense_read_of, plan_catch_up
 from anchorstream.store.repository import open_repo, storage_errors
@@ -153,7 +153,9 @@ def catch_up_upper(root, meta, state: StoreState, active: np.ndarray, reset_seq:
     """The upper triangle of this version from ``previous`` (an earlier sparse read of the same
     store, with its ``dense`` record), reading only the segments committed since, as the dense
     read's catch-up does (:func:`~anchorstream.store.reading.plan_catch_up`); None when only
-    a full read can."""
+    a full read can. What it adds to ``previous``'s counts (checked when they were read) is
+    checked (:func:`~anchorstream.stats.sparse.check_upper_counts`), so the result needs no
+    check of its own."""
     if previous is None or previous.dense is None:
         return None
     plan = plan_catch_up(root, meta, state, active, reset_seq, previous.dense,
@@ -177,13 +179,17 @@ def catch_up_upper(root, meta, state: StoreState, active: np.ndarray, reset_seq:
     # and the result, not a copy of the whole matrix per segment.
     new = _segments_upper(plan.reader, plan.segments, plan.pos, n)
     if new is not None:
+        check_upper_counts(new)  # what was read before was checked then
         if plan.factor != 1.0:  # only what was read decays: scaled with it after the merge
             new.data /= plan.factor
         upper = csr_add(upper, new)
+        if plan.factor == 1.0:
+            return upper  # csr_add's sum is canonical, at its exact size
     if plan.factor != 1.0:
         if upper is previous.cooccurrence.upper:
             upper = upper.copy()
         upper.data *= plan.factor
+        check_upper_counts(upper)  # scaled: checked again
     return canonical_csr(sp.csr_matrix(upper, copy=upper is previous.cooccurrence.upper))
 
 
@@ -222,10 +228,12 @@ def read_version_sparse(repo, where: str, version: str | None,
         head = read_head(repo, where, version)
         upper = catch_up_upper(head.root, head.meta, head.state, head.active, head.reset_seq,
                                previous)
-        if upper is None:
+        full = upper is None
+        if full:
             upper = sparse_upper(head.root, head.meta, head.state, head.active, head.reset_seq)
+    # A catch-up checked the segments it added to a checked read (catch_up_upper).
     cooc = SparseCooccurrence(upper, head.unigram, head.doc_freq, head.num_docs,
-                              head.num_tokens, length_cap(head.meta["config"]))
+                              head.num_tokens, length_cap(head.meta["config"]), check=full)
     return CommittedState(cooc, head.words, head.active, head.offsets, head.snapshot_id,
                           float(head.state.clock), int(head.state.n_docs_added),
                           dense_read_of(head.forgetting, head.state, head.active,
