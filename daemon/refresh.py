@@ -287,6 +287,7 @@ class Refresher:
             try:
                 model, fit, init, settings = self._fit(cooc, words, docs, on_stage, window,
                                                        st.n_docs_added)
+                self.reads.fitted(cooc)  # the product a warm update follows next time
             finally:
                 if kept is not None:
                     # The read may be kept for the next refresh: not the products' dense block.

@@ -13,16 +13,39 @@ store's delay line holds back, holding at most two copies of the counts (deploy/
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
+from anchorstream.stats.sparse import upper_matmul_once
 from anchorstream.store import open_committed, open_committed_sparse
 from anchorstream.store.delay import add_waiting, select_with_waiting
 from daemon.refresh_inputs import KEEP_READ_MAX_BYTES, Buffers, keeps_read, subset
 
-__all__ = ["RefreshReads"]
+__all__ = ["FollowedProduct", "RefreshReads"]
+
+
+@dataclass(frozen=True, eq=False)
+class FollowedProduct:
+    """The product of a kept read's counts with the basis a warm update multiplies by.
+
+    ``version`` is the kept read's store version, ``idx`` the words of the fit (positions in
+    that read), ``basis`` the fit's ``Z`` (rows ``idx``) and ``counts`` the read's counts over
+    ``idx`` times ``basis``: the waiting documents left out, so that the next read, which adds
+    the segments committed since to these counts, has its product for the cost of those
+    segments' and the waiting documents' (:meth:`RefreshReads.word_counts`)."""
+
+    version: str
+    idx: np.ndarray
+    basis: np.ndarray
+    counts: np.ndarray
+
+    def lift(self, n_words: int) -> np.ndarray:
+        """The basis over all ``n_words`` words of the read, zero outside ``idx``."""
+        out = np.zeros((n_words, self.basis.shape[1]))
+        out[self.idx] = self.basis
+        return out
 
 
 class RefreshReads:
@@ -51,6 +74,13 @@ class RefreshReads:
         What the ``"counts"`` buffer holds, while it still holds it.
     kept : CommittedState or None
         The last sparse read, kept for the next one to catch up from.
+    followed : FollowedProduct or None
+        The kept read's counts times the basis the last fit multiplied them by once (a warm
+        update's, or the one a cold rectification ends with): the next warm update's product
+        is that plus the segments' and the waiting documents' (:meth:`word_counts`), not a
+        pass over every pair.
+    products_followed : int
+        Fits whose one product came from ``followed``.
     """
 
     def __init__(self, store_url: str, *, sparse: bool, warm_start: bool, buffers: Buffers,
@@ -66,6 +96,9 @@ class RefreshReads:
         self.keep_read_max_bytes = keep_read_max_bytes
         self.dense = None
         self.kept = None
+        self.followed: FollowedProduct | None = None
+        self.products_followed = 0
+        self._follow = None  # (read, idx, counts) of the fit under way, for fitted()
 
     def read(self, version: str | None):
         """The committed state of ``version``: from ``reader``, sparse, or dense in the memory
@@ -77,10 +110,14 @@ class RefreshReads:
             # Warm, the last read plus the segments committed since (read_version_sparse's
             # catch-up), kept between refreshes (keeps_read): 12 bytes a stored pair.
             since, self.kept = self.kept, None
+            followed, self.followed, self._follow = self.followed, None, None
             st = open_committed_sparse(self.store_url, version,
                                        storage_options=self.storage_options, previous=since)
             keep = keeps_read(st.cooccurrence, self.keep_read_max_bytes)
             self.kept = st if self.warm_start and keep else None
+            if (self.kept is not None and followed is not None and st.added is not None
+                    and since is not None and followed.version == since.version):
+                self.followed = followed  # still the product of what st adds to
             return st
         # Until this read succeeds the buffer's contents are unknown.
         since, self.dense = self.dense, None
@@ -109,13 +146,61 @@ class RefreshReads:
         # one pass.
         cooc = select_with_waiting(cooc_all, idx, st.waiting)
         keeps = getattr(self.reader, "keeps", lambda: self.reader is not None)
+        if self.kept is st:
+            self._follow_product(st, idx, cooc)
         if self.kept is st or keeps():
             return st, cooc, cooc_all  # kept for the next read (a partitioned reader's sum)
         return replace(st, cooccurrence=None), cooc, None
 
+    def _follow_product(self, st, idx, cooc) -> None:
+        """Give ``cooc`` (the read ``st``'s counts of the words ``idx`` with the waiting
+        documents) the product a warm update will ask of it, where :attr:`followed` has it:
+        that product plus the segments' ``st`` added to it and the waiting documents', each
+        multiplied over the read's words (rows ``idx`` taken after: the basis is zero
+        elsewhere). Arranges for :meth:`fitted` to follow the product either way."""
+        self._follow = (st, np.asarray(idx), cooc, None)
+        f = self.followed
+        if f is None or not np.array_equal(f.idx, idx):
+            return
+        lifted = f.lift(st.cooccurrence.n_words)
+        counts = f.counts + upper_matmul_once(st.added, lifted)[f.idx]
+        self._follow = (st, f.idx, cooc, counts)
+        if st.waiting is not None:
+            counts = counts + upper_matmul_once(st.waiting.upper, lifted)[f.idx]
+        cooc.known_product = (f.basis, counts)
+
+    def fitted(self, cooc) -> None:
+        """After a fit of the counts ``cooc`` that :meth:`word_counts` returned: keep the
+        product it multiplied them by once (``cooc.last_product``) for the next read, without
+        the waiting documents' part. Where it was the product :meth:`word_counts` gave it,
+        that product's part from the kept read; otherwise (a cold rectification, another
+        basis) the waiting documents' part is multiplied and taken off."""
+        follow, self._follow, self.followed = self._follow, None, None
+        last = getattr(cooc, "last_product", None)
+        # Not counts the fit changed first (correct_admission), nor a read not kept.
+        if follow is None or last is None or follow[2] is not cooc or follow[0] is not self.kept:
+            return
+        st, idx, _, counts = follow
+        basis, product = last
+        if basis.shape[0] != idx.size:
+            return  # the fit multiplied a subset of the words (active_part)
+        known = cooc.known_product
+        if counts is not None and known is not None and product is known[1]:
+            self.products_followed += 1
+        else:
+            counts = product
+            if st.waiting is not None:
+                lifted = np.zeros((st.cooccurrence.n_words, basis.shape[1]))
+                lifted[idx] = basis
+                counts = counts - upper_matmul_once(st.waiting.upper, lifted)[idx]
+        self.followed = FollowedProduct(st.version, idx, basis, counts)
+
     def kept_bytes(self) -> int:
         """Memory kept for the next refresh: the dense path's V x V buffers, the last sparse
-        read, or the partitioned reader's reads and their sum."""
+        read and the product followed from it (two V x (K + 16) arrays), or the partitioned
+        reader's reads and their sum."""
         read = 0 if self.kept is None else self.kept.cooccurrence.nbytes
+        f = self.followed
+        product = 0 if f is None else f.counts.nbytes + f.basis.nbytes + f.idx.nbytes
         reader = getattr(self.reader, "kept_bytes", None)
-        return self.buffers.nbytes() + read + (0 if reader is None else reader())
+        return self.buffers.nbytes() + read + product + (0 if reader is None else reader())

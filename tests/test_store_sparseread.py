@@ -23,7 +23,7 @@ from anchorstream.model.pipeline import AnchorModel
 from anchorstream.stats.accumulator import Forgetting
 from anchorstream.stats.cooccurrence import cooccurrence
 from anchorstream.stats.sparse import (SparseCooccurrence, canonical_csr, check_upper_counts,
-                                       upper_csr)
+                                       upper_csr, upper_matmul_once)
 from anchorstream.store import CooccurrenceStore, open_committed, open_committed_sparse
 from anchorstream.synthetic import planted_model, sample_documents
 from tests.naive_store import scripted_history
@@ -146,6 +146,49 @@ def test_sparse_statistics_refuse_a_lower_triangle_and_bad_shapes():
     assert SparseCooccurrence(lower, np.ones(2), np.ones(2), 1, 2, check=False).upper is not None
     with pytest.raises(InputError, match="upper triangle"):
         check_upper_counts(lower)
+
+
+def test_a_catch_up_says_what_it_added_where_nothing_moved():
+    from anchorstream.store.repository import open_repo
+    from anchorstream.store.sparseread import read_version_sparse
+
+    url = f"memory://sparse-added-{uuid.uuid4().hex}"
+    s = CooccurrenceStore.create(url, capacity=5, admit_threshold=1, chunk_size=2, shard_size=4)
+    s.add([["a", "b"], ["b", "c"]])
+    s.checkpoint()
+    repo, _ = open_repo(url)
+    first = read_version_sparse(repo, url, None)
+    assert first.added is None  # a full read
+    s.checkpoint()
+    same = read_version_sparse(repo, url, None, previous=first)
+    assert same.added is not None and same.added.nnz == 0  # nothing since
+    s.add([["a", "c", "c"]])
+    s.checkpoint()
+    more = read_version_sparse(repo, url, None, previous=same)
+    np.testing.assert_allclose((same.cooccurrence.upper + more.added).toarray(),
+                               more.cooccurrence.upper.toarray())
+    s.add([["d", "a"]])  # a word admitted: the words move
+    s.checkpoint()
+    assert read_version_sparse(repo, url, None, previous=more).added is None
+
+
+def test_a_product_known_to_the_counts_is_returned_for_its_basis_only():
+    rng = np.random.default_rng(3)
+    dense = cooccurrence(sp.csr_matrix(rng.poisson(0.8, size=(40, 9)).astype(float)))
+    S = SparseCooccurrence.from_dense(dense)
+    Z, other = rng.standard_normal((9, 5)), rng.standard_normal((9, 5))
+    want = dense.normalized() @ Z
+    # In float32 over the pairs, as a single product is.
+    np.testing.assert_allclose(upper_matmul_once(S.upper, Z), dense.counts @ Z, rtol=1e-5,
+                               atol=1e-5 * np.abs(dense.counts @ Z).max())
+    np.testing.assert_allclose(S.matmul_once(Z), want, rtol=1e-5, atol=1e-6)
+    assert S.last_product[0] is not None and np.array_equal(S.last_product[0], Z)
+    S.known_product = (Z.copy(), np.full((9, 5), 7.0))
+    np.testing.assert_array_equal(S.matmul_once(Z), 7.0 / S.total_weight())
+    assert S.last_product[1] is S.known_product[1]
+    np.testing.assert_allclose(S.matmul_once(other), dense.normalized() @ other, rtol=1e-5,
+                               atol=1e-6)
+    np.testing.assert_allclose(S @ Z, want, rtol=1e-12)  # products of a fit multiply
 
 
 def test_a_catch_up_checks_the_segments_it_adds(monkeypatch):
@@ -389,6 +432,11 @@ def test_a_sparse_read_that_catches_up_equals_a_full_read(seed, cuts, compact_af
         if previous is not None:  # the previous read is left as it was
             assert (previous.cooccurrence.upper != kept).nnz == 0
         _assert_same_read(read, open_committed(url))
+        if read.added is not None:  # what it added to the previous read's counts, as is
+            assert previous is not None and read.slots.tolist() == previous.slots.tolist()
+            want = read.cooccurrence.upper.toarray()
+            np.testing.assert_allclose(kept.toarray() + read.added.toarray(), want,
+                                       rtol=1e-12, atol=1e-12 * max(want.max(initial=0), 1))
         previous = read
 
 

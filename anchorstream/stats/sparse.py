@@ -28,7 +28,7 @@ from anchorstream.stats.headblock import MIN_WORDS, HeadBlock, head_block
 from anchorstream.stats.tiles import ColumnTiles
 
 __all__ = ["SparseCooccurrence", "canonical_csr", "check_upper_counts", "csr_add", "csr_add_all",
-           "csr_moved", "csr_moved_sum", "csr_of", "csr_sum", "upper_csr"]
+           "csr_moved", "csr_moved_sum", "csr_of", "csr_sum", "upper_csr", "upper_matmul_once"]
 
 
 def upper_csr(rows, cols, vals, n: int, *, positions=None) -> sp.csr_matrix:
@@ -154,6 +154,26 @@ def csr_moved(m: sp.csr_matrix, to: np.ndarray, n: int) -> sp.csr_matrix:
     return csr_of(kernels.csr_move(*_parts(m), np.asarray(to, dtype=np.int64), n), (n, n))
 
 
+def upper_matmul_once(upper: sp.csr_matrix, Z: np.ndarray,
+                      tiles: ColumnTiles | None = None) -> np.ndarray:
+    """``S @ Z`` (float64) for the symmetric ``S`` whose upper triangle is the canonical CSR
+    ``upper``, computed in float32 in one pass (:func:`~anchorstream._kernels.cooc.
+    cooc_symmetric_matmul32`), as a single product with counts is: ``tiles``, the pairs'
+    column tiles, where the caller keeps them. The columns are padded with zeros to a
+    multiple of 8: the kernel's loop over them runs in vectors of 8 float32 and a scalar
+    remainder (46 columns took 0.085 s on the ``mail`` store, 48 0.072)."""
+    Z2 = np.asarray(Z, dtype=np.float64).reshape(Z.shape[0], -1)
+    b = Z2.shape[1]
+    Z32 = np.zeros((Z2.shape[0], -(-b // 8) * 8), dtype=np.float32)
+    Z32[:, :b] = Z2
+    out32 = np.zeros_like(Z32)
+    if upper.nnz:
+        tiles = ColumnTiles(upper.indptr, upper.indices) if tiles is None else tiles
+        cooc_symmetric_matmul32(tiles.for_rows(Z32.shape[1], 4), upper.indices, upper.data,
+                                Z32, out32)
+    return out32[:, :b].astype(np.float64).reshape(Z.shape)
+
+
 def check_upper_counts(upper: sp.csr_matrix) -> None:
     """Raise :class:`~anchorstream.errors.InputError` unless every entry of the CSR ``upper``
     is finite, non-negative and on or above the diagonal (one pass), as
@@ -225,6 +245,12 @@ class SparseCooccurrence:
         self.num_tokens = check_count("num_tokens", num_tokens)
         self._head: HeadBlock | None | bool = False  # not chosen yet
         self._column_tiles: ColumnTiles | None = None  # found at the first untiled product
+        #: ``(Z, counts @ Z)`` that :meth:`matmul_once` returns (divided by the total) instead
+        #: of multiplying, for that ``Z``: set by a caller that follows the counts' changes
+        #: (the daemon's refresher, :mod:`daemon.refresh_reads`).
+        self.known_product: tuple[np.ndarray, np.ndarray] | None = None
+        #: ``(Z, counts @ Z)`` of the last :meth:`matmul_once`.
+        self.last_product: tuple[np.ndarray, np.ndarray] | None = None
 
     #: Fewest words of the dense head block products use (:mod:`anchorstream.stats.headblock`).
     head_min_words = MIN_WORDS
@@ -288,17 +314,8 @@ class SparseCooccurrence:
         U = self.upper
         Z2 = np.ascontiguousarray(Z.reshape(Z.shape[0], -1), dtype=np.float64)
         if once and self._head is False and self.n_words >= self.head_min_words:
-            # One product only (matmul_once), no block chosen yet: in float32 as through
-            # one, the columns padded with zeros to a multiple of 8 (the kernel's loop over
-            # them runs in vectors of 8 float32 and a scalar remainder: 46 columns take
-            # 0.085 s on the mail store, 48 0.072).
-            b = Z2.shape[1]
-            Z32 = np.zeros((Z2.shape[0], -(-b // 8) * 8), dtype=np.float32)
-            Z32[:, :b] = Z2
-            out32 = np.zeros_like(Z32)
-            cooc_symmetric_matmul32(self._tiles().for_rows(Z32.shape[1], 4), U.indices,
-                                    U.data, Z32, out32)
-            return out32[:, :b].astype(np.float64).reshape(Z.shape)
+            # One product only (matmul_once), no block chosen yet: in float32 as through one.
+            return upper_matmul_once(U, Z2, self._tiles()).reshape(Z.shape)
         head = self.head_block()
         if head is not None:
             return head.matmul(Z2).reshape(Z.shape)
@@ -331,8 +348,19 @@ class SparseCooccurrence:
         pairs are multiplied in float32 as they would be through it
         (:func:`~anchorstream._kernels.cooc.cooc_symmetric_matmul32`: 0.09 s against 0.17
         in float64 at 46 columns). Where the block was chosen, or there are too few words
-        for one, the same as ``self @ Z``."""
-        return self._product(Z, once=True)
+        for one, the same as ``self @ Z``. Where :attr:`known_product` holds this ``Z``, its
+        product, without multiplying; either way :attr:`last_product` keeps it."""
+        Z = np.asarray(Z, dtype=np.float64)
+        total = self.total_weight()
+        if not total > 0:
+            return np.zeros_like(Z)
+        known = self.known_product
+        if known is not None and known[0].shape == Z.shape and np.array_equal(known[0], Z):
+            counts = known[1]
+        else:
+            counts = self._counts_matmul(Z, once=True)
+        self.last_product = (Z, counts)
+        return counts / total
 
     def row_sums(self) -> np.ndarray:
         """``C 1``: each word's share of the (weighted) pairs."""

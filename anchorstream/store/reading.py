@@ -77,6 +77,11 @@ class CommittedState:
         The documents a delay line (``count_delay``) holds back, counted over ``words``
         (:func:`~anchorstream.store.delay.read_waiting`), which ``cooccurrence`` leaves out;
         a reader that should not lag adds them (:func:`~anchorstream.store.delay.add_waiting`).
+    added : scipy.sparse.csr_matrix or None
+        Of a sparse read that caught up from an earlier one (``previous`` of
+        :func:`~anchorstream.store.sparseread.read_version_sparse`) whose words kept their
+        positions, with nothing decayed since: the upper triangle of the counts added to it,
+        so that ``cooccurrence`` is that read's counts plus ``added``. None otherwise.
     """
 
     cooccurrence: Any
@@ -89,6 +94,7 @@ class CommittedState:
     dense: DenseRead | None = None
     admission: Any = None
     waiting: Any = None
+    added: Any = None
 
 
 @dataclass(frozen=True, eq=False)

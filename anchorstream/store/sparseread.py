@@ -149,28 +149,33 @@ class _Rows:
 
 
 def catch_up_upper(root, meta, state: StoreState, active: np.ndarray, reset_seq: np.ndarray,
-                   previous: CommittedState | None) -> sp.csr_matrix | None:
-    """The upper triangle of this version from ``previous`` (an earlier sparse read of the same
-    store, with its ``dense`` record), reading only the segments committed since, as the dense
-    read's catch-up does (:func:`~anchorstream.store.reading.plan_catch_up`); None when only
-    a full read can. What it adds to ``previous``'s counts (checked when they were read) is
-    checked (:func:`~anchorstream.stats.sparse.check_upper_counts`), so the result needs no
-    check of its own."""
+                   previous: CommittedState | None):
+    """``(upper, added)``: the upper triangle of this version from ``previous`` (an earlier
+    sparse read of the same store, with its ``dense`` record), reading only the segments
+    committed since, as the dense read's catch-up does
+    (:func:`~anchorstream.store.reading.plan_catch_up`); ``(None, None)`` when only a full
+    read can. ``added`` is what was added to ``previous``'s counts (the upper triangle of the
+    segments since) where its words kept their positions and nothing decayed, so that the
+    result is ``previous``'s counts plus ``added`` (None otherwise). What it adds to
+    ``previous``'s counts (checked when they were read) is checked
+    (:func:`~anchorstream.stats.sparse.check_upper_counts`), so the result needs no check of
+    its own."""
     if previous is None or previous.dense is None:
-        return None
+        return None, None
     plan = plan_catch_up(root, meta, state, active, reset_seq, previous.dense,
                          same_slots=False)
     n = active.size
     upper = previous.cooccurrence.upper
     then = previous.dense.active
     if plan is None or upper.shape != (then.size, then.size):
-        return None
+        return None, None
     # What was read, at the positions of the slots active now: rows and columns of the slots
     # evicted since are dropped (they start empty). A copy only where something moves.
     to = plan.pos[then]
     if plan.gone.size:
         to = np.where(np.isin(to, plan.gone), -1, to)
-    if then.size != n or not np.array_equal(to, np.arange(n)):
+    moved = then.size != n or not np.array_equal(to, np.arange(n))
+    if moved:
         # Both slot lists are increasing, so `to` is too where kept: the upper triangle stays
         # upper.
         upper = csr_moved(upper, to, n)
@@ -184,13 +189,16 @@ def catch_up_upper(root, meta, state: StoreState, active: np.ndarray, reset_seq:
             new.data /= plan.factor
         upper = csr_add(upper, new)
         if plan.factor == 1.0:
-            return upper  # csr_add's sum is canonical, at its exact size
+            # csr_add's sum is canonical, at its exact size.
+            return upper, None if moved else new
+    added = None if moved or plan.factor != 1.0 else sp.csr_matrix((n, n))
     if plan.factor != 1.0:
         if upper is previous.cooccurrence.upper:
             upper = upper.copy()
         upper.data *= plan.factor
         check_upper_counts(upper)  # scaled: checked again
-    return canonical_csr(sp.csr_matrix(upper, copy=upper is previous.cooccurrence.upper))
+    return (canonical_csr(sp.csr_matrix(upper, copy=upper is previous.cooccurrence.upper)),
+            added)
 
 
 def open_committed_sparse(url, version: str | None = None, *,
@@ -226,8 +234,8 @@ def read_version_sparse(repo, where: str, version: str | None,
     are made of, for the next catch-up (``previous`` itself is left as it was)."""
     with storage_errors(f"cannot read store {where!r}"):
         head = read_head(repo, where, version)
-        upper = catch_up_upper(head.root, head.meta, head.state, head.active, head.reset_seq,
-                               previous)
+        upper, added = catch_up_upper(head.root, head.meta, head.state, head.active,
+                                      head.reset_seq, previous)
         full = upper is None
         if full:
             upper = sparse_upper(head.root, head.meta, head.state, head.active, head.reset_seq)
@@ -237,4 +245,4 @@ def read_version_sparse(repo, where: str, version: str | None,
     return CommittedState(cooc, head.words, head.active, head.offsets, head.snapshot_id,
                           float(head.state.clock), int(head.state.n_docs_added),
                           dense_read_of(head.forgetting, head.state, head.active,
-                                        head.reset_seq), head.admission, head.waiting)
+                                        head.reset_seq), head.admission, head.waiting, added)
