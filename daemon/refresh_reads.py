@@ -144,7 +144,9 @@ class RefreshReads:
             return st, add_waiting(subset(cooc_all, idx, out=out), st.waiting, idx), None
         # One new copy beside the read: the subset and its sum with the waiting documents in
         # one pass.
-        cooc = select_with_waiting(cooc_all, idx, st.waiting)
+        # A read kept for the next one is held anyway: its sum with the waiting documents is
+        # formed only if the fit uses its entries (not a warm update whose product is known).
+        cooc = select_with_waiting(cooc_all, idx, st.waiting, pending=self.kept is st)
         keeps = getattr(self.reader, "keeps", lambda: self.reader is not None)
         if self.kept is st:
             self._follow_product(st, idx, cooc)

@@ -79,3 +79,15 @@ def naive_csr_upper_check(indptr, indices, data):
             if int(indices[k]) < r:
                 return 2
     return 0
+
+
+def naive_csr_kept_symmetric_row_sums(indptr, indices, data, keep):
+    """Twin of ``csr_kept_symmetric_row_sums``: the symmetric matrix, entry by entry."""
+    n = len(indptr) - 1
+    full = np.zeros((n, n))
+    for r in range(n):
+        for k in range(indptr[r], indptr[r + 1]):
+            full[r, int(indices[k])] = full[int(indices[k]), r] = float(data[k])
+    full[~np.asarray(keep, dtype=bool)] = 0.0
+    full[:, ~np.asarray(keep, dtype=bool)] = 0.0
+    return full.sum(axis=1)

@@ -10,14 +10,15 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from anchorstream._kernels.csr import (csr_add, csr_move, csr_move_add, csr_transpose_positions,
-                                       csr_upper_check, lowest_bit)
+from anchorstream._kernels.csr import (csr_add, csr_kept_symmetric_row_sums, csr_move,
+                                       csr_move_add, csr_transpose_positions, csr_upper_check,
+                                       lowest_bit)
 from anchorstream.stats.sparse import csr_add as sparse_add
 from anchorstream.stats.sparse import csr_add_all
 from anchorstream.stats.sparse import csr_moved, csr_moved_sum, csr_sum
-from tests.naive_csr import (naive_csr_add, naive_csr_move, naive_csr_move_add,
-                             naive_csr_transpose_positions, naive_csr_upper_check,
-                             naive_lowest_bit)
+from tests.naive_csr import (naive_csr_add, naive_csr_kept_symmetric_row_sums, naive_csr_move,
+                             naive_csr_move_add, naive_csr_transpose_positions,
+                             naive_csr_upper_check, naive_lowest_bit)
 
 
 def _into_sentinels(kernel, args, n_entries):
@@ -185,3 +186,16 @@ def test_csr_upper_check_matches_twin(seed):
     got = csr_upper_check(m.indptr, m.indices, m.data)
     assert got == naive_csr_upper_check(m.indptr, m.indices, m.data)
     assert (got == 0) == (not bad and not np.tril(dense, -1).any())
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_csr_kept_symmetric_row_sums_match_twin(seed):
+    # Rows and columns kept or not (none, all), empty rows, an empty matrix.
+    rng = np.random.default_rng(800 + seed)
+    n = int(rng.integers(1, 10))
+    m = sp.csr_matrix(np.triu(rng.random((n, n)) * (rng.random((n, n)) < seed / 20)))
+    keep = rng.random(n) < [0.0, 1.0, 0.6][seed % 3]
+    out = np.zeros(n)
+    csr_kept_symmetric_row_sums(m.indptr, m.indices, m.data, keep, out)
+    want = naive_csr_kept_symmetric_row_sums(m.indptr, m.indices, m.data, keep)
+    np.testing.assert_allclose(out, want, rtol=1e-14, atol=0)

@@ -89,9 +89,12 @@ def test_refresh_publishes_then_warm_starts_and_keeps_ids(setup):
         assert reg.get_sample_value("anchorstream_refresh_duration_seconds_count",
                                     {"stage": stage}) == 2
     assert reg.get_sample_value("anchorstream_topic_churn", {"kind": "matched"}) == K
-    # What the refresher keeps for the next one (its last sparse read, 12 bytes a pair).
+    # What the refresher keeps for the next one (its last sparse read, 12 bytes a pair, and
+    # the product of its counts the next warm update follows).
     kept = reg.get_sample_value("anchorstream_refresh_kept_bytes")
-    assert kept == ref.kept_bytes() == ref.reads.kept.cooccurrence.nbytes > 0
+    f = ref.reads.followed
+    product = f.counts.nbytes + f.basis.nbytes + f.idx.nbytes
+    assert kept == ref.kept_bytes() == ref.reads.kept.cooccurrence.nbytes + product > product
     # The second refresh updated the first one's rectification: how far the data moved since.
     change = reg.get_sample_value("anchorstream_rectification_warm_change")
     assert 0 < change < 0.04 and snap2.extra["rectify_warm_change"] == change
@@ -332,10 +335,12 @@ def test_a_lowrank_refresh_holds_the_read_and_one_sum_at_most(tmp_path, monkeypa
 
     select = reads_mod.select_with_waiting
 
-    def selecting(cooc, idx, waiting):
+    def selecting(cooc, idx, waiting, **kwargs):
         summed.append(cooc is reads[-1][0]())  # the read itself: no copy made before
         assert waiting is not None and waiting.num_docs == 40
-        return select(cooc, idx, waiting)
+        # A read let go is summed at once; one kept, at the first use of the sum's entries.
+        assert kwargs == {"pending": keep}
+        return select(cooc, idx, waiting, **kwargs)
 
     def fitting(cooc, *args, **kwargs):
         gc.collect()
@@ -349,7 +354,10 @@ def test_a_lowrank_refresh_holds_the_read_and_one_sum_at_most(tmp_path, monkeypa
     result = ref.refresh_once()
     assert ref.sparse and result["version"] == 1
     assert (ref.reads.kept is not None) == keep
-    assert ref.kept_bytes() == (ref.reads.kept.cooccurrence.nbytes if keep else 0)
+    f = ref.reads.followed  # with the read kept, the product of it the next fit follows
+    product = 0 if f is None else f.counts.nbytes + f.basis.nbytes + f.idx.nbytes
+    assert (f is not None) == keep
+    assert ref.kept_bytes() == (ref.reads.kept.cooccurrence.nbytes + product if keep else 0)
     assert (result["n_words"] < reads[-1][1]) == subset and result["n_words"] > 2 * K
     # Beside the counts the fit gets, the read is held only where it is kept.
     assert summed == [True] and fitted == [keep]

@@ -191,6 +191,45 @@ def test_a_product_known_to_the_counts_is_returned_for_its_basis_only():
     np.testing.assert_allclose(S @ Z, want, rtol=1e-12)  # products of a fit multiply
 
 
+@pytest.mark.parametrize("seed", range(12))
+def test_a_pending_sum_is_formed_once_and_reads_as_the_sum(seed):
+    # Counts given as a PendingSum (a read plus the waiting documents, the read moved to the
+    # words selected or not) read as the formed sum: the diagonal to the bit, row sums and
+    # products to rounding, the sum formed at the first use of the entries, once.
+    from anchorstream.stats.sparse import PendingSum, csr_moved_sum
+
+    rng = np.random.default_rng(900 + seed)
+    n = int(rng.integers(2, 10))
+
+    def upper(size):
+        return sp.csr_matrix(np.triu(rng.random((size, size)) * (rng.random((size, size)) < 0.5)))
+
+    if seed % 2:
+        a, to, b = upper(n), None, upper(n)
+        want = (a + b).toarray()
+    else:
+        m = n + int(rng.integers(0, 4))
+        a = upper(m)
+        keep = np.sort(rng.choice(m, size=n, replace=False))
+        to = np.full(m, -1)
+        to[keep] = np.arange(n)
+        b = upper(n)
+        want = csr_moved_sum(a, to, b).toarray()
+    pend = PendingSum(a, to, b)
+    S = SparseCooccurrence(pend, np.ones(n), np.ones(n), 3, 9, check=False)
+    assert S.nbytes == pend.nbytes and S._upper is pend  # not formed yet
+    np.testing.assert_array_equal(S.diagonal(), np.diag(want))
+    full = want + want.T - np.diag(np.diag(want))
+    np.testing.assert_allclose(S.row_sums(), full.sum(axis=1) / 3, rtol=1e-12)
+    assert S._upper is pend  # row sums and the diagonal come from the parts
+    formed = S.upper
+    np.testing.assert_allclose(formed.toarray(), want, rtol=1e-15)
+    assert S.upper is formed and S.nbytes == formed.data.nbytes + formed.indices.nbytes + (
+        formed.indptr.nbytes)
+    Z = rng.standard_normal((n, 3))
+    np.testing.assert_allclose(S @ Z, full @ Z / 3, rtol=1e-12, atol=1e-15)
+
+
 def test_a_catch_up_checks_the_segments_it_adds(monkeypatch):
     # A catch-up's counts are not checked whole (the read they start from was checked when
     # read): what it adds is, and a bad count there fails the read, naming the store.

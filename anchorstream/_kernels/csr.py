@@ -229,3 +229,20 @@ def csr_upper_check(indptr, indices, data):
             if indices[k] < r:
                 return 2
     return 0
+
+
+@numba.njit(cache=True)
+def csr_kept_symmetric_row_sums(indptr, indices, data, keep, out):
+    """Add into ``out`` (float64, one entry per row) the row sums of the symmetric matrix whose
+    upper triangle is the CSR, over its rows and columns where ``keep``: those of the matrix
+    moved to the kept words, in one pass over the entries, without moving it."""
+    for r in range(indptr.shape[0] - 1):
+        if not keep[r]:
+            continue
+        for k in range(indptr[r], indptr[r + 1]):
+            c = indices[k]
+            if keep[c]:
+                v = data[k]
+                out[r] += v
+                if c != r:
+                    out[c] += v

@@ -27,7 +27,7 @@ from anchorstream.stats.cooccurrence import Cooccurrence, cap_pairs, check_count
 from anchorstream.stats.headblock import MIN_WORDS, HeadBlock, head_block
 from anchorstream.stats.tiles import ColumnTiles
 
-__all__ = ["SparseCooccurrence", "canonical_csr", "check_upper_counts", "csr_add", "csr_add_all",
+__all__ = ["PendingSum", "SparseCooccurrence", "canonical_csr", "check_upper_counts", "csr_add", "csr_add_all",
            "csr_moved", "csr_moved_sum", "csr_of", "csr_sum", "upper_csr", "upper_matmul_once"]
 
 
@@ -174,6 +174,58 @@ def upper_matmul_once(upper: sp.csr_matrix, Z: np.ndarray,
     return out32[:, :b].astype(np.float64).reshape(Z.shape)
 
 
+class PendingSum:
+    """The upper triangle ``a`` moved by ``to`` (as :func:`csr_moved`; None: as it is) plus
+    ``b``, of shape ``b.shape``, not formed yet: :meth:`form` is :func:`csr_moved_sum` (or
+    :func:`csr_add`). Given as a :class:`SparseCooccurrence`'s ``upper``, the sum is formed at
+    the first use of the counts' entries, and row sums and the diagonal come from the parts:
+    a warm refresh whose one product is known (``known_product``) never forms it."""
+
+    def __init__(self, a: sp.csr_matrix, to: np.ndarray | None, b: sp.csr_matrix):
+        self.a, self.b = a, b
+        self.to = None if to is None else np.asarray(to, dtype=np.int64)
+        self.shape = b.shape
+
+    def form(self) -> sp.csr_matrix:
+        """The sum, canonical, at its exact size."""
+        return csr_add(self.a, self.b) if self.to is None else csr_moved_sum(self.a, self.to,
+                                                                             self.b)
+
+    def _moved(self, x: np.ndarray) -> np.ndarray:
+        """A vector over ``a``'s rows at the rows ``to`` moves them to."""
+        if self.to is None:
+            return x
+        out = np.zeros(self.shape[0])
+        keep = self.to >= 0
+        out[self.to[keep]] = x[keep]
+        return out
+
+    def diagonal(self) -> np.ndarray:
+        """The sum's diagonal, to the bit (each entry is ``a``'s plus ``b``'s, or one of them)."""
+        return self._moved(self.a.diagonal()) + self.b.diagonal()
+
+    def symmetric_row_sums(self) -> np.ndarray:
+        """Row sums of the symmetric matrix of the sum (to rounding: the parts' added; those
+        of ``a`` over the words it is moved to, without moving it)."""
+        if self.to is None:
+            return _symmetric_row_sums(self.a) + _symmetric_row_sums(self.b)
+        a = self.a
+        sums = np.zeros(a.shape[0])
+        kernels.csr_kept_symmetric_row_sums(a.indptr, a.indices, a.data, self.to >= 0, sums)
+        return self._moved(sums) + _symmetric_row_sums(self.b)
+
+    @property
+    def nbytes(self) -> int:
+        """Memory of both parts."""
+        return sum(m.data.nbytes + m.indices.nbytes + m.indptr.nbytes for m in (self.a, self.b))
+
+
+def _symmetric_row_sums(U: sp.csr_matrix, diagonal: np.ndarray | None = None) -> np.ndarray:
+    """Row sums of the symmetric matrix whose upper triangle is ``U``."""
+    diagonal = U.diagonal() if diagonal is None else diagonal
+    return np.asarray(U.sum(axis=1)).ravel() + np.asarray(U.sum(axis=0)).ravel() - diagonal
+
+
 def check_upper_counts(upper: sp.csr_matrix) -> None:
     """Raise :class:`~anchorstream.errors.InputError` unless every entry of the CSR ``upper``
     is finite, non-negative and on or above the diagonal (one pass), as
@@ -204,9 +256,11 @@ class SparseCooccurrence:
     length_cap : float or None, default 2
     mass : float, optional
         What the counts sum to, where known (see :meth:`total_weight`).
+        Or a :class:`PendingSum` of two such, formed at the first use of :attr:`upper`.
     check : bool, default True
         Check the counts (finite, non-negative, upper triangle); False only for counts summed
-        from checked ones (as a refresh adds the waiting documents to a read's).
+        from checked ones (as a refresh adds the waiting documents to a read's). A
+        :class:`PendingSum`'s parts are not checked again.
 
     Examples
     --------
@@ -222,7 +276,8 @@ class SparseCooccurrence:
                  length_cap: float | None = 2, mass: float | None = None, *,
                  check: bool = True):
         cap_pairs(length_cap)  # validates
-        U = sp.csr_matrix(upper, dtype=np.float64)
+        pending = isinstance(upper, PendingSum)
+        U = upper if pending else sp.csr_matrix(upper, dtype=np.float64)
         self.unigram = np.asarray(unigram, dtype=np.float64)
         self.doc_freq = np.asarray(doc_freq, dtype=np.float64)
         V = self.unigram.shape[0] if self.unigram.ndim == 1 else -1
@@ -231,14 +286,11 @@ class SparseCooccurrence:
                 "SparseCooccurrence needs counts of shape (n_words, n_words) and unigram, "
                 f"doc_freq of shape (n_words,); got {U.shape}, {self.unigram.shape}, "
                 f"{self.doc_freq.shape}")
-        if check:  # skipped for sums of checked counts: 37 ms at 12.4M pairs
+        if check and not pending:  # skipped for sums of checked counts: 37 ms at 12.4M pairs
             check_upper_counts(U)
-        self.upper = U
+        self._upper = U
         self._diagonal = U.diagonal()  # a search of every row: kept for row_sums()
-        # What the counts sum to, kept: total_weight() divides every product by it, and the
-        # sum is a pass over every stored pair (11 ms at 6.9M pairs, 18 products a fit).
-        # NumPy's pairwise sums: the kernel's own, in another order, moved fits' paths.
-        self._counts_sum = 2.0 * float(U.data.sum()) - float(self._diagonal.sum())
+        self._counts_total: float | None = None  # _counts_sum(), found at its first use
         self.length_cap = length_cap
         self.mass = mass
         self.num_docs = check_count("num_docs", num_docs)
@@ -270,10 +322,31 @@ class SparseCooccurrence:
         return (self.n_words, self.n_words)
 
     @property
+    def upper(self) -> sp.csr_matrix:
+        """The counts' upper triangle (diagonal included), CSR; a :class:`PendingSum` given
+        for it is formed here, once."""
+        if isinstance(self._upper, PendingSum):
+            self._upper = self._upper.form()
+        return self._upper
+
+    @property
     def nbytes(self) -> int:
-        """Memory of the counts (the upper triangle; products never form its transpose)."""
-        U = self.upper
+        """Memory of the counts (the upper triangle; products never form its transpose), or
+        of a pending sum's parts."""
+        U = self._upper
+        if isinstance(U, PendingSum):
+            return U.nbytes
         return U.data.nbytes + U.indices.nbytes + U.indptr.nbytes
+
+    def _counts_sum(self) -> float:
+        """What the counts sum to, kept: total_weight() divides every product by it where
+        neither ``mass`` nor ``length_cap=2`` says, and the sum is a pass over every stored pair
+        (11 ms at 6.9M pairs, 18 products a fit). NumPy's pairwise sums: the kernel's own, in
+        another order, moved fits' paths."""
+        if self._counts_total is None:
+            self._counts_total = (2.0 * float(self.upper.data.sum())
+                                  - float(self._diagonal.sum()))
+        return self._counts_total
 
     def upper_counts(self) -> sp.csr_matrix:
         """The counts' upper triangle (diagonal included), as stored."""
@@ -290,7 +363,7 @@ class SparseCooccurrence:
             return float(self.mass)
         if self.length_cap == 2:
             return float(self.num_docs)
-        return self._counts_sum
+        return self._counts_sum()
 
     def head_block(self) -> HeadBlock | None:
         """The dense block of the most connected words that products multiply apart (chosen
@@ -363,10 +436,11 @@ class SparseCooccurrence:
         return counts / total
 
     def row_sums(self) -> np.ndarray:
-        """``C 1``: each word's share of the (weighted) pairs."""
-        U = self.upper
-        counts = (np.asarray(U.sum(axis=1)).ravel() + np.asarray(U.sum(axis=0)).ravel()
-                  - self._diagonal)
+        """``C 1``: each word's share of the (weighted) pairs (a pending sum's from its parts,
+        not formed, to rounding)."""
+        U = self._upper
+        counts = (U.symmetric_row_sums() if isinstance(U, PendingSum)
+                  else _symmetric_row_sums(U, self._diagonal))
         total = self.total_weight()
         return counts / total if total > 0 else counts
 

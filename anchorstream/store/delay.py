@@ -468,43 +468,49 @@ def selection_marginals(cooc, waiting):
                            num_docs=cooc.num_docs + waiting.num_docs)
 
 
-def select_with_waiting(cooc, idx, waiting):
+def select_with_waiting(cooc, idx, waiting, *, pending: bool = False):
     """The words ``idx`` of a read's ``cooc`` plus the ``waiting`` documents' statistics (over
     the read's words): what ``add_waiting(cooc.subset(idx, keep_total=False), waiting, idx)``
     returns (``cooc`` itself where ``idx`` is every word), bit for bit. Sparse counts are moved
     to the words and summed with the waiting documents' in one pass
     (:func:`~anchorstream.stats.sparse.csr_moved_sum`): the subset is not held beside the sum,
-    a copy of the counts fewer at a refresh that keeps its read. A sparse ``cooc`` is left as
-    it is; dense counts go through :func:`add_waiting`, which adds to their subset, or to
-    ``cooc`` itself where ``idx`` is every word, in place."""
-    from anchorstream.stats.sparse import SparseCooccurrence, csr_moved_sum
+    a copy of the counts fewer at a refresh that keeps its read. With ``pending`` the sum is
+    formed at the first use of its entries (a :class:`~anchorstream.stats.sparse.PendingSum`,
+    which holds ``cooc``'s counts until then: for a reader that keeps them anyway; a warm
+    refresh whose one product is known never forms it). A sparse ``cooc`` is left as it is;
+    dense counts go through :func:`add_waiting`, which adds to their subset, or to ``cooc``
+    itself where ``idx`` is every word, in place."""
+    from anchorstream.stats.sparse import PendingSum, SparseCooccurrence
 
     idx = np.asarray(idx, dtype=np.int64)
     every = idx.size == cooc.n_words
     if (waiting is None or every or not isinstance(cooc, SparseCooccurrence)
             or np.any(np.diff(idx) <= 0)):
-        return add_waiting(cooc if every else cooc.subset(idx, keep_total=False), waiting, idx)
+        return add_waiting(cooc if every else cooc.subset(idx, keep_total=False), waiting, idx,
+                           pending=pending and every)
     if waiting.n_words != idx.size:
         waiting = waiting.subset(idx)
     to = np.full(cooc.n_words, -1, dtype=np.int64)
     to[idx] = np.arange(idx.size)
+    summed = PendingSum(cooc.upper, to, waiting.upper)
     return SparseCooccurrence(
-        csr_moved_sum(cooc.upper, to, waiting.upper),
+        summed if pending else summed.form(),
         np.asarray(cooc.unigram)[idx] + waiting.unigram,
         np.asarray(cooc.doc_freq)[idx] + waiting.doc_freq,
         cooc.num_docs + waiting.num_docs, cooc.num_tokens + waiting.num_tokens,
         cooc.length_cap, check=False)  # a sum of checked counts
 
 
-def add_waiting(cooc, waiting, idx=None):
+def add_waiting(cooc, waiting, idx=None, *, pending: bool = False):
     """``cooc`` plus the ``waiting`` documents' statistics (:func:`read_waiting`; taken at the
     words ``idx`` of the read, those of ``cooc``, where given). A sparse ``cooc`` is left as it
-    is (a new one is returned, at its exact size); a dense one's counts are added to in place:
-    pass a read's own copy, never counts kept for a later read. None adds nothing."""
+    is (a new one is returned, at its exact size; with ``pending`` summed at the first use
+    of its entries, as :func:`select_with_waiting` says); a dense one's counts are added to in
+    place: pass a read's own copy, never counts kept for a later read. None adds nothing."""
     if waiting is None:
         return cooc
     from anchorstream.stats.cooccurrence import Cooccurrence
-    from anchorstream.stats.sparse import SparseCooccurrence, csr_add
+    from anchorstream.stats.sparse import PendingSum, SparseCooccurrence
 
     if idx is not None and len(idx) != waiting.n_words:
         waiting = waiting.subset(idx)
@@ -513,7 +519,8 @@ def add_waiting(cooc, waiting, idx=None):
                np.asarray(cooc.doc_freq) + waiting.doc_freq,
                cooc.num_docs + waiting.num_docs, cooc.num_tokens + waiting.num_tokens)
     if isinstance(cooc, SparseCooccurrence):
-        return SparseCooccurrence(csr_add(cooc.upper, waiting.upper), *vectors,
+        summed = PendingSum(cooc.upper, None, waiting.upper)
+        return SparseCooccurrence(summed if pending else summed.form(), *vectors,
                                   cooc.length_cap, mass, check=False)  # checked counts
     U = waiting.upper.tocoo()  # canonical: each (row, col) once, so += adds every entry
     counts = cooc.counts
