@@ -27,8 +27,9 @@ from anchorstream.stats.cooccurrence import Cooccurrence, cap_pairs, check_count
 from anchorstream.stats.headblock import MIN_WORDS, HeadBlock, head_block
 from anchorstream.stats.tiles import ColumnTiles
 
-__all__ = ["PendingSum", "SparseCooccurrence", "canonical_csr", "check_upper_counts", "csr_add", "csr_add_all",
-           "csr_moved", "csr_moved_sum", "csr_of", "csr_sum", "upper_csr", "upper_matmul_once"]
+__all__ = ["PendingSum", "SparseCooccurrence", "canonical_csr", "check_upper_counts", "csr_add",
+           "csr_add_all", "csr_moved", "csr_moved_sum", "csr_of", "csr_sum", "upper_csr",
+           "upper_matmul_once"]
 
 
 def upper_csr(rows, cols, vals, n: int, *, positions=None) -> sp.csr_matrix:
@@ -251,12 +252,12 @@ class SparseCooccurrence:
     ----------
     upper : sparse matrix of shape (n_words, n_words)
         The counts' upper triangle; entries below the diagonal are refused.
+        Or a :class:`PendingSum` of two such, formed at the first use of :attr:`upper`.
     unigram, doc_freq : ndarray of shape (n_words,)
     num_docs, num_tokens : int or float
     length_cap : float or None, default 2
     mass : float, optional
         What the counts sum to, where known (see :meth:`total_weight`).
-        Or a :class:`PendingSum` of two such, formed at the first use of :attr:`upper`.
     check : bool, default True
         Check the counts (finite, non-negative, upper triangle); False only for counts summed
         from checked ones (as a refresh adds the waiting documents to a read's). A
