@@ -43,9 +43,15 @@ class FollowedProduct:
 
     def lift(self, n_words: int) -> np.ndarray:
         """The basis over all ``n_words`` words of the read, zero outside ``idx``."""
-        out = np.zeros((n_words, self.basis.shape[1]))
-        out[self.idx] = self.basis
-        return out
+        return _lifted(self.basis, self.idx, n_words)
+
+
+def _lifted(basis: np.ndarray, idx: np.ndarray, n_words: int) -> np.ndarray:
+    """``basis`` (rows ``idx``) over ``n_words`` words, zero elsewhere: its products with a
+    read's counts, rows ``idx`` taken, are those of the counts of the words ``idx``."""
+    out = np.zeros((n_words, basis.shape[1]))
+    out[idx] = basis
+    return out
 
 
 class RefreshReads:
@@ -98,7 +104,8 @@ class RefreshReads:
         self.kept = None
         self.followed: FollowedProduct | None = None
         self.products_followed = 0
-        self._follow = None  # (read, idx, counts) of the fit under way, for fitted()
+        # (read, idx, counts given, their followed product or None) of the fit under way.
+        self._follow = None
 
     def read(self, version: str | None):
         """The committed state of ``version``: from ``reader``, sparse, or dense in the memory
@@ -192,8 +199,7 @@ class RefreshReads:
         else:
             counts = product
             if st.waiting is not None:
-                lifted = np.zeros((st.cooccurrence.n_words, basis.shape[1]))
-                lifted[idx] = basis
+                lifted = _lifted(basis, idx, st.cooccurrence.n_words)
                 counts = counts - upper_matmul_once(st.waiting.upper, lifted)[idx]
         self.followed = FollowedProduct(st.version, idx, basis, counts)
 
