@@ -513,3 +513,138 @@ def test_a_sparse_catch_up_takes_words_admitted_and_evicted_since(monkeypatch):
     again = sparse_mod.read_version_sparse(repo, url, None, previous=read)
     assert full_reads == [] and "e" in again.words and "f" not in again.words
     _assert_same_read(again, open_committed(url))
+
+
+@pytest.mark.parametrize("seed", range(16))
+def test_a_pending_sum_of_many_parts_reads_as_their_sum(seed):
+    # A PendingSum added to (plus) and moved with more added (moved_plus), as a kept read's
+    # catch-ups and a refresh's selection of words do, reads as the dense sum: formed to
+    # rounding, the diagonal as the formed sum's to the bit, row sums from the parts. Its
+    # first part is the same object all along (a kept read's counts, searched once).
+    from anchorstream.stats.sparse import PendingSum
+
+    rng = np.random.default_rng(1300 + seed)
+
+    def upper(size):
+        return sp.csr_matrix(np.triu(rng.random((size, size)) * (rng.random((size, size)) < 0.4)))
+
+    n = int(rng.integers(2, 9))
+    a, b = upper(n), upper(n)
+    want = a.toarray() + b.toarray()
+    pend = PendingSum(a, None, b)
+    first = pend._parts[0][0]
+    for step in range(int(rng.integers(1, 7))):
+        if rng.random() < 0.5:
+            b = upper(n)
+            max_parts = [None, 2, 3][int(rng.integers(0, 3))]
+            pend = pend.plus(b, max_parts=max_parts)
+            assert max_parts is None or pend.n_parts <= max(max_parts, 2)
+            want = want + b.toarray()
+        else:
+            m = int(rng.integers(1, n + 3))  # words dropped, words added
+            keep = np.sort(rng.choice(n, size=min(n, m), replace=False))
+            to = np.full(n, -1)
+            to[keep] = np.sort(rng.choice(m, size=keep.size, replace=False))
+            b = upper(m)
+            moved = np.zeros((m, m))
+            moved[np.ix_(to[keep], to[keep])] = want[np.ix_(keep, keep)]
+            pend, want, n = pend.moved_plus(to, b), moved + b.toarray(), m
+        assert pend._parts[0][0] is first and pend.shape == (n, n)
+        S = SparseCooccurrence(pend, np.ones(n), np.ones(n), 3, 9, check=False)
+        formed = pend.form()
+        np.testing.assert_allclose(formed.toarray(), want, rtol=1e-12, atol=1e-15)
+        np.testing.assert_array_equal(S.diagonal(), formed.diagonal())
+        full = want + want.T - np.diag(np.diag(want))
+        np.testing.assert_allclose(S.row_sums(), full.sum(axis=1) / 3, rtol=1e-12, atol=1e-15)
+        assert S.pending is pend and S.nbytes == pend.nbytes  # read from the parts
+        keep = None if pend._parts[0][1] is None else pend._parts[0][1] >= 0
+        assert first.row_sums(keep) is first.row_sums(keep)  # found once
+
+
+@pytest.mark.parametrize("share", [0.25, 1.5])
+def test_catch_ups_keep_their_sums_unformed_and_read_as_a_full_read(monkeypatch, share):
+    # A chain of catch-ups where no word moves, nothing ever asking for the entries: each
+    # read is the last one's counts plus the segments since, not formed (the kept read's
+    # pairs are not merged with the few that changed), at most MAX_PENDING_PARTS parts, and
+    # formed whole once the segments since hold more than MAX_PENDING_SHARE of the read's
+    # pairs. Each reads as a full read. (Here every pair is stored and each catch-up adds
+    # most of them again: a share above 1 lets the parts pile up.)
+    import anchorstream.store.sparseread as sparse_mod
+    from anchorstream.store.repository import open_repo
+    from anchorstream.store.sparseread import MAX_PENDING_PARTS, read_version_sparse
+
+    monkeypatch.setattr(sparse_mod, "MAX_PENDING_SHARE", share)
+
+    rng = np.random.default_rng(5)
+    words = [f"w{i}" for i in range(8)]
+    url = f"memory://sparse-pending-{uuid.uuid4().hex}"
+    s = CooccurrenceStore.create(url, capacity=10, admit_threshold=1, chunk_size=4,
+                                 shard_size=8)
+    s.add([words])  # every word admitted: none moves later
+    s.add([list(rng.choice(words, size=6)) for _ in range(30)])
+    s.checkpoint()
+    repo, _ = open_repo(url)
+    previous = read_version_sparse(repo, url, None)
+    parts = []
+    for _ in range(12):
+        s.add([list(rng.choice(words, size=int(rng.integers(2, 6)))) for _ in range(3)])
+        s.checkpoint()
+        before = None if previous.cooccurrence.pending is None else (
+            previous.cooccurrence.pending.parts_nnz)
+        read = read_version_sparse(repo, url, None, previous=previous)
+        full = read_version_sparse(repo, url, None).cooccurrence
+        got = read.cooccurrence
+        pending = got.pending
+        parts.append(0 if pending is None else pending.n_parts)
+        if pending is not None:
+            first, *later = pending.parts_nnz
+            assert pending.n_parts <= MAX_PENDING_PARTS and sum(later) <= share * first
+        np.testing.assert_array_equal(got.diagonal() > 0, full.diagonal() > 0)
+        np.testing.assert_allclose(got.diagonal(), full.diagonal(), rtol=1e-12)
+        np.testing.assert_allclose(got.row_sums(), full.row_sums(), rtol=1e-12)
+        assert got.pending is pending  # neither formed it
+        if pending is not None:
+            np.testing.assert_allclose(pending.form().toarray(), full.upper.toarray(),
+                                       rtol=1e-12)
+        if before is not None:  # the read it started from is left as it was
+            assert previous.cooccurrence.pending.parts_nnz == before
+        previous = read
+    assert 0 in parts[1:] and 2 in parts  # formed once outgrown, not formed before
+    assert share < 1 or max(parts) >= 3  # and piled up where allowed to
+    _assert_same_read(previous, open_committed(url))
+
+
+@pytest.mark.parametrize("every", [False, True])
+def test_the_waiting_documents_join_a_read_whose_sum_is_pending(tmp_path, every):
+    # A catch-up's counts not formed yet (here the read's pairs in two parts with no pair in
+    # both, so that every sum is exact) get the waiting documents as more parts, moved to the
+    # words selected without being formed; formed, the same sum as the formed read's, bit
+    # for bit; the read itself is left unformed.
+    from anchorstream.stats.sparse import PendingSum
+    from anchorstream.store.delay import add_waiting, select_with_waiting
+
+    V = 300
+    rng = np.random.default_rng(2)
+    st_ = _read_with_waiting(tmp_path, seed=2, V=V)
+    cooc = st_.cooccurrence
+    U = cooc.upper
+    half = sp.csr_matrix(U.multiply(sp.csr_matrix(rng.random(U.shape) < 0.5)))
+    rest = canonical_csr(sp.csr_matrix(U - half))
+    half, rest = canonical_csr(half), canonical_csr(rest)
+    split = SparseCooccurrence(PendingSum(half, None, rest), cooc.unigram, cooc.doc_freq,
+                               cooc.num_docs, cooc.num_tokens, cooc.length_cap, check=False)
+    idx = np.arange(V) if every else np.sort(rng.choice(V, 250, replace=False))
+    want = select_with_waiting(cooc, idx, st_.waiting)
+    for pending in (True, False):
+        got = select_with_waiting(split, idx, st_.waiting, pending=pending)
+        if pending:
+            assert got.pending is not None and got.pending.n_parts == 3
+        np.testing.assert_array_equal(got.diagonal(), want.diagonal())
+        np.testing.assert_allclose(got.row_sums(), want.row_sums(), rtol=1e-12)
+        for g, w in zip((got.upper.indptr, got.upper.indices, got.upper.data),
+                        (want.upper.indptr, want.upper.indices, want.upper.data)):
+            np.testing.assert_array_equal(g, w)
+    assert split.pending is not None and split.pending.n_parts == 2
+    got = add_waiting(split, st_.waiting, pending=True)
+    assert got.pending is not None and got.pending.n_parts == 3
+    np.testing.assert_array_equal(got.upper.data, add_waiting(cooc, st_.waiting).upper.data)

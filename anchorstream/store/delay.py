@@ -492,7 +492,9 @@ def select_with_waiting(cooc, idx, waiting, *, pending: bool = False):
         waiting = waiting.subset(idx)
     to = np.full(cooc.n_words, -1, dtype=np.int64)
     to[idx] = np.arange(idx.size)
-    summed = PendingSum(cooc.upper, to, waiting.upper)
+    # A read's counts not formed yet (a catch-up's) are moved with the rest, not formed.
+    summed = (PendingSum(cooc.upper, to, waiting.upper) if cooc.pending is None
+              else cooc.pending.moved_plus(to, waiting.upper))
     return SparseCooccurrence(
         summed if pending else summed.form(),
         np.asarray(cooc.unigram)[idx] + waiting.unigram,
@@ -519,7 +521,8 @@ def add_waiting(cooc, waiting, idx=None, *, pending: bool = False):
                np.asarray(cooc.doc_freq) + waiting.doc_freq,
                cooc.num_docs + waiting.num_docs, cooc.num_tokens + waiting.num_tokens)
     if isinstance(cooc, SparseCooccurrence):
-        summed = PendingSum(cooc.upper, None, waiting.upper)
+        summed = (PendingSum(cooc.upper, None, waiting.upper) if cooc.pending is None
+                  else cooc.pending.plus(waiting.upper))
         return SparseCooccurrence(summed if pending else summed.form(), *vectors,
                                   cooc.length_cap, mass, check=False)  # checked counts
     U = waiting.upper.tocoo()  # canonical: each (row, col) once, so += adds every entry

@@ -24,8 +24,9 @@ import scipy.sparse as sp
 
 from anchorstream.stats.accumulator import Forgetting
 from anchorstream._kernels.store import store_block_to_csr, store_entries_to_upper_csr
-from anchorstream.stats.sparse import (SparseCooccurrence, canonical_csr, check_upper_counts,
-                                       csr_add, csr_add_all, csr_moved, csr_of, csr_sum)
+from anchorstream.stats.sparse import (PendingSum, SparseCooccurrence, canonical_csr,
+                                       check_upper_counts, csr_add, csr_add_all, csr_moved,
+                                       csr_of, csr_sum)
 from anchorstream.store.format import StoreState
 from anchorstream.store.reading import BaseShards, CommittedState, dense_read_of, plan_catch_up
 from anchorstream.store.repository import open_repo, storage_errors
@@ -148,6 +149,15 @@ class _Rows:
         return sp.csr_matrix((self.data, self.indices, self.indptr), shape=(self.n, self.n))
 
 
+#: Parts a catch-up's pending sum holds at most (:func:`catch_up_upper`): the read it started
+#: from and the segments since, summed into one where more.
+MAX_PENDING_PARTS = 4
+#: What the segments a catch-up's pending sum holds after its first part may store, as a
+#: share of that part's pairs, before the sum is formed: a kept read holds at most 1.25
+#: times its pairs.
+MAX_PENDING_SHARE = 0.25
+
+
 def catch_up_upper(root, meta, state: StoreState, active: np.ndarray, reset_seq: np.ndarray,
                    previous: CommittedState | None):
     """``(upper, added)``: the upper triangle of this version from ``previous`` (an earlier
@@ -156,18 +166,22 @@ def catch_up_upper(root, meta, state: StoreState, active: np.ndarray, reset_seq:
     (:func:`~anchorstream.store.reading.plan_catch_up`); ``(None, None)`` when only a full
     read can. ``added`` is what was added to ``previous``'s counts (the upper triangle of the
     segments since) where its words kept their positions and nothing decayed, so that the
-    result is ``previous``'s counts plus ``added`` (None otherwise). What it adds to
-    ``previous``'s counts (checked when they were read) is checked
-    (:func:`~anchorstream.stats.sparse.check_upper_counts`), so the result needs no check of
-    its own."""
+    result is ``previous``'s counts plus ``added`` (None otherwise).
+
+    Where so, ``upper`` is that sum not formed (a :class:`~anchorstream.stats.sparse.
+    PendingSum` of ``previous``'s counts, kept as they are, and the segments since): a warm
+    refresh that never uses the entries does not merge every pair with the few that changed
+    (:func:`_pending_plus`). What it adds to ``previous``'s counts (checked when they were
+    read) is checked (:func:`~anchorstream.stats.sparse.check_upper_counts`), so the result
+    needs no check of its own."""
     if previous is None or previous.dense is None:
         return None, None
     plan = plan_catch_up(root, meta, state, active, reset_seq, previous.dense,
                          same_slots=False)
     n = active.size
-    upper = previous.cooccurrence.upper
+    cooc = previous.cooccurrence
     then = previous.dense.active
-    if plan is None or upper.shape != (then.size, then.size):
+    if plan is None or cooc.shape != (then.size, then.size):
         return None, None
     # What was read, at the positions of the slots active now: rows and columns of the slots
     # evicted since are dropped (they start empty). A copy only where something moves.
@@ -175,30 +189,49 @@ def catch_up_upper(root, meta, state: StoreState, active: np.ndarray, reset_seq:
     if plan.gone.size:
         to = np.where(np.isin(to, plan.gone), -1, to)
     moved = then.size != n or not np.array_equal(to, np.arange(n))
+    # The segments committed since, summed first (their size is bounded by the store's
+    # compaction settings, not by V²): the read holds what it read, that sum and the result,
+    # not a copy of the whole matrix per segment.
+    new = _segments_upper(plan.reader, plan.segments, plan.pos, n)
+    if new is not None:
+        check_upper_counts(new)  # what was read before was checked then
+    if not moved and plan.factor == 1.0:
+        if new is None:
+            kept = cooc.pending or canonical_csr(sp.csr_matrix(cooc.upper, copy=True))
+            return kept, sp.csr_matrix((n, n))
+        return _pending_plus(cooc, new), new
+    upper = cooc.upper
     if moved:
         # Both slot lists are increasing, so `to` is too where kept: the upper triangle stays
         # upper.
         upper = csr_moved(upper, to, n)
-    # The segments committed since, summed first (their size is bounded by the store's
-    # compaction settings, not by V²) and merged once: the read holds what it read, that sum
-    # and the result, not a copy of the whole matrix per segment.
-    new = _segments_upper(plan.reader, plan.segments, plan.pos, n)
     if new is not None:
-        check_upper_counts(new)  # what was read before was checked then
         if plan.factor != 1.0:  # only what was read decays: scaled with it after the merge
             new.data /= plan.factor
         upper = csr_add(upper, new)
         if plan.factor == 1.0:
-            # csr_add's sum is canonical, at its exact size.
-            return upper, None if moved else new
-    added = None if moved or plan.factor != 1.0 else sp.csr_matrix((n, n))
+            return upper, None  # csr_add's sum is canonical, at its exact size
     if plan.factor != 1.0:
-        if upper is previous.cooccurrence.upper:
+        if upper is cooc.upper:
             upper = upper.copy()
         upper.data *= plan.factor
         check_upper_counts(upper)  # scaled: checked again
-    return (canonical_csr(sp.csr_matrix(upper, copy=upper is previous.cooccurrence.upper)),
-            added)
+    return canonical_csr(sp.csr_matrix(upper, copy=upper is cooc.upper)), None
+
+
+def _pending_plus(cooc, new: sp.csr_matrix):
+    """``cooc``'s counts plus ``new``, not formed: a :class:`PendingSum` whose first part is
+    the counts as last formed, the segments of later catch-ups after it (summed into one
+    beyond :data:`MAX_PENDING_PARTS`), formed whole once those hold more than
+    :data:`MAX_PENDING_SHARE` of its entries: the first part's pairs are merged once per a
+    quarter as many entries added, not once a refresh."""
+    pending = cooc.pending
+    if pending is None:
+        pending = PendingSum(cooc.upper, None, new)
+    else:
+        pending = pending.plus(new, max_parts=MAX_PENDING_PARTS)
+    first, *later = pending.parts_nnz
+    return pending.form() if sum(later) > MAX_PENDING_SHARE * first else pending
 
 
 def open_committed_sparse(url, version: str | None = None, *,
