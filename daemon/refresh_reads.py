@@ -175,7 +175,7 @@ class RefreshReads:
         counts = f.counts + upper_matmul_once(st.added, lifted)[f.idx]
         self._follow = (st, f.idx, cooc, counts)
         if st.waiting is not None:
-            counts = counts + upper_matmul_once(st.waiting.upper, lifted)[f.idx]
+            counts = counts + st.waiting.counts_product(lifted)[f.idx]
         cooc.known_product = (f.basis, counts)
 
     def fitted(self, cooc) -> None:
@@ -200,7 +200,7 @@ class RefreshReads:
             counts = product
             if st.waiting is not None:
                 lifted = _lifted(basis, idx, st.cooccurrence.n_words)
-                counts = counts - upper_matmul_once(st.waiting.upper, lifted)[idx]
+                counts = counts - st.waiting.counts_product(lifted)[idx]
         self.followed = FollowedProduct(st.version, idx, basis, counts)
 
     def kept_bytes(self) -> int:

@@ -260,6 +260,14 @@ def test_a_reader_adds_the_waiting_documents_as_counting_them_would(
             add_waiting(sparse.cooccurrence, sparse.waiting).to_dense()]
     # The sparse read itself is left as it was (a refresher keeps it for its next read).
     assert (sparse.cooccurrence.upper != before).nnz == 0
+    if sparse.waiting is not None:
+        # The waiting documents' counts times a basis, through their documents (a warm
+        # refresh's followed product), as through their pairs.
+        Z = rng.standard_normal((sparse.waiting.n_words, 3))
+        assert sparse.waiting.documents is not None
+        product = sparse.waiting.counts_dense() @ Z
+        np.testing.assert_allclose(sparse.waiting.counts_product(Z), product, rtol=1e-10,
+                                   atol=1e-12 * max(np.abs(product).max(), 1.0))
     s.flush_delayed()
     s.checkpoint()
     flushed = open_committed(url)

@@ -383,7 +383,7 @@ def waiting_cooccurrence(docs, words, *, length_cap, forgetting, clock: float):
     if not forgetting.decays:
         num_docs, num_tokens = int(round(num_docs)), int(round(num_tokens))
     return SparseCooccurrence(upper, unigram, doc_freq, num_docs, num_tokens, length_cap,
-                              mass)
+                              mass, documents=(X, scale))
 
 
 def _weights(docs, forgetting, clock: float) -> np.ndarray:
