@@ -118,8 +118,10 @@ class RefreshReads:
             # catch-up), kept between refreshes (keeps_read): 12 bytes a stored pair.
             since, self.kept = self.kept, None
             followed, self.followed, self._follow = self.followed, None, None
+            # The last read is let go: its counts may become this one's, added to in place.
             st = open_committed_sparse(self.store_url, version,
-                                       storage_options=self.storage_options, previous=since)
+                                       storage_options=self.storage_options, previous=since,
+                                       consume_previous=True)
             keep = keeps_read(st.cooccurrence, self.keep_read_max_bytes)
             self.kept = st if self.warm_start and keep else None
             if (self.kept is not None and followed is not None and st.added is not None

@@ -91,3 +91,20 @@ def naive_csr_kept_symmetric_row_sums(indptr, indices, data, keep):
     full[~np.asarray(keep, dtype=bool)] = 0.0
     full[:, ~np.asarray(keep, dtype=bool)] = 0.0
     return full.sum(axis=1)
+
+
+def naive_csr_add_into(a_indptr, a_indices, a_data, b_indptr, b_indices, b_data):
+    """Twin of ``csr_add_into``: ``(a's data after, left)``, each entry of ``b`` looked up
+    in a dict of ``a``'s positions."""
+    data = np.array(a_data, dtype=np.float64)
+    where = {(i, int(a_indices[k])): k for i in range(len(a_indptr) - 1)
+             for k in range(a_indptr[i], a_indptr[i + 1])}
+    left = np.zeros(len(b_indices), dtype=bool)
+    for i in range(len(b_indptr) - 1):
+        for q in range(b_indptr[i], b_indptr[i + 1]):
+            k = where.get((i, int(b_indices[q])))
+            if k is None:
+                left[q] = True
+            else:
+                data[k] += float(b_data[q])
+    return data, left

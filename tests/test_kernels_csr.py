@@ -10,13 +10,15 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from anchorstream._kernels.csr import (csr_add, csr_kept_symmetric_row_sums, csr_move,
+from anchorstream._kernels.csr import (csr_add, csr_add_into, csr_kept_symmetric_row_sums, csr_move,
                                        csr_move_add, csr_transpose_positions, csr_upper_check,
                                        lowest_bit)
 from anchorstream.stats.sparse import csr_add as sparse_add
 from anchorstream.stats.sparse import csr_add_all
+from anchorstream.stats.csr import csr_add_into as add_into
 from anchorstream.stats.sparse import csr_moved, csr_moved_sum, csr_sum
-from tests.naive_csr import (naive_csr_add, naive_csr_kept_symmetric_row_sums, naive_csr_move,
+from tests.naive_csr import (naive_csr_add, naive_csr_add_into,
+                             naive_csr_kept_symmetric_row_sums, naive_csr_move,
                              naive_csr_move_add, naive_csr_transpose_positions,
                              naive_csr_upper_check, naive_lowest_bit)
 
@@ -199,3 +201,32 @@ def test_csr_kept_symmetric_row_sums_match_twin(seed):
     csr_kept_symmetric_row_sums(m.indptr, m.indices, m.data, keep, out)
     want = naive_csr_kept_symmetric_row_sums(m.indptr, m.indices, m.data, keep)
     np.testing.assert_allclose(out, want, rtol=1e-14, atol=0)
+
+
+@pytest.mark.parametrize("seed", range(24))
+def test_csr_add_into_matches_twin_and_the_sum(seed):
+    # b's entries at positions a stores are added into a, in place; the others are left:
+    # a after plus what is left is a before plus b. Densities from empty to full, b's
+    # pattern inside a's or not.
+    rng = np.random.default_rng(1900 + seed)
+    shape = (int(rng.integers(1, 9)), int(rng.integers(1, 9)))
+    a = sp.csr_matrix(_sparse_block(rng, shape, [0.0, 0.3, 0.7, 1.0][seed % 4]))
+    b_dense = _sparse_block(rng, shape, [0.0, 0.5, 1.0][seed % 3])
+    if seed % 2:  # only where a stores something: nothing left
+        b_dense[a.toarray() == 0] = 0.0
+    b = sp.csr_matrix(b_dense)
+    before = a.toarray()
+    want_data, want_left = naive_csr_add_into(a.indptr, a.indices, a.data, b.indptr, b.indices,
+                                              b.data)
+    data = a.data.copy()
+    left = np.zeros(b.nnz, dtype=np.bool_)
+    n_left = csr_add_into(a.indptr.astype(np.int64), a.indices, data,
+                          b.indptr.astype(np.int64), b.indices, b.data, left)
+    np.testing.assert_array_equal(data, want_data)
+    np.testing.assert_array_equal(left, want_left)
+    assert n_left == want_left.sum() and (seed % 2 == 0 or n_left == 0)
+    matched, rest = add_into(a, b)  # through the wrapper, into a itself
+    np.testing.assert_array_equal(a.data, want_data)
+    np.testing.assert_allclose(a.toarray() + rest.toarray(), before + b_dense, rtol=1e-15)
+    np.testing.assert_array_equal(matched.toarray() + rest.toarray(), b_dense)
+    assert rest.has_canonical_format and matched.has_canonical_format

@@ -518,7 +518,8 @@ def test_a_sparse_catch_up_takes_words_admitted_and_evicted_since(monkeypatch):
 @pytest.mark.parametrize("seed", range(16))
 def test_a_pending_sum_of_many_parts_reads_as_their_sum(seed):
     # A PendingSum added to (plus) and moved with more added (moved_plus), as a kept read's
-    # catch-ups and a refresh's selection of words do, reads as the dense sum: formed to
+    # catch-ups (added_into_first: in place where the first part stores the pairs) and a
+    # refresh's selection of words do, reads as the dense sum: formed to
     # rounding, the diagonal as the formed sum's to the bit, row sums from the parts. Its
     # first part is the same object all along (a kept read's counts, searched once).
     from anchorstream.stats.sparse import PendingSum
@@ -534,7 +535,15 @@ def test_a_pending_sum_of_many_parts_reads_as_their_sum(seed):
     pend = PendingSum(a, None, b)
     first = pend._parts[0][0]
     for step in range(int(rng.integers(1, 7))):
-        if rng.random() < 0.5:
+        if pend._parts[0][1] is None and rng.random() < 0.4:
+            # Into the first part where it stores b's pairs (a kept read's catch-up): its
+            # diagonal and row sums found so far follow, and so does every sum holding it.
+            b = upper(n)
+            if rng.random() < 0.5:
+                b = sp.csr_matrix(b.multiply(first.m != 0))  # every pair stored already
+            pend = pend.added_into_first(b, max_parts=[None, 3][int(rng.integers(0, 2))])
+            want = want + b.toarray()
+        elif rng.random() < 0.5:
             b = upper(n)
             max_parts = [None, 2, 3][int(rng.integers(0, 3))]
             pend = pend.plus(b, max_parts=max_parts)
@@ -648,3 +657,42 @@ def test_the_waiting_documents_join_a_read_whose_sum_is_pending(tmp_path, every)
     got = add_waiting(split, st_.waiting, pending=True)
     assert got.pending is not None and got.pending.n_parts == 3
     np.testing.assert_array_equal(got.upper.data, add_waiting(cooc, st_.waiting).upper.data)
+
+
+def test_a_catch_up_that_consumes_its_previous_read_adds_into_it_in_place():
+    # consume_previous (the refresher, which lets its last read go): the segments' pairs the
+    # last read stores are added into its counts in place, the few others a part of their
+    # own, so the counts are not copied and grow by those few; each read reads as a full
+    # read, and the diagonal and row sums found before follow the additions.
+    from anchorstream.store.repository import open_repo
+    from anchorstream.store.sparseread import MAX_PENDING_SHARE, read_version_sparse
+
+    rng = np.random.default_rng(6)
+    words = [f"w{i}" for i in range(8)]
+    url = f"memory://sparse-in-place-{uuid.uuid4().hex}"
+    s = CooccurrenceStore.create(url, capacity=10, admit_threshold=1, chunk_size=4,
+                                 shard_size=8)
+    s.add([words])  # every word admitted, every pair of two words stored
+    s.add([list(rng.choice(words, size=6)) for _ in range(30)])
+    s.checkpoint()
+    repo, _ = open_repo(url)
+    previous = read_version_sparse(repo, url, None)
+    counts = previous.cooccurrence.upper
+    added_into = 0
+    for _ in range(10):
+        s.add([list(rng.choice(words, size=int(rng.integers(2, 6)))) for _ in range(3)])
+        s.checkpoint()
+        read = read_version_sparse(repo, url, None, previous=previous, consume_previous=True)
+        full = read_version_sparse(repo, url, None).cooccurrence
+        got, pending = read.cooccurrence, read.cooccurrence.pending
+        assert pending is not None  # a few new pairs at most: never formed here
+        first, *later = pending.parts_nnz
+        assert sum(later) <= MAX_PENDING_SHARE * first
+        added_into += pending._parts[0][0].m is counts  # the same arrays, added to
+        np.testing.assert_array_equal(got.diagonal(), pending.form().diagonal())
+        np.testing.assert_allclose(got.diagonal(), full.diagonal(), rtol=1e-12)
+        np.testing.assert_allclose(got.row_sums(), full.row_sums(), rtol=1e-12)
+        np.testing.assert_allclose(pending.form().toarray(), full.upper.toarray(), rtol=1e-12)
+        previous = read
+    assert added_into == 10
+    _assert_same_read(previous, open_committed(url))

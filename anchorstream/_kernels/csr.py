@@ -1,7 +1,7 @@
 """numba kernels of CSR arithmetic on matrices whose rows have sorted, distinct columns.
 
 The store's reads (``anchorstream/store/sparseread.py``) and the sparse statistics
-(``anchorstream/stats/sparse.py``) build and combine their upper triangles with them, each
+(``anchorstream/stats/csr.py``) build and combine their upper triangles with them, each
 result at its exact size: scipy's sums and selections allocate for the worst case and keep views
 that need another copy to trim, and at a refresh's scale (6 V² bytes when every pair is stored)
 each copy counts. Callers check dtypes (int64 ``indptr``, int32 ``indices``, float64 ``data``).
@@ -82,6 +82,30 @@ def csr_add(a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, indices, d
         k = copy_nonzero(b_indices, b_data, q, q_end, indices, data, k)
         indptr[i + 1] = k
     return indptr
+
+
+@numba.njit(cache=True)
+def csr_add_into(a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, left):
+    """Add into ``a_data``, in place, the entries of ``b`` (the same shape; both with sorted,
+    distinct columns) at positions ``a`` stores, and mark in ``left`` (bool, one per entry of
+    ``b``, False on entry) those it does not store; returns how many are left. One pass over
+    ``b``'s entries, each row of ``a`` scanned up to ``b``'s last column in it: where ``a``
+    already stores nearly every pair (a store of long documents), a sum without a new matrix.
+    """
+    n_left = 0
+    for i in range(a_indptr.shape[0] - 1):
+        p, p_end = a_indptr[i], a_indptr[i + 1]
+        for q in range(b_indptr[i], b_indptr[i + 1]):
+            j = b_indices[q]
+            while p < p_end and a_indices[p] < j:
+                p += 1
+            if p < p_end and a_indices[p] == j:
+                a_data[p] += b_data[q]
+                p += 1
+            else:
+                left[q] = True
+                n_left += 1
+    return n_left
 
 
 @numba.njit(cache=True)

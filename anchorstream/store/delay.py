@@ -475,7 +475,7 @@ def select_with_waiting(cooc, idx, waiting, *, pending: bool = False):
     to the words and summed with the waiting documents' in one pass
     (:func:`~anchorstream.stats.sparse.csr_moved_sum`): the subset is not held beside the sum,
     a copy of the counts fewer at a refresh that keeps its read. With ``pending`` the sum is
-    formed at the first use of its entries (a :class:`~anchorstream.stats.sparse.PendingSum`,
+    formed at the first use of its entries (a :class:`~anchorstream.stats.pending.PendingSum`,
     which holds ``cooc``'s counts until then: for a reader that keeps them anyway; a warm
     refresh whose one product is known never forms it). A sparse ``cooc`` is left as it is;
     dense counts go through :func:`add_waiting`, which adds to their subset, or to ``cooc``

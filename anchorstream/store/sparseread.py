@@ -159,7 +159,7 @@ MAX_PENDING_SHARE = 0.25
 
 
 def catch_up_upper(root, meta, state: StoreState, active: np.ndarray, reset_seq: np.ndarray,
-                   previous: CommittedState | None):
+                   previous: CommittedState | None, *, in_place: bool = False):
     """``(upper, added)``: the upper triangle of this version from ``previous`` (an earlier
     sparse read of the same store, with its ``dense`` record), reading only the segments
     committed since, as the dense read's catch-up does
@@ -171,9 +171,12 @@ def catch_up_upper(root, meta, state: StoreState, active: np.ndarray, reset_seq:
     Where so, ``upper`` is that sum not formed (a :class:`~anchorstream.stats.sparse.
     PendingSum` of ``previous``'s counts, kept as they are, and the segments since): a warm
     refresh that never uses the entries does not merge every pair with the few that changed
-    (:func:`_pending_plus`). What it adds to ``previous``'s counts (checked when they were
-    read) is checked (:func:`~anchorstream.stats.sparse.check_upper_counts`), so the result
-    needs no check of its own."""
+    (:func:`_pending_plus`). With ``in_place`` (a caller that lets ``previous`` go) the
+    segments' pairs that ``previous`` stores are added into its counts in place, and only the
+    others are a part of their own: where nearly every pair is stored already, the read
+    grows by a few pairs, not by the segments. What it adds to ``previous``'s counts
+    (checked when they were read) is checked (:func:`~anchorstream.stats.csr.
+    check_upper_counts`), so the result needs no check of its own."""
     if previous is None or previous.dense is None:
         return None, None
     plan = plan_catch_up(root, meta, state, active, reset_seq, previous.dense,
@@ -199,7 +202,7 @@ def catch_up_upper(root, meta, state: StoreState, active: np.ndarray, reset_seq:
         if new is None:
             kept = cooc.pending or canonical_csr(sp.csr_matrix(cooc.upper, copy=True))
             return kept, sp.csr_matrix((n, n))
-        return _pending_plus(cooc, new), new
+        return _pending_plus(cooc, new, in_place), new
     upper = cooc.upper
     if moved:
         # Both slot lists are increasing, so `to` is too where kept: the upper triangle stays
@@ -219,14 +222,20 @@ def catch_up_upper(root, meta, state: StoreState, active: np.ndarray, reset_seq:
     return canonical_csr(sp.csr_matrix(upper, copy=upper is cooc.upper)), None
 
 
-def _pending_plus(cooc, new: sp.csr_matrix):
+def _pending_plus(cooc, new: sp.csr_matrix, in_place: bool):
     """``cooc``'s counts plus ``new``, not formed: a :class:`PendingSum` whose first part is
     the counts as last formed, the segments of later catch-ups after it (summed into one
     beyond :data:`MAX_PENDING_PARTS`), formed whole once those hold more than
     :data:`MAX_PENDING_SHARE` of its entries: the first part's pairs are merged once per a
-    quarter as many entries added, not once a refresh."""
+    quarter as many entries added, not once a refresh. ``in_place``: ``new``'s entries at
+    pairs the first part stores are added into it (:meth:`PendingSum.added_into_first`),
+    only the rest is a new part."""
     pending = cooc.pending
-    if pending is None:
+    if in_place:
+        if pending is None:
+            pending = PendingSum.of(cooc.upper)
+        pending = pending.added_into_first(new, max_parts=MAX_PENDING_PARTS)
+    elif pending is None:
         pending = PendingSum(cooc.upper, None, new)
     else:
         pending = pending.plus(new, max_parts=MAX_PENDING_PARTS)
@@ -236,7 +245,8 @@ def _pending_plus(cooc, new: sp.csr_matrix):
 
 def open_committed_sparse(url, version: str | None = None, *,
                           storage_options: Mapping[str, Any] | None = None,
-                          previous: CommittedState | None = None) -> CommittedState:
+                          previous: CommittedState | None = None,
+                          consume_previous: bool = False) -> CommittedState:
     """Read one committed version of a store with sparse counts (the latest by default).
 
     As :func:`~anchorstream.store.reading.open_committed`, but the ``cooccurrence`` is a
@@ -244,7 +254,9 @@ def open_committed_sparse(url, version: str | None = None, *,
     ``V × V`` array (``dense`` records what it is made of, for
     :func:`read_version_sparse`'s catch-up). ``previous``, an earlier read of this store
     by this function, is brought up to the version by reading only the segments committed
-    since, where the store allows (:func:`read_version_sparse`); it is left as it was.
+    since, where the store allows (:func:`read_version_sparse`); it is left as it was, but
+    with ``consume_previous`` (a caller that lets it go), whose counts may be added to in
+    place.
 
     Raises
     ------
@@ -252,11 +264,13 @@ def open_committed_sparse(url, version: str | None = None, *,
         As :func:`~anchorstream.store.reading.open_committed`.
     """
     repo, _ = open_repo(url, storage_options)
-    return read_version_sparse(repo, os.fspath(url), version, previous)
+    return read_version_sparse(repo, os.fspath(url), version, previous,
+                               consume_previous=consume_previous)
 
 
 def read_version_sparse(repo, where: str, version: str | None,
-                        previous: CommittedState | None = None) -> CommittedState:
+                        previous: CommittedState | None = None, *,
+                        consume_previous: bool = False) -> CommittedState:
     """:func:`open_committed_sparse` of the store in an open ``repo`` (``where`` names it in
     errors): the partitioned read (:func:`anchorstream.store.read_partitions`) reads each
     partition's pinned version so.
@@ -264,11 +278,12 @@ def read_version_sparse(repo, where: str, version: str | None,
     ``previous``, an earlier sparse read of the same store, is brought up to this version by
     adding the segments committed since (:func:`catch_up_upper`) when the store allows;
     otherwise this is a full read. Either way the result's ``dense`` records what its counts
-    are made of, for the next catch-up (``previous`` itself is left as it was)."""
+    are made of, for the next catch-up (``previous`` itself is left as it was, unless
+    ``consume_previous``: then its counts may be the result's, added to in place)."""
     with storage_errors(f"cannot read store {where!r}"):
         head = read_head(repo, where, version)
         upper, added = catch_up_upper(head.root, head.meta, head.state, head.active,
-                                      head.reset_seq, previous)
+                                      head.reset_seq, previous, in_place=consume_previous)
         full = upper is None
         if full:
             upper = sparse_upper(head.root, head.meta, head.state, head.active, head.reset_seq)

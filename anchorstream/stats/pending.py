@@ -1,0 +1,190 @@
+"""Sums of upper triangles not formed yet: a refresh's counts as its kept read and what came since.
+
+A :class:`PendingSum` is given as a :class:`~anchorstream.stats.sparse.SparseCooccurrence`'s
+counts where forming the sum would cost a pass over every stored pair and the fit may never
+use the entries (a warm refresh whose one product is known reads only row sums and the
+diagonal): a store's catch-up read (:func:`~anchorstream.store.sparseread.catch_up_upper`)
+and the waiting documents added to it (:func:`~anchorstream.store.delay.select_with_waiting`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from anchorstream._kernels import csr as kernels
+from anchorstream.stats.csr import (csr_add, csr_add_all, csr_add_into, csr_moved,
+                                    csr_moved_sum, symmetric_row_sums)
+
+__all__ = ["PendingSum"]
+
+
+class _Part:
+    """One summand of a :class:`PendingSum`: an upper triangle and what is found of it once
+    (its diagonal, its row sums over the kept words last asked for), shared by every pending
+    sum that holds it, so that a read kept from refresh to refresh is searched once."""
+
+    __slots__ = ("m", "_diagonal", "_sums")
+
+    def __init__(self, m: sp.csr_matrix):
+        self.m = m
+        self._diagonal: np.ndarray | None = None
+        self._sums: tuple[np.ndarray | None, np.ndarray] | None = None  # (keep, row sums)
+
+    def diagonal(self) -> np.ndarray:
+        if self._diagonal is None:
+            self._diagonal = self.m.diagonal()
+        return self._diagonal
+
+    def row_sums(self, keep: np.ndarray | None) -> np.ndarray:
+        """Row sums of the symmetric matrix over the rows and columns where ``keep`` (None:
+        all), at the part's own rows."""
+        if self._sums is not None and (
+                keep is None if self._sums[0] is None
+                else keep is not None and np.array_equal(keep, self._sums[0])):
+            return self._sums[1]
+        m = self.m
+        if keep is None:
+            sums = symmetric_row_sums(m, self.diagonal())
+        else:
+            sums = np.zeros(m.shape[0])
+            kernels.csr_kept_symmetric_row_sums(m.indptr, m.indices, m.data, keep, sums)
+        self._sums = (keep, sums)
+        return sums
+
+    def add_into(self, b: sp.csr_matrix) -> sp.csr_matrix:
+        """Add ``b``'s entries at positions this part stores into it, in place (:func:`
+        csr_add_into`), its diagonal and row sums found so far with them (the diagonal to
+        the bit); returns the rest of ``b``. Every sum holding this part changes with it."""
+        matched, rest = csr_add_into(self.m, b)
+        if self._diagonal is not None:
+            self._diagonal = self._diagonal + matched.diagonal()
+        if self._sums is not None:
+            keep, sums = self._sums
+            more = np.zeros(sums.size)
+            kernels.csr_kept_symmetric_row_sums(
+                matched.indptr, matched.indices, matched.data,
+                np.ones(sums.size, dtype=np.bool_) if keep is None else keep, more)
+            self._sums = (keep, sums + more)
+        return rest
+
+
+class PendingSum:
+    """A sum of upper triangles not formed yet: ``a`` moved by ``to`` (as :func:`csr_moved`;
+    None: as it is) plus ``b``, of shape ``b.shape``; :meth:`plus` and :meth:`moved_plus` add
+    more without forming it. Given as a :class:`SparseCooccurrence`'s ``upper``, the sum is
+    formed at the first use of the counts' entries, and row sums and the diagonal come from
+    the parts: a warm refresh whose one product is known (``known_product``) never forms it,
+    and a read kept from refresh to refresh is the same first part every time, its diagonal
+    and row sums found once.
+
+    :meth:`form` moves the parts after the first and sums them in pairs (:func:`csr_add_all`),
+    then adds the first in one pass (:func:`csr_moved_sum`, or :func:`csr_add`): of two parts,
+    exactly those functions' sum. :meth:`diagonal` is the formed sum's to the bit;
+    :meth:`symmetric_row_sums` to rounding."""
+
+    def __init__(self, a: sp.csr_matrix, to: np.ndarray | None, b: sp.csr_matrix):
+        self._parts = [(_Part(a), _as_map(to)), (_Part(b), None)]
+        self.shape = b.shape
+
+    @classmethod
+    def of(cls, a: sp.csr_matrix) -> PendingSum:
+        """``a`` alone, to add to (:meth:`plus`, :meth:`added_into_first`)."""
+        return cls._of([(_Part(a), None)], a.shape)
+
+    @classmethod
+    def _of(cls, parts, shape) -> PendingSum:
+        out = cls.__new__(cls)
+        out._parts, out.shape = parts, shape
+        return out
+
+    @property
+    def n_parts(self) -> int:
+        return len(self._parts)
+
+    @property
+    def parts_nnz(self) -> list[int]:
+        """The stored entries of each part, the first first."""
+        return [p.m.nnz for p, _ in self._parts]
+
+    def plus(self, b: sp.csr_matrix, *, max_parts: int | None = None) -> PendingSum:
+        """This sum plus ``b`` (of the same shape), not formed; this one is left as it is.
+        With ``max_parts``, where there would be more parts the ones after the first are
+        summed into one (a pass over them, not over the first)."""
+        parts = self._parts + ([(_Part(b), None)] if b.nnz else [])  # nothing added: no part
+        if max_parts is not None and len(parts) > max(max_parts, 2):
+            n = self.shape[0]
+            later = csr_add_all([p.m if t is None else csr_moved(p.m, t, n)
+                                 for p, t in parts[1:]])
+            parts = [parts[0], (_Part(later), None)]
+        return self._of(parts, self.shape)
+
+    def added_into_first(self, b: sp.csr_matrix, *, max_parts: int | None = None
+                         ) -> PendingSum:
+        """This sum plus ``b``: its entries at positions the first part stores added into it
+        in place (:meth:`_Part.add_into`: this sum, and any other holding that part, change
+        with it), the rest a new part (as :meth:`plus`, with ``max_parts``). The first part
+        must not be moved (``to`` None)."""
+        first, to = self._parts[0]
+        if to is not None:
+            raise ValueError("added_into_first needs a first part that is not moved")
+        return self._of(self._parts, self.shape).plus(first.add_into(b), max_parts=max_parts)
+
+    def moved_plus(self, to: np.ndarray, b: sp.csr_matrix) -> PendingSum:
+        """This sum moved by ``to`` (as :func:`csr_moved`, to ``b``'s shape) plus ``b``."""
+        to = _as_map(to)
+        parts = [(p, to if t is None else np.where(t >= 0, to[np.maximum(t, 0)], -1))
+                 for p, t in self._parts]
+        return self._of(parts + [(_Part(b), None)], b.shape)
+
+    def form(self) -> sp.csr_matrix:
+        """The sum, canonical, at its exact size."""
+        n = self.shape[0]
+        (a, to), *rest = self._parts
+        b = csr_add_all([p.m if t is None else csr_moved(p.m, t, n) for p, t in rest])
+        if b is None:  # one part
+            return a.m.copy() if to is None else csr_moved(a.m, to, n)
+        return csr_add(a.m, b) if to is None else csr_moved_sum(a.m, to, b)
+
+    def _moved(self, x: np.ndarray, to: np.ndarray | None) -> np.ndarray:
+        """A vector over a part's rows at the rows ``to`` moves them to."""
+        if to is None:
+            return x
+        out = np.zeros(self.shape[0])
+        keep = to >= 0
+        out[to[keep]] = x[keep]
+        return out
+
+    def diagonal(self) -> np.ndarray:
+        """The sum's diagonal, to the bit: the later parts' summed in the pairs :meth:`form`
+        sums them in, then the first's added."""
+        (a, to), *rest = self._parts
+        b = _sum_in_pairs([self._moved(p.diagonal(), t) for p, t in rest])
+        return self._moved(a.diagonal(), to) + (0.0 if b is None else b)
+
+    def symmetric_row_sums(self) -> np.ndarray:
+        """Row sums of the symmetric matrix of the sum (to rounding: the parts' added; each
+        part's over the words it is moved to, without moving it)."""
+        out = np.zeros(self.shape[0])
+        for p, t in self._parts:
+            out += self._moved(p.row_sums(None if t is None else t >= 0), t)
+        return out
+
+    @property
+    def nbytes(self) -> int:
+        """Memory of the parts."""
+        return sum(p.m.data.nbytes + p.m.indices.nbytes + p.m.indptr.nbytes
+                   for p, _ in self._parts)
+
+
+def _as_map(to) -> np.ndarray | None:
+    return None if to is None else np.asarray(to, dtype=np.int64)
+
+
+def _sum_in_pairs(vectors: list) -> np.ndarray:
+    """The vectors summed in the pairs :func:`csr_add_all` sums matrices in (same bits), or
+    None for none."""
+    while len(vectors) > 1:
+        vectors = [vectors[k] + vectors[k + 1] if k + 1 < len(vectors) else vectors[k]
+                   for k in range(0, len(vectors), 2)]
+    return vectors[0] if vectors else None
