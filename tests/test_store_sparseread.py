@@ -696,3 +696,57 @@ def test_a_catch_up_that_consumes_its_previous_read_adds_into_it_in_place():
         previous = read
     assert added_into == 10
     _assert_same_read(previous, open_committed(url))
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_the_pairs_of_documents_are_counted_only_when_their_entries_are_used(seed):
+    # PendingSum.of_documents (the delay line's waiting documents): moved to a selection of
+    # words and summed with other counts, its diagonal (to the bit) and row sums come from
+    # the documents; its pairs are counted when the sum is formed, as the kernel counts them.
+    from anchorstream._kernels.cooc import document_gram_upper
+    from anchorstream.stats.pending import PendingSum
+
+    rng = np.random.default_rng(2100 + seed)
+    n_docs, V = int(rng.integers(1, 12)), int(rng.integers(2, 10))
+    H = sp.csr_matrix(rng.integers(0, 4, size=(n_docs, V)) * (rng.random((n_docs, V)) < 0.5),
+                      dtype=np.float64)
+    w = rng.random(n_docs) * (rng.random(n_docs) < 0.8)
+    pend = PendingSum.of_documents(H, w)
+    part = pend._parts[0][0]
+    indptr, indices, data = document_gram_upper(H.indptr, H.indices, H.data, w, V)
+    pairs = sp.csr_matrix((data, indices, indptr), shape=(V, V)).toarray()
+    keep = np.sort(rng.choice(V, size=int(rng.integers(1, V + 1)), replace=False))
+    to = np.full(V, -1)
+    to[keep] = np.arange(keep.size)
+    other = sp.csr_matrix(np.triu(rng.random((keep.size, keep.size))))
+    summed = PendingSum.of_terms([(other, None), (pend, to)], (keep.size, keep.size))
+    S = SparseCooccurrence(summed, np.ones(keep.size), np.ones(keep.size), 3, 9, check=False)
+    want = other.toarray() + pairs[np.ix_(keep, keep)]
+    full = want + want.T - np.diag(np.diag(want))
+    np.testing.assert_allclose(S.row_sums(), full.sum(axis=1) / 3, rtol=1e-12, atol=1e-15)
+    diagonal = S.diagonal()
+    assert not part.formed and pend.nbytes < H.data.nbytes * 3 + w.nbytes + 8 * (n_docs + 1)
+    formed = S.upper
+    assert part.formed
+    np.testing.assert_array_equal(diagonal, formed.diagonal())
+    np.testing.assert_allclose(formed.toarray(), want, rtol=1e-12, atol=1e-15)
+
+
+def test_a_warm_selection_leaves_the_waiting_documents_pairs_uncounted(tmp_path):
+    # A read kept by the refresher plus its waiting documents (select_with_waiting(pending=
+    # True)): the diagonal and row sums a warm update reads do not count the waiting
+    # documents' pairs; forming the sum does, and gives the sum formed at once.
+    from anchorstream.store.delay import select_with_waiting
+
+    V = 400
+    st_ = _read_with_waiting(tmp_path, seed=3, V=V)
+    idx = np.sort(np.random.default_rng(3).choice(V, 350, replace=False))
+    got = select_with_waiting(st_.cooccurrence, idx, st_.waiting, pending=True)
+    part = st_.waiting.pending._parts[0][0]
+    got.row_sums(), got.diagonal()
+    assert not part.formed
+    want = select_with_waiting(st_.cooccurrence, idx, st_.waiting)
+    assert part.formed
+    np.testing.assert_allclose(got.row_sums(), want.row_sums(), rtol=1e-12)
+    np.testing.assert_array_equal(got.diagonal(), want.diagonal())
+    np.testing.assert_array_equal(got.upper.data, want.upper.data)

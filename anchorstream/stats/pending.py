@@ -13,8 +13,9 @@ import numpy as np
 import scipy.sparse as sp
 
 from anchorstream._kernels import csr as kernels
+from anchorstream._kernels.cooc import document_gram_upper
 from anchorstream.stats.csr import (csr_add, csr_add_all, csr_add_into, csr_moved,
-                                    csr_moved_sum, symmetric_row_sums)
+                                    csr_moved_sum, csr_of, symmetric_row_sums)
 
 __all__ = ["PendingSum"]
 
@@ -24,16 +25,49 @@ class _Part:
     (its diagonal, its row sums over the kept words last asked for), shared by every pending
     sum that holds it, so that a read kept from refresh to refresh is searched once."""
 
-    __slots__ = ("m", "_diagonal", "_sums")
+    __slots__ = ("_m", "_documents", "shape", "_diagonal", "_sums")
 
-    def __init__(self, m: sp.csr_matrix):
-        self.m = m
+    def __init__(self, m: sp.csr_matrix | None, documents=None, shape=None):
+        self._m = m
+        self._documents = documents  # (H, w) whose pairs m is, formed from them at need
+        self.shape = m.shape if m is not None else shape
         self._diagonal: np.ndarray | None = None
         self._sums: tuple[np.ndarray | None, np.ndarray] | None = None  # (keep, row sums)
 
+    @property
+    def m(self) -> sp.csr_matrix:
+        """The part's upper triangle; a documents' part's pairs are counted here, once
+        (:func:`~anchorstream._kernels.cooc.document_gram_upper`)."""
+        if self._m is None:
+            H, w = self._documents
+            self._m = csr_of(document_gram_upper(H.indptr, H.indices, H.data, w,
+                                                 self.shape[0]), self.shape)
+        return self._m
+
+    @property
+    def formed(self) -> bool:
+        return self._m is not None
+
+    @property
+    def nbytes(self) -> int:
+        """Memory of the upper triangle, or of the documents while it is not formed."""
+        m = self._m
+        if m is None:
+            H, w = self._documents
+            return H.data.nbytes + H.indices.nbytes + H.indptr.nbytes + w.nbytes
+        return m.data.nbytes + m.indices.nbytes + m.indptr.nbytes
+
     def diagonal(self) -> np.ndarray:
         if self._diagonal is None:
-            self._diagonal = self.m.diagonal()
+            if self._m is None:
+                # Σ_d w_d h_di (h_di − 1), over the documents in order, each term as the
+                # pairs' kernel forms it: the formed diagonal to the bit.
+                H, w = self._documents
+                docs = np.repeat(np.arange(H.shape[0]), np.diff(H.indptr))
+                terms = (w[docs] * H.data) * (H.data - 1.0)
+                self._diagonal = np.bincount(H.indices, weights=terms, minlength=self.shape[0])
+            else:
+                self._diagonal = self._m.diagonal()
         return self._diagonal
 
     def row_sums(self, keep: np.ndarray | None) -> np.ndarray:
@@ -43,6 +77,13 @@ class _Part:
                 keep is None if self._sums[0] is None
                 else keep is not None and np.array_equal(keep, self._sums[0])):
             return self._sums[1]
+        if self._m is None:
+            # Σ_d w_d h_di (n_d − 1), n_d the document's tokens among the words kept.
+            H, w = self._documents
+            kept = np.ones(self.shape[0]) if keep is None else keep.astype(np.float64)
+            sums = np.asarray(H.T @ (w * (H @ kept - 1.0))).ravel() * kept
+            self._sums = (keep, sums)
+            return sums
         m = self.m
         if keep is None:
             sums = symmetric_row_sums(m, self.diagonal())
@@ -93,6 +134,27 @@ class PendingSum:
         return cls._of([(_Part(a), None)], a.shape)
 
     @classmethod
+    def of_documents(cls, H: sp.csr_matrix, w: np.ndarray) -> PendingSum:
+        """The pairs of documents, ``Σ_d w_d (h_d h_dᵀ − diag h_d)`` for their counts ``H``
+        (canonical CSR, one row per document) and weights ``w``, counted only when the
+        entries are used: the diagonal and row sums come from the documents."""
+        n = H.shape[1]
+        return cls._of([(_Part(None, (H, np.asarray(w, dtype=np.float64)), (n, n)), None)],
+                       (n, n))
+
+    @classmethod
+    def of_terms(cls, terms, shape) -> PendingSum:
+        """The sum of ``terms``, each ``(upper, to)``: an upper triangle (CSR) or a
+        :class:`PendingSum`, moved by ``to`` (as :func:`csr_moved`; None: as it is) to
+        ``shape``, not formed; the first term's first part is the sum's first."""
+        parts = []
+        for upper, to in terms:
+            to = _as_map(to)
+            held = upper._parts if isinstance(upper, PendingSum) else [(_Part(upper), None)]
+            parts += [(p, _composed(t, to)) for p, t in held]
+        return cls._of(parts, tuple(shape))
+
+    @classmethod
     def _of(cls, parts, shape) -> PendingSum:
         out = cls.__new__(cls)
         out._parts, out.shape = parts, shape
@@ -104,7 +166,7 @@ class PendingSum:
 
     @property
     def parts_nnz(self) -> list[int]:
-        """The stored entries of each part, the first first."""
+        """The stored entries of each part, the first first (a documents' part is formed)."""
         return [p.m.nnz for p, _ in self._parts]
 
     def plus(self, b: sp.csr_matrix, *, max_parts: int | None = None) -> PendingSum:
@@ -132,18 +194,15 @@ class PendingSum:
 
     def moved_plus(self, to: np.ndarray, b: sp.csr_matrix) -> PendingSum:
         """This sum moved by ``to`` (as :func:`csr_moved`, to ``b``'s shape) plus ``b``."""
-        to = _as_map(to)
-        parts = [(p, to if t is None else np.where(t >= 0, to[np.maximum(t, 0)], -1))
-                 for p, t in self._parts]
-        return self._of(parts + [(_Part(b), None)], b.shape)
+        return self.of_terms([(self, to), (b, None)], b.shape)
 
     def form(self) -> sp.csr_matrix:
         """The sum, canonical, at its exact size."""
         n = self.shape[0]
         (a, to), *rest = self._parts
         b = csr_add_all([p.m if t is None else csr_moved(p.m, t, n) for p, t in rest])
-        if b is None:  # one part
-            return a.m.copy() if to is None else csr_moved(a.m, to, n)
+        if b is None:  # one part: itself, or moved
+            return a.m if to is None else csr_moved(a.m, to, n)
         return csr_add(a.m, b) if to is None else csr_moved_sum(a.m, to, b)
 
     def _moved(self, x: np.ndarray, to: np.ndarray | None) -> np.ndarray:
@@ -172,13 +231,19 @@ class PendingSum:
 
     @property
     def nbytes(self) -> int:
-        """Memory of the parts."""
-        return sum(p.m.data.nbytes + p.m.indices.nbytes + p.m.indptr.nbytes
-                   for p, _ in self._parts)
+        """Memory of the parts (a documents' part not formed: of its documents)."""
+        return sum(p.nbytes for p, _ in self._parts)
 
 
 def _as_map(to) -> np.ndarray | None:
     return None if to is None else np.asarray(to, dtype=np.int64)
+
+
+def _composed(t: np.ndarray | None, to: np.ndarray | None) -> np.ndarray | None:
+    """The map ``t`` followed by ``to`` (None: no move)."""
+    if to is None or t is None:
+        return to if t is None else t
+    return np.where(t >= 0, to[np.maximum(t, 0)], -1)
 
 
 def _sum_in_pairs(vectors: list) -> np.ndarray:

@@ -360,25 +360,22 @@ def waiting_cooccurrence(docs, words, *, length_cap, forgetting, clock: float):
     in true units at ``clock``: what counting them at that version adds to its counts, as
     :meth:`Delaying.flush_delayed` would. A
     :class:`~anchorstream.stats.sparse.SparseCooccurrence` (``mass``: what its counts sum to)."""
-    import scipy.sparse as sp
-
-    from anchorstream._kernels.cooc import document_gram_upper
     from anchorstream.stats.cooccurrence import pair_scale
+    from anchorstream.stats.pending import PendingSum
     from anchorstream.stats.sparse import SparseCooccurrence
     from anchorstream.text.bags import count_matrix
 
-    V = len(words)
     X = count_matrix([d.tokens for d in docs], words)  # canonical CSR
     n = np.asarray(X.sum(axis=1)).ravel()
     w = np.where(n >= 2, _weights(docs, forgetting, clock), 0.0)  # < 2 tokens: nothing
     scale = w * pair_scale(n, length_cap)
-    # The upper triangle of the documents' pairs, by the kernel fit --input's counts use
-    # (1,000 documents of 100 tokens: 3.3 M pairs; 0.35 s through scipy's product).
-    indptr, indices, data = document_gram_upper(X.indptr, X.indices, X.data, scale, V)
-    upper = sp.csr_matrix((data, indices, indptr), shape=(V, V))
+    # The upper triangle of the documents' pairs (1,000 documents of 100 tokens: 2-3 M) is
+    # counted only where the entries are used, by the kernel fit --input's counts use
+    # (document_gram_upper); the diagonal, row sums and products come from the documents.
+    upper = PendingSum.of_documents(X, scale)
     unigram = X.T @ w
     doc_freq = (X > 0).astype(np.float64).T @ w
-    mass = float(2.0 * upper.sum() - upper.diagonal().sum())
+    mass = float(scale @ (n * (n - 1.0)))  # what the pairs sum to: Σ_d w_d n_d (n_d − 1)
     num_docs, num_tokens = float(w.sum()), float(w @ n)
     if not forgetting.decays:
         num_docs, num_tokens = int(round(num_docs)), int(round(num_tokens))
@@ -457,6 +454,12 @@ def read_waiting(root: zarr.Group, config: Mapping, *, words, length_cap, clock:
                                 forgetting=forgetting, clock=clock)
 
 
+def _held(cooc):
+    """A sparse ``cooc``'s counts as held: a PendingSum not formed yet, or the upper
+    triangle."""
+    return cooc.upper if cooc.pending is None else cooc.pending
+
+
 def selection_marginals(cooc, waiting):
     """What choosing the words of a model reads (``doc_freq`` and ``num_docs``) of ``cooc``
     plus the ``waiting`` documents' statistics (None: ``cooc`` itself)."""
@@ -488,17 +491,20 @@ def select_with_waiting(cooc, idx, waiting, *, pending: bool = False):
             or np.any(np.diff(idx) <= 0)):
         return add_waiting(cooc if every else cooc.subset(idx, keep_total=False), waiting, idx,
                            pending=pending and every)
-    if waiting.n_words != idx.size:
-        waiting = waiting.subset(idx)
     to = np.full(cooc.n_words, -1, dtype=np.int64)
     to[idx] = np.arange(idx.size)
-    # A read's counts not formed yet (a catch-up's) are moved with the rest, not formed.
-    summed = (PendingSum(cooc.upper, to, waiting.upper) if cooc.pending is None
-              else cooc.pending.moved_plus(to, waiting.upper))
+    # The waiting documents' statistics over the read's words move with the read; over the
+    # words idx already, they are as they are.
+    wait_to = to if waiting.n_words == cooc.n_words else None
+    # Counts not formed yet (a catch-up's, the waiting documents' pairs) are moved with the
+    # rest, not formed.
+    summed = PendingSum.of_terms([(_held(cooc), to), (_held(waiting), wait_to)],
+                                 (idx.size, idx.size))
+    take = slice(None) if wait_to is None else idx
     return SparseCooccurrence(
         summed if pending else summed.form(),
-        np.asarray(cooc.unigram)[idx] + waiting.unigram,
-        np.asarray(cooc.doc_freq)[idx] + waiting.doc_freq,
+        np.asarray(cooc.unigram)[idx] + np.asarray(waiting.unigram)[take],
+        np.asarray(cooc.doc_freq)[idx] + np.asarray(waiting.doc_freq)[take],
         cooc.num_docs + waiting.num_docs, cooc.num_tokens + waiting.num_tokens,
         cooc.length_cap, check=False)  # a sum of checked counts
 
@@ -521,8 +527,8 @@ def add_waiting(cooc, waiting, idx=None, *, pending: bool = False):
                np.asarray(cooc.doc_freq) + waiting.doc_freq,
                cooc.num_docs + waiting.num_docs, cooc.num_tokens + waiting.num_tokens)
     if isinstance(cooc, SparseCooccurrence):
-        summed = (PendingSum(cooc.upper, None, waiting.upper) if cooc.pending is None
-                  else cooc.pending.plus(waiting.upper))
+        summed = PendingSum.of_terms([(_held(cooc), None), (_held(waiting), None)],
+                                     cooc.shape)
         return SparseCooccurrence(summed if pending else summed.form(), *vectors,
                                   cooc.length_cap, mass, check=False)  # checked counts
     U = waiting.upper.tocoo()  # canonical: each (row, col) once, so += adds every entry
