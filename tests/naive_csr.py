@@ -93,13 +93,15 @@ def naive_csr_kept_symmetric_row_sums(indptr, indices, data, keep):
     return full.sum(axis=1)
 
 
-def naive_csr_add_into(a_indptr, a_indices, a_data, b_indptr, b_indices, b_data):
-    """Twin of ``csr_add_into``: ``(a's data after, left)``, each entry of ``b`` looked up
-    in a dict of ``a``'s positions."""
+def naive_csr_add_into(a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, keep):
+    """Twin of ``csr_add_into``: ``(a's data after, left, what was added to the diagonal,
+    to the kept row sums)``, each entry of ``b`` looked up in a dict of ``a``'s positions."""
     data = np.array(a_data, dtype=np.float64)
-    where = {(i, int(a_indices[k])): k for i in range(len(a_indptr) - 1)
+    n = len(a_indptr) - 1
+    where = {(i, int(a_indices[k])): k for i in range(n)
              for k in range(a_indptr[i], a_indptr[i + 1])}
     left = np.zeros(len(b_indices), dtype=bool)
+    added = np.zeros((n, max(n, int(np.max(b_indices, initial=-1)) + 1)))
     for i in range(len(b_indptr) - 1):
         for q in range(b_indptr[i], b_indptr[i + 1]):
             k = where.get((i, int(b_indices[q])))
@@ -107,4 +109,9 @@ def naive_csr_add_into(a_indptr, a_indices, a_data, b_indptr, b_indices, b_data)
                 left[q] = True
             else:
                 data[k] += float(b_data[q])
-    return data, left
+                added[i, int(b_indices[q])] += float(b_data[q])
+    diagonal = np.array([added[i, i] for i in range(n)])
+    full = added[:, :n] + added[:, :n].T - np.diag(diagonal)
+    kept = np.asarray(keep, dtype=bool)[:n]
+    sums = (full * kept[None, :]).sum(axis=1) * kept
+    return data, left, diagonal, sums

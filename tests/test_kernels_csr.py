@@ -205,28 +205,35 @@ def test_csr_kept_symmetric_row_sums_match_twin(seed):
 
 @pytest.mark.parametrize("seed", range(24))
 def test_csr_add_into_matches_twin_and_the_sum(seed):
-    # b's entries at positions a stores are added into a, in place; the others are left:
-    # a after plus what is left is a before plus b. Densities from empty to full, b's
-    # pattern inside a's or not.
+    # b's entries at positions a stores are added into a, in place, and into the diagonal
+    # and kept row sums given; the others are left: a after plus what is left is a before
+    # plus b. Densities from empty to full, b's pattern inside a's or not, rows and columns
+    # kept or not.
     rng = np.random.default_rng(1900 + seed)
-    shape = (int(rng.integers(1, 9)), int(rng.integers(1, 9)))
-    a = sp.csr_matrix(_sparse_block(rng, shape, [0.0, 0.3, 0.7, 1.0][seed % 4]))
-    b_dense = _sparse_block(rng, shape, [0.0, 0.5, 1.0][seed % 3])
+    n = int(rng.integers(1, 9))
+    a = sp.csr_matrix(_sparse_block(rng, (n, n), [0.0, 0.3, 0.7, 1.0][seed % 4]))
+    b_dense = _sparse_block(rng, (n, n), [0.0, 0.5, 1.0][seed % 3])
     if seed % 2:  # only where a stores something: nothing left
         b_dense[a.toarray() == 0] = 0.0
     b = sp.csr_matrix(b_dense)
+    keep = rng.random(n) < [1.0, 0.6][seed % 2]
     before = a.toarray()
-    want_data, want_left = naive_csr_add_into(a.indptr, a.indices, a.data, b.indptr, b.indices,
-                                              b.data)
+    want_data, want_left, want_diagonal, want_sums = naive_csr_add_into(
+        a.indptr, a.indices, a.data, b.indptr, b.indices, b.data, keep)
     data = a.data.copy()
-    left = np.zeros(b.nnz, dtype=np.bool_)
+    left, row_left = np.zeros(b.nnz, dtype=np.bool_), np.zeros(n, dtype=np.int64)
+    diagonal, sums = np.full(n, 0.5), np.full(n, 0.25)
     n_left = csr_add_into(a.indptr.astype(np.int64), a.indices, data,
-                          b.indptr.astype(np.int64), b.indices, b.data, left)
+                          b.indptr.astype(np.int64), b.indices, b.data, left, row_left, keep,
+                          diagonal, sums)
     np.testing.assert_array_equal(data, want_data)
     np.testing.assert_array_equal(left, want_left)
+    rows = np.repeat(np.arange(n), np.diff(b.indptr))
+    np.testing.assert_array_equal(row_left, np.bincount(rows[want_left], minlength=n))
+    np.testing.assert_allclose(diagonal, 0.5 + want_diagonal, rtol=1e-15)
+    np.testing.assert_allclose(sums, 0.25 + want_sums, rtol=1e-14)
     assert n_left == want_left.sum() and (seed % 2 == 0 or n_left == 0)
-    matched, rest = add_into(a, b)  # through the wrapper, into a itself
+    rest = add_into(a, b)  # through the wrapper, into a itself, nothing else to add to
     np.testing.assert_array_equal(a.data, want_data)
     np.testing.assert_allclose(a.toarray() + rest.toarray(), before + b_dense, rtol=1e-15)
-    np.testing.assert_array_equal(matched.toarray() + rest.toarray(), b_dense)
-    assert rest.has_canonical_format and matched.has_canonical_format
+    assert rest.has_canonical_format and rest.nnz == n_left

@@ -85,14 +85,20 @@ def csr_add(a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, indices, d
 
 
 @numba.njit(cache=True)
-def csr_add_into(a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, left):
+def csr_add_into(a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, left, row_left,
+                 keep, diagonal, sums):
     """Add into ``a_data``, in place, the entries of ``b`` (the same shape; both with sorted,
     distinct columns) at positions ``a`` stores, and mark in ``left`` (bool, one per entry of
-    ``b``, False on entry) those it does not store; returns how many are left. One pass over
-    ``b``'s entries, each row of ``a`` scanned up to ``b``'s last column in it: where ``a``
-    already stores nearly every pair (a store of long documents), a sum without a new matrix.
-    """
+    ``b``, False on entry) those it does not store, counted per row in ``row_left``; returns
+    how many are left. One pass over ``b``'s entries, each row of ``a`` scanned up to
+    ``b``'s last column in it: where ``a`` already stores nearly every pair (a store of long
+    documents), a sum without a new matrix.
+
+    What is added also goes into ``diagonal`` (its diagonal entries) and ``sums`` (the row
+    sums of the symmetric matrix over the rows and columns where ``keep``), each skipped
+    where empty: what was found of ``a`` follows it."""
     n_left = 0
+    with_diagonal, with_sums = diagonal.shape[0] > 0, sums.shape[0] > 0
     for i in range(a_indptr.shape[0] - 1):
         p, p_end = a_indptr[i], a_indptr[i + 1]
         for q in range(b_indptr[i], b_indptr[i + 1]):
@@ -100,10 +106,18 @@ def csr_add_into(a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, left)
             while p < p_end and a_indices[p] < j:
                 p += 1
             if p < p_end and a_indices[p] == j:
-                a_data[p] += b_data[q]
+                v = b_data[q]
+                a_data[p] += v
                 p += 1
+                if with_diagonal and i == j:
+                    diagonal[i] += v
+                if with_sums and keep[i] and keep[j]:
+                    sums[i] += v
+                    if i != j:
+                        sums[j] += v
             else:
                 left[q] = True
+                row_left[i] += 1
                 n_left += 1
     return n_left
 

@@ -137,25 +137,30 @@ def csr_moved_sum(a: sp.csr_matrix, to: np.ndarray, b: sp.csr_matrix) -> sp.csr_
     return csr_of((indptr, indices, data), b.shape)
 
 
-def csr_add_into(a: sp.csr_matrix, b: sp.csr_matrix) -> tuple[sp.csr_matrix, sp.csr_matrix]:
+def csr_add_into(a: sp.csr_matrix, b: sp.csr_matrix, *, diagonal: np.ndarray | None = None,
+                 sums: np.ndarray | None = None, keep: np.ndarray | None = None
+                 ) -> sp.csr_matrix:
     """Add into ``a``, in place, the entries of ``b`` at positions ``a`` stores (the kernel
-    :func:`~anchorstream._kernels.csr.csr_add_into`); returns ``(matched, rest)``, ``b``'s
-    entries so added and the others, so that ``a`` before plus ``b`` is ``a`` after plus
-    ``rest``. Both canonical, ``a``'s data float64 (added to, not a copy of it)."""
+    :func:`~anchorstream._kernels.csr.csr_add_into`); returns the others, so that ``a`` before
+    plus ``b`` is ``a`` after plus the result. Both canonical, ``a``'s data float64 (added
+    to, not a copy of it). What is added into ``a`` is also added, in place, into
+    ``diagonal`` (its diagonal) and ``sums`` (the row sums of the symmetric matrix over the
+    rows and columns where ``keep``, None: all) where given."""
     a.sum_duplicates()
     b.sum_duplicates()
     if a.data.dtype != np.float64:
         raise TypeError("csr_add_into adds into float64 data")
+    n = b.shape[0]
     left = np.zeros(b.nnz, dtype=np.bool_)
-    kernels.csr_add_into(*_parts(a), *_parts(b), left)
-    rows = np.repeat(np.arange(b.shape[0]), np.diff(b.indptr))
-
-    def taken(mask):
-        indptr = np.zeros(b.shape[0] + 1, dtype=np.int64)
-        np.cumsum(np.bincount(rows[mask], minlength=b.shape[0]), out=indptr[1:])
-        return csr_of((indptr, b.indices[mask].astype(np.int32), b.data[mask]), b.shape)
-
-    return taken(~left), taken(left)
+    row_left = np.zeros(n, dtype=np.int64)
+    empty = np.zeros(0)
+    keep = np.ones(n, dtype=np.bool_) if keep is None else np.asarray(keep, dtype=np.bool_)
+    kernels.csr_add_into(*_parts(a), *_parts(b), left, row_left, keep,
+                         empty if diagonal is None else diagonal,
+                         empty if sums is None else sums)
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(row_left, out=indptr[1:])
+    return csr_of((indptr, b.indices[left].astype(np.int32), b.data[left]), b.shape)
 
 
 def csr_moved(m: sp.csr_matrix, to: np.ndarray, n: int) -> sp.csr_matrix:

@@ -95,19 +95,11 @@ class _Part:
 
     def add_into(self, b: sp.csr_matrix) -> sp.csr_matrix:
         """Add ``b``'s entries at positions this part stores into it, in place (:func:`
-        csr_add_into`), its diagonal and row sums found so far with them (the diagonal to
-        the bit); returns the rest of ``b``. Every sum holding this part changes with it."""
-        matched, rest = csr_add_into(self.m, b)
-        if self._diagonal is not None:
-            self._diagonal = self._diagonal + matched.diagonal()
-        if self._sums is not None:
-            keep, sums = self._sums
-            more = np.zeros(sums.size)
-            kernels.csr_kept_symmetric_row_sums(
-                matched.indptr, matched.indices, matched.data,
-                np.ones(sums.size, dtype=np.bool_) if keep is None else keep, more)
-            self._sums = (keep, sums + more)
-        return rest
+        csr_add_into`), its diagonal and row sums found so far with them, in the same pass
+        (the diagonal to the bit); returns the rest of ``b``. Every sum holding this part
+        changes with it."""
+        keep, sums = (None, None) if self._sums is None else self._sums
+        return csr_add_into(self.m, b, diagonal=self._diagonal, sums=sums, keep=keep)
 
 
 class PendingSum:
