@@ -517,7 +517,7 @@ def test_a_sparse_catch_up_takes_words_admitted_and_evicted_since(monkeypatch):
 
 @pytest.mark.parametrize("seed", range(16))
 def test_a_pending_sum_of_many_parts_reads_as_their_sum(seed):
-    # A PendingSum added to (plus) and moved with more added (moved_plus), as a kept read's
+    # A PendingSum added to (plus) and moved with more added (of_terms), as a kept read's
     # catch-ups (added_into_first: in place where the first part stores the pairs) and a
     # refresh's selection of words do, reads as the dense sum: formed to
     # rounding, the diagonal as the formed sum's to the bit, row sums from the parts. Its
@@ -557,7 +557,8 @@ def test_a_pending_sum_of_many_parts_reads_as_their_sum(seed):
             b = upper(m)
             moved = np.zeros((m, m))
             moved[np.ix_(to[keep], to[keep])] = want[np.ix_(keep, keep)]
-            pend, want, n = pend.moved_plus(to, b), moved + b.toarray(), m
+            pend = PendingSum.of_terms([(pend, to), (b, None)], b.shape)
+            want, n = moved + b.toarray(), m
         assert pend._parts[0][0] is first and pend.shape == (n, n)
         S = SparseCooccurrence(pend, np.ones(n), np.ones(n), 3, 9, check=False)
         formed = pend.form()

@@ -104,8 +104,8 @@ class _Part:
 
 class PendingSum:
     """A sum of upper triangles not formed yet: ``a`` moved by ``to`` (as :func:`csr_moved`;
-    None: as it is) plus ``b``, of shape ``b.shape``; :meth:`plus` and :meth:`moved_plus` add
-    more without forming it. Given as a :class:`SparseCooccurrence`'s ``upper``, the sum is
+    None: as it is) plus ``b``, of shape ``b.shape``; :meth:`plus`, :meth:`added_into_first`
+    and :meth:`of_terms` add more without forming it. Given as a :class:`SparseCooccurrence`'s ``upper``, the sum is
     formed at the first use of the counts' entries, and row sums and the diagonal come from
     the parts: a warm refresh whose one product is known (``known_product``) never forms it,
     and a read kept from refresh to refresh is the same first part every time, its diagonal
@@ -182,11 +182,7 @@ class PendingSum:
         first, to = self._parts[0]
         if to is not None:
             raise ValueError("added_into_first needs a first part that is not moved")
-        return self._of(self._parts, self.shape).plus(first.add_into(b), max_parts=max_parts)
-
-    def moved_plus(self, to: np.ndarray, b: sp.csr_matrix) -> PendingSum:
-        """This sum moved by ``to`` (as :func:`csr_moved`, to ``b``'s shape) plus ``b``."""
-        return self.of_terms([(self, to), (b, None)], b.shape)
+        return self.plus(first.add_into(b), max_parts=max_parts)
 
     def form(self) -> sp.csr_matrix:
         """The sum, canonical, at its exact size."""
