@@ -38,8 +38,8 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from anchorstream._kernels.cooc import document_gram_matmul, document_gram_upper
-from anchorstream.stats.cooccurrence import cap_pairs, pair_scale
+from anchorstream._kernels.cooc import document_gram_upper
+from anchorstream.stats.cooccurrence import cap_pairs, document_pairs_matmul, pair_scale
 from anchorstream.errors import InputError
 from anchorstream.model.anderson import AndersonMixer
 from anchorstream.model.eigen import fix_signs, top_eigh
@@ -92,7 +92,7 @@ class DocumentCooccurrence:
 
     so ``C Z`` costs ``O(nnz(H) b)`` for ``b`` vectors: one pass over each document's words
     for ``h_dᵀ Z`` and one to add ``w_d h_d (h_dᵀ Z)`` back
-    (:func:`~anchorstream._kernels.cooc.document_gram_matmul`).
+    (:func:`~anchorstream.stats.cooccurrence.document_pairs_matmul`).
 
     Parameters
     ----------
@@ -144,12 +144,7 @@ class DocumentCooccurrence:
         Z = np.asarray(Z, dtype=np.float64)
         if self.total <= 0:
             return np.zeros_like(Z)
-        Z2 = np.ascontiguousarray(Z.reshape(self.n_words, -1))
-        out = np.zeros_like(Z2)
-        document_gram_matmul(self._X.indptr, self._X.indices, self._X.data, self._w, Z2, out)
-        out -= self._delta[:, None] * Z2
-        out /= self.total
-        return out.reshape(Z.shape)
+        return document_pairs_matmul(self._X, self._w, Z, self._delta) / self.total
 
     def _gram(self) -> sp.csr_matrix:
         """``Hᵀ diag(w) H``, sparse (V × V with the pairs' pattern)."""

@@ -38,12 +38,12 @@ import numpy as np
 import scipy.sparse as sp
 
 from anchorstream._buffers import leading_view
-from anchorstream._kernels.cooc import cooc_counts
+from anchorstream._kernels.cooc import cooc_counts, document_gram_matmul
 from anchorstream.errors import InputError
 from anchorstream.stats.sums import field_sums
 
 __all__ = ["LENGTH_CAP", "Cooccurrence", "accumulate", "cap_pairs", "cooccurrence",
-           "pair_scale", "take_square"]
+           "document_pairs_matmul", "pair_scale", "take_square"]
 
 #: The product's document weighting (``anchorstream fit``, ``ingest`` and the daemon's
 #: ``store.length_cap``): word pairs count the same up to a 25-token document. Chosen from the
@@ -94,6 +94,20 @@ def pair_scale(n, length_cap: float | None = 2) -> np.ndarray:
     else:
         out[used] = (np.minimum(pairs, cap) / cap) / pairs
     return out
+
+
+def document_pairs_matmul(H, w, Z, delta: np.ndarray | None = None) -> np.ndarray:
+    """``P Z`` for the pairs of documents ``P = Σ_d w_d (h_d h_dᵀ − diag h_d)`` (their counts
+    ``H``, canonical CSR, one row per document; ``w``: float64, each document's scale, as
+    :func:`pair_scale` times any other weight), without forming ``P``: ``Hᵀ diag(w) H Z −
+    diag(δ) Z`` with ``δ = Hᵀ w`` (``delta``, where the caller keeps it) in ``O(nnz(H) b)``
+    (:func:`~anchorstream._kernels.cooc.document_gram_matmul`)."""
+    Z = np.asarray(Z, dtype=np.float64)
+    Z2 = np.ascontiguousarray(Z.reshape(Z.shape[0], -1))
+    out = np.zeros_like(Z2)
+    document_gram_matmul(H.indptr, H.indices, H.data, w, Z2, out)
+    out -= (np.asarray(H.T @ w).ravel() if delta is None else delta)[:, None] * Z2
+    return out.reshape(Z.shape)
 
 
 def check_count(name: str, value):

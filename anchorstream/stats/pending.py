@@ -14,6 +14,7 @@ import scipy.sparse as sp
 
 from anchorstream._kernels import csr as kernels
 from anchorstream._kernels.cooc import document_gram_upper
+from anchorstream.stats.cooccurrence import document_pairs_matmul
 from anchorstream.stats.csr import (csr_add, csr_add_all, csr_add_into, csr_moved,
                                     csr_moved_sum, csr_of, symmetric_row_sums)
 
@@ -78,10 +79,10 @@ class _Part:
                 else keep is not None and np.array_equal(keep, self._sums[0])):
             return self._sums[1]
         if self._m is None:
-            # Σ_d w_d h_di (n_d − 1), n_d the document's tokens among the words kept.
-            H, w = self._documents
+            # The pairs times the words kept: Σ_d w_d h_di (n_d − 1), n_d the document's
+            # tokens among them.
             kept = np.ones(self.shape[0]) if keep is None else keep.astype(np.float64)
-            sums = np.asarray(H.T @ (w * (H @ kept - 1.0))).ravel() * kept
+            sums = document_pairs_matmul(*self._documents, kept) * kept
             self._sums = (keep, sums)
             return sums
         m = self.m
@@ -105,11 +106,11 @@ class _Part:
 class PendingSum:
     """A sum of upper triangles not formed yet: ``a`` moved by ``to`` (as :func:`csr_moved`;
     None: as it is) plus ``b``, of shape ``b.shape``; :meth:`plus`, :meth:`added_into_first`
-    and :meth:`of_terms` add more without forming it. Given as a :class:`SparseCooccurrence`'s ``upper``, the sum is
-    formed at the first use of the counts' entries, and row sums and the diagonal come from
-    the parts: a warm refresh whose one product is known (``known_product``) never forms it,
-    and a read kept from refresh to refresh is the same first part every time, its diagonal
-    and row sums found once.
+    and :meth:`of_terms` add more without forming it. Given as a :class:`SparseCooccurrence`'s
+    ``upper``, the sum is formed at the first use of the counts' entries, and row sums and the
+    diagonal come from the parts: a warm refresh whose one product is known
+    (``known_product``) never forms it, and a read kept from refresh to refresh is the same
+    first part every time, its diagonal and row sums found once.
 
     :meth:`form` moves the parts after the first and sums them in pairs (:func:`csr_add_all`),
     then adds the first in one pass (:func:`csr_moved_sum`, or :func:`csr_add`): of two parts,

@@ -18,9 +18,10 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from anchorstream._kernels.cooc import cooc_symmetric_matmul, document_gram_matmul
+from anchorstream._kernels.cooc import cooc_symmetric_matmul
 from anchorstream.errors import InputError
-from anchorstream.stats.cooccurrence import Cooccurrence, cap_pairs, check_count
+from anchorstream.stats.cooccurrence import (Cooccurrence, cap_pairs, check_count,
+                                             document_pairs_matmul)
 from anchorstream.stats.csr import (canonical_csr, check_upper_counts, csr_add, csr_add_all,
                                     csr_add_into, csr_moved, csr_moved_sum, csr_of, csr_sum,
                                     symmetric_row_sums, upper_csr, upper_matmul_once)
@@ -250,15 +251,9 @@ class SparseCooccurrence:
         given (``documents``: ``Hᵀ diag(w) H Z − diag(Hᵀ w) Z`` in float64, ``O(nnz(H) b)``,
         where the pairs of 1,000 documents of 100 tokens are 2 M), else over the pairs in
         float32 (:func:`upper_matmul_once`)."""
-        Z = np.asarray(Z, dtype=np.float64)
         if self.documents is None:
-            return upper_matmul_once(self.upper, Z)
-        H, w = self.documents
-        Z2 = np.ascontiguousarray(Z.reshape(Z.shape[0], -1))
-        out = np.zeros_like(Z2)
-        document_gram_matmul(H.indptr, H.indices, H.data, w, Z2, out)
-        out -= np.asarray(H.T @ w).ravel()[:, None] * Z2
-        return out.reshape(Z.shape)
+            return upper_matmul_once(self.upper, np.asarray(Z, dtype=np.float64))
+        return document_pairs_matmul(*self.documents, Z)
 
     def row_sums(self) -> np.ndarray:
         """``C 1``: each word's share of the (weighted) pairs (a pending sum's from its parts,
