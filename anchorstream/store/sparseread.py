@@ -168,7 +168,7 @@ def catch_up_upper(root, meta, state: StoreState, active: np.ndarray, reset_seq:
     segments since) where its words kept their positions and nothing decayed, so that the
     result is ``previous``'s counts plus ``added`` (None otherwise).
 
-    Where so, ``upper`` is that sum not formed (a :class:`~anchorstream.stats.sparse.
+    Where so, ``upper`` is that sum not formed (a :class:`~anchorstream.stats.pending.
     PendingSum` of ``previous``'s counts, kept as they are, and the segments since): a warm
     refresh that never uses the entries does not merge every pair with the few that changed
     (:func:`_pending_plus`). With ``in_place`` (a caller that lets ``previous`` go) the
@@ -230,15 +230,9 @@ def _pending_plus(cooc, new: sp.csr_matrix, in_place: bool):
     quarter as many entries added, not once a refresh. ``in_place``: ``new``'s entries at
     pairs the first part stores are added into it (:meth:`PendingSum.added_into_first`),
     only the rest is a new part."""
-    pending = cooc.pending
-    if in_place:
-        if pending is None:
-            pending = PendingSum.of(cooc.upper)
-        pending = pending.added_into_first(new, max_parts=MAX_PENDING_PARTS)
-    elif pending is None:
-        pending = PendingSum(cooc.upper, None, new)
-    else:
-        pending = pending.plus(new, max_parts=MAX_PENDING_PARTS)
+    pending = cooc.pending or PendingSum.of(cooc.upper)
+    add = pending.added_into_first if in_place else pending.plus
+    pending = add(new, max_parts=MAX_PENDING_PARTS)
     first, *later = pending.parts_nnz
     return pending.form() if sum(later) > MAX_PENDING_SHARE * first else pending
 
