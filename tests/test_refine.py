@@ -3,6 +3,7 @@ from an exact population matrix it keeps the topics the anchor pipeline recovere
 
 from __future__ import annotations
 
+import copy
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -260,6 +261,35 @@ def test_a_refit_refines_from_the_previous_refinement_in_few_passes():
     assert recold.n_iter_["refine"] > REFINE_WARM_MAX_ITER
     with pytest.raises(InputError, match="refine_warm_max_iter"):
         AnchorModel(10, refine_warm_max_iter=-1)
+
+
+def test_a_refit_with_a_new_anchor_refines_it_longer():
+    truth = planted_model(600, 10, random_state=2)
+    X, _ = sample_documents(truth, 20_000, doc_length=6, random_state=2)
+    first = AnchorModel(10, anchor_min_df=0, refine="joint").fit(
+        cooccurrence(X[:19_800], length_cap=25))
+    cooc = cooccurrence(X, length_cap=25)
+
+    def refit(init, **settings):
+        return AnchorModel(10, anchor_min_df=0, refine="joint", **settings).fit(cooc, init=init)
+
+    # Every anchor kept: refine_warm_max_iter passes, whatever refine_warm_new_max_iter says.
+    kept = refit(first, refine_warm_new_max_iter=7)
+    assert set(kept.anchors_) == set(first.anchors_)
+    assert kept.n_iter_["refine"] <= REFINE_WARM_MAX_ITER
+    # One topic's anchor new (the previous model's anchor of topic 0 replaced by a word that
+    # is no anchor, so no topic of the refit starts from its refinement): up to
+    # refine_warm_new_max_iter passes, and no more.
+    moved = copy.copy(first)
+    moved.anchors_ = first.anchors_.copy()
+    moved.anchors_[0] = next(w for w in range(600) if w not in set(first.anchors_.tolist()))
+    longer = refit(moved, refine_warm_new_max_iter=7)
+    assert len(set(longer.anchors_) & set(moved.anchors_)) == 9
+    assert REFINE_WARM_MAX_ITER < longer.n_iter_["refine"] <= 7
+    # Never fewer passes than refine_warm_max_iter.
+    assert refit(moved, refine_warm_max_iter=4, refine_warm_new_max_iter=0).n_iter_["refine"] == 4
+    with pytest.raises(InputError, match="refine_warm_new_max_iter"):
+        AnchorModel(10, refine_warm_new_max_iter=-1)
 
 
 def test_auto_refines_short_documents_only():

@@ -25,7 +25,7 @@ from anchorstream.model.registry import (COUNT_ANCHORS, RECOVER_WEIGHTS, RECTIFY
 from anchorstream.model.anchors import ANCHOR_CANDIDATES, ANCHOR_MIN_DF, ANCHOR_NOISE
 from anchorstream.model.anchorfree import ANCHORFREE_SLACK, ANCHORFREE_WORDS
 from anchorstream.model.refine import (REFINE_MAX_ITER, REFINE_METHODS, REFINE_WARM_MAX_ITER,
-                                       pair_counts, refine_method_for)
+                                       REFINE_WARM_NEW_MAX_ITER, pair_counts, refine_method_for)
 from anchorstream.model.rectify_warm import RECTIFY_WARM_CHANGE
 from anchorstream.stats.cooccurrence import Cooccurrence, take_square
 from anchorstream.errors import InputError, NotFittedError
@@ -145,6 +145,9 @@ class ModelSettings:
     # A refit whose refinement starts from the previous one runs at most this many passes
     # (also at most refine_max_iter); 0 refits refine like a cold fit.
     refine_warm_max_iter: int = REFINE_WARM_MAX_ITER
+    # ... and at most this many (at least refine_warm_max_iter) when some topic's anchor is new:
+    # its topic starts from the anchor model, not from a refinement.
+    refine_warm_new_max_iter: int = REFINE_WARM_NEW_MAX_ITER
     # method anchorfree: the LPs' constraint words per topic (the most frequent; 0: every word)
     # and the noise slack C(v, k) >= -anchorfree_slack * sigma_v, sigma_v the first-order
     # sampling noise of word v's row of the factor; see anchorstream.model.anchorfree.
@@ -172,10 +175,10 @@ class ModelSettings:
         for name in ("rectify_max_iter", "recover_max_iter", "projection_dim", "refine_max_iter"):
             if getattr(self, name) < 1:
                 raise InputError(f"{name} must be >= 1, got {getattr(self, name)!r}")
-        if (not isinstance(self.refine_warm_max_iter, (int, np.integer))
-                or self.refine_warm_max_iter < 0):
-            raise InputError("refine_warm_max_iter must be an integer >= 0, got "
-                             f"{self.refine_warm_max_iter!r}")
+        for name in ("refine_warm_max_iter", "refine_warm_new_max_iter"):
+            value = getattr(self, name)
+            if not isinstance(value, (int, np.integer)) or value < 0:
+                raise InputError(f"{name} must be an integer >= 0, got {value!r}")
         if self.rectify_warm_limit is not None and (
                 not isinstance(self.rectify_warm_limit, (int, np.integer))
                 or self.rectify_warm_limit < 0):

@@ -59,7 +59,7 @@ from anchorstream.stats.tiles import ColumnTiles
 
 __all__ = ["REFINE_AUTO_MAX_LENGTH", "REFINE_METHODS", "REFINE_MAX_ITER", "REFINE_PATIENCE",
            "REFINE_SMOOTHING",
-           "REFINE_TOL", "REFINE_WARM_MAX_ITER", "PairCounts", "Refined", "pair_counts",
+           "REFINE_TOL", "REFINE_WARM_MAX_ITER", "REFINE_WARM_NEW_MAX_ITER", "PairCounts", "Refined", "pair_counts",
            "pair_em_step", "pair_loglik", "refine_method_for", "refine_topics", "smoothed_start",
            "warm_start"]
 
@@ -89,6 +89,15 @@ REFINE_TOL = 1e-5
 #: close as two, over refreshes after 1% new documents each; the step costs a third of the
 #: cycle (benchmarks/README.md, "Session 38: one EM pass per warm refresh").
 REFINE_WARM_MAX_ITER = 1
+#: Most passes of such a refinement when some topic's anchor is new, so that its topic starts
+#: from the anchor model: refined for one pass it stays nearly the anchor model's, which on
+#: short text scores far below a refined one, and chains of refreshes fell behind cold refits
+#: by as many topics as their anchors changed. Four passes (one accelerated cycle and a step)
+#: gained +0.0015 ± 0.0006 held-out NPMI over one across 49 warm refreshes of six short-text
+#: corpora (the npm summaries' daemon chain: −0.0140 → −0.0014 behind its cold peer) for +1.4 %
+#: of a cold fit's CPU, no less than ten did (benchmarks/README.md, "The warm refinement's
+#: passes where an anchor is new (session 77)").
+REFINE_WARM_NEW_MAX_ITER = 4
 #: Share of the pairs' unigram distribution mixed into each topic at every start
 #: (:func:`smoothed_start`).
 REFINE_SMOOTHING = 1e-3

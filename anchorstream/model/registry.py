@@ -97,7 +97,8 @@ class MethodSpec:
 _PIPELINE = ("rectify", "rectify_method", "rectify_max_iter", "rectify_tol", "rectify_dtype",
              "rectify_anderson", "rectify_rows", "rectify_warm_change", "rectify_warm_limit",
              "recover_method", "recover_weights", "anchor_min_df", "anchor_candidates",
-             "anchor_noise", "refine", "refine_max_iter", "refine_warm_max_iter")
+             "anchor_noise", "refine", "refine_max_iter", "refine_warm_max_iter",
+             "refine_warm_new_max_iter")
 #: What DDP's, RP's and TSVD's word groups go through: the pipeline's rectification and recovery
 #: (``methods._fit_groups``), then the refinement.
 _GROUPS = ("rectify", "rectify_method", "rectify_max_iter", "rectify_tol", "rectify_dtype",

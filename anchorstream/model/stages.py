@@ -449,8 +449,10 @@ def refine_stage(pairs, topic_word, A, method, s, stage, *, anchors=None, active
     A refit whose ``init`` ran the same refinement starts it from ``init``'s refined topics
     where their anchors (``active[anchors]``, word ids) are anchors again
     (:func:`~anchorstream.model.refine.warm_start`), for at most ``refine_warm_max_iter``
-    passes (0: from the recovered topics, as a cold fit); the fit passes no ``init`` when it
-    rectified cold. ``final_loglik``: as for :func:`~anchorstream.model.refine.refine_topics`."""
+    passes, or ``refine_warm_new_max_iter`` (no fewer) where some topic's anchor is new
+    (``refine_warm_max_iter`` 0: from the recovered topics, as a cold fit); the fit passes no
+    ``init`` when it rectified cold. ``final_loglik``: as for
+    :func:`~anchorstream.model.refine.refine_topics`."""
     start, max_iter = (topic_word, A), s.refine_max_iter
     # check_fit_input has made sure init is on these words and topics.
     if init is not None and s.refine_warm_max_iter > 0 and init.refine_ == method:
@@ -459,7 +461,10 @@ def refine_stage(pairs, topic_word, A, method, s, stage, *, anchors=None, active
         log.debug("refinement starts from the previous one on %d of %d topics", kept,
                   topic_word.shape[1])
         if kept:
-            start, max_iter = (B0, R0), min(max_iter, s.refine_warm_max_iter)
+            warm = s.refine_warm_max_iter
+            if kept < topic_word.shape[1]:
+                warm = max(warm, s.refine_warm_new_max_iter)
+            start, max_iter = (B0, R0), min(max_iter, warm)
     refined = stage("refine", lambda: refine_topics(pairs, *start, method=method,
                                                     max_iter=max_iter,
                                                     final_loglik=final_loglik))

@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from anchorstream.model.anchorfree import ANCHORFREE_SLACK, ANCHORFREE_WORDS
 from anchorstream.model.background import BACKGROUND_SPREAD, SHORT_DOCUMENTS
 from anchorstream.model.refine import (REFINE_AUTO_MAX_LENGTH, REFINE_MAX_ITER, REFINE_METHODS,
-                                       REFINE_WARM_MAX_ITER)
+                                       REFINE_WARM_MAX_ITER, REFINE_WARM_NEW_MAX_ITER)
 from anchorstream.model.rectify_warm import RECTIFY_WARM_CHANGE
 from anchorstream.model.registry import (ANCHOR_METHODS, METHODS, RECOVER_WEIGHTS,
                                          RECTIFY_METHODS, MethodSpec, method_spec)
@@ -335,6 +335,10 @@ class ModelConfig(_Section):
         REFINE_WARM_MAX_ITER, description="most EM passes of a warm refresh's refine, which "
         "continues the previous refresh's EM on the topics whose anchors are kept; 0 = refine "
         "every refresh from its anchor model, as a cold fit")
+    refine_warm_new_max_iter: Int(0) = Field(
+        REFINE_WARM_NEW_MAX_ITER, description="most EM passes of a warm refresh's refine where "
+        "some topic's anchor is new, so that topic starts from its anchor model (at least "
+        "refine_warm_max_iter)")
     anchor_noise: Float(0.0) = Field(
         0.0, description="anchors qr/fast: multiple of each word's estimated sampling noise "
         "taken off its distance to the span when choosing anchors; 0 = plain farthest word")
@@ -437,6 +441,7 @@ class ModelConfig(_Section):
             "refine": self.refine,
             "refine_max_iter": self.refine_max_iter,
             "refine_warm_max_iter": self.refine_warm_max_iter,
+            "refine_warm_new_max_iter": self.refine_warm_new_max_iter,
             "random_state": self.random_state,
         }
 
