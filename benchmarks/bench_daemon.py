@@ -198,6 +198,10 @@ def bench_refresh(args, work: Path) -> None:
     if args.rectify_warm_change is not None:
         kwargs["rectify_warm_change"] = args.rectify_warm_change
         print(f"(model.rectify_warm_change: {args.rectify_warm_change:g})")
+    for setting in args.model:
+        key, _, value = setting.partition("=")
+        kwargs[key] = json.loads(value)
+        print(f"(model.{key}: {value})")
     # A long-running daemon refreshes again and again: both refreshers, the warm-started one
     # and its cold peer (warm_start=False, everything else equal), fit the base version and
     # then follow the same rounds of 1 % new documents. By then both reuse their buffers (a
@@ -368,6 +372,9 @@ def main(argv=None) -> int:
     p.add_argument("--rectify-warm-change", type=float, default=None, metavar="X",
                    help="refresh: model.rectify_warm_change of both refreshers (default: the "
                         "model's)")
+    p.add_argument("--model", action="append", default=[], metavar="KEY=VALUE",
+                   help="refresh: another AnchorModel setting of both refreshers, VALUE in "
+                        "JSON (e.g. refine_warm_max_iter=4); repeatable")
     p.add_argument("--refresh-corpus", default="planted",
                    help="refresh: 'planted' (a planted model, 100-word documents) or a "
                         "JSON-lines file with a 'text' field, e.g. "

@@ -76,6 +76,10 @@ def store_counts(X) -> SparseCooccurrence:
                               docs.num_tokens, LENGTH_CAP)
 
 
+def _score(model, vocab, index) -> float:
+    return float(np.mean(npmi(top_word_strings(vocab, model.topic_word_.T), index)))
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--corpora", default="medium,tech")
@@ -87,9 +91,15 @@ def main(argv=None) -> int:
     p.add_argument("--counts", choices=("store", "documents"), default="store",
                    help="what the low-rank fits read: the store's sparse counts, as the "
                         "daemon's refresh (default), or the documents, as fit --input")
-    p.add_argument("--refine-warm-max-iter", type=int, default=None, metavar="N",
-                   help="most EM passes of a warm refit's refinement "
-                        "(model.refine_warm_max_iter); default: the library's")
+    p.add_argument("--refine-warm-max-iter", default=None, metavar="N[+M][,...]",
+                   help="most EM passes of a warm refit's refinement: N "
+                        "(model.refine_warm_max_iter), M where a topic's anchor is new "
+                        "(model.refine_warm_new_max_iter; default N); several: one warm chain "
+                        "each from the same first fit, against the same cold peers; default: "
+                        "the library's")
+    p.add_argument("--seed", type=int, default=None,
+                   help="shuffle the training documents with this seed before the cuts (a "
+                        "draw of which documents arrive last); default: their order in the file")
     p.add_argument("--rectify-warm-change", type=float, default=None, metavar="X",
                    help="the bound on the data's change a warm refit follows before it "
                         "rectifies cold (model.rectify_warm_change); default: the library's")
@@ -100,22 +110,28 @@ def main(argv=None) -> int:
                    help="refine on the pairs of windows of this many tokens (model.refine_window)")
     a = p.parse_args(argv)
     print(f"# counts read by the low-rank fits: {a.counts}")
-    extra = ({} if a.refine_warm_max_iter is None
-             else {"refine_warm_max_iter": a.refine_warm_max_iter})
-    if extra:
+    passes = [None] if a.refine_warm_max_iter is None else a.refine_warm_max_iter.split(",")
+    if a.refine_warm_max_iter is not None:
         print(f"# model.refine_warm_max_iter: {a.refine_warm_max_iter}")
+    if a.seed is not None:
+        print(f"# training documents shuffled with seed {a.seed}")
+    extra = {}
     if a.rectify_warm_change is not None:
         extra["rectify_warm_change"] = a.rectify_warm_change
         print(f"# model.rectify_warm_change: {a.rectify_warm_change:g}")
     if a.rounds < 1 or not 0 < a.new * a.rounds < 1:
         p.error("--rounds must be >= 1 and --new * --rounds in (0, 1)")
-    print(f"{'corpus':8s} {'rectifier':9s} {'round':>5s} {'before s':>10s} {'warm s':>8s} "
+    print(f"{'corpus':8s} {'rectifier':9s} {'passes':>6s} {'round':>5s} {'before s':>10s} {'warm s':>8s} "
           f"{'cold s':>8s} {'warm/cold':>9s} {'warm CPU/cold CPU':>17s} {'NPMI warm':>9s} "
           f"{'NPMI cold':>9s} {'NPMI before':>9s} {'kept':>6s} {'rectified':>9s} {'change':>6s}"
           f"  warm / cold stages (s)")
+    summary = {}
     for name in a.corpora.split(","):
         corpus = load(name)
         docs = training_documents(corpus)
+        if a.seed is not None:
+            order = np.random.default_rng(a.seed).permutation(len(docs))
+            docs = [docs[i] for i in order]
         vocab, X = fit_counts(docs, corpus.vocab_size)
         n = X.shape[0]
         windows = window_ends = None
@@ -134,7 +150,7 @@ def main(argv=None) -> int:
             if margin is not None:
                 anchors.WARM_SWAP_MARGIN = margin
             # Counting is not timed: the daemon reads the counts from its store.
-            def fit(rows, init=None):
+            def fit(rows, init=None, n_passes=None):
                 # The low-rank rectifier never forms V x V: the daemon reads the store's sparse
                 # counts, `fit --input` the documents.
                 if method != "lowrank":
@@ -145,31 +161,48 @@ def main(argv=None) -> int:
                     cooc = DocumentCooccurrence(X[:rows], length_cap=LENGTH_CAP)
                 refine_cooc = (None if windows is None
                                else store_counts(windows[:window_ends[rows]]))
-                return _timed(lambda: AnchorModel(K, rectify_method=method, **extra).fit(
+                kw = dict(extra)
+                if n_passes is not None:
+                    # N, or N+M: N passes where every anchor is kept, M where one is new.
+                    n, _, m = n_passes.partition("+")
+                    kw.update(refine_warm_max_iter=int(n), refine_warm_new_max_iter=int(m or n))
+                return _timed(lambda: AnchorModel(K, rectify_method=method, **kw).fit(
                     cooc, init=init, refine_cooc=refine_cooc))
 
             first, t0, _ = fit(cuts[0])
-            init = first
+            # One warm chain per number of passes, all from the first fit.
+            chains = {n: (first, t0) for n in passes}
             for r, rows in enumerate(cuts[1:], start=1):
-                warm, tw, cw = fit(rows, init=init)
                 cold, tc, cc = fit(rows)
-                scores = [float(np.mean(npmi(top_word_strings(vocab, m.topic_word_.T), index)))
-                          for m in (warm, cold, init)]
-                kept = len(set(init.anchors_.tolist()) & set(warm.anchors_.tolist()))
-                stages = " / ".join(" ".join(f"{k} {v:.2f}" for k, v in m.timings_.items())
-                                    + " (iterations " + " ".join(f"{k} {v}" for k, v in
-                                                                 m.n_iter_.items()) + ")"
-                                    for m in (warm, cold))
-                # A warm refit updates the last cold rectification (0 iterations) unless the
-                # data moved more than model.rectify_warm_change since.
-                rectified = "warm" if warm.n_iter_.get("rectify", 0) == 0 else "cold"
-                change = f"{warm.rectify_change_:6.3f}" if rectified == "warm" else "   >max"
-                label = method if margin is None else f"{method} {margin:g}"
-                print(f"{name:8s} {label:9s} {r:5d} {t0:10.1f} {tw:8.1f} {tc:8.1f} "
-                      f"{tw / tc:9.3f} {cw / cc:17.3f} {scores[0]:+9.4f} {scores[1]:+9.4f} "
-                      f"{scores[2]:+9.4f} {kept:3d}/{K:<3d} {rectified:>9s} "
-                      f"{change}  {stages}", flush=True)
-                init, t0 = warm, tw
+                cold_score = _score(cold, vocab, index)
+                for n in passes:
+                    init, t0 = chains[n]
+                    warm, tw, cw = fit(rows, init=init, n_passes=n)
+                    scores = [_score(warm, vocab, index), cold_score, _score(init, vocab, index)]
+                    kept = len(set(init.anchors_.tolist()) & set(warm.anchors_.tolist()))
+                    stages = " / ".join(" ".join(f"{k} {v:.2f}" for k, v in m.timings_.items())
+                                        + " (iterations " + " ".join(f"{k} {v}" for k, v in
+                                                                     m.n_iter_.items()) + ")"
+                                        for m in (warm, cold))
+                    # A warm refit updates the last cold rectification (0 iterations) unless
+                    # the data moved more than model.rectify_warm_change since.
+                    rectified = "warm" if warm.n_iter_.get("rectify", 0) == 0 else "cold"
+                    change = f"{warm.rectify_change_:6.3f}" if rectified == "warm" else "   >max"
+                    label = method if margin is None else f"{method} {margin:g}"
+                    shown = "lib" if n is None else n
+                    print(f"{name:8s} {label:9s} {shown:>6s} {r:5d} {t0:10.1f} {tw:8.1f} "
+                          f"{tc:8.1f} {tw / tc:9.3f} {cw / cc:17.3f} {scores[0]:+9.4f} "
+                          f"{scores[1]:+9.4f} {scores[2]:+9.4f} {kept:3d}/{K:<3d} "
+                          f"{rectified:>9s} {change}  {stages}", flush=True)
+                    summary.setdefault((label, shown), []).append(
+                        (scores[0] - scores[1], cw / cc))
+                    chains[n] = (warm, tw)
+    if summary:
+        print("\nmean over every corpus and round: warm - cold held-out NPMI@10, "
+              "warm CPU / cold CPU")
+        for (label, shown), rows in summary.items():
+            gap, cpu = np.mean(rows, axis=0)
+            print(f"{label:9s} passes {shown:>3s}: {gap:+.4f}, {cpu:.3f} ({len(rows)} rounds)")
     return 0
 
 
