@@ -25,7 +25,6 @@ from anchorstream.model.refine import (
     refine_method_for,
     refine_topics,
     smoothed_start,
-    warm_start,
 )
 from anchorstream.stats.cooccurrence import Cooccurrence, cooccurrence
 from anchorstream.stats.sparse import SparseCooccurrence
@@ -199,38 +198,6 @@ def test_extrapolation_stays_positive_where_em_shrinks_an_entry():
     np.testing.assert_allclose(out[[0, 1]], linear[[0, 1]])
     assert out[3] == 0.0  # a zero stays zero
     assert _extrapolate(x0, x1, x2, -1.0) == pytest.approx(x2)
-
-
-def test_warm_start_takes_the_previous_topics_of_kept_anchors():
-    rng = np.random.default_rng(0)
-    V, K = 30, 4
-    B = rng.random((V, K))
-    B /= B.sum(axis=0)
-    R = rng.random((K, K))
-    R = (R + R.T) / (2 * R.sum())
-    prev_B = rng.random((V, 3))
-    prev_R = rng.random((3, 3))
-    prev_R = prev_R + prev_R.T
-    anchors, prev_anchors = [11, 5, 20, 7], [7, 3, 11]
-    B0, R0, kept = warm_start(B, R, anchors, prev_B, prev_R, prev_anchors)
-    assert kept == 2  # words 11 and 7; 5 and 20 are new anchors
-    np.testing.assert_allclose(B0[:, 0], prev_B[:, 2] / prev_B[:, 2].sum())
-    np.testing.assert_allclose(B0[:, 3], prev_B[:, 0] / prev_B[:, 0].sum())
-    np.testing.assert_array_equal(B0[:, [1, 2]], B[:, [1, 2]])
-    np.testing.assert_allclose(B0.sum(axis=0), 1.0)
-    assert np.isclose(R0.sum(), 1.0) and np.allclose(R0, R0.T)
-    # The kept block keeps the previous proportions and this fit's total weight.
-    block = R0[np.ix_([0, 3], [0, 3])]
-    previous = prev_R[np.ix_([2, 0], [2, 0])]
-    np.testing.assert_allclose(block / block.sum(), previous / previous.sum())
-    assert np.isclose(block.sum(), R[np.ix_([0, 3], [0, 3])].sum())
-    # Nothing kept: this fit's own start.
-    B1, R1, none = warm_start(B, R, anchors, prev_B, prev_R, [1, 2, 3])
-    assert none == 0
-    np.testing.assert_array_equal(B1, B)
-    np.testing.assert_allclose(R1, R)
-    with pytest.raises(InputError, match="shapes"):
-        warm_start(B, R, anchors, prev_B[:5], prev_R, prev_anchors)
 
 
 def test_a_refit_refines_from_the_previous_refinement_in_few_passes():

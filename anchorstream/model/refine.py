@@ -58,10 +58,9 @@ from anchorstream.model.pairpass import em_pass, loglik_pass
 from anchorstream.stats.tiles import ColumnTiles
 
 __all__ = ["REFINE_AUTO_MAX_LENGTH", "REFINE_METHODS", "REFINE_MAX_ITER", "REFINE_PATIENCE",
-           "REFINE_SMOOTHING",
-           "REFINE_TOL", "REFINE_WARM_MAX_ITER", "REFINE_WARM_NEW_MAX_ITER", "PairCounts", "Refined", "pair_counts",
-           "pair_em_step", "pair_loglik", "refine_method_for", "refine_topics", "smoothed_start",
-           "warm_start"]
+           "REFINE_SMOOTHING", "REFINE_TOL", "REFINE_WARM_MAX_ITER", "REFINE_WARM_NEW_MAX_ITER",
+           "PairCounts", "Refined", "pair_counts", "pair_em_step", "pair_loglik",
+           "refine_method_for", "refine_topics", "smoothed_start"]
 
 #: ``model.refine`` / ``fit --refine``: none, the biterm mixture, the JSMF pair model, or auto
 #: (``joint`` on short documents, else ``none``: :func:`refine_method_for`).
@@ -84,10 +83,11 @@ REFINE_MAX_ITER = 100
 #: EM stops when the log-likelihood gains less than this per pass, relative.
 REFINE_TOL = 1e-5
 #: Most passes of a refit's refinement when it starts from the previous one
-#: (:func:`warm_start`): each refresh continues the EM of the last. One plain EM step kept
-#: held-out NPMI as close to a cold refit's as one accelerated cycle (3 passes) and that as
-#: close as two, over refreshes after 1% new documents each; the step costs a third of the
-#: cycle (benchmarks/README.md, "Session 38: one EM pass per warm refresh").
+#: (:func:`~anchorstream.model.refine_warm.warm_start`): each refresh continues the EM of the
+#: last. One plain EM step kept held-out NPMI as close to a cold refit's as one accelerated
+#: cycle (3 passes) and that as close as two, over refreshes after 1% new documents each; the
+#: step costs a third of the cycle (benchmarks/README.md, "Session 38: one EM pass per warm
+#: refresh").
 REFINE_WARM_MAX_ITER = 1
 #: Most passes of such a refinement when some topic's anchor is new, so that its topic starts
 #: from the anchor model: refined for one pass it stays nearly the anchor model's, which on
@@ -280,69 +280,6 @@ class Refined:
         return self.topic_topic.sum(axis=1)
 
 
-def warm_start(topic_word, topic_topic, anchors, prev_topic_word, prev_topic_topic,
-               prev_anchors):
-    """Where a refit's refinement starts: the previous refinement's topics wherever their
-    anchor is still an anchor, this fit's recovered topics elsewhere.
-
-    A refresh after a few new documents recovers nearly the anchor model it recovered before,
-    and refining that again from the start costs as many passes as the first time (48 on the
-    npm summaries). The previous refinement is where those passes led, so the EM that starts
-    there stops after a few. Topics are matched by their anchor word: topic ``k`` of this fit
-    starts from the previous topic with the same anchor, if any (its column renormalized on
-    these words), and the topic-topic block of the matched topics is the previous one, scaled
-    to the weight this fit's matrix gives that block.
-
-    Parameters
-    ----------
-    topic_word : ndarray of shape (V, K)
-        This fit's recovered topics, columns summing to 1.
-    topic_topic : ndarray of shape (K, K)
-        This fit's topic-topic matrix.
-    anchors : array of shape (K,)
-        This fit's anchor words (ids compared with ``prev_anchors``).
-    prev_topic_word : ndarray of shape (V, K')
-        The previous refined topics on the same V words, in the same order.
-    prev_topic_topic : ndarray of shape (K', K')
-    prev_anchors : array of shape (K',)
-
-    Returns
-    -------
-    topic_word, topic_topic : ndarray
-        The start (columns and matrix summing to 1, the matrix symmetric).
-    kept : int
-        Topics started from the previous refinement.
-
-    Examples
-    --------
-    >>> B = np.array([[0.5, 0.0], [0.5, 0.5], [0.0, 0.5]])
-    >>> prev = np.array([[0.9], [0.1], [0.0]])
-    >>> B0, R0, kept = warm_start(B, np.full((2, 2), 0.25), [7, 9], prev, [[1.0]], [9])
-    >>> kept, B0[:, 1].tolist()
-    (1, [0.9, 0.1, 0.0])
-    """
-    B, R = _as_float(topic_word), _as_float(topic_topic)
-    prev_B, prev_R = _as_float(prev_topic_word), _as_float(prev_topic_topic)
-    K = B.shape[1]
-    if (R.shape != (K, K) or prev_B.shape[0] != B.shape[0]
-            or prev_R.shape != (prev_B.shape[1],) * 2):
-        raise InputError("warm_start: shapes disagree: topic_word (V, K), topic_topic (K, K), "
-                         "prev_topic_word (V, K'), prev_topic_topic (K', K')")
-    where = {int(a): j for j, a in enumerate(np.asarray(prev_anchors).tolist())}
-    match = np.array([where.get(int(a), -1) for a in np.asarray(anchors).tolist()])
-    mass = prev_B.sum(axis=0)
-    kept = np.array([k for k in range(K) if match[k] >= 0 and mass[match[k]] > 0], dtype=np.int64)
-    B0 = B.copy()
-    B0[:, kept] = prev_B[:, match[kept]] / mass[match[kept]]
-    R0 = R / R.sum()
-    if kept.size:
-        block = prev_R[np.ix_(match[kept], match[kept])]
-        if block.sum() > 0:
-            R0[np.ix_(kept, kept)] = block * (R0[np.ix_(kept, kept)].sum() / block.sum())
-    R0 = (R0 + R0.T) / 2.0
-    return B0, R0 / R0.sum(), int(kept.size)
-
-
 def _as_float(x) -> np.ndarray:
     return np.asarray(x, dtype=np.float64)
 
@@ -355,7 +292,7 @@ def refine_topics(pairs: PairCounts, topic_word, topic_topic, *, method: str = "
                   patience: int = REFINE_PATIENCE,
                   final_loglik: bool = True) -> Refined:
     """EM on the pair likelihood from a start ``(B, R)``: the anchor model's, another method's, or
-    a previous refinement's (:func:`warm_start`).
+    a previous refinement's (:func:`~anchorstream.model.refine_warm.warm_start`).
 
     Parameters
     ----------

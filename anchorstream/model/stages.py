@@ -20,7 +20,8 @@ from anchorstream.model.correlations import dirichlet_alpha, topic_topic
 from anchorstream.model.lowrank import DocumentCooccurrence, rectify_lowrank
 from anchorstream.model.lowrank_warm import data_product, probes, rectify_lowrank_update
 from anchorstream.model.recover import recover
-from anchorstream.model.refine import refine_topics, warm_start
+from anchorstream.model.refine import refine_topics
+from anchorstream.model.refine_warm import warm_start
 from anchorstream.model.rectify import rectify, rectify_update
 from anchorstream.stats.cooccurrence import Cooccurrence, take_square
 from anchorstream.stats.sparse import SparseCooccurrence
@@ -448,7 +449,7 @@ def refine_stage(pairs, topic_word, A, method, s, stage, *, anchors=None, active
 
     A refit whose ``init`` ran the same refinement starts it from ``init``'s refined topics
     where their anchors (``active[anchors]``, word ids) are anchors again
-    (:func:`~anchorstream.model.refine.warm_start`), for at most ``refine_warm_max_iter``
+    (:func:`~anchorstream.model.refine_warm.warm_start`), for at most ``refine_warm_max_iter``
     passes, or ``refine_warm_new_max_iter`` (no fewer) where some topic's anchor is new
     (``refine_warm_max_iter`` 0: from the recovered topics, as a cold fit); the fit passes no
     ``init`` when it rectified cold. ``final_loglik``: as for

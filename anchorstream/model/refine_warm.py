@@ -1,0 +1,123 @@
+"""Where a refit's refinement starts: the previous refinement, wherever its anchors are kept.
+
+A refresh after a few new documents recovers nearly the anchor model it recovered before, and
+refining that again from the start costs as many passes as the first time (48 on the npm
+summaries). The previous refinement is where those passes led, so the EM that starts there
+stops after a few (:func:`warm_start`, what ``stages.refine_stage`` calls).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from anchorstream.errors import InputError
+
+__all__ = ["warm_start"]
+
+
+def warm_start(topic_word, topic_topic, anchors, prev_topic_word, prev_topic_topic,
+               prev_anchors):
+    """Where a refit's refinement starts: the previous refinement's topics wherever their
+    anchor is still an anchor, this fit's recovered topics elsewhere.
+
+    Topics are matched by their anchor word: topic ``k`` of this fit starts from the previous
+    topic with the same anchor, if any (its column renormalized on these words), and the
+    topic-topic block of the matched topics is the previous one, scaled to the weight this
+    fit's matrix gives that block.
+
+    A topic with a new anchor starts from this fit's recovered topic, and its row of the
+    topic-topic matrix from this fit's, rescaled: the EM drives the topic-topic matrix towards
+    its diagonal (on short text 95 % of a refined row's weight is its diagonal, against 16 %
+    of a recovered one's), and a new topic that started with most of its pairs shared with
+    other topics took their words at its first passes, the kept topics losing more held-out
+    NPMI than the new one gained (benchmarks/README.md, "The warm refinement where an anchor
+    is new (session 77)"). So the entries of the new topics keep their total weight and the
+    proportions among their off-diagonal entries, and their diagonal gets the share of the
+    weight the diagonal has in the kept topics' previous rows (:func:`_calibrated`). EM keeps a zero entry zero, so
+    the off-diagonal entries are scaled down, not removed.
+
+    Parameters
+    ----------
+    topic_word : ndarray of shape (V, K)
+        This fit's recovered topics, columns summing to 1.
+    topic_topic : ndarray of shape (K, K)
+        This fit's topic-topic matrix.
+    anchors : array of shape (K,)
+        This fit's anchor words (ids compared with ``prev_anchors``).
+    prev_topic_word : ndarray of shape (V, K')
+        The previous refined topics on the same V words, in the same order.
+    prev_topic_topic : ndarray of shape (K', K')
+    prev_anchors : array of shape (K',)
+
+    Returns
+    -------
+    topic_word, topic_topic : ndarray
+        The start (columns and matrix summing to 1, the matrix symmetric).
+    kept : int
+        Topics started from the previous refinement.
+
+    Examples
+    --------
+    >>> B = np.array([[0.5, 0.0], [0.5, 0.5], [0.0, 0.5]])
+    >>> prev = np.array([[0.9], [0.1], [0.0]])
+    >>> B0, R0, kept = warm_start(B, np.full((2, 2), 0.25), [7, 9], prev, [[1.0]], [9])
+    >>> kept, B0[:, 1].tolist()
+    (1, [0.9, 0.1, 0.0])
+    """
+    B, R = _as_float(topic_word), _as_float(topic_topic)
+    prev_B, prev_R = _as_float(prev_topic_word), _as_float(prev_topic_topic)
+    K = B.shape[1]
+    if (R.shape != (K, K) or prev_B.shape[0] != B.shape[0]
+            or prev_R.shape != (prev_B.shape[1],) * 2):
+        raise InputError("warm_start: shapes disagree: topic_word (V, K), topic_topic (K, K), "
+                         "prev_topic_word (V, K'), prev_topic_topic (K', K')")
+    where = {int(a): j for j, a in enumerate(np.asarray(prev_anchors).tolist())}
+    match = np.array([where.get(int(a), -1) for a in np.asarray(anchors).tolist()])
+    mass = prev_B.sum(axis=0)
+    kept = np.array([k for k in range(K) if match[k] >= 0 and mass[match[k]] > 0], dtype=np.int64)
+    B0 = B.copy()
+    B0[:, kept] = prev_B[:, match[kept]] / mass[match[kept]]
+    R0 = R / R.sum()
+    R0 = (R0 + R0.T) / 2.0
+    if kept.size:
+        block = prev_R[np.ix_(match[kept], match[kept])]
+        block = (block + block.T) / 2.0
+        if block.sum() > 0:
+            R0[np.ix_(kept, kept)] = block * (R0[np.ix_(kept, kept)].sum() / block.sum())
+            new = np.ones(K, dtype=bool)
+            new[kept] = False
+            rows = prev_R[match[kept]]  # the kept topics' previous rows, whole
+            if new.any() and rows.sum() > 0:
+                share = float(np.trace(rows[:, match[kept]]) / rows.sum())
+                R0 = _calibrated(R0, new, share)
+    return B0, R0 / R0.sum(), int(kept.size)
+
+
+def _calibrated(R, new, share: float) -> np.ndarray:
+    """``R`` (symmetric, summing to 1) with the entries of the ``new`` topics' rows and columns
+    rescaled: the same total weight, the same proportions among the off-diagonal ones, and
+    ``share`` of the new rows' weight on their diagonal (all of it where ``share`` >= 1)."""
+    R = R.copy()
+    diag = np.zeros_like(R, dtype=bool)
+    diag[np.flatnonzero(new), np.flatnonzero(new)] = True
+    touching = new[:, None] | new[None, :]
+    off = touching & ~diag
+    D = float(R[diag].sum())  # the new topics' diagonal
+    O_rows = float(R[new].sum()) - D  # their rows' off-diagonal entries
+    O = float(R[off].sum())  # every off-diagonal entry in their rows or columns
+    m = D + O  # the weight they keep
+    if not (D > 0 and O > 0):
+        return R
+    if share >= 1.0 or not O_rows > 0:
+        alpha, beta = 0.0, m / D
+    else:
+        # beta D + alpha O = m and beta D (1 - share) = share alpha O_rows.
+        alpha = m / (O + share * O_rows / (1.0 - share))
+        beta = share * alpha * O_rows / ((1.0 - share) * D)
+    R[off] *= alpha
+    R[diag] *= beta
+    return R
+
+
+def _as_float(x) -> np.ndarray:
+    return np.asarray(x, dtype=np.float64)
