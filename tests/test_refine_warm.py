@@ -90,15 +90,17 @@ def test_new_topics_keep_their_weight_and_take_the_kept_topics_diagonal_share(
     previous = prev_R[:kept_idx.size, :kept_idx.size]
     np.testing.assert_allclose(block / block.sum(), previous / previous.sum())
     assert np.isclose(block.sum(), R[np.ix_(kept_idx, kept_idx)].sum())
-    # The new topics' entries: this fit's total weight, their off-diagonal entries in this
-    # fit's proportions, and the kept block's diagonal share on their diagonal.
+    # The new topics' entries: this fit's total weight; each new row the kept topics'
+    # diagonal share on its diagonal, and its entries with the kept topics in this fit's
+    # proportions.
     touching = new[:, None] | new[None, :]
     assert np.isclose(R0[touching].sum(), R[touching].sum())
-    off = touching & ~np.eye(K, dtype=bool)
-    np.testing.assert_allclose(R0[off] / R0[off].sum(), R[off] / R[off].sum())
     rows = prev_R[:kept_idx.size]  # the kept topics' previous rows
     share = np.trace(rows[:, :kept_idx.size]) / rows.sum()
-    assert np.isclose(np.trace(R0[np.ix_(new, new)]) / R0[new].sum(), share)
+    for k in np.flatnonzero(new):
+        assert np.isclose(R0[k, k] / R0[k].sum(), share)
+        np.testing.assert_allclose(R0[k, kept_idx] / R0[k, kept_idx].sum(),
+                                   R[k, kept_idx] / R[k, kept_idx].sum())
 
 
 def test_a_purely_diagonal_refinement_gives_new_topics_only_a_diagonal():

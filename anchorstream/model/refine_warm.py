@@ -31,10 +31,11 @@ def warm_start(topic_word, topic_topic, anchors, prev_topic_word, prev_topic_top
     of a recovered one's), and a new topic that started with most of its pairs shared with
     other topics took their words at its first passes, the kept topics losing more held-out
     NPMI than the new one gained (benchmarks/README.md, "The warm refinement where an anchor
-    is new (session 77)"). So the entries of the new topics keep their total weight and the
-    proportions among their off-diagonal entries, and their diagonal gets the share of the
-    weight the diagonal has in the kept topics' previous rows (:func:`_calibrated`). EM keeps a zero entry zero, so
-    the off-diagonal entries are scaled down, not removed.
+    is new (session 77)"). So each new topic's row puts on its diagonal the share of the
+    weight the diagonal has in the kept topics' previous rows, and the rest on the other
+    topics in this fit's proportions, and the entries of the new topics keep their total
+    weight (:func:`_calibrated`). EM keeps a zero entry zero, so the off-diagonal entries are
+    scaled down, not removed.
 
     Parameters
     ----------
@@ -94,28 +95,31 @@ def warm_start(topic_word, topic_topic, anchors, prev_topic_word, prev_topic_top
 
 
 def _calibrated(R, new, share: float) -> np.ndarray:
-    """``R`` (symmetric, summing to 1) with the entries of the ``new`` topics' rows and columns
-    rescaled: the same total weight, the same proportions among the off-diagonal ones, and
-    ``share`` of the new rows' weight on their diagonal (all of it where ``share`` >= 1)."""
+    """``R`` (symmetric, summing to 1) with the ``new`` topics' rows and columns rescaled:
+    each new row puts ``share`` of its weight on its diagonal (all of it where ``share`` >= 1)
+    and the rest on the other topics in ``R``'s proportions (between two new topics, the mean
+    of their two rows), and the entries in the new rows and columns keep their total."""
     R = R.copy()
-    diag = np.zeros_like(R, dtype=bool)
-    diag[np.flatnonzero(new), np.flatnonzero(new)] = True
+    idx = np.flatnonzero(new)
     touching = new[:, None] | new[None, :]
-    off = touching & ~diag
-    D = float(R[diag].sum())  # the new topics' diagonal
-    O_rows = float(R[new].sum()) - D  # their rows' off-diagonal entries
-    O = float(R[off].sum())  # every off-diagonal entry in their rows or columns
-    m = D + O  # the weight they keep
-    if not (D > 0 and O > 0):
-        return R
-    if share >= 1.0 or not O_rows > 0:
-        alpha, beta = 0.0, m / D
+    m = float(R[touching].sum())
+    weight = R[idx].sum(axis=1)
+    rows = R[idx].copy()
+    rows[np.arange(idx.size), idx] = 0.0
+    off = rows.sum(axis=1)
+    if share >= 1.0:
+        rows[:] = 0.0
     else:
-        # beta D + alpha O = m and beta D (1 - share) = share alpha O_rows.
-        alpha = m / (O + share * O_rows / (1.0 - share))
-        beta = share * alpha * O_rows / ((1.0 - share) * D)
-    R[off] *= alpha
-    R[diag] *= beta
+        rows *= np.divide((1.0 - share) * weight, off, out=np.zeros_like(off),
+                          where=off > 0)[:, None]
+    R[idx] = rows
+    R[:, idx] = rows.T
+    R[np.ix_(idx, idx)] = (rows[:, idx] + rows[:, idx].T) / 2.0
+    off = R[idx].sum(axis=1)  # their diagonal is 0 here
+    R[idx, idx] = (share / (1.0 - share) * off if share < 1.0 else 0.0)
+    R[idx, idx] = np.where(off > 0, R[idx, idx], weight)  # a row with nothing else: all of it
+    if R[touching].sum() > 0:
+        R[touching] *= m / R[touching].sum()
     return R
 
 
