@@ -90,14 +90,14 @@ REFINE_TOL = 1e-5
 #: refresh").
 REFINE_WARM_MAX_ITER = 1
 #: Most passes of such a refinement when some topic's anchor is new, so that its topic starts
-#: from the anchor model: refined for one pass it stays nearly the anchor model's, which on
-#: short text scores far below a refined one, and chains of refreshes fell behind cold refits
-#: by as many topics as their anchors changed. Four passes (one accelerated cycle and a step)
-#: gained +0.0015 ± 0.0006 held-out NPMI over one across 49 warm refreshes of six short-text
-#: corpora (the npm summaries' daemon chain: −0.0140 → −0.0014 behind its cold peer) for +1.4 %
-#: of a cold fit's CPU, no less than ten did (benchmarks/README.md, "The warm refinement's
-#: passes where an anchor is new (session 77)").
-REFINE_WARM_NEW_MAX_ITER = 4
+#: from the anchor model: one accelerated cycle. With the new topics' rows rescaled
+#: (:func:`~anchorstream.model.refine_warm.warm_start`) extra passes gained nothing on average
+#: over 49 warm refreshes of six short-text corpora, but on the npm summaries' daemon chain at
+#: K = 50, where 16-18 of 50 anchors are new each round, warm − cold held-out NPMI went
+#: −0.0058 (1 pass), +0.0025 (2), +0.0073 (3), +0.0084 (4), at 10.1 %, 10.5 %, 10.6 % and
+#: 11.9 % of a cold refresh (benchmarks/README.md, "The warm refinement where an anchor is new
+#: (session 77)").
+REFINE_WARM_NEW_MAX_ITER = 3
 #: Share of the pairs' unigram distribution mixed into each topic at every start
 #: (:func:`smoothed_start`).
 REFINE_SMOOTHING = 1e-3
