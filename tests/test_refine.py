@@ -200,12 +200,19 @@ def test_extrapolation_stays_positive_where_em_shrinks_an_entry():
     assert _extrapolate(x0, x1, x2, -1.0) == pytest.approx(x2)
 
 
-def test_a_refit_refines_from_the_previous_refinement_in_few_passes():
+@pytest.fixture(scope="module")
+def refit_problem():
+    """A first joint-refined fit on 19,800 planted short documents, and the counts of those
+    and 200 more: ``(first, cooc)``."""
     truth = planted_model(600, 10, random_state=2)
     X, _ = sample_documents(truth, 20_000, doc_length=6, random_state=2)
     first = AnchorModel(10, anchor_min_df=0, refine="joint").fit(
         cooccurrence(X[:19_800], length_cap=25))
-    cooc = cooccurrence(X, length_cap=25)
+    return first, cooccurrence(X, length_cap=25)
+
+
+def test_a_refit_refines_from_the_previous_refinement_in_few_passes(refit_problem):
+    first, cooc = refit_problem
     cold = AnchorModel(10, anchor_min_df=0, refine="joint").fit(cooc)
     warm = AnchorModel(10, anchor_min_df=0, refine="joint").fit(cooc, init=first)
     assert set(warm.anchors_) == set(first.anchors_)
@@ -230,12 +237,8 @@ def test_a_refit_refines_from_the_previous_refinement_in_few_passes():
         AnchorModel(10, refine_warm_max_iter=-1)
 
 
-def test_a_refit_with_a_new_anchor_refines_it_longer():
-    truth = planted_model(600, 10, random_state=2)
-    X, _ = sample_documents(truth, 20_000, doc_length=6, random_state=2)
-    first = AnchorModel(10, anchor_min_df=0, refine="joint").fit(
-        cooccurrence(X[:19_800], length_cap=25))
-    cooc = cooccurrence(X, length_cap=25)
+def test_a_refit_with_a_new_anchor_refines_it_longer(refit_problem):
+    first, cooc = refit_problem
 
     def refit(init, **settings):
         return AnchorModel(10, anchor_min_df=0, refine="joint", **settings).fit(cooc, init=init)
