@@ -65,8 +65,8 @@ def warm_start(topic_word, topic_topic, anchors, prev_topic_word, prev_topic_top
     >>> kept, B0[:, 1].tolist()
     (1, [0.9, 0.1, 0.0])
     """
-    B, R = _as_float(topic_word), _as_float(topic_topic)
-    prev_B, prev_R = _as_float(prev_topic_word), _as_float(prev_topic_topic)
+    B, R, prev_B, prev_R = (np.asarray(x, dtype=np.float64) for x in
+                            (topic_word, topic_topic, prev_topic_word, prev_topic_topic))
     K = B.shape[1]
     if (R.shape != (K, K) or prev_B.shape[0] != B.shape[0]
             or prev_R.shape != (prev_B.shape[1],) * 2):
@@ -116,12 +116,8 @@ def _calibrated(R, new, share: float) -> np.ndarray:
     R[:, idx] = rows.T
     R[np.ix_(idx, idx)] = (rows[:, idx] + rows[:, idx].T) / 2.0
     off = R[idx].sum(axis=1)  # their diagonal is 0 here
-    R[idx, idx] = (share / (1.0 - share) * off if share < 1.0 else 0.0)
-    R[idx, idx] = np.where(off > 0, R[idx, idx], weight)  # a row with nothing else: all of it
+    diagonal = share / (1.0 - share) * off if share < 1.0 else np.zeros_like(off)
+    R[idx, idx] = np.where(off > 0, diagonal, weight)  # a row with nothing else: all of it
     if R[touching].sum() > 0:
         R[touching] *= m / R[touching].sum()
     return R
-
-
-def _as_float(x) -> np.ndarray:
-    return np.asarray(x, dtype=np.float64)
