@@ -113,3 +113,16 @@ def test_a_purely_diagonal_refinement_gives_new_topics_only_a_diagonal():
     off = touching & ~np.eye(4, dtype=bool)
     assert (R0[off] == 0).all()
     assert np.isclose(R0[touching].sum(), R[touching].sum())
+
+
+def test_without_rescaling_the_new_topics_keep_this_fits_rows():
+    kept_mask = np.array([True, False, True, False, True])
+    B, R, anchors, prev_B, prev_R, prev_anchors = _problem(5, 5, kept_mask, 0.9)
+    _, R0, kept = warm_start(B, R, anchors, prev_B, prev_R, prev_anchors, rescale_new=False)
+    _, rescaled, _ = warm_start(B, R, anchors, prev_B, prev_R, prev_anchors)
+    assert kept == 3
+    new = ~kept_mask
+    touching = new[:, None] | new[None, :]
+    np.testing.assert_allclose(R0[touching], R[touching])  # R sums to 1 already
+    np.testing.assert_allclose(R0[~touching], rescaled[~touching])
+    assert not np.allclose(rescaled[touching], R[touching])

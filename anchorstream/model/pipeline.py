@@ -406,7 +406,8 @@ class AnchorModel:
             warm = init if rect.n_iter.get("rectify", 0) == 0 else None
             topic_word, A, alpha, refined = refine_stage(pairs, topic_word, A, refine, s, stage,
                                                          anchors=anchors, active=active,
-                                                         init=warm, final_loglik=refine_loglik)
+                                                         init=warm, final_loglik=refine_loglik,
+                                                         windows=refine_cooc is not None)
         self._store(V, K, active, anchors, rect, rec, topic_word, A, alpha)
         self.refine_ = refine
         self.refine_loglik_ = (None if refined is None or not refine_loglik

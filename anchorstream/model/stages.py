@@ -442,7 +442,7 @@ def correlation_stage(C, topic_word, anchors, s, stage):
 
 
 def refine_stage(pairs, topic_word, A, method, s, stage, *, anchors=None, active=None,
-                 init=None, final_loglik: bool = True):
+                 init=None, final_loglik: bool = True, windows: bool = False):
     """EM (``method``: pairs or joint) on the raw pairs' likelihood from the recovered
     ``(topic_word, A)`` (:func:`~anchorstream.model.refine.refine_topics`):
     ``(topic_word, A, alpha, Refined)``, ``A`` and ``alpha`` those of the refined model.
@@ -452,13 +452,14 @@ def refine_stage(pairs, topic_word, A, method, s, stage, *, anchors=None, active
     (:func:`~anchorstream.model.refine_warm.warm_start`), for at most ``refine_warm_max_iter``
     passes, or ``refine_warm_new_max_iter`` (no fewer) where some topic's anchor is new
     (``refine_warm_max_iter`` 0: from the recovered topics, as a cold fit); the fit passes no
-    ``init`` when it rectified cold. ``final_loglik``: as for
-    :func:`~anchorstream.model.refine.refine_topics`."""
+    ``init`` when it rectified cold; ``windows``: ``pairs`` are those of windows of the
+    documents (the new topics' topic-topic rows then start as recovered). ``final_loglik``: as
+    for :func:`~anchorstream.model.refine.refine_topics`."""
     start, max_iter = (topic_word, A), s.refine_max_iter
     # check_fit_input has made sure init is on these words and topics.
     if init is not None and s.refine_warm_max_iter > 0 and init.refine_ == method:
         B0, R0, kept = warm_start(topic_word, A, active[anchors], init.topic_word_[active],
-                                  init.topic_topic_, init.anchors_)
+                                  init.topic_topic_, init.anchors_, rescale_new=not windows)
         log.debug("refinement starts from the previous one on %d of %d topics", kept,
                   topic_word.shape[1])
         if kept:
