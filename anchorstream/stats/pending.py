@@ -168,10 +168,7 @@ class PendingSum:
         summed into one (a pass over them, not over the first)."""
         parts = self._parts + ([(_Part(b), None)] if b.nnz else [])  # nothing added: no part
         if max_parts is not None and len(parts) > max(max_parts, 2):
-            n = self.shape[0]
-            later = csr_add_all([p.m if t is None else csr_moved(p.m, t, n)
-                                 for p, t in parts[1:]])
-            parts = [parts[0], (_Part(later), None)]
+            parts = [parts[0], (_Part(_later_summed(parts, self.shape[0])), None)]
         return self._of(parts, self.shape)
 
     def added_into_first(self, b: sp.csr_matrix, *, max_parts: int | None = None
@@ -188,8 +185,8 @@ class PendingSum:
     def form(self) -> sp.csr_matrix:
         """The sum, canonical, at its exact size."""
         n = self.shape[0]
-        (a, to), *rest = self._parts
-        b = csr_add_all([p.m if t is None else csr_moved(p.m, t, n) for p, t in rest])
+        a, to = self._parts[0]
+        b = _later_summed(self._parts, n)
         if b is None:  # one part: itself, or moved
             return a.m if to is None else csr_moved(a.m, to, n)
         return csr_add(a.m, b) if to is None else csr_moved_sum(a.m, to, b)
@@ -222,6 +219,12 @@ class PendingSum:
     def nbytes(self) -> int:
         """Memory of the parts (a documents' part not formed: of its documents)."""
         return sum(p.nbytes for p, _ in self._parts)
+
+
+def _later_summed(parts, n: int) -> sp.csr_matrix | None:
+    """The parts after the first, each moved to ``n`` words, summed in pairs
+    (:func:`csr_add_all`; None for none)."""
+    return csr_add_all([p.m if t is None else csr_moved(p.m, t, n) for p, t in parts[1:]])
 
 
 def _as_map(to) -> np.ndarray | None:
