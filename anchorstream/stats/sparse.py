@@ -141,6 +141,12 @@ class SparseCooccurrence:
         return U if isinstance(U, PendingSum) else None
 
     @property
+    def held(self) -> sp.csr_matrix | PendingSum:
+        """The counts as held: the :class:`PendingSum` given for them while :attr:`upper` has
+        not formed it, else the upper triangle (to sum with others without forming them)."""
+        return self._upper
+
+    @property
     def nbytes(self) -> int:
         """Memory of the counts (the upper triangle; products never form its transpose), or
         of a pending sum's parts."""

@@ -454,12 +454,6 @@ def read_waiting(root: zarr.Group, config: Mapping, *, words, length_cap, clock:
                                 forgetting=forgetting, clock=clock)
 
 
-def _held(cooc):
-    """A sparse ``cooc``'s counts as held: a PendingSum not formed yet, or the upper
-    triangle."""
-    return cooc.upper if cooc.pending is None else cooc.pending
-
-
 def selection_marginals(cooc, waiting):
     """What choosing the words of a model reads (``doc_freq`` and ``num_docs``) of ``cooc``
     plus the ``waiting`` documents' statistics (None: ``cooc`` itself)."""
@@ -498,7 +492,7 @@ def select_with_waiting(cooc, idx, waiting, *, pending: bool = False):
     wait_to = to if waiting.n_words == cooc.n_words else None
     # Counts not formed yet (a catch-up's, the waiting documents' pairs) are moved with the
     # rest, not formed.
-    summed = PendingSum.of_terms([(_held(cooc), to), (_held(waiting), wait_to)],
+    summed = PendingSum.of_terms([(cooc.held, to), (waiting.held, wait_to)],
                                  (idx.size, idx.size))
     take = slice(None) if wait_to is None else idx
     return SparseCooccurrence(
@@ -527,7 +521,7 @@ def add_waiting(cooc, waiting, idx=None, *, pending: bool = False):
                np.asarray(cooc.doc_freq) + waiting.doc_freq,
                cooc.num_docs + waiting.num_docs, cooc.num_tokens + waiting.num_tokens)
     if isinstance(cooc, SparseCooccurrence):
-        summed = PendingSum.of_terms([(_held(cooc), None), (_held(waiting), None)],
+        summed = PendingSum.of_terms([(cooc.held, None), (waiting.held, None)],
                                      cooc.shape)
         return SparseCooccurrence(summed if pending else summed.form(), *vectors,
                                   cooc.length_cap, mass, check=False)  # checked counts
