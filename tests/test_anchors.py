@@ -500,3 +500,18 @@ def test_the_cleanup_replaces_several_anchors_of_a_poor_init():
     init = np.random.default_rng(1).choice(60, 6, replace=False)
     got = pivoted_qr_anchors(C, 6, init=init)
     assert len(set(got.tolist()) - set(init.tolist())) >= 3
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_warm_start_as_a_block_finds_what_row_by_row_finds(method, seed, monkeypatch):
+    # The search's warm rows enter the span as one block (residual_basis) where each adds a
+    # direction; row by row they give the same anchors in the same order.
+    _, Q = _population(200, 12, seed)
+    C = Q + np.random.default_rng(seed).uniform(0, 2e-5, Q.shape)
+    C = (C + C.T) / 2
+    init = np.random.default_rng(seed + 10).choice(200, 12, replace=False)
+    block = _find(method, C, 12, init=init)
+    monkeypatch.setattr(anchors_mod, "residual_basis", lambda *args: None)
+    row_by_row = _find(method, C, 12, init=init)
+    np.testing.assert_array_equal(block, row_by_row)

@@ -35,6 +35,7 @@ from anchorstream._buffers import given_array
 from anchorstream.errors import InputError
 from anchorstream.model.candidates import (ANCHOR_CANDIDATES, ANCHOR_MIN_DF, ANCHOR_NOISE,
                                            anchor_min_df_for, candidate_words, row_noise)
+from anchorstream.model.eigen import residual_basis
 from anchorstream.model.lowrank import LowRankCooccurrence
 
 __all__ = ["ANCHOR_CANDIDATES", "ANCHOR_MIN_DF", "ANCHOR_NOISE", "WARM_SWAP_MARGIN",
@@ -239,6 +240,15 @@ class _SpanSearch:
         added = []
         # Every row at once: one product for the low-rank matrix's rows instead of one each.
         fetched = self.rows(list(words)[: self.Q.shape[1] - start]) if len(words) else None
+        block = (residual_basis(fetched, self.Q[:, :start], self.tiny)
+                 if fetched is not None and fetched.shape[0] > 1 else None)
+        if block is not None:  # every row adds a direction: their basis as a block
+            m = block[0].shape[1]
+            self.Q[:, start : start + m] = block[0]
+            self.k += m
+            added = [int(w) for w in list(words)[:m]]
+            self.chosen.extend(added)
+            words = ()
         for at, w in enumerate(words):
             if self.k == self.Q.shape[1]:
                 break  # the span is full: pinned words and an init of K others, say

@@ -20,7 +20,12 @@ from anchorstream.errors import InputError
 # The rectifier's logger, as before the split.
 log = logging.getLogger("anchorstream.model.rectify")
 
-__all__ = ["fix_signs", "orthonormal_complement", "sparse_top_eigh", "top_eigh", "upper_matmul"]
+#: :func:`residual_basis` leaves rows whose residual has less than this share of their squared
+#: norm (near-dependent: the Gram matrix's rounding) to the caller's row-by-row steps.
+_BLOCK_RTOL = 1e-8
+
+__all__ = ["fix_signs", "orthonormal_complement", "residual_basis", "sparse_top_eigh", "top_eigh",
+           "upper_matmul"]
 
 
 def orthonormal_complement(Q: np.ndarray | None, Z: np.ndarray) -> np.ndarray:
@@ -44,6 +49,39 @@ def orthonormal_complement(Q: np.ndarray | None, Z: np.ndarray) -> np.ndarray:
         good = w > 1e-14
         Z = Z @ (W[:, good] / np.sqrt(w[good]))
     return Z
+
+
+def residual_basis(B: np.ndarray, Q: np.ndarray, floor: float):
+    """Gram–Schmidt of the rows of ``B`` (m × d) after the orthonormal columns ``Q`` (d × k),
+    as a block: ``(basis, r2)``, column ``j`` of ``basis`` (d × m) the unit residual of
+    ``B[j]`` off ``span(Q, B[:j])`` and ``r2[j]`` its squared norm; None where some ``r2`` is
+    at most ``floor`` or too small against its row for the block's rounding (the caller then
+    goes row by row, skipping such rows).
+
+    Cholesky QR twice (the Gram matrix's factor, applied by a triangular solve; the second
+    pass restores orthogonality to working precision): three GEMMs instead of ``m``
+    sequential CGS2 steps, ~1 ms against 11 for 50 rows of 5,000 (a warm anchor search's
+    start). ``r2`` comes from the first factor, within ``1e-8`` of its row's norm relative
+    where the block is accepted; rows nearer dependence than that are left to the caller.
+    """
+    from scipy.linalg import LinAlgError, cholesky, solve_triangular
+
+    X = np.array(B, dtype=np.float64).T
+    for _ in range(2 if Q.shape[1] else 0):
+        X -= Q @ (Q.T @ X)
+    norms2 = np.einsum("ij,ij->j", X, X)
+    r2 = None
+    for _ in range(2):
+        try:
+            R = cholesky(X.T @ X, lower=False)
+        except LinAlgError:
+            return None
+        if r2 is None:
+            r2 = np.diag(R) ** 2
+            if not np.all((r2 > floor) & (r2 > _BLOCK_RTOL * norms2)):
+                return None
+        X = solve_triangular(R, X.T, trans="T", lower=False).T
+    return X, r2
 
 
 def sparse_top_eigh(S: sp.csr_array, n_eig: int, tol: float, rng: np.random.Generator):
