@@ -15,6 +15,7 @@ from anchorstream.errors import InputError
 from anchorstream.text.bags import (
     TokenIdDocuments,
     count_matrix,
+    count_runs,
     select_vocabulary,
     vocabulary_by_df,
 )
@@ -82,6 +83,8 @@ def test_the_same_counts_and_window_counts_as_from_token_lists(docs, vocabulary,
     want = _slow_counts(docs, vocabulary)
     _same_matrix(held.count_matrix(vocabulary), want)
     _same_matrix(count_matrix(iter(docs), vocabulary), want)
+    ends = np.cumsum([0] + [len(tokens) for tokens in docs])  # one flat list, as a store's line
+    _same_matrix(count_runs([w for tokens in docs for w in tokens], ends, vocabulary), want)
     _same_matrix(held.window_count_matrix(vocabulary, size),
                  _slow_counts(list(window_documents(docs, size)), vocabulary))
 
@@ -97,6 +100,9 @@ def test_document_frequency_and_bad_input():
         held.append("a str")
     with pytest.raises(InputError, match="duplicate"):
         held.count_matrix(["x", "x"])
+    for ends in ([1, 2], [0, 1], [0, 2, 1, 3], []):  # not 0 .. the tokens, rising
+        with pytest.raises(InputError, match="ends"):
+            count_runs(["x", "y", "x"], ends, ["x"])
     with pytest.raises(InputError, match="min_df"):
         held.select_vocabulary(min_df=0)
     with pytest.raises(InputError, match="window"):

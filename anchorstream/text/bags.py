@@ -12,7 +12,7 @@ from __future__ import annotations
 from array import array
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from itertools import count
+from itertools import count, repeat
 
 import numpy as np
 import scipy.sparse as sp
@@ -20,7 +20,7 @@ import scipy.sparse as sp
 from anchorstream.errors import InputError
 from anchorstream.text.windows import window_rows
 
-__all__ = ["TokenIdDocuments", "count_matrix", "select_vocabulary", "vocabulary_by_df"]
+__all__ = ["TokenIdDocuments", "count_matrix", "count_runs", "select_vocabulary", "vocabulary_by_df"]
 
 
 def _check_token_list(tokens: object, where: str) -> None:
@@ -144,6 +144,35 @@ def count_matrix(token_lists: Iterable[Sequence[str]], vocabulary: Sequence[str]
     """
     _vocabulary_index(vocabulary)  # checked before the documents are read
     return TokenIdDocuments.of(token_lists, "count_matrix").count_matrix(vocabulary)
+
+
+def count_runs(tokens: Sequence[str], ends, vocabulary: Sequence[str]) -> sp.csr_matrix:
+    """:func:`count_matrix` of the documents ``tokens[ends[d]:ends[d + 1]]`` of one flat token
+    list (``ends[0]`` is 0), every token looked up in one pass: a store's delay line as it is
+    read, without a token list a document.
+
+    Examples
+    --------
+    >>> count_runs(["b", "a", "b", "c"], [0, 3, 4], ["a", "b"]).toarray()
+    array([[1., 2.],
+           [0., 0.]])
+    """
+    index = _vocabulary_index(vocabulary)
+    ids = np.fromiter(map(index.get, tokens, repeat(-1)), dtype=np.int64, count=len(tokens))
+    ends = np.asarray(ends, dtype=np.int64)
+    if ends.ndim != 1 or ends.size < 1 or ends[0] != 0 or ends[-1] != ids.size \
+            or np.any(np.diff(ends) < 0):
+        raise InputError(f"ends must rise from 0 to the {ids.size} tokens")
+    n = ends.size - 1
+    keep = ids >= 0
+    doc = np.repeat(np.arange(n, dtype=np.int64), np.diff(ends))[keep]
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(doc, minlength=n), out=indptr[1:])
+    itype = np.int32 if max(ids.size, len(index)) < 2**31 else np.int64  # as _bags
+    X = sp.csr_matrix((np.ones(doc.size), ids[keep].astype(itype), indptr.astype(itype)),
+                      shape=(n, len(index)))
+    X.sum_duplicates()  # sorts each row's words and sums repeated ones: canonical
+    return X
 
 
 class TokenIdDocuments:
