@@ -58,30 +58,32 @@ def residual_basis(B: np.ndarray, Q: np.ndarray, floor: float):
     at most ``floor`` or too small against its row for the block's rounding (the caller then
     goes row by row, skipping such rows).
 
-    Cholesky QR twice (the Gram matrix's factor, applied by a triangular solve; the second
-    pass restores orthogonality to working precision): three GEMMs instead of ``m``
-    sequential CGS2 steps, ~1 ms against 11 for 50 rows of 5,000 (a warm anchor search's
+    Cholesky QR twice (the Gram matrix's factor, its inverse applied by a GEMM; the second
+    pass restores orthogonality to working precision): four GEMMs instead of ``m``
+    sequential CGS2 steps, 5 ms against 11 for 50 rows of 5,000 (a warm anchor search's
     start). ``r2`` comes from the first factor, within ``1e-8`` of its row's norm relative
     where the block is accepted; rows nearer dependence than that are left to the caller.
     """
     from scipy.linalg import LinAlgError, cholesky, solve_triangular
 
-    X = np.array(B, dtype=np.float64).T
+    X = np.array(B, dtype=np.float64)  # the rows, m x d (a new array: B is left alone)
     for _ in range(2 if Q.shape[1] else 0):
-        X -= Q @ (Q.T @ X)
-    norms2 = np.einsum("ij,ij->j", X, X)
+        X -= (X @ Q) @ Q.T
+    norms2 = np.einsum("ij,ij->i", X, X)
     r2 = None
     for _ in range(2):
         try:
-            R = cholesky(X.T @ X, lower=False)
+            R = cholesky(X @ X.T, lower=False)
         except LinAlgError:
             return None
         if r2 is None:
             r2 = np.diag(R) ** 2
             if not np.all((r2 > floor) & (r2 > _BLOCK_RTOL * norms2)):
                 return None
-        X = solve_triangular(R, X.T, trans="T", lower=False).T
-    return X, r2
+        # R⁻ᵀ (m × m) times the rows: a triangular solve with the m × d block took 4.5 ms
+        # against 1.2 (d = 5,000, m = 50), the same to rounding at R's checked conditioning.
+        X = solve_triangular(R, np.eye(R.shape[0]), lower=False).T @ X
+    return X.T, r2
 
 
 def sparse_top_eigh(S: sp.csr_array, n_eig: int, tol: float, rng: np.random.Generator):
