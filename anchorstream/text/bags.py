@@ -20,7 +20,8 @@ import scipy.sparse as sp
 from anchorstream.errors import InputError
 from anchorstream.text.windows import window_rows
 
-__all__ = ["TokenIdDocuments", "count_matrix", "count_runs", "select_vocabulary", "vocabulary_by_df"]
+__all__ = ["TokenIdDocuments", "count_matrix", "count_runs", "select_vocabulary",
+           "vocabulary_by_df"]
 
 
 def _check_token_list(tokens: object, where: str) -> None:
