@@ -382,13 +382,9 @@ def waiting_cooccurrence(X, times, *, length_cap, forgetting, clock: float):
                               mass, documents=(X, scale))
 
 
-def _weights(docs, forgetting, clock: float) -> np.ndarray:
-    """The waiting ``docs``' decay weights in true units at ``clock`` (1 without decay)."""
-    return _time_weights([d.time for d in docs], forgetting, clock)
-
-
 def _time_weights(times, forgetting, clock: float) -> np.ndarray:
-    """The decay weights in true units at ``clock`` of documents of ``times``."""
+    """The decay weights in true units at ``clock`` of documents of ``times`` (1 without
+    decay)."""
     times = np.asarray(times, dtype=np.float64)
     return (np.exp2((times - clock) / forgetting.half_life) if forgetting.decays
             else np.ones(times.size))
@@ -409,7 +405,7 @@ def waiting_window_pairs(docs, words, *, window: int, length_cap, forgetting, cl
     exits.settle({word: i for i, word in enumerate(words)})
     _, _, _, (indptr, slots, _), places = exits.arrays()
     W, window_doc = window_counts(indptr, slots, places, window, len(words))
-    w = _weights(docs, forgetting, clock)[window_doc]
+    w = _time_weights([d.time for d in docs], forgetting, clock)[window_doc]
     *entries, counts = window_pair_entries(W, w, length_cap, np.zeros(W.nnz, dtype=bool))
     return WindowPairs.from_entries(*entries, len(words), counts)
 
@@ -452,12 +448,15 @@ def read_waiting(root: zarr.Group, config: Mapping, *, words, length_cap, clock:
     from anchorstream.text.bags import count_runs
 
     forgetting = Forgetting.from_dict(config["forgetting"])
-    if count_delay(config) <= 0 or forgetting.window is not None or GROUP not in root:
+    if count_delay(config) <= 0 or forgetting.window is not None:
         return None
-    # The line's arrays in one trip, counted from its flat tokens (no Waiting per document:
-    # 1,000 waiting npm summaries 16 -> 10 ms a read).
-    utf8, offsets, ends, times = get_all(root[GROUP], ["tokens_utf8", "tokens_offsets", "ends",
-                                                      "times"])
+    # The line's arrays in one trip (none where no line was committed), counted from its flat
+    # tokens, no Waiting per document: 1,000 waiting npm summaries 16 -> 10 ms a read.
+    try:
+        utf8, offsets, ends, times = get_all(root, [f"{GROUP}/{name}" for name in (
+            "tokens_utf8", "tokens_offsets", "ends", "times")])
+    except KeyError:
+        return None
     if ends.size <= 1:
         return None
     X = count_runs(decode_words(utf8, offsets), ends, words)
