@@ -19,7 +19,7 @@ from kafka_broker import produce, unique_name
 from test_daemon import (DEADLINE, REPO, DaemonProcess, corpus, stack_dump, wait_for_docs,
                          write_config)
 
-from daemon.stackdump import install_stack_dumps
+from daemon.stackdump import MAX_DEPTH, format_stacks, install_stack_dumps
 
 DUMPS = 150
 
@@ -34,10 +34,53 @@ def test_nothing_is_installed_without_a_file_descriptor_or_off_the_main_thread()
     assert signal.getsignal(signal.SIGUSR1) is signal.SIG_DFL
 
 
+def _wait_in_a_named_function(ready: threading.Event, release: threading.Event) -> None:
+    ready.set()
+    release.wait(DEADLINE)
+
+
+def _recurse(depth: int, ready: threading.Event, release: threading.Event) -> None:
+    if depth:
+        return _recurse(depth - 1, ready, release)
+    ready.set()
+    release.wait(DEADLINE)
+
+
+def test_every_thread_is_dumped_by_name_the_main_thread_last():
+    ready, release, deep_ready = threading.Event(), threading.Event(), threading.Event()
+    waiter = threading.Thread(target=_wait_in_a_named_function, args=(ready, release),
+                              name="waiter")
+    deep = threading.Thread(target=_recurse, args=(2 * MAX_DEPTH, deep_ready, release),
+                            name="deep")
+    waiter.start()
+    deep.start()
+    try:
+        assert ready.wait(DEADLINE) and deep_ready.wait(DEADLINE)
+        dump = format_stacks(threading.get_ident())
+    finally:
+        release.set()
+        waiter.join(DEADLINE)
+        deep.join(DEADLINE)
+    threads = re.split(r"\n\n(?=(?:Current thread|Thread) 0x)", dump.strip())
+    heads = [t.splitlines()[0] for t in threads]
+    main = threading.main_thread()
+    assert f"0x{main.ident:016x} 'MainThread'" in heads[-1], heads
+    (mine,) = [t for t in threads if t.startswith("Current thread")]
+    assert f"0x{threading.get_ident():016x}" in mine and "in test_every_thread_is_dumped" in mine
+    (waiting,) = [t for t in threads if f"0x{waiter.ident:016x} 'waiter'" in t.splitlines()[0]]
+    frames = waiting.splitlines()[1:]
+    assert "in wait" in frames[0] and "in _wait_in_a_named_function" in "\n".join(frames)
+    assert frames[-1].endswith("in _bootstrap")  # the outermost call last
+    (deepest,) = [t for t in threads if "'deep'" in t.splitlines()[0]]
+    lines = deepest.splitlines()[1:]
+    assert len(lines) == MAX_DEPTH + 1 and lines[-1] == "  ..." and "in _recurse" in lines[-2]
+    assert all(re.fullmatch(r'  File ".*", line \d+ in \S+', line) for line in lines[:-1])
+
+
 SPIN = textwrap.dedent("""
     import sys
     import numba
-    from daemon.stackdump import install_stack_dumps
+    from daemon.stackdump import MAX_DEPTH, format_stacks, install_stack_dumps
 
     @numba.njit(nogil=True, cache=False)
     def spin_in_compiled_code(n):
