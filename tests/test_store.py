@@ -36,7 +36,7 @@ from anchorstream.store import (
     read_committed,
     store_info,
 )
-from anchorstream.store.repository import storage
+from anchorstream.store.repository import create_repository, open_repo, storage
 from anchorstream.text.tokenize import count_matrix
 from tests.naive_store import (NaiveStoreModel, NaiveVocabulary, align, naive_cooccurrence,
                                scripted_history)
@@ -784,6 +784,18 @@ def test_not_a_store(tmp_path):
         read_committed(str(other))
     with pytest.raises(InputError, match="unsupported store URL"):
         CooccurrenceStore.open("ftp://host/x")
+
+
+def test_repositories_open_without_manifest_preloading_and_keep_no_config(tmp_path):
+    """Icechunk's preloading held a session's first read up by 3-25 ms (repository_config);
+    the setting is how a store is opened, not written into it."""
+    url = str(tmp_path / "s")
+    made, _ = create_repository(url, None, lambda repo: None)
+    opened, _ = open_repo(url)
+    for repo in (made, opened):
+        assert repo.config.manifest.preload.max_total_refs == 0
+    assert not (tmp_path / "s" / "config.yaml").exists()
+    assert icechunk.Repository.open(storage(url)[0]).config.manifest is None
 
 
 def test_interrupted_initialization_is_completed(tmp_path):

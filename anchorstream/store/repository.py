@@ -25,6 +25,7 @@ __all__ = [
     "open_repo",
     "pass_through",
     "remove_creation_debris",
+    "repository_config",
     "repo_exists",
     "storage",
     "storage_errors",
@@ -34,6 +35,19 @@ __all__ = [
 #: Icechunk's log filter set by :func:`configure_logging`.
 LOG_FILTER = "warn,icechunk::storage::object_store=error"
 _MEMORY: dict[str, icechunk.Storage] = {}
+
+
+def repository_config() -> icechunk.RepositoryConfig:
+    """How every store's repository is opened: without Icechunk's manifest preloading.
+
+    By default a session starts loading, in the background, the manifests of arrays whose
+    names look like coordinates (``times``, the delay line's, among them). A store reads
+    what it needs when it needs it, and on a local disk the preload held up the session's
+    first read by 3-25 ms where it did anything (a refresh's read, a checkpoint's commit);
+    turned off, that read took 0.2-0.7 ms (a `/tmp` loop of sessions on a daemon's store,
+    session 79)."""
+    return icechunk.RepositoryConfig(manifest=icechunk.ManifestConfig(
+        preload=icechunk.ManifestPreloadConfig(max_total_refs=0)))
 
 
 def configure_logging(environ: Mapping[str, str] | None = None) -> None:
@@ -150,7 +164,7 @@ def open_repo(url, storage_options: Mapping[str, Any] | None = None
                                    + _what_it_is(local))
         raise StoreError(f"no store at {os.fspath(url)!r}")
     try:
-        return icechunk.Repository.open(store), local
+        return icechunk.Repository.open(store, config=repository_config()), local
     except BaseException as exc:
         pass_through(exc)
         raise wrap(exc, f"cannot open store {os.fspath(url)!r}") from exc
@@ -205,13 +219,16 @@ def create_repository(url, storage_options, initialize) -> tuple[icechunk.Reposi
             ) from exc
         store = icechunk.local_filesystem_storage(tmp)
     try:
+        # Created with Icechunk's defaults (a config given here would be written into the
+        # store), then opened as every store is (repository_config).
         repo = icechunk.Repository.create(store)
         initialize(repo)
         if local is not None:
             if os.path.isdir(local):
                 os.rmdir(local)  # empty (checked above); rename needs it gone or empty
             os.rename(tmp, local)
-            repo = icechunk.Repository.open(icechunk.local_filesystem_storage(local))
+            store = icechunk.local_filesystem_storage(local)
+        repo = icechunk.Repository.open(store, config=repository_config())
     except BaseException as exc:
         pass_through(exc)
         if local is not None:
