@@ -127,6 +127,38 @@ def _simplex_problem(rng, K):
     return G, h, naive.exact_simplex_least_squares(G, h)
 
 
+def test_kkt_solve_equals_the_saddle_point_system_and_refuses_a_singular_support():
+    """The Cholesky solve gives what a dense solve of ``[[G_SS, 1], [1ᵀ, 0]]`` gives, on any
+    support of a positive-definite ``G``; a support whose block is singular is NaN (the search
+    then gives up and ADMM iterates)."""
+    rng = np.random.default_rng(13)
+    for trial in range(60):
+        K = int(rng.integers(1, 9))
+        G, h, _ = _simplex_problem(rng, K)
+        m = int(rng.integers(1, K + 1))
+        support = np.sort(rng.choice(K, size=m, replace=False)).astype(np.int64)
+        idx = np.concatenate([support, np.zeros(K - m, dtype=np.int64)])
+        A, b, y = np.empty((K + 1, K + 1)), np.empty(K + 1), np.full(K, 7.0)
+        mu = ka._recover_kkt_solve(G, h, idx, m, A, b, y)
+        saddle = np.zeros((m + 1, m + 1))
+        saddle[:m, :m] = G[np.ix_(support, support)]
+        saddle[:m, m] = saddle[m, :m] = 1.0
+        want = np.linalg.solve(saddle, np.append(h[support], 1.0))
+        np.testing.assert_allclose(y[support], want[:m], rtol=1e-9, atol=1e-9)
+        assert np.all(np.delete(y, support) == 0.0), trial
+        np.testing.assert_allclose(mu, want[m], rtol=1e-9, atol=1e-9)
+    # Two copies of one row: G_SS is singular on that support.
+    M = rng.normal(size=(6, 3))
+    M[:, 2] = M[:, 1]
+    G = M.T @ M
+    idx = np.array([0, 1, 2], dtype=np.int64)
+    mu = ka._recover_kkt_solve(G, rng.normal(size=3), idx, 3, np.empty((4, 4)), np.empty(4),
+                               np.empty(3))
+    assert np.isnan(mu)
+    assert np.isnan(ka._recover_kkt_solve(G, np.ones(3), idx, 0, np.empty((4, 4)),
+                                          np.empty(4), np.empty(3)))
+
+
 def test_a_warm_start_on_the_simplex_is_taken_as_it_is_and_any_other_is_projected():
     rng = np.random.default_rng(7)
     work, out = np.empty(6), np.empty(6)

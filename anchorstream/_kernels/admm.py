@@ -21,55 +21,66 @@ _ACTIVE_SET_STEPS = 10
 
 @njit(cache=True)
 def _recover_kkt_solve(G, h, idx, m, A, b, y):
-    """Solve ``[[G_SS, 1], [1ᵀ, 0]] [y_S; μ] = [h_S; 1]`` on the support ``S = idx[:m]`` by
-    Gaussian elimination with partial pivoting (``A``, ``b``: scratch of at least
-    ``(m + 1)²`` and ``m + 1``); ``y`` gets ``y_S`` (zeros elsewhere). Returns ``μ``, or NaN
-    when the system is (numerically) singular."""
-    n = m + 1
+    """Solve ``[[G_SS, 1], [1ᵀ, 0]] [y_S; μ] = [h_S; 1]`` on the support ``S = idx[:m]``
+    (``A``, ``b``: scratch of at least ``(m + 1)²`` and ``m + 1``); ``y`` gets ``y_S`` (zeros
+    elsewhere). Returns ``μ``, or NaN when ``G_SS`` is (numerically) singular.
+
+    By the Cholesky factor ``L`` of ``G_SS`` (a principal block of the anchors' Gram matrix,
+    positive definite): ``u = G_SS⁻¹ h_S`` and ``v = G_SS⁻¹ 1``, then ``μ = (Σu − 1) / Σv`` and
+    ``y_S = u − μ v``. ``m³/6`` multiply-adds against the ``(m + 1)³/3`` of Gaussian elimination
+    with partial pivoting on the whole system, which it replaced (session 79): 3,000 solves
+    from a warm refresh's supports 28 → 15 ms at ``m`` ~ 28 (planted 100-token documents),
+    13 → 8 ms at ``m`` ~ 11 (npm summaries), the solutions within 1e-14. ``L`` is in ``A``'s
+    lower triangle, ``u`` in ``b[:m]``, ``v`` in ``A[m, :m]``.
+    """
+    if m == 0:
+        return np.nan
     scale = 0.0
     for r in range(m):
-        for c in range(m):
-            A[r, c] = G[idx[r], idx[c]]
-            if abs(A[r, c]) > scale:
-                scale = abs(A[r, c])
-        A[r, m] = 1.0
-        A[m, r] = 1.0
-        b[r] = h[idx[r]]
-    A[m, m] = 0.0
-    b[m] = 1.0
-    if m == 0 or scale == 0.0:
+        if G[idx[r], idx[r]] > scale:
+            scale = G[idx[r], idx[r]]
+    if not scale > 0.0:
         return np.nan
-    for c in range(n):
-        piv = c
-        for r in range(c + 1, n):
-            if abs(A[r, c]) > abs(A[piv, c]):
-                piv = r
-        if abs(A[piv, c]) <= 1e-12 * scale:
-            return np.nan
-        if piv != c:
-            for k in range(n):
-                t = A[c, k]
-                A[c, k] = A[piv, k]
-                A[piv, k] = t
-            t = b[c]
-            b[c] = b[piv]
-            b[piv] = t
-        for r in range(c + 1, n):
-            f = A[r, c] / A[c, c]
-            if f != 0.0:
-                for k in range(c, n):
-                    A[r, k] -= f * A[c, k]
-                b[r] -= f * b[c]
-    for c in range(n - 1, -1, -1):
-        acc = b[c]
-        for k in range(c + 1, n):
-            acc -= A[c, k] * b[k]
-        b[c] = acc / A[c, c]
+    for r in range(m):
+        for c in range(r + 1):
+            s = G[idx[r], idx[c]]
+            for k in range(c):
+                s -= A[r, k] * A[c, k]
+            if c < r:
+                A[r, c] = s / A[c, c]
+            elif s > 1e-12 * scale:
+                A[r, r] = np.sqrt(s)
+            else:
+                return np.nan
+    for r in range(m):  # L z = h_S, L w = 1
+        s = h[idx[r]]
+        t = 1.0
+        for k in range(r):
+            s -= A[r, k] * b[k]
+            t -= A[r, k] * A[m, k]
+        b[r] = s / A[r, r]
+        A[m, r] = t / A[r, r]
+    for r in range(m - 1, -1, -1):  # Lᵀ u = z, Lᵀ v = w
+        s = b[r]
+        t = A[m, r]
+        for k in range(r + 1, m):
+            s -= A[k, r] * b[k]
+            t -= A[k, r] * A[m, k]
+        b[r] = s / A[r, r]
+        A[m, r] = t / A[r, r]
+    su = 0.0
+    sv = 0.0
+    for r in range(m):
+        su += b[r]
+        sv += A[m, r]
+    if not sv > 0.0:
+        return np.nan
+    mu = (su - 1.0) / sv
     for k in range(y.shape[0]):
         y[k] = 0.0
     for r in range(m):
-        y[idx[r]] = b[r]
-    return b[m]
+        y[idx[r]] = b[r] - mu * A[m, r]
+    return mu
 
 
 @njit(cache=True)
