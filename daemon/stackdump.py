@@ -32,6 +32,7 @@ import os
 import signal
 import sys
 import threading
+import traceback
 
 log = logging.getLogger("anchorstream.run")
 
@@ -88,15 +89,12 @@ def format_stacks(current: int | None = None) -> str:
         head = "Current thread" if ident == current else "Thread"
         name = f" {names[ident]!r}" if ident in names else ""
         parts.append(f"{head} 0x{ident:016x}{name} (most recent call first):\n")
-        frame, depth = frames[ident], 0
-        while frame is not None:
+        for depth, (frame, line) in enumerate(traceback.walk_stack(frames[ident])):
             if depth == MAX_DEPTH:
                 parts.append("  ...\n")
                 break
             code = frame.f_code
-            parts.append(f'  File "{code.co_filename}", line {frame.f_lineno} in '
-                         f"{code.co_name}\n")
-            frame, depth = frame.f_back, depth + 1
+            parts.append(f'  File "{code.co_filename}", line {line} in {code.co_name}\n')
         parts.append("\n")
     return "".join(parts)
 

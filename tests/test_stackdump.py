@@ -129,6 +129,27 @@ def test_a_main_thread_busy_in_compiled_code_is_dumped_where_it_is(tmp_path):
         proc.wait(30)
 
 
+CRASH = textwrap.dedent("""
+    import faulthandler, threading
+    from daemon.stackdump import install_stack_dumps
+
+    assert install_stack_dumps()
+    threading.Thread(target=threading.Event().wait, name="idle", daemon=True).start()
+    faulthandler._sigsegv()
+""")
+
+
+def test_a_crash_in_compiled_code_writes_every_threads_stack():
+    """Installed, a fatal signal dumps every thread's stack to the same stream."""
+    proc = subprocess.run([sys.executable, "-c", CRASH], capture_output=True, text=True,
+                          cwd=REPO, env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"},
+                          timeout=DEADLINE)
+    assert proc.returncode == -signal.SIGSEGV, proc.stderr
+    assert "Fatal Python error: Segmentation fault" in proc.stderr, proc.stderr
+    assert 'File "<string>", line 7 in <module>' in proc.stderr, proc.stderr
+    assert "in _dump_on_signal" in proc.stderr, proc.stderr  # another thread's stack too
+
+
 def test_a_daemon_under_load_survives_many_dumps(tmp_path, kafka_broker):
     """Every dump is complete and the daemon consumes on and stops cleanly."""
     topic = unique_name("usr1")

@@ -42,10 +42,9 @@ def repository_config() -> icechunk.RepositoryConfig:
 
     By default a session starts loading, in the background, the manifests of arrays whose
     names look like coordinates (``times``, the delay line's, among them). A store reads
-    what it needs when it needs it, and on a local disk the preload held up the session's
-    first read by 3-25 ms where it did anything (a refresh's read, a checkpoint's commit);
-    turned off, that read took 0.2-0.7 ms (a `/tmp` loop of sessions on a daemon's store,
-    session 79)."""
+    what it needs when it needs it, and on a local disk the preload held up the next
+    session's first read by 3-25 ms (a `/tmp` loop of sessions on a refresh benchmark's
+    store, session 79; 0.2-0.7 ms with it off): a warm refresh's read 50-54 → 42-45 ms."""
     return icechunk.RepositoryConfig(manifest=icechunk.ManifestConfig(
         preload=icechunk.ManifestPreloadConfig(max_total_refs=0)))
 
