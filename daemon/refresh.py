@@ -348,7 +348,7 @@ class Refresher:
             return align_topics(fit.topic_word, words, min_similarity=self.align_min_similarity)
         prev = latest[1]
         return align_topics(
-            fit.topic_word, words, np.asarray(prev.topic_word, np.float64).T,
+            fit.topic_word, words, np.asarray(prev.topic_word).T,
             list(prev.vocabulary), prev.topic_ids,
             next_id=max(int((prev.extra or {}).get("next_topic_id", 0)),
                         max(prev.topic_ids, default=-1) + 1),

@@ -9,15 +9,23 @@ from anchorstream._kernels.align import overlap_matrix
 from tests.naive_align import naive_overlap_matrix
 
 
-@pytest.mark.parametrize("Ka, Kb, S", [(1, 1, 1), (3, 5, 7), (4, 2, 33), (2, 3, 0)])
-def test_overlap_matrix_matches_twin(rng, Ka, Kb, S):
-    At = rng.random((Ka, S)) * (rng.random((Ka, S)) < 0.6)
-    Bt = rng.random((Kb, S)) * (rng.random((Kb, S)) < 0.6)
-    got = overlap_matrix(At, Bt)
+@pytest.mark.parametrize("Va, Vb, Ka, Kb, T", [(1, 1, 1, 1, 1), (7, 9, 3, 5, 6), (33, 40, 4, 2, 30),
+                                               (5, 5, 2, 3, 0)])
+def test_overlap_matrix_matches_twin(rng, Va, Vb, Ka, Kb, T):
+    A = rng.random((Va, Ka)) * (rng.random((Va, Ka)) < 0.6)
+    B = rng.random((Vb, Kb)) * (rng.random((Vb, Kb)) < 0.6)
+    ia = rng.choice(Va, T, replace=False).astype(np.int64)
+    ib = rng.choice(Vb, T, replace=False).astype(np.int64)
+    sa, sb = A.sum(axis=0) + 0.5, B.sum(axis=0) + 0.25
+    got = overlap_matrix(A, ia, sa, B, ib, sb)
     assert got.shape == (Ka, Kb)
-    np.testing.assert_allclose(got, naive_overlap_matrix(At, Bt), rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(got, naive_overlap_matrix(A, ia, sa, B, ib, sb),
+                               rtol=1e-12, atol=1e-15)
 
 
 def test_overlap_of_a_distribution_with_itself_is_one_and_of_disjoint_ones_zero():
-    P = np.array([[0.5, 0.5, 0.0, 0.0], [0.0, 0.0, 0.25, 0.75]])
-    np.testing.assert_allclose(overlap_matrix(P, P), np.eye(2), atol=1e-15)
+    P = np.array([[0.5, 0.0], [0.5, 0.0], [0.0, 0.25], [0.0, 0.75]]) * 3.0
+    rows = np.arange(4, dtype=np.int64)
+    sums = np.array([3.0, 3.0])
+    np.testing.assert_allclose(overlap_matrix(P, rows, sums, P, rows, sums), np.eye(2),
+                               atol=1e-15)

@@ -11,24 +11,36 @@ import numpy as np
 
 
 @numba.njit(cache=True, fastmath={"reassoc", "contract", "nnan", "ninf", "nsz"})
-def overlap_matrix(At, Bt):
-    """``out[k, l] = Σ_s min(At[k, s], Bt[l, s])``: the overlap ``1 − TV`` of every pair of
-    distributions, one per row of ``At`` (Ka × S) and of ``Bt`` (Kb × S), C-contiguous float64.
+def overlap_matrix(A, ia, sa, B, ib, sb):
+    """``out[k, l] = Σ_t min(A[ia[t], k] / sa[k], B[ib[t], l] / sb[l])``: the overlap
+    ``1 − TV`` of every pair of topics of two topic-word matrices (``A``: Va × Ka, ``B``: Vb ×
+    Kb, C-contiguous float64, topics as columns, ``sa`` and ``sb`` their sums) on the words
+    they share (``ia``, ``ib``: their rows, int64).
 
-    One pass over each pair of rows, without NumPy's ``(S, Kb)`` temporary per row of ``At``:
-    a warm refresh's alignment (K = 50, S = 5000) took 23 ms that way, against ~4 ms here.
-    ``nnan``/``ninf``/``nsz`` let ``min`` and the sum run in SIMD lanes: the wrapper passes
-    finite, non-negative values only, where they change nothing but the order of the sum.
+    One pass over the shared words, each word's two rows normalized into small buffers and
+    every pair of topics updated from them (the ``Kb`` pairs of a topic of ``A`` in SIMD
+    lanes); a topic with no mass on the word is skipped (``min`` is 0 there). Neither matrix
+    is normalized, gathered or transposed whole: a warm refresh's alignment (K = 50, V =
+    5107) took 8.3 ms in ``topic_similarity`` with the transposed copies and a pass per pair
+    of topics. ``nnan``/``ninf``/``nsz`` let ``min`` and the sums run in SIMD lanes: the
+    wrapper passes finite, non-negative values and positive sums only, where they change
+    nothing but the order of the sums.
     """
-    Ka, S = At.shape
-    Kb = Bt.shape[0]
-    out = np.empty((Ka, Kb))
-    for k in range(Ka):
-        a = At[k]
+    Ka, Kb = A.shape[1], B.shape[1]
+    out = np.zeros((Ka, Kb))
+    a = np.empty(Ka)
+    b = np.empty(Kb)
+    for t in range(ia.shape[0]):
+        ra, rb = A[ia[t]], B[ib[t]]
+        for k in range(Ka):
+            a[k] = ra[k] / sa[k]
         for l in range(Kb):
-            b = Bt[l]
-            acc = 0.0
-            for s in range(S):
-                acc += min(a[s], b[s])
-            out[k, l] = acc
+            b[l] = rb[l] / sb[l]
+        for k in range(Ka):
+            ak = a[k]
+            if ak == 0.0:
+                continue
+            row = out[k]
+            for l in range(Kb):
+                row[l] += min(ak, b[l])
     return out

@@ -113,8 +113,12 @@ class Alignment:
         }
 
 
-def _as_topic_word(topic_word, vocabulary, name: str) -> np.ndarray:
-    B = np.asarray(topic_word, dtype=np.float64)
+def _as_topic_word(topic_word, vocabulary, name: str) -> tuple[np.ndarray, np.ndarray]:
+    """``(B, sums)``: ``topic_word`` as float64, checked (finite, non-negative, every topic
+    with mass), and its topics' sums, by which the similarity divides (snapshots store
+    float32: both sides are compared as exact distributions)."""
+    # C order for the kernel: one copy where a snapshot's float32 (K, V) comes transposed.
+    B = np.ascontiguousarray(topic_word, dtype=np.float64)
     if B.ndim != 2:
         raise InputError(f"{name} must be a 2-d array (n_words, n_topics), got shape {B.shape}")
     if B.shape[0] != len(vocabulary):
@@ -122,13 +126,13 @@ def _as_topic_word(topic_word, vocabulary, name: str) -> np.ndarray:
             f"{name} has {B.shape[0]} rows but its vocabulary has {len(vocabulary)} words; "
             "pass topic_word as (n_words, n_topics) (transpose a snapshot's (K, V) matrix)"
         )
-    if not np.all(np.isfinite(B)) or np.any(B < 0):
+    # Two reductions, no temporaries: a NaN fails both comparisons.
+    if B.size and not (B.min() >= 0.0 and B.max() < np.inf):
         raise InputError(f"{name} must be finite and non-negative")
     sums = B.sum(axis=0)
     if np.any(sums <= 0):
         raise InputError(f"{name} has a column (topic) with no mass")
-    # Snapshots store float32: renormalize so both sides are exact distributions.
-    return B / sums
+    return B, sums
 
 
 def _shared_words(vocabulary_a: Sequence[str], vocabulary_b: Sequence[str]):
@@ -174,13 +178,15 @@ def topic_similarity(topic_word_a, vocabulary_a: Sequence[str],
         For shapes that do not match the vocabularies, negative or non-finite values, a topic
         with zero mass, or duplicate words in a vocabulary.
     """
-    A = _as_topic_word(topic_word_a, vocabulary_a, "topic_word_a")
-    B = _as_topic_word(topic_word_b, vocabulary_b, "topic_word_b")
+    return _similarity(_as_topic_word(topic_word_a, vocabulary_a, "topic_word_a"), vocabulary_a,
+                       _as_topic_word(topic_word_b, vocabulary_b, "topic_word_b"), vocabulary_b)
+
+
+def _similarity(a, vocabulary_a, b, vocabulary_b) -> np.ndarray:
+    """:func:`topic_similarity` of two checked ``(B, sums)`` (:func:`_as_topic_word`)."""
+    (A, sa), (B, sb) = a, b
     ia, ib = _shared_words(vocabulary_a, vocabulary_b)
-    if not ia.size:
-        return np.zeros((A.shape[1], B.shape[1]))
-    # Topics as rows on the shared words: (Ka, S) and (Kb, S), contiguous for the kernel.
-    sim = overlap_matrix(np.ascontiguousarray(A[ia].T), np.ascontiguousarray(B[ib].T))
+    sim = overlap_matrix(A, ia.astype(np.int64), sa, B, ib.astype(np.int64), sb)
     return np.clip(sim, 0.0, 1.0)
 
 
@@ -226,7 +232,7 @@ def align_topics(
     if not 0.0 <= float(min_similarity) <= 1.0:
         raise InputError(f"min_similarity must be in [0, 1], got {min_similarity!r}")
     new = _as_topic_word(topic_word, vocabulary, "topic_word")
-    k_new = new.shape[1]
+    k_new = new[0].shape[1]
 
     if prev_topic_word is None:
         prev_ids_arr = np.zeros(0, dtype=np.int64)
@@ -235,16 +241,17 @@ def align_topics(
         if prev_vocabulary is None:
             raise InputError("prev_vocabulary is required with prev_topic_word")
         prev = _as_topic_word(prev_topic_word, prev_vocabulary, "prev_topic_word")
+        k_prev = prev[0].shape[1]
         if prev_ids is None:
-            prev_ids = range(prev.shape[1])
+            prev_ids = range(k_prev)
         prev_ids_arr = np.asarray(list(prev_ids), dtype=np.int64)
-        if prev_ids_arr.shape != (prev.shape[1],):
+        if prev_ids_arr.shape != (k_prev,):
             raise InputError(
-                f"prev_ids has {prev_ids_arr.size} ids for {prev.shape[1]} previous topics"
+                f"prev_ids has {prev_ids_arr.size} ids for {k_prev} previous topics"
             )
         if np.unique(prev_ids_arr).size != prev_ids_arr.size or np.any(prev_ids_arr < 0):
             raise InputError("prev_ids must be distinct non-negative integers")
-        sim = topic_similarity(prev, prev_vocabulary, new, vocabulary)
+        sim = _similarity(prev, prev_vocabulary, new, vocabulary)
 
     floor = int(prev_ids_arr.max()) + 1 if prev_ids_arr.size else 0
     if next_id is None:
