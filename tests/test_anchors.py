@@ -515,3 +515,18 @@ def test_a_warm_start_as_a_block_finds_what_row_by_row_finds(method, seed, monke
     monkeypatch.setattr(anchors_mod, "residual_basis", lambda *args: None)
     row_by_row = _find(method, C, 12, init=init)
     np.testing.assert_array_equal(block, row_by_row)
+
+
+@pytest.mark.parametrize("shape, cols", [((40, 7), 7), ((40, 9), 7), ((5, 3), 3)])
+def test_reflection_in_place_equals_the_formed_one(rng, shape, cols):
+    """The cleanup's Householder update, by BLAS in place, whether the columns are all of the
+    array or a slice of it (whose transpose BLAS cannot update in place)."""
+    from anchorstream.model.anchors import _reflect
+
+    X = rng.standard_normal(shape)
+    v = rng.standard_normal(cols)
+    v /= np.linalg.norm(v)
+    want = X.copy()
+    want[:, :cols] -= 2.0 * np.outer(want[:, :cols] @ v, v)
+    _reflect(X[:, :cols], v)
+    np.testing.assert_allclose(X, want, rtol=0, atol=1e-13)
