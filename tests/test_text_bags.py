@@ -107,3 +107,22 @@ def test_document_frequency_and_bad_input():
         held.select_vocabulary(min_df=0)
     with pytest.raises(InputError, match="window"):
         held.window_count_matrix(["x"], 1)
+
+
+@settings(max_examples=100, deadline=None)
+@given(_documents, st.lists(st.sampled_from("a b c d e f g h ab ba é zz".split()),
+                            unique=True, max_size=8))
+def test_counts_of_packed_tokens_equal_those_of_token_lists(docs, vocabulary):
+    """A store's delay line is counted from its packed UTF-8 tokens, looked up by their bytes:
+    the same matrix as from the decoded tokens."""
+    from anchorstream.text.bags import count_runs_utf8
+    from anchorstream.zarrio import encode_words
+
+    flat = [w for tokens in docs for w in tokens]
+    ends = np.cumsum([0] + [len(tokens) for tokens in docs])
+    _same_matrix(count_runs_utf8(*encode_words(flat), ends, vocabulary),
+                 count_runs(flat, ends, vocabulary))
+    with pytest.raises(InputError, match="duplicate"):
+        count_runs_utf8(*encode_words(flat), ends, ["a", "a"])
+    with pytest.raises(InputError, match="ends"):
+        count_runs_utf8(*encode_words(["x", "y"]), [0, 1], ["x"])
