@@ -203,15 +203,17 @@ def test_csr_kept_symmetric_row_sums_match_twin(seed):
     np.testing.assert_allclose(out, want, rtol=1e-14, atol=0)
 
 
-@pytest.mark.parametrize("seed", range(24))
+@pytest.mark.parametrize("seed", range(32))
 def test_csr_add_into_matches_twin_and_the_sum(seed):
     # b's entries at positions a stores are added into a, in place, and into the diagonal
     # and kept row sums given; the others are left: a after plus what is left is a before
     # plus b. Densities from empty to full, b's pattern inside a's or not, rows and columns
-    # kept or not.
+    # kept or not; from seed 24 on rows long enough to be entered where a column must be
+    # (nearly every column stored, a few gaps the entry misses on).
     rng = np.random.default_rng(1900 + seed)
-    n = int(rng.integers(1, 9))
-    a = sp.csr_matrix(_sparse_block(rng, (n, n), [0.0, 0.3, 0.7, 1.0][seed % 4]))
+    n = int(rng.integers(1, 9)) if seed < 24 else int(rng.integers(40, 90))
+    density = [0.0, 0.3, 0.7, 1.0][seed % 4] if seed < 24 else [1.0, 0.98, 0.95, 0.9][seed % 4]
+    a = sp.csr_matrix(_sparse_block(rng, (n, n), density))
     b_dense = _sparse_block(rng, (n, n), [0.0, 0.5, 1.0][seed % 3])
     if seed % 2:  # only where a stores something: nothing left
         b_dense[a.toarray() == 0] = 0.0
