@@ -328,6 +328,44 @@ def store_block_to_csr(block, rloc, cloc, rpos, cpos, n_rows, row_offset, diagon
 
 
 @numba.njit(cache=True)
+def _entries_in_order_to_upper_csr(rows, cols, vals, seq, reset_seq, skip, pos, n, factor):
+    """:func:`store_entries_to_upper_csr` in one pass where the valid entries come in strictly
+    increasing ``(row, column)`` order of their positions (a segment as the store writes it:
+    its entries in slot order, and positions increase with slots): ``(True, indptr, indices,
+    data)``, or ``(False, ...)`` at the first entry out of that order (the caller then runs
+    the general passes). A 1.9 M-entry segment of the planted chain: 27.7 → 10.2 ms, the same arrays."""
+    m = rows.shape[0]
+    use_skip = skip.shape[0] > 0
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    indices = np.empty(m, dtype=np.int32)
+    data = np.empty(m, dtype=np.float64)
+    last_lo, last_hi = -1, -1
+    w = 0
+    for k in range(m):
+        r, c = rows[k], cols[k]
+        if reset_seq[r] > seq or reset_seq[c] > seq or (use_skip and skip[k]):
+            continue
+        a, b = pos[r], pos[c]
+        if a < 0 or b < 0:
+            continue
+        lo, hi = min(a, b), max(a, b)
+        if lo < last_lo or (lo == last_lo and hi <= last_hi):
+            return False, indptr, indices[:0], data[:0]
+        last_lo, last_hi = lo, hi
+        v = vals[k] * factor
+        if v != 0.0:
+            indices[w] = hi
+            data[w] = v
+            indptr[lo + 1] += 1
+            w += 1
+    for i in range(n):
+        indptr[i + 1] += indptr[i]
+    if w < m:
+        return True, indptr, indices[:w].copy(), data[:w].copy()
+    return True, indptr, indices, data
+
+
+@numba.njit(cache=True)
 def store_entries_to_upper_csr(rows, cols, vals, seq, reset_seq, skip, pos, n, factor):
     """The valid entries of one delta segment as canonical upper-triangle CSR over ``n``
     positions: what masking, mapping and scipy's COO conversion did in five passes and
@@ -347,6 +385,10 @@ def store_entries_to_upper_csr(rows, cols, vals, seq, reset_seq, skip, pos, n, f
     indices : int32 ndarray
     data : float64 ndarray
     """
+    ordered, indptr, indices, data = _entries_in_order_to_upper_csr(
+        rows, cols, vals, seq, reset_seq, skip, pos, n, factor)
+    if ordered:
+        return indptr, indices, data
     m = rows.shape[0]
     use_skip = skip.shape[0] > 0
     indptr = np.zeros(n + 1, dtype=np.int64)
