@@ -17,7 +17,8 @@ def _packed(words):
     return np.frombuffer(b"".join(encoded), dtype=np.uint8).copy(), offsets
 
 
-_word = st.lists(st.sampled_from(["a", "b", "\x00", "é", "日", "e\u0301"]), max_size=4).map("".join)
+_word = st.lists(st.sampled_from(["a", "b", "\x00", "é", "日", "e\u0301"]),
+                 max_size=4).map("".join)
 
 
 @settings(max_examples=200, deadline=None)

@@ -15,11 +15,12 @@ from anchorstream.errors import InputError
 from anchorstream.text.bags import (
     TokenIdDocuments,
     count_matrix,
-    count_runs,
+    count_runs_utf8,
     select_vocabulary,
     vocabulary_by_df,
 )
 from anchorstream.text.windows import window_documents
+from anchorstream.zarrio import encode_words
 
 
 def _slow_vocabulary(docs, *, min_df, max_df, max_size):
@@ -84,7 +85,8 @@ def test_the_same_counts_and_window_counts_as_from_token_lists(docs, vocabulary,
     _same_matrix(held.count_matrix(vocabulary), want)
     _same_matrix(count_matrix(iter(docs), vocabulary), want)
     ends = np.cumsum([0] + [len(tokens) for tokens in docs])  # one flat list, as a store's line
-    _same_matrix(count_runs([w for tokens in docs for w in tokens], ends, vocabulary), want)
+    flat = encode_words([w for tokens in docs for w in tokens])  # packed, as a store's line
+    _same_matrix(count_runs_utf8(*flat, ends, vocabulary), want)
     _same_matrix(held.window_count_matrix(vocabulary, size),
                  _slow_counts(list(window_documents(docs, size)), vocabulary))
 
@@ -102,27 +104,11 @@ def test_document_frequency_and_bad_input():
         held.count_matrix(["x", "x"])
     for ends in ([1, 2], [0, 1], [0, 2, 1, 3], []):  # not 0 .. the tokens, rising
         with pytest.raises(InputError, match="ends"):
-            count_runs(["x", "y", "x"], ends, ["x"])
+            count_runs_utf8(*encode_words(["x", "y", "x"]), ends, ["x"])
+    with pytest.raises(InputError, match="duplicate"):
+        count_runs_utf8(*encode_words(["x"]), [0, 1], ["x", "x"])
     with pytest.raises(InputError, match="min_df"):
         held.select_vocabulary(min_df=0)
     with pytest.raises(InputError, match="window"):
         held.window_count_matrix(["x"], 1)
 
-
-@settings(max_examples=100, deadline=None)
-@given(_documents, st.lists(st.sampled_from("a b c d e f g h ab ba é zz".split()),
-                            unique=True, max_size=8))
-def test_counts_of_packed_tokens_equal_those_of_token_lists(docs, vocabulary):
-    """A store's delay line is counted from its packed UTF-8 tokens, looked up by their bytes:
-    the same matrix as from the decoded tokens."""
-    from anchorstream.text.bags import count_runs_utf8
-    from anchorstream.zarrio import encode_words
-
-    flat = [w for tokens in docs for w in tokens]
-    ends = np.cumsum([0] + [len(tokens) for tokens in docs])
-    _same_matrix(count_runs_utf8(*encode_words(flat), ends, vocabulary),
-                 count_runs(flat, ends, vocabulary))
-    with pytest.raises(InputError, match="duplicate"):
-        count_runs_utf8(*encode_words(flat), ends, ["a", "a"])
-    with pytest.raises(InputError, match="ends"):
-        count_runs_utf8(*encode_words(["x", "y"]), [0, 1], ["x"])

@@ -12,7 +12,7 @@ from __future__ import annotations
 from array import array
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from itertools import count, repeat
+from itertools import count
 
 import numpy as np
 import scipy.sparse as sp
@@ -20,8 +20,8 @@ import scipy.sparse as sp
 from anchorstream.errors import InputError
 from anchorstream.text.windows import window_rows
 
-__all__ = ["TokenIdDocuments", "count_matrix", "count_runs", "count_runs_utf8",
-           "select_vocabulary", "vocabulary_by_df"]
+__all__ = ["TokenIdDocuments", "count_matrix", "count_runs_utf8", "select_vocabulary",
+           "vocabulary_by_df"]
 
 
 def _check_token_list(tokens: object, where: str) -> None:
@@ -147,26 +147,12 @@ def count_matrix(token_lists: Iterable[Sequence[str]], vocabulary: Sequence[str]
     return TokenIdDocuments.of(token_lists, "count_matrix").count_matrix(vocabulary)
 
 
-def count_runs(tokens: Sequence[str], ends, vocabulary: Sequence[str]) -> sp.csr_matrix:
-    """:func:`count_matrix` of the documents ``tokens[ends[d]:ends[d + 1]]`` of one flat token
-    list (``ends[0]`` is 0), every token looked up in one pass.
-
-    Examples
-    --------
-    >>> count_runs(["b", "a", "b", "c"], [0, 3, 4], ["a", "b"]).toarray()
-    array([[1., 2.],
-           [0., 0.]])
-    """
-    index = _vocabulary_index(vocabulary)
-    ids = np.fromiter(map(index.get, tokens, repeat(-1)), dtype=np.int64, count=len(tokens))
-    return _runs_matrix(ids, ends, len(index))
-
-
 def count_runs_utf8(blob: np.ndarray, offsets: np.ndarray, ends,
                     vocabulary: Sequence[str]) -> sp.csr_matrix:
-    """:func:`count_runs` of tokens packed as :func:`anchorstream.zarrio.encode_words` packs
-    them (a UTF-8 byte blob and the offset where each token starts): a store's delay line as
-    it is read. The tokens are looked up by their bytes (kernel
+    """:func:`count_matrix` of the documents ``tokens[ends[d]:ends[d + 1]]`` of one flat token
+    list (``ends[0]`` is 0) packed as :func:`anchorstream.zarrio.encode_words` packs it (a
+    UTF-8 byte blob and the offset where each token starts): a store's delay line as it is
+    read. The tokens are looked up by their bytes in one pass (kernel
     :func:`~anchorstream._kernels.words.utf8_lookup`), never decoded: 1,000 documents of 100
     tokens took 19-20 ms decoded and looked up as strings, 8 so (the lookup 3 of them).
 
@@ -180,15 +166,9 @@ def count_runs_utf8(blob: np.ndarray, offsets: np.ndarray, ends,
     from anchorstream._kernels.words import utf8_lookup
     from anchorstream.zarrio import encode_words  # the store's helpers: only a store reads so
 
-    _vocabulary_index(vocabulary)  # distinct words, as count_runs checks
+    n_words = len(_vocabulary_index(vocabulary))  # distinct words
     ids = utf8_lookup(*encode_words(vocabulary), np.asarray(blob, dtype=np.uint8),
                       np.asarray(offsets, dtype=np.int64))
-    return _runs_matrix(ids, ends, len(vocabulary))
-
-
-def _runs_matrix(ids: np.ndarray, ends, n_words: int) -> sp.csr_matrix:
-    """The canonical count matrix of the runs ``ids[ends[d]:ends[d + 1]]`` of word ids (-1: a
-    token outside the vocabulary) over ``n_words`` words."""
     ends = np.asarray(ends, dtype=np.int64)
     if ends.ndim != 1 or ends.size < 1 or ends[0] != 0 or ends[-1] != ids.size \
             or np.any(np.diff(ends) < 0):
