@@ -7,14 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from anchorstream._kernels.words import utf8_lookup
+from anchorstream.zarrio import encode_words
 from tests.naive_words import naive_utf8_lookup
-
-
-def _packed(words):
-    encoded = [w.encode("utf-8") for w in words]
-    offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
-    np.cumsum([len(b) for b in encoded], out=offsets[1:])
-    return np.frombuffer(b"".join(encoded), dtype=np.uint8).copy(), offsets
 
 
 _word = st.lists(st.sampled_from(["a", "b", "\x00", "é", "日", "e\u0301"]),
@@ -25,8 +19,8 @@ _word = st.lists(st.sampled_from(["a", "b", "\x00", "é", "日", "e\u0301"]),
 @given(st.lists(_word, unique=True, max_size=12), st.lists(_word, max_size=30))
 def test_lookup_matches_twin(vocabulary, tokens):
     # Empty words, NUL bytes, words that are prefixes of others, several bytes a character.
-    vb, vo = _packed(vocabulary)
-    tb, to = _packed(tokens)
+    vb, vo = encode_words(vocabulary)
+    tb, to = encode_words(tokens)
     got = utf8_lookup(vb, vo, tb, to)
     np.testing.assert_array_equal(got, naive_utf8_lookup(vb, vo, tb, to))
     np.testing.assert_array_equal(
@@ -36,6 +30,6 @@ def test_lookup_matches_twin(vocabulary, tokens):
 def test_lookup_with_many_words_and_an_empty_vocabulary():
     vocabulary = [f"w{i}" for i in range(3000)]
     tokens = [f"w{i}" for i in range(0, 6000, 7)]
-    got = utf8_lookup(*_packed(vocabulary), *_packed(tokens))
+    got = utf8_lookup(*encode_words(vocabulary), *encode_words(tokens))
     np.testing.assert_array_equal(got, [i if i < 3000 else -1 for i in range(0, 6000, 7)])
-    assert utf8_lookup(*_packed([]), *_packed(["a", ""])).tolist() == [-1, -1]
+    assert utf8_lookup(*encode_words([]), *encode_words(["a", ""])).tolist() == [-1, -1]

@@ -111,4 +111,3 @@ def test_document_frequency_and_bad_input():
         held.select_vocabulary(min_df=0)
     with pytest.raises(InputError, match="window"):
         held.window_count_matrix(["x"], 1)
-
