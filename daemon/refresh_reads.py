@@ -18,9 +18,9 @@ from typing import Any
 
 import numpy as np
 
-from anchorstream.stats.sparse import upper_matmul_once
+from anchorstream.stats.sparse import upper_matmul_through
 from anchorstream.store import open_committed, open_committed_sparse
-from anchorstream.store.delay import add_waiting, select_with_waiting
+from anchorstream.store.delay import add_waiting, documents_left, select_with_waiting
 from daemon.refresh_inputs import KEEP_READ_MAX_BYTES, Buffers, keeps_read, subset
 
 __all__ = ["FollowedProduct", "RefreshReads"]
@@ -87,6 +87,9 @@ class RefreshReads:
         pass over every pair.
     products_followed : int
         Fits whose one product came from ``followed``.
+    segments_through_documents : int
+        Of those, the ones whose segments were multiplied through the documents that left the
+        delay line (:meth:`word_counts`).
     """
 
     def __init__(self, store_url: str, *, sparse: bool, warm_start: bool, buffers: Buffers,
@@ -104,6 +107,9 @@ class RefreshReads:
         self.kept = None
         self.followed: FollowedProduct | None = None
         self.products_followed = 0
+        self.segments_through_documents = 0
+        # The documents that left the delay line between the kept read and the last read.
+        self._left = None
         # (read, idx, counts given, their followed product or None) of the fit under way.
         self._follow = None
 
@@ -122,6 +128,10 @@ class RefreshReads:
             st = open_committed_sparse(self.store_url, version,
                                        storage_options=self.storage_options, previous=since,
                                        consume_previous=True)
+            # Those that left the line made the segments st adds, where the words stayed.
+            self._left = (None if since is None or st.added is None or since.words != st.words
+                          else documents_left(since.waiting, st.waiting,
+                                              st.n_docs_added - since.n_docs_added))
             keep = keeps_read(st.cooccurrence, self.keep_read_max_bytes)
             self.kept = st if self.warm_start and keep else None
             if (self.kept is not None and followed is not None and st.added is not None
@@ -168,13 +178,19 @@ class RefreshReads:
         documents) the product a warm update will ask of it, where :attr:`followed` has it:
         that product plus the segments' ``st`` added to it and the waiting documents', each
         multiplied over the read's words (rows ``idx`` taken after: the basis is zero
-        elsewhere). Arranges for :meth:`fitted` to follow the product either way."""
+        elsewhere); the segments' through the documents that left the delay line since, the
+        ones that made them, where a probe finds them those (:func:`upper_matmul_through`:
+        500 documents of 100 tokens instead of their 1.9 M pairs). Arranges for
+        :meth:`fitted` to follow the product either way."""
         self._follow = (st, np.asarray(idx), cooc, None)
-        f = self.followed
+        f, left, self._left = self.followed, self._left, None
         if f is None or not np.array_equal(f.idx, idx):
             return
         lifted = f.lift(st.cooccurrence.n_words)
-        counts = f.counts + upper_matmul_once(st.added, lifted)[f.idx]
+        # The segments' pairs through the documents that made them, where those are known.
+        added, through = upper_matmul_through(st.added, lifted, left)
+        self.segments_through_documents += through
+        counts = f.counts + added[f.idx]
         self._follow = (st, f.idx, cooc, counts)
         if st.waiting is not None:
             counts = counts + st.waiting.counts_product(lifted)[f.idx]

@@ -16,7 +16,8 @@ def _dense_product(counts: np.ndarray, basis: np.ndarray) -> np.ndarray:
 
 
 def _close(got: np.ndarray, want: np.ndarray) -> None:
-    # Products with the pairs run in float32 (upper_matmul_once): ~1e-7 of their size.
+    # Products with the pairs run in float32 (upper_matmul_once): ~1e-7 of their size; through
+    # documents, in float64.
     np.testing.assert_allclose(got, want, rtol=0, atol=1e-5 * max(np.abs(want).max(), 1e-300))
 
 
@@ -65,6 +66,9 @@ def test_a_warm_refresh_follows_its_one_product_from_read_to_read(tmp_path):
     # that of the round whose words moved.
     assert given == [False] + [r != 4 for r in range(8)]
     assert reads.products_followed == sum(given)
+    # The segments of each followed round were multiplied through the documents that left the
+    # delay line (12 a round), as checked.
+    assert reads.segments_through_documents == reads.products_followed
 
 
 def test_counts_changed_before_the_fit_are_not_followed(tmp_path):

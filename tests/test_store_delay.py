@@ -13,7 +13,7 @@ from collections import deque
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from anchorstream.errors import InputError
@@ -21,7 +21,9 @@ from anchorstream.stats.accumulator import Forgetting
 from anchorstream.stats.documents import DocStatsSettings
 from anchorstream.store import (CooccurrenceStore, open_committed, open_committed_sparse,
                                 read_document_state, store_info)
-from anchorstream.store.delay import DelayLine, Waiting, add_waiting, selection_marginals
+from anchorstream.stats.sparse import upper_matmul_through
+from anchorstream.store.delay import (DelayLine, Waiting, add_waiting, documents_left,
+                                      selection_marginals)
 from tests.naive_store import NaiveStoreModel, NaiveVocabulary
 from tests.test_store import WORDS, assert_close_rel, corpus, crash_and_replay, stream
 
@@ -288,6 +290,58 @@ def test_a_reader_adds_the_waiting_documents_as_counting_them_would(
         idx, keep_total=False), sparse.waiting, idx).to_dense()
     sub_want = want.counts[np.ix_(idx, idx)]
     assert_close_rel(sub.counts, sub_want)
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    seed=st.integers(0, 2**16),
+    delay=st.integers(1, 40),
+    sizes=st.lists(st.integers(0, 50), min_size=1, max_size=5),
+    capacity=st.sampled_from([4, 12]),
+    max_pairs=st.sampled_from([None, 40]),
+    half_life=st.one_of(st.none(), st.floats(5.0, 60.0)),
+)
+@example(seed=1, delay=30, sizes=[15, 20], capacity=12, max_pairs=None, half_life=None)
+def test_the_documents_that_left_the_line_made_the_segments_a_read_adds(
+        seed, delay, sizes, capacity, max_pairs, half_life):
+    # Between two sparse reads of a store, the segments the later one adds are the pairs of
+    # the documents that left the line (documents_left): a warm refresh multiplies those
+    # instead (upper_matmul_through), and only where a probe finds them the same. Where no
+    # word was admitted or evicted and nothing decays, they always are; either way the
+    # product is the segments'.
+    rng = np.random.default_rng(seed)
+    docs = [d for d in corpus(rng, 20 + sum(sizes)) if len(d) >= 2]
+    url = f"memory://left-{uuid.uuid4().hex}"
+    forgetting = Forgetting(half_life=half_life) if half_life else None
+    s = CooccurrenceStore.create(url, capacity=capacity, admit_threshold=2.0, chunk_size=2,
+                                 shard_size=4, count_delay=delay, count_delay_pairs=max_pairs,
+                                 forgetting=forgetting)
+    s.add(docs[:20])
+    s.checkpoint()
+    before, start, taken = open_committed_sparse(url), 20, 0
+    for size in sizes:
+        s.add(docs[start:start + size])
+        s.checkpoint()
+        start += size
+        after = open_committed_sparse(url, previous=before)
+        if after.added is not None and after.added.nnz:
+            left = documents_left(before.waiting, after.waiting,
+                                  after.n_docs_added - before.n_docs_added)
+            Z = rng.standard_normal((after.cooccurrence.n_words, 3))
+            U = after.added.toarray()
+            want = (U + U.T - np.diag(np.diag(U))) @ Z
+            got, through = upper_matmul_through(after.added, Z, left)
+            np.testing.assert_allclose(got, want, rtol=0,
+                                       atol=1e-5 * max(np.abs(want).max(), 1e-300))
+            # Four slots: a word may be evicted and admitted again between the reads. More
+            # documents than the line holds: some arrived and left between them, unread.
+            if (left is not None and before.words == after.words and capacity == 12
+                    and forgetting is None and max_pairs is None):
+                assert through
+                taken += 1
+        before = after
+    if (seed, delay, sizes) == (1, 30, [15, 20]):
+        assert taken == 2
 
 
 @settings(max_examples=25, deadline=None)

@@ -23,7 +23,7 @@ from anchorstream.model.pipeline import AnchorModel
 from anchorstream.stats.accumulator import Forgetting
 from anchorstream.stats.cooccurrence import cooccurrence
 from anchorstream.stats.sparse import (SparseCooccurrence, canonical_csr, check_upper_counts,
-                                       upper_csr, upper_matmul_once)
+                                       upper_csr, upper_matmul_once, upper_matmul_through)
 from anchorstream.store import CooccurrenceStore, open_committed, open_committed_sparse
 from anchorstream.synthetic import planted_model, sample_documents
 from tests.naive_store import scripted_history
@@ -170,6 +170,27 @@ def test_a_catch_up_says_what_it_added_where_nothing_moved():
     s.add([["d", "a"]])  # a word admitted: the words move
     s.checkpoint()
     assert read_version_sparse(repo, url, None, previous=more).added is None
+
+
+def test_a_product_through_documents_is_taken_only_where_they_made_the_pairs():
+    rng = np.random.default_rng(5)
+    H = sp.csr_matrix(rng.poisson(0.6, size=(30, 12)).astype(float))
+    w = rng.uniform(0.5, 2.0, 30)
+    pairs = (H.T @ sp.diags(w) @ H).toarray() - np.diag(H.T @ w)
+    upper = canonical_csr(sp.csr_matrix(np.triu(pairs)))
+    Z = rng.standard_normal((12, 4))
+    got, through = upper_matmul_through(upper, Z, (H, w))
+    assert through
+    np.testing.assert_allclose(got, pairs @ Z, rtol=1e-12, atol=1e-12)
+    # Not those documents: one left out, one weighed otherwise, another vocabulary, none.
+    w_other = w.copy()
+    w_other[7] *= 1.01
+    for documents in [(H[1:], w[1:]), (H, w_other), (H[:, :11], w), None]:
+        got, through = upper_matmul_through(upper, Z, documents)
+        assert not through
+        np.testing.assert_array_equal(got, upper_matmul_once(upper, Z))
+    got, through = upper_matmul_through(canonical_csr(sp.csr_matrix((12, 12))), Z, (H, w))
+    assert not through and not got.any()
 
 
 def test_a_product_known_to_the_counts_is_returned_for_its_basis_only():

@@ -33,7 +33,12 @@ from anchorstream.stats.tiles import ColumnTiles
 # were this module's until session 76; their names are still found here.
 __all__ = ["PendingSum", "SparseCooccurrence", "canonical_csr", "check_upper_counts", "csr_add",
            "csr_add_all", "csr_add_into", "csr_moved", "csr_moved_sum", "csr_of", "csr_sum",
-           "upper_csr", "upper_matmul_once"]
+           "upper_csr", "upper_matmul_once", "upper_matmul_through"]
+
+#: How far apart, relative to the larger, the probes of :func:`upper_matmul_through` may be
+#: and still find the pairs the documents' (two float64 sums of the same terms in two orders
+#: differ by ~1e-15; one document of 500 more or less moves a probe by ~1e-3).
+PROBE_RTOL = 1e-9
 
 
 class SparseCooccurrence:
@@ -309,3 +314,34 @@ class SparseCooccurrence:
         """The same statistics as a dense :class:`Cooccurrence` (``V²`` memory)."""
         return Cooccurrence(self.counts_dense(), self.unigram, self.doc_freq, self.num_docs,
                             self.num_tokens, self.length_cap, self.mass)
+
+
+def upper_matmul_through(upper: sp.csr_matrix, Z: np.ndarray, documents=None,
+                         seed: int = 0) -> tuple[np.ndarray, bool]:
+    """``(S @ Z, through)`` for the symmetric ``S`` whose upper triangle is the canonical CSR
+    ``upper``: through ``documents``, ``(H, w)`` as :func:`document_pairs_matmul` takes
+    them, where those are the documents whose pairs ``upper`` holds (``S = Σ_d w_d (h_d
+    h_dᵀ − diag h_d)``), else :func:`upper_matmul_once`'s. ``through`` says which.
+
+    A caller that knows which documents were counted (the store's delay line, whose
+    leaving documents it read before they left: :func:`~anchorstream.store.delay.
+    documents_left`) multiplies them in ``O(nnz(H) b)`` where the pairs take ``O(nnz(U)
+    b)``: 500 documents of 100 tokens hold 1.9 M pairs. Whether they are those pairs is
+    checked, not assumed: one product of each with a random positive vector (``seed``), one
+    float64 pass over the pairs, must agree within :data:`PROBE_RTOL` of the larger; the
+    documents' product is float64 (the pairs' float32)."""
+    if documents is None or upper.nnz == 0:
+        return upper_matmul_once(upper, Z), False
+    H, w = documents
+    n = upper.shape[0]
+    if H.shape[1] != n:
+        return upper_matmul_once(upper, Z), False
+    z = np.random.default_rng(seed).uniform(0.5, 1.5, size=(n, 1))
+    pairs = np.zeros_like(z)
+    tile = np.stack([upper.indptr[:-1], upper.indptr[1:]]).astype(np.int64)
+    cooc_symmetric_matmul(tile, upper.indices, upper.data, z, pairs)
+    docs = document_pairs_matmul(H, w, z)
+    scale = max(float(np.abs(pairs).max()), float(np.abs(docs).max()))
+    if not np.abs(pairs - docs).max() <= PROBE_RTOL * scale:
+        return upper_matmul_once(upper, Z), False
+    return document_pairs_matmul(H, w, Z), True

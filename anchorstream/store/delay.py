@@ -36,9 +36,8 @@ from anchorstream.zarrio import get_all, get_words, words_items
 
 __all__ = ["AUTO", "AUTO_DELAY", "COUNT_DELAY_PAIRS", "GROUP", "DelayLine", "Delaying",
            "Exits", "Waiting", "check_count_delay", "check_count_delay_pairs", "count_delay",
-           "count_delay_pairs", "defaulted_settings", "load_delay_line", "pairs_of",
-           "resolve_count_delay",
-           "waiting", "with_waiting_windows"]
+           "count_delay_pairs", "defaulted_settings", "documents_left", "load_delay_line",
+           "pairs_of", "resolve_count_delay", "waiting", "with_waiting_windows"]
 
 #: The group of a store's waiting documents.
 GROUP = "delay"
@@ -463,6 +462,27 @@ def read_waiting(root: zarr.Group, config: Mapping, *, words, length_cap, clock:
     X = count_runs_utf8(utf8, offsets, ends, words)
     return waiting_cooccurrence(X, times, length_cap=length_cap, forgetting=forgetting,
                                 clock=clock)
+
+
+def documents_left(before, after, arrived: int):
+    """The documents that left a store's delay line between two of its reads over the same
+    words, as ``(H, w)`` (the ``documents`` of :func:`waiting_cooccurrence`): ``before`` and
+    ``after`` are the reads' waiting statistics (:func:`read_waiting`; None: nothing
+    waited), ``arrived`` the documents added between them. The line is first in, first out,
+    so they are the first ``len(before) + arrived − len(after)`` of ``before``'s documents;
+    None where that is not a number of them, or no document left.
+
+    What they are said to be is not checked here: a reader that multiplies them in place of
+    the segments that counted them checks that they made those segments' pairs
+    (:func:`~anchorstream.stats.sparse.upper_matmul_through`)."""
+    if before is None or before.documents is None:
+        return None
+    H, w = before.documents
+    waits = 0 if after is None or after.documents is None else after.documents[0].shape[0]
+    left = H.shape[0] + int(arrived) - waits
+    if not 0 < left <= H.shape[0]:
+        return None
+    return H[:left], w[:left]
 
 
 def selection_marginals(cooc, waiting):
