@@ -289,6 +289,10 @@ def bench_refresh(args, work: Path) -> None:
         f"{name} {r['iterations'].get('rectify')}, {r['iterations'].get('recover')}"
         for name, r in (("first", first), ("cold", cold), ("warm", warm))))
     print(f"topic ids kept by the warm refresh: {len(warm['churn']['matched'])} of {K}")
+    reads = warm_ref.reads
+    print(f"warm products followed from the last read: {reads.products_followed} of "
+          f"{len(rounds)} rounds, the segments' through the documents that left the delay "
+          f"line in {reads.segments_through_documents}")
 
 
 # ------------------------------------------------------------------------------------ latency

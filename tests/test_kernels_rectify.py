@@ -17,6 +17,7 @@ from anchorstream._kernels.rectify import (
     anchor_negative_entries,
     anchor_rectify_clip,
     anchor_update_difference,
+    negative_entries_rechecked,
 )
 from tests.naive_anchor import (
     naive_block_rows,
@@ -27,6 +28,7 @@ from tests.naive_anchor import (
     naive_corrections_sums,
     naive_dense_to_csr,
     naive_negative_entries,
+    naive_negative_entries_rechecked,
     naive_rectify_clip,
     naive_update_difference,
 )
@@ -102,6 +104,36 @@ def test_negative_entries_match_twin(rng, shape, precision):
         assert a.dtype == b.dtype
         np.testing.assert_array_equal(a, b)
     assert np.all(got[2] > 0)
+
+
+@pytest.mark.parametrize(("V", "K", "n_cols"), [(1, 1, 1), (7, 3, 4), (60, 9, 25)])
+def test_rechecked_negative_entries_match_twin_and_the_float64_product(rng, V, K, n_cols):
+    # Rows of every scale, some pairs orthogonal to rounding (their product within float32's
+    # error of zero), one row zero.
+    Y = rng.standard_normal((V, K)) * 10.0 ** rng.uniform(-20, 3, size=(V, 1))
+    Y[V // 2] = 0.0
+    if V > 2:
+        Y[1] = Y[2] - Y[2] @ Y[0] / (Y[0] @ Y[0]) * Y[0]  # y_1 ⟂ y_0
+    cols = rng.choice(V, size=min(n_cols, V), replace=False).astype(np.int64)
+    Y32 = Y.astype(np.float32)
+    block = Y32 @ Y32[cols].T
+    bound = np.sqrt(2.0 * (K + 2) * 2.0**-24) * np.linalg.norm(Y, axis=1)
+    floor = 4.0 * K * float(np.finfo(np.float32).tiny) * (1.0 + np.abs(Y).max())
+    got = negative_entries_rechecked(block, Y, cols, bound, floor)
+    want = naive_negative_entries_rechecked(block, Y, cols, bound, floor)
+    np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_array_equal(got[1], want[1])
+    np.testing.assert_allclose(got[2], want[2], rtol=1e-12)
+    assert np.all(got[2] > 0)
+    # The float64 product's negative entries, but those within its own rounding of zero.
+    exact = Y @ Y[cols].T
+    scale = np.outer(np.linalg.norm(Y, axis=1), np.linalg.norm(Y[cols], axis=1))
+    clear = np.abs(exact) > 1e-12 * scale
+    found = np.zeros(exact.shape, dtype=bool)
+    found[got[0], got[1]] = True
+    np.testing.assert_array_equal(found[clear], (exact < 0)[clear])
+    err = np.abs(-exact[got[0], got[1]] - got[2])
+    assert np.all(err <= 1e-12 * np.abs(got[2]) + 1e-12 * scale[got[0], got[1]])
 
 
 @pytest.mark.parametrize(("V", "n_scanned", "b"), [(1, 1, 1), (6, 2, 3), (30, 7, 4),

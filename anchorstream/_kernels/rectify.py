@@ -188,6 +188,62 @@ def anchor_negative_entries(block):
 
 
 @numba.njit(cache=True)
+def negative_entries_rechecked(block, Y, cols_of, bound, floor):
+    """The negative entries of ``Y Y_Jᵀ`` (``J = cols_of``), negated, found from ``block``, the
+    same product in float32 (``Y`` rounded, then a float32 GEMM), and each recomputed in
+    float64: :func:`anchor_negative_entries` of the float64 product, for a float32 GEMM's time
+    (the caller's) and a dot product a candidate.
+
+    An entry is a candidate where ``block[i, j] < bound[i] bound[J[j]] + floor``: with
+    ``bound[i] = ‖y_i‖ √t`` for ``t`` above the float32 product's relative error bound
+    (``(K + 2) 2⁻²⁴`` of ``Σ_k |y_ik y_jk| ≤ ‖y_i‖ ‖y_j‖``) and ``floor`` above its underflow,
+    every negative entry is one; a candidate whose float64 dot product is negative is kept.
+    Two serial passes: count the candidates, then recompute and keep.
+
+    Parameters
+    ----------
+    block : float32 ndarray of shape (n_rows, n_cols), C-contiguous
+        Row ``i`` is word ``i``; column ``j`` word ``cols_of[j]``.
+    Y : float64 ndarray of shape (n_rows, K), C-contiguous
+    cols_of : int64 ndarray of shape (n_cols,)
+    bound : float64 ndarray of shape (n_rows,)
+    floor : float
+
+    Returns
+    -------
+    rows, cols : int64 ndarrays of shape (nnz,)
+    values : float64 ndarray of shape (nnz,)
+        ``−(Y Y_Jᵀ)[rows, cols]`` (positive), in row-major order.
+    """
+    n_rows, n_cols = block.shape
+    K = Y.shape[1]
+    n = 0
+    for i in range(n_rows):
+        bi = bound[i]
+        for j in range(n_cols):
+            if block[i, j] < bi * bound[cols_of[j]] + floor:
+                n += 1
+    rows = np.empty(n, dtype=np.int64)
+    cols = np.empty(n, dtype=np.int64)
+    values = np.empty(n, dtype=np.float64)
+    k = 0
+    for i in range(n_rows):
+        bi = bound[i]
+        for j in range(n_cols):
+            c = cols_of[j]
+            if block[i, j] < bi * bound[c] + floor:
+                v = 0.0
+                for q in range(K):
+                    v += Y[i, q] * Y[c, q]
+                if v < 0:
+                    rows[k] = i
+                    cols[k] = j
+                    values[k] = -v
+                    k += 1
+    return rows[:k].copy(), cols[:k].copy(), values[:k].copy()
+
+
+@numba.njit(cache=True)
 def corrections_csr(rows, cols, values, scanned, outside):
     """The low-rank rectifier's sparse corrections ``E`` as CSR arrays, by a counting sort.
 

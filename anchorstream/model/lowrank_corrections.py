@@ -20,6 +20,7 @@ from anchorstream._kernels.rectify import (
     corrections_csr,
     corrections_matmul,
     corrections_sums,
+    negative_entries_rechecked,
 )
 
 __all__ = ["Corrections"]
@@ -32,6 +33,10 @@ _SCAN_COLUMNS = 128
 #: words: 5107 × 32 entries tell a share of 27 % from the threshold's 15 % (a warm refresh's
 #: sample of 128 columns took 2 ms of its one scan, 0.6 so).
 _SAMPLE_COLUMNS = 32
+
+#: Entries of ``Y`` above which :func:`_negative_parts` scans in float64: float32's products
+#: of K of them stay far from overflow below this.
+_MAX_FLOAT32_SCAN = 1e15
 
 #: Rows of ``Y Y_Iᵀ`` formed at once into a dense block (a 2048 × |I| float64 part at most
 #: when the block is held in float32).
@@ -262,11 +267,28 @@ def _negative_parts(Y: np.ndarray, scanned: np.ndarray) -> list:
     ``Y``'s precision, as one ``(start, rows, cols, values)`` a block (int, int64, int64,
     float64; ``cols`` counted from ``start``, the block's first column).
 
+    A float64 ``Y``'s blocks are found by a float32 GEMM, whose entries within its error
+    bound of zero or below are recomputed in float64 (:func:`negative_entries_rechecked`):
+    the entries of the float64 product, to its rounding.
+
     ``O(V K |I|)`` work; memory: the entries and one V × 128 block.
     """
     parts = []
+    K = Y.shape[1]
+    if Y.dtype != np.float64 or Y.size == 0 or not float(np.abs(Y).max()) < _MAX_FLOAT32_SCAN:
+        for s in range(0, scanned.size, _SCAN_COLUMNS):
+            block = Y @ Y[scanned[s : s + _SCAN_COLUMNS]].T
+            parts.append((s, *anchor_negative_entries(block)))
+        return parts
+    Y32 = Y.astype(np.float32)
+    # Above the float32 product's error, (K + 2) 2^-24 of ‖y_i‖ ‖y_j‖, twice; and its
+    # underflow, which rounds a term, or an entry of Y, by 2^-126 at most.
+    bound = np.sqrt(2.0 * (K + 2) * 2.0**-24) * np.linalg.norm(Y, axis=1)
+    floor = 4.0 * K * float(np.finfo(np.float32).tiny) * (1.0 + float(np.abs(Y).max()))
     for s in range(0, scanned.size, _SCAN_COLUMNS):
-        parts.append((s, *anchor_negative_entries(Y @ Y[scanned[s : s + _SCAN_COLUMNS]].T)))
+        cols = np.ascontiguousarray(scanned[s : s + _SCAN_COLUMNS], dtype=np.int64)
+        parts.append((s, *negative_entries_rechecked(Y32 @ Y32[cols].T, Y, cols, bound,
+                                                     floor)))
     return parts
 
 
