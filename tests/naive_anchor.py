@@ -138,13 +138,16 @@ def naive_negative_entries(block):
     return rows.astype(np.int64), cols.astype(np.int64), -block[rows, cols].astype(np.float64)
 
 
-def naive_negative_entries_rechecked(block, Y, cols_of, bound, floor):
+def naive_negative_entries_rechecked(block, Y, cols_of, bound, floor, max_candidates):
     """Twin of ``negative_entries_rechecked``: the candidates by numpy, their float64 dot
     products, the negative ones kept in row-major order."""
     rows, cols = np.nonzero(block < np.outer(bound, bound[cols_of]) + floor)
+    if rows.size > max_candidates:
+        return np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0), rows.size
     exact = np.einsum("ij,ij->i", Y[rows], Y[cols_of[cols]])
     keep = exact < 0
-    return rows[keep].astype(np.int64), cols[keep].astype(np.int64), -exact[keep]
+    return (rows[keep].astype(np.int64), cols[keep].astype(np.int64), -exact[keep],
+            rows.size)
 
 
 def naive_corrections_csr(rows, cols, values, scanned, outside):

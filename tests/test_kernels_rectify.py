@@ -119,12 +119,17 @@ def test_rechecked_negative_entries_match_twin_and_the_float64_product(rng, V, K
     block = Y32 @ Y32[cols].T
     bound = np.sqrt(2.0 * (K + 2) * 2.0**-24) * np.linalg.norm(Y, axis=1)
     floor = 4.0 * K * float(np.finfo(np.float32).tiny) * (1.0 + np.abs(Y).max())
-    got = negative_entries_rechecked(block, Y, cols, bound, floor)
-    want = naive_negative_entries_rechecked(block, Y, cols, bound, floor)
+    got = negative_entries_rechecked(block, Y, cols, bound, floor, block.size)
+    want = naive_negative_entries_rechecked(block, Y, cols, bound, floor, block.size)
+    assert got[3] == want[3] >= got[0].size
     np.testing.assert_array_equal(got[0], want[0])
     np.testing.assert_array_equal(got[1], want[1])
     np.testing.assert_allclose(got[2], want[2], rtol=1e-12)
     assert np.all(got[2] > 0)
+    # More candidates than allowed: none.
+    for found in (negative_entries_rechecked(block, Y, cols, bound, floor, got[3] - 1),
+                  naive_negative_entries_rechecked(block, Y, cols, bound, floor, got[3] - 1)):
+        assert found[3] == got[3] and all(a.size == 0 for a in found[:3])
     # The float64 product's negative entries, but those within its own rounding of zero.
     exact = Y @ Y[cols].T
     scale = np.outer(np.linalg.norm(Y, axis=1), np.linalg.norm(Y[cols], axis=1))

@@ -262,18 +262,23 @@ def test_an_unhinted_scan_samples_the_form_and_finds_the_same_corrections(rng, n
 def test_a_float64_scan_finds_the_entries_of_the_float64_product(rng):
     # Found by a float32 GEMM and rechecked (negative_entries_rechecked): the same entries as
     # the float64 product's, to its rounding, in the same order (the scan's blocks).
+    # A positive first direction: a few negative (rechecked), or many (found in float64 from
+    # the first block with more than _RECHECK_SHARE candidates on).
     V, K = 300, 12
-    Y = rng.standard_normal((V, K)) * 0.01
-    Y[:, 0] = np.abs(Y[:, 0]) * 5.0  # a positive first direction: a minority negative
     scanned = rng.permutation(V)[:150]
-    parts = lowrank_corrections._negative_parts(Y, scanned)
-    assert len(parts) == -(-scanned.size // lowrank_corrections._SCAN_COLUMNS)
-    for start, i, p, values in parts:
-        exact = Y @ Y[scanned[start : start + lowrank_corrections._SCAN_COLUMNS]].T
-        rows, cols = np.nonzero(exact < 0)
-        np.testing.assert_array_equal(i, rows)
-        np.testing.assert_array_equal(p, cols)
-        np.testing.assert_allclose(values, -exact[rows, cols], rtol=1e-12)
+    for first, few in ((20.0, True), (0.5, False)):
+        Y = rng.standard_normal((V, K)) * 0.01
+        Y[:, 0] = np.abs(Y[:, 0]) * first
+        parts = lowrank_corrections._negative_parts(Y, scanned)
+        assert len(parts) == -(-scanned.size // lowrank_corrections._SCAN_COLUMNS)
+        share = sum(part[3].size for part in parts) / (V * scanned.size)
+        assert (share < lowrank_corrections._RECHECK_SHARE) == few
+        for start, i, p, values in parts:
+            exact = Y @ Y[scanned[start : start + lowrank_corrections._SCAN_COLUMNS]].T
+            rows, cols = np.nonzero(exact < 0)
+            np.testing.assert_array_equal(i, rows)
+            np.testing.assert_array_equal(p, cols)
+            np.testing.assert_allclose(values, -exact[rows, cols], rtol=1e-12)
     # One too large for float32's products is scanned in float64 (scaled by a power of two:
     # the same products, scaled).
     big = lowrank_corrections._negative_parts(Y * 2.0**60, scanned)

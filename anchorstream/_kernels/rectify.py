@@ -188,7 +188,7 @@ def anchor_negative_entries(block):
 
 
 @numba.njit(cache=True)
-def negative_entries_rechecked(block, Y, cols_of, bound, floor):
+def negative_entries_rechecked(block, Y, cols_of, bound, floor, max_candidates):
     """The negative entries of ``Y Y_Jᵀ`` (``J = cols_of``), negated, found from ``block``, the
     same product in float32 (``Y`` rounded, then a float32 GEMM), and each recomputed in
     float64: :func:`anchor_negative_entries` of the float64 product, for a float32 GEMM's time
@@ -198,7 +198,9 @@ def negative_entries_rechecked(block, Y, cols_of, bound, floor):
     ``bound[i] = ‖y_i‖ √t`` for ``t`` above the float32 product's relative error bound
     (``(K + 2) 2⁻²⁴`` of ``Σ_k |y_ik y_jk| ≤ ‖y_i‖ ‖y_j‖``) and ``floor`` above its underflow,
     every negative entry is one; a candidate whose float64 dot product is negative is kept.
-    Two serial passes: count the candidates, then recompute and keep.
+    Two serial passes: count the candidates, then recompute and keep them; none where there
+    are more than ``max_candidates`` (a dot product each costs more than the float64 GEMM
+    beyond a few percent of the block).
 
     Parameters
     ----------
@@ -208,30 +210,45 @@ def negative_entries_rechecked(block, Y, cols_of, bound, floor):
     cols_of : int64 ndarray of shape (n_cols,)
     bound : float64 ndarray of shape (n_rows,)
     floor : float
+    max_candidates : int
 
     Returns
     -------
     rows, cols : int64 ndarrays of shape (nnz,)
     values : float64 ndarray of shape (nnz,)
-        ``−(Y Y_Jᵀ)[rows, cols]`` (positive), in row-major order.
+        ``−(Y Y_Jᵀ)[rows, cols]`` (positive), in row-major order; empty where there were
+        more than ``max_candidates`` candidates.
+    n_candidates : int
     """
     n_rows, n_cols = block.shape
     K = Y.shape[1]
+    col_bound = np.empty(n_cols)
+    for j in range(n_cols):
+        col_bound[j] = bound[cols_of[j]]
+    # The count, branch-free (vectorized: 3 ms over the blocks of a 5000 x 1500 product), and
+    # each row's, so that the second pass visits only rows with candidates.
+    row_n = np.zeros(n_rows, dtype=np.int64)
     n = 0
     for i in range(n_rows):
         bi = bound[i]
+        c = 0
         for j in range(n_cols):
-            if block[i, j] < bi * bound[cols_of[j]] + floor:
-                n += 1
+            c += block[i, j] < bi * col_bound[j] + floor
+        row_n[i] = c
+        n += c
+    if n > max_candidates:
+        return np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0), n
     rows = np.empty(n, dtype=np.int64)
     cols = np.empty(n, dtype=np.int64)
     values = np.empty(n, dtype=np.float64)
     k = 0
     for i in range(n_rows):
+        if row_n[i] == 0:
+            continue
         bi = bound[i]
         for j in range(n_cols):
-            c = cols_of[j]
-            if block[i, j] < bi * bound[c] + floor:
+            if block[i, j] < bi * col_bound[j] + floor:
+                c = cols_of[j]
                 v = 0.0
                 for q in range(K):
                     v += Y[i, q] * Y[c, q]
@@ -240,7 +257,7 @@ def negative_entries_rechecked(block, Y, cols_of, bound, floor):
                     cols[k] = j
                     values[k] = -v
                     k += 1
-    return rows[:k].copy(), cols[:k].copy(), values[:k].copy()
+    return rows[:k].copy(), cols[:k].copy(), values[:k].copy(), n
 
 
 @numba.njit(cache=True)
