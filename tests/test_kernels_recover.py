@@ -159,6 +159,38 @@ def test_kkt_solve_equals_the_saddle_point_system_and_refuses_a_singular_support
                                           np.empty(4), np.empty(3)))
 
 
+def test_kkt_solve_from_the_rows_of_an_earlier_factor_equals_a_solve_from_none():
+    """The active-set search keeps the factor's first ``done`` rows where the support's first
+    words stay (words added after them, or dropped from ``done`` on): the solution is the
+    one a whole factorization gives, and kept rows are checked against the new scale."""
+    rng = np.random.default_rng(17)
+    for trial in range(40):
+        K = int(rng.integers(2, 9))
+        G, h, _ = _simplex_problem(rng, K)
+        order = rng.permutation(K).astype(np.int64)  # the order words joined
+        m1 = int(rng.integers(1, K))
+        m2 = int(rng.integers(m1 + 1, K + 1))
+        A, b, y = np.empty((K + 1, K + 1)), np.empty(K + 1), np.empty(K)
+        ka._recover_kkt_solve(G, h, order, m1, A, b, y)
+        for m, done in ((m2, m1), (m1, m1), (m2, 0)):
+            grown = np.empty(K)
+            mu = ka._recover_kkt_solve(G, h, order, m, A, b, grown, done)
+            fresh = np.empty(K)
+            want = ka._recover_kkt_solve(G, h, order, m, np.empty((K + 1, K + 1)),
+                                         np.empty(K + 1), fresh)
+            np.testing.assert_allclose(grown, fresh, rtol=1e-12, atol=1e-12)
+            np.testing.assert_allclose(mu, want, rtol=1e-12, atol=1e-12)
+            ka._recover_kkt_solve(G, h, order, m1, A, b, y)  # back to the first support
+    # A kept pivot that is tiny against a word added after it: singular, as from none.
+    G = np.diag([1e-14, 1.0])
+    idx = np.array([0, 1], dtype=np.int64)
+    A, b, y = np.empty((3, 3)), np.empty(3), np.empty(2)
+    assert np.isfinite(ka._recover_kkt_solve(G, np.ones(2), idx, 1, A, b, y))
+    assert np.isnan(ka._recover_kkt_solve(G, np.ones(2), idx, 2, A, b, y, 1))
+    assert np.isnan(ka._recover_kkt_solve(G, np.ones(2), idx, 2, np.empty((3, 3)),
+                                          np.empty(3), y))
+
+
 def test_a_warm_start_on_the_simplex_is_taken_as_it_is_and_any_other_is_projected():
     rng = np.random.default_rng(7)
     work, out = np.empty(6), np.empty(6)
