@@ -281,8 +281,9 @@ def _negative_parts(Y: np.ndarray, scanned: np.ndarray) -> list:
     ``O(V K |I|)`` work; memory: the entries and one V × 128 block.
     """
     parts = []
-    K = Y.shape[1]
-    if Y.dtype != np.float64 or Y.size == 0 or not float(np.abs(Y).max()) < _MAX_FLOAT32_SCAN:
+    V, K = Y.shape
+    top = float(np.abs(Y).max()) if Y.size else np.inf
+    if Y.dtype != np.float64 or not top < _MAX_FLOAT32_SCAN:
         for s in range(0, scanned.size, _SCAN_COLUMNS):
             block = Y @ Y[scanned[s : s + _SCAN_COLUMNS]].T
             parts.append((s, *anchor_negative_entries(block)))
@@ -291,14 +292,15 @@ def _negative_parts(Y: np.ndarray, scanned: np.ndarray) -> list:
     # Above the float32 product's error, (K + 2) 2^-24 of ‖y_i‖ ‖y_j‖, twice; and its
     # underflow, which rounds a term, or an entry of Y, by 2^-126 at most.
     bound = np.sqrt(2.0 * (K + 2) * 2.0**-24) * np.linalg.norm(Y, axis=1)
-    floor = 4.0 * K * float(np.finfo(np.float32).tiny) * (1.0 + float(np.abs(Y).max()))
+    floor = 4.0 * K * float(np.finfo(np.float32).tiny) * (1.0 + top)
     rechecks = True
     for s in range(0, scanned.size, _SCAN_COLUMNS):
         cols = np.ascontiguousarray(scanned[s : s + _SCAN_COLUMNS], dtype=np.int64)
         if rechecks:
+            limit = int(_RECHECK_SHARE * V * cols.size)
             *found, n = negative_entries_rechecked(Y32 @ Y32[cols].T, Y, cols, bound, floor,
-                                                   int(_RECHECK_SHARE * Y.shape[0] * cols.size))
-            if n <= _RECHECK_SHARE * Y.shape[0] * cols.size:
+                                                   limit)
+            if n <= limit:
                 parts.append((s, *found))
                 continue
             rechecks = False  # as many in the blocks after: the float64 GEMM is cheaper
