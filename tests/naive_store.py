@@ -371,3 +371,13 @@ def naive_entries_to_upper_csr(rows, cols, vals, seq, reset_seq, skip, pos, n, f
         out[lo][hi] = out[lo].get(hi, 0.0) + float(vals[k]) * factor
     return csr_of_rows({i: sorted((j, v) for j, v in row.items() if v != 0.0)
                          for i, row in out.items()}, n)
+
+
+def naive_symmetric_matvec(rows, cols, vals, z, out):
+    """Twin of ``store_symmetric_matvec``: ``S z`` added into ``out`` by a dense ``S``."""
+    S = np.zeros((out.shape[0], out.shape[0]))
+    for r, c, v in zip(rows, cols, vals):
+        S[r, c] += v
+        if r != c:
+            S[c, r] += v
+    out += S @ z

@@ -17,6 +17,7 @@ from anchorstream._kernels.store import (
     store_folded_mask,
     store_pair_delta,
     store_scatter_symmetric,
+    store_symmetric_matvec,
     store_unique_counts,
 )
 from tests.naive_store import (
@@ -26,6 +27,7 @@ from tests.naive_store import (
     naive_folded_mask,
     naive_pair_delta,
     naive_scatter_symmetric,
+    naive_symmetric_matvec,
     naive_unique_counts,
 )
 
@@ -265,3 +267,19 @@ def test_folded_mask_matches_twin(rng, done, dtype):
     assert got.all() == (done == 10) and (not got.any()) == (done == 0)
     empty = np.empty(0, dtype)
     assert store_folded_mask(empty, empty, 5, 4, done).shape == (0,)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_symmetric_matvec_matches_twin(seed):
+    rng = np.random.default_rng(seed)
+    n = 7
+    upper = np.triu(rng.random((n, n)) * (rng.random((n, n)) < 0.5))
+    rows, cols = (x.astype(np.int32) for x in np.nonzero(upper))
+    vals = upper[rows, cols]
+    z = rng.uniform(0.5, 1.5, size=n)
+    got, want = np.full(n, 2.0), np.full(n, 2.0)  # added into
+    store_symmetric_matvec(rows, cols, vals, z, got)
+    naive_symmetric_matvec(rows, cols, vals, z, want)
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    np.testing.assert_allclose(got - 2.0, (upper + upper.T - np.diag(np.diag(upper))) @ z,
+                               rtol=1e-12)

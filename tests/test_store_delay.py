@@ -21,7 +21,7 @@ from anchorstream.stats.accumulator import Forgetting
 from anchorstream.stats.documents import DocStatsSettings
 from anchorstream.store import (CooccurrenceStore, open_committed, open_committed_sparse,
                                 read_document_state, store_info)
-from anchorstream.stats.sparse import upper_matmul_through
+from anchorstream.stats.sparse import PendingSum, upper_matmul_through
 from anchorstream.store.delay import (DelayLine, Waiting, add_waiting, documents_left,
                                       selection_marginals)
 from tests.naive_store import NaiveStoreModel, NaiveVocabulary
@@ -305,10 +305,11 @@ def test_a_reader_adds_the_waiting_documents_as_counting_them_would(
 def test_the_documents_that_left_the_line_made_the_segments_a_read_adds(
         seed, delay, sizes, capacity, max_pairs, half_life):
     # Between two sparse reads of a store, the segments the later one adds are the pairs of
-    # the documents that left the line (documents_left): a warm refresh multiplies those
-    # instead (upper_matmul_through), and only where a probe finds them the same. Where no
-    # word was admitted or evicted and nothing decays, they always are; either way the
-    # product is the segments'.
+    # the documents that left the line (documents_left): the read takes those documents
+    # instead of the segments' entries where the segments' probes say so (catch_up_upper),
+    # and a warm refresh multiplies them (upper_matmul_through), only where a probe finds
+    # them the same. Where no word was admitted or evicted and nothing decays, they always
+    # are; either way the counts are a full read's and the product the segments'.
     rng = np.random.default_rng(seed)
     docs = [d for d in corpus(rng, 20 + sum(sizes)) if len(d) >= 2]
     url = f"memory://left-{uuid.uuid4().hex}"
@@ -324,21 +325,26 @@ def test_the_documents_that_left_the_line_made_the_segments_a_read_adds(
         s.checkpoint()
         start += size
         after = open_committed_sparse(url, previous=before)
-        if after.added is not None and after.added.nnz:
+        full = open_committed_sparse(url).cooccurrence
+        assert_close_rel(after.cooccurrence.row_sums(), full.row_sums())
+        assert_close_rel(after.cooccurrence.diagonal(), full.diagonal())
+        documents = isinstance(after.added, PendingSum)
+        if after.added is not None and (documents or after.added.nnz):
             left = documents_left(before.waiting, after.waiting,
                                   after.n_docs_added - before.n_docs_added)
             Z = rng.standard_normal((after.cooccurrence.n_words, 3))
-            U = after.added.toarray()
-            want = (U + U.T - np.diag(np.diag(U))) @ Z
             got, through = upper_matmul_through(after.added, Z, left)
+            U = (after.added.form() if documents else after.added).toarray()
+            want = (U + U.T - np.diag(np.diag(U))) @ Z
             np.testing.assert_allclose(got, want, rtol=0,
                                        atol=1e-5 * max(np.abs(want).max(), 1e-300))
             # Four slots: a word may be evicted and admitted again between the reads. More
             # documents than the line holds: some arrived and left between them, unread.
             if (left is not None and before.words == after.words and capacity == 12
                     and forgetting is None and max_pairs is None):
-                assert through
+                assert through and documents
                 taken += 1
+        assert_close_rel(after.cooccurrence.counts_dense(), full.counts_dense())
         before = after
     if (seed, delay, sizes) == (1, 30, [15, 20]):
         assert taken == 2
@@ -386,3 +392,46 @@ def test_readers_of_a_store_with_windows_see_the_counted_documents_only(tmp_path
     assert open_committed(s.url).waiting is None
     assert open_committed_sparse(s.url).waiting is None
     assert len(CooccurrenceStore.open(s.url).delay_line) == 5
+
+
+@pytest.mark.parametrize("wrong_probe", [False, True])
+def test_a_chain_of_catch_ups_holds_the_documents_that_left_the_line(monkeypatch, wrong_probe):
+    # A chain of catch-ups where no word moves (a warm refresh's reads): each takes the
+    # documents that left the delay line instead of the segments they made, which their
+    # probes say they are, their pairs not counted: at most MAX_DOCUMENT_PARTS (here 2) of
+    # them, then all counted together and added into the kept read in place. Where a probe
+    # disagrees (here every one, by 1e-6), the segments are read instead. Either way each read
+    # is a full read's counts.
+    import anchorstream.store.sparseread as sparse_mod
+    import anchorstream.store.writer as writer_mod
+    from anchorstream.store.repository import open_repo
+    from anchorstream.store.sparseread import read_version_sparse
+
+    monkeypatch.setattr(sparse_mod, "MAX_DOCUMENT_PARTS", 2)
+    if wrong_probe:
+        probe = writer_mod.segment_probe
+        monkeypatch.setattr(writer_mod, "segment_probe", lambda *a: probe(*a) * (1 + 1e-6))
+    rng = np.random.default_rng(11)
+    words = [f"w{i}" for i in range(8)]
+    url = f"memory://left-chain-{uuid.uuid4().hex}"
+    s = CooccurrenceStore.create(url, capacity=10, admit_threshold=1, chunk_size=4,
+                                 shard_size=8, count_delay=6)
+    s.add([words])  # every word admitted: none moves later
+    s.add([list(rng.choice(words, size=6)) for _ in range(20)])
+    s.checkpoint()
+    repo, _ = open_repo(url)
+    previous = read_version_sparse(repo, url, None)
+    held = []
+    for _ in range(7):
+        s.add([list(rng.choice(words, size=int(rng.integers(2, 7)))) for _ in range(4)])
+        s.checkpoint()
+        read = read_version_sparse(repo, url, None, previous=previous, consume_previous=True)
+        full = read_version_sparse(repo, url, None).cooccurrence
+        got = read.cooccurrence
+        assert isinstance(read.added, PendingSum) != wrong_probe
+        held.append(0 if got.pending is None else got.pending.n_documents)
+        assert_close_rel(got.diagonal(), full.diagonal())
+        assert_close_rel(got.row_sums(), full.row_sums())
+        previous = read
+    assert held == [0] * 7 if wrong_probe else held == [1, 2, 0, 1, 2, 0, 1]
+    assert_close_rel(previous.cooccurrence.counts_dense(), full.counts_dense())

@@ -63,3 +63,29 @@ def test_a_read_takes_all_its_segments_in_one_trip_and_reads_the_same_in_many(tm
     _assert_same_read(sparse1, dense1)
     _assert_same_read(sparse1, dense)
     np.testing.assert_array_equal(dense1.cooccurrence.counts, dense.cooccurrence.counts)
+
+
+def test_each_segment_is_written_with_its_product_with_the_probe_vector(tmp_path):
+    # segments/<name>/probe is S z for the symmetric S of the segment's entries (both
+    # triangles, the diagonal once) and z = probe_vector over every slot: what a reader that
+    # holds the documents a segment counted compares theirs with (catch_up_upper).
+    import zarr
+
+    from anchorstream.store.format import BRANCH
+    from anchorstream.store.repository import open_repo
+
+    store = _many_segments(tmp_path / "store", n_checkpoints=4)
+    repo, _ = open_repo(store.url)
+    root = zarr.open_group(repo.readonly_session(branch=BRANCH).store, mode="r")
+    z = segments.probe_vector(40)
+    assert z.shape == (40,) and z.min() >= 0.5 and z.max() < 1.5
+    np.testing.assert_array_equal(z, segments.probe_vector(40))  # the same every time
+    names = list(root["segments"].group_keys())
+    assert len(names) == 4
+    for name in names:
+        g = root["segments"][name]
+        rows, cols, vals = g["rows"][:], g["cols"][:], g["vals"][:]
+        S = np.zeros((40, 40))
+        S[rows, cols] = vals
+        S = S + S.T - np.diag(np.diag(S))
+        np.testing.assert_allclose(g["probe"][:], S @ z, rtol=1e-12, atol=1e-300)

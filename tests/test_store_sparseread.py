@@ -772,3 +772,38 @@ def test_a_warm_selection_leaves_the_waiting_documents_pairs_uncounted(tmp_path)
     np.testing.assert_allclose(got.row_sums(), want.row_sums(), rtol=1e-12)
     np.testing.assert_array_equal(got.diagonal(), want.diagonal())
     np.testing.assert_array_equal(got.upper.data, want.upper.data)
+
+
+@pytest.mark.parametrize("in_place", [False, True])
+def test_documents_parts_stay_documents_until_more_than_the_bound(in_place):
+    # plus_documents keeps documents as documents (the diagonal and row sums from them) up
+    # to max_documents parts, then counts all of them in one pass and adds them as
+    # added_into_first (in place, into a first part that stores every pair: one part left)
+    # or plus does. The sum is the dense one throughout.
+    from anchorstream.stats.sparse import PendingSum
+
+    rng = np.random.default_rng(7)
+    n = 9
+    a = sp.csr_matrix(np.triu(rng.random((n, n)) + 0.5))  # every pair stored
+    want = a.toarray()
+    pend = PendingSum.of(a)
+    first = pend._parts[0][0]
+    held = []
+    for _ in range(7):
+        H = sp.csr_matrix(rng.integers(0, 3, size=(4, n)).astype(np.float64))
+        w = rng.random(4)
+        docs = PendingSum.of_documents(H, w)
+        assert docs.documents is not None and docs.n_documents == 1
+        pend = pend.plus_documents(docs, max_documents=3, max_parts=3, in_place=in_place)
+        pairs = (H.T @ sp.diags(w) @ H).toarray() - np.diag(H.T @ w)
+        want = want + np.triu(pairs)
+        held.append(pend.n_documents)
+        assert pend._parts[0][0] is first and pend.documents is None
+        if in_place and not pend.n_documents:
+            assert pend.n_parts == 1
+        S = SparseCooccurrence(pend, np.ones(n), np.ones(n), 3, 9, check=False)
+        np.testing.assert_allclose(S.diagonal(), np.diag(want), rtol=1e-12)
+        full = want + want.T - np.diag(np.diag(want))
+        np.testing.assert_allclose(S.row_sums(), full.sum(axis=1) / 3, rtol=1e-12)
+    assert held == [1, 2, 3, 0, 1, 2, 3]
+    np.testing.assert_allclose(pend.form().toarray(), want, rtol=1e-12)

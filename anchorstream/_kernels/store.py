@@ -479,3 +479,17 @@ def store_folded_mask(rows, cols, shard_size, n_shards, done):
         b = np.int64(cols[t]) // shard_size
         out[t] = a * n_shards - a * (a - 1) // 2 + (b - a) < done
     return out
+
+
+@numba.njit(cache=True)
+def store_symmetric_matvec(rows, cols, vals, z, out):
+    """Add into ``out`` the product ``S z`` of the symmetric ``S`` whose upper-triangle
+    entries are ``(rows, cols, vals)`` (``rows <= cols``): ``v z[c]`` into ``out[r]`` and,
+    off the diagonal, ``v z[r]`` into ``out[c]``, in the entries' order. One pass (a delta
+    segment's probe at a checkpoint, :func:`~anchorstream.store.segments.segment_probe`:
+    NumPy's two weighted ``bincount`` took 66 ms for 1.9 M entries)."""
+    for k in range(rows.shape[0]):
+        r, c, v = rows[k], cols[k], vals[k]
+        out[r] += v * z[c]
+        if r != c:
+            out[c] += v * z[r]

@@ -50,6 +50,11 @@ class _Part:
         return self._m is not None
 
     @property
+    def documents(self):
+        """``(H, w)`` of a documents' part not formed yet, else None."""
+        return None if self._m is not None else self._documents
+
+    @property
     def nbytes(self) -> int:
         """Memory of the upper triangle, or of the documents while it is not formed."""
         m = self._m
@@ -181,6 +186,36 @@ class PendingSum:
         if to is not None:
             raise ValueError("added_into_first needs a first part that is not moved")
         return self.plus(first.add_into(b), max_parts=max_parts)
+
+    @property
+    def documents(self):
+        """``(H, w)`` where this sum is one documents' part not formed (:meth:`of_documents`),
+        else None."""
+        (part, to), *rest = self._parts
+        return None if rest or to is not None else part.documents
+
+    @property
+    def n_documents(self) -> int:
+        """Parts held as documents, not formed."""
+        return sum(1 for p, _ in self._parts if not p.formed)
+
+    def plus_documents(self, docs: PendingSum, *, max_documents: int,
+                       max_parts: int | None = None, in_place: bool = False) -> PendingSum:
+        """This sum plus ``docs``, whose parts are documents not formed (:meth:`of_documents`),
+        kept as documents: their diagonal and row sums come from them, and their pairs are
+        counted only when the sum is formed. Where more than ``max_documents`` parts would be
+        documents, the pairs of all of them are counted in one pass (the kernel sums each
+        entry over the documents in order) and added as :meth:`added_into_first` adds
+        (``in_place``) or :meth:`plus` does (``max_parts`` as there)."""
+        parts = self._parts + docs._parts
+        held = [k for k, (p, to) in enumerate(parts) if not p.formed and to is None and k]
+        if len(held) <= max_documents:
+            return self._of(parts, self.shape)
+        H = sp.vstack([parts[k][0].documents[0] for k in held], format="csr")
+        w = np.concatenate([parts[k][0].documents[1] for k in held])
+        rest = self._of([p for k, p in enumerate(parts) if k not in held], self.shape)
+        m = _Part(None, (H, w), self.shape).m
+        return (rest.added_into_first if in_place else rest.plus)(m, max_parts=max_parts)
 
     def form(self) -> sp.csr_matrix:
         """The sum, canonical, at its exact size."""

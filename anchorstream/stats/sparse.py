@@ -329,7 +329,15 @@ def upper_matmul_through(upper: sp.csr_matrix, Z: np.ndarray, documents=None,
     b)``: 500 documents of 100 tokens hold 1.9 M pairs. Whether they are those pairs is
     checked, not assumed: one product of each with a random positive vector (``seed``), a
     float64 product with the pairs, must agree within :data:`PROBE_RTOL` of the larger; the
-    documents' product is float64 (the pairs' float32)."""
+    documents' product is float64 (the pairs' float32).
+
+    ``upper`` may be a :class:`PendingSum`: one of documents is multiplied through them
+    (those are what it sums; a store's catch-up gives one where it checked the segments
+    against them, :func:`~anchorstream.store.sparseread.catch_up_upper`), another is formed."""
+    if isinstance(upper, PendingSum):
+        if upper.documents is not None:
+            return document_pairs_matmul(*upper.documents, Z), True
+        upper = upper.form()
     if documents is None or upper.nnz == 0:
         return upper_matmul_once(upper, Z), False
     H, w = documents

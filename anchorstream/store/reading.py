@@ -77,11 +77,14 @@ class CommittedState:
         The documents a delay line (``count_delay``) holds back, counted over ``words``
         (:func:`~anchorstream.store.delay.read_waiting`), which ``cooccurrence`` leaves out;
         a reader that should not lag adds them (:func:`~anchorstream.store.delay.add_waiting`).
-    added : scipy.sparse.csr_matrix or None
+    added : scipy.sparse.csr_matrix, PendingSum or None
         Of a sparse read that caught up from an earlier one (``previous`` of
         :func:`~anchorstream.store.sparseread.read_version_sparse`) whose words kept their
         positions, with nothing decayed since: the upper triangle of the counts added to it,
-        so that ``cooccurrence`` is that read's counts plus ``added``. None otherwise.
+        so that ``cooccurrence`` is that read's counts plus ``added``; where those are the
+        pairs of the documents that left the delay line since, checked against the segments'
+        probes, a :class:`~anchorstream.stats.pending.PendingSum` of those documents, their
+        pairs not counted. None otherwise.
     """
 
     cooccurrence: Any

@@ -10,7 +10,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from anchorstream._kernels.store import store_folded_mask, store_scatter_symmetric
+from anchorstream._kernels.store import (store_folded_mask, store_scatter_symmetric,
+                                         store_symmetric_matvec)
 from anchorstream.stats.accumulator import Forgetting
 from anchorstream.store.format import Segment, StoreState
 from anchorstream.zarrio import get_all, get_many
@@ -23,8 +24,10 @@ __all__ = [
     "ShardGrid",
     "fold_into",
     "pair_index",
+    "probe_vector",
     "read_batches",
     "rewrite_shard",
+    "segment_probe",
     "valid_entries",
 ]
 
@@ -37,6 +40,27 @@ READ_BATCH_BYTES = 32 << 20
 #: A stored entry's bytes at most: ``int32`` row and column, a ``float64`` value.
 _ENTRY_BYTES = 16
 _ARRAYS = ("rows", "cols", "vals")
+#: The seed of :func:`probe_vector`: the same vector for every segment of every store.
+PROBE_SEED = 0x5E9_2026
+
+
+def probe_vector(n_slots: int) -> np.ndarray:
+    """The vector every delta segment's ``probe`` multiplies (:func:`segment_probe`), one
+    entry per slot, each in ``[0.5, 1.5)``: positive, so that no entries cancel."""
+    return np.random.default_rng(PROBE_SEED).uniform(0.5, 1.5, size=int(n_slots))
+
+
+def segment_probe(rows, cols, vals, n_slots: int) -> np.ndarray:
+    """``S z`` for the symmetric ``S`` whose upper triangle is the entries ``(rows, cols,
+    vals)`` over ``n_slots`` slots and ``z`` = :func:`probe_vector`, written beside each delta
+    segment (``segments/<name>/probe``). A reader that holds the documents a segment counted
+    (the store's delay line, read before they left it) multiplies them by ``z`` and, where
+    the two agree, uses them instead of reading the segment's entries
+    (:func:`~anchorstream.store.sparseread.catch_up_upper`)."""
+    out = np.zeros(int(n_slots))
+    store_symmetric_matvec(np.asarray(rows), np.asarray(cols),
+                           np.asarray(vals, dtype=np.float64), probe_vector(n_slots), out)
+    return out
 
 
 def read_batches(segs, budget: int | None = None) -> list[list]:

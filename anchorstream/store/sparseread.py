@@ -23,16 +23,19 @@ import numpy as np
 import scipy.sparse as sp
 
 from anchorstream.stats.accumulator import Forgetting
+from anchorstream.stats.cooccurrence import document_pairs_matmul
 from anchorstream._kernels.store import store_block_to_csr, store_entries_to_upper_csr
-from anchorstream.stats.sparse import (PendingSum, SparseCooccurrence, canonical_csr,
+from anchorstream.stats.sparse import (PROBE_RTOL, PendingSum, SparseCooccurrence, canonical_csr,
                                        check_upper_counts, csr_add, csr_add_all, csr_moved,
                                        csr_moved_sum, csr_of, csr_sum)
 from anchorstream.store.format import StoreState
 from anchorstream.store.reading import BaseShards, CommittedState, dense_read_of, plan_catch_up
 from anchorstream.store.repository import open_repo, storage_errors
-from anchorstream.store.segments import EntryReader, read_batches
+from anchorstream.store.delay import documents_left
+from anchorstream.store.segments import EntryReader, probe_vector, read_batches
 from anchorstream.store.settings import length_cap
 from anchorstream.store.versionhead import read_head
+from anchorstream.zarrio import get_all
 
 __all__ = ["catch_up_upper", "open_committed_sparse", "read_version_sparse",
            "sparse_upper"]
@@ -156,10 +159,13 @@ MAX_PENDING_PARTS = 4
 #: share of that part's pairs, before the sum is formed: a kept read holds at most 1.25
 #: times its pairs.
 MAX_PENDING_SHARE = 0.25
+#: Catch-ups whose segments a pending sum holds as the documents that made them, their pairs
+#: not counted, before those are counted together and added to its first part.
+MAX_DOCUMENT_PARTS = 8
 
 
 def catch_up_upper(root, meta, state: StoreState, active: np.ndarray, reset_seq: np.ndarray,
-                   previous: CommittedState | None, *, in_place: bool = False):
+                   previous: CommittedState | None, *, in_place: bool = False, left=None):
     """``(upper, added)``: the upper triangle of this version from ``previous`` (an earlier
     sparse read of the same store, with its ``dense`` record), reading only the segments
     committed since, as the dense read's catch-up does
@@ -176,7 +182,14 @@ def catch_up_upper(root, meta, state: StoreState, active: np.ndarray, reset_seq:
     others are a part of their own: where nearly every pair is stored already, the read
     grows by a few pairs, not by the segments. What it adds to ``previous``'s counts
     (checked when they were read) is checked (:func:`~anchorstream.stats.csr.
-    check_upper_counts`), so the result needs no check of its own."""
+    check_upper_counts`), so the result needs no check of its own.
+
+    ``left``: the documents that left the store's delay line since ``previous``, ``(H, w)``
+    over the active slots (:func:`~anchorstream.store.delay.documents_left`). Where the
+    segments since are exactly their pairs (:func:`_documents_made`: each segment's probe
+    against the documents'), the segments are not read: ``added`` is those documents' pairs,
+    not counted (a :class:`PendingSum` of documents), and the pending sum holds them so
+    (:meth:`PendingSum.plus_documents`)."""
     if previous is None or previous.dense is None:
         return None, None
     plan = plan_catch_up(root, meta, state, active, reset_seq, previous.dense,
@@ -192,6 +205,10 @@ def catch_up_upper(root, meta, state: StoreState, active: np.ndarray, reset_seq:
     if plan.gone.size:
         to = np.where(np.isin(to, plan.gone), -1, to)
     moved = then.size != n or not np.array_equal(to, np.arange(n))
+    if not moved and plan.factor == 1.0 and plan.segments and left is not None:
+        made = _documents_made(plan, left, active, int(meta["config"]["capacity"]))
+        if made is not None:
+            return _pending_plus(cooc, made, in_place), made
     # The segments committed since, summed first (their size is bounded by the store's
     # compaction settings, not by V²): the read holds what it read, that sum and the result,
     # not a copy of the whole matrix per segment.
@@ -225,7 +242,34 @@ def catch_up_upper(root, meta, state: StoreState, active: np.ndarray, reset_seq:
     return canonical_csr(sp.csr_matrix(upper, copy=upper is cooc.upper)), None
 
 
-def _pending_plus(cooc, new: sp.csr_matrix, in_place: bool):
+def _documents_made(plan, left, active: np.ndarray, n_slots: int) -> PendingSum | None:
+    """The pairs of the documents ``left`` (``(H, w)`` over the ``active`` slots), not
+    counted, where they are the entries of ``plan.segments``: the sum of the segments'
+    probes (``S z``, written with each, :func:`~anchorstream.store.segments.segment_probe`)
+    within :data:`~anchorstream.stats.sparse.PROBE_RTOL` of the documents' ``D z``
+    (``O(nnz(H))``; the segments hold ~40 times as many entries). None where not, or where a
+    segment has no probe (written before probes were)."""
+    H, w = left
+    if H.shape[1] != active.size:
+        return None
+    try:
+        probes = get_all(plan.reader.root,
+                         [f"segments/{seg.name}/probe" for seg in plan.segments])
+    except KeyError:
+        return None
+    if any(p.shape != (n_slots,) for p in probes):
+        return None
+    stored = np.sum(probes, axis=0)
+    z = probe_vector(n_slots)
+    docs = np.zeros(n_slots)
+    docs[active] = document_pairs_matmul(H, w, z[active])
+    scale = max(float(np.abs(stored).max()), float(np.abs(docs).max()))
+    if not (scale > 0 and np.abs(stored - docs).max() <= PROBE_RTOL * scale):
+        return None
+    return PendingSum.of_documents(H, w)
+
+
+def _pending_plus(cooc, new, in_place: bool):
     """``cooc``'s counts plus ``new``, not formed: a :class:`PendingSum` whose first part is
     the counts as last formed, the segments of later catch-ups after it (summed into one
     beyond :data:`MAX_PENDING_PARTS`), formed whole once those hold more than
@@ -234,8 +278,14 @@ def _pending_plus(cooc, new: sp.csr_matrix, in_place: bool):
     pairs the first part stores are added into it (:meth:`PendingSum.added_into_first`),
     only the rest is a new part."""
     pending = cooc.pending or PendingSum.of(cooc.upper)
-    add = pending.added_into_first if in_place else pending.plus
-    pending = add(new, max_parts=MAX_PENDING_PARTS)
+    if isinstance(new, PendingSum):  # documents: kept so, up to MAX_DOCUMENT_PARTS
+        pending = pending.plus_documents(new, max_documents=MAX_DOCUMENT_PARTS,
+                                         max_parts=MAX_PENDING_PARTS, in_place=in_place)
+        if pending.n_documents:
+            return pending
+    else:
+        add = pending.added_into_first if in_place else pending.plus
+        pending = add(new, max_parts=MAX_PENDING_PARTS)
     first, *later = pending.parts_nnz
     return pending.form() if sum(later) > MAX_PENDING_SHARE * first else pending
 
@@ -279,8 +329,13 @@ def read_version_sparse(repo, where: str, version: str | None,
     ``consume_previous``: then its counts may be the result's, added to in place)."""
     with storage_errors(f"cannot read store {where!r}"):
         head = read_head(repo, where, version)
+        # The documents that left the delay line since, where the words stayed: the
+        # segments since may be theirs (catch_up_upper).
+        left = (None if previous is None or previous.words != head.words else documents_left(
+            previous.waiting, head.waiting, head.state.n_docs_added - previous.n_docs_added))
         upper, added = catch_up_upper(head.root, head.meta, head.state, head.active,
-                                      head.reset_seq, previous, in_place=consume_previous)
+                                      head.reset_seq, previous, in_place=consume_previous,
+                                      left=left)
         full = upper is None
         if full:
             upper = sparse_upper(head.root, head.meta, head.state, head.active, head.reset_seq)

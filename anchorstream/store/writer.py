@@ -26,7 +26,7 @@ from anchorstream.store.reading import CommittedState, read_version
 from anchorstream.store.opening import Opening
 from anchorstream.store.repository import disk_bytes, pass_through, wrap
 from anchorstream.store.retention import Retaining
-from anchorstream.store.segments import BandEntries
+from anchorstream.store.segments import BandEntries, segment_probe
 from anchorstream.store.settings import (RUNTIME_DEFAULTS, duplicate_memory, length_cap,
                                          vocabulary_of)
 from anchorstream.text.duplicates import DuplicateFilter
@@ -459,7 +459,8 @@ class CooccurrenceStore(Opening, Compacting, Retaining, Delaying):
                     continue
                 name = f"s{seq:010d}w{window}"
                 g = root.require_group("segments").create_group(name, overwrite=True)
-                items += [(g, "rows", d.rows), (g, "cols", d.cols), (g, "vals", d.vals)]
+                items += [(g, "rows", d.rows), (g, "cols", d.cols), (g, "vals", d.vals),
+                          (g, "probe", segment_probe(d.rows, d.cols, d.vals, d.n_slots))]
                 segments.append(Segment(name, seq, window, d.nnz, st.t_ref))
             st = st.replace(segments=tuple(segments), seq=seq + 1)
             prepared = None
