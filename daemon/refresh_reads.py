@@ -179,9 +179,10 @@ class RefreshReads:
         that product plus the segments' ``st`` added to it and the waiting documents', each
         multiplied over the read's words (rows ``idx`` taken after: the basis is zero
         elsewhere); the segments' through the documents that left the delay line since, the
-        ones that made them, where a probe finds them those (:func:`upper_matmul_through`:
-        500 documents of 100 tokens instead of their 1.9 M pairs). Arranges for
-        :meth:`fitted` to follow the product either way."""
+        ones that made them, where the catch-up took those instead of the segments (checked
+        against the segments' probes, ``st.added`` is then them) or a probe finds them those
+        (:func:`upper_matmul_through`: 500 documents of 100 tokens instead of their 1.9 M
+        pairs). Arranges for :meth:`fitted` to follow the product either way."""
         self._follow = (st, np.asarray(idx), cooc, None)
         f, left, self._left = self.followed, self._left, None
         if f is None or not np.array_equal(f.idx, idx):

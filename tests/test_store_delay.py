@@ -394,23 +394,34 @@ def test_readers_of_a_store_with_windows_see_the_counted_documents_only(tmp_path
     assert len(CooccurrenceStore.open(s.url).delay_line) == 5
 
 
-@pytest.mark.parametrize("wrong_probe", [False, True])
-def test_a_chain_of_catch_ups_holds_the_documents_that_left_the_line(monkeypatch, wrong_probe):
+@pytest.mark.parametrize("probe", ["written", "wrong", "missing"])
+def test_a_chain_of_catch_ups_holds_the_documents_that_left_the_line(monkeypatch, probe):
     # A chain of catch-ups where no word moves (a warm refresh's reads): each takes the
     # documents that left the delay line instead of the segments they made, which their
     # probes say they are, their pairs not counted: at most MAX_DOCUMENT_PARTS (here 2) of
     # them, then all counted together and added into the kept read in place. Where a probe
-    # disagrees (here every one, by 1e-6), the segments are read instead. Either way each read
-    # is a full read's counts.
+    # disagrees (here every one, by 1e-6) or is missing (a segment written before probes
+    # were: Zarr's KeyError), the segments are read instead. Either way each read is a full
+    # read's counts.
     import anchorstream.store.sparseread as sparse_mod
     import anchorstream.store.writer as writer_mod
     from anchorstream.store.repository import open_repo
     from anchorstream.store.sparseread import read_version_sparse
 
     monkeypatch.setattr(sparse_mod, "MAX_DOCUMENT_PARTS", 2)
-    if wrong_probe:
-        probe = writer_mod.segment_probe
-        monkeypatch.setattr(writer_mod, "segment_probe", lambda *a: probe(*a) * (1 + 1e-6))
+    if probe == "wrong":
+        written = writer_mod.segment_probe
+        monkeypatch.setattr(writer_mod, "segment_probe", lambda *a: written(*a) * (1 + 1e-6))
+    if probe == "missing":
+        get_all = sparse_mod.get_all
+
+        def without_probes(group, names):
+            if any(name.endswith("/probe") for name in names):
+                raise KeyError(names[0])
+            return get_all(group, names)
+
+        monkeypatch.setattr(sparse_mod, "get_all", without_probes)
+    fallback = probe != "written"
     rng = np.random.default_rng(11)
     words = [f"w{i}" for i in range(8)]
     url = f"memory://left-chain-{uuid.uuid4().hex}"
@@ -428,10 +439,10 @@ def test_a_chain_of_catch_ups_holds_the_documents_that_left_the_line(monkeypatch
         read = read_version_sparse(repo, url, None, previous=previous, consume_previous=True)
         full = read_version_sparse(repo, url, None).cooccurrence
         got = read.cooccurrence
-        assert isinstance(read.added, PendingSum) != wrong_probe
+        assert isinstance(read.added, PendingSum) != fallback
         held.append(0 if got.pending is None else got.pending.n_documents)
         assert_close_rel(got.diagonal(), full.diagonal())
         assert_close_rel(got.row_sums(), full.row_sums())
         previous = read
-    assert held == [0] * 7 if wrong_probe else held == [1, 2, 0, 1, 2, 0, 1]
+    assert held == [0] * 7 if fallback else held == [1, 2, 0, 1, 2, 0, 1]
     assert_close_rel(previous.cooccurrence.counts_dense(), full.counts_dense())

@@ -5,6 +5,9 @@ counts where forming the sum would cost a pass over every stored pair and the fi
 use the entries (a warm refresh whose one product is known reads only row sums and the
 diagonal): a store's catch-up read (:func:`~anchorstream.store.sparseread.catch_up_upper`)
 and the waiting documents added to it (:func:`~anchorstream.store.delay.select_with_waiting`).
+A part may be documents whose pairs are counted only when the sum is formed: the waiting
+documents, and the documents that left the delay line between two catch-ups in place of the
+segments they made (:meth:`PendingSum.plus_documents`).
 """
 
 from __future__ import annotations
