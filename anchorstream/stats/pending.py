@@ -211,7 +211,7 @@ class PendingSum:
         entry over the documents in order) and added as :meth:`added_into_first` adds
         (``in_place``) or :meth:`plus` does (``max_parts`` as there)."""
         parts = self._parts + docs._parts
-        held = [k for k, (p, to) in enumerate(parts) if not p.formed and to is None and k]
+        held = [k for k, (p, to) in enumerate(parts) if k > 0 and to is None and not p.formed]
         if len(held) <= max_documents:
             return self._of(parts, self.shape)
         H = sp.vstack([parts[k][0].documents[0] for k in held], format="csr")

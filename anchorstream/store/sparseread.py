@@ -276,7 +276,9 @@ def _pending_plus(cooc, new, in_place: bool):
     :data:`MAX_PENDING_SHARE` of its entries: the first part's pairs are merged once per a
     quarter as many entries added, not once a refresh. ``in_place``: ``new``'s entries at
     pairs the first part stores are added into it (:meth:`PendingSum.added_into_first`),
-    only the rest is a new part."""
+    only the rest is a new part. ``new`` may be a :class:`PendingSum` of documents
+    (:func:`_documents_made`): held as documents up to :data:`MAX_DOCUMENT_PARTS` such parts
+    (:meth:`PendingSum.plus_documents`), their pairs then counted together and added so."""
     pending = cooc.pending or PendingSum.of(cooc.upper)
     if isinstance(new, PendingSum):  # documents: kept so, up to MAX_DOCUMENT_PARTS
         pending = pending.plus_documents(new, max_documents=MAX_DOCUMENT_PARTS,
