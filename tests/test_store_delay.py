@@ -405,8 +405,8 @@ def test_a_chain_of_catch_ups_holds_the_documents_that_left_the_line(monkeypatch
     # read's counts.
     import anchorstream.store.sparseread as sparse_mod
     import anchorstream.store.writer as writer_mod
-    from anchorstream.store.repository import open_repo
     from anchorstream.store.sparseread import read_version_sparse
+    from tests.test_store_sparseread import WORDS8, store_of_fixed_words
 
     monkeypatch.setattr(sparse_mod, "MAX_DOCUMENT_PARTS", 2)
     if probe == "wrong":
@@ -423,18 +423,11 @@ def test_a_chain_of_catch_ups_holds_the_documents_that_left_the_line(monkeypatch
         monkeypatch.setattr(sparse_mod, "get_all", without_probes)
     fallback = probe != "written"
     rng = np.random.default_rng(11)
-    words = [f"w{i}" for i in range(8)]
-    url = f"memory://left-chain-{uuid.uuid4().hex}"
-    s = CooccurrenceStore.create(url, capacity=10, admit_threshold=1, chunk_size=4,
-                                 shard_size=8, count_delay=6)
-    s.add([words])  # every word admitted: none moves later
-    s.add([list(rng.choice(words, size=6)) for _ in range(20)])
-    s.checkpoint()
-    repo, _ = open_repo(url)
-    previous = read_version_sparse(repo, url, None)
+    s, repo, previous = store_of_fixed_words(rng, 20, count_delay=6)
+    url = s.url
     held = []
     for _ in range(7):
-        s.add([list(rng.choice(words, size=int(rng.integers(2, 7)))) for _ in range(4)])
+        s.add([list(rng.choice(WORDS8, size=int(rng.integers(2, 7)))) for _ in range(4)])
         s.checkpoint()
         read = read_version_sparse(repo, url, None, previous=previous, consume_previous=True)
         full = read_version_sparse(repo, url, None).cooccurrence

@@ -592,6 +592,26 @@ def test_a_pending_sum_of_many_parts_reads_as_their_sum(seed):
         assert first.row_sums(keep) is first.row_sums(keep)  # found once
 
 
+WORDS8 = [f"w{i}" for i in range(8)]
+
+
+def store_of_fixed_words(rng, n_docs: int, **kwargs):
+    """``(store, repo, read)``: an in-memory store of :data:`WORDS8`, every word admitted by
+    its first document (none moves later), ``n_docs`` random documents of six of them, one
+    checkpoint and its sparse read; ``kwargs`` go to ``CooccurrenceStore.create``."""
+    from anchorstream.store.repository import open_repo
+    from anchorstream.store.sparseread import read_version_sparse
+
+    url = f"memory://fixed-words-{uuid.uuid4().hex}"
+    s = CooccurrenceStore.create(url, capacity=10, admit_threshold=1, chunk_size=4,
+                                 shard_size=8, **kwargs)
+    s.add([WORDS8])
+    s.add([list(rng.choice(WORDS8, size=6)) for _ in range(n_docs)])
+    s.checkpoint()
+    repo, _ = open_repo(url)
+    return s, repo, read_version_sparse(repo, url, None)
+
+
 @pytest.mark.parametrize("share", [0.25, 1.5])
 def test_catch_ups_keep_their_sums_unformed_and_read_as_a_full_read(monkeypatch, share):
     # A chain of catch-ups where no word moves, nothing ever asking for the entries: each
@@ -601,24 +621,16 @@ def test_catch_ups_keep_their_sums_unformed_and_read_as_a_full_read(monkeypatch,
     # pairs. Each reads as a full read. (Here every pair is stored and each catch-up adds
     # most of them again: a share above 1 lets the parts pile up.)
     import anchorstream.store.sparseread as sparse_mod
-    from anchorstream.store.repository import open_repo
     from anchorstream.store.sparseread import MAX_PENDING_PARTS, read_version_sparse
 
     monkeypatch.setattr(sparse_mod, "MAX_PENDING_SHARE", share)
 
     rng = np.random.default_rng(5)
-    words = [f"w{i}" for i in range(8)]
-    url = f"memory://sparse-pending-{uuid.uuid4().hex}"
-    s = CooccurrenceStore.create(url, capacity=10, admit_threshold=1, chunk_size=4,
-                                 shard_size=8)
-    s.add([words])  # every word admitted: none moves later
-    s.add([list(rng.choice(words, size=6)) for _ in range(30)])
-    s.checkpoint()
-    repo, _ = open_repo(url)
-    previous = read_version_sparse(repo, url, None)
+    s, repo, previous = store_of_fixed_words(rng, 30)
+    url = s.url
     parts = []
     for _ in range(12):
-        s.add([list(rng.choice(words, size=int(rng.integers(2, 6)))) for _ in range(3)])
+        s.add([list(rng.choice(WORDS8, size=int(rng.integers(2, 6)))) for _ in range(3)])
         s.checkpoint()
         before = None if previous.cooccurrence.pending is None else (
             previous.cooccurrence.pending.parts_nnz)
@@ -702,7 +714,7 @@ def test_a_catch_up_that_consumes_its_previous_read_adds_into_it_in_place():
     counts = previous.cooccurrence.upper
     added_into = 0
     for _ in range(10):
-        s.add([list(rng.choice(words, size=int(rng.integers(2, 6)))) for _ in range(3)])
+        s.add([list(rng.choice(WORDS8, size=int(rng.integers(2, 6)))) for _ in range(3)])
         s.checkpoint()
         read = read_version_sparse(repo, url, None, previous=previous, consume_previous=True)
         full = read_version_sparse(repo, url, None).cooccurrence
