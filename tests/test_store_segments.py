@@ -4,6 +4,7 @@ to Zarr's event loop, with the same matrix as reading them one at a time."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -28,9 +29,9 @@ def test_read_batches_cut_the_segments_in_order_within_the_budget(nnz, budget):
         assert size[k] + batches[k + 1][0].nnz * 16 > budget
 
 
-def _many_segments(path, n_checkpoints=12):
+def _many_segments(path, n_checkpoints=12, **kwargs):
     store = CooccurrenceStore.create(str(path), capacity=40, chunk_size=4, shard_size=8,
-                                     admit_threshold=1, max_segments=10**6)
+                                     admit_threshold=1, max_segments=10**6, **kwargs)
     rng = np.random.default_rng(3)
     words = [f"w{i}" for i in range(50)]  # more words than slots: evictions void entries
     for k in range(n_checkpoints):
@@ -65,16 +66,18 @@ def test_a_read_takes_all_its_segments_in_one_trip_and_reads_the_same_in_many(tm
     np.testing.assert_array_equal(dense1.cooccurrence.counts, dense.cooccurrence.counts)
 
 
-def test_each_segment_is_written_with_its_product_with_the_probe_vector(tmp_path):
+@pytest.mark.parametrize("delay", [0, 3])
+def test_each_segment_is_written_with_its_product_with_the_probe_vector(tmp_path, delay):
     # segments/<name>/probe is S z for the symmetric S of the segment's entries (both
     # triangles, the diagonal once) and z = probe_vector over every slot: what a reader that
-    # holds the documents a segment counted compares theirs with (catch_up_upper).
+    # holds the documents a segment counted compares theirs with (catch_up_upper). Only a
+    # store with a delay line writes it: no reader holds the documents of another.
     import zarr
 
     from anchorstream.store.format import BRANCH
     from anchorstream.store.repository import open_repo
 
-    store = _many_segments(tmp_path / "store", n_checkpoints=4)
+    store = _many_segments(tmp_path / "store", n_checkpoints=4, count_delay=delay)
     repo, _ = open_repo(store.url)
     root = zarr.open_group(repo.readonly_session(branch=BRANCH).store, mode="r")
     z = segments.probe_vector(40)
@@ -84,6 +87,9 @@ def test_each_segment_is_written_with_its_product_with_the_probe_vector(tmp_path
     assert len(names) == 4
     for name in names:
         g = root["segments"][name]
+        assert ("probe" in g) == (delay > 0)
+        if not delay:
+            continue
         rows, cols, vals = g["rows"][:], g["cols"][:], g["vals"][:]
         S = np.zeros((40, 40))
         S[rows, cols] = vals

@@ -454,13 +454,15 @@ class CooccurrenceStore(Opening, Compacting, Retaining, Delaying):
             root = zarr.open_group(session.store, mode="r+")
             items: list = []
             segments = list(st.segments)
+            probes = self.delay_line.length > 0 and self.forgetting.window is None
             for window, d in deltas:
                 if d.nnz == 0:
                     continue
                 name = f"s{seq:010d}w{window}"
                 g = root.require_group("segments").create_group(name, overwrite=True)
-                items += [(g, "rows", d.rows), (g, "cols", d.cols), (g, "vals", d.vals),
-                          (g, "probe", segment_probe(d.rows, d.cols, d.vals, d.n_slots))]
+                items += [(g, "rows", d.rows), (g, "cols", d.cols), (g, "vals", d.vals)]
+                if probes:  # what a reader holding the line's documents checks them by
+                    items.append((g, "probe", segment_probe(d.rows, d.cols, d.vals, d.n_slots)))
                 segments.append(Segment(name, seq, window, d.nnz, st.t_ref))
             st = st.replace(segments=tuple(segments), seq=seq + 1)
             prepared = None
