@@ -20,7 +20,7 @@ import numpy as np
 
 from anchorstream.stats.sparse import upper_matmul_through
 from anchorstream.store import open_committed, open_committed_sparse
-from anchorstream.store.delay import add_waiting, documents_left, select_with_waiting
+from anchorstream.store.delay import add_waiting, select_with_waiting
 from daemon.refresh_inputs import KEEP_READ_MAX_BYTES, Buffers, keeps_read, subset
 
 __all__ = ["FollowedProduct", "RefreshReads"]
@@ -108,8 +108,6 @@ class RefreshReads:
         self.followed: FollowedProduct | None = None
         self.products_followed = 0
         self.segments_through_documents = 0
-        # The documents that left the delay line between the kept read and the last read.
-        self._left = None
         # (read, idx, counts given, their followed product or None) of the fit under way.
         self._follow = None
 
@@ -128,10 +126,6 @@ class RefreshReads:
             st = open_committed_sparse(self.store_url, version,
                                        storage_options=self.storage_options, previous=since,
                                        consume_previous=True)
-            # Those that left the line made the segments st adds, where the words stayed.
-            self._left = (None if since is None or st.added is None or since.words != st.words
-                          else documents_left(since.waiting, st.waiting,
-                                              st.n_docs_added - since.n_docs_added))
             keep = keeps_read(st.cooccurrence, self.keep_read_max_bytes)
             self.kept = st if self.warm_start and keep else None
             if (self.kept is not None and followed is not None and st.added is not None
@@ -184,12 +178,12 @@ class RefreshReads:
         (:func:`upper_matmul_through`: 500 documents of 100 tokens instead of their 1.9 M
         pairs). Arranges for :meth:`fitted` to follow the product either way."""
         self._follow = (st, np.asarray(idx), cooc, None)
-        f, left, self._left = self.followed, self._left, None
+        f = self.followed
         if f is None or not np.array_equal(f.idx, idx):
             return
         lifted = f.lift(st.cooccurrence.n_words)
         # The segments' pairs through the documents that made them, where those are known.
-        added, through = upper_matmul_through(st.added, lifted, left)
+        added, through = upper_matmul_through(st.added, lifted, st.left)
         self.segments_through_documents += through
         counts = f.counts + added[f.idx]
         self._follow = (st, f.idx, cooc, counts)

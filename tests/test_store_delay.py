@@ -332,6 +332,13 @@ def test_the_documents_that_left_the_line_made_the_segments_a_read_adds(
         if after.added is not None and (documents or after.added.nnz):
             left = documents_left(before.waiting, after.waiting,
                                   after.n_docs_added - before.n_docs_added)
+            # The read says which documents left, where its words stayed (what a refresher
+            # multiplies: CommittedState.left).
+            if before.words != after.words or left is None:
+                assert after.left is None
+            else:
+                assert (after.left[0] != left[0]).nnz == 0
+                np.testing.assert_array_equal(after.left[1], left[1])
             Z = rng.standard_normal((after.cooccurrence.n_words, 3))
             got, through = upper_matmul_through(after.added, Z, left)
             U = (after.added.form() if documents else after.added).toarray()

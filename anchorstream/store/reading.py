@@ -85,6 +85,10 @@ class CommittedState:
         pairs of the documents that left the delay line since, checked against the segments'
         probes, a :class:`~anchorstream.stats.pending.PendingSum` of those documents, their
         pairs not counted. None otherwise.
+    left : tuple or None
+        Where ``added`` is not None: the documents that left the delay line since that read,
+        ``(H, w)`` over ``words`` (:func:`~anchorstream.store.delay.documents_left`; None
+        where not known), whose pairs ``added`` is where the segments hold only theirs.
     """
 
     cooccurrence: Any
@@ -98,6 +102,7 @@ class CommittedState:
     admission: Any = None
     waiting: Any = None
     added: Any = None
+    left: Any = None
 
 
 @dataclass(frozen=True, eq=False)

@@ -347,4 +347,5 @@ def read_version_sparse(repo, where: str, version: str | None,
     return CommittedState(cooc, head.words, head.active, head.offsets, head.snapshot_id,
                           float(head.state.clock), int(head.state.n_docs_added),
                           dense_read_of(head.forgetting, head.state, head.active,
-                                        head.reset_seq), head.admission, head.waiting, added)
+                                        head.reset_seq), head.admission, head.waiting, added,
+                          None if added is None else left)
