@@ -7,6 +7,8 @@ import math
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import anchorstream.evaluate as ev
 import anchorstream.evaluate.jsmf as ev_jsmf
@@ -285,3 +287,23 @@ def test_diagnostics_bundle(truth):
     bare = ev.diagnostics(Q, B, R)
     assert bare["recovery"] is None and bare["npmi"] is None
     assert "npmi" not in bare["per_topic"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_specificity_is_the_elementwise_relative_entropy(data):
+    """Σ b log b − bᵀ log p is rel_entr(B, p) summed, zeros of either included (inf where a
+    topic puts mass on a word of zero frequency)."""
+    from scipy.special import rel_entr
+
+    V, K = data.draw(st.integers(2, 30)), data.draw(st.integers(1, 5))
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    B = rng.random((V, K)) * (rng.random((V, K)) < data.draw(st.floats(0.2, 1.0)))
+    B[rng.integers(V, size=K), np.arange(K)] += 0.5  # no empty topic
+    unigram = rng.random(V) * (rng.random(V) < data.draw(st.floats(0.3, 1.0)))
+    unigram[0] += 1.0
+    want = rel_entr(B / B.sum(axis=0), (unigram / unigram.sum())[:, None]).sum(axis=0)
+    got = ev.topic_specificity(B, unigram)
+    assert np.array_equal(np.isinf(got), np.isinf(want))
+    np.testing.assert_allclose(got[np.isfinite(want)], want[np.isfinite(want)], rtol=1e-10,
+                               atol=1e-12)
