@@ -335,7 +335,8 @@ class Publisher:
             snapshot.setdefault("previous_level_weight", self._level_weight())
             snapshot["extra"] = {**(snapshot.get("extra") or {}), "snapshot_version": version}
             write_snapshot(target, **snapshot)
-            snap = read_snapshot(target)
+            # Checked as read, not hashed: its checksums were just taken of these bytes.
+            snap = read_snapshot(target, verify=False)
             self._write_pointer(version)
             # Before waking readers: whoever sees the new version finds it in the trends.
             self._record_history(version, snap)
