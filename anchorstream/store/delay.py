@@ -443,24 +443,42 @@ def read_waiting(root: zarr.Group, config: Mapping, *, words, length_cap, clock:
     """:func:`waiting_cooccurrence` of the line committed in ``root`` over ``words``; None
     where nothing waits, or where the store keeps tumbling windows (counting the waiting
     documents would also expire windows: those readers see the counted documents only)."""
+    names = waiting_arrays(config)
+    if names is None:
+        return None
+    try:
+        arrays = get_all(root, names)
+    except KeyError:  # no line was committed
+        return None
+    return waiting_of_arrays(arrays, config, words=words, length_cap=length_cap, clock=clock)
+
+
+def waiting_arrays(config: Mapping) -> list[str] | None:
+    """The arrays :func:`read_waiting` reads of a store of settings ``config`` (None where it
+    reads none): a reader that reads other arrays of the version fetches them in the same
+    trip to Zarr (:func:`~anchorstream.zarrio.get_all`) and counts them with
+    :func:`waiting_of_arrays`."""
     from anchorstream.stats.accumulator import Forgetting
-    from anchorstream.text.bags import count_runs_utf8
 
     forgetting = Forgetting.from_dict(config["forgetting"])
     if count_delay(config) <= 0 or forgetting.window is not None:
         return None
-    # The line's arrays in one trip (none where no line was committed), counted from its flat
-    # tokens, no Waiting per document (1,000 waiting npm summaries 16 -> 10 ms a read), looked
-    # up by their bytes, not decoded.
-    try:
-        utf8, offsets, ends, times = get_all(root, [f"{GROUP}/{name}" for name in (
-            "tokens_utf8", "tokens_offsets", "ends", "times")])
-    except KeyError:
-        return None
+    return [f"{GROUP}/{name}" for name in ("tokens_utf8", "tokens_offsets", "ends", "times")]
+
+
+def waiting_of_arrays(arrays, config: Mapping, *, words, length_cap, clock: float):
+    """:func:`read_waiting` of the arrays :func:`waiting_arrays` names, as read."""
+    from anchorstream.stats.accumulator import Forgetting
+    from anchorstream.text.bags import count_runs_utf8
+
+    # Counted from the line's flat tokens, no Waiting per document (1,000 waiting npm
+    # summaries 16 -> 10 ms a read), looked up by their bytes, not decoded.
+    utf8, offsets, ends, times = arrays
     if ends.size <= 1:
         return None
     X = count_runs_utf8(utf8, offsets, ends, words)
-    return waiting_cooccurrence(X, times, length_cap=length_cap, forgetting=forgetting,
+    return waiting_cooccurrence(X, times, length_cap=length_cap,
+                                forgetting=Forgetting.from_dict(config["forgetting"]),
                                 clock=clock)
 
 
