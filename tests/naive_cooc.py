@@ -162,3 +162,20 @@ def naive_document_gram_upper(indptr, indices, data, weights, n_words):
     U.eliminate_zeros()
     U.sort_indices()
     return U.indptr.astype(np.int64), U.indices.astype(np.int32), U.data
+
+
+def naive_document_gram_upper_into(indptr, indices, data, weights, a_indptr, a_indices, a_data,
+                                   keep):
+    """Twin of ``document_gram_upper_into``: :func:`naive_document_gram_upper` added into ``a``
+    by ``naive_csr_add_into``; ``(a's data after, what was added to the diagonal, to the kept
+    row sums, the rest as CSR arrays)``."""
+    from tests.naive_csr import naive_csr_add_into
+
+    n = len(a_indptr) - 1
+    g_indptr, g_indices, g_data = naive_document_gram_upper(indptr, indices, data, weights, n)
+    after, left, diagonal, sums = naive_csr_add_into(a_indptr, a_indices, a_data, g_indptr,
+                                                     g_indices, g_data, keep)
+    rows_of = np.repeat(np.arange(n), np.diff(g_indptr))
+    rest_indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(rows_of[left], minlength=n), out=rest_indptr[1:])
+    return after, diagonal, sums, (rest_indptr, g_indices[left], g_data[left])

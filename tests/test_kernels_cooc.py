@@ -258,3 +258,61 @@ def test_document_gram_upper_fills_its_bound(rng):
                                                         np.ones(1), n_words)
     assert indptr[-1] == n_words * (n_words - 1) // 2  # the diagonal is 0: not stored
     np.testing.assert_array_equal(data, 1.0)
+
+
+@settings(max_examples=60, deadline=None)
+@given(n_docs=st.integers(1, 12), n_words=st.integers(1, 150), density=st.floats(0.01, 0.6),
+       stored=st.floats(0.0, 1.0), seed=st.integers(0, 2**32 - 1), sums=st.booleans())
+def test_document_gram_upper_into_is_the_gram_added_into(n_docs, n_words, density, stored,
+                                                         seed, sums):
+    # The documents' pairs added into an upper triangle that stores a share of them (and
+    # pairs they do not have): the same bytes as the gram and csr_add_into in two kernels,
+    # and as their twins; rows filled densely (long documents) and sparsely both.
+    from anchorstream._kernels.csr import csr_add_into
+
+    rng = np.random.default_rng(seed)
+    counts = rng.poisson(1.0, size=(n_docs, n_words)) * (rng.random((n_docs, n_words))
+                                                          < density)
+    X = sp.csr_matrix(counts.astype(np.float64))
+    weights = rng.random(n_docs) * (rng.random(n_docs) < 0.8)
+    a = sp.csr_matrix(np.triu(rng.random((n_words, n_words))
+                              * (rng.random((n_words, n_words)) < stored)))
+    a.sort_indices()
+    keep = rng.random(n_words) < 0.8
+    diagonal = a.diagonal().copy() if sums else np.zeros(0)
+    row_sums = rng.random(n_words) if sums else np.zeros(0)
+    a_data = a.data.copy()
+    got_d, got_s = diagonal.copy(), row_sums.copy()
+    rest = kernels.document_gram_upper_into(X.indptr, X.indices, X.data, weights, a.indptr,
+                                            a.indices, a_data, keep, got_d, got_s)
+    # The two kernels it replaces.
+    g = kernels.document_gram_upper(X.indptr, X.indices, X.data, weights, n_words)
+    want_data, want_d, want_s = a.data.copy(), diagonal.copy(), row_sums.copy()
+    left = np.zeros(g[1].size, dtype=np.bool_)
+    row_left = np.zeros(n_words, dtype=np.int64)
+    csr_add_into(a.indptr, a.indices, want_data, *g, left, row_left, keep, want_d, want_s)
+    assert np.array_equal(a_data, want_data)
+    assert np.array_equal(got_d, want_d) and np.array_equal(got_s, want_s)
+    np.testing.assert_array_equal(rest[0][1:], np.cumsum(row_left))
+    np.testing.assert_array_equal(rest[1], g[1][left])
+    assert np.array_equal(rest[2], g[2][left])
+    assert rest[0].dtype == np.int64 and rest[1].dtype == np.int32
+    # And the twin.
+    t_data, t_diag, t_sums, t_rest = naive.naive_document_gram_upper_into(
+        X.indptr, X.indices, X.data, weights, a.indptr, a.indices, a.data, keep)
+    np.testing.assert_allclose(a_data, t_data, rtol=1e-13)
+    np.testing.assert_array_equal(rest[0], t_rest[0])
+    np.testing.assert_array_equal(rest[1], t_rest[1])
+    np.testing.assert_allclose(rest[2], t_rest[2], rtol=1e-13)
+    if sums:
+        np.testing.assert_allclose(got_d - diagonal, t_diag, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(got_s - row_sums, t_sums, rtol=1e-12, atol=1e-12)
+
+
+def test_document_gram_upper_into_refuses_unsorted_rows():
+    X = sp.csr_matrix((np.ones(3), np.array([2, 0, 1]), np.array([0, 3])), shape=(1, 3))
+    a = sp.csr_matrix(np.triu(np.ones((3, 3))))
+    with pytest.raises(ValueError, match="sorted and distinct"):
+        kernels.document_gram_upper_into(X.indptr, X.indices, X.data, np.ones(1), a.indptr,
+                                         a.indices, a.data.copy(), np.ones(3, dtype=bool),
+                                         np.zeros(0), np.zeros(0))

@@ -400,23 +400,7 @@ def _gram_upper_fill(indptr, indices, data, weights, col_ptr, col_doc, col_pos, 
     one = np.uint64(1)
     q = 0
     for i in range(n):
-        hi = -1  # the largest column marked in this row
-        for s in range(col_ptr[i], col_ptr[i + 1]):
-            d = col_doc[s]
-            w = weights[d]
-            if w == 0.0:
-                continue
-            p = col_pos[s]
-            xi = data[p]
-            wx = w * xi
-            acc[i] += wx * (xi - 1.0)
-            bits[i >> 6] |= one << np.uint64(i & 63)
-            end = indptr[d + 1]
-            for t in range(p + 1, end):
-                j = indices[t]
-                acc[j] += wx * data[t]
-                bits[j >> 6] |= one << np.uint64(j & 63)
-            hi = max(hi, indices[end - 1])
+        hi = _gram_row(i, indptr, indices, data, weights, col_ptr, col_doc, col_pos, acc, bits)
         for word in range(i >> 6, (hi >> 6) + 1 if hi >= 0 else 0):
             b = bits[word]
             if b != 0:
@@ -430,4 +414,121 @@ def _gram_upper_fill(indptr, indices, data, weights, col_ptr, col_doc, col_pos, 
                     acc[j] = 0.0
                     b &= b - one
         out_indptr[i + 1] = q
+    return q
+
+
+@numba.njit(cache=True)
+def _gram_row(i, indptr, indices, data, weights, col_ptr, col_doc, col_pos, acc, bits):
+    """Row ``i`` of :func:`document_gram_upper` gathered into the dense ``acc``, its columns
+    marked in the bitmap ``bits``: from the documents holding word ``i``, in order, each
+    from ``i``'s position on. Returns the largest column marked (-1: none)."""
+    one = np.uint64(1)
+    hi = -1
+    for s in range(col_ptr[i], col_ptr[i + 1]):
+        d = col_doc[s]
+        w = weights[d]
+        if w == 0.0:
+            continue
+        p = col_pos[s]
+        xi = data[p]
+        wx = w * xi
+        acc[i] += wx * (xi - 1.0)
+        bits[i >> 6] |= one << np.uint64(i & 63)
+        end = indptr[d + 1]
+        for t in range(p + 1, end):
+            j = indices[t]
+            acc[j] += wx * data[t]
+            bits[j >> 6] |= one << np.uint64(j & 63)
+        hi = max(hi, indices[end - 1])
+    return hi
+
+
+def document_gram_upper_into(indptr, indices, data, weights, a_indptr, a_indices, a_data,
+                             keep, diagonal, sums):
+    """:func:`document_gram_upper` of the documents added into the canonical upper triangle
+    ``a`` (CSR arrays, ``a_data`` float64, added to in place) where ``a`` stores the entry;
+    returns the other entries as CSR arrays (``rest_indptr, rest_indices, rest_data``), so
+    that ``a`` before plus the documents' pairs is ``a`` after plus the rest: the same bytes
+    as :func:`document_gram_upper` followed by :func:`~anchorstream._kernels.csr.
+    csr_add_into`, with ``diagonal``, ``keep`` and ``sums`` as there (skipped where empty),
+    without writing the documents' pairs out between. A pending sum's documents are counted
+    into its first part so (:meth:`~anchorstream.stats.pending.PendingSum.plus_documents`).
+
+    Raises
+    ------
+    ValueError
+        If a document's columns are not sorted and distinct.
+    """
+    n_words = a_indptr.shape[0] - 1
+    indptr = np.asarray(indptr, dtype=np.int64)
+    col_ptr, col_doc, col_pos = csr_transpose_positions(indptr, indices, indices.shape[0],
+                                                        int(n_words))
+    bound = _gram_upper_bound(indptr, indices, weights, col_ptr, col_doc, col_pos)
+    if bound < 0:
+        raise ValueError("document_gram_upper_into: each document's columns must be sorted "
+                         "and distinct (canonical CSR)")
+    rest_indptr = np.zeros(int(n_words) + 1, dtype=np.int64)
+    rest_indices = np.empty(bound, dtype=np.int32)
+    rest_data = np.empty(bound, dtype=np.float64)
+    nnz = _gram_upper_into(indptr, indices, data, weights, col_ptr, col_doc, col_pos,
+                           a_indptr, a_indices, a_data, keep, diagonal, sums, rest_indptr,
+                           rest_indices, rest_data)
+    rest_indices.resize(nnz, refcheck=False)
+    rest_data.resize(nnz, refcheck=False)
+    return rest_indptr, rest_indices, rest_data
+
+
+@numba.njit(cache=True)
+def _gram_upper_into(indptr, indices, data, weights, col_ptr, col_doc, col_pos, a_indptr,
+                     a_indices, a_data, keep, diagonal, sums, rest_indptr, rest_indices,
+                     rest_data):
+    """:func:`document_gram_upper_into`'s rows: each gathered as :func:`_gram_upper_fill`
+    gathers it and added into ``a``'s row as :func:`~anchorstream._kernels.csr.csr_add_into`
+    adds one, the entries ``a`` does not store written into ``rest_*`` (long enough: the
+    gram's bound); returns how many."""
+    n = col_ptr.shape[0] - 1
+    with_diagonal, with_sums = diagonal.shape[0] > 0, sums.shape[0] > 0
+    acc = np.zeros(n)
+    bits = np.zeros((n + 63) // 64, dtype=np.uint64)
+    one = np.uint64(1)
+    q = 0
+    for i in range(n):
+        hi = _gram_row(i, indptr, indices, data, weights, col_ptr, col_doc, col_pos, acc, bits)
+        p, p_end = a_indptr[i], a_indptr[i + 1]
+        n_row = p_end - p  # csr_add_into's entry where the row is nearly full, or scan
+        jump = n_row > 0 and 16 * (a_indices[p_end - 1] - a_indices[p] + 1 - n_row) <= n_row
+        for word in range(i >> 6, (hi >> 6) + 1 if hi >= 0 else 0):
+            b = bits[word]
+            if b != 0:
+                bits[word] = 0
+                while b != 0:
+                    j = (word << 6) + lowest_bit(b)
+                    v = acc[j]
+                    acc[j] = 0.0
+                    b &= b - one
+                    if v == 0.0:
+                        continue
+                    if p < p_end and a_indices[p] < j:
+                        t = p + (j - a_indices[p])
+                        if jump and t < p_end and a_indices[t] == j:
+                            p = t
+                        else:
+                            while p < p_end and a_indices[p] < j:
+                                p += 1
+                    if p < p_end and a_indices[p] == j:
+                        # Added as csr_add_into adds, written out here: a call per entry
+                        # (with its arrays) took 6x the time.
+                        a_data[p] += v
+                        p += 1
+                        if with_diagonal and i == j:
+                            diagonal[i] += v
+                        if with_sums and keep[i] and keep[j]:
+                            sums[i] += v
+                            if i != j:
+                                sums[j] += v
+                    else:
+                        rest_indices[q] = j
+                        rest_data[q] = v
+                        q += 1
+        rest_indptr[i + 1] = q
     return q

@@ -13,12 +13,12 @@ import scipy.sparse as sp
 
 from anchorstream._buffers import root_array
 from anchorstream._kernels import csr as kernels
-from anchorstream._kernels.cooc import cooc_symmetric_matmul32
+from anchorstream._kernels.cooc import cooc_symmetric_matmul32, document_gram_upper_into
 from anchorstream._kernels.store import store_entries_to_upper_csr
 from anchorstream.errors import InputError
 from anchorstream.stats.tiles import ColumnTiles
 
-__all__ = ["canonical_csr", "check_upper_counts", "csr_add", "csr_add_all", "csr_add_into",
+__all__ = ["canonical_csr", "check_upper_counts", "csr_add", "csr_add_all", "csr_add_into", "documents_added_into",
            "csr_moved", "csr_moved_sum", "csr_of", "csr_sum", "symmetric_row_sums", "upper_csr",
            "upper_matmul_once"]
 
@@ -161,6 +161,28 @@ def csr_add_into(a: sp.csr_matrix, b: sp.csr_matrix, *, diagonal: np.ndarray | N
     indptr = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(row_left, out=indptr[1:])
     return csr_of((indptr, b.indices[left].astype(np.int32), b.data[left]), b.shape)
+
+
+def documents_added_into(a: sp.csr_matrix, H: sp.csr_matrix, w: np.ndarray, *,
+                         diagonal: np.ndarray | None = None, sums: np.ndarray | None = None,
+                         keep: np.ndarray | None = None) -> sp.csr_matrix:
+    """:func:`csr_add_into` of the documents' pairs ``Σ_d w_d (h_d h_dᵀ − diag h_d)`` (upper
+    triangle; ``H`` canonical CSR, one row per document), counted straight into ``a`` (the
+    kernel :func:`~anchorstream._kernels.cooc.document_gram_upper_into`): the same bytes in
+    ``a``, ``diagonal``, ``sums`` and the result as counting them
+    (:func:`~anchorstream._kernels.cooc.document_gram_upper`) and adding those, without the
+    pairs written out between."""
+    a.sum_duplicates()
+    if a.data.dtype != np.float64:
+        raise TypeError("documents_added_into adds into float64 data")
+    n = a.shape[0]
+    empty = np.zeros(0)
+    keep = np.ones(n, dtype=np.bool_) if keep is None else np.asarray(keep, dtype=np.bool_)
+    rest = document_gram_upper_into(
+        H.indptr, H.indices, np.asarray(H.data, dtype=np.float64),
+        np.asarray(w, dtype=np.float64), *_parts(a), keep,
+        empty if diagonal is None else diagonal, empty if sums is None else sums)
+    return csr_of(rest, a.shape)
 
 
 def csr_moved(m: sp.csr_matrix, to: np.ndarray, n: int) -> sp.csr_matrix:

@@ -19,7 +19,8 @@ from anchorstream._kernels import csr as kernels
 from anchorstream._kernels.cooc import document_gram_upper
 from anchorstream.stats.cooccurrence import document_pairs_matmul
 from anchorstream.stats.csr import (csr_add, csr_add_all, csr_add_into, csr_moved,
-                                    csr_moved_sum, csr_of, symmetric_row_sums)
+                                    csr_moved_sum, csr_of, documents_added_into,
+                                    symmetric_row_sums)
 
 __all__ = ["PendingSum"]
 
@@ -109,6 +110,14 @@ class _Part:
         changes with it."""
         keep, sums = (None, None) if self._sums is None else self._sums
         return csr_add_into(self.m, b, diagonal=self._diagonal, sums=sums, keep=keep)
+
+    def add_documents_into(self, H: sp.csr_matrix, w: np.ndarray) -> sp.csr_matrix:
+        """:meth:`add_into` of the documents' pairs (``H``, ``w`` as :meth:`PendingSum.
+        of_documents`), counted straight into this part (:func:`documents_added_into`: the
+        same bytes, without the pairs written out between); returns the rest."""
+        keep, sums = (None, None) if self._sums is None else self._sums
+        return documents_added_into(self.m, H, w, diagonal=self._diagonal, sums=sums,
+                                    keep=keep)
 
 
 class PendingSum:
@@ -209,7 +218,8 @@ class PendingSum:
         counted only when the sum is formed. Where more than ``max_documents`` parts would be
         documents, the pairs of all of them are counted in one pass (the kernel sums each
         entry over the documents in order) and added as :meth:`added_into_first` adds
-        (``in_place``) or :meth:`plus` does (``max_parts`` as there)."""
+        (``in_place``: counted straight into the first part, :meth:`_Part.add_documents_into`,
+        the same bytes) or :meth:`plus` does (``max_parts`` as there)."""
         parts = self._parts + docs._parts
         held = [k for k, (p, to) in enumerate(parts) if k > 0 and to is None and not p.formed]
         if len(held) <= max_documents:
@@ -217,8 +227,12 @@ class PendingSum:
         H = sp.vstack([parts[k][0].documents[0] for k in held], format="csr")
         w = np.concatenate([parts[k][0].documents[1] for k in held])
         rest = self._of([p for k, p in enumerate(parts) if k not in held], self.shape)
-        m = _Part(None, (H, w), self.shape).m
-        return (rest.added_into_first if in_place else rest.plus)(m, max_parts=max_parts)
+        if in_place:  # counted straight into the first part (as added_into_first adds)
+            first, to = rest._parts[0]
+            if to is not None:
+                raise ValueError("plus_documents in place needs a first part that is not moved")
+            return rest.plus(first.add_documents_into(H, w), max_parts=max_parts)
+        return rest.plus(_Part(None, (H, w), self.shape).m, max_parts=max_parts)
 
     def form(self) -> sp.csr_matrix:
         """The sum, canonical, at its exact size."""
