@@ -786,17 +786,18 @@ def test_a_warm_selection_leaves_the_waiting_documents_pairs_uncounted(tmp_path)
     np.testing.assert_array_equal(got.upper.data, want.upper.data)
 
 
-@pytest.mark.parametrize("in_place", [False, True])
-def test_documents_parts_stay_documents_until_more_than_the_bound(in_place):
+@pytest.mark.parametrize("in_place, every_pair", [(False, True), (True, True), (True, False)])
+def test_documents_parts_stay_documents_until_more_than_the_bound(in_place, every_pair):
     # plus_documents keeps documents as documents (the diagonal and row sums from them) up
     # to max_documents parts, then counts all of them in one pass and adds them as
-    # added_into_first (in place, into a first part that stores every pair: one part left)
-    # or plus does. The sum is the dense one throughout.
+    # added_into_first (in place: counted straight into the first part, and where it stores
+    # every pair one part is left) or plus does. The sum is the dense one throughout.
     from anchorstream.stats.sparse import PendingSum
 
     rng = np.random.default_rng(7)
     n = 9
-    a = sp.csr_matrix(np.triu(rng.random((n, n)) + 0.5))  # every pair stored
+    stored = np.ones((n, n)) if every_pair else rng.random((n, n)) < 0.5
+    a = sp.csr_matrix(np.triu((rng.random((n, n)) + 0.5) * stored))
     want = a.toarray()
     pend = PendingSum.of(a)
     first = pend._parts[0][0]
@@ -811,7 +812,7 @@ def test_documents_parts_stay_documents_until_more_than_the_bound(in_place):
         want = want + np.triu(pairs)
         held.append(pend.n_documents)
         assert pend._parts[0][0] is first and pend.documents is None
-        if in_place and not pend.n_documents:
+        if in_place and every_pair and not pend.n_documents:
             assert pend.n_parts == 1
         S = SparseCooccurrence(pend, np.ones(n), np.ones(n), 3, 9, check=False)
         np.testing.assert_allclose(S.diagonal(), np.diag(want), rtol=1e-12)
