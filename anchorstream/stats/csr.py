@@ -18,9 +18,9 @@ from anchorstream._kernels.store import store_entries_to_upper_csr
 from anchorstream.errors import InputError
 from anchorstream.stats.tiles import ColumnTiles
 
-__all__ = ["canonical_csr", "check_upper_counts", "csr_add", "csr_add_all", "csr_add_into", "documents_added_into",
-           "csr_moved", "csr_moved_sum", "csr_of", "csr_sum", "symmetric_row_sums", "upper_csr",
-           "upper_matmul_once"]
+__all__ = ["canonical_csr", "check_upper_counts", "csr_add", "csr_add_all", "csr_add_into",
+           "csr_moved", "csr_moved_sum", "csr_of", "csr_sum", "documents_added_into",
+           "symmetric_row_sums", "upper_csr", "upper_matmul_once"]
 
 
 def upper_csr(rows, cols, vals, n: int, *, positions=None) -> sp.csr_matrix:
