@@ -350,18 +350,27 @@ def document_gram_upper(indptr, indices, data, weights, n_words):
     ValueError
         If a row's columns are not sorted and distinct.
     """
+    return _gram_upper(_gram_upper_fill, "document_gram_upper", indptr, indices, data,
+                       weights, int(n_words))
+
+
+def _gram_upper(rows, name, indptr, indices, data, weights, n_words, *args):
+    """The CSR arrays ``rows`` (:func:`_gram_upper_fill` or :func:`_gram_upper_into`, given
+    ``args`` before the output) writes, in arrays of the gram's bound (:func:`
+    _gram_upper_bound`) trimmed in place; ValueError naming ``name`` where a document's
+    columns are not sorted and distinct."""
     indptr = np.asarray(indptr, dtype=np.int64)
     col_ptr, col_doc, col_pos = csr_transpose_positions(indptr, indices, indices.shape[0],
-                                                        int(n_words))
+                                                        n_words)
     bound = _gram_upper_bound(indptr, indices, weights, col_ptr, col_doc, col_pos)
     if bound < 0:
-        raise ValueError("document_gram_upper: each document's columns must be sorted and "
-                         "distinct (canonical CSR)")
-    out_indptr = np.zeros(int(n_words) + 1, dtype=np.int64)
+        raise ValueError(f"{name}: each document's columns must be sorted and distinct "
+                         "(canonical CSR)")
+    out_indptr = np.zeros(n_words + 1, dtype=np.int64)
     out_indices = np.empty(bound, dtype=np.int32)
     out_data = np.empty(bound, dtype=np.float64)
-    nnz = _gram_upper_fill(indptr, indices, data, weights, col_ptr, col_doc, col_pos,
-                           out_indptr, out_indices, out_data)
+    nnz = rows(indptr, indices, data, weights, col_ptr, col_doc, col_pos, *args, out_indptr,
+               out_indices, out_data)
     out_indices.resize(nnz, refcheck=False)
     out_data.resize(nnz, refcheck=False)
     return out_indptr, out_indices, out_data
@@ -459,23 +468,9 @@ def document_gram_upper_into(indptr, indices, data, weights, a_indptr, a_indices
     ValueError
         If a document's columns are not sorted and distinct.
     """
-    n_words = a_indptr.shape[0] - 1
-    indptr = np.asarray(indptr, dtype=np.int64)
-    col_ptr, col_doc, col_pos = csr_transpose_positions(indptr, indices, indices.shape[0],
-                                                        int(n_words))
-    bound = _gram_upper_bound(indptr, indices, weights, col_ptr, col_doc, col_pos)
-    if bound < 0:
-        raise ValueError("document_gram_upper_into: each document's columns must be sorted "
-                         "and distinct (canonical CSR)")
-    rest_indptr = np.zeros(int(n_words) + 1, dtype=np.int64)
-    rest_indices = np.empty(bound, dtype=np.int32)
-    rest_data = np.empty(bound, dtype=np.float64)
-    nnz = _gram_upper_into(indptr, indices, data, weights, col_ptr, col_doc, col_pos,
-                           a_indptr, a_indices, a_data, keep, diagonal, sums, rest_indptr,
-                           rest_indices, rest_data)
-    rest_indices.resize(nnz, refcheck=False)
-    rest_data.resize(nnz, refcheck=False)
-    return rest_indptr, rest_indices, rest_data
+    return _gram_upper(_gram_upper_into, "document_gram_upper_into", indptr, indices, data,
+                       weights, a_indptr.shape[0] - 1, a_indptr, a_indices, a_data, keep,
+                       diagonal, sums)
 
 
 @numba.njit(cache=True)
