@@ -820,3 +820,13 @@ def test_documents_parts_stay_documents_until_more_than_the_bound(in_place, ever
         np.testing.assert_allclose(S.row_sums(), full.sum(axis=1) / 3, rtol=1e-12)
     assert held == [1, 2, 3, 0, 1, 2, 3]
     np.testing.assert_allclose(pend.form().toarray(), want, rtol=1e-12)
+
+
+def test_probes_agree_within_their_tolerance_of_the_larger_and_never_when_both_are_zero():
+    from anchorstream.stats.sparse import PROBE_RTOL, probes_agree
+
+    a = np.array([0.0, 2.0, -4.0])
+    assert probes_agree(a, a) and probes_agree(a, a + [0.0, 0.0, 2 * PROBE_RTOL])
+    assert not probes_agree(a, a + [0.0, 0.0, 8 * PROBE_RTOL])
+    assert not probes_agree(np.zeros(3), np.zeros(3))  # nothing probed
+    assert not probes_agree(a, np.full(3, np.nan))

@@ -33,12 +33,20 @@ from anchorstream.stats.tiles import ColumnTiles
 # were this module's until session 76; their names are still found here.
 __all__ = ["PendingSum", "SparseCooccurrence", "canonical_csr", "check_upper_counts", "csr_add",
            "csr_add_all", "csr_add_into", "csr_moved", "csr_moved_sum", "csr_of", "csr_sum",
-           "upper_csr", "upper_matmul_once", "upper_matmul_through"]
+           "probes_agree", "upper_csr", "upper_matmul_once", "upper_matmul_through"]
 
 #: How far apart, relative to the larger, the probes of :func:`upper_matmul_through` may be
 #: and still find the pairs the documents' (two float64 sums of the same terms in two orders
 #: differ by ~1e-15; one document of 500 more or less moves a probe by ~1e-3).
 PROBE_RTOL = 1e-9
+
+
+def probes_agree(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether two products with the same probe vector, of the pairs and of the documents said
+    to have made them, agree within :data:`PROBE_RTOL` of the larger entry (False where both
+    are zero: nothing was probed)."""
+    scale = max(float(np.abs(a).max(initial=0.0)), float(np.abs(b).max(initial=0.0)))
+    return scale > 0 and float(np.abs(a - b).max(initial=0.0)) <= PROBE_RTOL * scale
 
 
 class SparseCooccurrence:
@@ -349,7 +357,6 @@ def upper_matmul_through(upper: sp.csr_matrix, Z: np.ndarray, documents=None,
     # where the symmetric kernel's generic loop over one column took 7.
     pairs = upper @ z + upper.T @ z - upper.diagonal() * z
     docs = document_pairs_matmul(H, w, z)
-    scale = max(float(np.abs(pairs).max()), float(np.abs(docs).max()))
-    if not np.abs(pairs - docs).max() <= PROBE_RTOL * scale:
+    if not probes_agree(pairs, docs):
         return upper_matmul_once(upper, Z), False
     return document_pairs_matmul(H, w, Z), True

@@ -25,9 +25,9 @@ import scipy.sparse as sp
 from anchorstream.stats.accumulator import Forgetting
 from anchorstream.stats.cooccurrence import document_pairs_matmul
 from anchorstream._kernels.store import store_block_to_csr, store_entries_to_upper_csr
-from anchorstream.stats.sparse import (PROBE_RTOL, PendingSum, SparseCooccurrence, canonical_csr,
+from anchorstream.stats.sparse import (PendingSum, SparseCooccurrence, canonical_csr,
                                        check_upper_counts, csr_add, csr_add_all, csr_moved,
-                                       csr_moved_sum, csr_of, csr_sum)
+                                       csr_moved_sum, csr_of, csr_sum, probes_agree)
 from anchorstream.store.format import StoreState
 from anchorstream.store.reading import BaseShards, CommittedState, dense_read_of, plan_catch_up
 from anchorstream.store.repository import open_repo, storage_errors
@@ -247,8 +247,9 @@ def _documents_made(plan, left, active: np.ndarray, n_slots: int) -> PendingSum 
     counted, where they are the entries of ``plan.segments``: the sum of the segments'
     probes (``S z``, written with each, :func:`~anchorstream.store.segments.segment_probe`)
     within :data:`~anchorstream.stats.sparse.PROBE_RTOL` of the documents' ``D z``
-    (``O(nnz(H))``; the segments hold ~40 times as many entries). None where not, or where a
-    segment has no probe (written before probes were)."""
+    (:func:`~anchorstream.stats.sparse.probes_agree`; ``O(nnz(H))``, where the segments hold
+    ~40 times as many entries). None where not, or where a segment has no probe (written
+    before probes were)."""
     H, w = left
     if H.shape[1] != active.size:
         return None
@@ -263,8 +264,7 @@ def _documents_made(plan, left, active: np.ndarray, n_slots: int) -> PendingSum 
     z = probe_vector(n_slots)
     docs = np.zeros(n_slots)
     docs[active] = document_pairs_matmul(H, w, z[active])
-    scale = max(float(np.abs(stored).max()), float(np.abs(docs).max()))
-    if not (scale > 0 and np.abs(stored - docs).max() <= PROBE_RTOL * scale):
+    if not probes_agree(stored, docs):
         return None
     return PendingSum.of_documents(H, w)
 
