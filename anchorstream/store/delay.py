@@ -15,7 +15,7 @@ what an uninterrupted run counts. Each leaving document is looked up in the voca
 was when the document that pushed it out arrived, so where a batch ends never changes what is
 counted.
 
-Readers need not lag: :func:`read_waiting` counts a version's waiting documents over its
+Readers need not lag: :func:`waiting_of_arrays` counts a version's waiting documents over its
 words, which :func:`add_waiting` adds to a reader's own copy of the counts: what the store
 holds once they leave the line with no other document arriving (:meth:`Delaying.
 flush_delayed`). See docs/store.md, "The delay line".
@@ -413,7 +413,7 @@ def with_waiting_windows(state, root: zarr.Group, config: Mapping, slots, length
     """``state`` (a :class:`~anchorstream.stats.documents.DocumentState` read from ``root``
     over its ``slots``) with its windows' pairs counting the committed line's documents too,
     so that the refinement's pairs cover the documents the read's counts do
-    (:func:`read_waiting`); as it is where it keeps no windows' pairs or nothing waits. A
+    (:func:`waiting_of_arrays`); as it is where it keeps no windows' pairs or nothing waits. A
     window's length counts its tokens in every word of the version, as the writer's do."""
     from dataclasses import replace
 
@@ -439,25 +439,14 @@ def with_waiting_windows(state, root: zarr.Group, config: Mapping, slots, length
         pairs.num_tokens + more.num_tokens))
 
 
-def read_waiting(root: zarr.Group, config: Mapping, *, words, length_cap, clock: float):
-    """:func:`waiting_cooccurrence` of the line committed in ``root`` over ``words``; None
-    where nothing waits, or where the store keeps tumbling windows (counting the waiting
-    documents would also expire windows: those readers see the counted documents only)."""
-    names = waiting_arrays(config)
-    if names is None:
-        return None
-    try:
-        arrays = get_all(root, names)
-    except KeyError:  # no line was committed
-        return None
-    return waiting_of_arrays(arrays, config, words=words, length_cap=length_cap, clock=clock)
-
-
 def waiting_arrays(config: Mapping) -> list[str] | None:
-    """The arrays :func:`read_waiting` reads of a store of settings ``config`` (None where it
-    reads none): a reader that reads other arrays of the version fetches them in the same
-    trip to Zarr (:func:`~anchorstream.zarrio.get_all`) and counts them with
-    :func:`waiting_of_arrays`."""
+    """The arrays that hold the delay line committed in a version of a store of settings
+    ``config`` (absent where no line was committed yet), or None where a reader does not
+    count its documents: where nothing waits, or where the store keeps tumbling windows
+    (counting them would also expire windows: those readers see the counted documents only).
+    A reader fetches them in the same trip to Zarr as the version's other arrays
+    (:func:`~anchorstream.zarrio.get_all`, :func:`~anchorstream.store.versionhead.read_head`)
+    and counts them with :func:`waiting_of_arrays`."""
     from anchorstream.stats.accumulator import Forgetting
 
     forgetting = Forgetting.from_dict(config["forgetting"])
@@ -467,7 +456,8 @@ def waiting_arrays(config: Mapping) -> list[str] | None:
 
 
 def waiting_of_arrays(arrays, config: Mapping, *, words, length_cap, clock: float):
-    """:func:`read_waiting` of the arrays :func:`waiting_arrays` names, as read."""
+    """:func:`waiting_cooccurrence` over ``words`` of the committed line whose arrays
+    :func:`waiting_arrays` names, as read; None where nothing waits."""
     from anchorstream.stats.accumulator import Forgetting
     from anchorstream.text.bags import count_runs_utf8
 
@@ -485,7 +475,7 @@ def waiting_of_arrays(arrays, config: Mapping, *, words, length_cap, clock: floa
 def documents_left(before, after, arrived: int):
     """The documents that left a store's delay line between two of its reads over the same
     words, as ``(H, w)`` (the ``documents`` of :func:`waiting_cooccurrence`): ``before`` and
-    ``after`` are the reads' waiting statistics (:func:`read_waiting`; None: nothing
+    ``after`` are the reads' waiting statistics (:func:`waiting_of_arrays`; None: nothing
     waited), ``arrived`` the documents added between them. The line is first in, first out,
     so they are the first ``len(before) + arrived − len(after)`` of ``before``'s documents;
     None where that is not a number of them, or no document left.
@@ -553,7 +543,7 @@ def select_with_waiting(cooc, idx, waiting, *, pending: bool = False):
 
 
 def add_waiting(cooc, waiting, idx=None, *, pending: bool = False):
-    """``cooc`` plus the ``waiting`` documents' statistics (:func:`read_waiting`; taken at the
+    """``cooc`` plus the ``waiting`` documents' statistics (:func:`waiting_of_arrays`; taken at the
     words ``idx`` of the read, those of ``cooc``, where given). A sparse ``cooc`` is left as it
     is (a new one is returned, at its exact size; with ``pending`` summed at the first use
     of its entries, as :func:`select_with_waiting` says); a dense one's counts are added to in

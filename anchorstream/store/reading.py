@@ -75,7 +75,7 @@ class CommittedState:
         not known; :func:`~anchorstream.stats.admission.correct_admission` reads it.
     waiting : SparseCooccurrence or None
         The documents a delay line (``count_delay``) holds back, counted over ``words``
-        (:func:`~anchorstream.store.delay.read_waiting`), which ``cooccurrence`` leaves out;
+        (:func:`~anchorstream.store.delay.waiting_of_arrays`), which ``cooccurrence`` leaves out;
         a reader that should not lag adds them (:func:`~anchorstream.store.delay.add_waiting`).
     added : scipy.sparse.csr_matrix, PendingSum or None
         Of a sparse read that caught up from an earlier one (``previous`` of
