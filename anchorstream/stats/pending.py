@@ -194,10 +194,15 @@ class PendingSum:
         in place (:meth:`_Part.add_into`: this sum, and any other holding that part, change
         with it), the rest a new part (as :meth:`plus`, with ``max_parts``). The first part
         must not be moved (``to`` None)."""
+        return self.plus(self._unmoved_first("added_into_first").add_into(b),
+                         max_parts=max_parts)
+
+    def _unmoved_first(self, what: str) -> _Part:
+        """The first part, which ``what`` adds into in place: ValueError where it is moved."""
         first, to = self._parts[0]
         if to is not None:
-            raise ValueError("added_into_first needs a first part that is not moved")
-        return self.plus(first.add_into(b), max_parts=max_parts)
+            raise ValueError(f"{what} needs a first part that is not moved")
+        return first
 
     @property
     def documents(self):
@@ -228,9 +233,7 @@ class PendingSum:
         w = np.concatenate([parts[k][0].documents[1] for k in held])
         rest = self._of([p for k, p in enumerate(parts) if k not in held], self.shape)
         if in_place:  # counted straight into the first part (as added_into_first adds)
-            first, to = rest._parts[0]
-            if to is not None:
-                raise ValueError("plus_documents in place needs a first part that is not moved")
+            first = rest._unmoved_first("plus_documents in place")
             return rest.plus(first.add_documents_into(H, w), max_parts=max_parts)
         return rest.plus(_Part(None, (H, w), self.shape).m, max_parts=max_parts)
 
