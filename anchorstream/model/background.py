@@ -48,6 +48,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from anchorstream._kernels.rank import top_by_two_keys
 from anchorstream.errors import InputError
 
 __all__ = [
@@ -238,14 +239,15 @@ def distinct_top_words(topic_word, n: int, level: np.ndarray,
     cap = label_cap(B.shape[0])
     if previous not in LEVEL_WEIGHTS:
         previous = None
+    # What every share's ranking shares is found once (a snapshot at K = 50, V = 5000: the
+    # whole ranking 20 -> 7 ms with the kernel's ranks).
+    capped = _CappedRanking(B, n, level, cap)
     for weight in LEVEL_WEIGHTS:
         need = DISTINCT + (DISTINCT_MARGIN if previous is not None and weight < previous else 0)
-        label = ranked_top_words(B, LABEL_WORDS, level, cap, weight)
+        label, top = capped.at(weight)
         if np.unique(label).size >= need * label.size:
             break
-    # The labels found are the ranking's first words: only the rest is ranked again (a
-    # snapshot at K = 50, V = 5000: 46 -> 39 ms).
-    return Ranking(_capped_ranking(B, n, level, cap, weight, label), float(weight), cap)
+    return Ranking(top, float(weight), cap)
 
 
 def ranked_top_words(topic_word, n: int, level: np.ndarray | None = None,
@@ -268,30 +270,37 @@ def ranked_top_words(topic_word, n: int, level: np.ndarray | None = None,
         return _ranked(B, np.zeros_like(B), n)
     if cap is None or n == 0:
         return _ranked(B, np.maximum(B - weight * level[None, :], 0.0), n)
-    return _capped_ranking(B, n, level, cap, weight)
+    return _CappedRanking(B, n, level, cap).at(weight)[1]
 
 
-def _capped_ranking(B: np.ndarray, n: int, level: np.ndarray, cap: int, weight: float,
-                    label: np.ndarray | None = None) -> np.ndarray:
-    """:func:`ranked_top_words` with a ``cap``, of a checked ``B``; ``label``: its first
-    ``min(V, LABEL_WORDS)`` words, where the caller has them already."""
-    n = min(int(n), B.shape[1])
-    excess = np.maximum(B - weight * level[None, :], 0.0)
-    # Kept out of every list's head: the words a topic does not raise above their level, by
-    # probability after the others (their probability less 2, no excess; copies).
-    kept_out = (B <= level[None, :] * (1 + RAISE)) & (level[None, :] > 0)
-    B_, excess_ = np.where(kept_out, B - 2.0, B), np.where(kept_out, 0.0, excess)
-    m = min(B.shape[1], LABEL_WORDS)  # the label whatever n is: the first words agree
-    rest = _ranked(B_, excess_, n + m) if n > m else None
-    if label is None:
-        label = _capped_label(B, B - level[None, :], B_, excess_, m, int(cap))
-    if rest is None:
-        return label[:, :n]
-    out = np.empty((B.shape[0], n), dtype=np.int64)
-    for k in range(B.shape[0]):
-        tail = rest[k][~np.isin(rest[k], label[k])][:n - m]
-        out[k] = np.concatenate([label[k], tail])
-    return out
+class _CappedRanking:
+    """:func:`ranked_top_words` with a ``cap``, of a checked ``B``, at any share of the level:
+    what does not depend on the share is found once."""
+
+    def __init__(self, B: np.ndarray, n: int, level: np.ndarray, cap: int):
+        self.B, self.level, self.cap = B, level, int(cap)
+        self.n = min(int(n), B.shape[1])
+        self.m = min(B.shape[1], LABEL_WORDS)  # the label whatever n is: the first words agree
+        # Kept out of every list's head: the words a topic does not raise above their level,
+        # by probability after the others (their probability less 2, no excess).
+        self.kept_out = (B <= level[None, :] * (1 + RAISE)) & (level[None, :] > 0)
+        self.below = np.where(self.kept_out, B - 2.0, B)
+        self.above = B - level[None, :]
+
+    def at(self, weight: float) -> tuple[np.ndarray, np.ndarray]:
+        """``(the labels, the top n words)`` ranked above ``weight`` times the level."""
+        excess = np.where(self.kept_out, 0.0,
+                          np.maximum(self.B - weight * self.level[None, :], 0.0))
+        below = self.below.copy()  # the label's rounds change it
+        n, m = self.n, self.m
+        rest = _ranked(below, excess, n + m) if n > m else None
+        label = _capped_label(self.B, self.above, below, excess, m, self.cap)
+        if rest is None:
+            return label, label[:, :n]
+        # Each topic's label, then the first words of the rest that are not in it.
+        inside = (rest[:, :, None] == label[:, None, :]).any(axis=2)
+        order = np.argsort(inside, axis=1, kind="stable")[:, : n - m]
+        return label, np.concatenate([label, np.take_along_axis(rest, order, axis=1)], axis=1)
 
 
 def _capped_label(B: np.ndarray, above: np.ndarray, B_: np.ndarray, excess_: np.ndarray,
@@ -321,32 +330,12 @@ def _capped_label(B: np.ndarray, above: np.ndarray, B_: np.ndarray, excess_: np.
 
 
 def _ranked(B: np.ndarray, excess: np.ndarray, n: int) -> np.ndarray:
-    """:func:`ranked_top_words` without a cap, of a checked ``B`` and its ``excess``.
-
-    Only the words that can be among a topic's ``n`` are sorted: those at or above the
-    ``n``-th largest excess, or, where fewer than ``n`` words have an excess, those words and
-    the others at or above the probability that completes the ``n`` (ties kept). The
-    thresholds of every topic come from one partition over the rows (a snapshot ranks every
-    topic: 7.8 → 5.3 ms at K = 50, V = 5000, against a partition per topic).
-    """
+    """:func:`ranked_top_words` without a cap, of a checked ``B`` and its ``excess``: each
+    row's words by excess, then by probability, then by index, in one pass over the row
+    (:func:`~anchorstream._kernels.rank.top_by_two_keys`)."""
     K, V = B.shape
     n = min(int(n), V)
     out = np.empty((K, n), dtype=np.int64)
-    if n == 0:
-        return out
-    if n == V:
-        candidates = np.ones_like(B, dtype=bool)
-    else:
-        # The n-th largest as the n-th smallest of the negation: numpy's selection takes a
-        # third of the time that way round on rows of mostly zero excess.
-        candidates = excess >= -np.partition(-excess, n - 1, axis=1)[:, n - 1, None]
-        # Topics where fewer than n words have an excess: those words, then the others by
-        # probability (key: infinite for a word with an excess).
-        few = np.flatnonzero(np.count_nonzero(excess > 0, axis=1) < n)
-        if few.size:
-            key = np.where(excess[few] > 0, -np.inf, -B[few])
-            candidates[few] = key <= np.partition(key, n - 1, axis=1)[:, n - 1, None]
-    for k in range(K):
-        words = np.flatnonzero(candidates[k])
-        out[k] = words[np.lexsort((words, -B[k, words], -excess[k, words]))[:n]]
+    if n:
+        top_by_two_keys(np.ascontiguousarray(excess), np.ascontiguousarray(B), n, out)
     return out
