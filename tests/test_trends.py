@@ -190,8 +190,8 @@ def test_a_recut_of_an_established_topic_is_not_new():
 @given(st.lists(st.dictionaries(st.integers(0, 6), st.floats(1e-4, 1.0), max_size=5),
                 min_size=1, max_size=12))
 def test_every_score_is_the_series_score_against_the_window_pooled_noise(rows):
-    # compute_trends fits each series once for both the pool and the score: the same numbers as
-    # the public functions, series by series.
+    # compute_trends fits each series once for both the pool and the score, the series of one
+    # length at once: the same numbers as the public functions, series by series.
     s = TrendSettings(window=6)
     t = compute_trends(entries(list(enumerate(rows, start=1))), s)
     window = rows[-s.window:]
