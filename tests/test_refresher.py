@@ -704,3 +704,52 @@ def test_the_daemon_gives_its_refresher_refresh_keep_read_max_bytes(tmp_path, bo
     daemon.metrics = Metrics()
     daemon._start_refresher()
     assert daemon.refresher.reads.keep_read_max_bytes == bound
+
+
+def test_a_daemon_that_owns_its_process_freezes_once_assembled_and_after_its_first_snapshot(
+        tmp_path, monkeypatch):
+    # Daemon(freeze_gc=True), as `anchorstream run` and the demo build it: the first snapshot
+    # published freezes again (numba's kernels are loaded by then) and hands the publisher
+    # its own hook back; later snapshots do not freeze. The freeze itself is counted here,
+    # not done: frozen, this test process's objects would never be collected.
+    import daemon.service as service
+    from daemon.service import Daemon
+    from daemon.settings import parse_config
+    from tests.test_publisher import model_kwargs
+
+    frozen = []
+    monkeypatch.setattr(service, "freeze_long_lived", lambda: frozen.append(1) or 0)
+    cfg = parse_config({"store": {"path": str(tmp_path / "store")},
+                        "snapshots": {"path": str(tmp_path / "snaps")}}, env={})
+    daemon = Daemon(cfg, freeze_gc=True)
+    daemon.metrics = Metrics()
+    daemon._start_refresher()
+    assert frozen == [] and daemon.publisher.on_publish is not None
+    daemon.publisher.publish(**model_kwargs(0))
+    assert frozen == [1] and daemon.publisher.on_publish is None
+    daemon.publisher.publish(**model_kwargs(1))
+    assert frozen == [1]
+    # A later hook (the model-updates producer where a topic is set) gets every summary.
+    summaries = []
+    daemon.publisher.on_publish = daemon._freezing_once(summaries.append)
+    daemon.publisher.publish(**model_kwargs(2))
+    daemon.publisher.publish(**model_kwargs(3))
+    assert frozen == [1, 1] and [s["version"] for s in summaries] == [3, 4]
+    # Without freeze_gc nothing is hooked.
+    plain = Daemon(parse_config({"store": {"path": str(tmp_path / "s2")},
+                                 "snapshots": {"path": str(tmp_path / "p2")}}, env={}))
+    plain.metrics = Metrics()
+    plain._start_refresher()
+    assert plain.publisher.on_publish is None
+
+
+def test_freeze_long_lived_freezes_what_the_process_holds():
+    # In a child process: frozen objects of this one would never be collected.
+    import subprocess
+    import sys
+
+    code = ("import gc; from daemon.service import freeze_long_lived; n = freeze_long_lived(); "
+            "assert n == gc.get_freeze_count() > 10000, n; print(n)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr

@@ -467,7 +467,7 @@ def run(args) -> int:
         # A refresh cannot be interrupted; at Ctrl-C wait for it only briefly (publication is
         # atomic, so abandoning it loses nothing but its work).
         daemon = Daemon(cfg, bootstrap_servers=broker.bootstrap_servers,
-                        refresh_join_seconds=3.0)
+                        refresh_join_seconds=3.0, freeze_gc=True)
         daemon.broker = broker  # a second Ctrl-C stops it before exiting at once
         daemon.start()
         url = daemon.api.url + "/"

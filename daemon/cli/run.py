@@ -130,7 +130,7 @@ def run(args) -> int:
         if signals.received_any():
             return 0
         daemon = Daemon(cfg, bootstrap_servers=bootstrap, ready_file=args.ready_file,
-                        role=getattr(args, "role", "all"))
+                        role=getattr(args, "role", "all"), freeze_gc=True)
         daemon.broker = broker  # a forced exit (second signal) stops it first
         return daemon.run(stop_requested=signals.received_any)
     finally:
