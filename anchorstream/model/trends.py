@@ -188,7 +188,7 @@ def _fit_line(p: np.ndarray, prevalence_floor: float) -> tuple[float, float, int
 def _fit_lines(series: Sequence[np.ndarray], prevalence_floor: float
                ) -> list[tuple[float, float, int]]:
     """:func:`_fit_line` of every series, those of one length at once (a snapshot's topics
-    mostly share the window's length: 46 series of 24 points 10 -> 1 ms), the same values."""
+    mostly share the window's length: 46 series of 24 points 3.2 -> 0.5 ms), the same values."""
     lines: list[tuple[float, float, int] | None] = [None] * len(series)
     by_length: dict[int, list[int]] = {}
     for at, p in enumerate(series):
