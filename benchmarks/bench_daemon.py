@@ -64,7 +64,7 @@ from daemon.settings import StoreConfig, parse_config  # noqa: E402
 from daemon.ingest.loop import IngestLoop  # noqa: E402
 from daemon.publish import Publisher  # noqa: E402
 from daemon.refresh import Refresher  # noqa: E402
-from daemon.service import freeze_long_lived  # noqa: E402
+from daemon.collector import freeze_long_lived  # noqa: E402
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore", DeprecationWarning)
@@ -212,7 +212,7 @@ def bench_refresh(args, work: Path) -> None:
                          min_df=3)
     cold_ref = Refresher(store.url, Publisher(work / "snaps-cold"), model_kwargs=kwargs,
                          min_df=3, warm_start=False)
-    # As `anchorstream run` does (daemon.service.freeze_long_lived): what the process holds once
+    # As `anchorstream run` does (daemon.collector.freeze_long_lived): what the process holds once
     # assembled, and again once its first snapshots are out, is frozen out of the garbage
     # collector's full passes, which here would also walk the corpus's token lists.
     freeze_long_lived()

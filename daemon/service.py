@@ -22,7 +22,6 @@ Exit status of :meth:`Daemon.run`: 0 after a requested stop, 1 when ingestion co
 
 from __future__ import annotations
 
-import gc
 import json
 import logging
 import os
@@ -42,6 +41,7 @@ from anchorstream.store.settings import auto_windows
 from anchorstream.text.windows import AUTO
 from anchorstream.text.tokenize import Tokenizer
 from anchorstream.text.vocabulary import read_seed_vocabulary
+from daemon.collector import freeze_long_lived
 from daemon.http.api import ApiServer
 from daemon.kafka import logfilter
 from daemon.settings import Config, ConfigError
@@ -57,25 +57,6 @@ __all__ = ["Daemon", "ROLES", "build_tokenizer", "check_role", "open_store"]
 ROLES = ("all", "ingest", "refresh")
 
 log = logging.getLogger("anchorstream.daemon")
-
-
-def freeze_long_lived() -> int:
-    """Collect the cyclic garbage, then move every object the collector tracks into its
-    permanent generation (:func:`gc.freeze`); returns how many are frozen.
-
-    A running daemon holds its imports, numba's loaded kernels and its stores' state for its
-    whole life, and each full collection walked all of it, every dozen or so refreshes,
-    inside whichever refresh or batch triggered it: in ``bench_daemon.py``'s refresh process
-    ~180,000 objects, 0.10 s a full collection (240,000 and 0.23 s with the benchmark's own
-    corpus held); frozen, a full collection walks only what came since (4 ms there, and the
-    collector's share of a warm round 19 -> 5 ms). Objects frozen are still freed when their
-    last reference goes; only a cycle among them that later becomes garbage is never
-    collected, which is why the long-running processes call this (``anchorstream run`` and
-    the demo, once assembled and after their first snapshot) and the library never does.
-    """
-    gc.collect()
-    gc.freeze()
-    return gc.get_freeze_count()
 
 
 def build_tokenizer(cfg: Config) -> Tokenizer:
