@@ -188,7 +188,8 @@ def fit_all(args, name: str) -> list[dict]:
         if r["status"] == "ok":
             row.update(seconds=r["seconds"], cpu_seconds=r["cpu_seconds"], info=r["info"])
             row.update(evaluate(r["vocabulary"], r["topic_word"], r["prevalence"], index,
-                                corpus.truth))
+                                corpus.truth,
+                                mean_length=corpus.description.get("mean_tokens_anchorstream")))
         rows.append(row)
     for row in rows:
         print("   ", _line(row), flush=True)
@@ -253,6 +254,12 @@ def summary_tables(results: dict[str, list[dict]]) -> list[str]:
     synth = [n for n in names if parse_synth(n)]
     lines = table("**Held-out NPMI@10 / unique@10** (every corpus):", names,
                   lambda r: f"{r['npmi']:+.3f} / {r['unique']:.2f}")
+    lines += table("**Held-out NPMI@10 of each model's topics ranked two ways**: every topic's "
+                   "10 most probable words / the 10 an anchorstream snapshot would label it with "
+                   "(`metrics.labels_top_words`; for anchorstream the second is what it "
+                   "publishes, scored above): the model apart from its ranking", names,
+                   lambda r: (f"{_f(r.get('npmi_probability'), '+.3f')} / "
+                              f"{_f(r.get('npmi_labels'), '+.3f')}"))
     lines += table("**Dead topics** (prevalence < 0.001, of K):", names,
                    lambda r: f"{r['dead']}")
     if synth:

@@ -9,11 +9,13 @@ import numpy as np
 import pytest
 
 from benchmarks.quality.corpora import (Truth, _dedupe, _split, change_log_entries,
+                                        kernel_change_entries,
                                         parse_sample, parse_synth, permissive_tokens)
 from benchmarks.quality.debian import parse_translations
 from benchmarks.quality.htmldocs import html_sections, passages
 from benchmarks.quality.mail import _matches, message_text, thread_key
-from benchmarks.quality.metrics import HeldoutIndex, dead_topics, evaluate, l1_error, npmi
+from benchmarks.quality.metrics import (HeldoutIndex, dead_topics, evaluate, l1_error,
+                                        labels_top_words, npmi)
 from benchmarks.quality.synthetic import sample_texts
 
 
@@ -117,6 +119,34 @@ Not indented: not part of it.
         "A second entry right after the first one.",
     ]
     assert releases == ["Python 3.11.2 final", "Python 3.4.6rc1", "Python 3.4.6rc1"]
+
+
+def test_kernel_change_entries_join_lines_drop_links_and_references():
+    text = """linux (6.1.187-1) bookworm-security; urgency=high
+
+  * New upstream stable update:
+    https://www.kernel.org/pub/linux/kernel/v6.x/ChangeLog-6.1.181
+    - [x86] bugs: Make Safe-RET robust against interrupt injection
+    - can: bcm: add locking when updating filter and timer values
+      (CVE-2026-72121)
+    - mm: too short
+  * [arm64] Enable the new sound driver (Closes: #1012345, #1012346)
+
+ -- Ben Hutchings <ben@decadent.org.uk>  Sat, 01 Aug 2026 12:00:00 +0000
+
+linux (6.1.176-1) bookworm; urgency=medium
+
+    - btrfs: fix root leak if its reloc root is unexpected in
+      merge_reloc_roots() (CVE-2026-68422)
+"""
+    entries, releases = kernel_change_entries(text)
+    assert entries == [
+        "[x86] bugs: Make Safe-RET robust against interrupt injection",
+        "can: bcm: add locking when updating filter and timer values",
+        "[arm64] Enable the new sound driver",
+        "btrfs: fix root leak if its reloc root is unexpected in merge_reloc_roots()",
+    ]
+    assert releases == ["6.1.187-1"] * 3 + ["6.1.176-1"]
 
 
 def test_thread_key_drops_reply_prefixes_and_list_tags():
@@ -229,3 +259,30 @@ def test_evaluate_reports_every_metric():
     assert set(out) >= {"npmi", "unique", "dead", "l1", "top_words", "npmi_per_topic"}
     assert out["top_words"] == [["a", "b", "c"], ["c", "b", "a"]]
     assert out["unique"] == pytest.approx(0.5) and out["dead"] == 0 and np.isnan(out["l1"])
+
+
+def test_evaluate_scores_the_model_ranked_by_probability_and_as_labels():
+    index = HeldoutIndex.build(["a b", "b c", "c a"])
+    B = np.array([[3.0, 2.0, 1.0], [1.0, 2.0, 3.0]])
+    out = evaluate(["a", "b", "c"], B, [1.0, 1.0], index, top=[["c", "a", "b"], ["a", "c", "b"]],
+                   mean_length=8.0)
+    assert out["npmi_probability"] == pytest.approx(evaluate(["a", "b", "c"], B, [1.0, 1.0],
+                                                             index)["npmi"])
+    assert {"npmi_labels", "unique_labels"} <= set(out)
+    assert "npmi_labels" not in evaluate(["a", "b", "c"], B, [1.0, 1.0], index)
+
+
+def test_labels_top_words_keep_a_corpus_wide_word_out_of_most_labels():
+    # Word 0 is in every topic at the same probability: the labels of short documents leave it
+    # out of every topic that does not raise it, those of long ones rank above the whole level.
+    rng = np.random.default_rng(0)
+    K, V = 20, 200
+    B = rng.random((K, V)) ** 8
+    B[:, 0] = B.sum(axis=1) * 0.3
+    vocab = [f"w{i}" for i in range(V)]
+    by_probability = evaluate(vocab, B, np.ones(K), HeldoutIndex.build(["w0 w1"]))["top_words"]
+    assert sum("w0" in row for row in by_probability) == K
+    for length in (8.0, 100.0):
+        labels = labels_top_words(vocab, B, length)
+        assert len(labels) == K and all(len(row) == 10 for row in labels)
+        assert sum("w0" in row for row in labels) == 0

@@ -62,6 +62,12 @@ of a training one):
   issue references and reStructuredText roles removed, ~19 words (~12 tokens): bug reports
   and fixes, the register of support tickets, with corpus-wide words of its own (``fix``,
   ``patch``, ``module``); held out by release. Added in session 60 beside ``verses``.
+- ``commits``: every entry of the Linux kernel's Debian change log (``changelog.Debian.gz``
+  of ``linux-libc-dev``), one document each: the subjects of the upstream stable commits
+  each release takes and the packaging's own entries, ~10 words (~8 tokens), the CVE and bug
+  references removed; terse commit subjects full of identifiers, with a corpus-wide word of
+  their own (``fix``); held out by release. Added in session 85 as text no default was
+  chosen on.
 
 Semi-synthetic (``synth{L}-{N}k`` and ``synth{L}-{N}k-a{alpha}``, e.g. ``synth30-10k``):
 ``N`` thousand training documents of ``L`` words drawn from a known LDA model
@@ -718,6 +724,77 @@ def _build_changes(work: Path):
     }
 
 
+#: Entries of the Linux kernel's Debian change log (``commits``) held out by whole release
+#: until this many.
+COMMITS_HELDOUT = 5_000
+#: A reference an entry ends with: "(CVE-2026-68480)", "(Closes: #1012345)".
+_ENTRY_REF = re.compile(r"\s*\((?:CVE-\d+-\d+(?:,\s*)?|Closes:\s*#\d+(?:,\s*#\d+)*)+\)")
+
+
+def kernel_change_entries(text: str) -> tuple[list[str], list[str]]:
+    """The entries of a Debian ``linux`` change log (the upstream stable commits' subjects,
+    ``    - `` items, and the packaging's own ``  * `` items, continuation lines joined; the
+    kernel.org ChangeLog links, the CVE and bug references, the headings of lists (ending in
+    a colon) and entries of fewer than four words left out) and the release each is under."""
+    entries, releases, release, current = [], [], "", None
+
+    def close():
+        if current is not None:
+            entry = _ENTRY_REF.sub("", " ".join(current)).strip()
+            # "New upstream stable update:" heads the commits of a release: not an entry.
+            if len(entry.split()) >= 4 and not entry.endswith(":"):
+                entries.append(entry)
+                releases.append(release)
+
+    for line in text.splitlines():
+        m = re.match(r"linux \(([^)]*)\)", line)
+        item = re.match(r"(?:  \*|    -) (.*)", line)
+        if m:
+            close()
+            current, release = None, m.group(1)
+        elif item:
+            close()
+            current = [item.group(1).strip()]
+        elif current is not None and line.startswith("      ") and line.strip():
+            current.append(line.strip())
+        else:
+            close()
+            current = None
+    close()
+    return entries, releases
+
+
+def _build_commits(work: Path):
+    """The Linux kernel's Debian change log (``changelog.Debian.gz`` of ``linux-libc-dev``):
+    every upstream stable commit's subject and every packaging entry, one document each;
+    held out by release."""
+    apt = _apt(work)
+    apt.update()
+    # The archive's version: a machine with a newer security update installed would make
+    # apt's own candidate one the private source cannot download.
+    package = "linux-libc-dev"
+    version = apt.archive_version(package)
+    root = apt.download_and_unpack(package, work / "deb" / package, version) / "usr/share/doc"
+    with gzip.open(root / package / "changelog.Debian.gz", "rt", encoding="utf-8",
+                   errors="replace") as fh:
+        texts, groups = kernel_change_entries(fh.read())
+    shutil.rmtree(work / "deb", ignore_errors=True)
+    texts, groups = _dedupe(texts, groups)
+    train, held = _split(texts, COMMITS_HELDOUT, groups=groups)
+    return train, held, {
+        "source": f"every entry of the Linux kernel's Debian change log (changelog.Debian.gz "
+                  f"of {package} {version}, fetched with apt-get download): the subjects of "
+                  f"the upstream stable commits each release takes (`can: bcm: fix data race "
+                  f"on rx_stamp`) and the packaging's own entries, one document each, the "
+                  f"CVE and bug references removed: terse commit subjects full of "
+                  f"identifiers, text no default was chosen on",
+        "license": "GPL-2 (the Debian linux package's copyright; commit subjects are the "
+                   "kernel's); built at run time, not redistributed here",
+        "split": f"by release, random releases held out until >= {COMMITS_HELDOUT:,} "
+                 f"entries, after removing exact duplicates",
+    }
+
+
 def _build_mail(work: Path):
     from benchmarks.quality import mail
 
@@ -767,6 +844,7 @@ _REAL = {
     "kernel": _Spec(_build_kernel, 30, 5000),
     "verses": _Spec(_build_verses, 30, 5000),
     "changes": _Spec(_build_changes, 30, 5000),
+    "commits": _Spec(_build_commits, 50, 5000),
 }
 SYNTH_LENGTHS = (8, 30, 60)
 SYNTH_SIZES = (10_000, 30_000, 100_000)

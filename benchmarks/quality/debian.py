@@ -172,14 +172,28 @@ class Apt:
         m = re.search(r"^Version:\s*(\S+)", out, re.M)
         return m.group(1) if m else "unknown"
 
-    def download_and_unpack(self, package: str, into: Path) -> Path:
-        """``apt-get download`` then ``dpkg-deb -x`` into ``into``; returns ``into``."""
+    def archive_version(self, package: str) -> str:
+        """The newest version of ``package`` the private source offers (``apt-cache madison``:
+        the archive's versions alone, where :meth:`version` takes the machine's installed one
+        when it is newer, as a security update is)."""
+        self.update()
+        out = self._run("apt-cache", "madison", package)
+        versions = [line.split("|")[1].strip() for line in out.splitlines() if "|" in line]
+        if not versions:
+            raise RuntimeError(f"the archive {self.source.uri} {self.source.suite} offers no "
+                               f"{package}")
+        return versions[0]
+
+    def download_and_unpack(self, package: str, into: Path, version: str | None = None) -> Path:
+        """``apt-get download`` (of ``version``, where given) then ``dpkg-deb -x`` into
+        ``into``; returns ``into``."""
         self.update()
         debs = self.root / "debs"
         debs.mkdir(exist_ok=True)
         for old in debs.glob(f"{package}_*.deb"):
             old.unlink()
-        self._run("apt-get", "download", package, cwd=debs)
+        self._run("apt-get", "download", package if version is None else f"{package}={version}",
+                  cwd=debs)
         (deb,) = debs.glob(f"{package}_*.deb")
         into.mkdir(parents=True, exist_ok=True)
         subprocess.run(["dpkg-deb", "-x", str(deb), str(into)], check=True)

@@ -119,6 +119,29 @@ def published_top_words(vocabulary: list[str], topic_word: np.ndarray,
     return [[vocabulary[i] for i in row] for row in top]
 
 
+def labels_top_words(vocabulary: list[str], topic_word: np.ndarray, mean_length: float,
+                     n: int = TOP_N) -> list[list[str]]:
+    """Each topic's ``n`` top words as an anchorstream snapshot would label this model, whatever
+    method fitted it (``topic_word`` is (K, V), rows are topics): where documents are shorter
+    than :data:`~anchorstream.model.background.SHORT_DOCUMENTS` tokens on average
+    (``mean_length``, in anchorstream's tokens) above as little of the background level as
+    tells the labels apart, no word in more than a capped share of them
+    (:func:`~anchorstream.model.background.distinct_top_words`), else above the whole level
+    (:func:`anchorstream.snapshot.write.write_snapshot`'s choice). Scoring a peer's topics
+    this way separates what its model scores from what its ranking by probability scores."""
+    from anchorstream.model.background import (BACKGROUND_SPREAD, SHORT_DOCUMENTS,
+                                               background_level, distinct_top_words,
+                                               ranked_top_words)
+
+    B = np.asarray(topic_word, dtype=np.float64)
+    # As a snapshot stores the topics: each row a distribution, in float32.
+    B = (B / np.maximum(B.sum(axis=1, keepdims=True), np.finfo(float).tiny)).astype(np.float32)
+    level = background_level(B, BACKGROUND_SPREAD)
+    top = (distinct_top_words(B, n, level).top if mean_length < SHORT_DOCUMENTS
+           else ranked_top_words(B, n, level))
+    return [[vocabulary[i] for i in row] for row in top]
+
+
 def npmi(top: list[list[str]], index: HeldoutIndex) -> np.ndarray:
     """Held-out NPMI of each topic's top words (strings), shape (K,)."""
     union = sorted({w for row in top for w in row})
@@ -161,7 +184,8 @@ def l1_error(truth: Truth, vocabulary: list[str], topic_word: np.ndarray) -> flo
 
 
 def evaluate(vocabulary: list[str], topic_word: np.ndarray, prevalence, index: HeldoutIndex,
-             truth: Truth | None = None, top: list[list[str]] | None = None) -> dict:
+             truth: Truth | None = None, top: list[list[str]] | None = None,
+             mean_length: float | None = None) -> dict:
     """All metrics of one fitted model.
 
     Parameters
@@ -177,18 +201,31 @@ def evaluate(vocabulary: list[str], topic_word: np.ndarray, prevalence, index: H
         The top words the method publishes, when it ranks them otherwise than by
         probability (anchorstream's ``topics.json`` above the background); default each row's
         ``TOP_N`` most probable words.
+    mean_length : float, optional
+        The corpus's mean document length in anchorstream's tokens: with it, the model's
+        topics are also scored as anchorstream would label them (:func:`labels_top_words`).
 
     Returns
     -------
     dict
         ``npmi`` (mean held-out NPMI@10), ``npmi_per_topic`` (list), ``unique``, ``dead``,
-        ``l1`` (NaN without a truth), ``n_topics`` and ``top_words`` (K lists of 10).
+        ``l1`` (NaN without a truth), ``n_topics`` and ``top_words`` (K lists of 10);
+        ``npmi_probability`` (the mean NPMI of each topic's 10 most probable words: ``npmi``
+        where ``top`` is not given); with ``mean_length``, ``npmi_labels`` and
+        ``unique_labels`` (of :func:`labels_top_words`).
     """
     topic_word = np.asarray(topic_word, dtype=np.float64)
-    top = (top_word_strings(list(vocabulary), topic_word) if top is None
-           else [list(row[:TOP_N]) for row in top])
+    by_probability = top_word_strings(list(vocabulary), topic_word)
+    top = by_probability if top is None else [list(row[:TOP_N]) for row in top]
     per_topic = npmi(top, index)
+    extra = {"npmi_probability": float(np.mean(per_topic)) if top is by_probability
+             else float(np.mean(npmi(by_probability, index)))}
+    if mean_length is not None:
+        labels = labels_top_words(list(vocabulary), topic_word, mean_length)
+        extra.update(npmi_labels=float(np.mean(npmi(labels, index))),
+                     unique_labels=unique(labels))
     return {
+        **extra,
         "npmi": float(np.mean(per_topic)),
         "npmi_per_topic": [float(x) for x in per_topic],
         "unique": unique(top),

@@ -132,7 +132,8 @@ def run(corpus: str, args: Sequence[str] = (), *, topics: int | None = None,
         row["estimate"] = (extra.get("fit") or {}).get("estimate")
         # Scored on the top words the snapshot publishes (ranked above the background words).
         row.update(evaluate(vocabulary, topic_word, prevalence, heldout_index(corpus), c.truth,
-                            top=read_snapshot_top_words(out)))
+                            top=read_snapshot_top_words(out),
+                            mean_length=c.description.get("mean_tokens_anchorstream")))
         row["background_words"] = extra.get("background_words")
         row["stopwords"] = (manifest.get("settings") or {}).get("stopwords")
         row["status"] = "ok"
