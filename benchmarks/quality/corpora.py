@@ -664,34 +664,51 @@ _ISSUE_REF = re.compile(r"^(?:(?:gh-issue|gh|bpo)-\d+|Issues?\s+#\d+(?:(?:,\s*|\
 _RST_ROLE = re.compile(r":[a-z]+(?::[a-z]+)?:`~?([^`]*)`")
 
 
-def change_log_entries(text: str) -> tuple[list[str], list[str]]:
-    """The entries of a Python ``NEWS`` or ``HISTORY`` file (``- `` items, their indented
-    continuation lines joined) and the release each is under ("What's New in Python ...")."""
-    entries, releases, release, current = [], [], "", None
+def release_items(text: str, release: re.Pattern, item: re.Pattern, indent: str,
+                  clean) -> tuple[list[str], list[str]]:
+    """The items of a change log's lists and the release each is under: ``(entries,
+    releases)``. A line ``release`` matches starts a release (its first group the name), one
+    ``item`` matches an item (its first group the text), which the next lines starting with
+    ``indent`` continue; any other line ends it. ``clean`` turns an item's joined text into its
+    entry, or None to leave it out."""
+    entries, releases, name, current = [], [], "", None
 
     def close():
-        if current is not None:
-            entry = _ISSUE_REF.sub("", " ".join(current))
-            entry = _RST_ROLE.sub(r"\1", entry).replace("``", "")
-            if len(entry.split()) >= 5:
-                entries.append(entry)
-                releases.append(release)
+        entry = None if current is None else clean(" ".join(current))
+        if entry is not None:
+            entries.append(entry)
+            releases.append(name)
 
     for line in text.splitlines():
-        m = re.match(r"What's [Nn]ew in (.*?)\??\s*$", line)
-        if m:
+        heading = release.match(line)
+        start = None if heading else item.match(line)
+        if heading:
             close()
-            current, release = None, m.group(1)
-        elif line.startswith("- "):
+            current, name = None, heading.group(1)
+        elif start:
             close()
-            current = [line[2:].strip()]
-        elif current is not None and line.startswith("  ") and line.strip():
+            current = [start.group(1).strip()]
+        elif current is not None and line.startswith(indent) and line.strip():
             current.append(line.strip())
         else:
             close()
             current = None
     close()
     return entries, releases
+
+
+def _python_entry(text: str) -> str | None:
+    """A ``NEWS`` item without its issue reference and reStructuredText roles, if 5 words
+    long at least."""
+    entry = _RST_ROLE.sub(r"\1", _ISSUE_REF.sub("", text)).replace("``", "")
+    return entry if len(entry.split()) >= 5 else None
+
+
+def change_log_entries(text: str) -> tuple[list[str], list[str]]:
+    """The entries of a Python ``NEWS`` or ``HISTORY`` file (``- `` items, their indented
+    continuation lines joined) and the release each is under ("What's New in Python ...")."""
+    return release_items(text, re.compile(r"What's [Nn]ew in (.*?)\??\s*$"),
+                         re.compile(r"- (.*)"), "  ", _python_entry)
 
 
 def _build_changes(work: Path):
@@ -731,37 +748,21 @@ COMMITS_HELDOUT = 5_000
 _ENTRY_REF = re.compile(r"\s*\((?:CVE-\d+-\d+(?:,\s*)?|Closes:\s*#\d+(?:,\s*#\d+)*)+\)")
 
 
+def _kernel_entry(text: str) -> str | None:
+    """A Debian ``linux`` change log item without its CVE and bug references, if 4 words long
+    at least and not a list's heading ("New upstream stable update:" heads a release's
+    commits)."""
+    entry = _ENTRY_REF.sub("", text).strip()
+    return entry if len(entry.split()) >= 4 and not entry.endswith(":") else None
+
+
 def kernel_change_entries(text: str) -> tuple[list[str], list[str]]:
     """The entries of a Debian ``linux`` change log (the upstream stable commits' subjects,
     ``    - `` items, and the packaging's own ``  * `` items, continuation lines joined; the
     kernel.org ChangeLog links, the CVE and bug references, the headings of lists (ending in
     a colon) and entries of fewer than four words left out) and the release each is under."""
-    entries, releases, release, current = [], [], "", None
-
-    def close():
-        if current is not None:
-            entry = _ENTRY_REF.sub("", " ".join(current)).strip()
-            # "New upstream stable update:" heads the commits of a release: not an entry.
-            if len(entry.split()) >= 4 and not entry.endswith(":"):
-                entries.append(entry)
-                releases.append(release)
-
-    for line in text.splitlines():
-        m = re.match(r"linux \(([^)]*)\)", line)
-        item = re.match(r"(?:  \*|    -) (.*)", line)
-        if m:
-            close()
-            current, release = None, m.group(1)
-        elif item:
-            close()
-            current = [item.group(1).strip()]
-        elif current is not None and line.startswith("      ") and line.strip():
-            current.append(line.strip())
-        else:
-            close()
-            current = None
-    close()
-    return entries, releases
+    return release_items(text, re.compile(r"linux \(([^)]*)\)"),
+                         re.compile(r"(?:  \*|    -) (.*)"), "      ", _kernel_entry)
 
 
 def _build_commits(work: Path):
