@@ -664,6 +664,14 @@ _ISSUE_REF = re.compile(r"^(?:(?:gh-issue|gh|bpo)-\d+|Issues?\s+#\d+(?:(?:,\s*|\
 _RST_ROLE = re.compile(r":[a-z]+(?::[a-z]+)?:`~?([^`]*)`")
 
 
+def _gzipped_doc(apt, work: Path, package: str, name: str, version: str | None = None) -> str:
+    """The text of ``usr/share/doc/{name}`` (gzip-compressed) of ``package`` (at ``version``,
+    where given), downloaded and unpacked under ``work``."""
+    root = apt.download_and_unpack(package, work / "deb" / package, version) / "usr/share/doc"
+    with gzip.open(root / name, "rt", encoding="utf-8", errors="replace") as fh:
+        return fh.read()
+
+
 def release_items(text: str, release: re.Pattern, item: re.Pattern, indent: str,
                   clean) -> tuple[list[str], list[str]]:
     """The items of a change log's lists and the release each is under: ``(entries,
@@ -719,10 +727,8 @@ def _build_changes(work: Path):
     apt.update()
     texts, groups, parts = [], [], []
     for package, name in (("python3.11", "NEWS.gz"), ("python3.11-dev", "HISTORY.gz")):
-        root = apt.download_and_unpack(package, work / "deb" / package) / "usr/share/doc"
-        with gzip.open(root / "python3.11" / name, "rt", encoding="utf-8",
-                       errors="replace") as fh:
-            entries, releases = change_log_entries(fh.read())
+        entries, releases = change_log_entries(_gzipped_doc(apt, work, package,
+                                                            f"python3.11/{name}"))
         texts += entries
         groups += [f"{name}:{r}" for r in releases]
         parts.append(f"{name[:-3]} of {package} {apt.version(package)}")
@@ -775,10 +781,8 @@ def _build_commits(work: Path):
     # apt's own candidate one the private source cannot download.
     package = "linux-libc-dev"
     version = apt.archive_version(package)
-    root = apt.download_and_unpack(package, work / "deb" / package, version) / "usr/share/doc"
-    with gzip.open(root / package / "changelog.Debian.gz", "rt", encoding="utf-8",
-                   errors="replace") as fh:
-        texts, groups = kernel_change_entries(fh.read())
+    texts, groups = kernel_change_entries(
+        _gzipped_doc(apt, work, package, f"{package}/changelog.Debian.gz", version))
     shutil.rmtree(work / "deb", ignore_errors=True)
     texts, groups = _dedupe(texts, groups)
     train, held = _split(texts, COMMITS_HELDOUT, groups=groups)
