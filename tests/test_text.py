@@ -113,7 +113,7 @@ def test_every_path_splits_like_the_full_pattern(doc, lowercase):
     # (Chinese and Japanese runs then cut into terms: tests/test_text_cjk.py).
     tok = Tokenizer(stopwords=None, min_length=1, max_length=1000, drop_numbers=False,
                     lowercase=lowercase)
-    text = text_mod._normalize(doc, lowercase).replace("_", " ")
+    text = text_mod._normalize(text_mod._decode_references(doc), lowercase).replace("_", " ")
     assert tok(doc) == split_cjk(text_mod._word_pattern().findall(text))
 
 
@@ -129,6 +129,42 @@ def test_typographic_punctuation_takes_the_split_by_runs():
     assert text_mod._separates("\u201c") and text_mod._separates("\u2192")
     assert not text_mod._separates("\u00e9") and not text_mod._separates("\u0301")
     assert PLAIN("“Quoted”—it’s → café's") == ["quoted", "it", "café"]
+
+
+@pytest.mark.parametrize(
+    ("doc", "expected"),
+    [
+        ("Q&amp;A &amp;&amp; R&amp;D", ["q", "a", "r", "d"]),
+        ("&quot;quoted&quot; &lt;b&gt;bold&lt;/b&gt;", ["quoted", "b", "bold", "b"]),
+        ("it&#39;s npm&#x27;s don&#8217;t", ["it", "npm", "don't"]),  # then the apostrophes' rules
+        ("non&nbsp;breaking caf&eacute; &Eacute;T&Eacute;", ["non", "breaking", "café", "été"]),
+        ("AT&T R&D fish&chips", ["at", "t", "r", "d", "fish", "chips"]),  # no reference here
+        ("?a=1&para=2 &amp &lt", ["a", "1", "para", "2", "amp", "lt"]),  # no semicolon: text
+        ("&amp;quot;feed&amp;quot; &amp;amp;#39;", ["feed"]),  # escaped twice, three times
+        ("&bogus; &#0; &#x110000; &#12345678;", ["bogus", "12345678"]),  # unknown name: text
+    ],
+)
+def test_html_character_references_are_decoded_before_the_split(doc, expected):
+    # Scraped text carries &amp;, &quot;, &#39;: split as words they would be "amp", "quot".
+    assert PLAIN(doc) == expected
+
+
+_REFERENCES = {"&amp;": "&", "&quot;": '"', "&#39;": "'", "&#x27;": "'", "&nbsp;": "\u00a0",
+               "&lt;": "<", "&gt;": ">", "&#32;": " ", "&apos;": "'", "&mdash;": "\u2014"}
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(alphabet="abcxyzAB's.-", min_size=1, max_size=8), min_size=1,
+                max_size=8),
+       st.lists(st.sampled_from(sorted(_REFERENCES)), min_size=1, max_size=8), st.booleans())
+def test_a_reference_splits_as_the_character_it_stands_for(words, refs, lowercase):
+    # Text joined by references gives the words of the same text joined by their characters,
+    # on every path (ASCII or not: &nbsp; and &mdash; decode to non-ASCII separators).
+    tok = Tokenizer(stopwords=None, min_length=1, drop_numbers=False, lowercase=lowercase)
+    seps = [refs[i % len(refs)] for i in range(len(words))]
+    escaped = "".join(w + sep for w, sep in zip(words, seps))
+    plain = "".join(w + _REFERENCES[sep] for w, sep in zip(words, seps))
+    assert tok(escaped) == tok(plain)
 
 
 def test_text_that_nfkc_folds_onto_ascii_keeps_its_case_when_asked():

@@ -7,7 +7,12 @@ What a *word* is
 ----------------
 The tokenizer is one compiled regular expression applied to normalised text:
 
-1. **Normalisation.** Unicode NFKC (so full-width letters, ligatures and compatibility forms
+1. **Normalisation.** HTML character references ended by their semicolon are decoded
+   (``&amp;`` → ``&``, ``&quot;`` → ``"``, ``&#39;`` → ``'``, ``&nbsp;`` → a space): text scraped
+   from web pages, feeds and posts carries them, and split as words they would be ``amp``,
+   ``quot`` and ``nbsp``, which no topic should hold; so are references escaped again
+   (``&amp;quot;``), as feeds have them. A reference without its semicolon stays text
+   (``AT&T``, ``?a=1&para=2``). Then Unicode NFKC (so full-width letters, ligatures and compatibility forms
    fold onto their plain forms), then ``str.casefold`` (so ``"Straße"`` and ``"STRASSE"`` are one
    word), then NFKC once more because case folding can leave a string non-normalised; this is
    Unicode's ``NFKC_Casefold`` up to a few rare code points. Typographic apostrophes (``’``,
@@ -36,6 +41,7 @@ own tokenizer decides the word boundaries and anchorstream still decides case an
 from __future__ import annotations
 
 import functools
+import html
 import importlib.resources
 import os
 import re
@@ -65,6 +71,32 @@ _STOPWORD_SUFFIX = ".txt"
 # Apostrophe look-alikes folded onto "'" (NFKC keeps them apart) by str.replace: str.translate
 # goes character by character through a dict (long's 2,035 non-ASCII sections: 0.74 / 0.005 s).
 _APOSTROPHES = ("\u2019", "\u02bc")
+
+#: An HTML character reference ended by its semicolon: a name (``&amp;``, ``&eacute;``), a
+#: decimal (``&#39;``) or a hexadecimal (``&#x27;``) code point. A name HTML does not define
+#: stays as it is (``html.unescape``), and is split as text.
+_REFERENCE = re.compile(r"&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});")
+
+
+#: Passes of :func:`_decode_references`: feeds escape text that was escaped already
+#: (``&amp;quot;``), and one pass would leave ``&quot;``.
+_DECODE_PASSES = 3
+
+
+def _decode_references(text: str) -> str:
+    """``text`` with its HTML character references (:data:`_REFERENCE`) decoded, escaped
+    ones too (up to :data:`_DECODE_PASSES` levels).
+
+    >>> print(_decode_references("Q&amp;A: &quot;it&#39;s&quot; &lt;b&gt; AT&T &bogus;"))
+    Q&A: "it's" <b> AT&T &bogus;
+    >>> print(_decode_references("&amp;quot;twice&amp;quot;"))
+    "twice"
+    """
+    for _ in range(_DECODE_PASSES):
+        text, n = _REFERENCE.subn(lambda m: html.unescape(m.group()), text)
+        if not n or "&" not in text:
+            break
+    return text
 
 
 @functools.cache
@@ -424,6 +456,8 @@ class Tokenizer:
             If ``doc`` is neither a str nor a sequence of str.
         """
         if isinstance(doc, str):
+            if "&" in doc:
+                doc = _decode_references(doc)
             if doc.isascii():
                 words = _ascii_words(doc, self.lowercase)
             else:
