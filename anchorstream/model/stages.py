@@ -283,12 +283,12 @@ def anchor_min_df(cooc, K, active, s) -> float:
     min_df = anchor_min_df_for(cooc.doc_freq[active], K, s.anchor_min_df, s.anchor_candidates,
                                num_docs=cooc.num_docs, num_tokens=cooc.num_tokens)
     if min_df < s.anchor_min_df:
-        log.info("anchor_min_df %g lowered to %g: fewer than %d words are in %g documents, "
-                 "or fewer of these %g-token documents estimate a row as well",
+        log.info("anchor_min_df %g lowered to %.4g: fewer than %d words are in %g documents, "
+                 "or fewer of these %.1f-token documents estimate a row as well",
                  s.anchor_min_df, min_df, 2 * K, s.anchor_min_df,
                  float(cooc.num_tokens) / max(float(cooc.num_docs), 1.0))
     elif min_df > s.anchor_min_df:
-        log.info("anchor_min_df %g raised to %g: anchor candidates are the %d x %d most "
+        log.info("anchor_min_df %g raised to %.4g: anchor candidates are the %d x %d most "
                  "frequent words (and every word in %g%% of the documents)", s.anchor_min_df,
                  min_df, s.anchor_candidates, K, 100 * CAP_MAX_SHARE)
     return min_df
