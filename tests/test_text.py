@@ -153,6 +153,21 @@ _REFERENCES = {"&amp;": "&", "&quot;": '"', "&#39;": "'", "&#x27;": "'", "&nbsp;
                "&lt;": "<", "&gt;": ">", "&#32;": " ", "&apos;": "'", "&mdash;": "\u2014"}
 
 
+@pytest.mark.parametrize(
+    ("doc", "expected"),
+    [
+        ("infor\u00admation Donau&shy;dampf&shy;schiff", ["information", "donaudampfschiff"]),
+        ("\ufeffbom at the start, word\u2060joiner", ["bom", "at", "the", "start", "wordjoiner"]),
+        ("e\u00ad\u0301t\u00e9", ["ét\u00e9"]),  # what a joiner kept apart composes
+        ("zero\u200bwidth space", ["zero", "width", "space"]),  # a break still separates
+        (["soft\u00adhyphen"], ["softhyphen"]),  # in pre-tokenized words too
+    ],
+)
+def test_invisible_characters_inside_a_word_do_not_cut_it(doc, expected):
+    assert PLAIN(doc) == expected
+    assert all(unicodedata.is_normalized("NFKC", w) for w in PLAIN(doc))
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.text(alphabet="abcxyzAB's.-", min_size=1, max_size=8), min_size=1,
                 max_size=8),

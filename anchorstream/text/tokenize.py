@@ -16,7 +16,9 @@ The tokenizer is one compiled regular expression applied to normalised text:
    fold onto their plain forms), then ``str.casefold`` (so ``"Straße"`` and ``"STRASSE"`` are one
    word), then NFKC once more because case folding can leave a string non-normalised; this is
    Unicode's ``NFKC_Casefold`` up to a few rare code points. Typographic apostrophes (``’``,
-   ``ʼ``) become ``'`` so contractions match the stopword list. ASCII text, the common case, takes
+   ``ʼ``) become ``'`` so contractions match the stopword list, and the invisible characters
+   that mark a place inside a word (the soft hyphen, the word joiner, the zero-width no-break
+   space) are removed, so ``infor&shy;mation`` is one word. ASCII text, the common case, takes
    a fast path (lower-casing, which equals ``casefold`` on ASCII, and the split of step 2 by
    ``bytes.translate`` and ``str.split``, the expression only for runs holding an apostrophe).
 2. **Splitting.** A word is a run of Unicode letters, digits and combining marks (the marks keep
@@ -71,6 +73,11 @@ _STOPWORD_SUFFIX = ".txt"
 # Apostrophe look-alikes folded onto "'" (NFKC keeps them apart) by str.replace: str.translate
 # goes character by character through a dict (long's 2,035 non-ASCII sections: 0.74 / 0.005 s).
 _APOSTROPHES = ("\u2019", "\u02bc")
+#: Invisible characters that say no word ends here, removed (NFKC keeps them, and as
+#: characters that are neither letters nor marks they would cut the word): the soft hyphen
+#: (a hyphenation point, ``Donau&shy;dampf``), the word joiner and the zero-width no-break
+#: space (the byte order mark). The zero-width space, a break, still separates.
+_JOINERS = ("\u00ad", "\u2060", "\ufeff")
 
 #: An HTML character reference ended by its semicolon: a name (``&amp;``, ``&eacute;``), a
 #: decimal (``&#39;``) or a hexadecimal (``&#x27;``) code point. A name HTML does not define
@@ -238,6 +245,8 @@ def _normalize(word: str, lowercase: bool) -> str:
     if word.isascii():
         # ASCII is already NFKC and lower() == casefold() on it; this path is ~all of English.
         return word.lower() if lowercase else word
+    for joiner in _JOINERS:  # first: what they separated may compose
+        word = word.replace(joiner, "")
     word = unicodedata.normalize("NFKC", word)
     if lowercase:
         word = unicodedata.normalize("NFKC", word.casefold())
