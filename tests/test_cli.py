@@ -751,6 +751,38 @@ def test_fit_input_and_ingest_count_the_same_tokens_of_long_documents(corpus, tm
     assert "--max-tokens only applies to --input" in capsys.readouterr().err
 
 
+def test_fit_and_ingest_read_html_references_as_the_characters_they_stand_for(corpus,
+                                                                              tmp_path):
+    # Scraped text: the same documents, a quarter of them with their first words joined by
+    # &amp; and &nbsp; (split as words, `amp` and `nbsp` would be in 25 % of the documents,
+    # among the most frequent), count as the plain ones, in `fit --input` and in a store's
+    # first pass (`ingest`).
+    path, _, _ = corpus
+    escaped = tmp_path / "escaped.jsonl"
+    with open(path) as src, open(escaped, "w") as fh:
+        for n, line in enumerate(src):
+            try:
+                record = json.loads(line)
+            except ValueError:
+                fh.write(line)
+                continue
+            if isinstance(record.get("text"), str) and n % 4 == 0:
+                first, second, *rest = record["text"].split()
+                record["text"] = " ".join([f"{first}&amp;{second}&nbsp;", *rest])
+            fh.write(json.dumps(record) + "\n")
+    snaps = {}
+    for name, source in (("plain", path), ("escaped", escaped)):
+        assert main(["fit", "--input", str(source), "-k", str(K), "--vocab-size", "100",
+                     "--anchor-min-df", "5", "--out", str(tmp_path / name), "-q"]) == 0
+        snaps[name] = read_snapshot(tmp_path / name)
+    assert "amp" not in snaps["escaped"].vocabulary and "nbsp" not in snaps["escaped"].vocabulary
+    assert list(snaps["escaped"].vocabulary) == list(snaps["plain"].vocabulary)
+    np.testing.assert_array_equal(snaps["escaped"].topic_word, snaps["plain"].topic_word)
+    store = str(tmp_path / "store")
+    assert main(["ingest", str(escaped), "--store", store, "--capacity", "100", "-q"]) == 0
+    assert open_committed(store).words == list(snaps["plain"].vocabulary)
+
+
 @pytest.mark.parametrize("command", ["fit", "ingest", "replay", "run", "demo"])
 def test_help_says_each_default_once_and_only_where_it_informs(command, capsys):
     from daemon.cli import build_parser
