@@ -153,6 +153,20 @@ _REFERENCES = {"&amp;": "&", "&quot;": '"', "&#39;": "'", "&#x27;": "'", "&nbsp;
                "&lt;": "<", "&gt;": ">", "&#32;": " ", "&apos;": "'", "&mdash;": "\u2014"}
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(alphabet="abcxyzAB's.-", min_size=1, max_size=8), min_size=1,
+                max_size=8),
+       st.lists(st.sampled_from(sorted(_REFERENCES)), min_size=1, max_size=8), st.booleans())
+def test_a_reference_splits_as_the_character_it_stands_for(words, refs, lowercase):
+    # Text joined by references gives the words of the same text joined by their characters,
+    # on every path (ASCII or not: &nbsp; and &mdash; decode to non-ASCII separators).
+    tok = Tokenizer(stopwords=None, min_length=1, drop_numbers=False, lowercase=lowercase)
+    seps = [refs[i % len(refs)] for i in range(len(words))]
+    escaped = "".join(w + sep for w, sep in zip(words, seps))
+    plain = "".join(w + _REFERENCES[sep] for w, sep in zip(words, seps))
+    assert tok(escaped) == tok(plain)
+
+
 @pytest.mark.parametrize(
     ("doc", "expected"),
     [
@@ -166,20 +180,6 @@ _REFERENCES = {"&amp;": "&", "&quot;": '"', "&#39;": "'", "&#x27;": "'", "&nbsp;
 def test_invisible_characters_inside_a_word_do_not_cut_it(doc, expected):
     assert PLAIN(doc) == expected
     assert all(unicodedata.is_normalized("NFKC", w) for w in PLAIN(doc))
-
-
-@settings(max_examples=200, deadline=None)
-@given(st.lists(st.text(alphabet="abcxyzAB's.-", min_size=1, max_size=8), min_size=1,
-                max_size=8),
-       st.lists(st.sampled_from(sorted(_REFERENCES)), min_size=1, max_size=8), st.booleans())
-def test_a_reference_splits_as_the_character_it_stands_for(words, refs, lowercase):
-    # Text joined by references gives the words of the same text joined by their characters,
-    # on every path (ASCII or not: &nbsp; and &mdash; decode to non-ASCII separators).
-    tok = Tokenizer(stopwords=None, min_length=1, drop_numbers=False, lowercase=lowercase)
-    seps = [refs[i % len(refs)] for i in range(len(words))]
-    escaped = "".join(w + sep for w, sep in zip(words, seps))
-    plain = "".join(w + _REFERENCES[sep] for w, sep in zip(words, seps))
-    assert tok(escaped) == tok(plain)
 
 
 def test_text_that_nfkc_folds_onto_ascii_keeps_its_case_when_asked():

@@ -8,19 +8,20 @@ What a *word* is
 The tokenizer is one compiled regular expression applied to normalised text:
 
 1. **Normalisation.** HTML character references ended by their semicolon are decoded
-   (``&amp;`` → ``&``, ``&quot;`` → ``"``, ``&#39;`` → ``'``, ``&nbsp;`` → a space): text scraped
-   from web pages, feeds and posts carries them, and split as words they would be ``amp``,
-   ``quot`` and ``nbsp``, which no topic should hold; so are references escaped again
+   (``&amp;`` → ``&``, ``&quot;`` → ``"``, ``&#39;`` → ``'``, ``&nbsp;`` → a space): text
+   scraped from web pages, feeds and posts carries them, and split as words they would be
+   ``amp``, ``quot`` and ``nbsp``, which no topic should hold; so are references escaped again
    (``&amp;quot;``), as feeds have them. A reference without its semicolon stays text
-   (``AT&T``, ``?a=1&para=2``). Then Unicode NFKC (so full-width letters, ligatures and compatibility forms
-   fold onto their plain forms), then ``str.casefold`` (so ``"Straße"`` and ``"STRASSE"`` are one
-   word), then NFKC once more because case folding can leave a string non-normalised; this is
-   Unicode's ``NFKC_Casefold`` up to a few rare code points. Typographic apostrophes (``’``,
-   ``ʼ``) become ``'`` so contractions match the stopword list, and the invisible characters
-   that mark a place inside a word (the soft hyphen, the word joiner, the zero-width no-break
-   space) are removed, so ``infor&shy;mation`` is one word. ASCII text, the common case, takes
-   a fast path (lower-casing, which equals ``casefold`` on ASCII, and the split of step 2 by
-   ``bytes.translate`` and ``str.split``, the expression only for runs holding an apostrophe).
+   (``AT&T``, ``?a=1&para=2``). Then Unicode NFKC (so full-width letters, ligatures and
+   compatibility forms fold onto their plain forms), then ``str.casefold`` (so ``"Straße"``
+   and ``"STRASSE"`` are one word), then NFKC once more because case folding can leave a
+   string non-normalised; this is Unicode's ``NFKC_Casefold`` up to a few rare code points.
+   Typographic apostrophes (``’``, ``ʼ``) become ``'`` so contractions match the stopword
+   list, and the invisible characters that mark a place inside a word (the soft hyphen, the
+   word joiner, the zero-width no-break space) are removed first, so ``infor&shy;mation`` is
+   one word. ASCII text, the common case, takes a fast path (lower-casing, which equals
+   ``casefold`` on ASCII, and the split of step 2 by ``bytes.translate`` and ``str.split``,
+   the expression only for runs holding an apostrophe).
 2. **Splitting.** A word is a run of Unicode letters, digits and combining marks (the marks keep
    Devanagari, Thai or Hebrew words whole). Runs may be joined by internal apostrophes
    (``don't``, ``rock'n'roll``, ``l'homme``), except that a possessive ``'s`` is dropped
@@ -83,8 +84,6 @@ _JOINERS = ("\u00ad", "\u2060", "\ufeff")
 #: decimal (``&#39;``) or a hexadecimal (``&#x27;``) code point. A name HTML does not define
 #: stays as it is (``html.unescape``), and is split as text.
 _REFERENCE = re.compile(r"&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});")
-
-
 #: Passes of :func:`_decode_references`: feeds escape text that was escaped already
 #: (``&amp;quot;``), and one pass would leave ``&quot;``.
 _DECODE_PASSES = 3
