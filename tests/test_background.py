@@ -331,3 +331,25 @@ def test_short_documents_are_those_the_fit_refines_whole():
     from anchorstream.model.refine import REFINE_AUTO_MAX_LENGTH
 
     assert SHORT_DOCUMENTS == REFINE_AUTO_MAX_LENGTH
+
+
+@pytest.mark.parametrize("length", [None, 3.0, 24.9, 25.0, 300.0])
+def test_top_words_for_length_is_the_distinct_ranking_under_short_documents(length):
+    # One choice for a snapshot and for the benchmark's labels of any model: the distinct
+    # labels where documents are short, the whole level (no cap) otherwise or unknown.
+    from anchorstream.model.background import (BACKGROUND_SPREAD, SHORT_DOCUMENTS,
+                                               top_words_for_length)
+
+    rng = np.random.default_rng(3)
+    B = rng.dirichlet(np.full(200, 0.1), size=12)
+    B[:, :5] += 0.05  # words most topics use
+    B /= B.sum(axis=1, keepdims=True)
+    level = background_level(B, BACKGROUND_SPREAD)
+    got = top_words_for_length(B, 10, level, length, previous=0.5)
+    if length is not None and length < SHORT_DOCUMENTS:
+        want = distinct_top_words(B, 10, level, 0.5)
+        assert (got.weight, got.cap) == (want.weight, want.cap)
+        np.testing.assert_array_equal(got.top, want.top)
+    else:
+        assert (got.weight, got.cap) == (1.0, None)
+        np.testing.assert_array_equal(got.top, ranked_top_words(B, 10, level))

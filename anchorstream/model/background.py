@@ -54,6 +54,7 @@ from anchorstream.errors import InputError
 __all__ = [
     "BACKGROUND_SPREAD", "Background", "Ranking", "background", "background_level",
     "check_spread", "distinct_top_words", "label_cap", "ranked_top_words",
+    "top_words_for_length",
 ]
 
 #: Fraction of the topics a word must reach its background level in (see the module docstring).
@@ -207,13 +208,13 @@ class Ranking:
     top : ndarray of int64, shape (n_topics, n)
     weight : float
         The share of the background level subtracted (one of ``LEVEL_WEIGHTS``).
-    cap : int
-        The most labels (first ``LABEL_WORDS``) a word is in.
+    cap : int or None
+        The most labels (first ``LABEL_WORDS``) a word is in; None: no cap.
     """
 
     top: np.ndarray
     weight: float
-    cap: int
+    cap: int | None
 
 
 def label_cap(n_topics: int) -> int:
@@ -248,6 +249,16 @@ def distinct_top_words(topic_word, n: int, level: np.ndarray,
         if np.unique(label).size >= need * label.size:
             break
     return Ranking(top, float(weight), cap)
+
+
+def top_words_for_length(topic_word, n: int, level: np.ndarray, mean_length: float | None,
+                         previous: float | None = None) -> Ranking:
+    """Each topic's ``n`` top words as a snapshot ranks them for documents of ``mean_length``
+    tokens on average: under :data:`SHORT_DOCUMENTS`, :func:`distinct_top_words` (with
+    ``previous``); otherwise (or unknown, None) above the whole level, no cap."""
+    if mean_length is not None and mean_length < SHORT_DOCUMENTS:
+        return distinct_top_words(topic_word, n, level, previous)
+    return Ranking(ranked_top_words(topic_word, n, level), 1.0, None)
 
 
 def ranked_top_words(topic_word, n: int, level: np.ndarray | None = None,

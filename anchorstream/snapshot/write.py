@@ -20,11 +20,10 @@ import numpy as np
 
 from anchorstream.errors import InputError, SnapshotError
 from anchorstream.model.background import (
-    SHORT_DOCUMENTS,
     background,
     check_spread,
-    distinct_top_words,
     ranked_top_words,
+    top_words_for_length,
 )
 from anchorstream.fsutil import fsync_dir
 from anchorstream.snapshot.layout import (
@@ -153,12 +152,10 @@ def write_snapshot(
         top = ranked_top_words(tw32, n_top)
     else:
         found = background(tw32, prev, spread, n_top)
-        if length is not None and length < SHORT_DOCUMENTS:
-            ranking = distinct_top_words(tw32, n_top, found.level, previous)
-            top, weight, cap = ranking.top, ranking.weight, ranking.cap
-        else:
-            top, weight, cap = ranked_top_words(tw32, n_top, found.level), 1.0, None
-        report = {**found.report(words), "level_weight": weight, "label_cap": cap}
+        ranking = top_words_for_length(tw32, n_top, found.level, length, previous)
+        top = ranking.top
+        report = {**found.report(words), "level_weight": ranking.weight,
+                  "label_cap": ranking.cap}
         extra = {**(extra or {}), "background_words": report}
     topics = _topic_entries(words, tw32, top, ids, anchor_words, prev, quality_rows)
 

@@ -108,9 +108,11 @@ def top_word_strings(vocabulary: list[str], topic_word: np.ndarray, n: int = TOP
 
 def published_top_words(vocabulary: list[str], topic_word: np.ndarray,
                         n: int = TOP_N) -> list[list[str]]:
-    """Each topic's ``n`` top words as a snapshot publishes them, ranked above the background
-    level at the default spread (:mod:`anchorstream.model.background`): what ``bench_quality``
-    scores, for scripts that fit in process. ``topic_word`` is (K, V), rows are topics."""
+    """Each topic's ``n`` top words ranked above the whole background level at the default
+    spread (:mod:`anchorstream.model.background`): what a snapshot publishes where documents
+    are :data:`~anchorstream.model.background.SHORT_DOCUMENTS` tokens long or more (and at
+    every length before session 61; :func:`labels_top_words` ranks as a snapshot does at every
+    length), for the scripts that fit in process. ``topic_word`` is (K, V), rows are topics."""
     from anchorstream.model.background import (BACKGROUND_SPREAD, background_level,
                                                ranked_top_words)
 
@@ -129,16 +131,13 @@ def labels_top_words(vocabulary: list[str], topic_word: np.ndarray, mean_length:
     (:func:`~anchorstream.model.background.distinct_top_words`), else above the whole level
     (:func:`anchorstream.snapshot.write.write_snapshot`'s choice). Scoring a peer's topics
     this way separates what its model scores from what its ranking by probability scores."""
-    from anchorstream.model.background import (BACKGROUND_SPREAD, SHORT_DOCUMENTS,
-                                               background_level, distinct_top_words,
-                                               ranked_top_words)
+    from anchorstream.model.background import (BACKGROUND_SPREAD, background_level,
+                                               top_words_for_length)
 
     B = np.asarray(topic_word, dtype=np.float64)
     # As a snapshot stores the topics: each row a distribution, in float32.
     B = (B / np.maximum(B.sum(axis=1, keepdims=True), np.finfo(float).tiny)).astype(np.float32)
-    level = background_level(B, BACKGROUND_SPREAD)
-    top = (distinct_top_words(B, n, level).top if mean_length < SHORT_DOCUMENTS
-           else ranked_top_words(B, n, level))
+    top = top_words_for_length(B, n, background_level(B, BACKGROUND_SPREAD), mean_length).top
     return [[vocabulary[i] for i in row] for row in top]
 
 
