@@ -173,7 +173,10 @@ def _check_anchors(anchors, V: int) -> np.ndarray:
 
 
 def _check_init(init, V: int, K: int) -> np.ndarray:
-    y = np.array(init, dtype=np.float64, copy=True)
+    # C order whatever the caller's: the kernels take it so, and an F-ordered start (a warm
+    # refresh's columns picked by fancy indexing) compiled them a second time (ADMM's: 7.5
+    # CPU s on a first warm refresh, session 87).
+    y = np.array(init, dtype=np.float64, order="C", copy=True)
     if y.shape != (V, K):
         raise InputError(
             f"init must be the coefficient matrix of shape (n_words, n_topics) = ({V}, {K}), "
