@@ -12,6 +12,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+from anchorstream._kernels.sorting import sort_floats
+
 # Armijo sufficient-decrease and Wolfe curvature constants of the exponentiated-gradient line
 # search (Arora et al. 2013, supplementary D.2, after Nocedal & Wright): the usual textbook values.
 _RECOVER_ARMIJO_C1 = 1e-4
@@ -42,7 +44,7 @@ def recover_project_simplex(x, out, work):
     K = x.shape[0]
     for k in range(K):
         work[k] = x[k]
-    work.sort()
+    sort_floats(work, K)
     csum = 0.0
     theta = 0.0
     for j in range(K):

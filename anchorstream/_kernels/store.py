@@ -14,6 +14,7 @@ import numpy as np
 
 from anchorstream._kernels.csr import csr_arrays, csr_transpose_positions, lowest_bit
 from anchorstream._kernels.rectify import anchor_dense_to_csr
+from anchorstream._kernels.sorting import sort_by_key
 
 
 @numba.njit(cache=True)
@@ -111,6 +112,11 @@ def _pair_delta(uindptr, uslots, ucounts, doc_scale, n_slots, dense, prev_indptr
     dptr = np.zeros(n_docs + 1, dtype=np.int64)
     sl = np.empty(uslots.shape[0], dtype=np.int32)
     ct = np.empty(uslots.shape[0], dtype=np.float64)
+    longest = 0
+    for d in range(n_docs):
+        longest = max(longest, uindptr[d + 1] - uindptr[d])
+    sl_buf = np.empty(longest, dtype=np.int32)
+    ct_buf = np.empty(longest, dtype=np.float64)
     m = 0
     bound = prev_indices.shape[0]
     for d in range(n_docs):
@@ -124,12 +130,8 @@ def _pair_delta(uindptr, uslots, ucounts, doc_scale, n_slots, dense, prev_indptr
                     if uslots[k] >= H:
                         cold += 1
                     m += 1
-            if m - start > 1:
-                order = np.argsort(sl[start:m])
-                s_sorted = sl[start:m][order]
-                c_sorted = ct[start:m][order]
-                sl[start:m] = s_sorted
-                ct[start:m] = c_sorted
+            if m - start > 1:  # distinct slots: any sort gives np.argsort's order
+                sort_by_key(sl, ct, start, m, sl_buf, ct_buf)
             bound += cold * (cold + 1) // 2
         dptr[d + 1] = m
     col_ptr, col_doc, col_pos = csr_transpose_positions(dptr, sl, m, n_slots)
@@ -419,6 +421,11 @@ def store_entries_to_upper_csr(rows, cols, vals, seq, reset_seq, skip, pos, n, f
         fill[lo] += 1
     # Rows in order of their columns (a segment written in order needs no sort), duplicates
     # summed and zeros dropped, compacted in place: the write position never passes the read.
+    longest = 0
+    for i in range(n):
+        longest = max(longest, indptr[i + 1] - indptr[i])
+    index_buf = np.empty(longest, dtype=indices.dtype)
+    data_buf = np.empty(longest, dtype=data.dtype)
     w = 0
     start = 0
     for i in range(n):
@@ -428,12 +435,8 @@ def store_entries_to_upper_csr(rows, cols, vals, seq, reset_seq, skip, pos, n, f
             if indices[k] <= indices[k - 1]:
                 ordered = False
                 break
-        if not ordered:
-            order = np.argsort(indices[start:end], kind="mergesort")
-            cs = indices[start:end][order]
-            vs = data[start:end][order]
-            indices[start:end] = cs
-            data[start:end] = vs
+        if not ordered:  # stable: a column's duplicates are summed in the order written
+            sort_by_key(indices, data, start, end, index_buf, data_buf)
         row_start = w
         k = start
         while k < end:
