@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import doctest
 
+import numba
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -241,13 +242,27 @@ def test_a_warm_start_in_any_memory_order_reuses_the_compiled_kernel(method):
     # first warm refresh (7.5 CPU s, session 87). Same numbers, one compiled kernel.
     m, C = _empirical()
     kernel = {"l2": kernels_recover.recover_expgrad_l2, "kl": kernels_recover.recover_expgrad_kl,
-              "admm": kernels_admm.recover_admm_dr}[method]
+              "admm": kernels_admm.recover_admm_dr_into}[method]
     init = recover(C, m.anchors, method="admm").coef
     c_order = recover(C, m.anchors, method=method, init=np.ascontiguousarray(init))
     compiled = len(kernel.signatures)
     f_order = recover(C, m.anchors, method=method, init=np.asfortranarray(init))
     assert len(kernel.signatures) == compiled
     np.testing.assert_array_equal(f_order.coef, c_order.coef)
+
+
+@pytest.mark.parametrize("warm", [False, True])
+def test_admm_in_threads_solves_every_word_as_one_thread_does(monkeypatch, warm):
+    # 900 words: three threads of at least _ROWS_PER_THREAD words each.
+    m, C = _empirical(V=900, K=6, n_docs=3000)
+    init = recover(C, m.anchors, method="admm").coef * 0.9 + 0.1 / 6 if warm else None
+    results = []
+    for threads in (1, 3):
+        monkeypatch.setattr(numba.config, "NUMBA_NUM_THREADS", threads)
+        results.append(recover(C, m.anchors, method="admm", init=init))
+    np.testing.assert_array_equal(results[0].coef, results[1].coef)
+    assert results[0].n_iter == results[1].n_iter
+    assert results[0].converged == results[1].converged
 
 
 def test_warm_start_zero_rows_start_uniform():

@@ -1,14 +1,15 @@
 """numba kernel of the ADMM recovery (JSMF Algorithm 3) with its warm active-set start.
 
-Same contract as the kernels of ``anchorstream._kernels.recover``: one ``prange`` iteration per
-word, arrays in and out, checked by ``anchorstream.model.recover.recover``. Slow loop twins live
-in ``tests/naive_recover.py``.
+Same contract as the kernels of ``anchorstream._kernels.recover``: one loop iteration per word,
+arrays in and out, checked by ``anchorstream.model.recover.recover``, which runs
+:func:`recover_admm_dr_into` on disjoint words in threads. Slow loop twins live in
+``tests/naive_recover.py``.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from anchorstream._kernels.recover import recover_matvec, recover_project_simplex, recover_quadratic
 
@@ -190,7 +191,7 @@ def _recover_active_set(G, h, start, tol, max_steps, y):
     return False
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True)
 def recover_admm_dr(G, H, F, G_pinv, init, use_init, rows, lam, gamma, tol, max_iter):
     """ADMM by Douglas–Rachford splitting for every word in ``rows`` (JSMF Algorithm 3).
 
@@ -236,21 +237,38 @@ def recover_admm_dr(G, H, F, G_pinv, init, use_init, rows, lam, gamma, tol, max_
     -------
     coef, n_iter, converged
         As in :func:`recover_expgrad_l2`.
+
+    Serial; :func:`recover_admm_dr_into` solves a subset of the rows into given arrays
+    without the GIL, which is how ``anchorstream.model.recover`` spreads the words over
+    threads (numba's ``parallel=True`` here doubled the kernel's compilation, 4.7 -> 8.5-10
+    CPU s on a new machine's first fit, session 87).
     """
     V, K = H.shape
     coef = np.zeros((V, K))
     n_iter = np.zeros(V, dtype=np.int64)
     converged = np.zeros(V, dtype=np.bool_)
-    for r in prange(rows.shape[0]):
+    recover_admm_dr_into(G, H, F, G_pinv, init, use_init, rows, lam, gamma, tol, max_iter, coef,
+                         n_iter, converged)
+    return coef, n_iter, converged
+
+
+@njit(cache=True, nogil=True)
+def recover_admm_dr_into(G, H, F, G_pinv, init, use_init, rows, lam, gamma, tol, max_iter, coef,
+                         n_iter, converged):
+    """:func:`recover_admm_dr` for the words ``rows``, into ``coef``, ``n_iter`` and
+    ``converged`` (their rows ``rows``; the others untouched), without the GIL: threads may
+    solve disjoint rows into the same arrays."""
+    K = H.shape[1]
+    f = np.empty(K)
+    y = np.empty(K)
+    q = np.empty(K)
+    p = np.empty(K)
+    x = np.empty(K)
+    y_new = np.empty(K)
+    work = np.empty(K)
+    for r in range(rows.shape[0]):
         i = rows[r]
         h = H[i]
-        f = np.empty(K)
-        y = np.empty(K)
-        q = np.empty(K)
-        p = np.empty(K)
-        x = np.empty(K)
-        y_new = np.empty(K)
-        work = np.empty(K)
         it = 0
         done = False
         if use_init:
@@ -306,4 +324,3 @@ def recover_admm_dr(G, H, F, G_pinv, init, use_init, rows, lam, gamma, tol, max_
             coef[i, k] = y[k]
         n_iter[i] = it
         converged[i] = done
-    return coef, n_iter, converged

@@ -14,14 +14,16 @@ matrix-inversion Recover, kept as the baseline). All solve the words in parallel
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
 
 from anchorstream._buffers import given_array
-from anchorstream._kernels.admm import recover_admm_dr
+from anchorstream._kernels.admm import recover_admm_dr_into
 from anchorstream._kernels.recover import (
     recover_expgrad_kl,
     recover_expgrad_l2,
@@ -47,6 +49,11 @@ WEIGHTS = RECOVER_WEIGHTS
 # 1e-7 (its previous default), where a fifth of the words still stopped at the iteration cap.
 DEFAULT_TOL = {"l2": 1e-6, "kl": 1e-6, "admm": 1e-5, "inverse": 0.0}
 DEFAULT_MAX_ITER = 500
+
+# ADMM's words go to threads (numba's thread count, NUMBA_NUM_THREADS) only where each gets at
+# least this many: a pool of two threads costs ~0.44 ms to start and join, what 50-90 words'
+# solves take (5-10 us each, cold, V = 5000, K = 50; session 87).
+_ROWS_PER_THREAD = 256
 
 # Negative entries of C down to this fraction of its largest entry are rounding and are clipped.
 _NEGATIVE_SLACK = 1e-12
@@ -560,10 +567,20 @@ def _solve_admm(G, H, start, warm, rows, tol, max_iter, admm_lambda, admm_gamma)
     F = np.linalg.inv(admm_gamma * Gs + np.eye(K))
     F = np.ascontiguousarray((F + F.T) / 2.0)
     G_pinv = np.ascontiguousarray(scipy.linalg.pinvh(Gs))
-    return recover_admm_dr(
-        Gs, Hs, F, G_pinv, start, warm, rows,
-        float(admm_lambda), float(admm_gamma), float(tol), max_iter,
-    )
+    V = H.shape[0]
+    out = (np.zeros((V, K)), np.zeros(V, dtype=np.int64), np.zeros(V, dtype=np.bool_))
+    args = (Gs, Hs, F, G_pinv, start, warm)
+    settings = (float(admm_lambda), float(admm_gamma), float(tol), int(max_iter))
+    n = min(int(numba.config.NUMBA_NUM_THREADS), rows.size // _ROWS_PER_THREAD)
+    if n <= 1:
+        recover_admm_dr_into(*args, rows, *settings, *out)
+        return out
+    # The words are independent: every n-th to each thread (a word's cost varies with its
+    # support; interleaved, the threads' shares cost alike), the same numbers whatever n.
+    with ThreadPoolExecutor(n) as pool:
+        list(pool.map(lambda t: recover_admm_dr_into(*args, rows[t::n].copy(), *settings, *out),
+                      range(n)))
+    return out
 
 
 def _result(coef, n_iter, conv, S, is_anchor, p, rows) -> RecoverResult:
