@@ -370,8 +370,9 @@ def _check_args(args) -> None:
 
 
 def _announce(args, cfg, style: Style, *, config_path, state_dir: Path, remove_state: bool,
-              broker, topic: str, url: str) -> None:
-    """The banner: what runs where, and how the demo ends."""
+              broker, topic: str, url: str, cold: bool) -> None:
+    """The banner: what runs where, and how the demo ends; ``cold``: numba's cache was empty
+    when the demo started (the first snapshot waits for the kernels' compilation)."""
     total = args.limit if args.limit is not None else "all"
     _say(style.bold("anchorstream demo"))
     _say(f"  config:   {config_path or 'built-in defaults'} (demo settings on top)")
@@ -400,7 +401,7 @@ def _announce(args, cfg, style: Style, *, config_path, state_dir: Path, remove_s
         ends.append(f"after the snapshot of document {args.limit}")
     _say("  stop:     Ctrl-C" + (f" (or ends by itself {' or '.join(ends)})"
                                   if ends else ""))
-    if not kernels_cached():
+    if cold:
         _say("  first run: numba compiles the numerical kernels once (half a minute on a small "
              "machine)\n             before the first snapshot; later runs reuse its cache")
 
@@ -420,6 +421,10 @@ def run(args) -> int:
     from daemon.settings import load_config
 
     _check_args(args)
+    # Before anything starts: the daemon's start compiles (and caches) its first kernels, so a
+    # later look found a cache on a new machine and the banner never said why the first
+    # snapshot takes half a minute (session 87).
+    cold = not kernels_cached()
 
     config_path = args.config
     if config_path is None and Path("config.yaml").is_file():
@@ -472,9 +477,8 @@ def run(args) -> int:
         daemon.start()
         url = daemon.api.url + "/"
 
-        cold = not kernels_cached()
         _announce(args, cfg, style, config_path=config_path, state_dir=state_dir,
-                  remove_state=remove_state, broker=broker, topic=topic, url=url)
+                  remove_state=remove_state, broker=broker, topic=topic, url=url, cold=cold)
 
         # The replay stops with the daemon (signal, --duration, end of --limit).
         stop_replay = daemon.stop_event
