@@ -805,13 +805,29 @@ def test_demo_takes_rectify_iters_as_fit_spells_it_and_the_old_spelling():
 
 
 def test_the_demo_knows_whether_numba_must_compile_first(tmp_path, monkeypatch):
-    from daemon.cli.demo import kernels_cached
+    from daemon.cli import kernels_cached
 
     monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
     assert not kernels_cached()  # the demo then says the first snapshot waits for compilation
     (tmp_path / "anchorstream" / "_kernels").mkdir(parents=True)
     (tmp_path / "anchorstream" / "_kernels" / "cooc.cooccurrence_rows-40.py311.nbi").touch()
     assert kernels_cached()
+
+
+def test_fit_says_when_numba_must_compile_first(corpus, tmp_path, capsys, monkeypatch):
+    path, _, _ = corpus
+    args = ["fit", "--input", str(path), "--topics", str(K), "--vocab-size", "500", "--min-df",
+            "2", "--anchor-min-df", "5", "--quiet"]
+    # (This process's kernels are compiled already: the empty directory is only looked at.)
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "empty"))
+    assert main([*args, "--out", str(tmp_path / "a")]) == 0
+    assert "note: numba's cache of the kernels is empty" in capsys.readouterr().err
+    (tmp_path / "filled").mkdir()
+    (tmp_path / "filled" / "cooc.cooccurrence_rows-40.py311.nbi").touch()
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "filled"))
+    assert main([*args, "--out", str(tmp_path / "b")]) == 0
+    err = capsys.readouterr().err
+    assert "cache of the kernels" not in err, err
 
 
 def test_run_refuses_a_role_the_store_layout_cannot_serve(tmp_path, capsys, monkeypatch):
@@ -829,6 +845,23 @@ def test_run_refuses_a_role_the_store_layout_cannot_serve(tmp_path, capsys, monk
     err = capsys.readouterr().err
     assert "--role ingest: needs store.layout partitioned" in err
     assert "embedded Kafka broker" not in err and not (tmp_path / "store").exists()
+
+
+def test_run_logs_when_numba_must_compile_first(tmp_path, caplog, monkeypatch):
+    """The daemon says at start why its first refresh takes half a minute on a new machine
+    (stopped there by a role its store cannot serve, before anything starts)."""
+    import logging
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "empty"))
+    levels = {name: logging.getLogger(name).level for name in ("", "kafka")}
+    try:
+        with caplog.at_level(logging.INFO, logger="anchorstream.run"):
+            assert main(["run", "--role", "ingest"]) != 0
+    finally:
+        for name, level in levels.items():
+            logging.getLogger(name).setLevel(level)
+    assert "numba's cache of the kernels is empty" in caplog.text
 
 
 def _partitioned(corpus, root, n_parts=3, document_stats=None):

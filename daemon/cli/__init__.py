@@ -12,6 +12,7 @@ import importlib
 import logging
 import os
 import sys
+from pathlib import Path
 
 from anchorstream import __version__
 from anchorstream.errors import AnchorstreamError
@@ -94,6 +95,25 @@ def prepare_process() -> None:
     only before NumPy is first imported; :func:`entry` calls it first thing."""
     for name, value in PROCESS_ENVIRONMENT.items():
         os.environ.setdefault(name, value)
+
+
+def kernels_cached() -> bool:
+    """Whether numba's on-disk cache of the library's kernels holds any (they compile on first
+    use: half a minute of a first run on two cores). Where numba keeps them: ``NUMBA_CACHE_DIR``
+    if set, else beside the kernels' sources (a read-only install, where numba falls back to a
+    directory of the user's, reads as not cached). Checked before anything runs: the demo's
+    banner, ``fit``'s and the daemon's first lines say why a first run waits."""
+    import anchorstream
+
+    cache = os.environ.get("NUMBA_CACHE_DIR")
+    kernels = Path(anchorstream.__file__).parent / "_kernels"
+    where = Path(cache) if cache else kernels / "__pycache__"
+    return any(where.rglob("*.nbi")) if where.is_dir() else False
+
+
+#: What ``fit`` and the daemon say where :func:`kernels_cached` is False.
+FIRST_RUN = ("numba's cache of the kernels is empty: this first run compiles them once "
+             "(half a minute on a small machine); later runs reuse the cache")
 
 
 def entry() -> None:

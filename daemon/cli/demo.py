@@ -39,7 +39,6 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import os
 import shutil
 import socket
 import sys
@@ -49,6 +48,7 @@ import time
 from pathlib import Path
 
 from anchorstream.errors import InputError
+from daemon.cli import kernels_cached
 from daemon.cli.options import HelpFormatter
 from daemon.cli.demo_output import Seen, Style, format_snapshot, remember
 from daemon.cli.demo_progress import covered, hold_ahead, messages
@@ -404,16 +404,6 @@ def _announce(args, cfg, style: Style, *, config_path, state_dir: Path, remove_s
     if cold:
         _say("  first run: numba compiles the numerical kernels once (half a minute on a small "
              "machine)\n             before the first snapshot; later runs reuse its cache")
-
-
-def kernels_cached() -> bool:
-    """Whether numba's on-disk cache of the library's kernels exists (compiled on first use)."""
-    import anchorstream
-
-    cache = os.environ.get("NUMBA_CACHE_DIR")
-    kernels = Path(anchorstream.__file__).parent / "_kernels"
-    where = Path(cache) if cache else kernels / "__pycache__"
-    return any(where.rglob("*.nbi")) if where.is_dir() else False
 
 
 def run(args) -> int:

@@ -24,6 +24,7 @@ from anchorstream.model.refine import (REFINE_AUTO_MAX_LENGTH, REFINE_METHODS,
 from anchorstream.snapshot import write_snapshot
 from anchorstream.snapshot.layout import MANIFEST
 from anchorstream.text.windows import AUTO, auto_rule
+from daemon.cli import FIRST_RUN, kernels_cached
 from daemon.cli.fit_counts import Counts, counts_from_input, counts_from_store
 from daemon.cli.options import (DUPLICATE_MEMORY, LENGTH_CAP, MAX_DF, MIN_DF, STOPWORDS,
                                  STOPWORDS_HELP, VOCAB_SIZE, HelpFormatter, admission_argument,
@@ -249,6 +250,8 @@ class _CpuClock:
 def run(args) -> int:
     t_start = time.perf_counter()
     clock = _CpuClock()
+    if not kernels_cached():
+        print(f"note: {FIRST_RUN}", file=sys.stderr)
     opts = _input_options(args)
     args.rectify_method = rectify_method_for(args.rectify_method, args.recover)  # "auto", once
     if args.out.exists():

@@ -26,6 +26,7 @@ import sys
 import threading
 from pathlib import Path
 
+from daemon.cli import FIRST_RUN, kernels_cached
 from daemon.cli.options import HelpFormatter, positive_int_arg
 from daemon.settings import load_config
 from daemon.stackdump import install_stack_dumps
@@ -100,6 +101,8 @@ def run(args) -> int:
         # kafka-python logs every connection and group step at INFO; keep its warnings.
         logging.getLogger("kafka").setLevel(logging.WARNING)
     log.info("configuration: %s", cfg.to_dict())  # secrets are redacted by to_dict()
+    if not kernels_cached():
+        log.info(FIRST_RUN)
     from daemon.service import check_role
 
     check_role(getattr(args, "role", "all"), cfg)  # before a broker is started for nothing
