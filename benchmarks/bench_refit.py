@@ -8,9 +8,15 @@ refinement); this script runs what a user runs, ``AnchorModel(K).fit`` with ever
 documents are short), so its rows are the fit as shipped. Topics are matched one to one by
 the Hungarian assignment on ``1 − TV``; "unmatched" is a matched pair with TV ≥ 0.5.
 
+``--pinned`` adds B fitted with A's anchors pinned (what is left comes from the counts through
+recovery and refinement). ``--planted`` adds two halves redrawn from A's fitted model
+(:func:`planted_half`: the real documents' lengths and topic mixtures, every word drawn anew),
+their fits against each other and against that truth, and the oracle: the topics as the words
+each topic drew, the sampling noise alone.
+
     OPENBLAS_NUM_THREADS=1 NUMBA_NUM_THREADS=1 OMP_NUM_THREADS=1 \\
         .venv/bin/python benchmarks/bench_refit.py [--data FILE] [--topics 100] [--vocab 8000]
-        [--settings '{"refine": "none"}' ...] [--tomotopy]
+        [--settings '{"refine": "none"}' ...] [--tomotopy] [--pinned] [--planted]
 
 Default corpus: the quality benchmark's ``short`` training split (112,319 npm summaries;
 ``benchmarks/bench_quality.py`` builds it), K = 100, V = 8000 as there.
@@ -32,6 +38,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from benchmarks.bench_streaming import QUALITY, read_docs, refit_row  # noqa: E402
+from anchorstream.model.infer import infer_topics  # noqa: E402
 from anchorstream.model.lowrank import DocumentCooccurrence  # noqa: E402
 from anchorstream.model.pipeline import AnchorModel  # noqa: E402
 from anchorstream.stats.cooccurrence import LENGTH_CAP  # noqa: E402
@@ -47,7 +54,20 @@ def fit(docs, words, K: int, seed: int, **settings) -> SimpleNamespace:
     return SimpleNamespace(topic_word=model.topic_word_, words=list(words),
                            prevalence=model.prevalence_,
                            anchors=[words[a] for a in model.anchors_],
-                           refine=model.refine_, cpu=time.process_time() - t)
+                           refine=model.refine_, cpu=time.process_time() - t,
+                           doc_freq=cooc.doc_freq, anchor_min_df=model.anchor_min_df_)
+
+
+def pinned(docs, words, K: int, seed: int, ref, free, **settings) -> SimpleNamespace:
+    """``fit`` with ``ref``'s anchors pinned: those among ``words`` in at least as many
+    documents as ``free`` (the same fit unpinned) asked of an anchor. What is left between
+    ``ref`` and the result comes from the counts through recovery and refinement."""
+    position = {w: i for i, w in enumerate(words)}
+    pin = tuple(position[w] for w in ref.anchors if w in position
+                and free.doc_freq[position[w]] >= free.anchor_min_df)
+    out = fit(docs, words, K, seed, pinned_anchors=pin, **settings)
+    out.pinned = len(pin)
+    return out
 
 
 def fit_tomotopy(docs, words, K: int, seed: int) -> SimpleNamespace:
@@ -64,6 +84,35 @@ def fit_tomotopy(docs, words, K: int, seed: int) -> SimpleNamespace:
                            cpu=time.process_time() - t)
 
 
+def planted_half(truth, docs, seed: int):
+    """``docs`` redrawn from ``truth``'s model: each document keeps its length in ``truth``'s
+    vocabulary and its topic proportions inferred under ``truth``'s topics (maximum likelihood),
+    and every word is drawn anew (topic from the proportions, word from the topic). Two halves
+    drawn so differ as two samples of one known model do, with the real mixtures.
+
+    Returns the documents and the oracle: the topics as the words each topic drew, which no
+    estimator sees (the topic of every token known), as ``refit_row`` reads a fit."""
+    rng = np.random.default_rng(seed)
+    B = truth.topic_word  # (V, K)
+    X = count_matrix(docs, truth.words)
+    lengths = np.asarray(X.sum(axis=1)).ravel().astype(np.int64)
+    theta = infer_topics(B, X)
+    z = np.concatenate([rng.choice(B.shape[1], size=n, p=t / t.sum())
+                        for n, t in zip(lengths, theta)])
+    drawn = np.empty(z.size, dtype=np.int64)
+    for k in np.unique(z):
+        at = np.flatnonzero(z == k)
+        drawn[at] = rng.choice(B.shape[0], size=at.size, p=B[:, k] / B[:, k].sum())
+    words = np.asarray(truth.words, dtype=object)
+    cut = np.cumsum(lengths)[:-1]
+    drew = np.zeros(B.shape)
+    np.add.at(drew, (drawn, z), 1.0)
+    oracle = SimpleNamespace(topic_word=drew / np.maximum(drew.sum(axis=0), 1.0),
+                             words=truth.words, prevalence=drew.sum(axis=0) / z.size,
+                             anchors=truth.anchors)
+    return [list(words[part]) for part in np.split(drawn, cut)], oracle
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--data", type=Path, default=QUALITY / "short" / "train.jsonl")
@@ -74,6 +123,11 @@ def main(argv=None) -> int:
                    help="also fit both halves with these AnchorModel settings (repeatable)")
     p.add_argument("--tomotopy", action="store_true",
                    help="also the peer tomotopy (Gibbs LDA) on the same halves and vocabularies")
+    p.add_argument("--pinned", action="store_true",
+                   help="also B fitted with A's anchors pinned, for the default and each "
+                        "--settings (what the anchor choice contributes)")
+    p.add_argument("--planted", action="store_true",
+                   help="also two halves redrawn from A's fitted model (the sampling floor)")
     a = p.parse_args(argv)
     if not a.data.is_file():
         sys.exit(f"{a.data} is missing: build the quality corpora first "
@@ -98,6 +152,9 @@ def main(argv=None) -> int:
     fa, fb = fit(A, wa, K, a.seed), fit(B, wb, K, a.seed)
     print(refit_row(f"B, each half its own vocabulary (refinement: {fa.refine}; "
                     f"{fa.cpu:.0f} and {fb.cpu:.0f} CPU s)", fa, fb), flush=True)
+    if a.pinned:
+        fp = pinned(B, wb, K, a.seed, fa, fb)
+        print(refit_row(f"B with A's anchors pinned ({fp.pinned})", fa, fp), flush=True)
     keep = np.random.default_rng(1).random(half) >= 0.01
     fewer = [d for d, k in zip(A, keep) if k]
     print(refit_row(f"A itself with 1 % of its documents left out ({half - len(fewer)}; "
@@ -106,8 +163,30 @@ def main(argv=None) -> int:
                     fit(B, wb, K, 1)), flush=True)
     for text in a.settings:
         s = json.loads(text)
-        print(refit_row(f"B, both with `{text}`", fit(A, wa, K, a.seed, **s),
-                        fit(B, wb, K, a.seed, **s)), flush=True)
+        sa, sb = fit(A, wa, K, a.seed, **s), fit(B, wb, K, a.seed, **s)
+        print(refit_row(f"B, both with `{text}`", sa, sb), flush=True)
+        if a.pinned:
+            fp = pinned(B, wb, K, a.seed, sa, sb, **s)
+            print(refit_row(f"B with A's anchors pinned ({fp.pinned}), both with `{text}`",
+                            sa, fp), flush=True)
+    if a.planted:  # A's fit is the truth; both halves redrawn from it
+        (pa, oa), (pb, ob) = planted_half(fa, A, a.seed + 10), planted_half(fa, B, a.seed + 20)
+        ga, gb = fit(pa, vocabulary(pa), K, a.seed), fit(pb, vocabulary(pb), K, a.seed)
+        print(refit_row("planted: B' against A' (two halves drawn from A's fit)", ga, gb))
+        print(refit_row("planted: A's fit (the truth) against A'", fa, ga))
+        print(refit_row("planted: A's fit (the truth) against B'", fa, gb))
+        print(refit_row("planted: B' against A', each topic the words it drew (oracle)",
+                        oa, ob))
+        print(refit_row("planted: A's fit (the truth) against the words A' drew (oracle)",
+                        fa, oa))
+        B = fa.topic_word
+        spread = np.exp(-(B * np.log(np.where(B > 0, B, 1.0))).sum(axis=0))
+        tokens = oa.prevalence * sum(map(len, pa))
+        print(f"\n(the truth: a topic's perplexity, exp of its entropy, median "
+              f"{np.median(spread):.0f} words, 10 %-90 % {np.percentile(spread, 10):.0f}-"
+              f"{np.percentile(spread, 90):.0f}; tokens a topic drew in A', median "
+              f"{np.median(tokens):.0f}, 10 %-90 % {np.percentile(tokens, 10):.0f}-"
+              f"{np.percentile(tokens, 90):.0f})", flush=True)
     if a.tomotopy:  # no anchors: that column is 0 by construction
         ta, tb = fit_tomotopy(A, wa, K, a.seed), fit_tomotopy(B, wb, K, a.seed)
         print(refit_row(f"tomotopy: B, each half its own vocabulary ({ta.cpu:.0f} and "
