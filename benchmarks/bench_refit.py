@@ -11,12 +11,16 @@ the Hungarian assignment on ``1 − TV``; "unmatched" is a matched pair with TV 
 ``--pinned`` adds B fitted with A's anchors pinned (what is left comes from the counts through
 recovery and refinement). ``--planted`` adds two halves redrawn from A's fitted model
 (:func:`planted_half`: the real documents' lengths and topic mixtures, every word drawn anew),
-their fits against each other and against that truth, and the oracle: the topics as the words
-each topic drew, the sampling noise alone.
+their fits (the defaults and each ``--settings``) against each other and against that truth,
+and the oracle: the topics as the words each topic drew, the sampling noise alone.
+``--planted-truth JSON`` draws them from A fitted with those settings instead: with
+``'{"refine": "none"}'`` the anchor model as recovered, whose anchor words are exclusive (a
+separable truth), where the shipped fit's refinement leaves few words exclusive to a topic.
 
     OPENBLAS_NUM_THREADS=1 NUMBA_NUM_THREADS=1 OMP_NUM_THREADS=1 \\
         .venv/bin/python benchmarks/bench_refit.py [--data FILE] [--topics 100] [--vocab 8000]
         [--settings '{"refine": "none"}' ...] [--tomotopy] [--pinned] [--planted]
+        [--planted-truth JSON]
 
 Default corpus: the quality benchmark's ``short`` training split (112,319 npm summaries;
 ``benchmarks/bench_quality.py`` builds it), K = 100, V = 8000 as there.
@@ -113,6 +117,34 @@ def planted_half(truth, docs, seed: int):
     return [list(words[part]) for part in np.split(drawn, cut)], oracle
 
 
+def planted_rows(truth, A, B, K: int, seed: int, vocabulary, settings, name: str) -> None:
+    """The ``--planted`` rows: halves A′ and B′ redrawn from ``truth`` (a fit of A) as
+    :func:`planted_half` draws them, fitted with each of ``settings`` (JSON), against each other
+    and against the truth, then the oracle's rows and the truth's spread."""
+    (pa, oa), (pb, ob) = planted_half(truth, A, seed + 10), planted_half(truth, B, seed + 20)
+    wa, wb = vocabulary(pa), vocabulary(pb)
+    for text in settings:
+        s = json.loads(text)
+        ga, gb = fit(pa, wa, K, seed, **s), fit(pb, wb, K, seed, **s)
+        fitted = "" if not s else f", both fitted with `{text}`"
+        print(refit_row(f"planted ({name} truth{fitted}): B′ against A′", ga, gb))
+        print(refit_row(f"planted ({name} truth{fitted}): the truth against A′", truth, ga))
+        print(refit_row(f"planted ({name} truth{fitted}): the truth against B′", truth, gb),
+              flush=True)
+    print(refit_row(f"planted ({name} truth): B′ against A′, each topic the words it drew "
+                    "(oracle)", oa, ob))
+    print(refit_row(f"planted ({name} truth): the truth against the words A′ drew (oracle)",
+                    truth, oa))
+    T = truth.topic_word
+    spread = np.exp(-(T * np.log(np.where(T > 0, T, 1.0))).sum(axis=0))
+    tokens = oa.prevalence * sum(map(len, pa))
+    print(f"\n(the truth: a topic's perplexity, exp of its entropy, median "
+          f"{np.median(spread):.0f} words, 10 %-90 % {np.percentile(spread, 10):.0f}-"
+          f"{np.percentile(spread, 90):.0f}; tokens a topic drew in A′, median "
+          f"{np.median(tokens):.0f}, 10 %-90 % {np.percentile(tokens, 10):.0f}-"
+          f"{np.percentile(tokens, 90):.0f})\n", flush=True)
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--data", type=Path, default=QUALITY / "short" / "train.jsonl")
@@ -127,7 +159,11 @@ def main(argv=None) -> int:
                    help="also B fitted with A's anchors pinned, for the default and each "
                         "--settings (what the anchor choice contributes)")
     p.add_argument("--planted", action="store_true",
-                   help="also two halves redrawn from A's fitted model (the sampling floor)")
+                   help="also two halves redrawn from A's fitted model, fitted with the "
+                        "defaults and each --settings")
+    p.add_argument("--planted-truth", default=None, metavar="JSON",
+                   help="--planted with the truth fitted to A with these settings instead "
+                        """(e.g. '{"refine": "none"}': a separable truth)""")
     a = p.parse_args(argv)
     if not a.data.is_file():
         sys.exit(f"{a.data} is missing: build the quality corpora first "
@@ -169,24 +205,12 @@ def main(argv=None) -> int:
             fp = pinned(B, wb, K, a.seed, sa, sb, **s)
             print(refit_row(f"B with A's anchors pinned ({fp.pinned}), both with `{text}`",
                             sa, fp), flush=True)
-    if a.planted:  # A's fit is the truth; both halves redrawn from it
-        (pa, oa), (pb, ob) = planted_half(fa, A, a.seed + 10), planted_half(fa, B, a.seed + 20)
-        ga, gb = fit(pa, vocabulary(pa), K, a.seed), fit(pb, vocabulary(pb), K, a.seed)
-        print(refit_row("planted: B' against A' (two halves drawn from A's fit)", ga, gb))
-        print(refit_row("planted: A's fit (the truth) against A'", fa, ga))
-        print(refit_row("planted: A's fit (the truth) against B'", fa, gb))
-        print(refit_row("planted: B' against A', each topic the words it drew (oracle)",
-                        oa, ob))
-        print(refit_row("planted: A's fit (the truth) against the words A' drew (oracle)",
-                        fa, oa))
-        B = fa.topic_word
-        spread = np.exp(-(B * np.log(np.where(B > 0, B, 1.0))).sum(axis=0))
-        tokens = oa.prevalence * sum(map(len, pa))
-        print(f"\n(the truth: a topic's perplexity, exp of its entropy, median "
-              f"{np.median(spread):.0f} words, 10 %-90 % {np.percentile(spread, 10):.0f}-"
-              f"{np.percentile(spread, 90):.0f}; tokens a topic drew in A', median "
-              f"{np.median(tokens):.0f}, 10 %-90 % {np.percentile(tokens, 10):.0f}-"
-              f"{np.percentile(tokens, 90):.0f})", flush=True)
+    if a.planted or a.planted_truth is not None:
+        truth = fa
+        if a.planted_truth is not None:
+            truth = fit(A, wa, K, a.seed, **json.loads(a.planted_truth))
+        planted_rows(truth, A, B, K, a.seed, vocabulary,
+                     ["{}"] + a.settings, a.planted_truth or "shipped")
     if a.tomotopy:  # no anchors: that column is 0 by construction
         ta, tb = fit_tomotopy(A, wa, K, a.seed), fit_tomotopy(B, wb, K, a.seed)
         print(refit_row(f"tomotopy: B, each half its own vocabulary ({ta.cpu:.0f} and "
