@@ -24,6 +24,9 @@ separable truth), where the shipped fit's refinement leaves few words exclusive 
 
 Default corpus: the quality benchmark's ``short`` training split (112,319 npm summaries;
 ``benchmarks/bench_quality.py`` builds it), K = 100, V = 8000 as there.
+With ``--data`` on a JSON-lines file of your own (field ``text``) and a few values of
+``--topics``, its first row says how many topics a corpus of that size supports: those a cold
+fit of one half finds and a cold fit of the other does not (README.md, "How many topics").
 """
 
 from __future__ import annotations
