@@ -12,11 +12,8 @@ The tokenizer is one compiled regular expression applied to normalised text:
    scraped from web pages, feeds and posts carries them, and split as words they would be
    ``amp``, ``quot`` and ``nbsp``, which no topic should hold; so are references escaped again
    (``&amp;quot;``), as feeds have them. A reference without its semicolon stays text
-   (``AT&T``, ``?a=1&para=2``). Links are removed (:data:`_LINK`: from a scheme and ``://``,
-   or from ``www.``, to the next space): split, they would be words (``http``, ``www``,
-   ``com``, a shortener's ``ow`` ``ly`` and its hash) that posts repeat in every topic.
-   Then Unicode NFKC (so full-width letters, ligatures and compatibility forms fold onto
-   their plain forms), then ``str.casefold`` (so ``"Straße"``
+   (``AT&T``, ``?a=1&para=2``). Then Unicode NFKC (so full-width letters, ligatures and
+   compatibility forms fold onto their plain forms), then ``str.casefold`` (so ``"Straße"``
    and ``"STRASSE"`` are one word), then NFKC once more because case folding can leave a
    string non-normalised; this is Unicode's ``NFKC_Casefold`` up to a few rare code points.
    Typographic apostrophes (``’``, ``ʼ``) become ``'`` so contractions match the stopword
@@ -82,18 +79,6 @@ _APOSTROPHES = ("\u2019", "\u02bc")
 #: (a hyphenation point, ``Donau&shy;dampf``), the word joiner and the zero-width no-break
 #: space (the byte order mark). The zero-width space, a break, still separates.
 _JOINERS = ("\u00ad", "\u2060", "\ufeff")
-
-#: A link: from its scheme and ``://`` (or from ``www.``) to the next space. An identifier, not
-#: words: removed before the text is split. Split, the links of posts became topic words: on
-#: tweets of news outlets' health accounts (benchmarks/quality, ``tweets``: 50,000 links in
-#: 52,000 tweets) the labels held ``ow ly``, ``cbc ca rss cmp www`` and ``nyti ms``; without
-#: the links held-out NPMI rose from −0.310 to −0.268, and on the package descriptions, whose
-#: links name projects, it fell from +0.225 to +0.204 (half of that the links' own fragments,
-#: which the held-out text still holds; benchmarks/README.md, "Links are not words"). The
-#: scheme is at most 31 characters, so a pass is linear in the text; the letters' case is
-#: spelled out (``(?i)`` made the pass 10 % slower). E-mail addresses stay text.
-_LINK = re.compile(r"\b(?:[A-Za-z][A-Za-z0-9+.-]{0,30}://|[wW]{3}\.)\S+")
-
 
 #: An HTML character reference ended by its semicolon: a name (``&amp;``, ``&eacute;``), a
 #: decimal (``&#39;``) or a hexadecimal (``&#x27;``) code point. A name HTML does not define
@@ -481,11 +466,6 @@ class Tokenizer:
         if isinstance(doc, str):
             if "&" in doc:
                 doc = _decode_references(doc)
-            # What every link holds, by substring tests (on the technical descriptions 6x
-            # faster than a search for either): the expression, which tries a match at every
-            # word, runs only on text that may hold one.
-            if "://" in doc or "www." in doc.lower():
-                doc = _LINK.sub(" ", doc)
             if doc.isascii():
                 words = _ascii_words(doc, self.lowercase)
             else:
