@@ -62,7 +62,7 @@ log = logging.getLogger("anchorstream.daemon")
 def build_tokenizer(cfg: Config) -> Tokenizer:
     """The tokenizer of ingestion and ``/v1/infer`` (they must be the same)."""
     stop = cfg.vocab.stopwords
-    return Tokenizer(stopwords=None if stop == "none" else stop)
+    return Tokenizer(stopwords=None if stop == "none" else stop, links=cfg.vocab.links)
 
 
 def check_role(role: str, cfg: Config) -> None:
@@ -116,6 +116,7 @@ def open_store(cfg: Config, url=None, *, share: int = 1,
         "admit_threshold": v.admit_threshold,
         "seed": seed,
         "stopwords": sorted(stopwords),
+        "links": v.links,
         "max_df": v.block_df_ratio,
         "forgetting": Forgetting(**forgetting_kw) if forgetting_kw else None,
         "length_cap": s.length_cap,

@@ -11,7 +11,7 @@ import pytest
 
 from anchorstream.evaluate import recovery_error
 from anchorstream.snapshot import read_snapshot
-from anchorstream.store import open_committed, stored_stopwords
+from anchorstream.store import open_committed, store_info, stored_stopwords
 from anchorstream.synthetic import planted_model, sample_documents
 from daemon.cli import build_parser, main
 
@@ -1150,3 +1150,41 @@ def test_fit_store_counts_the_documents_a_delay_line_holds_back(tmp_path):
     assert fits["waiting"].vocabulary == fits["flushed"].vocabulary
     np.testing.assert_allclose(fits["waiting"].topic_word, fits["flushed"].topic_word,
                                atol=1e-6)
+
+
+def test_links_dropped_by_fit_and_ingest_and_recorded_by_the_store(tmp_path, capsys, caplog):
+    # Posts whose links would be words: "http", "ow", "ly" and the shortener's hash.
+    lines = ["storm floods coast rain wind", "court judge ruling appeal law",
+             "vaccine flu virus outbreak cases", "market stocks shares prices trade"]
+    path = tmp_path / "posts.jsonl"
+    path.write_text("".join(json.dumps({"text": f"{lines[i % 4]} w{i} http://ow.ly/K{i % 9}x"
+                                        if i % 3 == 0 else f"{lines[i % 4]} w{i}"}) + "\n"
+                            for i in range(300)))
+    links = ("http", "ow", "ly")
+    for given, kept in ((["--links", "drop"], False), ([], True)):
+        out = tmp_path / f"snap{len(given)}"
+        assert main(["fit", "--input", str(path), "-k", "2", "--min-df", "1", *given,
+                     "--out", str(out), "-q"]) == 0
+        snap = read_snapshot(out)
+        assert all((w in snap.vocabulary) == kept for w in links)
+        assert snap.manifest["settings"]["tokenizer"]["links"] == ("keep" if kept else "drop")
+    store = str(tmp_path / "store")
+    assert main(["fit", "--store", store, "-k", "2", "--links", "drop",
+                 "--out", str(tmp_path / "s"), "-q"]) == 1
+    assert "--links only applies to --input" in capsys.readouterr().err
+    # ingest records it, and more files are tokenized as the store records.
+    assert main(["ingest", str(path), "--store", store, "--admit-threshold", "1",
+                 "--max-df", "none", "--links", "drop", "-q"]) == 0
+    assert store_info(store)["links"] == "drop"
+    more = [tmp_path / f"more{n}.jsonl" for n in range(2)]
+    for n, file in enumerate(more):  # new lines: a store skips the lines it has counted
+        file.write_text("".join(json.dumps({"text": f"{lines[i % 4]} v{n}x{i} "
+                                                    f"http://ow.ly/K{i % 9}x"}) + "\n"
+                                for i in range(40)))
+    assert main(["ingest", str(more[0]), "--store", store, "-q"]) == 0
+    assert not set(links) & set(open_committed(store).words)
+    # Told otherwise, it tokenizes as told and warns that the counts mix the two.
+    with caplog.at_level("WARNING", logger="anchorstream.store"):
+        assert main(["ingest", str(more[1]), "--store", store, "--links", "keep", "-q"]) == 0
+    assert "was counted with links 'drop'" in caplog.text + capsys.readouterr().err
+    assert set(links) <= set(open_committed(store).words)

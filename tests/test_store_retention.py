@@ -148,6 +148,29 @@ def test_reopening_with_other_settings_warns(tmp_path, caplog):
     assert s.vocabulary.max_df == 0.5
 
 
+def test_a_store_records_whether_links_were_words_and_warns_when_told_otherwise(
+        tmp_path, caplog):
+    from anchorstream.store import stored_links
+    from daemon.service import build_tokenizer, open_store
+    from daemon.settings import parse_config
+
+    old = str(tmp_path / "old")
+    CooccurrenceStore.create(old, capacity=8)  # a store made before it was recorded
+    assert stored_links(old) == "keep"
+    data = {"store": {"path": str(tmp_path / "s")}, "vocab": {"capacity": 50, "links": "drop"}}
+    cfg = parse_config(data, {})
+    assert build_tokenizer(cfg)("see http://ow.ly/x") == ["see"]
+    open_store(cfg)
+    assert stored_links(data["store"]["path"]) == "drop"
+    with caplog.at_level(logging.WARNING, logger="anchorstream.store"):
+        open_store(cfg)
+    assert caplog.records == []
+    data["vocab"]["links"] = "keep"
+    with caplog.at_level(logging.WARNING, logger="anchorstream.store"):
+        open_store(parse_config(data, {}))
+    assert "was counted with links 'drop'" in caplog.text and "links 'keep'" in caplog.text
+
+
 def test_a_store_without_recorded_stopwords_is_not_checked(tmp_path, caplog):
     url = str(tmp_path / "s")
     CooccurrenceStore.create(url, capacity=8)  # as `anchorstream ingest` once made them

@@ -149,6 +149,47 @@ def test_html_character_references_are_decoded_before_the_split(doc, expected):
     assert PLAIN(doc) == expected
 
 
+LINKLESS = Tokenizer(stopwords=None, min_length=1, max_length=50, drop_numbers=False,
+                     links="drop")
+
+
+@pytest.mark.parametrize(
+    ("doc", "expected"),
+    [
+        ("myths http://ow.ly/KiIY0 and HTTPS://X.Y/a?b=c", ["myths", "and"]),
+        ("see www.example.com/x or WWW.EXAMPLE.ORG.", ["see", "or"]),
+        ("ftp://files.x/y.tgz git+ssh://git@github.com/a.git see:http://x.y", ["see"]),
+        ("RT @LATerynbrown: @CDCgov working", ["rt", "laterynbrown", "cdcgov", "working"]),
+        ("mail john@example.org", ["mail", "john", "example", "org"]),  # addresses stay text
+        ("café https://exämple.de/ü über", ["café", "über"]),  # the Unicode path
+        ("a &amp; http://x.y/?a=1&amp;b=2 end", ["a", "end"]),  # references decoded first
+    ],
+)
+def test_links_dropped_before_the_split(doc, expected):
+    # Split, a post's link is words: "http", "www", "com", a shortener's "ow" "ly".
+    assert LINKLESS(doc) == expected
+
+
+def test_links_are_words_by_default_and_the_setting_is_checked():
+    assert PLAIN("see http://ow.ly/x") == ["see", "http", "ow", "ly", "x"]
+    assert Tokenizer().describe()["links"] == "keep"
+    assert Tokenizer(**LINKLESS.describe()) == LINKLESS
+    with pytest.raises(InputError, match="links must be one of keep, drop, got 'yes'"):
+        Tokenizer(links="yes")
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(alphabet="abc xyzé'.,", max_size=12), min_size=2, max_size=6),
+       st.sampled_from(["http://", "https://", "HTTP://", "www.", "ftp://", "git+ssh://"]),
+       st.text(alphabet=st.characters(blacklist_categories=("Zs", "Zl", "Zp", "Cc", "Cs")),
+               min_size=1, max_size=20))
+def test_a_dropped_link_splits_as_a_space(words, start, rest):
+    # Wherever a link stands between spaces, the words are those of the text with a space in
+    # its place.
+    with_link = f"{words[0]} {start + rest} {' '.join(words[1:])}"
+    assert LINKLESS(with_link) == LINKLESS(f"{words[0]}   {' '.join(words[1:])}")
+
+
 _REFERENCES = {"&amp;": "&", "&quot;": '"', "&#39;": "'", "&#x27;": "'", "&nbsp;": "\u00a0",
                "&lt;": "<", "&gt;": ">", "&#32;": " ", "&apos;": "'", "&mdash;": "\u2014"}
 
@@ -347,7 +388,7 @@ def test_describe_round_trips_and_repr_is_short():
     assert Tokenizer(stopwords=["z", "Y"]).describe()["stopwords"] == ["y", "z"]
     assert repr(Tokenizer()) == (
         "Tokenizer(stopwords='english', min_length=2, max_length=30, drop_numbers=True, "
-        "lowercase=True)"
+        "lowercase=True, links='keep')"
     )
     assert "<2 custom words>" in repr(Tokenizer(stopwords=["z", "Y"]))
 

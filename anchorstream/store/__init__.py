@@ -20,6 +20,7 @@ from anchorstream.store.reading import (
     read_committed,
     read_document_state,
     store_info,
+    stored_links,
     stored_stopwords,
 )
 from anchorstream.store.partitions import (
@@ -57,5 +58,6 @@ __all__ = [
     "read_document_state",
     "read_partitions",
     "store_info",
+    "stored_links",
     "stored_stopwords",
 ]

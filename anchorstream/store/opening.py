@@ -83,6 +83,7 @@ class Opening:
         duplicate_memory: int = 0,
         count_delay: int = 0,
         count_delay_pairs: int | None = None,
+        links: str = "keep",
         document_stats: DocStatsSettings | None = None,
         storage_options: Mapping[str, Any] | None = None,
         **runtime,
@@ -123,6 +124,11 @@ pin_seed, blocked
             With ``count_delay``: the most word pairs (``n (n - 1) / 2`` of a document's ``n``
             tokens) the waiting documents hold together (the oldest leave early for a long
             one); None = no bound. Fixed for the store's life.
+        links : {"keep", "drop"}, default "keep"
+            Whether the writer's tokenizer removes links before the split
+            (:class:`~anchorstream.text.tokenize.Tokenizer`): recorded, not applied here, so
+            that a later ``anchorstream ingest`` tokenizes the same way and a writer that
+            does not is warned (:func:`~anchorstream.store.settings.warn_other_settings`).
         document_stats : DocStatsSettings, optional
             Document statistics to keep (DDP, RP, TSVD); see :meth:`open`.
         storage_options : mapping, optional
@@ -146,7 +152,7 @@ pin_seed, blocked
             "stopwords": stopwords, "seed": seed, "pin_seed": pin_seed, "blocked": blocked,
             "forgetting": forgetting, "length_cap": length_cap,
             "duplicate_memory": duplicate_memory, "count_delay": count_delay,
-            "count_delay_pairs": count_delay_pairs,
+            "count_delay_pairs": count_delay_pairs, "links": links,
         }
         meta, vocab, forgetting = build_config(**settings)
         check_runtime(runtime)

@@ -26,7 +26,7 @@ from anchorstream.store.delay import (count_delay, count_delay_pairs, waiting,
 from anchorstream.store.format import BRANCH, META, StoreState, check_format
 from anchorstream.store.repository import disk_bytes, open_repo, storage_errors
 from anchorstream.store.segments import EntryReader, Fold
-from anchorstream.store.settings import length_cap
+from anchorstream.store.settings import length_cap, links
 from anchorstream.store.versionhead import read_head
 
 __all__ = [
@@ -464,6 +464,7 @@ def store_info(url, version: str | None = None, *,
         "duplicates": int((root.attrs.get("duplicates") or {}).get("skipped", 0)),
         "count_delay": count_delay(meta["config"]),
         "count_delay_pairs": count_delay_pairs(meta["config"]),
+        "links": links(meta["config"]),
         "waiting": waiting(root),
         "offsets": st.offsets,
         "bytes_on_disk": disk_bytes(local, repo),
@@ -479,9 +480,19 @@ def stored_stopwords(url, *, storage_options: Mapping[str, Any] | None = None) -
     """The stopwords the store at ``url`` recorded when it was created: never counted, and
     what a later ``anchorstream ingest --stopwords auto`` tokenizes with (empty where it
     recorded none)."""
+    return frozenset(_stored_config(url, storage_options)["vocabulary"].get("stopwords") or ())
+
+
+def stored_links(url, *, storage_options: Mapping[str, Any] | None = None) -> str:
+    """Whether the store at ``url`` was counted with its documents' links (``"keep"``) or
+    without (``"drop"``): what a later ``anchorstream ingest`` tokenizes with."""
+    return links(_stored_config(url, storage_options))
+
+
+def _stored_config(url, storage_options) -> Mapping:
     repo, _ = open_repo(url, storage_options)
     root = zarr.open_group(repo.readonly_session(branch=BRANCH).store, mode="r")
-    return frozenset(root.attrs[META]["config"]["vocabulary"].get("stopwords") or ())
+    return root.attrs[META]["config"]
 
 
 def merge_committed(urls: Iterable) -> tuple[Any, list[str]]:

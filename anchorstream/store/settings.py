@@ -17,6 +17,7 @@ from anchorstream.store.delay import count_delay as stored_count_delay
 from anchorstream.store.delay import count_delay_pairs as stored_count_delay_pairs
 from anchorstream.store.format import FORMAT_VERSION, VOCAB_SETTINGS
 from anchorstream.text.duplicates import DuplicateFilter
+from anchorstream.text.tokenize import LINKS
 from anchorstream.text.vocabulary import MAX_DF_MIN_DOCS, StreamingVocabulary
 from anchorstream.text.windows import WINDOWS_AUTO_SIZE
 
@@ -27,6 +28,7 @@ __all__ = [
     "choose_docstats",
     "duplicate_memory",
     "length_cap",
+    "links",
     "vocabulary_of",
     "warn_other_settings",
 ]
@@ -71,6 +73,13 @@ def duplicate_memory(config: Mapping) -> int:
     return int(config.get("duplicate_memory", 0))
 
 
+def links(config: Mapping) -> str:
+    """What the store's documents were tokenized with: ``"drop"`` where their links were
+    removed before the split (:class:`~anchorstream.text.tokenize.Tokenizer`); stores made
+    before it was a setting kept them (``"keep"``)."""
+    return config.get("links", "keep")
+
+
 def vocabulary_of(config: Mapping) -> StreamingVocabulary:
     """An empty vocabulary with a stored configuration's settings."""
     vcfg = config["vocabulary"]
@@ -92,8 +101,17 @@ def warn_other_settings(config: Mapping, requested: Mapping, where: str) -> None
               "length_cap": length_cap(config), "duplicate_memory": duplicate_memory(config),
               "count_delay": stored_count_delay(config),
               "count_delay_pairs": stored_count_delay_pairs(config)}
+    have_links, want_links = links(config), requested.get("links")
+    if want_links is not None and want_links != have_links:
+        # The tokenizer, not the store, removes links: what is asked for applies from now on.
+        log.warning(
+            "store %s was counted with links %r; documents added from now on are tokenized "
+            "with links %r, so its counts mix the two tokenizations (build a new store to "
+            "change it)", where, have_links, want_links)
     diffs = []
     for key, value in requested.items():
+        if key == "links":
+            continue
         if key not in stored or value is None and key in ("shard_size", "sketch_size"):
             continue  # not a stored setting (seed), or "the default", which depends on others
         have = stored[key]
@@ -124,9 +142,11 @@ def build_config(
     capacity, chunk_size=256, shard_size=None, admit_threshold=5.0, sketch_size=None,
     max_df=None, max_df_min_docs=MAX_DF_MIN_DOCS, maintain_every=1000, stopwords=(), seed=(),
     pin_seed=True, forgetting=None, length_cap=2, blocked=(), duplicate_memory=0,
-    count_delay=0, count_delay_pairs=None,
+    count_delay=0, count_delay_pairs=None, links="keep",
 ) -> tuple[dict, StreamingVocabulary, Forgetting]:
     """Validated store metadata, the initial vocabulary and the forgetting settings."""
+    if links not in LINKS:
+        raise InputError(f"links must be one of {', '.join(LINKS)}, got {links!r}")
     cap_pairs(length_cap)  # validates
     count_delay = check_count_delay(count_delay)
     count_delay_pairs = check_count_delay_pairs(count_delay_pairs)
@@ -162,6 +182,7 @@ def build_config(
             "duplicate_memory": int(duplicate_memory),
             "count_delay": count_delay,
             "count_delay_pairs": count_delay_pairs,
+            "links": links,
         },
     }
     return meta, vocab, forgetting

@@ -23,13 +23,14 @@ from anchorstream.model.refine import (REFINE_AUTO_MAX_LENGTH, REFINE_METHODS,
                                        refine_method_for)
 from anchorstream.snapshot import write_snapshot
 from anchorstream.snapshot.layout import MANIFEST
+from anchorstream.text.tokenize import LINKS
 from anchorstream.text.windows import AUTO, auto_rule
 from daemon.cli import FIRST_RUN, kernels_cached
 from daemon.cli.fit_counts import Counts, counts_from_input, counts_from_store
-from daemon.cli.options import (DUPLICATE_MEMORY, LENGTH_CAP, MAX_DF, MIN_DF, STOPWORDS,
-                                 STOPWORDS_HELP, VOCAB_SIZE, HelpFormatter, admission_argument,
-                                 anchor_arguments, anchorfree_arguments, duplicate_memory_help,
-                                 length_cap_arg, length_cap_help,
+from daemon.cli.options import (DUPLICATE_MEMORY, LENGTH_CAP, LINKS_HELP, MAX_DF, MIN_DF,
+                                 STOPWORDS, STOPWORDS_HELP, VOCAB_SIZE, HelpFormatter,
+                                 admission_argument, anchor_arguments, anchorfree_arguments,
+                                 duplicate_memory_help, length_cap_arg, length_cap_help,
                                  int_arg, nonnegative_int_arg, positive_int_arg,
                                  refine_window_argument, spread_arg)
 from daemon.ingest.records import MAX_BYTES, MAX_TOKENS
@@ -48,6 +49,7 @@ _INPUT_ONLY = {
     "min_df": ("--min-df", MIN_DF),
     "max_df": ("--max-df", MAX_DF),
     "stopwords": ("--stopwords", STOPWORDS),
+    "links": ("--links", "keep"),
     "length_cap": ("--length-cap", LENGTH_CAP),
     "refine_window": ("--refine-window", AUTO),
     "duplicate_memory": ("--duplicate-memory", DUPLICATE_MEMORY),
@@ -104,6 +106,9 @@ def register(subparsers) -> None:
                         f"(--input only; default {d['max_df']})")
     p.add_argument("--stopwords", default=argparse.SUPPRESS,
                    help=f"{STOPWORDS_HELP} (--input only; default {d['stopwords']})")
+    p.add_argument("--links", choices=LINKS, default=argparse.SUPPRESS,
+                   help=f"{LINKS_HELP} (--input only; a store has its own; default "
+                        f"{d['links']})")
     p.add_argument("--length-cap", type=length_cap_arg, default=argparse.SUPPRESS,
                    metavar="TOKENS",
                    help=length_cap_help(f" (the papers' estimator), 'none' = every pair "

@@ -360,7 +360,7 @@ def counts_from_input(args, opts: dict, t_start: float, clock) -> Counts:
     warn_json_as_text(args.input, format=opts["format"], text_field=opts["text_field"])
     stopwords = resolve_stopwords(opts["stopwords"], args.input, format=opts["format"],
                                   text_field=opts["text_field"], max_bytes=opts["max_bytes"])
-    tokenizer = stopwords_tokenizer(stopwords)
+    tokenizer = stopwords_tokenizer(stopwords, links=opts["links"])
     # The low-rank rectifier works from the documents: no V x V array at all. Otherwise
     # every method counts co-occurrences, and only the anchor-word model's float32 dense
     # rectification has an iterate to put in the second buffer.

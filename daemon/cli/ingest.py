@@ -49,7 +49,7 @@ from anchorstream.store.delay import (AUTO_DELAY, COUNT_DELAY_PAIRS, defaulted_s
                                      resolve_count_delay)
 from anchorstream.text.decode import FORMATS
 from anchorstream.text.duplicates import DuplicateFilter
-from anchorstream.text.tokenize import Tokenizer
+from anchorstream.text.tokenize import LINKS, Tokenizer
 from anchorstream.errors import InputError
 from anchorstream.text.bags import vocabulary_by_df
 from anchorstream.text.vocabulary import MAX_DF_MIN_DOCS, read_seed_vocabulary
@@ -60,6 +60,7 @@ from daemon.cli.options import (
     CAPACITY,
     DUPLICATE_MEMORY,
     LENGTH_CAP,
+    LINKS_HELP,
     MAX_DF,
     STOPWORDS,
     STOPWORDS_HELP,
@@ -125,6 +126,9 @@ def register(subparsers) -> None:
     p.add_argument("--stopwords", default=STOPWORDS,
                    help=STOPWORDS_HELP + "; the store records its list when it is created, and "
                    "auto keeps that list for more files")
+    p.add_argument("--links", choices=LINKS, default=None,
+                   help=LINKS_HELP + "; the store records it when it is created, and more "
+                   "files are tokenized as it records (default keep)")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
     new = p.add_argument_group("store settings (used when the store is created)")
     new.add_argument("--capacity", type=positive_int_arg, default=CAPACITY,
@@ -388,7 +392,7 @@ def run(args) -> int:
         unit=args.time_unit,
     )
     # icechunk and zarr: only for this command
-    from anchorstream.store import CooccurrenceStore, stored_stopwords
+    from anchorstream.store import CooccurrenceStore, stored_links, stored_stopwords
 
     # Before the store is created: bad input leaves nothing behind.
     _check_counts({"--checkpoint-every": args.checkpoint_every, "--max-bytes": args.max_bytes,
@@ -397,13 +401,16 @@ def run(args) -> int:
     warn_json_as_text(args.files, format=args.format, text_field=args.text_field)
     exists = _store_exists(args.store)
     recorded = stored_stopwords(args.store) if exists and args.stopwords == "auto" else None
+    # --links given: it applies (and the store warns where it recorded another); not given:
+    # the store's, so that more files are tokenized as the first were.
+    links = args.links or (stored_links(args.store) if exists else "keep")
     if recorded:
         # More files for a store: its own list, not one chosen again from these files.
-        tokenizer = Tokenizer(stopwords=recorded)
+        tokenizer = Tokenizer(stopwords=recorded, links=links)
     else:
         tokenizer = stopwords_tokenizer(resolve_stopwords(
             args.stopwords, args.files, format=args.format, text_field=args.text_field,
-            max_bytes=args.max_bytes))
+            max_bytes=args.max_bytes), links=links)
     # A store that forgets tracks the present: a pinned vocabulary of the whole backfill
     # would never leave it, so forgetting (like a seed list) implies the streaming rule.
     forgets = args.half_life is not None or args.window is not None
@@ -428,6 +435,7 @@ def run(args) -> int:
         args.store, capacity=args.capacity, admit_threshold=args.admit_threshold,
         **vocabulary, max_df=args.max_df, forgetting=forgetting, chunk_size=args.chunk_size,
         stopwords=tokenizer.stopwords or (),  # recorded: a later ingest or daemon keeps them
+        links=links,
         shard_size=args.shard_size, length_cap=args.length_cap,
         duplicate_memory=args.duplicate_memory, count_delay=delay,
         count_delay_pairs=args.count_delay_pairs,

@@ -25,8 +25,8 @@ from anchorstream.text.tokenize import Tokenizer, available_stopword_lists, load
 from anchorstream.text.windows import AUTO, check_window
 
 __all__ = ["ADMIT_THRESHOLD", "CAPACITY", "DUPLICATE_MEMORY", "HelpFormatter", "LENGTH_CAP",
-           "MAX_DF", "MIN_DF", "STOPWORDS", "STOPWORDS_HELP", "VOCAB_SIZE", "admission_argument",
-           "anchor_arguments", "anchorfree_arguments", "check_input_file", "check_input_files",
+           "LINKS_HELP", "MAX_DF", "MIN_DF", "STOPWORDS", "STOPWORDS_HELP", "VOCAB_SIZE",
+           "admission_argument", "anchor_arguments", "anchorfree_arguments", "check_input_file", "check_input_files",
            "count_delay_arg", "count_delay_pairs_arg", "duplicate_memory_help", "int_arg",
            "length_cap_arg", "length_cap_help", "max_df_arg", "nonnegative_int_arg",
            "positive_float_arg", "positive_int_arg", "refine_window_argument",
@@ -199,9 +199,15 @@ def resolve_stopwords(name: str, files, *, format: str, text_field: str,
     return chosen
 
 
-def stopwords_tokenizer(name: str) -> Tokenizer:
-    """The tokenizer of ``--stopwords NAME`` (``none``: no stopwords)."""
-    return Tokenizer(stopwords=None if name == "none" else load_stopwords(name))
+def stopwords_tokenizer(name: str, links: str = "keep") -> Tokenizer:
+    """The tokenizer of ``--stopwords NAME`` (``none``: no stopwords) and ``--links``."""
+    return Tokenizer(stopwords=None if name == "none" else load_stopwords(name), links=links)
+
+
+#: ``--links`` (fit --input, ingest): what ``vocab.links`` is in the daemon.
+LINKS_HELP = ("drop = remove links (a scheme and ://, or www., to the next space) before the "
+              "text is split, for posts whose links would fill the topics with http, www, com "
+              "and a shortener's fragments; keep = they are words")
 
 
 def length_cap_arg(text: str) -> float | None:

@@ -20,6 +20,7 @@ from anchorstream.model.registry import (ANCHOR_METHODS, METHODS, RECOVER_WEIGHT
                                          RECTIFY_METHODS, MethodSpec, method_spec)
 from anchorstream.stats.admission import MIN_SHARE
 from anchorstream.store.delay import COUNT_DELAY_PAIRS, resolve_count_delay
+from anchorstream.text.tokenize import LINKS
 from anchorstream.text.windows import AUTO, WINDOWS_AUTO_SIZE, auto_rule
 from daemon.ingest.records import MAX_BYTES, MAX_TOKENS
 from daemon.settings import rules
@@ -279,6 +280,12 @@ class VocabConfig(_Section):
         "the daemon warns when the list removes less than 8% of the first 2000 "
         "documents' words (at most 20,000; another language), naming the shipped list that "
         "fits"))
+    links: Choice(*LINKS) = Field("keep", description=(
+        "drop = remove links (a scheme and ://, or www., to the next space) before the text is "
+        "split, for posts whose links would fill the topics with http, www, com and a "
+        "shortener's fragments; keep = they are words (where links name projects they carry "
+        "topic words: benchmarks/README.md, \"Links in posts\"). Recorded when the store is "
+        "created; a different value later is logged as a warning"))
 
 
 class ModelConfig(_Section):
