@@ -93,6 +93,8 @@ CANDIDATES: dict[str, list[str]] = {
     "window24": ["--refine-window", "24"],
     # The default before session 48 (whole documents at every length).
     "whole": ["--refine-window", "none"],
+    # Links removed before the split (session 89: posts whose links fill the topics).
+    "links": ["--links", "drop"],
     "window12": ["--refine-window", "12"],
 }
 QUICK_CORPORA = ("medium", "synth8-10k")
