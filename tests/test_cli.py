@@ -1165,6 +1165,7 @@ def test_links_dropped_by_fit_and_ingest_and_recorded_by_the_store(tmp_path, cap
         out = tmp_path / f"snap{len(given)}"
         assert main(["fit", "--input", str(path), "-k", "2", "--min-df", "1", *given,
                      "--out", str(out), "-q"]) == 0
+        assert "--links drop" not in capsys.readouterr().err  # a third hold a link: no note
         snap = read_snapshot(out)
         assert all((w in snap.vocabulary) == kept for w in links)
         assert snap.manifest["settings"]["tokenizer"]["links"] == ("keep" if kept else "drop")
@@ -1188,3 +1189,17 @@ def test_links_dropped_by_fit_and_ingest_and_recorded_by_the_store(tmp_path, cap
         assert main(["ingest", str(more[1]), "--store", store, "--links", "keep", "-q"]) == 0
     assert "was counted with links 'drop'" in caplog.text + capsys.readouterr().err
     assert set(links) <= set(open_committed(store).words)
+
+
+def test_posts_full_of_links_are_told_of_links_drop(tmp_path, capsys, caplog):
+    path = tmp_path / "posts.jsonl"
+    path.write_text("".join(json.dumps({"text": f"storm floods w{i} http://ow.ly/K{i}"})
+                            + "\n" for i in range(1200)))
+    assert main(["fit", "--input", str(path), "-k", "2", "--min-df", "1",
+                 "--out", str(tmp_path / "snap"), "-q"]) == 0
+    err = capsys.readouterr().err
+    assert "note: 100% of the first 1000 documents hold a link" in err and "--links drop" in err
+    # ingest runs the daemon's loop, which logs the same note from the stream's first documents.
+    with caplog.at_level("WARNING", logger="anchorstream.loop"):
+        assert main(["ingest", str(path), "--store", str(tmp_path / "store"), "-q"]) == 0
+    assert "100% of the first 1000 documents hold" in caplog.text + capsys.readouterr().err

@@ -17,7 +17,7 @@ from anchorstream.store.delay import count_delay as stored_count_delay
 from anchorstream.store.delay import count_delay_pairs as stored_count_delay_pairs
 from anchorstream.store.format import FORMAT_VERSION, VOCAB_SETTINGS
 from anchorstream.text.duplicates import DuplicateFilter
-from anchorstream.text.tokenize import LINKS
+from anchorstream.text.links import LINKS
 from anchorstream.text.vocabulary import MAX_DF_MIN_DOCS, StreamingVocabulary
 from anchorstream.text.windows import WINDOWS_AUTO_SIZE
 

@@ -12,12 +12,12 @@ The tokenizer is one compiled regular expression applied to normalised text:
    scraped from web pages, feeds and posts carries them, and split as words they would be
    ``amp``, ``quot`` and ``nbsp``, which no topic should hold; so are references escaped again
    (``&amp;quot;``), as feeds have them. A reference without its semicolon stays text
-   (``AT&T``, ``?a=1&para=2``). With ``links="drop"`` links are removed here (:data:`_LINK`:
-   from a scheme and ``://``, or from ``www.``, to the next space). Then Unicode NFKC (so
-   full-width letters, ligatures and compatibility forms fold onto their plain forms), then
-   ``str.casefold`` (so ``"Straße"`` and ``"STRASSE"`` are one word), then NFKC once more
-   because case folding can leave a string non-normalised; this is Unicode's
-   ``NFKC_Casefold`` up to a few rare code points.
+   (``AT&T``, ``?a=1&para=2``). With ``links="drop"`` links are removed here (from a scheme
+   and ``://``, or from ``www.``, to the next space: :mod:`anchorstream.text.links`). Then
+   Unicode NFKC (so full-width letters, ligatures and compatibility forms fold onto their
+   plain forms), then ``str.casefold`` (so ``"Straße"`` and ``"STRASSE"`` are one word),
+   then NFKC once more because case folding can leave a string non-normalised; this is
+   Unicode's ``NFKC_Casefold`` up to a few rare code points.
    Typographic apostrophes (``’``, ``ʼ``) become ``'`` so contractions match the stopword
    list, and the invisible characters that mark a place inside a word (the soft hyphen, the
    word joiner, the zero-width no-break space) are removed first, so ``infor&shy;mation`` is
@@ -60,9 +60,9 @@ from anchorstream.errors import InputError
 from anchorstream.text.bags import count_matrix, select_vocabulary, vocabulary_by_df
 from anchorstream.text.cjk import has_cjk, split_cjk
 from anchorstream.text.elision import elision_prefixes, split_elisions
+from anchorstream.text.links import LINKS, drop_links
 
 __all__ = [
-    "LINKS",
     "Tokenizer",
     "available_stopword_lists",
     "count_matrix",
@@ -82,19 +82,6 @@ _APOSTROPHES = ("\u2019", "\u02bc")
 #: (a hyphenation point, ``Donau&shy;dampf``), the word joiner and the zero-width no-break
 #: space (the byte order mark). The zero-width space, a break, still separates.
 _JOINERS = ("\u00ad", "\u2060", "\ufeff")
-
-#: A link: from its scheme and ``://`` (or from ``www.``) to the next space, which
-#: ``Tokenizer(links="drop")`` removes before the text is split. Split, links are words
-#: (``http``, ``www``, ``com``, a shortener's ``ow`` ``ly`` and its hash): on tweets, where
-#: nearly every post holds one, they filled the topics, and dropping them lifted held-out NPMI
-#: from −0.310 to −0.268; where links name projects (package descriptions) they carry topic
-#: words, and the table of every corpus keeps them by default (benchmarks/README.md, "Links
-#: in posts"). The scheme is at most 31 characters, so a pass is linear in the text; the
-#: letters' case is spelled out (``(?i)`` made the pass 10 % slower).
-_LINK = re.compile(r"\b(?:[A-Za-z][A-Za-z0-9+.-]{0,30}://|[wW]{3}\.)\S+")
-#: The values of ``Tokenizer.links``.
-LINKS = ("keep", "drop")
-
 
 #: An HTML character reference ended by its semicolon: a name (``&amp;``, ``&eacute;``), a
 #: decimal (``&#39;``) or a hexadecimal (``&#x27;``) code point. A name HTML does not define
@@ -491,10 +478,8 @@ class Tokenizer:
         if isinstance(doc, str):
             if "&" in doc:
                 doc = _decode_references(doc)
-            # "://" or "www." first, by substring tests (6x faster than a search for either on
-            # the package descriptions): the expression tries a match at every word.
-            if self._drop_links and ("://" in doc or "www." in doc.lower()):
-                doc = _LINK.sub(" ", doc)
+            if self._drop_links:  # anchorstream.text.links
+                doc = drop_links(doc)
             if doc.isascii():
                 words = _ascii_words(doc, self.lowercase)
             else:

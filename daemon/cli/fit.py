@@ -23,7 +23,7 @@ from anchorstream.model.refine import (REFINE_AUTO_MAX_LENGTH, REFINE_METHODS,
                                        refine_method_for)
 from anchorstream.snapshot import write_snapshot
 from anchorstream.snapshot.layout import MANIFEST
-from anchorstream.text.tokenize import LINKS
+from anchorstream.text.links import LINKS
 from anchorstream.text.windows import AUTO, auto_rule
 from daemon.cli import FIRST_RUN, kernels_cached
 from daemon.cli.fit_counts import Counts, counts_from_input, counts_from_store

@@ -25,6 +25,7 @@ from anchorstream.text.bags import TokenIdDocuments
 from anchorstream.text.decode import DecodeError
 from anchorstream.text.duplicates import DuplicateFilter
 from anchorstream.text.language import StopwordCheck
+from anchorstream.text.links import LinkCheck
 from anchorstream.text.windows import (AUTO, WINDOWS_AUTO_SIZE, WINDOWS_LATE_SHARE, auto_rule,
                                        long_token_share, refine_window_for)
 from daemon.cli.options import (DUPLICATE_MEMORY, check_input_files, resolve_stopwords,
@@ -182,6 +183,7 @@ def read_documents(paths, *, format, text_field, tokenizer, progress=True,
     seen = DuplicateFilter(duplicate_memory)
     bar = _progress_bar(progress)
     check = StopwordCheck(tokenizer)
+    links = LinkCheck(getattr(tokenizer, "links", "keep"))
     check_input_files(paths)
 
     def tokenized():
@@ -204,6 +206,8 @@ def read_documents(paths, *, format, text_field, tokenizer, progress=True,
                     continue
                 if not check.done:
                     check.observe(doc.content)  # what the tokenizer just took: cannot fail
+                if not links.done:
+                    links.observe(doc.content)
                 if not tokens:
                     rejected["no_tokens"] += 1
                     continue
@@ -222,6 +226,9 @@ def read_documents(paths, *, format, text_field, tokenizer, progress=True,
     warning = check.warning()
     if warning:
         print(f"warning: {warning}", file=sys.stderr)
+    note = links.note()
+    if note:
+        print(f"note: {note}", file=sys.stderr)
     return docs, stats
 
 

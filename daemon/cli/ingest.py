@@ -49,7 +49,8 @@ from anchorstream.store.delay import (AUTO_DELAY, COUNT_DELAY_PAIRS, defaulted_s
                                      resolve_count_delay)
 from anchorstream.text.decode import FORMATS
 from anchorstream.text.duplicates import DuplicateFilter
-from anchorstream.text.tokenize import LINKS, Tokenizer
+from anchorstream.text.links import LINKS
+from anchorstream.text.tokenize import Tokenizer
 from anchorstream.errors import InputError
 from anchorstream.text.bags import vocabulary_by_df
 from anchorstream.text.vocabulary import MAX_DF_MIN_DOCS, read_seed_vocabulary

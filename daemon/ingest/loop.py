@@ -68,6 +68,7 @@ import numpy as np
 
 from anchorstream.text.decode import DecodeError, parse_timestamp
 from anchorstream.text.language import StopwordCheck
+from anchorstream.text.links import LinkCheck
 from anchorstream.text.windows import LONG_DOCUMENT_TOKENS
 from anchorstream.errors import AnchorstreamError, StoreError
 from daemon.ingest.source import (
@@ -155,9 +156,9 @@ class IngestLoop:
         self.store = store
         self.source = source
         self.tokenizer = tokenizer
-        # Whether a shipped stopword list fits the stream's language, from its first documents
-        # after each start (a warning in the log if not; None once decided).
+        # The first documents after each start: does the stopword list fit, full of links?
         self._stopword_check: StopwordCheck | None = StopwordCheck(tokenizer)
+        self._link_check: LinkCheck | None = LinkCheck(getattr(tokenizer, "links", "keep"))
         self.message = message
         self.metrics = metrics
         self.dead_letter = dead_letter
@@ -179,16 +180,14 @@ class IngestLoop:
         for key, value in store.offsets.items():
             if parse_offset_key(key) is not None and value is not None:
                 self._positions[key] = int(value)
-        stored_ids = store.offsets.get(TOPIC_IDS_KEY)
-        self._stored_topic_ids: dict[str, str] = dict(stored_ids or {})
+        self._stored_topic_ids: dict[str, str] = dict(store.offsets.get(TOPIC_IDS_KEY) or {})
         self._dirty_offsets = False
         self._since_docs = 0
         self._last_checkpoint = clock()
         self._failures = 0
         self._retry_at = 0.0
         self._lock = threading.Lock()
-        self._committed = Committed(store.version, store.n_docs_added - store.pending_docs,
-                                    clock())
+        self._committed = Committed(store.version, store.n_docs_added - store.pending_docs, clock())
         self._next_traceback = float("-inf")
         self._tracebacks_skipped = 0
         # Rejections in the log at WARNING, rate-limited (``ingest`` prints its own summary).
@@ -406,12 +405,21 @@ class IngestLoop:
                                     timestamp_field=m.timestamp_field, max_bytes=m.max_bytes,
                                     max_tokens=m.max_tokens)
         stamp = parse_timestamp(doc.timestamp, record.timestamp) if self._seconds else 0.0
-        if self._stopword_check is not None:
-            self._check_stopwords(doc.content)
+        if self._stopword_check is not None or self._link_check is not None:
+            self._check_first_documents(doc.content)
         return tokens, stamp
 
-    def _check_stopwords(self, content) -> None:
-        check = self._stopword_check
+    def _check_first_documents(self, content) -> None:
+        """The first documents through the link and stopword checks; a warning for each misfit."""
+        links, check = self._link_check, self._stopword_check
+        if links is not None:
+            links.observe(content)  # substring tests and a search of a str: cannot fail
+            if links.done:
+                self._link_check = None
+                if links.note():
+                    log.warning("%s", links.note())
+        if check is None:
+            return
         try:
             check.observe(content)
         except Exception:  # noqa: BLE001 - a diagnostic must never cost a document
@@ -419,9 +427,8 @@ class IngestLoop:
             self._stopword_check = None
             return
         if check.done:
-            warning = check.warning()
-            if warning:
-                log.warning("%s", warning)
+            if check.warning():
+                log.warning("%s", check.warning())
             if self.metrics is not None and check.share is not None:
                 self.metrics.stopword_share.set(check.share)
             self._stopword_check = None

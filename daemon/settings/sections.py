@@ -20,7 +20,7 @@ from anchorstream.model.registry import (ANCHOR_METHODS, METHODS, RECOVER_WEIGHT
                                          RECTIFY_METHODS, MethodSpec, method_spec)
 from anchorstream.stats.admission import MIN_SHARE
 from anchorstream.store.delay import COUNT_DELAY_PAIRS, resolve_count_delay
-from anchorstream.text.tokenize import LINKS
+from anchorstream.text.links import LINKS
 from anchorstream.text.windows import AUTO, WINDOWS_AUTO_SIZE, auto_rule
 from daemon.ingest.records import MAX_BYTES, MAX_TOKENS
 from daemon.settings import rules

@@ -1,0 +1,35 @@
+"""Links: what ``--links drop`` removes, and the note that posts full of them get."""
+
+from __future__ import annotations
+
+from anchorstream.text.links import LINK_NOTE_SHARE, LinkCheck, drop_links
+
+
+def test_drop_links_replaces_each_link_by_a_space():
+    assert drop_links("a http://ow.ly/x b HTTPS://X.Y c www.z.org d") == "a   b   c   d"
+    assert drop_links("awww.. no link, mail me@example.org") == "awww.. no link, mail me@example.org"
+
+
+def test_the_check_notes_posts_full_of_links_once_it_has_seen_enough():
+    check = LinkCheck(n_docs=200)
+    for i in range(200):
+        assert not check.done
+        check.observe(f"post {i} http://ow.ly/{i}" if i % 4 else f"post {i} no link")
+    assert check.done and check.share == 0.75 and check.share >= LINK_NOTE_SHARE
+    assert "--links drop" in check.note() and "75% of the first 200 documents" in check.note()
+    check.observe("http://more.org")  # done: no longer counted
+    assert check.docs == 200
+
+
+def test_the_check_is_quiet_below_half_on_few_documents_or_when_links_are_dropped():
+    few, some = LinkCheck(n_docs=50), LinkCheck(n_docs=200)
+    for i in range(200):
+        few.observe("http://ow.ly/x")
+        some.observe("see http://x.org" if i % 3 == 0 else "no link")
+    assert few.share == 1.0 and few.note() is None  # 50 documents say too little
+    assert some.share < LINK_NOTE_SHARE and some.note() is None
+    words = LinkCheck(n_docs=1)
+    words.observe(["pre", "tokenized", "http://x.org"])  # words, not text: no link to split
+    assert words.share == 0.0
+    dropping = LinkCheck("drop")
+    assert dropping.done and dropping.share is None and dropping.note() is None
