@@ -383,7 +383,6 @@ class Tokenizer:
     lowercase: bool = True
     links: str = "keep"
     _elisions: frozenset[str] = field(init=False, repr=False, compare=False)  # l', dell'...
-    _drop_links: bool = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         stop = self.stopwords
@@ -409,7 +408,6 @@ class Tokenizer:
                 raise InputError(f"{name} must be an int >= 1, got {value!r}")
         if self.links not in LINKS:
             raise InputError(f"links must be one of {', '.join(LINKS)}, got {self.links!r}")
-        object.__setattr__(self, "_drop_links", self.links == "drop")
         if self.max_length < self.min_length:
             raise InputError(
                 f"max_length ({self.max_length}) must be >= min_length ({self.min_length})"
@@ -478,7 +476,7 @@ class Tokenizer:
         if isinstance(doc, str):
             if "&" in doc:
                 doc = _decode_references(doc)
-            if self._drop_links:  # anchorstream.text.links
+            if self.links == "drop":  # anchorstream.text.links
                 doc = drop_links(doc)
             if doc.isascii():
                 words = _ascii_words(doc, self.lowercase)
