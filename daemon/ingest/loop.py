@@ -416,8 +416,8 @@ class IngestLoop:
             links.observe(content)  # substring tests and a search of a str: cannot fail
             if links.done:
                 self._link_check = None
-                if links.note():
-                    log.warning("%s", links.note())
+                if note := links.note():
+                    log.warning("%s", note)
         if check is None:
             return
         try:
@@ -427,8 +427,8 @@ class IngestLoop:
             self._stopword_check = None
             return
         if check.done:
-            if check.warning():
-                log.warning("%s", check.warning())
+            if warning := check.warning():
+                log.warning("%s", warning)
             if self.metrics is not None and check.share is not None:
                 self.metrics.stopword_share.set(check.share)
             self._stopword_check = None
