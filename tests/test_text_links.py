@@ -10,6 +10,17 @@ def test_drop_links_replaces_each_link_by_a_space():
     assert drop_links("awww.. no link, mail me@example.org") == "awww.. no link, mail me@example.org"
 
 
+def test_drop_links_takes_what_a_retweet_left_of_a_link_and_leaves_http_as_a_word():
+    # As the health-news tweets hold them: cut short by an ellipsis, or a bare scheme.
+    for cut in ("http:/…", "http:…", "http…", "https:/…", "http:// ...", "http: ...",
+                "http ...", "http://", "HTTP:"):
+        assert drop_links(f"flu shot {cut}") == "flu shot  ", cut
+    assert drop_links("a https:// b") == "a   b"
+    # The protocol's name in prose stays a word, before a colon too.
+    for prose in ("an HTTP server", "supports http", "HTTP: GET and POST", "https proxies"):
+        assert drop_links(prose) == prose
+
+
 def test_the_check_notes_posts_full_of_links_once_it_has_seen_enough():
     check = LinkCheck(n_docs=200)
     for i in range(200):

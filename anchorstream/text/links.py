@@ -24,6 +24,13 @@ LINKS = ("keep", "drop")
 #: most 31 characters, so a pass is linear in the text; the letters' case is spelled out
 #: (``(?i)`` made the pass 10 % slower).
 _LINK = re.compile(r"\b(?:[A-Za-z][A-Za-z0-9+.-]{0,30}://|[wW]{3}\.)\S+")
+#: ... and what is left of a link a retweet cut short: ``http`` or ``https``, then a colon
+#: and up to two slashes or neither, then an ellipsis (``…`` or ``...``, a space before it
+#: allowed) or the end of the text or a space after ``://`` (391 of the 51,785 tweets held
+#: one, ``http:/…``, ``http…``, ``http:// ...``). ``HTTP`` alone or ``HTTP:`` before other
+#: words stays a word.
+_CUT_LINK = re.compile(
+    r"\b[hH][tT][tT][pP][sS]?(?::/{0,2})?(?:\s?(?:…|\.\.\.)|(?<=/)(?=\s|$)|:$)")
 
 #: :class:`LinkCheck` looks at this many documents (the first ones) ...
 LINK_CHECK_DOCS = 1000
@@ -39,7 +46,8 @@ def _may_hold_link(text: str) -> bool:
     """What every link holds, by substring tests: the expression, which tries a match at every
     word, runs only on text that may hold one (6x faster than a search for either on the
     package descriptions)."""
-    return "://" in text or "www." in text.lower()
+    low = text.lower()
+    return "://" in text or "www." in low or "http" in low
 
 
 def drop_links(text: str) -> str:
@@ -48,7 +56,9 @@ def drop_links(text: str) -> str:
     >>> drop_links("Busted! 15 myths: http://ow.ly/KiIY0 (see www.example.org)")
     'Busted! 15 myths:   (see  '
     """
-    return _LINK.sub(" ", text) if _may_hold_link(text) else text
+    if not _may_hold_link(text):
+        return text
+    return _CUT_LINK.sub(" ", _LINK.sub(" ", text))
 
 
 class LinkCheck:
