@@ -4,7 +4,7 @@
 
 Split, a link is words: ``http``, ``www``, ``com``, a shortener's ``ow`` ``ly`` and its hash.
 On tweets, where nearly every post holds one, they filled the topics, and dropping them lifted
-held-out NPMI from −0.310 to −0.268; where links name projects (package descriptions) they
+held-out NPMI from −0.310 to −0.275; where links name projects (package descriptions) they
 carry topic words, and over every corpus of the quality benchmark that holds links, dropping
 them loses more than it gains, so they stay words by default (benchmarks/README.md, "Links in
 posts"). Where at least half of the first documents hold one, ``anchorstream fit``, ``ingest``
