@@ -11,7 +11,7 @@ import pytest
 
 from anchorstream.evaluate import recovery_error
 from anchorstream.snapshot import read_snapshot
-from anchorstream.store import open_committed, store_info, stored_stopwords
+from anchorstream.store import open_committed, store_info, stored_tokenizing
 from anchorstream.synthetic import planted_model, sample_documents
 from daemon.cli import build_parser, main
 
@@ -1100,7 +1100,8 @@ def test_fit_chooses_the_documents_stopword_list_and_warns_when_given_one_that_m
             words = open_committed(store).words
             assert "und" not in words and "hund" in words
             # The store records the list: more files (English ones, here) keep it.
-            assert "und" in stored_stopwords(store) and "the" not in stored_stopwords(store)
+            recorded, links = stored_tokenizing(store)
+            assert "und" in recorded and "the" not in recorded and links == "keep"
             more = tmp_path / "more.jsonl"
             more.write_text("".join(json.dumps({"text": f"{english[i % 4]} und"}) + "\n"
                                     for i in range(40)))

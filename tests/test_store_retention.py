@@ -150,18 +150,18 @@ def test_reopening_with_other_settings_warns(tmp_path, caplog):
 
 def test_a_store_records_whether_links_were_words_and_warns_when_told_otherwise(
         tmp_path, caplog):
-    from anchorstream.store import stored_links
+    from anchorstream.store import stored_tokenizing
     from daemon.service import build_tokenizer, open_store
     from daemon.settings import parse_config
 
     old = str(tmp_path / "old")
     CooccurrenceStore.create(old, capacity=8)  # a store made before it was recorded
-    assert stored_links(old) == "keep"
+    assert stored_tokenizing(old) == (frozenset(), "keep")
     data = {"store": {"path": str(tmp_path / "s")}, "vocab": {"capacity": 50, "links": "drop"}}
     cfg = parse_config(data, {})
     assert build_tokenizer(cfg)("see http://ow.ly/x") == ["see"]
     open_store(cfg)
-    assert stored_links(data["store"]["path"]) == "drop"
+    assert stored_tokenizing(data["store"]["path"])[1] == "drop"
     with caplog.at_level(logging.WARNING, logger="anchorstream.store"):
         open_store(cfg)
     assert caplog.records == []

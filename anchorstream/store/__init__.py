@@ -20,8 +20,7 @@ from anchorstream.store.reading import (
     read_committed,
     read_document_state,
     store_info,
-    stored_links,
-    stored_stopwords,
+    stored_tokenizing,
 )
 from anchorstream.store.partitions import (
     PartitionedState,
@@ -58,6 +57,5 @@ __all__ = [
     "read_document_state",
     "read_partitions",
     "store_info",
-    "stored_links",
-    "stored_stopwords",
+    "stored_tokenizing",
 ]

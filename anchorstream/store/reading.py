@@ -476,23 +476,17 @@ def store_info(url, version: str | None = None, *,
     }
 
 
-def stored_stopwords(url, *, storage_options: Mapping[str, Any] | None = None) -> frozenset:
-    """The stopwords the store at ``url`` recorded when it was created: never counted, and
-    what a later ``anchorstream ingest --stopwords auto`` tokenizes with (empty where it
-    recorded none)."""
-    return frozenset(_stored_config(url, storage_options)["vocabulary"].get("stopwords") or ())
-
-
-def stored_links(url, *, storage_options: Mapping[str, Any] | None = None) -> str:
-    """Whether the store at ``url`` was counted with its documents' links (``"keep"``) or
-    without (``"drop"``): what a later ``anchorstream ingest`` tokenizes with."""
-    return links(_stored_config(url, storage_options))
-
-
-def _stored_config(url, storage_options) -> Mapping:
+def stored_tokenizing(url, *, storage_options: Mapping[str, Any] | None = None
+                      ) -> tuple[frozenset, str]:
+    """How the store at ``url`` recorded, when it was created, that its documents were
+    tokenized, from one read of its settings: ``(stopwords, links)``, the stopwords never
+    counted (empty where it recorded none; what a later ``anchorstream ingest --stopwords
+    auto`` tokenizes with) and whether links were words (``"keep"``) or removed (``"drop"``;
+    what a later ``ingest`` without ``--links`` tokenizes with)."""
     repo, _ = open_repo(url, storage_options)
     root = zarr.open_group(repo.readonly_session(branch=BRANCH).store, mode="r")
-    return root.attrs[META]["config"]
+    config = root.attrs[META]["config"]
+    return frozenset(config["vocabulary"].get("stopwords") or ()), links(config)
 
 
 def merge_committed(urls: Iterable) -> tuple[Any, list[str]]:

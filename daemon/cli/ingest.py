@@ -393,7 +393,7 @@ def run(args) -> int:
         unit=args.time_unit,
     )
     # icechunk and zarr: only for this command
-    from anchorstream.store import CooccurrenceStore, stored_links, stored_stopwords
+    from anchorstream.store import CooccurrenceStore, stored_tokenizing
 
     # Before the store is created: bad input leaves nothing behind.
     _check_counts({"--checkpoint-every": args.checkpoint_every, "--max-bytes": args.max_bytes,
@@ -401,10 +401,11 @@ def run(args) -> int:
     check_input_files(args.files)
     warn_json_as_text(args.files, format=args.format, text_field=args.text_field)
     exists = _store_exists(args.store)
-    recorded = stored_stopwords(args.store) if exists and args.stopwords == "auto" else None
+    stored_words, stored_links = stored_tokenizing(args.store) if exists else (None, "keep")
+    recorded = stored_words if args.stopwords == "auto" else None
     # --links given: it applies (and the store warns where it recorded another); not given:
     # the store's, so that more files are tokenized as the first were.
-    links = args.links or (stored_links(args.store) if exists else "keep")
+    links = args.links or stored_links
     if recorded:
         # More files for a store: its own list, not one chosen again from these files.
         tokenizer = Tokenizer(stopwords=recorded, links=links)
