@@ -43,8 +43,8 @@ _LINK_CHECK_MIN_DOCS = 100
 
 
 def _may_hold_link(text: str) -> bool:
-    """What every link holds, by substring tests: the expression, which tries a match at every
-    word, runs only on text that may hold one (6x faster than a search for either on the
+    """What every link and every stub of one holds, by substring tests: the expressions, which
+    try a match at every word, run only on text that may hold one (6x faster than a search for either on the
     package descriptions)."""
     if "://" in text:
         return True

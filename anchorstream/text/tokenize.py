@@ -13,7 +13,8 @@ The tokenizer is one compiled regular expression applied to normalised text:
    ``amp``, ``quot`` and ``nbsp``, which no topic should hold; so are references escaped again
    (``&amp;quot;``), as feeds have them. A reference without its semicolon stays text
    (``AT&T``, ``?a=1&para=2``). With ``links="drop"`` links are removed here (from a scheme
-   and ``://``, or from ``www.``, to the next space: :mod:`anchorstream.text.links`). Then
+   and ``://``, or from ``www.``, to the next space, and the stub a truncated retweet left of
+   one, ``http:…``: :mod:`anchorstream.text.links`). Then
    Unicode NFKC (so full-width letters, ligatures and compatibility forms fold onto their
    plain forms), then ``str.casefold`` (so ``"Straße"`` and ``"STRASSE"`` are one word),
    then NFKC once more because case folding can leave a string non-normalised; this is
@@ -364,8 +365,9 @@ class Tokenizer:
         Casefold the text. With ``False`` case is kept in the output, but stopwords still match
         regardless of case.
     links : {"keep", "drop"}, default "keep"
-        ``"drop"`` removes links (a scheme and ``://``, or ``www.``, to the next space) before
-        the text is split, for streams of posts whose links would be topic words.
+        ``"drop"`` removes links (a scheme and ``://``, or ``www.``, to the next space, and a
+        truncated link's stub such as ``http:…``) before the text is split, for streams of
+        posts whose links would be topic words.
 
     Examples
     --------
