@@ -3,6 +3,7 @@ store written by `anchorstream ingest`), a real snapshot out."""
 
 import itertools
 import json
+import logging
 import re
 import uuid
 
@@ -13,7 +14,7 @@ from anchorstream.evaluate import recovery_error
 from anchorstream.snapshot import read_snapshot
 from anchorstream.store import open_committed, store_info, stored_tokenizing
 from anchorstream.synthetic import planted_model, sample_documents
-from daemon.cli import build_parser, main
+from daemon.cli import CommandFormatter, build_parser, main
 
 V, K = 150, 5
 
@@ -1204,3 +1205,15 @@ def test_posts_full_of_links_are_told_of_links_drop(tmp_path, capsys, caplog):
     with caplog.at_level("WARNING", logger="anchorstream.loop"):
         assert main(["ingest", str(path), "--store", str(tmp_path / "store"), "-q"]) == 0
     assert "100% of the first 1000 documents hold" in caplog.text + capsys.readouterr().err
+
+
+@pytest.mark.parametrize("level, line", [
+    (logging.DEBUG, "debug: anchorstream.x: 3 words"),
+    (logging.INFO, "note: 3 words"),
+    (logging.WARNING, "warning: 3 words"),
+    (logging.ERROR, "error: 3 words"),
+    (logging.CRITICAL, "critical: 3 words"),
+])
+def test_a_one_shot_commands_records_read_as_its_own_lines(level, line):
+    record = logging.LogRecord("anchorstream.x", level, __file__, 1, "%d words", (3,), None)
+    assert CommandFormatter("%(message)s").format(record) == line

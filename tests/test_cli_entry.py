@@ -154,3 +154,19 @@ def test_a_fit_from_text_imports_no_store_library(docs, tmp_path):
         """, tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert read_snapshot(out).num_topics == 2 and seen.read_text() == ""
+
+
+def test_a_one_shot_command_logs_as_it_prints(tmp_path):
+    """A library's record in ``fit``'s output reads as the command's own lines do, without
+    a service log's time and logger name (here the anchor threshold lowered for a corpus of
+    60 documents, fewer than its 100)."""
+    docs = tmp_path / "docs.jsonl"
+    docs.write_text("".join(
+        json.dumps({"text": " ".join((WORDS[:5] if d % 2 else WORDS[5:])[(d + i) % 5]
+                                     for i in range(8))}) + "\n" for d in range(60)))
+    proc = subprocess.run([sys.executable, "-m", "daemon", "fit", "--input", str(docs),
+                           "--topics", "2", "--min-df", "1", "--out", str(tmp_path / "snap"),
+                           "--quiet"], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    logged = [line for line in proc.stderr.splitlines() if "anchor_min_df" in line]
+    assert logged and all(line.startswith("note: anchor_min_df 100 lowered") for line in logged)

@@ -1,6 +1,6 @@
 """The ``anchorstream`` command line.
 
-Every subcommand lives in its own ``daemon/cmd_<name>.py`` module exposing
+Every subcommand lives in its own ``daemon/cli/<name>.py`` module exposing
 ``register(subparsers)``, which adds an argparse subparser whose ``func`` default is a
 ``run(args) -> int`` returning the exit code.
 """
@@ -28,6 +28,21 @@ COMMANDS = (
     "daemon.cli.run",
     "daemon.cli.demo",
 )
+#: The commands that run as a service, whose log lines carry a time and the logger's name;
+#: the others are one-shot and log as they print (:class:`CommandFormatter`).
+SERVICES = ("run", "demo")
+
+
+class CommandFormatter(logging.Formatter):
+    """A one-shot command's log records read as the lines it prints itself (``note: ...``,
+    ``warning: ...``), not as a service's log with a time and a logger's name between them;
+    a DEBUG record keeps the logger's name, for whoever asked for them."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        text = super().format(record)
+        if record.levelno <= logging.DEBUG:
+            return f"debug: {record.name}: {text}"
+        return f"{'note' if record.levelno < logging.WARNING else record.levelname.lower()}: {text}"
 
 
 def _named_command(argv: list[str]) -> str | None:
@@ -155,9 +170,11 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> tuple[int
     if not getattr(args, "func", None):
         parser.print_help()
         return 2, False
-    logging.basicConfig(
-        level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    handler = logging.StreamHandler()
+    handler.setFormatter(
+        logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
+        if args.command in SERVICES else CommandFormatter("%(message)s"))
+    logging.basicConfig(level=args.log_level, handlers=[handler])
     if getattr(args, "uses_store", lambda _: True)(args):
         from anchorstream.store import configure_logging as configure_store_logging
 
