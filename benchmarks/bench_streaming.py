@@ -26,7 +26,8 @@ the random seed; the counts rounded to float32; 1 % of the documents left out, o
 ``--causes-draws`` draws (how much the fit moves for a small change of the data: one draw
 lands on either side of the last anchors' near ties); the streaming store's vocabulary with exact counts
 (the vocabulary alone); the streaming store's own counts (what admitting words as they
-arrive costs); the first-pass store's counts. Also the settings ``ingest`` and ``fit`` could
+arrive costs), and the same with the batch fit's anchors pinned (what of that is the anchor
+choice); the first-pass store's counts. Also the settings ``ingest`` and ``fit`` could
 disagree on (``length_cap``, ``max_df``, forgetting), read from the stores.
 
 **admission** (in process, after **store**): the ``stream`` store's counts with the admission
@@ -208,6 +209,16 @@ def fit_model(cooc, K: int, seed: int = 0, **settings) -> AnchorModel:
     return model
 
 
+def pinnable(cooc, K: int, anchors) -> tuple[int, ...]:
+    """The words of ``anchors`` that are anchor candidates in ``cooc`` (in enough documents):
+    the ones a fit of ``cooc`` can pin. The anchor choice is discrete (a small change of the
+    counts can swap anchors and move the topics far); with another fit's anchors pinned, what
+    is left is the recovery from the counts."""
+    active = np.flatnonzero(cooc.counts.sum(axis=1) > 0)
+    min_df = stage_min_df(cooc, K, active, ModelSettings(n_topics=K))
+    return tuple(a for a in anchors if cooc.doc_freq[a] >= min_df)
+
+
 def read_docs(path: Path) -> list[list[str]]:
     docs, _ = read_documents([path], format="json", text_field="text",
                              tokenizer=stopwords_tokenizer("english"), progress=False)
@@ -268,11 +279,19 @@ def part_causes(args, work: Path) -> None:
             mixed.doc_freq = exact.doc_freq.copy()
             rows.append(("the stream store's counts, exact document frequencies",
                          fit_model(mixed, K), sw))
+            position = {w: i for i, w in enumerate(sw)}
+            ok = pinnable(st.cooccurrence, K, [position[words[a]] for a in ref.anchors_
+                                               if words[a] in position])
+            rows.append((f"the stream store's counts, the batch fit's anchors pinned ({len(ok)} "
+                         f"of {K} are candidates there)",
+                         fit_model(st.cooccurrence, K, pinned_anchors=ok), sw))
             settings.append(f"stream store: counts differ from the exact ones by {change:.3f} "
                             f"(relative Frobenius); document frequency lost by the median "
                             f"word {np.median(lost):.1%}, by the 90th percentile "
                             f"{np.quantile(lost, 0.9):.1%}")
-        rows.append((f"the {rule} store's counts", fit_model(st.cooccurrence, K), sw))
+        model = fit_model(st.cooccurrence, K)
+        differ = len({words[a] for a in ref.anchors_} - {sw[a] for a in model.anchors_})
+        rows.append((f"the {rule} store's counts ({differ} anchors differ)", model, sw))
         from anchorstream.store import store_info
 
         info = store_info(str(store))
@@ -317,16 +336,13 @@ def part_admission(args, work: Path) -> None:
                  "waited): run the store part with --count-delay 0 first")
     sw = list(st.words)
     exact = cooccurrence(count_matrix(docs, sw), length_cap=LENGTH_CAP)
-    # The anchor choice is discrete (a small change of the counts can swap anchors and move
-    # the topics far); with the batch fit's anchors pinned (those that are candidates in these
-    # counts: in enough documents), what is left is the recovery from the counts.
+    # With the batch fit's anchors pinned (those that are candidates in these counts: in
+    # enough documents), what is left is the recovery from the counts.
     position = {w: i for i, w in enumerate(sw)}
     pinned = [position[words[a]] for a in ref.anchors_ if words[a] in position]
 
     def row(cooc) -> str:
-        active = np.flatnonzero(cooc.counts.sum(axis=1) > 0)
-        min_df = stage_min_df(cooc, K, active, ModelSettings(n_topics=K))
-        ok = tuple(a for a in pinned if cooc.doc_freq[a] >= min_df)
+        ok = pinnable(cooc, K, pinned)
         free, fixed = (fit_model(cooc, K, **kw) for kw in ({}, {"pinned_anchors": ok}))
         return (f"{describe(compare(free.topic_word_, sw, ref.topic_word_, words))} | "
                 f"{compare(fixed.topic_word_, sw, ref.topic_word_, words)['l1']:.3f} "
