@@ -1193,18 +1193,38 @@ def test_links_dropped_by_fit_and_ingest_and_recorded_by_the_store(tmp_path, cap
     assert set(links) <= set(open_committed(store).words)
 
 
-def test_posts_full_of_links_are_told_of_links_drop(tmp_path, capsys, caplog):
+def test_posts_full_of_links_lose_them_by_default_or_are_told_of_links_drop(tmp_path, capsys,
+                                                                            caplog):
+    lines = ["storm floods coast rain wind", "court judge ruling appeal law",
+             "vaccine flu virus outbreak cases", "market stocks shares prices trade"]
     path = tmp_path / "posts.jsonl"
-    path.write_text("".join(json.dumps({"text": f"storm floods w{i} http://ow.ly/K{i}"})
+    path.write_text("".join(json.dumps({"text": f"{lines[i % 4]} w{i} http://ow.ly/K{i}"})
                             + "\n" for i in range(1200)))
+    links = {"http", "ow", "ly"}
+    # --links auto, the default: the first documents are posts full of links, so they go.
     assert main(["fit", "--input", str(path), "-k", "2", "--min-df", "1",
-                 "--out", str(tmp_path / "snap"), "-q"]) == 0
+                 "--out", str(tmp_path / "auto"), "-q"]) == 0
+    err = capsys.readouterr().err
+    assert "note: --links auto chose drop: 100% of the first 1000 documents" in err
+    snap = read_snapshot(tmp_path / "auto")
+    assert snap.manifest["settings"]["tokenizer"]["links"] == "drop"
+    assert not links & set(snap.vocabulary)
+    # Kept as words, as asked: the read notes that --links drop exists.
+    assert main(["fit", "--input", str(path), "-k", "2", "--min-df", "1", "--links", "keep",
+                 "--max-df", "1", "--out", str(tmp_path / "keep"), "-q"]) == 0
     err = capsys.readouterr().err
     assert "note: 100% of the first 1000 documents hold a link" in err and "--links drop" in err
-    # ingest runs the daemon's loop, which logs the same note from the stream's first documents.
+    assert links <= set(read_snapshot(tmp_path / "keep").vocabulary)
+    # ingest chooses the same for a new store and records it; more files keep the store's.
+    assert main(["ingest", str(path), "--store", str(tmp_path / "store"), "-q"]) == 0
+    assert "--links auto chose drop" in capsys.readouterr().err
+    assert store_info(str(tmp_path / "store"))["links"] == "drop"
+    # Told to keep them, it runs the daemon's loop, which logs the note from the first documents.
     with caplog.at_level("WARNING", logger="anchorstream.loop"):
-        assert main(["ingest", str(path), "--store", str(tmp_path / "store"), "-q"]) == 0
+        assert main(["ingest", str(path), "--store", str(tmp_path / "kept"), "--links", "keep",
+                     "-q"]) == 0
     assert "100% of the first 1000 documents hold" in caplog.text + capsys.readouterr().err
+    assert store_info(str(tmp_path / "kept"))["links"] == "keep"
 
 
 @pytest.mark.parametrize("level, line", [

@@ -44,9 +44,27 @@ def test_auto_skips_bad_lines_and_missing_files_but_reads_a_bounded_number(tmp_p
     assert resolve_stopwords("auto", [tmp_path / "missing.jsonl", path], format="json",
                              text_field="text", max_bytes=None) == "german"
     # Past the bound of lines read, the bad lines decide nothing: English stays.
-    monkeypatch.setattr(options, "_STOPWORDS_AUTO_MAX_LINES", 100)
+    monkeypatch.setattr(options, "_AUTO_MAX_LINES", 100)
     assert resolve_stopwords("auto", [path], format="json", text_field="text",
                              max_bytes=None) == "english"
+
+
+def test_links_auto_drops_the_links_of_posts_full_of_them_and_says_so(tmp_path, capsys):
+    posts = [json.dumps({"text": f"flu shots now {i} http://ow.ly/x{i}"}) for i in range(120)]
+    plain = [json.dumps({"text": f"flu shots now {i}"}) for i in range(120)]
+    # Half of the first documents or more: drop, noted; fewer: keep, silently.
+    mixed = _write(tmp_path / "mixed.jsonl", posts + plain)
+    some = _write(tmp_path / "some.jsonl", posts[:100] + plain[:120])
+    kw = dict(format="json", text_field="text", max_bytes=None)
+    assert options.resolve_links("auto", [tmp_path / "missing.jsonl", mixed], **kw) == "drop"
+    assert "--links auto chose drop: 50% of the first 240 documents" in capsys.readouterr().err
+    assert options.resolve_links("auto", [some], **kw) == "keep"
+    assert capsys.readouterr().err == ""
+    # Too few documents to tell: keep. A named setting is taken as it is; nothing is read.
+    few = _write(tmp_path / "few.jsonl", posts[:99])
+    assert options.resolve_links("auto", [few], **kw) == "keep"
+    assert options.resolve_links("keep", [mixed], **kw) == "keep"
+    assert options.resolve_links("drop", [tmp_path / "missing.jsonl"], **kw) == "drop"
 
 
 def test_integer_arguments_name_their_bound():

@@ -6,19 +6,27 @@ Split, a link is words: ``http``, ``www``, ``com``, a shortener's ``ow`` ``ly`` 
 On tweets, where nearly every post holds one, they filled the topics, and dropping them lifted
 held-out NPMI from −0.310 to −0.275; where links name projects (package descriptions) they
 carry topic words, and over every corpus of the quality benchmark that holds links, dropping
-them loses more than it gains, so they stay words by default (benchmarks/README.md, "Links in
-posts"). Where at least half of the first documents hold one, ``anchorstream fit``, ``ingest``
-and the daemon's ingest loop say that ``--links drop`` exists.
+them everywhere loses more than it gains (benchmarks/README.md, "Links in posts"). So
+``--links auto``, the default of ``anchorstream fit --input`` and ``ingest``, which read their
+files before counting, drops them only where at least half of the first documents hold one
+(:func:`choose_links`): of the benchmark's 30 corpora, the tweets alone (76 % of their first
+1,000; the e-mail 32 %, the package descriptions 2-13 %). The daemon, which cannot read its
+stream ahead, keeps them unless ``vocab.links: drop``, and says that it exists where at least
+half of the first documents hold one, as ``fit --links keep`` does.
 """
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["LINKS", "LINK_CHECK_DOCS", "LINK_NOTE_SHARE", "LinkCheck", "drop_links"]
+__all__ = ["LINKS", "LINK_CHECK_DOCS", "LINK_CHOICES", "LINK_POSTS_SHARE", "LinkCheck",
+           "choose_links", "drop_links"]
 
 #: The values of ``Tokenizer.links``.
 LINKS = ("keep", "drop")
+#: ``--links`` of the commands that read files before counting (``fit --input``, ``ingest``):
+#: one of :data:`LINKS`, or ``auto``, which :func:`choose_links` resolves from the files.
+LINK_CHOICES = (*LINKS, "auto")
 
 #: A link: from its scheme and ``://`` (or from ``www.``) to the next space. The scheme is at
 #: most 31 characters, so a pass is linear in the text; the letters' case is spelled out
@@ -34,10 +42,12 @@ _CUT_LINK = re.compile(
 
 #: :class:`LinkCheck` looks at this many documents (the first ones) ...
 LINK_CHECK_DOCS = 1000
-#: ... and notes where at least this share of them hold a link: the tweets of the quality
-#: benchmark 94 % (dropping their links: +0.042 held-out NPMI), its e-mail 51 % (±0.006), the
-#: package descriptions 8.5 % (−0.022).
-LINK_NOTE_SHARE = 0.5
+#: ... and calls them posts full of links where at least this share of them hold one: ``auto``
+#: drops the links there, and where they are kept the check notes that ``--links drop``
+#: exists. Of the quality benchmark's training files the tweets hold a link in 94 % of their
+#: documents (76 % of the first 1,000; dropping the links: +0.035 held-out NPMI), its e-mail in
+#: 51 % (32 %; dropping them: ±0.006), the package descriptions in 8.5 % (2.4 %; −0.022).
+LINK_POSTS_SHARE = 0.5
 #: Fewer documents than this seen say too little to note.
 _LINK_CHECK_MIN_DOCS = 100
 
@@ -68,7 +78,7 @@ class LinkCheck:
 
     Fed each document's content (the raw text, or pre-tokenized words, which hold no link)
     until :attr:`done`, it counts the documents holding a link; :meth:`note` says so where at
-    least :data:`LINK_NOTE_SHARE` of them do. Inactive (never notes) where the tokenizer drops
+    least :data:`LINK_POSTS_SHARE` of them do (:attr:`posts`). Inactive (never notes) where the tokenizer drops
     links already.
 
     >>> check = LinkCheck(n_docs=2)
@@ -100,13 +110,39 @@ class LinkCheck:
         """The share of the documents seen that hold a link (None before any)."""
         return self.linked / self.docs if self.active and self.docs else None
 
-    def note(self) -> str | None:
-        """A message where at least :data:`LINK_NOTE_SHARE` of 100 or more documents seen
-        hold a link, else None."""
+    @property
+    def posts(self) -> bool:
+        """Whether at least :data:`LINK_POSTS_SHARE` of 100 or more documents seen hold a
+        link (never when inactive)."""
         share = self.share
-        if share is None or self.docs < _LINK_CHECK_MIN_DOCS or share < LINK_NOTE_SHARE:
+        return (share is not None and self.docs >= _LINK_CHECK_MIN_DOCS
+                and share >= LINK_POSTS_SHARE)
+
+    def note(self) -> str | None:
+        """A message where the documents seen are :attr:`posts`, else None."""
+        if not self.posts:
             return None
+        share = self.share
         return (f"{share:.0%} of the first {self.docs} documents hold a link, whose pieces "
                 "(http, www, com, a link shortener's) are counted as words and can fill the "
                 "topics; for posts, `--links drop` (`vocab.links: drop`) removes them before "
                 "the text is split")
+
+
+def choose_links(contents) -> tuple[str, LinkCheck]:
+    """``--links auto``: ``drop`` where the first documents of ``contents`` (raw texts, or
+    pre-tokenized words, which hold no link) are posts full of links (:attr:`LinkCheck.posts`,
+    over at most :data:`LINK_CHECK_DOCS` of them), else ``keep``. Returns the choice and the
+    check, whose :attr:`~LinkCheck.share` says why.
+
+    >>> choose_links(["flu season http://ow.ly/a1"] * 150 + ["no link"] * 50)[0]
+    'drop'
+    >>> choose_links(["see http://ow.ly/a1"] * 40 + ["no link"] * 160)[0]
+    'keep'
+    """
+    check = LinkCheck()
+    for content in contents:
+        if check.done:
+            break
+        check.observe(content)
+    return ("drop" if check.posts else "keep"), check

@@ -23,7 +23,7 @@ from anchorstream.model.refine import (REFINE_AUTO_MAX_LENGTH, REFINE_METHODS,
                                        refine_method_for)
 from anchorstream.snapshot import write_snapshot
 from anchorstream.snapshot.layout import MANIFEST
-from anchorstream.text.links import LINKS
+from anchorstream.text.links import LINK_CHOICES
 from anchorstream.text.windows import AUTO, auto_rule
 from daemon.cli import FIRST_RUN, kernels_cached
 from daemon.cli.fit_counts import Counts, counts_from_input, counts_from_store
@@ -49,7 +49,7 @@ _INPUT_ONLY = {
     "min_df": ("--min-df", MIN_DF),
     "max_df": ("--max-df", MAX_DF),
     "stopwords": ("--stopwords", STOPWORDS),
-    "links": ("--links", "keep"),
+    "links": ("--links", "auto"),
     "length_cap": ("--length-cap", LENGTH_CAP),
     "refine_window": ("--refine-window", AUTO),
     "duplicate_memory": ("--duplicate-memory", DUPLICATE_MEMORY),
@@ -106,7 +106,7 @@ def register(subparsers) -> None:
                         f"(--input only; default {d['max_df']})")
     p.add_argument("--stopwords", default=argparse.SUPPRESS,
                    help=f"{STOPWORDS_HELP} (--input only; default {d['stopwords']})")
-    p.add_argument("--links", choices=LINKS, default=argparse.SUPPRESS,
+    p.add_argument("--links", choices=LINK_CHOICES, default=argparse.SUPPRESS,
                    help=f"{LINKS_HELP} (--input only; a store has its own; default "
                         f"{d['links']})")
     p.add_argument("--length-cap", type=length_cap_arg, default=argparse.SUPPRESS,

@@ -49,7 +49,7 @@ from anchorstream.store.delay import (AUTO_DELAY, COUNT_DELAY_PAIRS, defaulted_s
                                      resolve_count_delay)
 from anchorstream.text.decode import FORMATS
 from anchorstream.text.duplicates import DuplicateFilter
-from anchorstream.text.links import LINKS
+from anchorstream.text.links import LINK_CHOICES, LINKS
 from anchorstream.text.tokenize import Tokenizer
 from anchorstream.errors import InputError
 from anchorstream.text.bags import vocabulary_by_df
@@ -75,6 +75,7 @@ from daemon.cli.options import (
     nonnegative_int_arg,
     positive_float_arg,
     positive_int_arg,
+    resolve_links,
     resolve_stopwords,
     stopwords_tokenizer,
     refine_window_argument,
@@ -127,9 +128,10 @@ def register(subparsers) -> None:
     p.add_argument("--stopwords", default=STOPWORDS,
                    help=STOPWORDS_HELP + "; the store records its list when it is created, and "
                    "auto keeps that list for more files")
-    p.add_argument("--links", choices=LINKS, default=None,
+    p.add_argument("--links", choices=LINK_CHOICES, default=None,
                    help=LINKS_HELP + "; the store records it when it is created, and more "
-                   "files are tokenized as it records (default keep)")
+                   "files are tokenized as it records (default auto, which keeps the store's "
+                   "for more files)")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
     new = p.add_argument_group("store settings (used when the store is created)")
     new.add_argument("--capacity", type=positive_int_arg, default=CAPACITY,
@@ -403,9 +405,16 @@ def run(args) -> int:
     exists = _store_exists(args.store)
     stored_words, stored_links = stored_tokenizing(args.store) if exists else (None, "keep")
     recorded = stored_words if args.stopwords == "auto" else None
-    # --links given: it applies (and the store warns where it recorded another); not given:
-    # the store's, so that more files are tokenized as the first were.
-    links = args.links or stored_links
+    # --links keep or drop: it applies (and the store warns where it recorded another); auto
+    # or not given: the store's, so that more files are tokenized as the first were, and for
+    # a new store what the files' first documents choose.
+    if args.links in LINKS:
+        links = args.links
+    elif exists:
+        links = stored_links
+    else:
+        links = resolve_links("auto", args.files, format=args.format,
+                              text_field=args.text_field, max_bytes=args.max_bytes)
     if recorded:
         # More files for a store: its own list, not one chosen again from these files.
         tokenizer = Tokenizer(stopwords=recorded, links=links)

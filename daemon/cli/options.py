@@ -155,8 +155,31 @@ def warn_json_as_text(files, *, format: str, text_field: str) -> bool:
     return True
 
 
-#: ``--stopwords auto`` reads at most this many lines, however many of them fail to decode.
-_STOPWORDS_AUTO_MAX_LINES = 20_000
+#: ``--stopwords auto`` and ``--links auto`` read at most this many lines, however many of
+#: them fail to decode.
+_AUTO_MAX_LINES = 20_000
+
+
+def _first_contents(files, *, format: str, text_field: str, max_bytes: int | None):
+    """The decoded contents of the first lines of ``files`` (at most :data:`_AUTO_MAX_LINES`
+    lines), what ``auto`` settings choose from. A line that does not decode is skipped here
+    (the read counts it); a missing file is left to the read's error."""
+    from anchorstream.text.decode import decode
+    from daemon.ingest.files import iter_lines
+
+    lines = 0
+    for path in files:
+        if not Path(path).is_file():
+            continue
+        for _, raw in iter_lines(path):
+            lines += 1
+            if lines > _AUTO_MAX_LINES:  # bad lines: not the whole file twice
+                return
+            try:
+                yield decode(raw, format=format, text_field=text_field,
+                             max_bytes=max_bytes).content
+            except Exception:  # noqa: BLE001 - the read counts and reports bad lines
+                continue
 
 
 def resolve_stopwords(name: str, files, *, format: str, text_field: str,
@@ -164,32 +187,15 @@ def resolve_stopwords(name: str, files, *, format: str, text_field: str,
     """The stopword list ``--stopwords NAME`` names for ``files``: ``NAME`` itself, or for
     ``auto`` the shipped list the first documents' words choose
     (:func:`~anchorstream.text.language.choose_stopwords`: ``english`` unless it misfits them
-    and another fits), noted on stderr where that is not ``english``. A line that does not
-    decode is skipped here (the read counts it); a missing file is left to the read's error."""
+    and another fits), noted on stderr where that is not ``english``."""
     if name != "auto":
         return name
     from contextlib import closing
 
-    from anchorstream.text.decode import decode
     from anchorstream.text.language import choose_stopwords
-    from daemon.ingest.files import iter_lines
 
-    def contents():
-        lines = 0
-        for path in files:
-            if not Path(path).is_file():
-                continue
-            for _, raw in iter_lines(path):
-                lines += 1
-                if lines > _STOPWORDS_AUTO_MAX_LINES:  # bad lines: not the whole file twice
-                    return
-                try:
-                    yield decode(raw, format=format, text_field=text_field,
-                                 max_bytes=max_bytes).content
-                except Exception:  # noqa: BLE001 - the read counts and reports bad lines
-                    continue
-
-    with closing(contents()) as first:
+    with closing(_first_contents(files, format=format, text_field=text_field,
+                                 max_bytes=max_bytes)) as first:
         chosen, check = choose_stopwords(first)
     if chosen != "english":
         shares = check.shares()
@@ -199,15 +205,37 @@ def resolve_stopwords(name: str, files, *, format: str, text_field: str,
     return chosen
 
 
+def resolve_links(name: str, files, *, format: str, text_field: str,
+                  max_bytes: int | None) -> str:
+    """What ``--links NAME`` does to ``files``' links: ``NAME`` itself, or for ``auto``
+    ``drop`` where the first documents are posts full of links and ``keep`` elsewhere
+    (:func:`~anchorstream.text.links.choose_links`), noted on stderr where it drops them."""
+    if name != "auto":
+        return name
+    from contextlib import closing
+
+    from anchorstream.text.links import choose_links
+
+    with closing(_first_contents(files, format=format, text_field=text_field,
+                                 max_bytes=max_bytes)) as first:
+        chosen, check = choose_links(first)
+    if chosen == "drop":
+        print(f"note: --links auto chose drop: {check.share:.0%} of the first {check.docs} "
+              "documents hold a link, whose pieces (http, www, com, a link shortener's) would "
+              "fill the topics; --links keep counts them as words", file=sys.stderr)
+    return chosen
+
+
 def stopwords_tokenizer(name: str, links: str = "keep") -> Tokenizer:
     """The tokenizer of ``--stopwords NAME`` (``none``: no stopwords) and ``--links``."""
     return Tokenizer(stopwords=None if name == "none" else load_stopwords(name), links=links)
 
 
-#: ``--links`` (fit --input, ingest): what ``vocab.links`` is in the daemon.
+#: ``--links`` (fit --input, ingest): what ``vocab.links`` is in the daemon, and ``auto``.
 LINKS_HELP = ("drop = remove links (a scheme and ://, or www., to the next space) before the "
               "text is split, for posts whose links would fill the topics with http, www, com "
-              "and a shortener's fragments; keep = they are words")
+              "and a shortener's fragments; keep = they are words; auto = drop where at least "
+              "half of the first 1000 documents hold a link, keep elsewhere")
 
 
 def length_cap_arg(text: str) -> float | None:
