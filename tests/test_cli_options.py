@@ -56,15 +56,32 @@ def test_links_auto_drops_the_links_of_posts_full_of_them_and_says_so(tmp_path, 
     mixed = _write(tmp_path / "mixed.jsonl", posts + plain)
     some = _write(tmp_path / "some.jsonl", posts[:100] + plain[:120])
     kw = dict(format="json", text_field="text", max_bytes=None)
-    assert options.resolve_links("auto", [tmp_path / "missing.jsonl", mixed], **kw) == "drop"
+
+    def links(name, files):
+        return options.resolve_tokenizing("none", name, files, **kw)[1]
+
+    assert links("auto", [tmp_path / "missing.jsonl", mixed]) == "drop"
     assert "--links auto chose drop: 50% of the first 240 documents" in capsys.readouterr().err
-    assert options.resolve_links("auto", [some], **kw) == "keep"
+    assert links("auto", [some]) == "keep"
     assert capsys.readouterr().err == ""
     # Too few documents to tell: keep. A named setting is taken as it is; nothing is read.
     few = _write(tmp_path / "few.jsonl", posts[:99])
-    assert options.resolve_links("auto", [few], **kw) == "keep"
-    assert options.resolve_links("keep", [mixed], **kw) == "keep"
-    assert options.resolve_links("drop", [tmp_path / "missing.jsonl"], **kw) == "drop"
+    assert links("auto", [few]) == "keep"
+    assert links("keep", [mixed]) == "keep"
+    assert links("drop", [tmp_path / "missing.jsonl"]) == "drop"
+
+
+def test_one_read_chooses_both_the_stopwords_and_the_links(tmp_path, capsys):
+    # German posts full of links: both choices from the same first documents, in one pass
+    # (the links' 1,000 documents replayed to the stopwords' check).
+    path = _write(tmp_path / "posts.jsonl",
+                  [json.dumps({"text": f"{GERMAN} http://ow.ly/x{i}"}) for i in range(1500)])
+    assert options.resolve_tokenizing("auto", "auto", [path], format="json", text_field="text",
+                                      max_bytes=None) == ("german", "drop")
+    err = capsys.readouterr().err
+    assert "--links auto chose drop: 100% of the first 1000" in err and "chose 'german'" in err
+    assert options.resolve_tokenizing("english", "keep", [tmp_path / "missing"], format="json",
+                                      text_field="text", max_bytes=None) == ("english", "keep")
 
 
 def test_integer_arguments_name_their_bound():

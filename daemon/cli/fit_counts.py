@@ -28,8 +28,8 @@ from anchorstream.text.language import StopwordCheck
 from anchorstream.text.links import LinkCheck
 from anchorstream.text.windows import (AUTO, WINDOWS_AUTO_SIZE, WINDOWS_LATE_SHARE, auto_rule,
                                        long_token_share, refine_window_for)
-from daemon.cli.options import (DUPLICATE_MEMORY, check_input_files, resolve_links,
-                                 resolve_stopwords, stopwords_tokenizer, warn_json_as_text)
+from daemon.cli.options import (DUPLICATE_MEMORY, check_input_files, resolve_tokenizing,
+                                 stopwords_tokenizer, warn_json_as_text)
 from daemon.ingest.files import iter_lines
 from daemon.ingest.records import MAX_BYTES, MAX_TOKENS, record_tokens
 
@@ -365,10 +365,9 @@ def counts_from_input(args, opts: dict, t_start: float, clock) -> Counts:
     progress = not args.quiet and sys.stderr.isatty()
     check_input_files(args.input)
     warn_json_as_text(args.input, format=opts["format"], text_field=opts["text_field"])
-    stopwords = resolve_stopwords(opts["stopwords"], args.input, format=opts["format"],
-                                  text_field=opts["text_field"], max_bytes=opts["max_bytes"])
-    links = resolve_links(opts["links"], args.input, format=opts["format"],
-                          text_field=opts["text_field"], max_bytes=opts["max_bytes"])
+    stopwords, links = resolve_tokenizing(
+        opts["stopwords"], opts["links"], args.input, format=opts["format"],
+        text_field=opts["text_field"], max_bytes=opts["max_bytes"])
     tokenizer = stopwords_tokenizer(stopwords, links=links)
     # The low-rank rectifier works from the documents: no V x V array at all. Otherwise
     # every method counts co-occurrences, and only the anchor-word model's float32 dense

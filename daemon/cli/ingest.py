@@ -75,8 +75,7 @@ from daemon.cli.options import (
     nonnegative_int_arg,
     positive_float_arg,
     positive_int_arg,
-    resolve_links,
-    resolve_stopwords,
+    resolve_tokenizing,
     stopwords_tokenizer,
     refine_window_argument,
     warn_json_as_text,
@@ -408,20 +407,13 @@ def run(args) -> int:
     # --links keep or drop: it applies (and the store warns where it recorded another); auto
     # or not given: the store's, so that more files are tokenized as the first were, and for
     # a new store what the files' first documents choose.
-    if args.links in LINKS:
-        links = args.links
-    elif exists:
-        links = stored_links
-    else:
-        links = resolve_links("auto", args.files, format=args.format,
-                              text_field=args.text_field, max_bytes=args.max_bytes)
-    if recorded:
-        # More files for a store: its own list, not one chosen again from these files.
-        tokenizer = Tokenizer(stopwords=recorded, links=links)
-    else:
-        tokenizer = stopwords_tokenizer(resolve_stopwords(
-            args.stopwords, args.files, format=args.format, text_field=args.text_field,
-            max_bytes=args.max_bytes), links=links)
+    links = args.links if args.links in LINKS else stored_links if exists else "auto"
+    # More files for a store: its own stopword list, not one chosen again from these files.
+    stopwords, links = resolve_tokenizing(
+        "none" if recorded else args.stopwords, links, args.files, format=args.format,
+        text_field=args.text_field, max_bytes=args.max_bytes)
+    tokenizer = (Tokenizer(stopwords=recorded, links=links) if recorded
+                 else stopwords_tokenizer(stopwords, links=links))
     # A store that forgets tracks the present: a pinned vocabulary of the whole backfill
     # would never leave it, so forgetting (like a seed list) implies the streaming rule.
     forgets = args.half_life is not None or args.window is not None

@@ -30,8 +30,8 @@ __all__ = ["ADMIT_THRESHOLD", "CAPACITY", "DUPLICATE_MEMORY", "HelpFormatter", "
            "count_delay_arg", "count_delay_pairs_arg", "duplicate_memory_help", "int_arg",
            "length_cap_arg", "length_cap_help", "max_df_arg", "nonnegative_int_arg",
            "positive_float_arg", "positive_int_arg", "refine_window_argument",
-           "resolve_stopwords", "spread_arg", "stopwords_tokenizer", "warn_json_as_text",
-           "window_arg"]
+           "resolve_stopwords", "resolve_tokenizing", "spread_arg", "stopwords_tokenizer",
+           "warn_json_as_text", "window_arg"]
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
     """``--help`` with each option's default, said once and only where it informs.
@@ -182,48 +182,52 @@ def _first_contents(files, *, format: str, text_field: str, max_bytes: int | Non
                 continue
 
 
-def resolve_stopwords(name: str, files, *, format: str, text_field: str,
-                      max_bytes: int | None) -> str:
-    """The stopword list ``--stopwords NAME`` names for ``files``: ``NAME`` itself, or for
-    ``auto`` the shipped list the first documents' words choose
+def resolve_tokenizing(stopwords: str, links: str, files, *, format: str, text_field: str,
+                       max_bytes: int | None) -> tuple[str, str]:
+    """``--stopwords`` and ``--links`` for ``files``, each as given or, where ``auto``, chosen
+    from the first documents, both from one read of them (:func:`_first_contents`).
+
+    ``--stopwords auto``: the shipped list the first documents' words choose
     (:func:`~anchorstream.text.language.choose_stopwords`: ``english`` unless it misfits them
-    and another fits), noted on stderr where that is not ``english``."""
-    if name != "auto":
-        return name
+    and another fits), noted on stderr where that is not ``english``. ``--links auto``:
+    ``drop`` where the first documents are posts full of links, ``keep`` elsewhere
+    (:func:`~anchorstream.text.links.choose_links`), noted on stderr where it drops them."""
+    if "auto" not in (stopwords, links):
+        return stopwords, links
+    import itertools
     from contextlib import closing
 
     from anchorstream.text.language import choose_stopwords
-
-    with closing(_first_contents(files, format=format, text_field=text_field,
-                                 max_bytes=max_bytes)) as first:
-        chosen, check = choose_stopwords(first)
-    if chosen != "english":
-        shares = check.shares()
-        print(f"note: --stopwords auto chose {chosen!r}: it removes {shares[chosen]:.1%} of the "
-              f"{check.words} words of the first {check.docs} documents, the English list "
-              f"{shares['english']:.1%} (--stopwords english keeps it)", file=sys.stderr)
-    return chosen
-
-
-def resolve_links(name: str, files, *, format: str, text_field: str,
-                  max_bytes: int | None) -> str:
-    """What ``--links NAME`` does to ``files``' links: ``NAME`` itself, or for ``auto``
-    ``drop`` where the first documents are posts full of links and ``keep`` elsewhere
-    (:func:`~anchorstream.text.links.choose_links`), noted on stderr where it drops them."""
-    if name != "auto":
-        return name
-    from contextlib import closing
-
     from anchorstream.text.links import choose_links
 
     with closing(_first_contents(files, format=format, text_field=text_field,
                                  max_bytes=max_bytes)) as first:
-        chosen, check = choose_links(first)
-    if chosen == "drop":
-        print(f"note: --links auto chose drop: {check.share:.0%} of the first {check.docs} "
-              "documents hold a link, whose pieces (http, www, com, a link shortener's) would "
-              "fill the topics; --links keep counts them as words", file=sys.stderr)
-    return chosen
+        for_links, rest = (itertools.tee(first) if stopwords == links == "auto"
+                           else (first, first))
+        if links == "auto":
+            links, link_check = choose_links(for_links)
+            if links == "drop":
+                print(f"note: --links auto chose drop: {link_check.share:.0%} of the first "
+                      f"{link_check.docs} documents hold a link, whose pieces (http, www, com, "
+                      "a link shortener's) would fill the topics; --links keep counts them as "
+                      "words", file=sys.stderr)
+        del for_links  # the stopwords' read goes on: tee need not keep its documents for it
+        if stopwords == "auto":
+            stopwords, check = choose_stopwords(rest)
+            if stopwords != "english":
+                shares = check.shares()
+                print(f"note: --stopwords auto chose {stopwords!r}: it removes "
+                      f"{shares[stopwords]:.1%} of the {check.words} words of the first "
+                      f"{check.docs} documents, the English list {shares['english']:.1%} "
+                      "(--stopwords english keeps it)", file=sys.stderr)
+    return stopwords, links
+
+
+def resolve_stopwords(name: str, files, *, format: str, text_field: str,
+                      max_bytes: int | None) -> str:
+    """The stopword list ``--stopwords NAME`` names for ``files`` (:func:`resolve_tokenizing`)."""
+    return resolve_tokenizing(name, "keep", files, format=format, text_field=text_field,
+                              max_bytes=max_bytes)[0]
 
 
 def stopwords_tokenizer(name: str, links: str = "keep") -> Tokenizer:
