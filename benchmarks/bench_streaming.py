@@ -219,6 +219,13 @@ def pinnable(cooc, K: int, anchors) -> tuple[int, ...]:
     return tuple(a for a in anchors if cooc.doc_freq[a] >= min_df)
 
 
+def positions(words, among) -> list[int]:
+    """The positions in ``words`` of those of ``among`` it holds, in ``among``'s order: another
+    vocabulary's anchors as this one's indices."""
+    position = {w: i for i, w in enumerate(words)}
+    return [position[w] for w in among if w in position]
+
+
 def read_docs(path: Path) -> list[list[str]]:
     docs, _ = read_documents([path], format="json", text_field="text",
                              tokenizer=stopwords_tokenizer("english"), progress=False)
@@ -279,9 +286,7 @@ def part_causes(args, work: Path) -> None:
             mixed.doc_freq = exact.doc_freq.copy()
             rows.append(("the stream store's counts, exact document frequencies",
                          fit_model(mixed, K), sw))
-            position = {w: i for i, w in enumerate(sw)}
-            ok = pinnable(st.cooccurrence, K, [position[words[a]] for a in ref.anchors_
-                                               if words[a] in position])
+            ok = pinnable(st.cooccurrence, K, positions(sw, [words[a] for a in ref.anchors_]))
             rows.append((f"the stream store's counts, the batch fit's anchors pinned ({len(ok)} "
                          f"of {K} are candidates there)",
                          fit_model(st.cooccurrence, K, pinned_anchors=ok), sw))
@@ -338,8 +343,7 @@ def part_admission(args, work: Path) -> None:
     exact = cooccurrence(count_matrix(docs, sw), length_cap=LENGTH_CAP)
     # With the batch fit's anchors pinned (those that are candidates in these counts: in
     # enough documents), what is left is the recovery from the counts.
-    position = {w: i for i, w in enumerate(sw)}
-    pinned = [position[words[a]] for a in ref.anchors_ if words[a] in position]
+    pinned = positions(sw, [words[a] for a in ref.anchors_])
 
     def row(cooc) -> str:
         ok = pinnable(cooc, K, pinned)
