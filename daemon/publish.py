@@ -30,7 +30,7 @@ the listing at once) and then deleted.
 History and trends: each publication appends the snapshot's topics to the history
 (:class:`daemon.history.History`) and :meth:`Publisher.trends` computes
 :func:`anchorstream.model.trends.compute_trends` over it (cached per version); the
-``on_publish`` summary carries :func:`trends_summary` of them. A crash between the snapshot and
+``on_publish`` summary (:func:`daemon.summary.compact_summary`) carries them in brief. A crash between the snapshot and
 its history line is repaired at the next start: retained snapshots newer than the history's last
 line are appended then.
 
@@ -71,9 +71,9 @@ from anchorstream.model.background import BACKGROUND_SPREAD
 from anchorstream.snapshot import Snapshot, read_snapshot, write_snapshot
 from anchorstream.text.decode import parse_timestamp
 from daemon.history import History, entry_from_topics
+from daemon.summary import compact_summary
 
-__all__ = ["LATEST_FILE", "Publisher", "SnapshotInfo", "compact_summary", "trends_summary",
-           "version_name"]
+__all__ = ["LATEST_FILE", "Publisher", "SnapshotInfo", "version_name"]
 
 log = logging.getLogger("anchorstream.publisher")
 
@@ -116,54 +116,6 @@ class SnapshotInfo:
         }
 
 
-def trends_summary(trends: Trends | None, limit: int = 10) -> dict[str, Any] | None:
-    """The trends in brief: ``{"window": [from, to], "rising"|"new"|"falling"|"gone": [{"id",
-    "score"}, ...]}`` (at most ``limit`` each, in :class:`Trends`' order), or None."""
-    if trends is None:
-        return None
-
-    def brief(items):
-        return [{"id": t.id, "score": round(t.score, 4)} for t in items[:limit]]
-
-    return {"window": [trends.window[0][0], trends.window[-1][0]],
-            "rising": brief(trends.rising), "new": brief(trends.new),
-            "falling": brief(trends.falling), "gone": brief(trends.gone)}
-
-
-def compact_summary(snapshot: Snapshot, version: int, n_words: int = 10,
-                    trends: Trends | None = None) -> dict[str, Any]:
-    """A small JSON-able description of a snapshot, e.g. for a Kafka "model updates" topic.
-
-    Returns
-    -------
-    dict
-        ``version``, ``created_at``, ``num_docs``, ``num_topics``, ``vocab_size``, ``churn`` (the
-        manifest's ``extra["churn"]`` when the publisher was given one) and ``topics``: a list of
-        ``{"id", "anchor", "prevalence", "top_words": [word, ...]}`` with ``n_words`` words;
-        ``trends``: :func:`trends_summary` (None when not given).
-    """
-    m = snapshot.manifest
-    extra = m.get("extra") or {}
-    return {
-        "version": int(version),
-        "created_at": m["created_at"],
-        "num_docs": m["num_docs"],
-        "num_topics": m["num_topics"],
-        "vocab_size": m["vocab_size"],
-        "churn": extra.get("churn"),
-        "trends": trends_summary(trends),
-        "topics": [
-            {
-                "id": t["id"],
-                "anchor": t["anchor"],
-                "prevalence": t["prevalence"],
-                "top_words": [w for w, _ in t["top_words"][:n_words]],
-            }
-            for t in snapshot.topics
-        ],
-    }
-
-
 class Publisher:
     """Owner of a snapshot directory: publishes, prunes, lists, and serves what is there.
 
@@ -181,7 +133,7 @@ class Publisher:
         Default ``background_spread`` for :func:`write_snapshot` (None: top words by
         probability, no background report).
     on_publish : callable, optional
-        Called with :func:`compact_summary` of each new snapshot after ``LATEST`` moved. Errors
+        Called with :func:`~daemon.summary.compact_summary` of each new snapshot after ``LATEST`` moved. Errors
         are logged and do not undo the publication (the snapshot is already out).
     cache_size : int, default 4
         How many snapshots (arrays included) are kept in memory besides the latest.

@@ -12,7 +12,8 @@ import pytest
 
 from anchorstream.errors import InputError, SnapshotNotFoundError
 from anchorstream.synthetic import planted_model
-from daemon.publish import LATEST_FILE, Publisher, compact_summary, version_name
+from daemon.publish import LATEST_FILE, Publisher, version_name
+from daemon.summary import compact_summary
 from daemon.history import HISTORY_FILE
 
 V, K = 40, 4

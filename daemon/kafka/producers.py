@@ -1,7 +1,7 @@
 """Kafka out: :class:`DeadLetterProducer` forwards a rejected record's raw value with a ``reason``
 header (plus ``error``, ``source_topic``, ``source_partition``, ``source_offset``), and
-:class:`ModelUpdatesProducer` sends :func:`daemon.publish.compact_summary` JSON (its ``trends``:
-rising, new, falling and gone ids with scores, :func:`daemon.publish.trends_summary`) as a
+:class:`ModelUpdatesProducer` sends :func:`daemon.summary.compact_summary` JSON (its ``trends``:
+rising, new, falling and gone ids with scores, :func:`daemon.summary.trends_summary`) as a
 ``Publisher(on_publish=...)`` hook. Both connect lazily, retry with backoff, and report each
 send's outcome (``"sent"``/``"failed"``) to an optional callback (e.g. a metrics counter).
 """
