@@ -16,6 +16,7 @@ import pytest
 from anchorstream.errors import StoreError
 from anchorstream.store import CooccurrenceStore, open_committed
 from anchorstream.text.language import StopwordCheck
+from daemon.ingest.first_documents import FirstDocuments
 from anchorstream.text.tokenize import Tokenizer
 from daemon.settings import MessageConfig
 from daemon.ingest.loop import IngestLoop, LoopError
@@ -395,24 +396,26 @@ def test_the_first_documents_say_when_the_stopword_list_is_not_their_language(st
     assert math.isnan(metrics.registry.get_sample_value(share))  # not known yet
     loop = make_loop(store, ScriptedSource(records([doc(i) for i in range(300)])),
                      metrics=metrics)
-    loop._stopword_check = StopwordCheck(loop.tokenizer, n_docs=150)
+    loop._first = FirstDocuments(loop.tokenizer, metrics,
+                                 stopwords=StopwordCheck(loop.tokenizer, n_docs=150))
     with caplog.at_level("WARNING", logger="anchorstream.loop"):
         while loop.step():
             pass
     warnings = [r for r in caplog.records if "stopword list" in r.getMessage()]
     assert len(warnings) == 1 and "only 0.0% of the 600 words" in warnings[0].getMessage()
-    assert loop.documents == 300 and loop._stopword_check is None
+    assert loop.documents == 300 and loop._first.stopwords is None
     assert metrics.registry.get_sample_value(share) == 0.0
     # English documents: no warning.
     caplog.clear()
     english = [json.dumps({"text": f"the {w} and the other {w} are in it"}).encode()
                for w in WORDS * 20]
     loop = make_loop(store, ScriptedSource(records(english, partition=1)), metrics=metrics)
-    loop._stopword_check = StopwordCheck(loop.tokenizer, n_docs=150)
+    loop._first = FirstDocuments(loop.tokenizer, metrics,
+                                 stopwords=StopwordCheck(loop.tokenizer, n_docs=150))
     with caplog.at_level("WARNING", logger="anchorstream.loop"):
         while loop.step():
             pass
-    assert loop._stopword_check is None
+    assert loop._first.stopwords is None
     # 7 of "the W and the other W are in it" are English stopwords.
     assert metrics.registry.get_sample_value(share) == pytest.approx(7 / 9)
     assert not [r for r in caplog.records if "stopword list" in r.getMessage()]

@@ -67,8 +67,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from anchorstream.text.decode import DecodeError, parse_timestamp
-from anchorstream.text.language import StopwordCheck
-from anchorstream.text.links import LinkCheck
 from anchorstream.text.windows import LONG_DOCUMENT_TOKENS
 from anchorstream.errors import AnchorstreamError, StoreError
 from daemon.ingest.source import (
@@ -78,6 +76,7 @@ from daemon.ingest.source import (
     offset_key,
     parse_offset_key,
 )
+from daemon.ingest.first_documents import FirstDocuments
 from daemon.ingest.records import record_tokens
 from daemon.ingest.rejections import RejectionReport
 from daemon.settings import MessageConfig
@@ -157,8 +156,7 @@ class IngestLoop:
         self.source = source
         self.tokenizer = tokenizer
         # The first documents after each start: does the stopword list fit, full of links?
-        self._stopword_check: StopwordCheck | None = StopwordCheck(tokenizer)
-        self._link_check: LinkCheck | None = LinkCheck(getattr(tokenizer, "links", "keep"))
+        self._first = FirstDocuments(tokenizer, metrics)
         self.message = message
         self.metrics = metrics
         self.dead_letter = dead_letter
@@ -405,33 +403,9 @@ class IngestLoop:
                                     timestamp_field=m.timestamp_field, max_bytes=m.max_bytes,
                                     max_tokens=m.max_tokens)
         stamp = parse_timestamp(doc.timestamp, record.timestamp) if self._seconds else 0.0
-        if self._stopword_check is not None or self._link_check is not None:
-            self._check_first_documents(doc.content)
+        if not self._first.done:
+            self._first.observe(doc.content)
         return tokens, stamp
-
-    def _check_first_documents(self, content) -> None:
-        """The first documents through the link and stopword checks; a warning for each misfit."""
-        links, check = self._link_check, self._stopword_check
-        if links is not None:
-            links.observe(content)  # substring tests and a search of a str: cannot fail
-            if links.done:
-                self._link_check = None
-                if note := links.note():
-                    log.warning("%s", note)
-        if check is None:
-            return
-        try:
-            check.observe(content)
-        except Exception:  # noqa: BLE001 - a diagnostic must never cost a document
-            log.debug("stopword check stopped", exc_info=True)
-            self._stopword_check = None
-            return
-        if check.done:
-            if warning := check.warning():
-                log.warning("%s", warning)
-            if self.metrics is not None and check.share is not None:
-                self.metrics.stopword_share.set(check.share)
-            self._stopword_check = None
 
     def _reject(self, record, key: str, reason: str, detail: str) -> None:
         self.rejected[reason] += 1
