@@ -20,7 +20,6 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 import scipy.linalg
-import scipy.sparse as sp
 
 from anchorstream._buffers import given_array
 from anchorstream._kernels.admm import recover_admm_dr_into
@@ -31,6 +30,8 @@ from anchorstream._kernels.recover import (
 from anchorstream.errors import InputError
 from anchorstream.model.inverse import recover_inverse
 from anchorstream.model.lowrank import LowRankCooccurrence
+from anchorstream.model.recover_inputs import (check_method, checked_anchors, checked_cooccurrence,
+                                               checked_groups, checked_init)
 from anchorstream.model.registry import RECOVER_WEIGHTS
 
 __all__ = ["METHODS", "WEIGHTS", "RecoverResult", "bayes_topic_word", "column_weights", "recover",
@@ -54,9 +55,6 @@ DEFAULT_MAX_ITER = 500
 # least this many: a pool of two threads costs ~0.44 ms to start and join, what 50-90 words'
 # solves take (5-10 us each, cold, V = 5000, K = 50; session 87).
 _ROWS_PER_THREAD = 256
-
-# Negative entries of C down to this fraction of its largest entry are rounding and are clipped.
-_NEGATIVE_SLACK = 1e-12
 
 # How far a warm start that is not already optimal is pulled towards the uniform vector for the
 # multiplicative (expgrad) solvers: an exact zero can never grow under ``y e^{-ηg}``, and the
@@ -129,73 +127,6 @@ def bayes_topic_word(coef: np.ndarray, word_prob: np.ndarray) -> np.ndarray:
             "word with p(topic | word) > 0 has zero frequency"
         )
     return joint / mass
-
-
-def _check_cooccurrence(C, check: bool = True) -> np.ndarray | LowRankCooccurrence:
-    if not check and isinstance(C, np.ndarray) and C.dtype == np.float64 and C.ndim == 2:
-        return C
-    if isinstance(C, LowRankCooccurrence):
-        return C  # rectified: its rows are what recovery reads, through C[S] and C @ Z
-    if sp.issparse(C):
-        C = C.toarray()
-    # No contiguous copy here (a V×V copy is 200 MB at V = 5000); only the KL kernel needs one.
-    C = np.asarray(C, dtype=np.float64)
-    if C.ndim != 2 or C.shape[0] != C.shape[1]:
-        raise InputError(f"C must be a square (V, V) matrix, got shape {C.shape}")
-    if not np.all(np.isfinite(C)):
-        raise InputError("C contains NaN or infinite entries")
-    lowest = C.min() if C.size else 0.0
-    if lowest < 0:
-        # The estimator's diagonal (h² - h) w can come out at -1e-24 by rounding; that is zero.
-        if lowest < -_NEGATIVE_SLACK * np.abs(C).max():
-            raise InputError(
-                f"C has negative entries (min {lowest:.3g}); recovery needs a non-negative "
-                "co-occurrence: rectify it first or clip it"
-            )
-        C = np.clip(C, 0.0, None)
-    if C.sum() <= 0:
-        raise InputError("C sums to zero: there is no co-occurrence to recover topics from")
-    return C
-
-
-def _check_anchors(anchors, V: int) -> np.ndarray:
-    a = np.asarray(anchors)
-    if a.ndim != 1 or a.size == 0:
-        raise InputError(
-            f"anchors must be a non-empty 1-D array of word indices, got shape {a.shape}"
-        )
-    if not np.issubdtype(a.dtype, np.integer):
-        if np.issubdtype(a.dtype, np.floating) and np.all(a == np.round(a)):
-            a = a.astype(np.int64)
-        else:
-            raise InputError(f"anchors must be integer word indices, got dtype {a.dtype}")
-    a = a.astype(np.int64)
-    if a.min() < 0 or a.max() >= V:
-        raise InputError(f"anchors must lie in [0, {V}), got min {a.min()} and max {a.max()}")
-    if np.unique(a).size != a.size:
-        raise InputError(f"anchors must be distinct, got {a.tolist()}")
-    if a.size > V:
-        raise InputError(f"more anchors ({a.size}) than words ({V})")
-    return a
-
-
-def _check_init(init, V: int, K: int) -> np.ndarray:
-    # C order whatever the caller's: the kernels take it so, and an F-ordered start (a warm
-    # refresh's columns picked by fancy indexing) compiled them a second time (ADMM's: 7.5
-    # CPU s on a first warm refresh, session 87).
-    y = np.array(init, dtype=np.float64, order="C", copy=True)
-    if y.shape != (V, K):
-        raise InputError(
-            f"init must be the coefficient matrix of shape (n_words, n_topics) = ({V}, {K}), "
-            f"got {y.shape}"
-        )
-    if not np.all(np.isfinite(y)) or y.min() < 0:
-        raise InputError("init must be finite and non-negative (rows on the simplex)")
-    sums = y.sum(axis=1)
-    # A zero row (a word new since the previous model) carries no information: start it uniform.
-    y[sums <= 0] = 1.0 / K
-    sums[sums <= 0] = 1.0
-    return y / sums[:, None]
 
 
 def recover(
@@ -289,13 +220,13 @@ def recover(
     >>> bool(np.abs(res.topic_word - m.topic_word).sum(axis=0).max() < 1e-4)
     True
     """
-    _check_method(method, weights, METHODS)
-    C = _check_cooccurrence(C, check_input)
+    check_method(method, weights, METHODS)
+    C = checked_cooccurrence(C, check_input)
     V = C.shape[0]
-    S = _check_anchors(anchors, V)
+    S = checked_anchors(anchors, V)
     K = S.size
     if init is not None:
-        init = _check_init(init, V, K)
+        init = checked_init(init, V, K)
     tol, max_iter = _check_solver_settings(method, tol, max_iter, step_size, admm_lambda,
                                            admm_gamma)
     pv, C_total, p = _word_mass(C, S, row_sums)
@@ -366,11 +297,11 @@ def recover_groups(
         On a malformed ``C`` or ``groups`` (empty, out of range, or a group none of whose words
         has mass), or the arguments :func:`recover` refuses.
     """
-    _check_method(method, weights, tuple(m for m in METHODS if m != "inverse"),
+    check_method(method, weights, tuple(m for m in METHODS if m != "inverse"),
                   " (inverse needs single anchor words)")
-    C = _check_cooccurrence(C, check_input)
+    C = checked_cooccurrence(C, check_input)
     V = C.shape[0]
-    groups = _check_groups(groups, V)
+    groups = checked_groups(groups, V)
     K = len(groups)
     tol, max_iter = _check_solver_settings(method, tol, max_iter, step_size, admm_lambda,
                                            admm_gamma)
@@ -403,8 +334,8 @@ def select_groups(C, groups, n_keep: int, *, weights: str = "none", check_input:
     """
     if weights not in WEIGHTS:
         raise InputError(f"weights must be one of {WEIGHTS}, got {weights!r}")
-    C = _check_cooccurrence(C, check_input)
-    groups = _check_groups(groups, C.shape[0])
+    C = checked_cooccurrence(C, check_input)
+    groups = checked_groups(groups, C.shape[0])
     if isinstance(n_keep, bool) or int(n_keep) != n_keep or not 1 <= n_keep <= len(groups):
         raise InputError(f"n_keep must be an integer in [1, {len(groups)}], got {n_keep!r}")
     pv, _, _ = _word_mass(C, np.zeros(0, dtype=np.int64), row_sums)
@@ -424,35 +355,6 @@ def _group_rows(C, groups, pv) -> np.ndarray:
             raise InputError(f"no word of group {k} has mass in C; each group needs one")
         U[k] = np.asarray(C[g] / pv[g][:, None]).mean(axis=0)
     return U
-
-
-def _check_method(method: str, weights: str, allowed: tuple, why: str = "") -> None:
-    if method not in allowed:
-        raise InputError(f"method must be one of {allowed}{why}, got {method!r}")
-    if weights not in WEIGHTS:
-        raise InputError(f"weights must be one of {WEIGHTS}, got {weights!r}")
-    if weights != "none" and method != "admm":
-        raise InputError(f"weights={weights!r} applies to method 'admm' only; method "
-                         f"{method!r} keeps its paper's loss (use weights='none')")
-
-
-def _check_groups(groups, V: int) -> list[np.ndarray]:
-    try:
-        out = [np.asarray(g).ravel() for g in groups]
-    except TypeError:
-        raise InputError("groups must be a sequence of arrays of word indices") from None
-    if not out:
-        raise InputError("groups must hold at least one group")
-    for k, g in enumerate(out):
-        if g.size == 0 or not np.issubdtype(g.dtype, np.integer):
-            raise InputError(f"group {k} must be a non-empty array of integer word indices, "
-                             f"got {g!r}")
-        if g.min() < 0 or g.max() >= V:
-            raise InputError(f"group {k}'s words must lie in [0, {V}), got min {g.min()} and "
-                             f"max {g.max()}")
-    if len(out) > V:
-        raise InputError(f"more groups ({len(out)}) than words ({V})")
-    return [np.unique(g.astype(np.int64)) for g in out]
 
 
 def _check_solver_settings(method, tol, max_iter, step_size, admm_lambda, admm_gamma):
