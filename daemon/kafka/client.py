@@ -54,6 +54,7 @@ __all__ = [
     "SourceError",
     "TopicPartition",
     "client_settings",
+    "consumer_settings",
     "create_client",
     "create_topics",
 ]
@@ -128,6 +129,31 @@ def client_settings(config: KafkaConfig, bootstrap_servers: str | list[str] | No
     }
     settings.update({k: v for k, v in optional.items() if v is not None})
     return settings
+
+
+def consumer_settings(config: KafkaConfig, bootstrap_servers) -> dict[str, Any]:
+    """The document consumer's settings: :func:`client_settings` and the group's, fetch
+    bounds and timeouts from ``config``, offsets never committed automatically, topics never
+    created by it."""
+    return {
+        **client_settings(config, bootstrap_servers),
+        "group_id": config.group_id,
+        # The store's checkpoint is the source of truth; the group commit is informational and
+        # explicit (commit()), never automatic.
+        "enable_auto_commit": False,
+        "auto_offset_reset": config.auto_offset_reset,
+        "fetch_max_bytes": config.fetch_max_bytes,
+        "max_partition_fetch_bytes": config.max_partition_fetch_bytes,
+        "max_poll_records": config.max_poll_records,
+        "session_timeout_ms": config.session_timeout_ms,
+        "heartbeat_interval_ms": config.heartbeat_interval_ms,
+        "max_poll_interval_ms": config.max_poll_interval_ms,
+        # Topics are created by their owners; a typo in kafka.topics must not create one.
+        "allow_auto_create_topics": False,
+        # Creating the client blocks this long when no broker answers; kept short so that a
+        # shutdown during an outage is quick (creation is retried with backoff).
+        "bootstrap_timeout_ms": min(config.request_timeout_ms, 10000),
+    }
 
 
 def create_client(factory: Callable[..., Any], settings: Mapping[str, Any]) -> Any:

@@ -30,7 +30,7 @@ from daemon.kafka.client import (
     OffsetAndMetadata,
     SourceError,
     TopicPartition,
-    client_settings,
+    consumer_settings,
     create_client,
 )
 from daemon.kafka.mends import (
@@ -61,28 +61,6 @@ class SourceRecord:
     key: bytes | None = None
     timestamp: int | None = None  # milliseconds since the epoch, as the producer/broker set it
     headers: tuple[tuple[str, bytes], ...] = ()
-
-
-def _consumer_settings(config: KafkaConfig, bootstrap_servers) -> dict[str, Any]:
-    return {
-        **client_settings(config, bootstrap_servers),
-        "group_id": config.group_id,
-        # The store's checkpoint is the source of truth; the group commit is informational and
-        # explicit (commit()), never automatic.
-        "enable_auto_commit": False,
-        "auto_offset_reset": config.auto_offset_reset,
-        "fetch_max_bytes": config.fetch_max_bytes,
-        "max_partition_fetch_bytes": config.max_partition_fetch_bytes,
-        "max_poll_records": config.max_poll_records,
-        "session_timeout_ms": config.session_timeout_ms,
-        "heartbeat_interval_ms": config.heartbeat_interval_ms,
-        "max_poll_interval_ms": config.max_poll_interval_ms,
-        # Topics are created by their owners; a typo in kafka.topics must not create one.
-        "allow_auto_create_topics": False,
-        # Creating the client blocks this long when no broker answers; kept short so that a
-        # shutdown during an outage is quick (creation is retried with backoff).
-        "bootstrap_timeout_ms": min(config.request_timeout_ms, 10000),
-    }
 
 
 class _Listener(ConsumerRebalanceListener):
@@ -149,7 +127,7 @@ class KafkaSource:
         self.on_error = on_error
         self.max_batch_bytes = None if max_batch_bytes is None else int(max_batch_bytes)
         self._clock = clock
-        self._settings = _consumer_settings(config, bootstrap_servers)
+        self._settings = consumer_settings(config, bootstrap_servers)
         self._factory = consumer_factory
         self._consumer: KafkaConsumer | None = None
         self._backoff = Backoff(config.reconnect_backoff_ms / 1000,
