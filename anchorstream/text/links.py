@@ -78,8 +78,8 @@ class LinkCheck:
 
     Fed each document's content (the raw text, or pre-tokenized words, which hold no link)
     until :attr:`done`, it counts the documents holding a link; :meth:`note` says so where at
-    least :data:`LINK_POSTS_SHARE` of them do (:attr:`posts`). Inactive (never notes) where the tokenizer drops
-    links already.
+    least :data:`LINK_POSTS_SHARE` of them do (:attr:`posts`). Inactive (never notes) where the
+    tokenizer drops links already.
 
     >>> check = LinkCheck(n_docs=2)
     >>> check.observe("storm floods http://ow.ly/x"); check.observe("court ruling")
