@@ -59,10 +59,24 @@ ROLES = ("all", "ingest", "refresh")
 log = logging.getLogger("anchorstream.daemon")
 
 
-def build_tokenizer(cfg: Config) -> Tokenizer:
-    """The tokenizer of ingestion and ``/v1/infer`` (they must be the same)."""
+def build_tokenizer(cfg: Config, store=None) -> Tokenizer:
+    """The tokenizer of ingestion and ``/v1/infer`` (they must be the same): ``vocab.links``
+    as set or, for ``auto``, as ``store`` recorded it (:func:`daemon_links`)."""
     stop = cfg.vocab.stopwords
-    return Tokenizer(stopwords=None if stop == "none" else stop, links=cfg.vocab.links)
+    return Tokenizer(stopwords=None if stop == "none" else stop,
+                     links=daemon_links(cfg, store))
+
+
+def daemon_links(cfg: Config, store=None) -> str:
+    """``vocab.links`` as the daemon tokenizes: as set, or for ``auto`` (the default) what
+    ``store`` recorded when it was created (``drop`` where ``anchorstream ingest --links
+    auto`` backfilled it with posts full of links), and ``keep`` for a new store or without
+    one (the partitioned layout's, whose partitions are opened as they are assigned): a
+    stream cannot be read ahead to choose."""
+    links = cfg.vocab.links
+    if links != "auto":
+        return links
+    return "keep" if store is None else store.links
 
 
 def check_role(role: str, cfg: Config) -> None:
@@ -116,7 +130,7 @@ def open_store(cfg: Config, url=None, *, share: int = 1,
         "admit_threshold": v.admit_threshold,
         "seed": seed,
         "stopwords": sorted(stopwords),
-        "links": v.links,
+        "links": "keep" if v.links == "auto" else v.links,
         "max_df": v.block_df_ratio,
         "forgetting": Forgetting(**forgetting_kw) if forgetting_kw else None,
         "length_cap": s.length_cap,
@@ -141,7 +155,8 @@ def open_store(cfg: Config, url=None, *, share: int = 1,
     return CooccurrenceStore.open_or_create(
         s.path if url is None else url, storage_options=s.storage_kwargs(),
         document_stats=document_stats,
-        defaulted=defaulted_settings(s.count_delay, s.count_delay_pairs), **runtime, **create)
+        defaulted=(*defaulted_settings(s.count_delay, s.count_delay_pairs),
+                   *(("links",) if v.links == "auto" else ())), **runtime, **create)
 
 
 class Daemon:
@@ -191,6 +206,7 @@ class Daemon:
         self.dead_letter = None
         self.model_updates = None
         self.loop: IngestLoop | None = None
+        self.tokenizer: Tokenizer | None = None  # ingestion's, once it starts
         self.refresher: Refresher | None = None
         self.api: ApiServer | None = None
         self._metrics_server = None
@@ -314,8 +330,10 @@ class Daemon:
                 k, bootstrap_servers=self.bootstrap_servers,
                 on_outcome=lambda outcome: metrics.dead_letters.labels(outcome).inc())
         refresher = self.refresher
+        # A single store's recorded links (vocab.links: auto), for ingestion and /v1/infer.
+        self.tokenizer = build_tokenizer(cfg, None if self.partitions is not None else store)
         self.loop = loop = loop_class(
-            store, tokenizer=build_tokenizer(cfg), message=cfg.message, metrics=metrics,
+            store, tokenizer=self.tokenizer, message=cfg.message, metrics=metrics,
             dead_letter=self.dead_letter,
             checkpoint_every_docs=cfg.store.checkpoint_every_docs,
             checkpoint_every_seconds=cfg.store.checkpoint_every_seconds,
@@ -346,7 +364,8 @@ class Daemon:
             self.api = ApiServer(
                 self.publisher, host=cfg.http.host, port=cfg.http.port,
                 bearer_token=cfg.http.bearer_token, metrics=metrics, ready=readiness,
-                tokenizer=build_tokenizer(cfg), max_body_bytes=cfg.http.max_body_bytes,
+                tokenizer=self.tokenizer or build_tokenizer(cfg),
+                max_body_bytes=cfg.http.max_body_bytes,
                 max_wait_seconds=cfg.http.max_wait_seconds,
                 max_waiters=cfg.http.max_waiters,
                 header_timeout_seconds=cfg.http.header_timeout_seconds,

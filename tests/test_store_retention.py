@@ -169,6 +169,18 @@ def test_a_store_records_whether_links_were_words_and_warns_when_told_otherwise(
     with caplog.at_level(logging.WARNING, logger="anchorstream.store"):
         open_store(parse_config(data, {}))
     assert "was counted with links 'drop'" in caplog.text and "links 'keep'" in caplog.text
+    # auto, the default: the store's recorded choice, silently; keep for a new store.
+    data["vocab"]["links"] = "auto"
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="anchorstream.store"):
+        dropped = open_store(parse_config(data, {}))
+    assert caplog.records == [] and dropped.links == "drop"
+    assert build_tokenizer(parse_config(data, {}), dropped)("see http://ow.ly/x") == ["see"]
+    fresh = {"store": {"path": str(tmp_path / "new")}, "vocab": {"capacity": 50}}
+    new = open_store(parse_config(fresh, {}))
+    assert new.links == "keep" and stored_tokenizing(fresh["store"]["path"])[1] == "keep"
+    assert "ow" in build_tokenizer(parse_config(fresh, {}), new)("see http://ow.ly/x")
+    assert "ow" in build_tokenizer(parse_config(fresh, {}))("see http://ow.ly/x")
 
 
 def test_a_store_without_recorded_stopwords_is_not_checked(tmp_path, caplog):
@@ -248,3 +260,25 @@ def test_the_daemon_store_holds_documents_back_by_default_except_with_tumbling_w
     with pytest.raises(ConfigError, match=r"store.count_delay_pairs: got 0; allowed: an "
                                           r"integer >= 1 or null"):
         parse_config(store("c", count_delay_pairs=0), {})
+
+
+def test_the_daemon_tokenizes_as_its_store_recorded_where_links_are_auto(tmp_path):
+    # The daemon's assembly (Daemon._start_ingest), without a broker: a store backfilled with
+    # its links dropped (`ingest --links auto` on posts) is read and fed as it was counted.
+    from daemon.metrics import Metrics
+    from daemon.service import Daemon
+    from daemon.settings import parse_config
+
+    path = str(tmp_path / "s")
+    CooccurrenceStore.create(path, capacity=50, links="drop")
+    cfg = parse_config({"store": {"path": path}, "snapshots": {"path": str(tmp_path / "p")},
+                        "kafka": {"bootstrap_servers": "127.0.0.1:9"}}, env={})
+    assert cfg.vocab.links == "auto"
+    daemon = Daemon(cfg)
+    daemon.metrics = Metrics()
+    daemon._start_ingest()
+    try:
+        assert daemon.loop.tokenizer is daemon.tokenizer
+        assert daemon.tokenizer("see http://ow.ly/x") == ["see"]
+    finally:
+        daemon.source.close()

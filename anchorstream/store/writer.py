@@ -29,6 +29,7 @@ from anchorstream.store.retention import Retaining
 from anchorstream.store.segments import BandEntries, segment_probe
 from anchorstream.store.settings import (RUNTIME_DEFAULTS, duplicate_memory, length_cap,
                                          vocabulary_of)
+from anchorstream.store.settings import links as recorded_links
 from anchorstream.text.duplicates import DuplicateFilter
 from anchorstream.zarrio import put_many
 
@@ -195,6 +196,12 @@ class CooccurrenceStore(Opening, Compacting, Retaining, Delaying):
     def document_stats(self) -> DocStatsSettings | None:
         """The document statistics kept (None: none)."""
         return None if self._docstats is None else self._docstats.settings
+
+    @property
+    def links(self) -> str:
+        """How its documents' links are tokenized, as recorded at creation: ``"keep"`` (they
+        are words) or ``"drop"`` (removed before the split)."""
+        return recorded_links(self._meta["config"])
 
     @property
     def has_pending(self) -> bool:

@@ -11,8 +11,10 @@ them everywhere loses more than it gains (benchmarks/README.md, "Links in posts"
 files before counting, drops them only where at least half of the first documents hold one
 (:func:`choose_links`): of the benchmark's 30 corpora, the tweets alone (76 % of their first
 1,000; the e-mail 32 %, the package descriptions 2-13 %). The daemon, which cannot read its
-stream ahead, keeps them unless ``vocab.links: drop``, and says that it exists where at least
-half of the first documents hold one, as ``fit --links keep`` does.
+stream ahead, tokenizes as its store recorded (``vocab.links: auto``: a store ``ingest``
+backfilled keeps its choice) and keeps the links of a new store, saying that ``vocab.links:
+drop`` exists where at least half of the first documents hold one, as ``fit --links keep``
+does.
 """
 
 from __future__ import annotations

@@ -280,15 +280,16 @@ class VocabConfig(_Section):
         "the daemon warns when the list removes less than 8% of the first 2000 "
         "documents' words (at most 20,000; another language), naming the shipped list that "
         "fits"))
-    links: Choice(*LINKS) = Field("keep", description=(
+    links: Choice(*LINKS, "auto") = Field("auto", description=(
         "drop = remove links (a scheme and ://, or www., to the next space) before the text is "
         "split, for posts whose links would fill the topics with http, www, com and a "
         "shortener's fragments; keep = they are words (where links name projects they carry "
-        "topic words: benchmarks/README.md, \"Links in posts\"). Recorded when the store is "
-        "created; a different value later is logged as a warning; where half of the first "
-        "1000 documents hold a link and they are kept, the log says so ('auto', which "
-        "fit --input and ingest take, reads the documents before counting: a stream's is "
-        "named here)"))
+        "topic words: benchmarks/README.md, \"Links in posts\"); auto = what the store "
+        "recorded when it was created (ingest --links auto drops them from files whose first "
+        "documents are posts full of links), keep for a new store, whose stream cannot be "
+        "read ahead. Recorded when the store is created; a different keep or drop later is "
+        "logged as a warning; where half of the first 1000 documents hold a link and they "
+        "are kept, the log says so"))
 
 
 class ModelConfig(_Section):
