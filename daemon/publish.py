@@ -30,9 +30,9 @@ the listing at once) and then deleted.
 History and trends: each publication appends the snapshot's topics to the history
 (:class:`daemon.history.History`) and :meth:`Publisher.trends` computes
 :func:`anchorstream.model.trends.compute_trends` over it (cached per version); the
-``on_publish`` summary (:func:`daemon.summary.compact_summary`) carries them in brief. A crash between the snapshot and
-its history line is repaired at the next start: retained snapshots newer than the history's last
-line are appended then.
+``on_publish`` summary (:func:`daemon.summary.compact_summary`) carries them in brief. A crash
+between the snapshot and its history line is repaired at the next start: retained snapshots
+newer than the history's last line are appended then.
 
 Threads: :meth:`Publisher.publish` may run in the refresher thread while the HTTP server's
 threads call the read methods; all shared state is guarded by one :class:`threading.Condition`,
