@@ -60,11 +60,22 @@ log = logging.getLogger("anchorstream.daemon")
 
 
 def build_tokenizer(cfg: Config, store=None) -> Tokenizer:
-    """The tokenizer of ingestion and ``/v1/infer`` (they must be the same): ``vocab.links``
-    as set or, for ``auto``, as ``store`` recorded it (:func:`daemon_links`)."""
+    """The tokenizer of ingestion and ``/v1/infer`` (they must be the same):
+    ``vocab.stopwords`` and ``vocab.links`` as set or, for ``auto``, as ``store`` recorded them
+    (:func:`daemon_stopwords`, :func:`daemon_links`)."""
+    return Tokenizer(stopwords=daemon_stopwords(cfg, store), links=daemon_links(cfg, store))
+
+
+def daemon_stopwords(cfg: Config, store=None):
+    """``vocab.stopwords`` as the daemon tokenizes: the list named (None for ``none``), or for
+    ``auto`` (the default) the list ``store`` recorded when it was created (the one
+    ``anchorstream ingest --stopwords auto`` chose for a backfill), and the English one for a
+    new store, for one that recorded none, or without one (the partitioned layout's)."""
     stop = cfg.vocab.stopwords
-    return Tokenizer(stopwords=None if stop == "none" else stop,
-                     links=daemon_links(cfg, store))
+    if stop != "auto":
+        return None if stop == "none" else stop
+    recorded = store.vocabulary.stopwords if store is not None else frozenset()
+    return recorded or "english"
 
 
 def daemon_links(cfg: Config, store=None) -> str:
@@ -102,7 +113,8 @@ def open_store(cfg: Config, url=None, *, share: int = 1,
     The tokenizer's stopwords are also given to the store, which records them (and never
     counts them): reopening the store with another ``vocab.stopwords`` list then logs a
     warning, because the stored list stays in force and the counts would mix two
-    tokenizations. Seed words that are stopwords are left out of the seed.
+    tokenizations (``auto``, the default, tokenizes with the stored list: no warning). Seed
+    words that are stopwords are left out of the seed.
 
     Over-frequent words: ``vocab.max_df_ratio`` is applied when a model is fitted (the words
     keep their slots, so a word that becomes less common can be used again);
@@ -156,7 +168,8 @@ def open_store(cfg: Config, url=None, *, share: int = 1,
         s.path if url is None else url, storage_options=s.storage_kwargs(),
         document_stats=document_stats,
         defaulted=(*defaulted_settings(s.count_delay, s.count_delay_pairs),
-                   *(("links",) if v.links == "auto" else ())), **runtime, **create)
+                   *(key for key in ("stopwords", "links") if getattr(v, key) == "auto")),
+        **runtime, **create)
 
 
 class Daemon:
@@ -330,7 +343,7 @@ class Daemon:
                 k, bootstrap_servers=self.bootstrap_servers,
                 on_outcome=lambda outcome: metrics.dead_letters.labels(outcome).inc())
         refresher = self.refresher
-        # A single store's recorded links (vocab.links: auto), for ingestion and /v1/infer.
+        # A single store's recorded stopwords and links (auto), for ingestion and /v1/infer.
         self.tokenizer = build_tokenizer(cfg, None if self.partitions is not None else store)
         self.loop = loop = loop_class(
             store, tokenizer=self.tokenizer, message=cfg.message, metrics=metrics,

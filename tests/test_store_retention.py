@@ -262,23 +262,39 @@ def test_the_daemon_store_holds_documents_back_by_default_except_with_tumbling_w
         parse_config(store("c", count_delay_pairs=0), {})
 
 
-def test_the_daemon_tokenizes_as_its_store_recorded_where_links_are_auto(tmp_path):
+def test_the_daemon_tokenizes_as_its_store_recorded_where_its_settings_are_auto(tmp_path,
+                                                                              caplog):
     # The daemon's assembly (Daemon._start_ingest), without a broker: a store backfilled with
-    # its links dropped (`ingest --links auto` on posts) is read and fed as it was counted.
+    # its links dropped and the German list (`ingest` with --links and --stopwords auto on
+    # German posts) is read and fed as it was counted.
     from daemon.metrics import Metrics
-    from daemon.service import Daemon
+    from daemon.service import Daemon, build_tokenizer, open_store
     from daemon.settings import parse_config
 
+    from anchorstream.text.tokenize import load_stopwords
+
     path = str(tmp_path / "s")
-    CooccurrenceStore.create(path, capacity=50, links="drop")
+    german = load_stopwords("german")
+    CooccurrenceStore.create(path, capacity=50, links="drop", stopwords=german)
     cfg = parse_config({"store": {"path": path}, "snapshots": {"path": str(tmp_path / "p")},
                         "kafka": {"bootstrap_servers": "127.0.0.1:9"}}, env={})
-    assert cfg.vocab.links == "auto"
+    assert cfg.vocab.links == cfg.vocab.stopwords == "auto"
     daemon = Daemon(cfg)
     daemon.metrics = Metrics()
-    daemon._start_ingest()
+    with caplog.at_level(logging.WARNING, logger="anchorstream.store"):
+        daemon._start_ingest()
     try:
+        # Capacity and the like differ from the daemon's defaults; the tokenizing does not.
+        assert "stopwords" not in caplog.text and "links" not in caplog.text
         assert daemon.loop.tokenizer is daemon.tokenizer
         assert daemon.tokenizer("see http://ow.ly/x") == ["see"]
+        assert daemon.tokenizer.stopwords == german
+        assert daemon.tokenizer("der Hund und the dog") == ["hund", "the", "dog"]
     finally:
         daemon.source.close()
+    # A new store: the English list, and the links kept.
+    fresh = parse_config({"store": {"path": str(tmp_path / "new")}, "vocab": {"capacity": 50}},
+                         env={})
+    new = open_store(fresh)
+    assert new.vocabulary.stopwords == load_stopwords("english")
+    assert build_tokenizer(fresh, new)("the dog http://ow.ly/x") == ["dog", "http", "ow", "ly"]

@@ -373,12 +373,11 @@ def shipped_stopword_lists() -> str:
 def _stopwords(v: Any) -> str:
     if v is None or v == "none":
         return "none"
-    if not isinstance(v, str) or not v or v == "auto":
-        raise _Invalid(f"a shipped list ({shipped_stopword_lists()}), 'none', or a path to a "
-                       "file of stopwords (one per line)"
-                       + ("; 'auto' is for fit --input and ingest, which read their files "
-                          "before counting: a stream's language is named here" if v == "auto"
-                          else ""))
+    if v == "auto":
+        return v
+    if not isinstance(v, str) or not v:
+        raise _Invalid(f"'auto', a shipped list ({shipped_stopword_lists()}), 'none', or a "
+                       "path to a file of stopwords (one per line)")
     if v not in available_stopword_lists():
         # A path: read now, so that a typo of a list's name or a missing file fails here,
         # naming the key, and not when the daemon builds its tokenizer.
@@ -387,8 +386,8 @@ def _stopwords(v: Any) -> str:
         except InputError as exc:
             # load_stopwords reads a name with a path separator or ending in .txt as a path.
             path = "/" in v or os.sep in v or v.endswith(".txt")
-            raise _Invalid(f"a shipped list ({shipped_stopword_lists()}), 'none', or a path to "
-                           "a file of stopwords (one per line)"
+            raise _Invalid(f"'auto', a shipped list ({shipped_stopword_lists()}), 'none', or a "
+                           "path to a file of stopwords (one per line)"
                            + (f"; {exc}" if path else "")) from None
     return v
 

@@ -274,12 +274,13 @@ class VocabConfig(_Section):
         "inverse); 1 = no correction, the default (it did not bring the topics closer to the "
         "batch fit's: docs/store.md, \"Admission correction\")")
     seed_file: ExistingFile = Field(None, description="words admitted at start, one a line")
-    stopwords: Stopwords = Field("english", description=(
-        f"a shipped list ({shipped_stopword_lists()}), 'none', or a file path (one "
-        "word per line; 'auto' is for fit --input and ingest, which read their files first); "
-        "the daemon warns when the list removes less than 8% of the first 2000 "
-        "documents' words (at most 20,000; another language), naming the shipped list that "
-        "fits"))
+    stopwords: Stopwords = Field("auto", description=(
+        f"auto = the list the store recorded when it was created (ingest --stopwords auto "
+        f"chooses one from its files), english for a new store, whose stream cannot be read "
+        f"ahead; a shipped list ({shipped_stopword_lists()}), 'none', or a file path (one "
+        "word per line); the daemon warns when the list removes less than 8% of the first "
+        "2000 documents' words (at most 20,000; another language), naming the shipped list "
+        "that fits"))
     links: Choice(*LINKS, "auto") = Field("auto", description=(
         "drop = remove links (a scheme and ://, or www., to the next space) before the text is "
         "split, for posts whose links would fill the topics with http, www, com and a "
