@@ -1103,6 +1103,7 @@ def test_fit_chooses_the_documents_stopword_list_and_warns_when_given_one_that_m
             # The store records the list: more files (English ones, here) keep it.
             recorded, links = stored_tokenizing(store)
             assert "und" in recorded and "the" not in recorded and links == "keep"
+            assert store_info(store)["stopwords"] == "german"
             more = tmp_path / "more.jsonl"
             more.write_text("".join(json.dumps({"text": f"{english[i % 4]} und"}) + "\n"
                                     for i in range(40)))

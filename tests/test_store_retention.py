@@ -288,7 +288,7 @@ def test_the_daemon_tokenizes_as_its_store_recorded_where_its_settings_are_auto(
         assert "stopwords" not in caplog.text and "links" not in caplog.text
         assert daemon.loop.tokenizer is daemon.tokenizer
         assert daemon.tokenizer("see http://ow.ly/x") == ["see"]
-        assert daemon.tokenizer.stopwords == german
+        assert daemon.tokenizer.stopwords == german and store_info(path)["stopwords"] == "german"
         assert daemon.tokenizer("der Hund und the dog") == ["hund", "the", "dog"]
     finally:
         daemon.source.close()
@@ -297,4 +297,7 @@ def test_the_daemon_tokenizes_as_its_store_recorded_where_its_settings_are_auto(
                          env={})
     new = open_store(fresh)
     assert new.vocabulary.stopwords == load_stopwords("english")
+    assert store_info(str(tmp_path / "new"))["stopwords"] == "english"
+    CooccurrenceStore.create(str(tmp_path / "plain"), capacity=8)  # none recorded
+    assert store_info(str(tmp_path / "plain"))["stopwords"] == "none"
     assert build_tokenizer(fresh, new)("the dog http://ow.ly/x") == ["dog", "http", "ow", "ly"]

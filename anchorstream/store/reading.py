@@ -26,7 +26,7 @@ from anchorstream.store.delay import (count_delay, count_delay_pairs, waiting,
 from anchorstream.store.format import BRANCH, META, StoreState, check_format
 from anchorstream.store.repository import disk_bytes, open_repo, storage_errors
 from anchorstream.store.segments import EntryReader, Fold
-from anchorstream.store.settings import length_cap, links
+from anchorstream.store.settings import length_cap, links, stopwords_label
 from anchorstream.store.versionhead import read_head
 
 __all__ = [
@@ -464,6 +464,7 @@ def store_info(url, version: str | None = None, *,
         "duplicates": int((root.attrs.get("duplicates") or {}).get("skipped", 0)),
         "count_delay": count_delay(meta["config"]),
         "count_delay_pairs": count_delay_pairs(meta["config"]),
+        "stopwords": stopwords_label(meta["config"]),
         "links": links(meta["config"]),
         "waiting": waiting(root),
         "offsets": st.offsets,

@@ -18,6 +18,7 @@ from anchorstream.store.delay import count_delay_pairs as stored_count_delay_pai
 from anchorstream.store.format import FORMAT_VERSION, VOCAB_SETTINGS
 from anchorstream.text.duplicates import DuplicateFilter
 from anchorstream.text.links import LINKS
+from anchorstream.text.tokenize import shipped_list_name
 from anchorstream.text.vocabulary import MAX_DF_MIN_DOCS, StreamingVocabulary
 from anchorstream.text.windows import WINDOWS_AUTO_SIZE
 
@@ -29,6 +30,7 @@ __all__ = [
     "duplicate_memory",
     "length_cap",
     "links",
+    "stopwords_label",
     "vocabulary_of",
     "warn_other_settings",
 ]
@@ -78,6 +80,15 @@ def links(config: Mapping) -> str:
     removed before the split (:class:`~anchorstream.text.tokenize.Tokenizer`); stores made
     before it was a setting kept them (``"keep"``)."""
     return config.get("links", "keep")
+
+
+def stopwords_label(config: Mapping) -> str:
+    """The stopword list the store was created with, in brief: a shipped list's name,
+    ``"none"`` (also for stores made before the list was recorded), or ``"N words"``."""
+    words = config["vocabulary"].get("stopwords") or ()
+    if not words:
+        return "none"
+    return shipped_list_name(words) or f"{len(words)} words"
 
 
 def vocabulary_of(config: Mapping) -> StreamingVocabulary:

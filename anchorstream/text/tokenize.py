@@ -69,6 +69,7 @@ __all__ = [
     "count_matrix",
     "load_stopwords",
     "select_vocabulary",
+    "shipped_list_name",
     "vocabulary_by_df",
 ]
 
@@ -343,6 +344,17 @@ def load_stopwords(name: str | os.PathLike[str] = "english") -> frozenset[str]:
     return _load_shipped(name)
 
 
+def shipped_list_name(words) -> str | None:
+    """The name of the shipped stopword list whose words ``words`` are, or None.
+
+    >>> shipped_list_name(load_stopwords("german")), shipped_list_name({"the"})
+    ('german', None)
+    """
+    words = frozenset(words)
+    return next((name for name in available_stopword_lists()
+                 if words == _load_shipped(name)), None)
+
+
 def _default_stopwords() -> frozenset[str]:
     return load_stopwords("english")
 
@@ -419,10 +431,7 @@ class Tokenizer:
         """The shipped list's name when the stopwords are one, else the sorted words."""
         if self.stopwords is None:
             return None
-        for name in available_stopword_lists():
-            if self.stopwords == _load_shipped(name):
-                return name
-        return sorted(self.stopwords)
+        return shipped_list_name(self.stopwords) or sorted(self.stopwords)
 
     def describe(self) -> dict:
         """The settings as a JSON-serialisable dict, e.g. for a snapshot manifest.
